@@ -1,0 +1,308 @@
+"""Composite score, paired per-task deltas and the Student-t noise gate (DESIGN.md "Composite", "Noise gate").
+
+Pure functions over figures handed in by the loop: this module never touches the database, never
+starts a process and never reads the test suite.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+# A kept/rejected verdict must not flip on the last bit of a float sum (e.g. 0.3 - 0.2 < 0.1).
+KEEP_TOLERANCE = 1e-12
+# TaskFigures whose composite disagrees with eval + cost_term + steps_term by more than this were
+# not built by per_task(), so their Δ split would be wrong.
+_SPLIT_TOLERANCE = 1e-9
+
+
+class ScoreError(ValueError):
+    """The figures handed to the scorer cannot be scored as asked."""
+
+
+@dataclass(frozen=True)
+class Weights:
+    w_cost: float
+    w_steps: float
+
+
+@dataclass(frozen=True)
+class CellFigures:
+    """One finished cell as the scorer sees it.
+
+    A failed cell (ok=False) scores 0 on every test, so its score is forced to 0 here; its cost and
+    steps were really spent and count as measured.
+    """
+
+    task_id: str
+    replicate: int
+    score: float
+    cost_usd: float
+    steps: float
+    ok: bool
+
+    def __post_init__(self) -> None:
+        if not self.ok:
+            object.__setattr__(self, "score", 0.0)
+
+
+@dataclass(frozen=True)
+class Normalisers:
+    """Per-cell mean cost (USD) and steps of the SEED on the same suite."""
+
+    seed_cost: float
+    seed_steps: float
+
+
+@dataclass(frozen=True)
+class TaskFigures:
+    """One task's means over its replicate cells.
+
+    cost_term and steps_term are the signed contributions of cost and steps to the composite
+    (-wCost·cost/seedCost, -wSteps·steps/seedSteps), so composite = eval + cost_term + steps_term;
+    the gate needs them to split Δ into Δeval/Δcost/Δsteps.
+    """
+
+    task_id: str
+    eval: float
+    cost: float
+    steps: float
+    composite: float
+    n_cells: int
+    cost_term: float = 0.0
+    steps_term: float = 0.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Per-cell means over a whole evaluation, and its tasks sorted by id."""
+
+    eval: float
+    cost: float
+    steps: float
+    composite: float
+    n_cells: int
+    tasks: tuple[TaskFigures, ...]
+
+
+def _penalty(weight: float, value: float, seed_value: float) -> float:
+    # A seed that spent nothing (e.g. all cells errored before the first step, or a free fake agent)
+    # gives no scale to measure against; dividing would blow up, so that penalty term is dropped.
+    if not seed_value > 0:
+        return 0.0
+    return -weight * value / seed_value
+
+
+def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) -> tuple[float, ...]:
+    n = len(cells)
+    eval_ = sum(c.score for c in cells) / n
+    cost = sum(c.cost_usd for c in cells) / n
+    steps = sum(c.steps for c in cells) / n
+    cost_term = _penalty(weights.w_cost, cost, norm.seed_cost)
+    steps_term = _penalty(weights.w_steps, steps, norm.seed_steps)
+    return eval_, cost, steps, eval_ + cost_term + steps_term, cost_term, steps_term
+
+
+def normalisers(seed_cells: Iterable[CellFigures]) -> Normalisers:
+    """The seed's per-cell mean cost and steps; zeros when it has no cells (no penalty then)."""
+    cells = list(seed_cells)
+    if not cells:
+        return Normalisers(seed_cost=0.0, seed_steps=0.0)
+    return Normalisers(
+        seed_cost=sum(c.cost_usd for c in cells) / len(cells),
+        seed_steps=sum(c.steps for c in cells) / len(cells),
+    )
+
+
+def per_task(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) -> dict[str, TaskFigures]:
+    """Each task's figures as means over its replicate cells, keyed and ordered by task id."""
+    by_task: dict[str, list[CellFigures]] = {}
+    for cell in cells:
+        by_task.setdefault(cell.task_id, []).append(cell)
+    out: dict[str, TaskFigures] = {}
+    for task_id in sorted(by_task):
+        group = by_task[task_id]
+        eval_, cost, steps, composite, cost_term, steps_term = _figures(group, weights, norm)
+        out[task_id] = TaskFigures(
+            task_id=task_id,
+            eval=eval_,
+            cost=cost,
+            steps=steps,
+            composite=composite,
+            n_cells=len(group),
+            cost_term=cost_term,
+            steps_term=steps_term,
+        )
+    return out
+
+
+def summarise(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) -> Summary:
+    """Per-cell means and the composite eval − wCost·cost/seedCost − wSteps·steps/seedSteps."""
+    cells = list(cells)
+    tasks = tuple(per_task(cells, weights, norm).values())
+    if not cells:
+        return Summary(eval=0.0, cost=0.0, steps=0.0, composite=0.0, n_cells=0, tasks=tasks)
+    eval_, cost, steps, composite, _, _ = _figures(cells, weights, norm)
+    return Summary(eval=eval_, cost=cost, steps=steps, composite=composite, n_cells=len(cells), tasks=tasks)
+
+
+# --- the noise gate -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison's noise figures, as stored on an attempt: its task count and robust scale."""
+
+    n: int
+    s_r: float
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Every figure of one candidate-vs-incumbent gate decision.
+
+    delta = delta_eval + delta_cost + delta_steps, where delta_cost and delta_steps are the changes in
+    the cost and steps terms of the composite (already weighted, normalised and sign-flipped: a
+    cheaper candidate has a positive delta_cost).
+    """
+
+    deltas: dict[str, float]
+    n: int
+    delta: float
+    delta_eval: float
+    delta_cost: float
+    delta_steps: float
+    s_r: float
+    s: float
+    df: int
+    se: float
+    t: float
+    threshold: float
+    min_improvement: float
+    gate_z: float
+    keep: bool
+
+    @property
+    def comparison(self) -> Comparison:
+        """This gate's noise figures, to pass in `prior` of the run's later gates."""
+        return Comparison(n=self.n, s_r=self.s_r)
+
+    def to_json(self) -> dict:
+        return {
+            "deltas": {task_id: float(d) for task_id, d in self.deltas.items()},
+            "n": int(self.n),
+            "delta": float(self.delta),
+            "delta_eval": float(self.delta_eval),
+            "delta_cost": float(self.delta_cost),
+            "delta_steps": float(self.delta_steps),
+            "s_r": float(self.s_r),
+            "s": float(self.s),
+            "df": int(self.df),
+            "se": float(self.se),
+            "t": float(self.t),
+            "threshold": float(self.threshold),
+            "min_improvement": float(self.min_improvement),
+            "gate_z": float(self.gate_z),
+            "keep": bool(self.keep),
+        }
+
+
+def robust_scale(deltas: Sequence[float]) -> float:
+    """s_r = 1.4826·MAD(d); the sample SD when MAD is 0; 0 for fewer than two deltas."""
+    d = np.asarray(list(deltas), dtype=float)
+    if d.size < 2:
+        return 0.0
+    mad = float(stats.median_abs_deviation(d, scale="normal"))
+    if mad > 0:
+        return mad
+    # Over half the deltas tie (common with pass/fail grades): MAD says "no noise" while the
+    # other deltas plainly vary, so the sample SD is the honest fallback.
+    return float(np.std(d, ddof=1))
+
+
+def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
+    """(s, df) with s² = Σ(n_r−1)s_r² / Σ(n_r−1) and df = Σ(n_r−1); (0, 0) when df is 0."""
+    df = 0
+    weighted = 0.0
+    for comp in prior_plus_current:
+        k = max(int(comp.n) - 1, 0)
+        df += k
+        weighted += k * float(comp.s_r) ** 2
+    if df == 0:
+        return 0.0, 0
+    return math.sqrt(weighted / df), df
+
+
+def gate_t(gate_z: float, df: int) -> float:
+    """t = t.ppf(Φ(gate_z), df): wide while df is small, approaching gate_z as df grows.
+
+    gate_z 0 or df 0 (no noise estimate yet) gives 0, i.e. the raw min_improvement gate.
+    """
+    if not math.isfinite(gate_z) or gate_z < 0:
+        raise ScoreError(f"gate_z must be a finite number >= 0, got {gate_z!r}; fix 'gate_z' in config.json")
+    if gate_z == 0 or df <= 0:
+        return 0.0
+    return float(stats.t.ppf(stats.norm.cdf(gate_z), df))
+
+
+def compare(
+    candidate: Mapping[str, TaskFigures],
+    incumbent: Mapping[str, TaskFigures],
+    *,
+    prior: Sequence[Comparison],
+    min_improvement: float,
+    gate_z: float,
+) -> Gate:
+    """Gate a candidate against the incumbent on the tasks both were evaluated on.
+
+    Keep unless Δ < min_improvement − t·SE: statistical ties drift forward, only decisive losses are
+    rejected. `prior` holds the earlier comparisons of this run; the current one is pooled in here.
+    """
+    paired = sorted(set(candidate) & set(incumbent))
+    if not paired:
+        raise ScoreError(
+            f"no paired tasks: candidate has {sorted(candidate)}, incumbent has {sorted(incumbent)}; "
+            "score both on the same validation suite"
+        )
+    for side, figures in (("candidate", candidate), ("incumbent", incumbent)):
+        for task_id in paired:
+            f = figures[task_id]
+            if abs(f.eval + f.cost_term + f.steps_term - f.composite) > _SPLIT_TOLERANCE:
+                raise ScoreError(
+                    f"{side} task {task_id!r}: composite {f.composite} != eval + cost_term + steps_term; "
+                    "build TaskFigures with score.per_task() so the Δ split adds up"
+                )
+
+    deltas = {t: candidate[t].composite - incumbent[t].composite for t in paired}
+    n = len(paired)
+
+    def mean_change(field: str) -> float:
+        return sum(getattr(candidate[t], field) - getattr(incumbent[t], field) for t in paired) / n
+
+    delta = sum(deltas.values()) / n
+    s_r = robust_scale(list(deltas.values()))
+    s, df = pooled([*prior, Comparison(n=n, s_r=s_r)])
+    se = s / math.sqrt(n)
+    t = gate_t(gate_z, df)
+    threshold = min_improvement - t * se
+    return Gate(
+        deltas=deltas,
+        n=n,
+        delta=delta,
+        delta_eval=mean_change("eval"),
+        delta_cost=mean_change("cost_term"),
+        delta_steps=mean_change("steps_term"),
+        s_r=s_r,
+        s=s,
+        df=df,
+        se=se,
+        t=t,
+        threshold=threshold,
+        min_improvement=min_improvement,
+        gate_z=gate_z,
+        keep=delta >= threshold - KEEP_TOLERANCE,
+    )
