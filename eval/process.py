@@ -1,0 +1,65 @@
+"""Spawn one agent process under the agent contract, through a launcher, under the watchdog.
+
+Used for build agents (cells) and the mutator alike, so both get the same env contract, the same
+process-group kill and the same stderr capture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.supervisor import kill_group, supervise
+from sandbox import Launcher
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    timed_out: bool
+    returncode: int
+    reason: str
+    stderr_path: Path
+
+    def stderr_tail(self, limit: int = 4000) -> str:
+        try:
+            return self.stderr_path.read_text(encoding="utf-8", errors="replace")[-limit:].strip()
+        except OSError:
+            return ""
+
+    def failure(self, has_result: bool) -> str:
+        """Why this run counts as an agent error ('' when it does not)."""
+        if self.timed_out:
+            return self.reason
+        if self.returncode != 0:
+            why = f"agent exited {self.returncode}"
+        elif not has_result:
+            why = "agent exited 0 without a result event"
+        else:
+            return ""
+        return f"{why}; stderr: {self.stderr_tail() or '(empty)'}"
+
+
+async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str,
+                            stream: Path, log_dir: Path, launcher: Launcher, writable: Sequence[Path],
+                            readable: Sequence[Path] = (), network: bool = False,
+                            silence_ms: int, heartbeat_ms: int) -> AgentRun:
+    wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network)
+    stderr_path = log_dir / "agent.stderr"
+    with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "wb") as err:
+        proc = await asyncio.create_subprocess_exec(
+            *wrapped, cwd=cwd, env=dict(env), stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
+            start_new_session=True)
+        try:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(prompt.encode("utf-8"))
+                await proc.stdin.drain()
+                proc.stdin.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # an agent that ignores stdin may exit before reading it
+            watch = await supervise(proc, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms)
+        finally:
+            kill_group(proc.pid)  # also reaps anything the agent left running
+    return AgentRun(watch.timed_out, watch.returncode, watch.reason, stderr_path)

@@ -1,0 +1,178 @@
+"""Run one cell: stage a fresh dir, spawn the build agent through the launcher, then the grader.
+
+The grader runs only after the agent's whole process group is gone, outside the agent's sandbox,
+and never sees the skill: it gets the agent's working dir and the task id. Every failure (agent
+error, watchdog timeout, grader crash/hang/garbage) becomes a recorded status, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval.cells import CellSpec, Contract
+from eval.cost import Price, usd
+from eval.process import run_agent_process
+from eval.snapshot import copy_tree
+from eval.stream_metrics import read_stream
+from eval.suite import Suite, Task
+from eval.supervisor import kill_group
+from sandbox import Launcher
+
+STATUSES = ("ok", "agent_error", "timeout", "grader_error")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    task_id: str
+    replicate: int
+    status: str
+    score: float
+    tests: dict[str, float]
+    cost_usd: float
+    steps: int
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    duration_ms: int
+    agent_subtype: str
+    error: str
+    cell_dir: str
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class CellJob:
+    spec: CellSpec
+    task: Task
+    suite: Suite
+    skill_dir: Path | None
+    skill_name: str
+    contract: Contract
+    agent_argv: Sequence[str]
+    launcher: Launcher
+    cell_root: Path
+    price: Price
+    grader_timeout_s: float
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def stage(job: CellJob) -> Path:
+    """A fresh cell dir: work/ holds the inputs and the skill copy; prompt and logs sit beside it."""
+    if job.cell_root.exists():
+        shutil.rmtree(job.cell_root)  # left by a crashed run: an unfinished cell starts over
+    work = job.cell_root / "work"
+    work.mkdir(parents=True)
+    fixtures = job.suite.fixture_dir(job.task.id)
+    for rel in job.task.inputs:
+        target = work / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fixtures / rel, target)
+    if job.skill_dir is not None:
+        copy_tree(job.skill_dir, work / ".claude" / "skills" / job.skill_name)
+    (job.cell_root / "prompt.md").write_text(job.task.prompt, encoding="utf-8")
+    return work
+
+
+def agent_env(job: CellJob, work: Path) -> dict[str, str]:
+    env = {**os.environ, **job.env,
+           "SM_PROMPT_FILE": str(job.cell_root / "prompt.md"),
+           "SM_STREAM": str(job.cell_root / "stream.jsonl"),
+           "SM_MODEL": job.contract.model,
+           "SM_MAX_TURNS": str(job.contract.max_turns),
+           "SM_CELL_SEED": str(job.spec.seed)}
+    env.pop("SM_SKILL_DIR", None)
+    if job.skill_dir is not None:
+        env["SM_SKILL_DIR"] = str(work / ".claude" / "skills" / job.skill_name)
+    return env
+
+
+def parse_grades(stdout: str) -> dict[str, float]:
+    """The grader's stdout must be one JSON object of test name -> score in [0, 1]."""
+    text = stdout.strip()
+    if not text:
+        raise ValueError("grader printed nothing; it must print one JSON object of test name -> score")
+    try:
+        obj = json.loads(text.splitlines()[-1]) if not text.startswith("{") else json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"grader output is not JSON ({err.msg}): {text[:200]!r}") from None
+    if isinstance(obj, dict) and isinstance(obj.get("tests"), dict):
+        obj = obj["tests"]
+    if not isinstance(obj, dict) or not obj:
+        raise ValueError("grader output must be a non-empty JSON object of test name -> score")
+    grades: dict[str, float] = {}
+    for name, value in obj.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0 <= value <= 1:
+            raise ValueError(f"grader test {name!r} scored {value!r}; scores must be numbers in [0, 1]")
+        grades[str(name)] = float(value)
+    return grades
+
+
+async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
+    env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
+           "SM_TASK_ID": job.task.id}
+    proc = await asyncio.create_subprocess_exec(
+        *job.suite.grader_argv(), str(work), job.task.id, cwd=job.suite.path, env=env,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True)
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=job.grader_timeout_s)
+    except TimeoutError:
+        kill_group(proc.pid)
+        await proc.wait()
+        return None, f"grader timed out after {job.grader_timeout_s:g} s and was killed"
+    except BaseException:
+        kill_group(proc.pid)
+        raise
+    err_text = stderr.decode("utf-8", "replace")[-4000:]
+    (job.cell_root / "grade.stderr").write_text(err_text, encoding="utf-8")
+    (job.cell_root / "grade.stdout").write_bytes(stdout[-100_000:])
+    if proc.returncode != 0:
+        return None, f"grader exited {proc.returncode}: {err_text.strip() or '(no stderr)'}"
+    try:
+        return parse_grades(stdout.decode("utf-8", "replace")), ""
+    except ValueError as err:
+        return None, f"{err}{'; stderr: ' + err_text.strip() if err_text.strip() else ''}"
+
+
+async def run_cell(job: CellJob) -> CellResult:
+    started = time.monotonic()
+    work = stage(job)
+    stream = job.cell_root / "stream.jsonl"
+    agent = await run_agent_process(
+        job.agent_argv, cwd=work, env=agent_env(job, work), prompt=job.task.prompt, stream=stream,
+        log_dir=job.cell_root, launcher=job.launcher, writable=[job.cell_root],
+        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms)
+    metrics = read_stream(stream)
+    tests: dict[str, float] = {}
+    failure = agent.failure(metrics.has_result)
+    if failure:
+        status, error = ("timeout" if agent.timed_out else "agent_error"), failure
+    else:
+        grades, error = await run_grader(job, work)
+        status = "ok" if grades is not None else "grader_error"
+        tests = grades or {}
+    score = sum(tests.values()) / len(tests) if status == "ok" else 0.0
+    result = CellResult(
+        task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
+        cost_usd=usd(job.price, metrics.usage), steps=metrics.steps,
+        input_tokens=metrics.usage.input_tokens, output_tokens=metrics.usage.output_tokens,
+        cache_write_tokens=metrics.usage.cache_creation_input_tokens,
+        cache_read_tokens=metrics.usage.cache_read_input_tokens,
+        duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype,
+        error=error, cell_dir=str(job.cell_root))
+    (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
+    return result

@@ -1,0 +1,31 @@
+"""The concurrency pump: run at most N cells at once and report each one as it finishes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurrency: int,
+               on_done: Callable[[R], None]) -> list[R]:
+    """Run `work` over items with bounded concurrency; `on_done` sees results in completion order."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+    results: list[R] = []
+
+    async def one(item: T) -> None:
+        async with gate:
+            result = await work(item)
+        results.append(result)
+        on_done(result)
+
+    tasks = [asyncio.create_task(one(item)) for item in items]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return results

@@ -1,0 +1,167 @@
+"""Load and validate a suite directory: suite.md, tasks.jsonl, the grader and fixtures/.
+
+Every problem raises `SuiteError` naming the file (and line) and the fix, before any cell runs.
+The suite's answer key never leaves the suite dir: only the task's declared inputs are copied out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.snapshot import hash_tree
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+SPLITS = ("train", "val", "test")
+RUNNERS = ("script",)
+GRADER_NAMES = ("run-eval.py", "run-eval")
+
+
+class SuiteError(ValueError):
+    """A suite on disk is malformed; the message names the file, the line and the fix."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    prompt: str
+    inputs: tuple[str, ...]
+    required: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    split: str
+    runner: str
+    tasks: tuple[Task, ...]
+    grader: Path
+    content_hash: str
+
+    def fixture_dir(self, task_id: str) -> Path:
+        return self.path / "fixtures" / task_id
+
+    def grader_argv(self) -> list[str]:
+        import sys
+        if self.grader.suffix == ".py":
+            return [sys.executable, str(self.grader)]
+        return [str(self.grader)]
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` is not a valid suite or task name, or None when it is."""
+    if not NAME_RE.match(name):
+        return "use only letters, digits, '.', '_' and '-'"
+    if "__" in name:
+        return "'__' is reserved (cell dirs use it as a separator)"
+    if name.endswith((".", " ")):
+        return "a name may not end with '.' or a space"
+    if name.split(".")[0].upper() in DEVICE_NAMES:
+        return "reserved device name"
+    return None
+
+
+def parse_frontmatter(text: str, where: Path) -> dict[str, str]:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise SuiteError(f"{where}: must start with a '---' frontmatter block (name, split, runner)")
+    fields: dict[str, str] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        if line.strip() == "---":
+            return fields
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise SuiteError(f"{where}:{number}: expected 'key: value', got {line!r}")
+        fields[key.strip()] = value.strip().strip("'\"")
+    raise SuiteError(f"{where}: frontmatter is not closed with '---'")
+
+
+def _task(raw: str, number: int, where: Path) -> Task:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise SuiteError(f"{where}:{number}: not valid JSON ({err.msg}); each line must be one task object")
+    if not isinstance(obj, dict):
+        raise SuiteError(f"{where}:{number}: a task must be a JSON object")
+    for key in ("id", "prompt"):
+        if not isinstance(obj.get(key), str) or not obj[key].strip():
+            raise SuiteError(f"{where}:{number}: task needs a non-empty string {key!r}")
+    problem = name_problem(obj["id"])
+    if problem:
+        raise SuiteError(f"{where}:{number}: task id {obj['id']!r} is invalid: {problem}")
+    lists = {}
+    for key in ("inputs", "required"):
+        value = obj.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SuiteError(f"{where}:{number}: {key!r} must be a list of relative file names")
+        for rel in value:
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise SuiteError(f"{where}:{number}: {key} entry {rel!r} must stay inside the cell")
+        lists[key] = tuple(value)
+    return Task(obj["id"], obj["prompt"], lists["inputs"], lists["required"])
+
+
+def load_suite(path: Path) -> Suite:
+    path = Path(path)
+    if not path.is_dir():
+        raise SuiteError(f"{path}: suite directory not found; pass a suite name from config.json 'suites' "
+                         f"or a path to a folder holding suite.md and tasks.jsonl")
+    problem = name_problem(path.name)
+    if problem:
+        raise SuiteError(f"{path}: suite folder name {path.name!r} is invalid: {problem}; rename the folder")
+    suite_md = path / "suite.md"
+    if not suite_md.is_file():
+        raise SuiteError(f"{suite_md}: missing; create it with frontmatter name/split/runner")
+    meta = parse_frontmatter(suite_md.read_text(encoding="utf-8"), suite_md)
+    name = meta.get("name", "")
+    if name != path.name:
+        raise SuiteError(f"{suite_md}: frontmatter name {name!r} must equal the folder name {path.name!r}")
+    split = meta.get("split", "")
+    if split not in SPLITS:
+        raise SuiteError(f"{suite_md}: split {split!r} must be one of {', '.join(SPLITS)}")
+    runner = meta.get("runner", "script")
+    if runner not in RUNNERS:
+        raise SuiteError(f"{suite_md}: runner {runner!r} is not available; use one of {', '.join(RUNNERS)}")
+    graders = [path / g for g in GRADER_NAMES if (path / g).is_file()]
+    if not graders:
+        raise SuiteError(f"{path}: no grader; add run-eval.py (or an executable run-eval) that prints "
+                         f"one JSON object of test name -> score for a cell dir")
+    grader = graders[0]
+    if grader.suffix != ".py" and not os.access(grader, os.X_OK):
+        raise SuiteError(f"{grader}: not executable; chmod +x it or name it run-eval.py")
+    tasks_file = path / "tasks.jsonl"
+    if not tasks_file.is_file():
+        raise SuiteError(f"{tasks_file}: missing; one task per line: "
+                         f'{{"id","prompt","inputs":[...],"required":[...]}}')
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(tasks_file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        task = _task(raw, number, tasks_file)
+        folded = task.id.lower()
+        if folded in seen:
+            raise SuiteError(f"{tasks_file}:{number}: task id {task.id!r} duplicates line {seen[folded]} "
+                             f"(ids must differ by more than letter case)")
+        seen[folded] = number
+        for rel in task.inputs:
+            if not (path / "fixtures" / task.id / rel).is_file():
+                raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
+                                 f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")
+        tasks.append(task)
+    if not tasks:
+        raise SuiteError(f"{tasks_file}: holds no tasks")
+    return Suite(name, path.resolve(), split, runner, tuple(tasks), grader.resolve(), suite_hash(path))
+
+
+def suite_hash(path: Path) -> str:
+    """The suite's content hash: everything in the suite dir (tasks, fixtures, grader, answer key)."""
+    return hashlib.sha256(hash_tree(path).encode()).hexdigest()[:16]

@@ -1,0 +1,186 @@
+"""Paths and the merged configuration: config.json < environment (SKILL_MUTATOR_*) < CLI flags.
+
+Every value is validated once, here; an error names the key, where it came from and the fix.
+Paths in config.json are relative to the file's folder; paths from env or flags to the cwd.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.cost import Price, parse_pricing
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG_FILE = ROOT / "config.json"
+ENV_PREFIX = "SKILL_MUTATOR_"
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; the message names the key and its source."""
+
+
+@dataclass(frozen=True)
+class Key:
+    path: str                      # dotted key in config.json, e.g. "score.gateZ"
+    attr: str                      # Settings attribute and argparse dest, e.g. "gate_z"
+    kind: Callable[[Any], Any]
+    check: Callable[[Any], bool] = lambda value: True
+    rule: str = ""
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.attr.upper()
+
+
+def _positive(value: Any) -> bool:
+    return value > 0
+
+
+KEYS = (
+    Key("model", "model", str, bool, "a non-empty model id"),
+    Key("mutatorModel", "mutator_model", str, bool, "a non-empty model id"),
+    Key("replicates", "replicates", int, _positive, "an integer >= 1"),
+    Key("rounds", "rounds", int, lambda v: v >= 0, "an integer >= 0"),
+    Key("maxTurns", "max_turns", int, _positive, "an integer >= 1"),
+    Key("concurrency", "concurrency", int, _positive, "an integer >= 1"),
+    Key("strategy", "strategy", str, bool, "a strategy id"),
+    Key("strategyOpts", "strategy_opts", dict, lambda v: True, "a JSON object"),
+    Key("seed", "seed", int, lambda v: True, "an integer"),
+    Key("skillDir", "skill_dir", Path, lambda v: True, "a path to a skill folder"),
+    Key("dataDir", "data_dir", Path, lambda v: True, "a path"),
+    Key("sandbox", "sandbox", str, bool, "none or bwrap"),
+    Key("graderTimeoutMs", "grader_timeout_ms", int, _positive, "milliseconds >= 1"),
+    Key("watchdog.silenceMs", "build_timeout_ms", int, _positive, "milliseconds >= 1"),
+    Key("watchdog.heartbeatMs", "build_heartbeat_ms", int, _positive, "milliseconds >= 1"),
+    Key("score.wCost", "w_cost", float, lambda v: v >= 0, "a number >= 0"),
+    Key("score.wSteps", "w_steps", float, lambda v: v >= 0, "a number >= 0"),
+    Key("score.minImprovement", "min_improvement", float, lambda v: True, "a number"),
+    Key("score.gateZ", "gate_z", float, lambda v: v >= 0, "a number >= 0"),
+    Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
+    Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
+)
+PATH_KEYS = {"skill_dir", "data_dir"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    mutator_model: str
+    replicates: int
+    rounds: int
+    max_turns: int
+    concurrency: int
+    strategy: str
+    strategy_opts: dict
+    seed: int
+    skill_dir: Path
+    data_dir: Path
+    sandbox: str
+    grader_timeout_ms: int
+    build_timeout_ms: int
+    build_heartbeat_ms: int
+    w_cost: float
+    w_steps: float
+    min_improvement: float
+    gate_z: float
+    suites: dict[str, Path]
+    pricing: dict[str, Price] = field(repr=False)
+    config_file: Path = CONFIG_FILE
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "mutator.db"
+
+
+def _lookup(tree: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _check_unknown(tree: Mapping[str, Any], source: Path) -> None:
+    known = {key.path for key in KEYS}
+    sections = {path.split(".")[0] for path in known if "." in path}
+    for name, value in tree.items():
+        if name.startswith("_"):
+            continue  # "_comment" and friends
+        if name in sections and isinstance(value, Mapping):
+            for sub in value:
+                if f"{name}.{sub}" not in known and not sub.startswith("_"):
+                    hint = difflib.get_close_matches(f"{name}.{sub}", known, n=1)
+                    raise ConfigError(f"{source}: unknown key '{name}.{sub}'"
+                                      + (f"; did you mean '{hint[0]}'?" if hint else ""))
+        elif name not in known:
+            hint = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"{source}: unknown key '{name}'" + (f"; did you mean '{hint[0]}'?" if hint else ""))
+
+
+def _coerce(key: Key, value: Any, source: str) -> Any:
+    try:
+        if key.kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)
+        elif key.kind is int and isinstance(value, str):
+            value = int(value)
+        elif key.kind is float and isinstance(value, str):
+            value = float(value)
+        elif key.kind is dict and isinstance(value, str):
+            value = json.loads(value)
+        elif key.kind is Path:
+            value = Path(value)
+        if key.kind in (int, float) and isinstance(value, bool):
+            raise TypeError
+        if not isinstance(value, key.kind):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}") from None
+    if not key.check(value):
+        raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}")
+    return value
+
+
+def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge config.json < environment < flags (flags given as {attr: value}; None means unset)."""
+    config_file = Path(config_file or CONFIG_FILE)
+    environ = os.environ if environ is None else environ
+    try:
+        tree = json.loads(config_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{config_file}: not found; pass --config PATH or restore config.json") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{config_file}:{err.lineno}: invalid JSON ({err.msg})") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{config_file}: must hold one JSON object")
+    _check_unknown(tree, config_file)
+    values: dict[str, Any] = {}
+    for key in KEYS:
+        value, source = _lookup(tree, key.path), f"{config_file}"
+        if value is not None and key.attr in PATH_KEYS:
+            value = config_file.parent / value
+        if key.env in environ:
+            value, source = environ[key.env], f"environment {key.env}"
+        flag = (flags or {}).get(key.attr)
+        if flag is not None:
+            value, source = flag, f"flag --{key.attr.replace('_', '-')}"
+        if value is None:
+            raise ConfigError(f"{config_file}: '{key.path}' is missing; add it ({key.rule})")
+        values[key.attr] = _coerce(key, value, source)
+    values["suites"] = {name: (config_file.parent / path) for name, path in values["suites"].items()}
+    values["pricing"] = parse_pricing(values["pricing"], f"{config_file} pricing")
+    return Settings(**values, config_file=config_file)
+
+
+def resolve_suite_path(settings: Settings, name_or_path: str) -> Path:
+    """A suite named in config.json 'suites', else a path to a suite folder."""
+    if name_or_path in settings.suites:
+        return settings.suites[name_or_path]
+    return Path(name_or_path)

@@ -1,0 +1,120 @@
+"""THE SQLite store (sqlite-utils, WAL): runs, attempts, evaluations, cells, tests, genomes.
+
+One writer (the loop); readers (dashboard, reports) open it read-only. Schema changes are
+versioned migrations applied in order; a released migration is never edited.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+
+def now() -> float:
+    return time.time()
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["runs"].create({
+        "id": str, "kind": str, "status": str, "strategy": str, "strategy_opts": str, "seed_hash": str,
+        "skill_name": str, "suite": str, "suite_hash": str, "val": str, "val_hash": str, "holdout": str,
+        "model": str, "mutator_model": str, "agent": str, "replicates": int, "rounds_target": int,
+        "rounds_done": int, "rng_seed": int, "w_cost": float, "w_steps": float, "min_improvement": float,
+        "gate_z": float, "config": str, "incumbent_hash": str, "seed_cost": float, "seed_steps": float,
+        "seed_val_cost": float, "seed_val_steps": float, "cost_usd": float, "pid": int, "error": str,
+        "created_at": float, "updated_at": float, "finished_at": float,
+    }, pk="id", not_null={"status", "kind"}, defaults={"kind": "evolve", "rounds_done": 0, "cost_usd": 0.0})
+    db["genomes"].create({
+        "hash": str, "parent_hash": str, "skill_name": str, "n_files": int, "size_bytes": int,
+        "git_commit": str, "created_at": float,
+    }, pk="hash")
+    db["attempts"].create({
+        "id": int, "run_id": str, "round": int, "sibling": int, "parent_hash": str, "genome_hash": str,
+        "ref_hashes": str, "status": str, "verdict": str, "summary": str, "reasoning": str, "critic": str,
+        "error": str, "val_evaluation_id": int, "train_evaluation_id": int,
+        "composite": float, "eval": float, "cost": float, "steps": float,
+        "delta": float, "delta_eval": float, "delta_cost": float, "delta_steps": float,
+        "gate_threshold": float, "gate_se": float, "gate_s": float, "gate_df": int, "gate_t": float,
+        "gate_n": int, "gate": str, "pool_snapshot": str, "mutator_cost_usd": float, "diff_stat": str,
+        "started_at": float, "finished_at": float,
+    }, pk="id", not_null={"run_id", "round", "status"}, defaults={"sibling": 0, "mutator_cost_usd": 0.0},
+        foreign_keys=[("run_id", "runs", "id")])
+    db["attempts"].create_index(["run_id", "round", "sibling"], unique=True)
+    db["attempts"].create_index(["run_id", "verdict"])
+    db["evaluations"].create({
+        "id": int, "key": str, "genome_hash": str, "suite": str, "suite_hash": str, "split": str,
+        "contract": str, "model": str, "replicates": int, "status": str, "n_cells": int, "n_done": int,
+        "eval": float, "cost": float, "steps": float, "cost_usd_total": float,
+        "started_at": float, "finished_at": float,
+    }, pk="id", not_null={"key", "status"})
+    db["evaluations"].create_index(["key"], unique=True)
+    db["evaluations"].create_index(["genome_hash"])
+    db["cells"].create({
+        "id": int, "evaluation_id": int, "task_id": str, "replicate": int, "status": str, "score": float,
+        "cost_usd": float, "steps": int, "input_tokens": int, "output_tokens": int,
+        "cache_write_tokens": int, "cache_read_tokens": int, "duration_ms": int, "agent_subtype": str,
+        "error": str, "cell_dir": str, "finished_at": float,
+    }, pk="id", not_null={"evaluation_id", "task_id", "replicate", "status"},
+        foreign_keys=[("evaluation_id", "evaluations", "id")])
+    db["cells"].create_index(["evaluation_id", "task_id", "replicate"], unique=True)
+    db["tests"].create({"id": int, "cell_id": int, "name": str, "score": float}, pk="id",
+                       foreign_keys=[("cell_id", "cells", "id")])
+    db["tests"].create_index(["cell_id"])
+    db["test_runs"].create({
+        "id": int, "run_id": str, "suite": str, "genome_hash": str, "round": int, "evaluation_id": int,
+        "status": str, "eval": float, "cost": float, "steps": float, "composite": float,
+        "train_composite": float, "created_at": float, "finished_at": float,
+    }, pk="id", foreign_keys=[("run_id", "runs", "id")])
+    db["test_runs"].create_index(["run_id"])
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1,)
+
+
+def connect(path: Path) -> sqlite_utils.Database:
+    """Open (creating) the writer's connection: WAL, foreign keys, migrations applied."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite_utils.Database(path)
+    db.enable_wal()
+    db.execute("PRAGMA foreign_keys = ON")
+    db.execute("PRAGMA busy_timeout = 5000")
+    migrate(db)
+    return db
+
+
+def connect_readonly(path: Path) -> sqlite_utils.Database:
+    """A reader's connection that can never take a write lock (dashboard, reports)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    return sqlite_utils.Database(conn)
+
+
+def migrate(db: sqlite_utils.Database) -> int:
+    if "schema_migrations" not in db.table_names():
+        db["schema_migrations"].create({"version": int, "applied_at": float}, pk="version")
+    done = {row["version"] for row in db["schema_migrations"].rows}
+    for version, step in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        with db.conn:
+            step(db)
+            db["schema_migrations"].insert({"version": version, "applied_at": now()})
+    return len(MIGRATIONS)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def loads(text: str | None, default: Any = None) -> Any:
+    return json.loads(text) if text else default
+
+
+def rows(db: sqlite_utils.Database, sql: str, params: Iterable[Any] | dict = ()) -> list[dict]:
+    return [dict(row) for row in db.query(sql, params)]

@@ -1,0 +1,20 @@
+"""The bare launcher: the agent runs as a plain child process in its working dir.
+
+For skills and suites you authored and trust; it isolates nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class NoneLauncher:
+    id = "none"
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
+             readable: Sequence[Path], network: bool) -> list[str]:
+        return list(argv)
+
+    def check(self) -> None:
+        return None
