@@ -18,7 +18,16 @@ Rows = list[list[str]]
 # Fixed order so results do not depend on the order rules are listed in rules.json.
 CANONICAL_ORDER = ("trim", "headers", "dates", "amounts", "booleans", "emails", "titlecase", "dedupe")
 
-DATE_FORMATS = ("%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y", "%B %d, %Y", "%b %d, %Y", "%b %d %Y", "%B %d %Y", "%Y/%m/%d")
+DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%m/%d/%Y",
+    "%d.%m.%Y",
+    "%B %d, %Y",
+    "%b %d, %Y",
+    "%b %d %Y",
+    "%B %d %Y",
+    "%Y/%m/%d",
+)
 AMOUNT_WORDS = ("amount", "price", "total", "cost")
 FLAG_NAMES = {"active", "verified", "subscribed", "paid", "shipped", "enabled", "refunded", "archived"}
 TRUE_WORDS = {"yes", "y", "true", "t", "1"}

@@ -34,48 +34,163 @@ SPLITS = (("clean-train", "train", 12), ("clean-val", "val", 8), ("clean-test", 
 SEED = 20240315
 
 TEXT = {
-    "name": ["Alice Smith", "bob jones", "María de la Cruz", "CHEN WEI", "Liam O'Brien", "priya patel",
-             "Tom McAllister", "Zoë Dubois", "sam lee", "Hannah van der Berg", "KWAME MENSAH", "eva novak",
-             "Jean-Luc Picard", "ana lópez", "Ravi Shankar", "mei LIN"],
-    "product": ["USB-C hub", "iPad case", "HDMI cable 2m", "wireless mouse", "Desk Lamp", "standing desk XL",
-                "ergonomic chair", "SSD 1TB", "webcam HD", "LED strip", "MacBook sleeve", "notebook A5"],
-    "city": ["new york", "São Paulo", "Lyon", "KYOTO", "los angeles", "Berlin", "cape town", "Porto",
-             "reykjavík", "Oslo", "NAIROBI", "buenos aires"],
-    "company": ["Acme Corp", "globex", "Initech LLC", "umbrella plc", "Stark Industries", "wayne enterprises",
-                "Hooli", "pied piper", "Vandelay Imports", "soylent GmbH"],
+    "name": [
+        "Alice Smith",
+        "bob jones",
+        "María de la Cruz",
+        "CHEN WEI",
+        "Liam O'Brien",
+        "priya patel",
+        "Tom McAllister",
+        "Zoë Dubois",
+        "sam lee",
+        "Hannah van der Berg",
+        "KWAME MENSAH",
+        "eva novak",
+        "Jean-Luc Picard",
+        "ana lópez",
+        "Ravi Shankar",
+        "mei LIN",
+    ],
+    "product": [
+        "USB-C hub",
+        "iPad case",
+        "HDMI cable 2m",
+        "wireless mouse",
+        "Desk Lamp",
+        "standing desk XL",
+        "ergonomic chair",
+        "SSD 1TB",
+        "webcam HD",
+        "LED strip",
+        "MacBook sleeve",
+        "notebook A5",
+    ],
+    "city": [
+        "new york",
+        "São Paulo",
+        "Lyon",
+        "KYOTO",
+        "los angeles",
+        "Berlin",
+        "cape town",
+        "Porto",
+        "reykjavík",
+        "Oslo",
+        "NAIROBI",
+        "buenos aires",
+    ],
+    "company": [
+        "Acme Corp",
+        "globex",
+        "Initech LLC",
+        "umbrella plc",
+        "Stark Industries",
+        "wayne enterprises",
+        "Hooli",
+        "pied piper",
+        "Vandelay Imports",
+        "soylent GmbH",
+    ],
     "carrier": ["UPS", "DHL express", "FedEx", "royal mail", "La Poste", "USPS priority"],
     "category": ["electronics", "Office", "furniture", "CABLES", "accessories", "Lighting"],
     "status": ["open", "Pending", "closed", "ON HOLD", "in progress", "resolved"],
     "plan": ["basic", "Pro", "TEAM", "enterprise", "starter plus"],
     "method": ["card", "PayPal", "bank transfer", "SEPA", "apple pay", "cash"],
-    "subject": ["login fails on iOS", "Refund request", "cannot export PDF", "API rate limit", "wrong VAT on invoice",
-                "password reset", "SSO setup with Okta", "dark mode bug"],
+    "subject": [
+        "login fails on iOS",
+        "Refund request",
+        "cannot export PDF",
+        "API rate limit",
+        "wrong VAT on invoice",
+        "password reset",
+        "SSO setup with Okta",
+        "dark mode bug",
+    ],
     "warehouse": ["north", "EU-West", "main depot", "Dock 7", "overflow B"],
     "department": ["sales", "R&D", "Finance", "HR", "customer success", "IT ops"],
 }
 
 # domain -> columns as (canonical header, kind, detail); the first column is the row id.
 DOMAINS = {
-    "orders": [("order_id", "id", "ORD"), ("customer_name", "text", "name"), ("order_date", "date", ""),
-               ("total", "amount", ""), ("email", "email", ""), ("is_paid", "flag", ""), ("city", "text", "city")],
-    "customers": [("customer_id", "id", "C"), ("full_name", "text", "name"), ("email", "email", ""),
-                  ("signup_date", "date", ""), ("is_active", "flag", ""), ("city", "text", "city")],
-    "invoices": [("invoice_no", "id", "INV"), ("company", "text", "company"), ("issue_date", "date", ""),
-                 ("due_date", "date", ""), ("amount_due", "amount", ""), ("paid", "flag", "")],
-    "products": [("sku", "id", "SKU"), ("product_name", "text", "product"), ("unit_price", "amount", ""),
-                 ("is_available", "flag", ""), ("category", "text", "category")],
-    "shipments": [("tracking_id", "id", "TRK"), ("carrier", "text", "carrier"), ("ship_date", "date", ""),
-                  ("shipped", "flag", ""), ("destination", "text", "city"), ("shipping_cost", "amount", "")],
-    "employees": [("employee_id", "id", "E"), ("name", "text", "name"), ("work_email", "email", ""),
-                  ("hire_date", "date", ""), ("department", "text", "department"), ("is_manager", "flag", "")],
-    "payments": [("payment_id", "id", "PAY"), ("payer_email", "email", ""), ("payment_date", "date", ""),
-                 ("amount", "amount", ""), ("method", "text", "method"), ("refunded", "flag", "")],
-    "subscriptions": [("sub_id", "id", "SUB"), ("plan", "text", "plan"), ("start_date", "date", ""),
-                      ("monthly_price", "amount", ""), ("subscribed", "flag", ""), ("contact_email", "email", "")],
-    "tickets": [("ticket_id", "id", "T"), ("subject", "text", "subject"), ("requester_email", "email", ""),
-                ("is_urgent", "flag", ""), ("status", "text", "status")],
-    "inventory": [("item_code", "id", "ITM"), ("item_name", "text", "product"), ("quantity", "text", "qty"),
-                  ("unit_cost", "amount", ""), ("warehouse", "text", "warehouse")],
+    "orders": [
+        ("order_id", "id", "ORD"),
+        ("customer_name", "text", "name"),
+        ("order_date", "date", ""),
+        ("total", "amount", ""),
+        ("email", "email", ""),
+        ("is_paid", "flag", ""),
+        ("city", "text", "city"),
+    ],
+    "customers": [
+        ("customer_id", "id", "C"),
+        ("full_name", "text", "name"),
+        ("email", "email", ""),
+        ("signup_date", "date", ""),
+        ("is_active", "flag", ""),
+        ("city", "text", "city"),
+    ],
+    "invoices": [
+        ("invoice_no", "id", "INV"),
+        ("company", "text", "company"),
+        ("issue_date", "date", ""),
+        ("due_date", "date", ""),
+        ("amount_due", "amount", ""),
+        ("paid", "flag", ""),
+    ],
+    "products": [
+        ("sku", "id", "SKU"),
+        ("product_name", "text", "product"),
+        ("unit_price", "amount", ""),
+        ("is_available", "flag", ""),
+        ("category", "text", "category"),
+    ],
+    "shipments": [
+        ("tracking_id", "id", "TRK"),
+        ("carrier", "text", "carrier"),
+        ("ship_date", "date", ""),
+        ("shipped", "flag", ""),
+        ("destination", "text", "city"),
+        ("shipping_cost", "amount", ""),
+    ],
+    "employees": [
+        ("employee_id", "id", "E"),
+        ("name", "text", "name"),
+        ("work_email", "email", ""),
+        ("hire_date", "date", ""),
+        ("department", "text", "department"),
+        ("is_manager", "flag", ""),
+    ],
+    "payments": [
+        ("payment_id", "id", "PAY"),
+        ("payer_email", "email", ""),
+        ("payment_date", "date", ""),
+        ("amount", "amount", ""),
+        ("method", "text", "method"),
+        ("refunded", "flag", ""),
+    ],
+    "subscriptions": [
+        ("sub_id", "id", "SUB"),
+        ("plan", "text", "plan"),
+        ("start_date", "date", ""),
+        ("monthly_price", "amount", ""),
+        ("subscribed", "flag", ""),
+        ("contact_email", "email", ""),
+    ],
+    "tickets": [
+        ("ticket_id", "id", "T"),
+        ("subject", "text", "subject"),
+        ("requester_email", "email", ""),
+        ("is_urgent", "flag", ""),
+        ("status", "text", "status"),
+    ],
+    "inventory": [
+        ("item_code", "id", "ITM"),
+        ("item_name", "text", "product"),
+        ("quantity", "text", "qty"),
+        ("unit_cost", "amount", ""),
+        ("warehouse", "text", "warehouse"),
+    ],
 }
 
 KIND_TESTS = {
@@ -83,7 +198,9 @@ KIND_TESTS = {
     "amount": is_amount_column,
     "flag": is_flag_column,
     "email": is_email_column,
-    "id": lambda h: not any(f(h) for f in (is_date_column, is_amount_column, is_flag_column, is_email_column)),
+    "id": lambda h: (
+        not any(f(h) for f in (is_date_column, is_amount_column, is_flag_column, is_email_column))
+    ),
 }
 KIND_TESTS["text"] = KIND_TESTS["id"]
 
@@ -124,7 +241,9 @@ def messy_amount(rng: random.Random) -> str:
     if rng.random() < 0.04:
         return f"{value:.2f}"
     symbol = rng.choice(["$", "€", "£", "$ "])
-    text = rng.choice([f"{value:,.2f}", f"{value:,.1f}" if cents % 10 == 0 else f"{value:,.2f}", f"{value:,g}"])
+    text = rng.choice(
+        [f"{value:,.2f}", f"{value:,.1f}" if cents % 10 == 0 else f"{value:,.2f}", f"{value:,g}"]
+    )
     return rng.choice([symbol + text, text + " " + symbol.strip() if symbol.strip() else symbol + text])
 
 
@@ -140,7 +259,9 @@ def messy_email(rng: random.Random, person: str) -> str:
     address = f"{local}@{rng.choice(['example.com', 'mail.test', 'corp.example'])}"
     if rng.random() < 0.05:
         return address.lower()
-    return rng.choice([address.upper(), address.title(), address[:1].upper() + address[1:], address.swapcase()])
+    return rng.choice(
+        [address.upper(), address.title(), address[:1].upper() + address[1:], address.swapcase()]
+    )
 
 
 def value_for(rng: random.Random, kind: str, detail: str, index: int, person: str) -> str:
