@@ -1,0 +1,91 @@
+"""Search topologies behind one interface: `plan` what to mutate, `integrate` what was scored.
+
+Strategies see a small `State`, never the database; they must be deterministic given the state
+and its seeded RNG, so a resumed round re-plans exactly what the crashed one planned.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StrategyError(ValueError):
+    """Unknown strategy or bad --strategy-opts; the message lists the valid options."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """A scored genome as strategies see it: its val composite and per-task composites."""
+    genome_hash: str
+    composite: float
+    task_composites: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class State:
+    round: int
+    incumbent: Member
+    rng: random.Random
+    members: tuple[Member, ...] = ()       # every genome this run has scored on val, seed included
+    pool: tuple[str, ...] = ()             # population: the pool's genome hashes (leader first)
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    parent_hash: str
+    ref_hashes: tuple[str, ...] = ()
+    objective: str = ""                     # branching: later siblings implement this objective
+    target_tasks: tuple[str, ...] = ()      # pareto: tasks the parent loses
+
+
+@dataclass(frozen=True)
+class Scored:
+    sibling: int
+    spec: CandidateSpec
+    genome_hash: str | None
+    evaluated: bool                         # False for critic-rejected or failed attempts
+    composite: float = 0.0
+    keep_by_gate: bool = False              # the noise gate's verdict vs the incumbent
+    task_composites: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Integration:
+    verdicts: dict[int, str]                # sibling -> "KEEP" | "REJECT" (evaluated siblings only)
+    incumbent: str
+    selected: tuple[str, ...]               # genomes to evaluate on train as next round's evidence
+    pool: tuple[str, ...] = ()
+
+
+class Strategy(Protocol):
+    id: str
+
+    def plan(self, state: State) -> list[CandidateSpec]: ...
+
+    def integrate(self, state: State, scored: list[Scored]) -> Integration: ...
+
+
+def make_strategy(strategy_id: str, opts: dict[str, Any]) -> Strategy:
+    from strategies.greedy import Greedy
+    registry: dict[str, Any] = {"greedy": Greedy}
+    if strategy_id not in registry:
+        raise StrategyError(f"unknown strategy {strategy_id!r}; available: {', '.join(sorted(registry))}")
+    return registry[strategy_id].from_opts(opts)
+
+
+def check_opts(strategy_id: str, opts: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """Merge opts over defaults, refusing unknown keys and values of the wrong type."""
+    listing = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "(none)"
+    unknown = set(opts) - set(defaults)
+    if unknown:
+        raise StrategyError(f"--strategy-opts: unknown key(s) {', '.join(sorted(unknown))} for {strategy_id}; "
+                            f"valid options and defaults: {listing}")
+    merged = {**defaults, **opts}
+    for key, value in merged.items():
+        want = type(defaults[key])
+        if isinstance(value, bool) != isinstance(defaults[key], bool) or not isinstance(value, (want, int)):
+            raise StrategyError(f"--strategy-opts: {key} must be {want.__name__}, got {value!r}; "
+                                f"valid options and defaults: {listing}")
+    return merged

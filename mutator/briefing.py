@@ -1,0 +1,57 @@
+"""Render the mutator's briefing.md from data (no DB access here; the loop passes rows in).
+
+Val figures appear only as aggregates (Δcomposite split into Δeval/Δcost/Δsteps): never which
+val tasks moved. The test suite never appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BriefingInput:
+    round: int
+    sibling: int
+    skill_name: str
+    formula: str
+    gate: str
+    incumbent: dict            # eval, cost, steps, composite on val
+    train_tasks: Sequence[dict]  # per train task: task_id, eval, cost, steps, composite, failing tests
+    attempts: Sequence[dict]   # recent attempts: round, verdict, summary, delta, delta_eval/cost/steps
+    objective: str = ""        # set for later siblings of a branching round
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.4f}"
+
+
+def render(data: BriefingInput) -> str:
+    lines = [f"# Briefing — round {data.round}, attempt {data.sibling + 1}", "",
+             "## Objective",
+             f"Make ONE change to the skill `{data.skill_name}` in ./skill/ that raises its composite score on "
+             "unseen tasks of the same kind. Return result.json with a one-line summary and your reasoning.", ""]
+    if data.objective:
+        lines += ["## This round's objective (set by the first attempt)",
+                  data.objective, "Implement the SAME objective differently from the earlier attempts.", ""]
+    lines += ["## How candidates are scored", data.formula, "", "## Gate", data.gate, "",
+              "## Incumbent (validation aggregates)",
+              "| eval | cost USD/cell | steps/cell | composite |", "|---|---|---|---|",
+              f"| {data.incumbent.get('eval', 0):.3f} | {data.incumbent.get('cost', 0):.5f} | "
+              f"{data.incumbent.get('steps', 0):.2f} | {data.incumbent.get('composite', 0):.3f} |", ""]
+    if data.train_tasks:
+        lines += ["## Incumbent on train tasks (worst composite first)",
+                  "| task | eval | cost | steps | composite | failing tests |", "|---|---|---|---|---|---|"]
+        for task in sorted(data.train_tasks, key=lambda t: t["composite"]):
+            lines.append(f"| {task['task_id']} | {task['eval']:.3f} | {task['cost']:.5f} | {task['steps']:.1f} | "
+                         f"{task['composite']:.3f} | {', '.join(task.get('failing', [])) or '—'} |")
+        lines.append("")
+    lines += ["## Last attempts", "| round | verdict | Δcomposite | Δeval | Δcost | Δsteps | summary |",
+              "|---|---|---|---|---|---|---|"]
+    for attempt in list(data.attempts)[-5:]:
+        deltas = " | ".join(_signed(attempt.get(key)) for key in ("delta", "delta_eval", "delta_cost", "delta_steps"))
+        lines.append(f"| {attempt['round']} | {attempt['verdict']} | {deltas} | {attempt.get('summary') or '—'} |")
+    if not data.attempts:
+        lines.append("| — | — | — | — | — | — | no attempts yet |")
+    return "\n".join(lines) + "\n"

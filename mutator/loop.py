@@ -1,0 +1,342 @@
+"""The round driver: plan -> mutate -> critic -> evaluate on val -> score -> integrate -> train.
+
+The loop is serial and the only writer of the database. Every step's result is written before the
+next starts, so re-running the same command resumes: finished attempts are reused, unfinished
+mutations are redone, and evaluations resume cell by cell from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from dataclasses import dataclass
+
+from skills_ref import read_properties
+
+from eval.cells import Contract
+from eval.suite import Suite
+from mutator import critic
+from mutator.briefing import BriefingInput, render
+from mutator.config import Settings
+from mutator.db import connect, dumps, loads, now, rows
+from mutator.evaluations import Evaluator
+from mutator.genome import GenomeStore
+from mutator.mutate import mutate
+from mutator.progress import Progress
+from mutator.score import Comparison, Normalisers, Weights, compare, normalisers, per_task, summarise
+from sandbox import Launcher
+from strategies import CandidateSpec, Member, Scored, State, Strategy
+
+FINAL = ("kept", "rejected", "critic_rejected", "failed", "seed")
+
+
+class LoopError(RuntimeError):
+    """The loop refuses to start (e.g. --suite equals --val); the message says the fix."""
+
+
+@dataclass(frozen=True)
+class Suites:
+    train: Suite
+    val: Suite
+    holdout: Suite | None = None
+
+
+@dataclass(frozen=True)
+class Agents:
+    build_argv: tuple[str, ...]
+    build_id: str            # part of the evaluation contract
+    mutator_argv: tuple[str, ...]
+    mutator_id: str
+
+
+def check_roles(suites: Suites) -> None:
+    if suites.train.path == suites.val.path or suites.train.name == suites.val.name:
+        raise LoopError(f"--suite and --val are both {suites.train.name!r}; validation must be a different "
+                        f"suite from train (the gate would otherwise score on the mutator's evidence)")
+    if suites.holdout and suites.holdout.name in (suites.train.name, suites.val.name):
+        raise LoopError(f"--holdout {suites.holdout.name!r} is also used as train or val; "
+                        f"a test suite must be held out from both")
+
+
+def run_id_for(identity: dict) -> str:
+    return "run-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+
+
+class Loop:
+    def __init__(self, settings: Settings, suites: Suites, agents: Agents, launcher: Launcher,
+                 strategy: Strategy, *, progress: Progress | None = None) -> None:
+        check_roles(suites)
+        self.settings, self.suites, self.agents, self.strategy = settings, suites, agents, strategy
+        self.launcher = launcher
+        self.progress = progress or Progress()
+        self.db = connect(settings.db_path)
+        self.genomes = GenomeStore(settings.data_dir, self.db)
+        self.weights = Weights(settings.w_cost, settings.w_steps)
+        self.skill_name = read_properties(settings.skill_dir).name
+        self.contract = Contract(
+            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
+            agent=agents.build_id, silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+        self.evaluator = Evaluator(
+            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
+            launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
+            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress)
+        self.mutator_price = _price(settings, settings.mutator_model)
+        self.run_id = ""
+        self.cells_run = 0
+
+    # ---- run bookkeeping -------------------------------------------------------------------------
+    def identity(self, seed_hash: str) -> dict:
+        s = self.settings
+        return {"seed": seed_hash, "suite": [self.suites.train.name, self.suites.train.content_hash],
+                "val": [self.suites.val.name, self.suites.val.content_hash], "strategy": s.strategy,
+                "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
+                "mutator": self.agents.mutator_id, "contract": self.contract.to_json(), "w_cost": s.w_cost,
+                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
+                "rng_seed": s.seed}
+
+    def open_run(self) -> dict:
+        seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
+                                     message=f"seed {self.skill_name}")
+        self.run_id = run_id_for(self.identity(seed_hash))
+        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
+        s = self.settings
+        if existing:
+            run = existing[0]
+            self.db["runs"].update(self.run_id, {
+                "rounds_target": max(s.rounds, run["rounds_done"] or 0), "status": "running", "pid": os.getpid(),
+                "updated_at": now(), "holdout": self.suites.holdout.name if self.suites.holdout else run["holdout"],
+                "error": None})
+            self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
+                              f"(same seed, suites and settings).")
+        else:
+            self.db["runs"].insert({
+                "id": self.run_id, "kind": "evolve", "status": "running", "strategy": s.strategy,
+                "strategy_opts": dumps(s.strategy_opts), "seed_hash": seed_hash, "skill_name": self.skill_name,
+                "suite": self.suites.train.name, "suite_hash": self.suites.train.content_hash,
+                "val": self.suites.val.name, "val_hash": self.suites.val.content_hash,
+                "holdout": self.suites.holdout.name if self.suites.holdout else None, "model": s.model,
+                "mutator_model": s.mutator_model, "agent": self.agents.build_id, "replicates": s.replicates,
+                "rounds_target": s.rounds, "rounds_done": 0, "rng_seed": s.seed, "w_cost": s.w_cost,
+                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
+                "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
+                "pid": os.getpid(), "created_at": now(), "updated_at": now()})
+            self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
+                              f"train {self.suites.train.name}, val {self.suites.val.name}.")
+        return self.run()
+
+    def run(self) -> dict:
+        return dict(self.db["runs"].get(self.run_id))
+
+    def _update_run(self, **fields) -> None:
+        self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
+
+    def _spend(self, usd: float) -> None:
+        self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
+        self.db.conn.commit()
+
+    def _evaluate(self, genome_hash: str, suite: Suite, label: str):
+        outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
+                                          label=label)
+        self.cells_run += outcome.ran
+        if outcome.ran_cost:
+            self._spend(outcome.ran_cost)
+        return outcome
+
+    # ---- the loop ----------------------------------------------------------------------------------
+    def execute(self) -> str:
+        run = self.open_run()
+        try:
+            val_norm = self.round_zero(run)
+            for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
+                self.round(round_no, val_norm)
+            self._update_run(status="finished", finished_at=now(), pid=None)
+        except KeyboardInterrupt:
+            self._update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
+            raise
+        except Exception as err:
+            self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
+            raise
+        return self.run_id
+
+    def round_zero(self, run: dict) -> Normalisers:
+        seed = run["seed_hash"]
+        attempt = self._attempt_row(0, 0)
+        if attempt is None:
+            self.db["attempts"].insert({
+                "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
+                "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
+            attempt = self._attempt_row(0, 0)
+        val = self._evaluate(seed, self.suites.val, "round 0 · seed on val")
+        train = self._evaluate(seed, self.suites.train, "round 0 · seed on train")
+        val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
+        summary = summarise(val.cells, self.weights, val_norm)
+        self.db["attempts"].update(attempt["id"], {
+            "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
+            "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
+            "finished_at": attempt["finished_at"] or now()})
+        self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
+                         seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps)
+        return val_norm
+
+    def state(self, round_no: int, val_norm: Normalisers) -> State:
+        incumbent = self.run()["incumbent_hash"]
+        return State(round=round_no, incumbent=self.member(incumbent, val_norm),
+                     rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"))
+
+    def member(self, genome_hash: str, val_norm: Normalisers) -> Member:
+        cells = self._evaluate(genome_hash, self.suites.val, "val (cached)").cells
+        tasks = per_task(cells, self.weights, val_norm)
+        return Member(genome_hash, summarise(cells, self.weights, val_norm).composite,
+                      {t: f.composite for t, f in tasks.items()})
+
+    def round(self, round_no: int, val_norm: Normalisers) -> None:
+        state = self.state(round_no, val_norm)
+        specs = self.strategy.plan(state)
+        self.progress.say(f"Round {round_no}/{self.settings.rounds}: {len(specs)} candidate(s) from "
+                          f"{state.incumbent.genome_hash[:12]} (val composite {state.incumbent.composite:.4f})")
+        scored: list[Scored] = []
+        for sibling, spec in enumerate(specs):
+            objective = spec.objective or (scored[0].spec.objective if scored else "")
+            scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
+        integration = self.strategy.integrate(state, scored)
+        for candidate in scored:
+            verdict = integration.verdicts.get(candidate.sibling)
+            if verdict:
+                row = self._attempt_row(round_no, candidate.sibling)
+                self.db["attempts"].update(row["id"], {
+                    "verdict": verdict, "status": "kept" if verdict == "KEEP" else "rejected",
+                    "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
+                    "finished_at": row["finished_at"] or now()})
+                self._report_attempt(round_no, candidate.sibling)
+        self._update_run(incumbent_hash=integration.incumbent)
+        self.genomes.mark(self.run_id, integration.incumbent)
+        for genome_hash in integration.selected:
+            train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
+            for candidate in scored:
+                if candidate.genome_hash == genome_hash:
+                    row = self._attempt_row(round_no, candidate.sibling)
+                    self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
+        self._update_run(rounds_done=round_no)
+
+    def _report_attempt(self, round_no: int, sibling: int) -> None:
+        row = self._attempt_row(round_no, sibling)
+        self.progress.say(f"  → {row['verdict']}: Δcomposite {row['delta']:+.4f} vs gate threshold "
+                          f"{row['gate_threshold']:+.4f} · {row['summary']}")
+
+    # ---- one attempt -------------------------------------------------------------------------------
+    def _attempt_row(self, round_no: int, sibling: int) -> dict | None:
+        found = list(self.db["attempts"].rows_where(
+            "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
+        return found[0] if found else None
+
+    def attempt(self, round_no: int, sibling: int, spec: CandidateSpec, state: State, val_norm: Normalisers,
+                objective: str) -> Scored:
+        row = self._attempt_row(round_no, sibling)
+        if row is None:
+            self.db["attempts"].insert({
+                "run_id": self.run_id, "round": round_no, "sibling": sibling, "parent_hash": spec.parent_hash,
+                "ref_hashes": dumps(list(spec.ref_hashes)), "status": "pending", "started_at": now()})
+            row = self._attempt_row(round_no, sibling)
+        not_evaluated = Scored(sibling, spec, row["genome_hash"], evaluated=False)
+        if row["status"] in ("critic_rejected", "failed"):
+            return not_evaluated
+        if row["genome_hash"] is None:
+            row = self._mutate(row, round_no, sibling, spec, state, objective)
+            if row["status"] == "failed":
+                self.progress.say(f"  → FAILED: {row['error']}")
+                return Scored(sibling, spec, None, evaluated=False)
+        genome_hash = row["genome_hash"]
+        if row["critic"] is None:
+            checks = critic.review(self.genomes.path(genome_hash), self.genomes.path(spec.parent_hash),
+                                   skill_name=self.skill_name)
+            fields = {"critic": dumps([c.to_json() for c in checks])}
+            if not critic.passed(checks):
+                reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
+                fields.update(status="critic_rejected", verdict="CRITIC", error=reasons, finished_at=now())
+                self.db["attempts"].update(row["id"], fields)
+                self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
+                return Scored(sibling, spec, genome_hash, evaluated=False)
+            self.db["attempts"].update(row["id"], fields)
+        outcome = self._evaluate(genome_hash, self.suites.val, f"round {round_no} · {genome_hash[:12]} on val")
+        candidate = per_task(outcome.cells, self.weights, val_norm)
+        if row["gate"] is None:
+            incumbent_cells = self._evaluate(state.incumbent.genome_hash, self.suites.val, "val (cached)").cells
+            gate = compare(candidate, per_task(incumbent_cells, self.weights, val_norm),
+                           prior=self.prior_comparisons(exclude=row["id"]),
+                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z)
+            summary = summarise(outcome.cells, self.weights, val_norm)
+            self.db["attempts"].update(row["id"], {
+                "status": "scored", "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
+                "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
+                "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
+                "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
+                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate.to_json())})
+            row = self._attempt_row(round_no, sibling)
+        gate_json = loads(row["gate"])
+        return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
+                      keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()})
+
+    def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
+        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
+                              "and id != ? order by id", [self.run_id, exclude])
+        return [Comparison(r["gate_n"], loads(r["gate"])["s_r"]) for r in found]
+
+    def _mutate(self, row: dict, round_no: int, sibling: int, spec: CandidateSpec, state: State,
+                objective: str) -> dict:
+        refs = {h[:12]: self.genomes.path(h) for h in spec.ref_hashes}
+        workspace = self.settings.data_dir / "workspaces" / self.run_id / f"round-{round_no}-{sibling}"
+        result = mutate(
+            workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
+            briefing=self.briefing(round_no, sibling, state, objective), refs=refs,
+            argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
+            max_turns=self.settings.max_turns, price=self.mutator_price,
+            silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
+            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)})
+        self._spend(result.cost_usd)
+        if not result.ok:
+            self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
+                                                   "mutator_cost_usd": result.cost_usd, "finished_at": now()})
+            return self._attempt_row(round_no, sibling)
+        genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
+                                       message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
+        self.db["attempts"].update(row["id"], {
+            "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
+            "mutator_cost_usd": result.cost_usd, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+        return self._attempt_row(round_no, sibling)
+
+    def briefing(self, round_no: int, sibling: int, state: State, objective: str) -> str:
+        s = self.settings
+        inc = rows(self.db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
+                            "is not null order by id limit 1", [self.run_id, state.incumbent.genome_hash])
+        incumbent = inc[0] if inc else {}
+        train_tasks = []
+        train_eval = rows(self.db, "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? "
+                                   "and train_evaluation_id is not null order by id desc limit 1",
+                          [self.run_id, state.incumbent.genome_hash])
+        if train_eval:
+            run = self.run()
+            norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+            cells = self.evaluator.cells(train_eval[0]["train_evaluation_id"])
+            failing: dict[str, set[str]] = {}
+            for r in rows(self.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id "
+                                   "where c.evaluation_id = ? and t.score < 1", [train_eval[0]["train_evaluation_id"]]):
+                failing.setdefault(r["task_id"], set()).add(r["name"])
+            for task_id, f in per_task(cells, self.weights, norm).items():
+                train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps,
+                                    "composite": f.composite, "failing": sorted(failing.get(task_id, ()))})
+        attempts = rows(self.db, "select round, verdict, summary, delta, delta_eval, delta_cost, delta_steps "
+                                 "from attempts where run_id = ? and round > 0 and verdict is not null order by id",
+                        [self.run_id])
+        return render(BriefingInput(
+            round=round_no, sibling=sibling, skill_name=self.skill_name,
+            formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps); eval is the "
+                     f"mean per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."),
+            gate=(f"A candidate is kept unless Δcomposite < {s.min_improvement} − t·SE, with SE pooled from the "
+                  f"paired per-task deltas of this run (gateZ = {s.gate_z}). Ties are kept."),
+            incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective))
+
+
+def _price(settings: Settings, model: str):
+    from eval.cost import price_for
+    return price_for(settings.pricing, model)

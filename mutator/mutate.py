@@ -1,0 +1,89 @@
+"""One mutator call: stage a workspace, run the mutator agent, collect {summary, reasoning}.
+
+The workspace holds `skill/` (the only thing the mutator should edit), `briefing.md` and read-only
+references; the mutator never sees the database, val task details or the test suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.cost import Price, usd
+from eval.process import run_agent_process
+from eval.snapshot import copy_tree
+from eval.stream_metrics import read_stream
+from sandbox import Launcher
+
+PROMPT = """You are improving an agent skill. Read briefing.md in your working directory: it gives the
+objective, how candidates are scored and gated, and the recent attempts. Make ONE focused change to
+the skill in ./skill/ (edit only files under ./skill/). When done, write ./result.json as
+{"summary": "<one line: what you changed>", "reasoning": "<why it should raise the composite score>"}.
+"""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    ok: bool
+    summary: str
+    reasoning: str
+    error: str
+    cost_usd: float
+    skill_dir: Path
+
+
+def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
+    if workspace.exists():
+        shutil.rmtree(workspace)  # a crashed attempt's workspace is redone from scratch
+    workspace.mkdir(parents=True)
+    copy_tree(parent_dir, workspace / "skill")
+    for name, ref_dir in refs.items():
+        copy_tree(ref_dir, workspace / "refs" / name)
+    (workspace / "briefing.md").write_text(briefing, encoding="utf-8")
+    (workspace / "prompt.md").write_text(PROMPT, encoding="utf-8")
+    return workspace / "skill"
+
+
+def read_result(path: Path) -> tuple[str, str]:
+    """(summary, reasoning) from result.json, or ValueError saying what is wrong with it."""
+    if not path.is_file():
+        raise ValueError("the mutator wrote no result.json")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"result.json is not JSON ({err})") from None
+    if not isinstance(obj, dict):
+        raise ValueError("result.json must be an object with 'summary' and 'reasoning'")
+    summary, reasoning = obj.get("summary"), obj.get("reasoning")
+    if not isinstance(summary, str) or not summary.strip():
+        raise ValueError("result.json needs a non-empty string 'summary'")
+    if not isinstance(reasoning, str):
+        raise ValueError("result.json needs a string 'reasoning'")
+    return summary.strip()[:2000], reasoning.strip()[:20000]
+
+
+def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
+           launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
+           extra_env: Mapping[str, str]) -> Mutation:
+    skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
+    stream = workspace / "stream.jsonl"
+    env = {**os.environ, **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
+           "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)}
+    run = asyncio.run(run_agent_process(
+        argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
+        writable=[skill_dir, workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms))
+    metrics = read_stream(stream)
+    cost = usd(price, metrics.usage)
+    failure = run.failure(metrics.has_result)
+    if failure:
+        return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir)
+    try:
+        summary, reasoning = read_result(workspace / "result.json")
+    except ValueError as err:
+        return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir)
+    return Mutation(True, summary, reasoning, "", cost, skill_dir)

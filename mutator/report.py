@@ -1,0 +1,57 @@
+"""The end-of-run summary, rendered from the store alone (so it can be re-derived any time)."""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+from mutator.db import rows
+from mutator.score import CellFigures, Normalisers, Weights, summarise
+
+
+def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weights, norm: Normalisers):
+    if evaluation_id is None:
+        return None
+    cells = [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
+                         r["status"] == "ok")
+             for r in rows(db, "select * from cells where evaluation_id = ?", [evaluation_id])]
+    return summarise(cells, weights, norm) if cells else None
+
+
+def _line(label: str, val, train) -> str:
+    def part(s) -> str:
+        return "   —        —       —         —   " if s is None else \
+            f"{s.composite:7.4f}  {s.eval:6.3f}  {s.cost:8.5f}  {s.steps:5.2f}"
+    return f"  {label:<9} {part(val)}   │ {part(train)}"
+
+
+def summary(db: sqlite_utils.Database, run_id: str) -> str:
+    run = dict(db["runs"].get(run_id))
+    weights = Weights(run["w_cost"], run["w_steps"])
+    val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
+    train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+    attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id])
+    seed = attempts[0]
+    champion = [a for a in attempts if a["genome_hash"] == run["incumbent_hash"] and a["val_evaluation_id"]][-1]
+    champ_train = [a["train_evaluation_id"] for a in attempts
+                   if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
+    lines = [f"Run {run_id} · {run['strategy']} · {run['rounds_done']}/{run['rounds_target']} rounds · "
+             f"model {run['model']} · {run['replicates']} replicates · status {run['status']}",
+             "                 val: composite  eval   cost/cell  steps │ train: composite  eval   cost/cell  steps",
+             _line("seed", _figures(db, seed["val_evaluation_id"], weights, val_norm),
+                   _figures(db, seed["train_evaluation_id"], weights, train_norm)),
+             _line("champion", _figures(db, champion["val_evaluation_id"], weights, val_norm),
+                   _figures(db, champ_train[-1] if champ_train else None, weights, train_norm)),
+             f"  champion genome {run['incumbent_hash'][:12]} (round {champion['round']})", "",
+             "  round  verdict  Δcomposite  gate threshold   summary"]
+    for a in attempts[1:]:
+        delta = "—" if a["delta"] is None else f"{a['delta']:+.4f}"
+        threshold = "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}"
+        note = a["summary"] or ""
+        if a["status"] in ("critic_rejected", "failed") and a["error"]:
+            note = f"{note} [{a['error'][:100]}]".strip()
+        label = f"{a['round']}" + (f".{a['sibling']}" if a["sibling"] else "")
+        lines.append(f"  {label:<6} {a['verdict'] or a['status']:<8} {delta:>10}  {threshold:>14}   {note}")
+    counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
+    lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
+              f" · spend this run ${run['cost_usd']:.4f} (priced from config.json; fakes spend nothing real)"]
+    return "\n".join(lines)

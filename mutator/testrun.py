@@ -1,0 +1,89 @@
+"""Measure a run's current champion (and the seed, for its normalisers) on any suite, on demand.
+
+Test results never gate or steer the search; they are appended to the run's test timeline.
+Refuses while the run's loop is alive: testing never runs in parallel with mutating.
+"""
+
+from __future__ import annotations
+
+import os
+
+from eval.cells import Contract
+from eval.cost import price_for
+from eval.suite import Suite
+from mutator.config import Settings
+from mutator.db import connect, loads, now
+from mutator.evaluations import Evaluator
+from mutator.genome import GenomeStore
+from mutator.progress import Progress
+from mutator.score import Normalisers, Weights, normalisers, summarise
+from sandbox import Launcher
+
+
+class TestRunError(RuntimeError):
+    """The test run cannot start; the message says why and what to do."""
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
+             progress: Progress) -> dict:
+    db = connect(settings.db_path)
+    found = list(db["runs"].rows_where("id = ?", [run_id]))
+    if not found:
+        known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+        raise TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}")
+    run = found[0]
+    if run["status"] == "running" and _alive(run["pid"]):
+        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has stopped")
+    if suite.name in (run["suite"], run["val"]):
+        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} suite; "
+                           f"a test suite must be held out from both")
+    contract = Contract(**loads(run["config"])["contract"])
+    genomes = GenomeStore(settings.data_dir, db)
+    weights = Weights(run["w_cost"], run["w_steps"])
+    evaluator = Evaluator(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv,
+                          launcher=launcher, price=price_for(settings.pricing, contract.model),
+                          concurrency=settings.concurrency, grader_timeout_s=settings.grader_timeout_ms / 1000,
+                          progress=progress)
+    seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
+    test_id = db["test_runs"].insert({
+        "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
+        "status": "running", "created_at": now()}).last_pk
+    seed = evaluator.evaluate(genomes.path(seed_hash), seed_hash, run["skill_name"], suite,
+                                   label=f"test · seed on {suite.name}", contract=contract)
+    best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
+                                   label=f"test · champion on {suite.name}", contract=contract)
+    norm = normalisers(seed.cells)
+    figures = summarise(best.cells, weights, norm)
+    train = _train_composite(db, evaluator, weights, run, champion)
+    db["test_runs"].update(test_id, {
+        "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
+        "steps": figures.steps, "composite": figures.composite, "train_composite": train, "finished_at": now()})
+    if seed.ran_cost + best.ran_cost:
+        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [seed.ran_cost + best.ran_cost, run_id])
+        db.conn.commit()
+    seed_figures = summarise(seed.cells, weights, norm)
+    return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
+            "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
+            "train_composite": train, "cells_run": seed.ran + best.ran}
+
+
+def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, genome_hash: str) -> float | None:
+    found = [r for r in db.query(
+        "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? and train_evaluation_id "
+        "is not null order by id desc limit 1", [run["id"], genome_hash])]
+    if not found:
+        return None
+    cells = evaluator.cells(found[0]["train_evaluation_id"])
+    return summarise(cells, weights, Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)).composite

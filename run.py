@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The one launcher: merge config + flags, pick fake or real agents, run the loop or a test run.
+
+Default is a zero-spend dry run with the fakes. Re-running the same command resumes the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from eval.cost import PricingError  # noqa: E402
+from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
+from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
+from sandbox import SandboxError, get_launcher  # noqa: E402
+from strategies import StrategyError, make_strategy  # noqa: E402
+
+NOT_YET = "not available yet"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Evolve an agent skill against task suites. Without --real this is a zero-spend dry run "
+                    "with fake agents. Re-running the same command resumes the same run.",
+        epilog="examples:\n"
+               "  python run.py --suite clean-train --val clean-val --holdout clean-test --rounds 6 --replicates 4\n"
+               "  python run.py --test-run RUN_ID --suite clean-test\n"
+               "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.")
+    run = p.add_argument_group("what to run")
+    run.add_argument("--suite", help="train suite: a name from config.json 'suites' or a path (with --test-run: "
+                                     "the suite to test on)")
+    run.add_argument("--val", help="validation suite (required for a run; must differ from --suite)")
+    run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
+    run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
+    run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
+                                                       "cached and appended to the run's test timeline")
+    loop = p.add_argument_group("the loop")
+    loop.add_argument("--rounds", type=int, help="total rounds (a finished run with fewer is extended)")
+    loop.add_argument("--replicates", type=int, help="cells per task per evaluation")
+    loop.add_argument("--strategy", help="search strategy id (greedy)")
+    loop.add_argument("--strategy-opts", type=json.loads, metavar="JSON", help="strategy options as a JSON object")
+    loop.add_argument("--min-improvement", type=float, help="centre of the keep gate (score.minImprovement)")
+    loop.add_argument("--gate-z", type=float, help="noise calibration of the gate; 0 = raw minImprovement gate")
+    loop.add_argument("--seed", type=int, help="seed of the run's random choices")
+    loop.add_argument("--model", help="build model id (priced from config.json 'pricing')")
+    loop.add_argument("--mutator-model", help="mutator model id")
+    loop.add_argument("--max-turns", type=int, help="turn cap for each agent")
+    loop.add_argument("--concurrency", type=int, help="cells run at once")
+    loop.add_argument("--build-timeout-ms", type=int, help="watchdog silence budget before an agent's stream grows")
+    loop.add_argument("--build-heartbeat-ms", type=int, help="watchdog budget between stream growths")
+    loop.add_argument("--grader-timeout-ms", type=int, help="a grader running longer is killed; the cell is an error")
+    where = p.add_argument_group("where")
+    where.add_argument("--data-dir", type=Path, help="holds mutator.db, genomes, cells (default ./data)")
+    where.add_argument("--config", type=Path, help="config file (default ./config.json)")
+    later = p.add_argument_group("not available yet")
+    later.add_argument("--real", action="store_true", help=f"use real model agents ({NOT_YET}: dry run only)")
+    later.add_argument("--serve", action="store_true", help=f"start the dashboard ({NOT_YET})")
+    later.add_argument("--sandbox", help=f"none (default) | bwrap ({NOT_YET})")
+    return p
+
+
+FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "seed", "model",
+              "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
+              "grader_timeout_ms", "data_dir", "skill_dir", "sandbox")
+
+
+def fake_agents():
+    from mutator.loop import Agents
+
+    def implementation(script: Path) -> str:
+        return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
+    build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
+    return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
+                  mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator))
+
+
+def load(settings: Settings, name: str | None, flag: str) -> Suite:
+    if not name:
+        raise SuiteError(f"{flag} is required; name a suite from config.json 'suites' "
+                         f"({', '.join(settings.suites)}) or a path to a suite folder")
+    return load_suite(resolve_suite_path(settings, name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from mutator.evaluations import Progress
+    progress = Progress()
+    try:
+        if args.real:
+            raise ConfigError("--real is not available yet: real agents are a later issue; drop --real for a dry run")
+        if args.serve:
+            raise ConfigError("--serve is not available yet: the dashboard is a later issue")
+        settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        launcher = get_launcher(settings.sandbox)
+        agents = fake_agents()
+        if args.test_run:
+            from mutator.testrun import TestRunError, test_run
+            suite = load(settings, args.suite, "--suite")
+            try:
+                result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
+                                  launcher=launcher, progress=progress)
+            except TestRunError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+            print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
+                  f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
+                  f"(eval {result['seed_eval']:.3f}); train composite "
+                  f"{'—' if result['train_composite'] is None else format(result['train_composite'], '.4f')}; "
+                  f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
+            return 0
+        from mutator.loop import Loop, Suites
+        from mutator.report import summary
+        suites = Suites(train=load(settings, args.suite, "--suite"), val=load(settings, args.val, "--val"),
+                        holdout=load(settings, args.holdout, "--holdout") if args.holdout else None)
+        strategy = make_strategy(settings.strategy, settings.strategy_opts)
+        loop = Loop(settings, suites, agents, launcher, strategy, progress=progress)
+        run_id = loop.execute()
+        print(summary(loop.db, run_id))
+        print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
+                                                                   if loop.cells_run == 0 else "")
+              + f". Record: {settings.db_path}")
+        if suites.holdout:
+            print(f"Test the champion: python run.py --test-run {run_id} --suite {suites.holdout.name}")
+        return 0
+    except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    try:
+        from mutator.loop import LoopError
+    except ImportError:  # pragma: no cover
+        LoopError = RuntimeError
+    try:
+        sys.exit(main())
+    except LoopError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,31 @@
+"""Greedy: one candidate per round from the incumbent; kept unless the noise gate rejects it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strategies import CandidateSpec, Integration, Scored, State, check_opts
+
+
+class Greedy:
+    id = "greedy"
+
+    @classmethod
+    def from_opts(cls, opts: dict[str, Any]) -> Greedy:
+        check_opts(cls.id, opts, {})
+        return cls()
+
+    def plan(self, state: State) -> list[CandidateSpec]:
+        return [CandidateSpec(parent_hash=state.incumbent.genome_hash)]
+
+    def integrate(self, state: State, scored: list[Scored]) -> Integration:
+        verdicts: dict[int, str] = {}
+        incumbent = state.incumbent.genome_hash
+        for candidate in scored:
+            if not candidate.evaluated or candidate.genome_hash is None:
+                continue
+            verdicts[candidate.sibling] = "KEEP" if candidate.keep_by_gate else "REJECT"
+            if candidate.keep_by_gate:
+                incumbent = candidate.genome_hash
+        selected = (incumbent,) if incumbent != state.incumbent.genome_hash else ()
+        return Integration(verdicts=verdicts, incumbent=incumbent, selected=selected)
