@@ -180,9 +180,17 @@ class Loop:
         return val_norm
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
+        """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""
         incumbent = self.run()["incumbent_hash"]
+        scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
+                               "val_evaluation_id is not null and status != 'failed' order by id",
+                      [self.run_id, round_no])
+        snapshot = rows(self.db, "select pool_snapshot from attempts where run_id = ? and round < ? and "
+                                 "pool_snapshot is not null order by id desc limit 1", [self.run_id, round_no])
         return State(round=round_no, incumbent=self.member(incumbent, val_norm),
-                     rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"))
+                     rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"),
+                     members=tuple(self.member(r["genome_hash"], val_norm) for r in scored),
+                     pool=tuple(loads(snapshot[0]["pool_snapshot"])) if snapshot else ())
 
     def member(self, genome_hash: str, val_norm: Normalisers) -> Member:
         cells = self._evaluate(genome_hash, self.suites.val, "val (cached)").cells
@@ -197,7 +205,8 @@ class Loop:
                           f"{state.incumbent.genome_hash[:12]} (val composite {state.incumbent.composite:.4f})")
         scored: list[Scored] = []
         for sibling, spec in enumerate(specs):
-            objective = spec.objective or (scored[0].spec.objective if scored else "")
+            first = self._attempt_row(round_no, 0) if sibling else None
+            objective = spec.objective or (first["summary"] or "" if first else "")
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
         for candidate in scored:
