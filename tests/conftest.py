@@ -1,0 +1,77 @@
+"""Shared fixtures: a tiny suite builder, the repo root, and a CLI runner for run.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GRADER_OK = """import json, pathlib, sys
+cell, task = sys.argv[1], sys.argv[2]
+out = pathlib.Path(cell) / "output.txt"
+print(json.dumps({"exists": float(out.exists()), "says_done": float(out.exists() and "done" in out.read_text())}))
+"""
+
+AGENT_OK = """import json, os, pathlib
+stream = os.environ["SM_STREAM"]
+with open(stream, "a") as f:
+    f.write(json.dumps({"type": "system", "subtype": "init"}) + "\\n")
+    f.write(json.dumps({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Write"}],
+                        "usage": {"input_tokens": 1000, "output_tokens": 100}}}) + "\\n")
+    pathlib.Path("output.txt").write_text("done")
+    f.write(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+                        "usage": {"input_tokens": 1000, "output_tokens": 100}}) + "\\n")
+"""
+
+
+def make_suite(root: Path, name: str = "tiny", *, split: str = "val", tasks: int = 2,
+               grader: str = GRADER_OK) -> Path:
+    """A minimal valid suite: `tasks` tasks with one input file each and a JSON-printing grader."""
+    suite = root / name
+    (suite / "fixtures").mkdir(parents=True)
+    (suite / "suite.md").write_text(f"---\nname: {name}\nsplit: {split}\nrunner: script\n---\nA tiny suite.\n")
+    lines = []
+    for i in range(tasks):
+        task_id = f"t{i}"
+        (suite / "fixtures" / task_id).mkdir()
+        (suite / "fixtures" / task_id / "in.txt").write_text(f"task {i}\n")
+        lines.append(json.dumps({"id": task_id, "prompt": f"Write done to output.txt ({i})",
+                                 "inputs": ["in.txt"], "required": ["output.txt"]}))
+    (suite / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    (suite / "run-eval.py").write_text(grader)
+    return suite
+
+
+@pytest.fixture
+def tiny_suite(tmp_path: Path) -> Path:
+    return make_suite(tmp_path / "suites")
+
+
+@pytest.fixture
+def ok_agent(tmp_path: Path) -> list[str]:
+    script = tmp_path / "agent_ok.py"
+    script.write_text(AGENT_OK)
+    return [sys.executable, str(script)]
+
+
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+
+
+DEMO_ARGS = ("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "6",
+             "--replicates", "2")
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One real 6-round dry run of the demo (fakes, greedy), shared by the tests that read its store."""
+    data_dir = tmp_path_factory.mktemp("demo") / "data"
+    result = run_cli(*DEMO_ARGS, "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return data_dir, result

@@ -1,0 +1,116 @@
+"""Cells end as a recorded status, never an exception: ok, agent_error, timeout, grader_error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.cells import Contract
+from eval.cost import Price
+from eval.evaluate import EvalRequest, evaluate
+from eval.suite import load_suite
+from sandbox.none import NoneLauncher
+from tests.conftest import ROOT, make_suite
+
+PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
+
+
+def request(suite_dir: Path, tmp_path: Path, agent: list[str], *, skill: Path | None = None, replicates: int = 1,
+            silence_ms: int = 60_000, heartbeat_ms: int = 60_000, grader_timeout_s: float = 30) -> EvalRequest:
+    suite = load_suite(suite_dir)
+    contract = Contract(model="m", replicates=replicates, max_turns=5, agent="test", silence_ms=silence_ms,
+                        heartbeat_ms=heartbeat_ms)
+    return EvalRequest(skill_dir=skill, skill_name="csv-clean", suite=suite, contract=contract, key="k",
+                       cells_root=tmp_path / "cells", agent_argv=agent, launcher=NoneLauncher(), price=PRICE,
+                       concurrency=2, grader_timeout_s=grader_timeout_s)
+
+
+def test_ok_cells_graded_and_priced(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
+    seen = []
+    cells = evaluate(request(tiny_suite, tmp_path, ok_agent, replicates=2), on_cell=seen.append)
+    assert len(cells) == 4 and len(seen) == 4
+    for cell in cells:
+        assert cell.status == "ok" and cell.tests == {"exists": 1.0, "says_done": 1.0} and cell.score == 1.0
+        assert cell.steps == 1 and cell.input_tokens == 1000 and cell.output_tokens == 100
+        assert cell.cost_usd == pytest.approx((1000 * 1.0 + 100 * 5.0) / 1e6)
+    # the answer key and other tasks never reach the cell: only declared inputs are staged
+    work = Path(cells[0].cell_dir) / "work"
+    assert sorted(p.name for p in work.iterdir()) == ["in.txt", "output.txt"]
+
+
+def test_skip_runs_only_unfinished_cells(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
+    cells = evaluate(request(tiny_suite, tmp_path, ok_agent, replicates=2), skip={("t0", 0), ("t1", 1)})
+    assert sorted((c.task_id, c.replicate) for c in cells) == [("t0", 1), ("t1", 0)]
+
+
+def test_skill_copied_into_claude_skills(tiny_suite: Path, tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(AGENT_ECHO_SKILL)
+    cells = evaluate(request(tiny_suite, tmp_path, [sys.executable, str(probe)], skill=ROOT / "suites" / "csv-clean"))
+    work = Path(cells[0].cell_dir) / "work"
+    assert (work / ".claude" / "skills" / "csv-clean" / "SKILL.md").is_file()
+    assert (work / "skill_dir.txt").read_text() == str(work / ".claude" / "skills" / "csv-clean")
+
+
+AGENT_ECHO_SKILL = """import json, os, pathlib
+pathlib.Path("skill_dir.txt").write_text(os.environ["SM_SKILL_DIR"])
+open(os.environ["SM_STREAM"], "a").write(json.dumps({"type": "result", "is_error": False, "num_turns": 1}) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("grader, expected", [
+    ("import sys\nsys.stderr.write('boom: KeyError')\nsys.exit(3)\n", "grader exited 3: boom: KeyError"),
+    ("print('not json at all')\n", "grader output is not JSON"),
+    ("import json\nprint(json.dumps({'a': 1.5}))\n", "scores must be numbers in [0, 1]"),
+    ("import time\ntime.sleep(60)\n", "grader timed out after 1 s and was killed"),
+])
+def test_bad_grader_is_a_recorded_cell_error(tmp_path: Path, ok_agent: list[str], grader: str, expected: str) -> None:
+    suite = make_suite(tmp_path / "suites", grader=grader, tasks=1)
+    cells = evaluate(request(suite, tmp_path, ok_agent, grader_timeout_s=1))
+    assert [c.status for c in cells] == ["grader_error"]
+    assert expected in cells[0].error and cells[0].score == 0.0
+    assert cells[0].steps == 1  # the agent's work is still measured
+
+
+def test_agent_crash_is_agent_error_with_stderr(tiny_suite: Path, tmp_path: Path) -> None:
+    env_agent = [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
+    req = request(tiny_suite, tmp_path, env_agent)
+    req = EvalRequest(**{**req.__dict__, "env": {"FAKE_AGENT_CRASH": "1"}})
+    cells = evaluate(req)
+    assert {c.status for c in cells} == {"agent_error"}
+    assert "agent exited 3" in cells[0].error and "stderr:" in cells[0].error
+
+
+def test_agent_without_result_event_is_agent_error(tiny_suite: Path, tmp_path: Path) -> None:
+    cells = evaluate(request(tiny_suite, tmp_path, [sys.executable, "-c", "pass"]))
+    assert {c.status for c in cells} == {"agent_error"}
+    assert "without a result event" in cells[0].error
+
+
+def test_hanging_agent_killed_by_watchdog(tiny_suite: Path, tmp_path: Path) -> None:
+    agent = [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
+    req = request(tiny_suite, tmp_path, agent, silence_ms=5_000, heartbeat_ms=300)
+    req = EvalRequest(**{**req.__dict__, "env": {"FAKE_AGENT_HANG": "1"}})
+    cells = evaluate(req)
+    assert {c.status for c in cells} == {"timeout"}
+    assert "heartbeat budget" in cells[0].error
+    stream = (Path(cells[0].cell_dir) / "stream.jsonl").read_text().splitlines()
+    assert json.loads(stream[0])["type"] == "system"
+
+
+def test_silent_agent_killed_with_its_children(tiny_suite: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild-alive"
+    child = tmp_path / "child.py"
+    child.write_text(f"import pathlib, time\ntime.sleep(1.5)\npathlib.Path({str(marker)!r}).write_text('x')\n")
+    parent = tmp_path / "parent.py"
+    parent.write_text(f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\n"
+                      "time.sleep(60)\n")
+    cells = evaluate(request(tiny_suite, tmp_path, [sys.executable, str(parent)], silence_ms=400))
+    assert {c.status for c in cells} == {"timeout"}
+    assert "silence budget" in cells[0].error
+    import time
+    time.sleep(2)
+    assert not marker.exists()  # the process group died, grandchild included
