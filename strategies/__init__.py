@@ -21,6 +21,9 @@ class Member:
     genome_hash: str
     composite: float
     task_composites: dict[str, float] = field(default_factory=dict)
+    # per-train-task composites from a finished train evaluation (empty when never selected for train);
+    # pareto aims the mutator at train tasks, since the mutator must never see which val tasks moved
+    train_task_composites: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,8 @@ class CandidateSpec:
     parent_hash: str
     ref_hashes: tuple[str, ...] = ()
     objective: str = ""                     # branching: later siblings implement this objective
-    target_tasks: tuple[str, ...] = ()      # pareto: tasks the parent loses
+    target_tasks: tuple[str, ...] = ()      # pareto: train tasks the parent loses
+    share_objective: bool = False           # branching: the loop hands this sibling sibling 0's summary
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,11 @@ class Strategy(Protocol):
 
 
 def make_strategy(strategy_id: str, opts: dict[str, Any]) -> Strategy:
+    from strategies.branching import Branching
     from strategies.greedy import Greedy
-    registry: dict[str, Any] = {"greedy": Greedy}
+    from strategies.pareto import Pareto
+    from strategies.population import Population
+    registry: dict[str, Any] = {"greedy": Greedy, "branching": Branching, "population": Population, "pareto": Pareto}
     if strategy_id not in registry:
         raise StrategyError(f"unknown strategy {strategy_id!r}; available: {', '.join(sorted(registry))}")
     return registry[strategy_id].from_opts(opts)
@@ -89,3 +96,10 @@ def check_opts(strategy_id: str, opts: dict[str, Any], defaults: dict[str, Any])
             raise StrategyError(f"--strategy-opts: {key} must be {want.__name__}, got {value!r}; "
                                 f"valid options and defaults: {listing}")
     return merged
+
+
+def bad_value(strategy_id: str, key: str, value: Any, rule: str, defaults: dict[str, Any]) -> StrategyError:
+    """The error for an option of the right type but out of range, listing the valid options."""
+    listing = ", ".join(f"{k}={v!r}" for k, v in defaults.items())
+    return StrategyError(f"--strategy-opts: {key} for {strategy_id} must be {rule}, got {value!r}; "
+                         f"valid options and defaults: {listing}")
