@@ -21,6 +21,8 @@ class BriefingInput:
     train_tasks: Sequence[dict]  # per train task: task_id, eval, cost, steps, composite, failing tests
     attempts: Sequence[dict]   # recent attempts: round, verdict, summary, delta, delta_eval/cost/steps
     objective: str = ""        # set for later siblings of a branching round
+    siblings: Sequence[dict] = ()      # branching: this round's earlier implementations (sibling, summary, diff)
+    target_tasks: Sequence[str] = ()   # pareto: train tasks the parent loses
 
 
 def _signed(value: float | None) -> str:
@@ -35,6 +37,13 @@ def render(data: BriefingInput) -> str:
     if data.objective:
         lines += ["## This round's objective (set by the first attempt)",
                   data.objective, "Implement the SAME objective differently from the earlier attempts.", ""]
+        for earlier in data.siblings:
+            lines += [f"### Attempt {earlier['sibling'] + 1} implemented it as: {earlier['summary'] or '—'}",
+                      "```diff", earlier.get("diff", "")[:2000].rstrip("\n"), "```", ""]
+    if data.target_tasks:
+        lines += ["## Tasks to target",
+                  f"Your parent trails other candidates on these train tasks: "
+                  f"{', '.join(f'`{t}`' for t in data.target_tasks)}. Aim this change at them.", ""]
     lines += ["## How candidates are scored", data.formula, "", "## Gate", data.gate, "",
               "## Incumbent (validation aggregates)",
               "| eval | cost USD/cell | steps/cell | composite |", "|---|---|---|---|",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from skills_ref import read_properties
 
-from eval.cells import Contract
+from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator import critic
 from mutator.briefing import BriefingInput, render
@@ -196,7 +196,17 @@ class Loop:
         cells = self._evaluate(genome_hash, self.suites.val, "val (cached)").cells
         tasks = per_task(cells, self.weights, val_norm)
         return Member(genome_hash, summarise(cells, self.weights, val_norm).composite,
-                      {t: f.composite for t, f in tasks.items()})
+                      {t: f.composite for t, f in tasks.items()}, self._train_tasks(genome_hash))
+
+    def _train_tasks(self, genome_hash: str) -> dict[str, float]:
+        """Per-train-task composites from a finished train evaluation of the genome; never runs one."""
+        done = rows(self.db, "select id from evaluations where key = ? and status = 'done'",
+                    [evaluation_key(genome_hash, self.suites.train, self.contract)])
+        if not done:
+            return {}
+        run = self.run()
+        norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+        return {t: f.composite for t, f in per_task(self.evaluator.cells(done[0]["id"]), self.weights, norm).items()}
 
     def round(self, round_no: int, val_norm: Normalisers) -> None:
         state = self.state(round_no, val_norm)
@@ -206,7 +216,7 @@ class Loop:
         scored: list[Scored] = []
         for sibling, spec in enumerate(specs):
             first = self._attempt_row(round_no, 0) if sibling else None
-            objective = spec.objective or (first["summary"] or "" if first else "")
+            objective = spec.objective or (first["summary"] or "" if first and spec.share_objective else "")
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
         for candidate in scored:
@@ -297,7 +307,7 @@ class Loop:
         workspace = self.settings.data_dir / "workspaces" / self.run_id / f"round-{round_no}-{sibling}"
         result = mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-            briefing=self.briefing(round_no, sibling, state, objective), refs=refs,
+            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
             argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
@@ -314,15 +324,18 @@ class Loop:
             "mutator_cost_usd": result.cost_usd, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
-    def briefing(self, round_no: int, sibling: int, state: State, objective: str) -> str:
+    def briefing(self, round_no: int, sibling: int, state: State, objective: str,
+                 spec: CandidateSpec | None = None) -> str:
         s = self.settings
+        # the figures shown are the parent's: the incumbent for greedy/branching, a pool/front member otherwise
+        parent = spec.parent_hash if spec else state.incumbent.genome_hash
         inc = rows(self.db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
-                            "is not null order by id limit 1", [self.run_id, state.incumbent.genome_hash])
+                            "is not null order by id limit 1", [self.run_id, parent])
         incumbent = inc[0] if inc else {}
         train_tasks = []
         train_eval = rows(self.db, "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? "
                                    "and train_evaluation_id is not null order by id desc limit 1",
-                          [self.run_id, state.incumbent.genome_hash])
+                          [self.run_id, parent])
         if train_eval:
             run = self.run()
             norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
@@ -343,7 +356,17 @@ class Loop:
                      f"mean per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."),
             gate=(f"A candidate is kept unless Δcomposite < {s.min_improvement} − t·SE, with SE pooled from the "
                   f"paired per-task deltas of this run (gateZ = {s.gate_z}). Ties are kept."),
-            incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective))
+            incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective,
+            siblings=self._earlier_siblings(round_no, sibling) if objective else (),
+            target_tasks=spec.target_tasks if spec else ()))
+
+    def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:
+        """This round's earlier implementations (summary + diff), for a sibling sharing the objective."""
+        found = rows(self.db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
+                              "and round = ? and sibling < ? and genome_hash is not null order by sibling",
+                     [self.run_id, round_no, sibling])
+        return [{"sibling": r["sibling"], "summary": r["summary"] or "",
+                 "diff": self.genomes.diff(r["parent_hash"], r["genome_hash"])} for r in found]
 
 
 def _price(settings: Settings, model: str):
