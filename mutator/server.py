@@ -1,0 +1,415 @@
+"""The aiohttp dashboard server: a JSON API over the stores (read-only), webpages/ fresh from disk, live updates.
+
+It never writes a store and never talks to the loop: runs and test runs are started as separate
+`run.py` processes by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import git
+from aiohttp import web
+
+from mutator import server_queries as Q
+from mutator.config import ROOT, Settings
+from mutator.server_launch import Children, LaunchError, launch_argv, options, settings, test_argv
+from mutator.server_stores import Store, Stores
+
+APP_NAME = "skill-mutator-dashboard"
+WEB_ROOT = ROOT / "webpages"
+CODE_FILES = ("server.py", "server_queries.py", "server_launch.py", "server_stores.py", "db.py", "config.py")
+STORE_ID = re.compile(r"^[0-9a-f]{10}$")
+SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+CELL_FILES = ("stream.jsonl", "grade.stdout", "grade.stderr", "agent.stderr")
+FILE_CAP = 256_000
+DIFF_CAP = 400_000
+POLL_S = 1.0
+CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
+                 ".json": "application/json", ".png": "image/png", ".ico": "image/x-icon", ".txt": "text/plain"}
+
+STORES = web.AppKey("stores", Stores)
+SETTINGS = web.AppKey("settings", Settings)
+TOKEN = web.AppKey("token", str)
+CHILDREN = web.AppKey("children", Children)
+CODE = web.AppKey("code", "CodeWatch")
+STOP = web.AppKey("stop", asyncio.Event)
+ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+
+
+class CodeWatch:
+    """Fingerprint of the server's Python files at start; `stale` once the files on disk differ."""
+
+    def __init__(self, folder: Path = ROOT / "mutator") -> None:
+        self.paths = [folder / name for name in CODE_FILES]
+        self._stat: tuple = ()
+        self._digest = ""
+        self.started = self.digest()
+
+    def digest(self) -> str:
+        stat = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in self.paths)
+        if stat != self._stat:  # re-hash only when a file's mtime or size moved
+            h = hashlib.sha256()
+            for p in self.paths:
+                h.update(p.read_bytes() if p.exists() else b"-")
+            self._stat, self._digest = stat, h.hexdigest()[:16]
+        return self._digest
+
+    @property
+    def stale(self) -> bool:
+        return self.digest() != self.started
+
+
+# ---- helpers -----------------------------------------------------------------------------------------
+def fail(status: int, message: str) -> web.HTTPException:
+    cls = {400: web.HTTPBadRequest, 403: web.HTTPForbidden, 404: web.HTTPNotFound, 415: web.HTTPUnsupportedMediaType}
+    return cls[status](text=json.dumps({"error": message}), content_type="application/json")
+
+
+def ok(data: Any) -> web.Response:
+    return web.json_response(data, dumps=lambda v: json.dumps(v, default=str), headers={"Cache-Control": "no-store"})
+
+
+def store_of(request: web.Request, *, required: bool = True) -> Store:
+    sid = request.query.get("store")
+    if sid is not None and not STORE_ID.match(sid):
+        raise fail(400, "store: expected the 10-hex id from /api/meta")
+    store = request.app[STORES].get(sid)
+    if store is None:
+        raise fail(404, f"no store {sid!r}" if sid else "no mutator.db found; launch a run first")
+    return store
+
+
+def db_of(request: web.Request, store: Store):
+    return request.app[STORES].db(store)
+
+
+def inside(root: Path, candidate: Path) -> Path | None:
+    """The resolved path when it lies inside root (symlinks followed), else None."""
+    try:
+        resolved = candidate.resolve()
+    except OSError:
+        return None
+    return resolved if resolved.is_relative_to(root.resolve()) else None
+
+
+# ---- middleware --------------------------------------------------------------------------------------
+@web.middleware
+async def guard(request: web.Request, handler):
+    host = (request.host or "").rsplit(":", 1)[0].strip("[]")
+    allowed = request.app[ALLOWED_HOSTS]
+    if allowed and host not in allowed:  # refuse DNS-rebinding names
+        raise fail(403, f"host {host!r} not allowed")
+    if request.method == "POST":
+        token = request.headers.get("X-SM-Token", "")
+        if not hmac.compare_digest(token, request.app[TOKEN]):
+            raise fail(403, "missing or wrong dashboard token; reload the page")
+        site = request.headers.get("Sec-Fetch-Site")
+        if site and site not in ("same-origin", "none"):
+            raise fail(403, f"cross-site request refused (Sec-Fetch-Site: {site})")
+        origin = request.headers.get("Origin")
+        if origin and origin != f"{request.scheme}://{request.host}":
+            raise fail(403, f"cross-origin request refused (Origin: {origin})")
+        if request.content_type != "application/json":
+            raise fail(415, "send application/json")
+    try:
+        response = await handler(request)
+    except sqlite3.Error as err:
+        return web.json_response({"error": f"store error: {err}"}, status=503)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    return response
+
+
+# ---- pages -------------------------------------------------------------------------------------------
+async def index(request: web.Request) -> web.Response:
+    html = (WEB_ROOT / "index.html").read_text(encoding="utf-8")
+    html = html.replace("__SM_TOKEN__", request.app[TOKEN])
+    return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    parts = request.match_info["path"].split("/")
+    if not all(SEGMENT.match(p) for p in parts):
+        raise fail(404, "not found")
+    path = inside(WEB_ROOT, WEB_ROOT.joinpath(*parts))
+    if path is None or not path.is_file():
+        raise fail(404, "not found")
+    kind = CONTENT_TYPES.get(path.suffix, "application/octet-stream")
+    return web.Response(body=path.read_bytes(), content_type=kind, headers={"Cache-Control": "no-store"})
+
+
+# ---- API ---------------------------------------------------------------------------------------------
+async def health(request: web.Request) -> web.Response:
+    return ok({"app": APP_NAME, "code": request.app[CODE].started, "stale": request.app[CODE].stale})
+
+
+async def meta(request: web.Request) -> web.Response:
+    stores = request.app[STORES]
+    found = stores.refresh()
+    running = stores.running_store()
+    return ok({"app": APP_NAME, "code_stale": request.app[CODE].stale,
+               "stores": [{"id": s.id, "label": s.label, "path": str(s.data_dir)} for s in found],
+               "running_store": running.id if running else None,
+               "options": options(request.app[SETTINGS])})
+
+
+async def skills(request: web.Request) -> web.Response:
+    store = store_of(request)
+    return ok(Q.skills(db_of(request, store)))
+
+
+def skill_param(request: web.Request) -> str | None:
+    skill = request.query.get("skill") or None
+    if skill is not None and not SKILL.match(skill):
+        raise fail(400, "skill: expected a skill name")
+    return skill
+
+
+def run_param(request: web.Request) -> str:
+    run_id = request.match_info["run_id"]
+    if not re.match(r"^run-[0-9a-f]{6,64}$", run_id):
+        raise fail(400, "run id: expected run-<hex>")
+    return run_id
+
+
+async def runs(request: web.Request) -> web.Response:
+    store = store_of(request)
+    return ok(Q.runs(db_of(request, store), skill_param(request)))
+
+
+async def run(request: web.Request) -> web.Response:
+    store = store_of(request)
+    found = Q.run_detail(db_of(request, store), run_param(request), store.data_dir)
+    if found is None:
+        raise fail(404, "no such run")
+    return ok(found)
+
+
+async def lineage(request: web.Request) -> web.Response:
+    store = store_of(request)
+    found = Q.lineage(db_of(request, store), run_param(request))
+    if found is None:
+        raise fail(404, "no such run")
+    return ok(found)
+
+
+async def history(request: web.Request) -> web.Response:
+    store = store_of(request)
+    skill = skill_param(request)
+    if skill is None:
+        raise fail(400, "skill: required")
+    return ok(Q.history(db_of(request, store), skill))
+
+
+async def attempt(request: web.Request) -> web.Response:
+    store = store_of(request)
+    split = request.query.get("split", "val")
+    if split not in ("val", "train"):
+        raise fail(400, "split: val or train")
+    found = Q.attempt_detail(db_of(request, store), int(request.match_info["id"]), split)
+    if found is None:
+        raise fail(404, "no such attempt")
+    return ok(found)
+
+
+async def attempt_diff(request: web.Request) -> web.Response:
+    store = store_of(request)
+    db = db_of(request, store)
+    a = Q.one(db, "select parent_hash, genome_hash from attempts where id = ?", [int(request.match_info["id"])])
+    if a is None:
+        raise fail(404, "no such attempt")
+    commits = {r["hash"]: r["git_commit"] for r in Q.q(
+        db, "select hash, git_commit from genomes where hash in (?, ?)", [a["parent_hash"], a["genome_hash"]])}
+    child = commits.get(a["genome_hash"])
+    if not child:
+        return ok({"diff": "", "note": "no genome (the mutation failed before producing one)"})
+    base = commits.get(a["parent_hash"]) or EMPTY_TREE
+    git_dir = inside(store.data_dir, store.data_dir / "genomes.git")
+    if git_dir is None or not git_dir.is_dir():
+        return ok({"diff": "", "note": "genomes.git is missing from this store"})
+    text = await asyncio.to_thread(
+        lambda: git.Repo(git_dir).git.diff(base, child, "--no-color", "--no-ext-diff"))
+    return ok({"diff": text[:DIFF_CAP], "truncated": len(text) > DIFF_CAP, "parent": a["parent_hash"],
+               "genome": a["genome_hash"]})
+
+
+def cell_dir(store: Store, cell: dict) -> Path | None:
+    candidates = [Path(cell["cell_dir"])] if cell.get("cell_dir") else []
+    if SEGMENT.match(cell["task_id"] or "") and re.match(r"^[0-9a-f]+$", cell["evaluation_key"] or ""):
+        candidates.append(store.data_dir / "evals" / cell["evaluation_key"] / f"{cell['task_id']}__r{cell['replicate']}")
+    for candidate in candidates:
+        found = inside(store.data_dir, candidate)
+        if found is not None and found.is_dir():
+            return found
+    return None
+
+
+def read_capped(path: Path, cap: int = FILE_CAP) -> tuple[str, bool]:
+    with path.open("rb") as fh:
+        data = fh.read(cap + 1)
+    return data[:cap].decode(errors="replace"), len(data) > cap
+
+
+async def cell(request: web.Request) -> web.Response:
+    store = store_of(request)
+    found = Q.cell_row(db_of(request, store), int(request.match_info["id"]))
+    if found is None:
+        raise fail(404, "no such cell")
+    folder = cell_dir(store, found)
+    files: dict[str, Any] = {}
+    if folder is not None:
+        for name in CELL_FILES:
+            path = inside(store.data_dir, folder / name)
+            if path is not None and path.is_file():
+                text, truncated = read_capped(path)
+                files[name] = {"text": text, "truncated": truncated}
+    events = []
+    for line in files.get("stream.jsonl", {}).get("text", "").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    found.pop("cell_dir", None)
+    return ok({"cell": found, "files": {k: v for k, v in files.items() if k != "stream.jsonl"}, "events": events,
+               "found_dir": folder is not None})
+
+
+async def processes(request: web.Request) -> web.Response:
+    return ok(request.app[CHILDREN].to_json())
+
+
+async def _body(request: web.Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise fail(400, "body: invalid JSON") from None
+    if not isinstance(body, dict):
+        raise fail(400, "body: expected a JSON object")
+    return body
+
+
+def target_dir(request: web.Request, body: dict) -> Path:
+    sid = body.get("store")
+    if sid in (None, ""):
+        return request.app[SETTINGS].data_dir
+    if not isinstance(sid, str) or not STORE_ID.match(sid):
+        raise fail(400, "store: expected the 10-hex id from /api/meta")
+    store = request.app[STORES].get(sid)
+    if store is None:
+        raise fail(404, f"no store {sid!r}")
+    return store.data_dir
+
+
+async def launch(request: web.Request) -> web.Response:
+    body = await _body(request)
+    data_dir = target_dir(request, body)
+    try:
+        argv = launch_argv(body, request.app[SETTINGS], data_dir)
+    except LaunchError as err:
+        raise fail(400, str(err)) from None
+    child = request.app[CHILDREN].spawn("run", argv)
+    return ok({"process": child.to_json(), "data_dir": str(data_dir)})
+
+
+async def test_run(request: web.Request) -> web.Response:
+    body = await _body(request)
+    data_dir = target_dir(request, body)
+    try:
+        argv = test_argv(body, request.app[SETTINGS], data_dir)
+    except LaunchError as err:
+        raise fail(400, str(err)) from None
+    child = request.app[CHILDREN].spawn("test", argv)
+    return ok({"process": child.to_json()})
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-Sent Events: one `change` event whenever the store's data_version or the code fingerprint
+    moves (checked every second; one PRAGMA per tick), a comment line as heartbeat."""
+    store = store_of(request)
+    stores, stop, code = request.app[STORES], request.app[STOP], request.app[CODE]
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
+    await response.prepare(request)
+    last: tuple | None = None
+    beat = time.monotonic()
+    try:
+        while not stop.is_set():
+            now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
+            if now != last:
+                data = json.dumps({"version": now[0], "code_stale": now[1], "at": time.time()})
+                await response.write(f"event: change\ndata: {data}\n\n".encode())
+                last = now
+            elif time.monotonic() - beat > 15:
+                await response.write(b": keep-alive\n\n")
+                beat = time.monotonic()
+            try:
+                await asyncio.wait_for(stop.wait(), POLL_S)
+            except TimeoutError:
+                pass
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    return response
+
+
+# ---- the app -----------------------------------------------------------------------------------------
+async def _startup(app: web.Application) -> None:
+    app[STOP] = asyncio.Event()
+
+
+async def _shutdown(app: web.Application) -> None:
+    app[STOP].set()  # live streams end their loops; the graceful-shutdown period lets them finish
+
+
+async def _cleanup(app: web.Application) -> None:
+    app[STORES].close()
+
+
+def create_app(*, data_dir: Path | None = None, config_file: Path | None = None, project_root: Path = ROOT,
+               host: str = "127.0.0.1", token: str | None = None) -> web.Application:
+    s = settings(config_file)
+    extra = [Path(data_dir)] if data_dir else []
+    extra.append(s.data_dir)
+    app = web.Application(middlewares=[guard])
+    app[SETTINGS] = s if data_dir is None else _with_data_dir(s, Path(data_dir))
+    app[STORES] = Stores(project_root, extra)
+    app[TOKEN] = token or secrets.token_urlsafe(24)
+    app[CHILDREN] = Children()
+    app[CODE] = CodeWatch()
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    app[ALLOWED_HOSTS] = frozenset() if host in ("0.0.0.0", "::") else frozenset(loopback | {host})
+    app.on_startup.append(_startup)
+    app.on_shutdown.append(_shutdown)
+    app.on_cleanup.append(_cleanup)
+    app.add_routes([
+        web.get("/", index), web.get("/index.html", index),
+        web.get("/api/health", health), web.get("/api/meta", meta), web.get("/api/skills", skills),
+        web.get("/api/runs", runs), web.get("/api/runs/{run_id}", run),
+        web.get("/api/runs/{run_id}/lineage", lineage), web.get("/api/history", history),
+        web.get(r"/api/attempts/{id:\d{1,12}}", attempt), web.get(r"/api/attempts/{id:\d{1,12}}/diff", attempt_diff),
+        web.get(r"/api/cells/{id:\d{1,12}}", cell), web.get("/api/processes", processes),
+        web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),
+        web.get("/{path:(?!api/).+}", static),
+    ])
+    return app
+
+
+def _with_data_dir(s: Settings, data_dir: Path) -> Settings:
+    from dataclasses import replace
+    return replace(s, data_dir=data_dir.resolve())
+
+
+def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None) -> None:
+    app = create_app(data_dir=data_dir, config_file=config_file, host=host)
+    web.run_app(app, host=host, port=port, shutdown_timeout=3,
+                print=lambda _: print(f"Dashboard: http://{host}:{port}/  (Ctrl+C to stop)", flush=True))

@@ -1,0 +1,281 @@
+"""The dashboard's read queries: plain functions from a read-only connection to JSON-ready data.
+
+Pure reads (no writes, no HTTP): the server wraps them in routes and bench/dashboard.py times them
+beside the bare SQL they run. Per-stage progress is derived from attempt rows plus the counters of
+the evaluation in progress.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from mutator.server_stores import pid_alive
+
+RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
+            "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
+            "updated_at, finished_at")
+ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
+                "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
+                "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
+                "mutator_cost_usd, started_at, finished_at")
+EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
+
+
+def q(db: sqlite_utils.Database, sql: str, params: Any = ()) -> list[dict]:
+    cursor = db.conn.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def one(db: sqlite_utils.Database, sql: str, params: Any = ()) -> dict | None:
+    found = q(db, sql, params)
+    return found[0] if found else None
+
+
+def loads(text: str | None, default: Any = None) -> Any:
+    try:
+        return json.loads(text) if text else default
+    except ValueError:
+        return default
+
+
+def composite(ev: dict | None, run: dict, *, split: str) -> float | None:
+    """Composite of a finished evaluation from its per-cell means, normalised to the seed on that split."""
+    if not ev or ev.get("eval") is None:
+        return None
+    seed_cost = run["seed_val_cost"] if split == "val" else run["seed_cost"]
+    seed_steps = run["seed_val_steps"] if split == "val" else run["seed_steps"]
+    value = ev["eval"]
+    if seed_cost:
+        value -= run["w_cost"] * (ev["cost"] or 0) / seed_cost
+    if seed_steps:
+        value -= run["w_steps"] * (ev["steps"] or 0) / seed_steps
+    return value
+
+
+# ---- stores, skills, runs ------------------------------------------------------------------------
+def skills(db: sqlite_utils.Database) -> list[dict]:
+    return q(db, "select skill_name, count(*) as n_runs, max(updated_at) as updated_at, "
+                 "sum(status = 'running') as n_running from runs group by skill_name order by updated_at desc")
+
+
+def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
+    sql = f"select {RUN_LIST} from runs" + (" where skill_name = ?" if skill else "") + " order by created_at desc"
+    found = q(db, sql, [skill] if skill else [])
+    for run in found:
+        run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
+    return found
+
+
+def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
+    run = one(db, "select * from runs where id = ?", [run_id])
+    if run:
+        run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
+        run["config"] = loads(run["config"], {})
+        run["strategy_opts"] = loads(run["strategy_opts"], {})
+    return run
+
+
+def _started_cells(data_dir: Path, key: str) -> int:
+    """Cells whose build has begun: their dir exists under evals/<key>/ (only read for a live evaluation)."""
+    root = data_dir / "evals" / key
+    try:
+        return sum(1 for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return 0
+
+
+def _progress(ev: dict | None, data_dir: Path) -> dict | None:
+    if ev is None:
+        return None
+    started = ev["n_cells"] if ev["status"] == "done" else min(_started_cells(data_dir, ev["key"]), ev["n_cells"])
+    return {"evaluation_id": ev["id"], "status": ev["status"], "n_cells": ev["n_cells"], "n_done": ev["n_done"],
+            "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
+
+
+def _live_eval(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
+    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates = ? "
+                   "order by id desc limit 1", [genome_hash, suite, replicates])
+
+
+def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict], data_dir: Path) -> list[dict]:
+    """mutation → critic → build → grading → score, each {stage, state, detail}; state is one of
+    pending | running | done | failed | skipped."""
+    a, seed = attempt, attempt["status"] == "seed"
+    out: list[dict] = []
+    if seed:
+        out += [{"stage": "mutation", "state": "skipped", "detail": "seed"},
+                {"stage": "critic", "state": "skipped", "detail": "seed"}]
+    else:
+        failed = a["status"] == "failed"
+        out.append({"stage": "mutation", "state": "failed" if failed and not a["genome_hash"] else
+                    "done" if a["genome_hash"] else "running", "detail": a["error"] if failed else ""})
+        critic = loads(a["critic"], None)
+        out.append({"stage": "critic", "state": "failed" if a["status"] == "critic_rejected" else
+                    "done" if critic is not None else "running" if a["genome_hash"] else "pending",
+                    "detail": a["error"] if a["status"] == "critic_rejected" else ""})
+    ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
+    live = a["genome_hash"] and (seed or loads(a["critic"], None) is not None) and a["status"] not in (
+        "critic_rejected", "failed")
+    if ev is None and live:
+        ev = _live_eval(db, a["genome_hash"], run["val"], run["replicates"])
+    prog = _progress(ev, data_dir)
+    blocked = a["status"] in ("critic_rejected", "failed")
+    if prog is None:
+        state = "skipped" if blocked else "pending"
+        out += [{"stage": "build", "state": state, "detail": ""}, {"stage": "grading", "state": state, "detail": ""}]
+    else:
+        done = prog["status"] == "done"
+        out.append({"stage": "build", "state": "done" if done or prog["n_started"] >= prog["n_cells"] else "running",
+                    "detail": f"{prog['n_started']}/{prog['n_cells']} cells started", "progress": prog})
+        out.append({"stage": "grading", "state": "done" if done else "running" if prog["n_done"] else "pending",
+                    "detail": f"{prog['n_done']}/{prog['n_cells']} cells graded", "progress": prog})
+    if seed:
+        scored = a["composite"] is not None
+        out.append({"stage": "score", "state": "done" if scored else "pending",
+                    "detail": "baseline" if scored else ""})
+    else:
+        out.append({"stage": "score", "state": "skipped" if blocked else "done" if a["verdict"] else
+                    "running" if a["delta"] is not None else "pending",
+                    "detail": f"Δ {a['delta']:+.4f} vs threshold {a['gate_threshold']:+.4f}"
+                    if a["delta"] is not None else ""})
+    return out
+
+
+def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path) -> dict | None:
+    """The Home page's data: the run, its round timeline with stages, the curve, the test timeline."""
+    run = run_row(db, run_id)
+    if run is None:
+        return None
+    attempts = q(db, f"select {ATTEMPT_LIST} from attempts where run_id = ? order by round, sibling", [run_id])
+    ids = sorted({i for a in attempts for i in (a["val_evaluation_id"], a["train_evaluation_id"]) if i})
+    evals = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in "
+                                       f"({','.join('?' * len(ids))})", ids)} if ids else {}
+    champion = None
+    for a in attempts:
+        a["critic"], a["stages"] = loads(a["critic"], None), stages(db, a, run, evals, data_dir)
+        train = evals.get(a["train_evaluation_id"]) if a["train_evaluation_id"] else None
+        a["train_composite"] = composite(train, run, split="train")
+        if a["verdict"] in ("SEED", "KEEP") and a["composite"] is not None:
+            champion = a["composite"]  # the incumbent after this round (greedy keeps statistical ties)
+        a["champion_composite"] = champion
+    tests = test_runs(db, run, data_dir)
+    return {"run": run, "attempts": attempts, "tests": tests}
+
+
+def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
+    found = q(db, "select * from test_runs where run_id = ? order by id", [run["id"]])
+    for t in found:
+        t["progress"] = None
+        if t["status"] == "running":
+            ev = _live_eval(db, t["genome_hash"], t["suite"], run["replicates"])
+            seed_ev = _live_eval(db, run["seed_hash"], t["suite"], run["replicates"])
+            t["progress"] = [p for p in (_progress(seed_ev, data_dir), _progress(ev, data_dir)) if p]
+    return found
+
+
+# ---- one attempt (Round Analysis) ------------------------------------------------------------------
+def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> dict | None:
+    a = one(db, "select * from attempts where id = ?", [attempt_id])
+    if a is None:
+        return None
+    run = run_row(db, a["run_id"])
+    a["critic"], a["gate"], a["ref_hashes"] = loads(a["critic"], None), loads(a["gate"], None), loads(
+        a["ref_hashes"], [])
+    a.pop("pool_snapshot", None)
+    suite = run["val"] if split == "val" else run["suite"]
+    ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
+    ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [ev_id]) if ev_id else None
+    seed = one(db, "select * from attempts where run_id = ? and round = 0 order by sibling limit 1", [run["id"]])
+    seed_ev_id = (seed or {}).get("val_evaluation_id" if split == "val" else "train_evaluation_id")
+    seed_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [seed_ev_id]) if seed_ev_id else None
+    parent = one(db, "select id, round, sibling, genome_hash, verdict, summary from attempts where run_id = ? and "
+                     "genome_hash = ? order by id limit 1", [run["id"], a["parent_hash"]]) if a["parent_hash"] else None
+    parent_ev = None
+    if a["parent_hash"]:
+        parent_ev = one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and "
+                            "replicates = ? and status = 'done' order by id desc limit 1",
+                        [a["parent_hash"], suite, run["replicates"]])
+    figures = {}
+    for name, e in (("candidate", ev), ("parent", parent_ev), ("seed", seed_ev)):
+        figures[name] = None if e is None or e.get("eval") is None else {
+            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split=split),
+            "evaluation_id": e["id"]}
+    cells, grid, test_names = [], {}, []
+    if ev:
+        cells = q(db, "select id, task_id, replicate, status, score, cost_usd, steps, duration_ms, input_tokens, "
+                      "output_tokens, agent_subtype, error from cells where evaluation_id = ? "
+                      "order by task_id, replicate", [ev["id"]])
+        for row in q(db, "select c.task_id, t.name, avg(t.score) as score from tests t join cells c on "
+                         "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [ev["id"]]):
+            grid.setdefault(row["task_id"], {})[row["name"]] = row["score"]
+        test_names = sorted({n for per in grid.values() for n in per})
+    siblings = q(db, "select id, sibling, verdict, summary, delta from attempts where run_id = ? and round = ? "
+                     "order by sibling", [run["id"], a["round"]])
+    return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
+            "figures": figures, "cells": cells, "tests": {"names": test_names, "grid": grid},
+            "siblings": siblings}
+
+
+def cell_row(db: sqlite_utils.Database, cell_id: int) -> dict | None:
+    cell = one(db, "select c.*, e.key as evaluation_key, e.genome_hash, e.suite from cells c join evaluations e "
+                   "on e.id = c.evaluation_id where c.id = ?", [cell_id])
+    if cell:
+        cell["tests"] = {r["name"]: r["score"] for r in q(db, "select name, score from tests where cell_id = ? "
+                                                              "order by name", [cell_id])}
+    return cell
+
+
+# ---- lineage and history -----------------------------------------------------------------------------
+def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
+    run = run_row(db, run_id)
+    if run is None:
+        return None
+    nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, verdict, status, summary, "
+                  "composite, delta from attempts where run_id = ? order by round, sibling", [run_id])
+    parents = {n["genome_hash"]: n["parent_hash"] for n in nodes if n["genome_hash"]}
+    chain, cursor, guard = [], run["incumbent_hash"], 0
+    by_hash = {}
+    for n in nodes:
+        if n["genome_hash"] and n["genome_hash"] not in by_hash:
+            by_hash[n["genome_hash"]] = n
+    while cursor and guard < 10_000:
+        node = by_hash.get(cursor)
+        chain.append({"genome_hash": cursor, "attempt_id": node["attempt_id"] if node else None,
+                      "round": node["round"] if node else None, "composite": node["composite"] if node else None,
+                      "summary": node["summary"] if node else ""})
+        cursor, guard = parents.get(cursor), guard + 1
+    return {"run": {k: run[k] for k in ("id", "seed_hash", "incumbent_hash", "skill_name", "status")},
+            "nodes": nodes, "chain": chain}
+
+
+def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
+    """Every run of a skill as a regime: per-round candidate and champion series on val and train,
+    plus the run's test measurements."""
+    out = []
+    for run in [run_row(db, r["id"]) for r in runs(db, skill)]:
+        attempts = q(db, "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, "
+                         "t.eval as t_eval, t.cost as t_cost, t.steps as t_steps from attempts a left join "
+                         "evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
+                         "a.sibling", [run["id"]])
+        points = []
+        for a in attempts:
+            train = {"eval": a.pop("t_eval"), "cost": a.pop("t_cost"), "steps": a.pop("t_steps")}
+            a["train"] = None if train["eval"] is None else {**train, "composite": composite(train, run,
+                                                                                             split="train")}
+            points.append(a)
+        tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
+                      "train_composite from test_runs where run_id = ? order by id", [run["id"]])
+        out.append({"run": {k: run[k] for k in ("id", "status", "strategy", "model", "replicates", "rounds_done",
+                                               "rounds_target", "created_at", "suite", "val", "holdout", "alive")},
+                    "points": points, "tests": tests})
+    return out
+
+
+def is_sqlite_error(err: BaseException) -> bool:
+    return isinstance(err, sqlite3.Error)
