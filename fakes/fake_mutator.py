@@ -4,6 +4,10 @@ Run as `python fakes/fake_mutator.py` with the workspace as cwd (skill/ + briefi
 by SM_ROUND so a demo run shows every verdict: improvements, a regression the gate must reject, a no-op
 and a broken reference the critic must reject, and a cost cut. It only edits whatever skill/ it is given,
 never assumes what an earlier round left there. Test hook: FAKE_MUTATOR_GARBAGE=1.
+
+Beyond the round script, in this order: a briefing objective naming a rule (branching siblings) is
+implemented; a reference genome under refs/<hash12>/ lends a rule the skill lacks (crossover); a
+"Tasks to target" section picks the rule fixing those tasks' failing train tests (pareto).
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 INPUT_TOKENS = 3000
 OUTPUT_TOKENS = 400
 IMPROVING = ("dates", "amounts", "dedupe", "booleans", "emails")
+# Which rule repairs a failing grader test (the demo grader's test names).
+TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails", "rows": "dedupe"}
 
 # What each rule means, in the words a SKILL.md line would use; one wording per sibling.
 RULE_LINES = {
@@ -88,15 +95,7 @@ def add_rule(skill: Path, op: str, sibling: int) -> Change:
     rule_id = f"{op}-v{sibling + 1}" if sibling else op
     save_rules(skill, data, [*rules, {"id": rule_id, "op": op}])
     line = RULE_LINES[op][sibling % len(RULE_LINES[op])]
-    skill_md = skill / "SKILL.md"
-    text = skill_md.read_text(encoding="utf-8")
-    addition = f"- `{op}`: {line}\n"
-    marker = "\nValues that a rule does not cover"
-    if marker in text:  # keep the rule list together when the seed's layout is still there
-        text = text.replace(marker, addition.rstrip("\n") + "\n" + marker, 1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + addition
-    skill_md.write_text(text, encoding="utf-8")
+    insert_rule_line(skill, f"- `{op}`: {line}\n")
     reasoning = (
         "Names and labels come in mixed case; Title Case would make every text value look consistent."
         if op == "titlecase"
@@ -105,6 +104,17 @@ def add_rule(skill: Path, op: str, sibling: int) -> Change:
     return Change(
         summary=f"Add the `{op}` rule to rules.json and describe it in SKILL.md", reasoning=reasoning
     )
+
+
+def insert_rule_line(skill: Path, addition: str) -> None:
+    skill_md = skill / "SKILL.md"
+    text = skill_md.read_text(encoding="utf-8")
+    marker = "\nValues that a rule does not cover"
+    if marker in text:  # keep the rule list together when the seed's layout is still there
+        text = text.replace(marker, addition.rstrip("\n") + "\n" + marker, 1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + addition
+    skill_md.write_text(text, encoding="utf-8")
 
 
 def no_op(why: str) -> Change:
@@ -174,6 +184,66 @@ def scripted_change(skill: Path, round_number: int, sibling: int) -> Change:
     return shorten_examples(skill)
 
 
+def section(briefing: str, heading: str) -> str:
+    """The body of the briefing's `## heading...` section ('' when absent)."""
+    match = re.search(rf"^## {re.escape(heading)}[^\n]*\n(.*?)(?=^## |\Z)", briefing, re.MULTILINE | re.DOTALL)
+    return match.group(1) if match else ""
+
+
+def follow_objective(skill: Path, briefing: str, sibling: int) -> Change | None:
+    """Branching: implement the rule the round's objective names, in this sibling's own wording."""
+    body = section(briefing, "This round's objective").strip()
+    match = re.search(r"`(\w+)`", body.splitlines()[0]) if body else None
+    if not match or match.group(1) not in RULE_LINES or match.group(1) in present_ops(skill):
+        return None
+    return add_rule(skill, match.group(1), sibling)
+
+
+def cross_over(skill: Path, refs: Path) -> Change | None:
+    """Crossover: take the first rule a reference genome has and the skill lacks, with its SKILL.md line."""
+    if not refs.is_dir():
+        return None
+    present = present_ops(skill)
+    for ref in sorted(p for p in refs.iterdir() if p.is_dir()):
+        _, ref_rules = load_rules(ref)
+        for rule in ref_rules:
+            op = str(rule.get("op"))
+            if op in present or op not in RULE_LINES:
+                continue
+            data, rules = load_rules(skill)
+            save_rules(skill, data, [*rules, dict(rule)])
+            ref_md = (ref / "SKILL.md").read_text(encoding="utf-8") if (ref / "SKILL.md").is_file() else ""
+            found = re.search(rf"^- `{op}`:.*$", ref_md, re.MULTILINE)
+            insert_rule_line(skill, (found.group(0) if found else f"- `{op}`: {RULE_LINES[op][0]}") + "\n")
+            return Change(summary=f"Cross over the `{op}` rule from reference {ref.name}",
+                          reasoning=f"Reference {ref.name} handles `{op}` values that this skill leaves alone.")
+    return None
+
+
+def failing_tests(briefing: str) -> dict[str, list[str]]:
+    """task -> failing tests, from the briefing's train table (last column)."""
+    table: dict[str, list[str]] = {}
+    for line in section(briefing, "Incumbent on train tasks").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 6 and cells[0] not in ("task", "---"):
+            table[cells[0]] = [t.strip() for t in cells[-1].split(",") if t.strip() not in ("", "—")]
+    return table
+
+
+def aim_at_targets(skill: Path, briefing: str, sibling: int) -> Change | None:
+    """Pareto: add the missing rule that repairs most failing tests of the target tasks."""
+    targets = re.findall(r"`([^`]+)`", section(briefing, "Tasks to target"))
+    if not targets:
+        return None
+    table, present = failing_tests(briefing), present_ops(skill)
+    counts = Counter(TEST_RULES[t] for task in targets for t in table.get(task, []) if t in TEST_RULES)
+    for op, _ in sorted(counts.items(), key=lambda kv: (-kv[1], IMPROVING.index(kv[0]))):
+        if op not in present:
+            change = add_rule(skill, op, sibling)
+            return Change(summary=f"{change.summary}, aimed at {', '.join(targets)}", reasoning=change.reasoning)
+    return None
+
+
 def write_stream(path: str | None, change: Change, started: float) -> None:
     if not path:
         return
@@ -238,7 +308,10 @@ def main() -> int:
         return 1
     round_number = max(1, int(os.environ.get("SM_ROUND") or 1))
     sibling = max(0, int(os.environ.get("SM_SIBLING") or 0))
-    change = scripted_change(skill, round_number, sibling)
+    briefing_file = Path("briefing.md")
+    briefing = briefing_file.read_text(encoding="utf-8") if briefing_file.is_file() else ""
+    change = (follow_objective(skill, briefing, sibling) or cross_over(skill, Path("refs"))
+              or aim_at_targets(skill, briefing, sibling) or scripted_change(skill, round_number, sibling))
     if os.environ.get("FAKE_MUTATOR_GARBAGE") == "1":
         Path("result.json").write_text("Sure! Here is what I changed: {summary: oops", encoding="utf-8")
     else:
