@@ -59,10 +59,11 @@ def parser() -> argparse.ArgumentParser:
     where = p.add_argument_group("where")
     where.add_argument("--data-dir", type=Path, help="holds mutator.db, genomes, cells (default ./data)")
     where.add_argument("--config", type=Path, help="config file (default ./config.json)")
+    where.add_argument("--sandbox", help="how agents are launched: none (default, bare processes) | bwrap "
+                                          "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
     later = p.add_argument_group("not available yet")
     later.add_argument("--real", action="store_true", help=f"use real model agents ({NOT_YET}: dry run only)")
     later.add_argument("--serve", action="store_true", help=f"start the dashboard ({NOT_YET})")
-    later.add_argument("--sandbox", help=f"none (default) | bwrap ({NOT_YET})")
     return p
 
 

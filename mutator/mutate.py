@@ -51,7 +51,7 @@ def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapp
 
 def read_result(path: Path) -> tuple[str, str]:
     """(summary, reasoning) from result.json, or ValueError saying what is wrong with it."""
-    if not path.is_file():
+    if not path.is_file() or path.stat().st_size == 0:  # staged empty so a sandbox can bind it writable
         raise ValueError("the mutator wrote no result.json")
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
@@ -71,19 +71,21 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
            extra_env: Mapping[str, str]) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
-    stream = workspace / "stream.jsonl"
+    stream, result_path = workspace / "stream.jsonl", workspace / "result.json"
+    for path in (stream, result_path):  # the only files outside skill/ it may write: bound writable by bwrap
+        path.touch()
     env = {**os.environ, **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
            "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)}
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
-        writable=[skill_dir, workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms))
+        writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms))
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
     failure = run.failure(metrics.has_result)
     if failure:
         return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir)
     try:
-        summary, reasoning = read_result(workspace / "result.json")
+        summary, reasoning = read_result(result_path)
     except ValueError as err:
         return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir)
     return Mutation(True, summary, reasoning, "", cost, skill_dir)

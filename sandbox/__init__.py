@@ -29,11 +29,9 @@ class Launcher(Protocol):
 
 
 def get_launcher(launcher_id: str) -> Launcher:
+    from sandbox.bwrap import BwrapLauncher
     from sandbox.none import NoneLauncher
-    registry: dict[str, type] = {"none": NoneLauncher}
-    if launcher_id == "bwrap":
-        raise SandboxError("--sandbox bwrap is not available yet (tracked as the sandbox issue); "
-                           "use --sandbox none")
+    registry: dict[str, type] = {"none": NoneLauncher, "bwrap": BwrapLauncher}
     if launcher_id not in registry:
         raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: {', '.join(registry)}")
     launcher = registry[launcher_id]()

@@ -1,0 +1,119 @@
+"""The bubblewrap launcher: the agent sees system dirs read-only, its interpreter and script folder
+read-only, the caller's `readable` paths read-only and its `writable` paths read-write — nothing else.
+
+Home, the data dir, every suite dir and other cells are invisible because they are never mounted. It
+must never bind a parent of those (e.g. the project root or the data dir) on the agent's behalf.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sandbox import SandboxError
+
+# Read-only in every sandbox: what a dynamically linked program needs to start.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install "
+                "bubblewrap`) or use --sandbox none")
+USERNS_HINT = ("bubblewrap cannot create its namespaces here; enable unprivileged user namespaces "
+               "(`sysctl -w kernel.unprivileged_userns_clone=1`, `sysctl -w user.max_user_namespaces=15000`, "
+               "or on Ubuntu ≥ 23.10 `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), run the "
+               "container with --privileged or a seccomp profile that allows clone(CLONE_NEWUSER), "
+               "or use --sandbox none")
+
+
+def _is_system(path: Path) -> bool:
+    return any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS)
+
+
+def system_args() -> list[str]:
+    """Mounts shared by every sandbox: system dirs read-only (symlinks kept as symlinks), private
+    /proc, /dev and /tmp. User binds come after, so a cell under /tmp is mounted on the private tmpfs."""
+    args: list[str] = []
+    for name in SYSTEM_DIRS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", str(path.readlink()), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+
+def _prefix(executable: Path) -> Path:
+    """The installation an executable belongs to: <prefix>/bin/x -> <prefix>, else its folder."""
+    return executable.parent.parent if executable.parent.name == "bin" else executable.parent
+
+
+def runtime_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
+    """What the program itself needs to read: its installation (e.g. a pyenv or venv Python) and the
+    folder of each script argument. Keep agent scripts in a folder holding nothing secret (fakes/)."""
+    if not argv:
+        return []
+    found = shutil.which(argv[0], path=None) if "/" not in argv[0] else str(cwd / argv[0])
+    paths: list[Path] = []
+    if found:
+        exe = Path(found).absolute()
+        paths += [_prefix(exe), _prefix(exe.resolve())]
+        if exe.resolve() == Path(sys.executable).resolve():
+            paths += [Path(sys.prefix), Path(sys.base_prefix)]
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            continue
+        candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
+        if candidate.is_file():
+            paths.append(candidate.absolute().parent)
+    return [p for p in dict.fromkeys(paths) if not _is_system(p.resolve())]
+
+
+class BwrapLauncher:
+    id = "bwrap"
+
+    def __init__(self, *, drop_caps: bool = True) -> None:
+        # drop_caps=False exists only so a test can show why --cap-drop ALL is needed as root.
+        self.drop_caps = drop_caps
+        self._checked = False
+
+    def base_args(self, network: bool) -> list[str]:
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
+        if network:
+            args.append("--share-net")  # only when the backend must reach the model API
+        if self.drop_caps:
+            args += ["--cap-drop", "ALL"]  # as root, bwrap otherwise keeps caps: ro binds could be remounted
+        return args + system_args()
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
+             readable: Sequence[Path], network: bool) -> list[str]:
+        cwd = Path(cwd).absolute()
+        mounts: dict[Path, bool] = {}  # dest -> writable; a path given as writable wins
+        for path in [*runtime_paths(argv, cwd), *readable]:
+            mounts.setdefault(Path(path).absolute(), False)
+        for path in writable:
+            mounts[Path(path).absolute()] = True
+        args = self.base_args(network)
+        # Parents before children, so `skill/` (rw) lands on top of its read-only workspace.
+        for dest in sorted(mounts, key=lambda p: (len(p.parts), str(p))):
+            if not dest.exists():
+                raise SandboxError(f"sandbox: {dest} does not exist; it must be created before the agent runs")
+            args += ["--bind" if mounts[dest] else "--ro-bind", str(dest.resolve()), str(dest)]
+        if network and Path("/run").is_dir():
+            args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target
+        return [*args, "--chdir", str(cwd), "--", *argv]
+
+    def check(self) -> None:
+        if self._checked:
+            return
+        if shutil.which("bwrap") is None:
+            raise SandboxError(f"--sandbox bwrap: the `bwrap` program is not on PATH; {INSTALL_HINT}")
+        probe = [*self.base_args(network=False), "--", "/bin/sh", "-c", "exit 0"]
+        try:
+            done = subprocess.run(probe, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise SandboxError(f"--sandbox bwrap: running bwrap failed ({err}); {INSTALL_HINT}") from None
+        if done.returncode != 0:
+            why = done.stderr.strip() or f"exit {done.returncode}"
+            raise SandboxError(f"--sandbox bwrap: bwrap could not start a sandbox ({why}); {USERNS_HINT}")
+        self._checked = True
