@@ -74,7 +74,12 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["test_runs"].create_index(["run_id"])
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1,)
+def _v2(db: sqlite_utils.Database) -> None:
+    # The honest test report (champion vs seed: paired Δ ± SE, CI, sign test, McNemar; train/val beside it).
+    db["test_runs"].add_column("report", str)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
