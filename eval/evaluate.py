@@ -34,6 +34,7 @@ class EvalRequest:
     concurrency: int
     grader_timeout_s: float
     env: dict[str, str] = field(default_factory=dict)
+    prune: bool = True         # keep only trajectory.md + logs of each cell, not its working dir
 
 
 def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[CellSpec]:
@@ -50,7 +51,8 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
             spec=spec, task=tasks[spec.task_id], suite=request.suite, skill_dir=request.skill_dir,
             skill_name=request.skill_name, contract=request.contract, agent_argv=request.agent_argv,
             launcher=request.launcher, cell_root=request.cells_root / spec.name, price=request.price,
-            grader_timeout_s=request.grader_timeout_s, env=request.env))
+            grader_timeout_s=request.grader_timeout_s, env=request.env,
+            prune=request.prune))
 
     return await pump(pending_cells(request, set(skip)), work, concurrency=request.concurrency,
                       on_done=on_cell)

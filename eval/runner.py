@@ -24,6 +24,7 @@ from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
 from eval.suite import Suite, Task
 from eval.supervisor import kill_group
+from eval.trajectory import capture_and_prune
 from sandbox import Launcher
 
 STATUSES = ("ok", "agent_error", "timeout", "grader_error")
@@ -67,6 +68,7 @@ class CellJob:
     price: Price
     grader_timeout_s: float
     env: dict[str, str] = field(default_factory=dict)
+    prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
 
 
 def stage(job: CellJob) -> Path:
@@ -175,4 +177,6 @@ async def run_cell(job: CellJob) -> CellResult:
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype,
         error=error, cell_dir=str(job.cell_root))
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
+    capture_and_prune(job.cell_root, prune=job.prune, task_id=job.task.id, replicate=job.spec.replicate, prompt=job.task.prompt,
+                      status=status, score=score, tests=tests, error=error, required=list(job.task.required))
     return result

@@ -25,7 +25,7 @@ def request(suite_dir: Path, tmp_path: Path, agent: list[str], *, skill: Path | 
                         heartbeat_ms=heartbeat_ms)
     return EvalRequest(skill_dir=skill, skill_name="csv-clean", suite=suite, contract=contract, key="k",
                        cells_root=tmp_path / "cells", agent_argv=agent, launcher=NoneLauncher(), price=PRICE,
-                       concurrency=2, grader_timeout_s=grader_timeout_s)
+                       concurrency=2, grader_timeout_s=grader_timeout_s, prune=False)
 
 
 def test_ok_cells_graded_and_priced(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
@@ -114,3 +114,14 @@ def test_silent_agent_killed_with_its_children(tiny_suite: Path, tmp_path: Path)
     import time
     time.sleep(2)
     assert not marker.exists()  # the process group died, grandchild included
+
+
+def test_pruned_cell_keeps_trajectory_and_logs(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
+    req = request(tiny_suite, tmp_path, ok_agent)
+    cells = evaluate(EvalRequest(**{**req.__dict__, "prune": True}))
+    root = Path(cells[0].cell_dir)
+    assert not (root / "work").exists()
+    assert {"stream.jsonl", "trajectory.md", "cell.json", "grade.stdout"} <= {p.name for p in root.iterdir()}
+    text = (root / "trajectory.md").read_text()
+    assert "## Prompt\nWrite done to output.txt" in text and "1. **Write**" in text
+    assert "- says_done: 1.000" in text and "## Output output.txt\n```\ndone\n```" in text
