@@ -27,7 +27,8 @@ USERNS_HINT = ("bubblewrap cannot create its namespaces here; enable unprivilege
 
 
 def _is_system(path: Path) -> bool:
-    return any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS)
+    """Already mounted by system_args(), or the root itself (/bin/sh's "prefix"), which must never be bound."""
+    return path == Path("/") or any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS)
 
 
 def system_args() -> list[str]:
@@ -66,7 +67,7 @@ def runtime_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
         candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
         if candidate.is_file():
             paths.append(candidate.absolute().parent)
-    return [p for p in dict.fromkeys(paths) if not _is_system(p.resolve())]
+    return [p for p in dict.fromkeys(paths) if not (_is_system(p) or _is_system(p.resolve()))]
 
 
 class BwrapLauncher:
@@ -101,7 +102,9 @@ class BwrapLauncher:
             args += ["--bind" if mounts[dest] else "--ro-bind", str(dest.resolve()), str(dest)]
         if network and Path("/run").is_dir():
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target
-        return [*args, "--chdir", str(cwd), "--", *argv]
+        # The sandbox's own root is a scratch tmpfs: read-only, so a write outside the binds fails loudly
+        # (EROFS) instead of vanishing with the sandbox.
+        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *argv]
 
     def check(self) -> None:
         if self._checked:
