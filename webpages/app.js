@@ -1,0 +1,136 @@
+// The shell: store / skill / run pickers, a hash router over the four pages, live updates over
+// Server-Sent Events (with a pause control), the red restart banner and the side drawer.
+import { api, h } from './lib/util.js';
+import * as home from './pages/home.js';
+import * as round from './pages/round.js';
+import * as lineage from './pages/lineage.js';
+import * as history from './pages/history.js';
+
+const PAGES = { home, round, lineage, history };
+const $ = (id) => document.getElementById(id);
+
+export const state = {
+  meta: null, store: null, skill: null, run: null, skills: [], runs: [],
+  page: 'home', arg: null, params: new URLSearchParams(), paused: false, ui: {},
+};
+
+let events = null;
+let rendering = null;
+let again = false;
+
+function parseHash() {
+  const [path, query] = (location.hash.replace(/^#\/?/, '') || 'home').split('?');
+  const [page, arg] = path.split('/');
+  state.page = PAGES[page] ? page : 'home';
+  state.arg = arg || null;
+  state.params = new URLSearchParams(query || '');
+  for (const key of ['store', 'skill', 'run']) if (state.params.get(key)) state[key] = state.params.get(key);
+}
+
+export function link(page, arg = null, extra = {}) {
+  const params = new URLSearchParams({ store: state.store || '', skill: state.skill || '', run: state.run || '', ...extra });
+  return `#/${page}${arg !== null && arg !== undefined ? '/' + arg : ''}?${params}`;
+}
+
+export function go(page, arg = null, extra = {}) { location.hash = link(page, arg, extra); }
+
+function fill(select, items, value, label) {
+  const options = items.map((item) => h('option', { value: item.value, selected: item.value === value }, label(item)));
+  select.replaceChildren(...(options.length ? options : [h('option', { value: '' }, '(none)')]));
+}
+
+async function loadPickers() {
+  state.meta = await api('meta');
+  $('banner').hidden = !state.meta.code_stale;
+  $('banner').textContent = 'The dashboard server\'s Python code changed on disk since it started: restart it '
+    + '(Ctrl+C in its terminal, then python run.py --serve) to see the change.';
+  const stores = state.meta.stores;
+  if (!stores.some((s) => s.id === state.store)) state.store = state.meta.running_store || stores[0]?.id || null;
+  fill($('store-picker'), stores.map((s) => ({ value: s.id, label: s.label })), state.store, (s) => s.label);
+  if (!state.store) { state.skills = []; state.runs = []; return; }
+  state.skills = await api('skills', { store: state.store });
+  if (!state.skills.some((s) => s.skill_name === state.skill)) state.skill = state.skills[0]?.skill_name || null;
+  fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
+    (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
+  state.runs = state.skill ? await api('runs', { store: state.store, skill: state.skill }) : [];
+  if (!state.runs.some((r) => r.id === state.run)) state.run = (state.runs.find((r) => r.alive) || state.runs[0])?.id || null;
+  fill($('run-picker'), state.runs.map((r) => ({ value: r.id, r })), state.run,
+    (x) => `${x.value} · ${x.r.strategy} · ${x.r.rounds_done}/${x.r.rounds_target} · ${x.r.alive ? 'RUNNING' : x.r.status}`);
+}
+
+export async function refresh() {
+  if (rendering) { again = true; return rendering; }
+  rendering = (async () => {
+    try {
+      await loadPickers();
+      for (const a of document.querySelectorAll('#links a')) a.classList.toggle('active', a.dataset.page === state.page);
+      for (const a of document.querySelectorAll('#links a')) a.href = link(a.dataset.page);
+      connect();
+      const page = PAGES[state.page];
+      state.ui[state.page] = state.ui[state.page] || {};
+      await page.render($('page'), state, state.ui[state.page]);
+      if (drawerRender) await drawerRender();
+    } catch (err) {
+      console.warn('refresh failed:', err.message);
+      $('page').replaceChildren(h('p', { class: 'error' }, `Could not load: ${err.message}`));
+    } finally {
+      rendering = null;
+      if (again) { again = false; refresh(); }
+    }
+  })();
+  return rendering;
+}
+
+function connect() {
+  if (!state.store || (events && events.store === state.store)) return;
+  if (events) events.close();
+  events = new EventSource(`/api/events?store=${state.store}`);
+  events.store = state.store;
+  let first = true;
+  events.addEventListener('change', (e) => {
+    const data = JSON.parse(e.data);
+    $('banner').hidden = !data.code_stale;
+    $('live').classList.add('pulse');
+    setTimeout(() => $('live').classList.remove('pulse'), 400);
+    if (first) { first = false; return; }
+    if (!state.paused) refresh();
+  });
+  events.onerror = () => $('live').classList.add('offline');
+  events.onopen = () => $('live').classList.remove('offline');
+}
+
+// ---- drawer -------------------------------------------------------------------------------------------
+let drawerRender = null;
+export function openDrawer(render) {
+  drawerRender = async () => {
+    const body = $('drawer-body');
+    const content = await render();
+    body.replaceChildren(content);
+  };
+  $('drawer').hidden = false;
+  return drawerRender();
+}
+export function closeDrawer() { drawerRender = null; $('drawer').hidden = true; }
+
+// ---- wiring -------------------------------------------------------------------------------------------
+function pick(key, value) {
+  state[key] = value;
+  if (key === 'store') { state.skill = null; state.run = null; }
+  if (key === 'skill') state.run = null;
+  closeDrawer();
+  go(state.page, state.page === 'round' ? null : state.arg);
+}
+
+$('store-picker').addEventListener('change', (e) => pick('store', e.target.value));
+$('skill-picker').addEventListener('change', (e) => pick('skill', e.target.value));
+$('run-picker').addEventListener('change', (e) => pick('run', e.target.value));
+$('drawer-close').addEventListener('click', closeDrawer);
+$('pause').addEventListener('click', () => {
+  state.paused = !state.paused;
+  $('pause').textContent = state.paused ? 'Resume' : 'Pause';
+  $('live').classList.toggle('paused', state.paused);
+  if (!state.paused) refresh();
+});
+window.addEventListener('hashchange', () => { parseHash(); refresh(); });
+parseHash();
+refresh();

@@ -1,0 +1,69 @@
+// History: every run of the skill as a regime (its own panel and y axis), x = round, val and train
+// series (+ test measurements); metric and stats controls; drag to zoom, click a point to open its round.
+import { go } from '../app.js';
+import { api, mount, h } from '../lib/util.js';
+import { chart, destroyCharts, noLine, resetZoom } from '../lib/charts.js';
+
+const METRICS = { composite: 'composite', eval: 'eval (mean cell score)', cost: 'cost per cell (USD)', steps: 'steps per cell' };
+const STATS = { best: 'best candidate per round', mean: 'mean of the round\'s candidates', champion: 'champion after the round' };
+
+function series(points, tests, metric, stats) {
+  const rounds = [...new Set(points.map((p) => p.round))].sort((a, b) => a - b);
+  const val = [], train = [], test = [], ids = [];
+  let champion = null;
+  for (const r of rounds) {
+    const at = points.filter((p) => p.round === r);
+    const values = at.map((p) => p[metric]).filter((v) => v !== null && v !== undefined);
+    const kept = at.filter((p) => p.verdict === 'KEEP' || p.verdict === 'SEED');
+    if (kept.length) champion = kept[kept.length - 1][metric];
+    const higherBetter = metric === 'composite' || metric === 'eval';
+    const pick = values.length ? (stats === 'mean' ? values.reduce((s, v) => s + v, 0) / values.length
+      : stats === 'champion' ? champion : (higherBetter ? Math.max(...values) : Math.min(...values))) : null;
+    val.push(pick);
+    const tr = at.filter((p) => p.train).map((p) => p.train[metric]);
+    train.push(tr.length ? tr[tr.length - 1] : null);
+    const ts = tests.filter((t) => t.round === r && t[metric] !== null && t[metric] !== undefined);
+    test.push(ts.length ? ts[ts.length - 1][metric] : null);
+    const best = at.slice().sort((p, q) => (q.composite ?? -1e9) - (p.composite ?? -1e9))[0];
+    ids.push(best ? best.id : null);
+  }
+  return { data: [rounds, val, train, test], ids };
+}
+
+export async function render(root, state, ui) {
+  if (!state.skill) { mount(root, h('p', {}, 'Pick a skill.')); return; }
+  const regimes = await api('history', { store: state.store, skill: state.skill });
+  ui.metric = ui.metric || 'composite';
+  ui.stats = ui.stats || 'best';
+  const control = (key, choices) => h('select', { id: `history-${key}`, onchange: (e) => { ui[key] = e.target.value; destroyCharts('history-'); render(root, state, ui); } },
+    Object.entries(choices).map(([v, label]) => h('option', { value: v, selected: v === ui[key] }, label)));
+  const panels = regimes.map((g) => {
+    const box = h('div', { class: 'chart', 'data-run': g.run.id });
+    return { g, box, el: h('div', { class: 'regime' },
+      h('h3', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('home', null, { run: g.run.id }); } }, g.run.id),
+        ` · ${g.run.strategy} · ${g.run.model} · ${g.run.replicates} replicates · ${g.run.rounds_done}/${g.run.rounds_target} rounds · ${g.run.alive ? 'running' : g.run.status}`,
+        h('button', { class: 'small', onclick: () => resetZoom(`history-${g.run.id}`) }, 'reset zoom')), box) };
+  });
+  mount(root, 
+    h('section', { class: 'row' }, 'metric ', control('metric', METRICS), ' val series ', control('stats', STATS),
+      h('span', { class: 'hint' }, 'Each run is a regime with its own axis. Drag to zoom, double-click to reset, click a point to open that round.')),
+    panels.length ? panels.map((p) => p.el) : h('p', {}, 'No runs of this skill.'));
+  for (const { g, box } of panels) {
+    const { data, ids } = series(g.points, g.tests, ui.metric, ui.stats);
+    const u = chart(`history-${g.run.id}`, box, {
+      height: 220, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: ui.metric }],
+      series: [{ label: 'round' },
+        { label: `val (${ui.stats})`, stroke: '#1f6feb', width: 2, points: { show: true, size: 6 } },
+        { label: `train (${g.run.suite})`, stroke: '#2da44e', width: 1, dash: [4, 4], spanGaps: true, points: { show: true, size: 6 } },
+        { label: 'test', stroke: '#d1242f', paths: noLine, points: { show: true, size: 11, fill: '#fff', width: 2 } }],
+    }, data);
+    u.__ids = ids;
+    if (!u.__clickBound) {
+      u.__clickBound = true;
+      u.over.addEventListener('click', () => {
+        const idx = u.cursor.idx;
+        if (idx !== null && idx !== undefined && u.__ids[idx]) go('round', u.__ids[idx]);
+      });
+    }
+  }
+}

@@ -1,0 +1,155 @@
+// Home: the launch drawer, the live round timeline (per-stage progress), the optimisation curve,
+// the test timeline with "▶ Run test".
+import { state as appState, go, openDrawer, closeDrawer, refresh } from '../app.js';
+import { api, mount, h, post, num, signed, short, usd, verdictBadge, when } from '../lib/util.js';
+import { chart, resetZoom, noLine } from '../lib/charts.js';
+
+const STAGE_TIPS = {
+  mutation: 'the mutator agent edits a copy of the parent skill and explains the change',
+  critic: 'deterministic guards before any evaluation is spent (references, structure, size, growth)',
+  build: 'cells of the validation evaluation whose build agent has started (cell dirs on disk)',
+  grading: 'cells graded and written to the store (evaluations.n_done / n_cells)',
+  score: 'Δcomposite vs the incumbent against the noise gate, then the verdict',
+};
+
+function stagePill(stage) {
+  const p = stage.progress;
+  const pct = p ? Math.round(100 * (stage.stage === 'build' ? p.n_started : p.n_done) / Math.max(1, p.n_cells)) : null;
+  return h('div', { class: `stage s-${stage.state}`, title: `${stage.stage}: ${stage.state}${stage.detail ? ' — ' + stage.detail : ''}\n${STAGE_TIPS[stage.stage]}` },
+    h('span', {}, stage.stage),
+    pct !== null && stage.state === 'running' ? h('div', { class: 'bar' }, h('div', { style: { width: pct + '%' } })) : null);
+}
+
+function attemptDrawer(ui, attemptId) {
+  return () => {
+    const a = (ui.detail?.attempts || []).find((x) => x.id === attemptId);
+    if (!a) return h('p', {}, 'attempt not found');
+    return h('div', { class: 'attempt-drawer', 'data-attempt': a.id },
+      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+      h('p', {}, a.summary || '(no summary yet)'),
+      h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
+      h('table', { class: 'kv' }, h('tbody', {},
+        [['genome', short(a.genome_hash)], ['parent', short(a.parent_hash)], ['val composite', num(a.composite)],
+          ['Δcomposite', signed(a.delta)], ['gate threshold', signed(a.gate_threshold)],
+          ['Δeval / Δcost / Δsteps', `${signed(a.delta_eval)} / ${signed(a.delta_cost)} / ${signed(a.delta_steps)}`],
+          ['train composite', num(a.train_composite)], ['mutator cost', usd(a.mutator_cost_usd)],
+          ['diff', a.diff_stat || '—'], ['error', a.error || '—']].map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))),
+      h('button', { class: 'primary', onclick: () => { closeDrawer(); go('round', a.id); } }, 'Open in Round Analysis →'));
+  };
+}
+
+function launchForm(ui) {
+  const o = appState.meta.options;
+  const d = o.defaults;
+  const select = (name, items, value, optional = false) => h('label', {}, name,
+    h('select', { name }, optional ? h('option', { value: '' }, '(none)') : null,
+      items.map((x) => h('option', { value: x, selected: x === value }, x))));
+  const number = (name, value, min, max) => h('label', {}, name, h('input', { name, type: 'number', value, min, max }));
+  const status = h('p', { class: 'launch-status' });
+  const form = h('form', { class: 'launch', onsubmit: async (e) => {
+    e.preventDefault();
+    const body = Object.fromEntries(new FormData(form).entries());
+    body.replicates = Number(body.replicates); body.rounds = Number(body.rounds);
+    body.store = appState.store;
+    status.textContent = 'starting…';
+    try {
+      const res = await post('launch', body);
+      ui.launchedAt = Date.now() / 1000 - 5;
+      ui.knownRuns = new Set(appState.runs.map((r) => r.id));
+      status.textContent = `started pid ${res.process.pid}: python ${res.process.argv.join(' ')}`;
+      refresh();
+    } catch (err) { status.textContent = `refused: ${err.message}`; }
+  } },
+  h('h3', {}, 'Launch a run'),
+  h('p', { class: 'hint' }, 'Starts python run.py as a separate process (a zero-spend dry run with the fake agents) in this store\'s data dir.'),
+  select('seed', o.seeds, d.seed), select('suite', o.suites, d.suite), select('val', o.suites, d.val),
+  select('holdout', o.suites, d.holdout, true), select('strategy', o.strategies, d.strategy),
+  select('model', o.models, d.model), number('replicates', d.replicates, 1, 20), number('rounds', d.rounds, 0, 200),
+  h('button', { type: 'submit', class: 'primary' }, '▶ Launch'), status);
+  return form;
+}
+
+function curveData(detail) {
+  const rounds = [...new Set(detail.attempts.map((a) => a.round))].sort((a, b) => a - b);
+  const best = [], champ = [], train = [], test = [];
+  for (const r of rounds) {
+    const at = detail.attempts.filter((a) => a.round === r);
+    const scored = at.filter((a) => a.composite !== null);
+    best.push(scored.length ? Math.max(...scored.map((a) => a.composite)) : null);
+    champ.push(at.map((a) => a.champion_composite).filter((x) => x !== null).pop() ?? null);
+    const tr = at.map((a) => a.train_composite).filter((x) => x !== null);
+    train.push(tr.length ? tr[tr.length - 1] : null);
+    const ts = detail.tests.filter((t) => t.round === r && t.composite !== null);
+    test.push(ts.length ? ts[ts.length - 1].composite : null);
+  }
+  return [rounds, champ, best, train, test];
+}
+
+function testCard(t) {
+  const bars = (t.progress || []).map((p) => h('div', { class: 'progress', title: `${p.n_done}/${p.n_cells} cells graded` },
+    h('span', {}, `${p.suite}: ${p.n_done}/${p.n_cells}`), h('div', { class: 'bar' }, h('div', { style: { width: `${100 * p.n_done / Math.max(1, p.n_cells)}%` } }))));
+  return h('div', { class: `test-card t-${t.status}`, 'data-test': t.id },
+    h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: 'badge' }, t.status)),
+    t.status === 'done' ? h('div', { class: 'figures' },
+      h('span', { title: 'test composite of the champion (normalised to the seed on the same test suite)' }, `test ${num(t.composite)}`),
+      h('span', { title: 'the same champion\'s composite on the train suite' }, `train ${num(t.train_composite)}`),
+      h('span', {}, `eval ${num(t.eval, 3)}`), h('span', {}, `cost/cell ${usd(t.cost)}`),
+      h('span', { title: 'train − test: a wide gap says the gain did not transfer' }, `gap ${t.train_composite === null ? '—' : signed(t.train_composite - t.composite)}`)) : bars,
+    h('small', {}, when(t.created_at)));
+}
+
+export async function render(root, state, ui) {
+  if (ui.launchedAt) {
+    const fresh = state.runs.find((r) => !ui.knownRuns?.has(r.id) && r.created_at >= ui.launchedAt);
+    if (fresh && fresh.id !== state.run) { ui.launchedAt = null; go('home', null, { run: fresh.id }); return; }
+  }
+  const [detail, processes] = await Promise.all([
+    state.run ? api(`runs/${state.run}`, { store: state.store }) : null, api('processes')]);
+  ui.detail = detail;
+  const launchButton = h('button', { class: 'primary', id: 'open-launch', onclick: () => openDrawer(() => launchForm(ui)) }, '+ Launch a run');
+  const procs = processes.length ? h('details', { class: 'processes', open: processes.some((p) => p.status === 'running') },
+    h('summary', {}, `Started from this dashboard (${processes.length})`),
+    processes.map((p) => h('div', { class: 'proc' }, h('b', {}, `${p.kind} pid ${p.pid} · ${p.status}${p.returncode !== null ? ' (' + p.returncode + ')' : ''}`),
+      h('code', {}, p.argv.join(' ')), h('pre', {}, p.log_tail.split('\n').slice(-6).join('\n'))))) : null;
+  if (!detail) {
+    mount(root, h('section', {}, h('h2', {}, 'No run yet'), h('p', {}, 'Launch one, or start python run.py with --data-dir of a store.'), launchButton), procs || '');
+    return;
+  }
+  const run = detail.run;
+  const header = h('section', { class: 'run-head' },
+    h('h2', {}, run.id, ' ', h('span', { class: `badge r-${run.alive ? 'running' : run.status}` }, run.alive ? 'running' : run.status)),
+    h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
+      + `${run.replicates} replicates · ${run.model} · spend ${usd(run.cost_usd)} (priced; fakes spend nothing real)`),
+    run.error ? h('p', { class: 'error' }, run.error) : null, launchButton);
+  const timeline = h('section', {}, h('h3', {}, 'Round timeline'),
+    h('div', { class: 'timeline', id: 'timeline' }, detail.attempts.map((a) => h('div', {
+      class: `node n-${(a.verdict || 'pending').toLowerCase()}`, 'data-attempt': a.id, 'data-round': a.round, tabindex: 0,
+      onclick: () => openDrawer(attemptDrawer(ui, a.id)),
+    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
+    h('div', { class: 'stages' }, a.stages.map(stagePill)),
+    h('small', { title: 'val composite of this candidate' }, num(a.composite))))));
+  const curveBox = h('div', { class: 'chart', id: 'curve' });
+  const curve = h('section', {}, h('h3', {}, 'Optimisation curve ',
+    h('small', { title: 'composite = eval − wCost·cost/seedCost − wSteps·steps/seedSteps, per split normalised to the seed on that split' }, 'composite on val (champion, best candidate), train, test ⓘ'),
+    h('button', { class: 'small', onclick: () => resetZoom('home-curve') }, 'reset zoom')), curveBox);
+  const suites = state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val);
+  const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s)));
+  suitePick.addEventListener('change', () => { ui.testSuite = suitePick.value; });
+  const testStatus = h('span', { class: 'hint' });
+  const tests = h('section', {}, h('h3', {}, 'Test timeline'),
+    h('div', { class: 'row' }, suitePick, h('button', { class: 'primary', id: 'run-test', disabled: run.alive, title: run.alive ? 'testing waits until the loop stops' : 'measure the current champion on this suite', onclick: async () => {
+      testStatus.textContent = 'starting…';
+      try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
+    } }, '▶ Run test'), testStatus),
+    h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
+  mount(root, header, procs || '', timeline, curve, tests);
+  const data = curveData(detail);
+  chart('home-curve', curveBox, {
+    height: 260, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: 'composite' }],
+    series: [{ label: 'round' },
+      { label: 'champion (val)', stroke: '#1f6feb', width: 2 },
+      { label: 'best candidate (val)', stroke: '#8250df', paths: noLine, points: { show: true, size: 7, fill: '#8250df' } },
+      { label: 'train', stroke: '#2da44e', paths: noLine, points: { show: true, size: 7, fill: '#2da44e' } },
+      { label: 'test', stroke: '#d1242f', paths: noLine, points: { show: true, size: 11, fill: '#fff', width: 2 } }],
+  }, data);
+}

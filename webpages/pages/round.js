@@ -1,0 +1,126 @@
+// Round Analysis: one attempt on a chosen split — the mutation and its diff, verdict and gate figures,
+// bars vs the seed, the per-test grid, the task × replicate cell grid with drill-down, a metric scatter.
+import { go, openDrawer } from '../app.js';
+import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } from '../lib/util.js';
+import { bars, chart, noLine } from '../lib/charts.js';
+
+const METRICS = ['score', 'cost_usd', 'steps', 'duration_ms', 'output_tokens', 'input_tokens'];
+const GATE_TIPS = {
+  delta: 'Δ = mean over tasks of the paired per-task composite deltas (candidate − incumbent)',
+  threshold: 'keep unless Δ < minImprovement − t·SE',
+  se: 'SE = s/√n, s pooled over this run\'s comparisons',
+  s_r: 's_r = 1.4826·MAD of this comparison\'s deltas (sample SD when MAD is 0)',
+  df: 'pooled degrees of freedom Σ(n_r − 1)', t: 't = Student-t quantile of Φ(gateZ) at df',
+};
+
+function diffView(text) {
+  if (!text) return h('p', { class: 'hint' }, 'no diff');
+  return h('pre', { class: 'diff' }, text.split('\n').map((line) => h('span', {
+    class: line.startsWith('+') && !line.startsWith('+++') ? 'add' : line.startsWith('-') && !line.startsWith('---') ? 'del'
+      : line.startsWith('@@') ? 'hunk' : line.startsWith('diff ') ? 'file' : '' }, line + '\n')));
+}
+
+function streamView(events) {
+  return h('div', { class: 'stream' }, events.map((ev) => {
+    if (ev.type === 'assistant' || ev.type === 'user') {
+      const parts = (ev.message?.content || []).map((c) => c.type === 'text' ? c.text
+        : c.type === 'tool_use' ? `→ ${c.name} ${JSON.stringify(c.input).slice(0, 400)}`
+          : c.type === 'tool_result' ? `← ${(typeof c.content === 'string' ? c.content : JSON.stringify(c.content)).slice(0, 400)}` : c.type);
+      return h('div', { class: `ev ev-${ev.type}` }, h('b', {}, ev.type), ' ', parts.join('\n'));
+    }
+    return h('div', { class: `ev ev-${ev.type}` }, h('b', {}, ev.type + (ev.subtype ? '/' + ev.subtype : '')), ' ',
+      JSON.stringify(Object.fromEntries(Object.entries(ev).filter(([k]) => !['type', 'subtype'].includes(k)))).slice(0, 600));
+  }));
+}
+
+function cellDrawer(store, cellId) {
+  return async () => {
+    const data = await api(`cells/${cellId}`, { store });
+    const c = data.cell;
+    const file = (name) => data.files[name] ? h('pre', { class: 'log' }, data.files[name].text || '(empty)', data.files[name].truncated ? '\n… (truncated)' : '') : h('p', { class: 'hint' }, 'not recorded');
+    return h('div', { class: 'cell-drawer', 'data-cell': c.id },
+      h('h3', {}, `${c.task_id} · replicate ${c.replicate} `, h('span', { class: `badge c-${c.status}` }, c.status)),
+      h('p', {}, `score ${num(c.score, 3)} · cost ${usd(c.cost_usd)} · ${c.steps} steps · ${c.duration_ms} ms · ${c.agent_subtype || ''}`),
+      c.error ? h('p', { class: 'error' }, c.error) : null,
+      h('h4', {}, 'Grader result'), h('div', { class: 'tests-row' }, Object.entries(c.tests).map(([n, s]) => h('span', { class: 'chip', style: { background: scoreColour(s) } }, `${n} ${num(s, 2)}`))),
+      file('grade.stdout'),
+      h('details', {}, h('summary', {}, 'Error log (grade.stderr, agent.stderr)'), h('h4', {}, 'grade.stderr'), file('grade.stderr'), h('h4', {}, 'agent.stderr'), file('agent.stderr')),
+      h('h4', {}, `Agent stream (${data.events.length} events)`), streamView(data.events));
+  };
+}
+
+export async function render(root, state, ui) {
+  if (!state.run) { mount(root, h('p', {}, 'Pick a run.')); return; }
+  const split = state.params.get('split') === 'train' ? 'train' : 'val';
+  const runDetail = await api(`runs/${state.run}`, { store: state.store });
+  let id = Number(state.arg);
+  if (!runDetail.attempts.some((a) => a.id === id)) {
+    const last = runDetail.attempts.filter((a) => a.verdict).pop() || runDetail.attempts[0];
+    if (!last) { mount(root, h('p', {}, 'No attempts yet.')); return; }
+    id = last.id;
+  }
+  const [d, diff] = await Promise.all([api(`attempts/${id}`, { store: state.store, split }), api(`attempts/${id}/diff`, { store: state.store })]);
+  const a = d.attempt;
+  const picker = h('select', { id: 'attempt-picker', onchange: (e) => go('round', e.target.value, { split }) },
+    runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.status} · ${short(x.genome_hash)}`)));
+  const splitPick = h('select', { id: 'split-picker', onchange: (e) => go('round', id, { split: e.target.value }) },
+    ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
+  const g = a.gate || {};
+  const gateRows = [['Δcomposite', signed(a.delta), GATE_TIPS.delta], ['gate threshold', signed(a.gate_threshold), GATE_TIPS.threshold],
+    ['Δeval', signed(a.delta_eval)], ['Δcost term', signed(a.delta_cost)], ['Δsteps term', signed(a.delta_steps)],
+    ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s)], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
+    ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—'],
+    ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`]];
+  const critic = (a.critic || []).map((c) => h('span', { class: `chip ${c.verdict === 'pass' ? 'ok' : 'bad'}`, title: c.reason || '' }, `${c.gate}: ${c.verdict}`));
+  const f = d.figures;
+  const figTable = h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, ''), ['composite', 'eval', 'cost/cell', 'steps'].map((x) => h('th', {}, x)))),
+    h('tbody', {}, ['seed', 'parent', 'candidate'].map((k) => h('tr', {}, h('th', {}, k), f[k] ? [num(f[k].composite), num(f[k].eval, 3), usd(f[k].cost), num(f[k].steps, 2)].map((x) => h('td', {}, x)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
+  const barsBox = h('div', { class: 'chart small', id: 'bars' });
+  const names = d.tests.names;
+  const grid = h('table', { class: 'grid', id: 'test-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), names.map((n) => h('th', {}, n)))),
+    h('tbody', {}, Object.entries(d.tests.grid).map(([task, per]) => h('tr', {}, h('th', {}, task),
+      names.map((n) => h('td', { style: { background: scoreColour(per[n]) }, title: `${task} · ${n}: mean over replicates` }, num(per[n], 2)))))));
+  const tasks = [...new Set(d.cells.map((c) => c.task_id))];
+  const reps = [...new Set(d.cells.map((c) => c.replicate))].sort((x, y) => x - y);
+  const cellGrid = h('table', { class: 'grid cells', id: 'cell-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), reps.map((r) => h('th', {}, `r${r}`)))),
+    h('tbody', {}, tasks.map((t) => h('tr', {}, h('th', {}, t), reps.map((r) => {
+      const c = d.cells.find((x) => x.task_id === t && x.replicate === r);
+      return c ? h('td', { class: `cell c-${c.status}`, 'data-cell': c.id, style: { background: c.status === 'ok' ? scoreColour(c.score) : '#f3b5b5' }, title: `${t} r${r}: ${c.status} · score ${num(c.score, 3)} — click for the stream, grader result and errors`, onclick: () => openDrawer(cellDrawer(state.store, c.id)) }, c.status === 'ok' ? num(c.score, 2) : c.status) : h('td', {}, '·');
+    })))));
+  ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';
+  const axisPick = (key) => h('select', { onchange: (e) => { ui[key] = e.target.value; render(root, state, ui); } }, METRICS.map((m) => h('option', { value: m, selected: m === ui[key] }, m)));
+  const scatterBox = h('div', { class: 'chart', id: 'scatter' });
+  mount(root, 
+    h('section', { class: 'row' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →')),
+    h('section', { class: 'cols' },
+      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+        h('p', { class: 'summary' }, a.summary || '—'), h('h4', {}, 'Reasoning'), h('p', { class: 'reasoning' }, a.reasoning || '—'),
+        a.error ? h('p', { class: 'error' }, a.error) : null,
+        h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
+        d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); } }, `.${s.sibling} ${s.verdict || ''} `))) : null),
+      h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
+        h('div', { class: 'critic' }, critic))),
+    h('section', {}, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null),
+    h('section', { class: 'cols' }, h('div', {}, h('h3', {}, `Scores on ${split} (${d.suite})`), figTable), h('div', {}, h('h3', {}, 'vs the seed'), barsBox)),
+    d.evaluation ? [
+      h('section', {}, h('h3', {}, 'Per-test grid (mean over replicates)'), grid),
+      h('section', {}, h('h3', {}, 'Cells (task × replicate) — click one'), cellGrid),
+      h('section', {}, h('h3', {}, 'Metric scatter over this round\'s cells'), h('div', { class: 'row' }, 'x ', axisPick('x'), ' y ', axisPick('y')), scatterBox),
+    ] : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`));
+  const keys = ['seed', 'parent', 'candidate'].filter((k) => f[k]);
+  if (keys.length) {
+    chart('round-bars', barsBox, {
+      height: 200, scales: { x: { time: false, range: [-0.5, keys.length - 0.5] }, y: { range: (u, lo, hi) => [Math.min(0, lo), Math.max(1, hi)] } },
+      axes: [{ values: (u, ticks) => ticks.map((t) => keys[t] ?? '') , splits: () => keys.map((_, i) => i) }, { label: 'score' }],
+      series: [{}, { label: 'composite', fill: '#1f6feb99', stroke: '#1f6feb', paths: bars({ size: [0.35], align: -1 }) },
+        { label: 'eval', fill: '#2da44e99', stroke: '#2da44e', paths: bars({ size: [0.35], align: 1 }) }],
+    }, [keys.map((_, i) => i), keys.map((k) => f[k].composite), keys.map((k) => f[k].eval)]);
+  }
+  if (d.evaluation && d.cells.length) {
+    const sorted = d.cells.slice().sort((p, q) => (p[ui.x] ?? 0) - (q[ui.x] ?? 0));
+    chart("round-scatter", scatterBox, {
+      height: 260, scales: { x: { time: false } }, axes: [{ label: ui.x }, { label: ui.y }],
+      series: [{ label: ui.x }, { label: ui.y, stroke: '#8250df', paths: noLine, points: { show: true, size: 8, fill: '#8250df66' } }],
+    }, [sorted.map((c) => c[ui.x] ?? 0), sorted.map((c) => c[ui.y] ?? null)]);
+  }
+}
