@@ -23,6 +23,7 @@ class BriefingInput:
     objective: str = ""        # set for later siblings of a branching round
     siblings: Sequence[dict] = ()      # branching: this round's earlier implementations (sibling, summary, diff)
     target_tasks: Sequence[str] = ()   # pareto: train tasks the parent loses
+    meta_skill: str = ""               # cross-round lessons distilled from the whole attempt log
 
 
 def _signed(value: float | None) -> str:
@@ -44,6 +45,8 @@ def render(data: BriefingInput) -> str:
         lines += ["## Tasks to target",
                   f"Your parent trails other candidates on these train tasks: "
                   f"{', '.join(f'`{t}`' for t in data.target_tasks)}. Aim this change at them.", ""]
+    if data.meta_skill:
+        lines += ["## Lessons so far (meta skill)", data.meta_skill.strip(), ""]
     lines += ["## How candidates are scored", data.formula, "", "## Gate", data.gate, "",
               "## Incumbent (validation aggregates)",
               "| eval | cost USD/cell | steps/cell | composite |", "|---|---|---|---|",
@@ -56,11 +59,19 @@ def render(data: BriefingInput) -> str:
             lines.append(f"| {task['task_id']} | {task['eval']:.3f} | {task['cost']:.5f} | {task['steps']:.1f} | "
                          f"{task['composite']:.3f} | {', '.join(task.get('failing', [])) or '—'} |")
         lines.append("")
-    lines += ["## Last attempts", "| round | verdict | Δcomposite | Δeval | Δcost | Δsteps | summary |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["## Last attempts (val: aggregates only; train: vs the attempt's parent)",
+              "| round | verdict | val Δcomposite | Δeval | Δcost | Δsteps | train Δcomposite | summary |",
+              "|---|---|---|---|---|---|---|---|"]
     for attempt in list(data.attempts)[-5:]:
-        deltas = " | ".join(_signed(attempt.get(key)) for key in ("delta", "delta_eval", "delta_cost", "delta_steps"))
+        deltas = " | ".join(_signed(attempt.get(key))
+                            for key in ("delta", "delta_eval", "delta_cost", "delta_steps", "train_delta"))
         lines.append(f"| {attempt['round']} | {attempt['verdict']} | {deltas} | {attempt.get('summary') or '—'} |")
     if not data.attempts:
-        lines.append("| — | — | — | — | — | — | no attempts yet |")
+        lines.append("| — | — | — | — | — | — | — | no attempts yet |")
+    lines += ["", "## Read-only material beside ./skill/",
+              "- `evidence/current/`: every train rollout of your parent (trajectory, grader scores, output)",
+              "- `evidence/attempts/round-K/`: train rollouts of earlier attempts that were evaluated on train",
+              "- `history/ledger.md` and `history/round-K.diff`: every attempt of this run and its real diff — "
+              "do not re-try a rejected change under another name",
+              "- `tasks/`: the train task statements; `solve/`: graded demonstrations (when present)"]
     return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ import hashlib
 import os
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 from skills_ref import read_properties
 
@@ -18,9 +19,11 @@ from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator import critic
 from mutator.briefing import BriefingInput, render
+from mutator.budget import Budget, BudgetStop
 from mutator.config import Settings
 from mutator.db import connect, dumps, loads, now, rows
 from mutator.evaluations import Evaluator
+from mutator.evidence import Evidence
 from mutator.genome import GenomeStore
 from mutator.mutate import mutate
 from mutator.progress import Progress
@@ -65,9 +68,10 @@ def run_id_for(identity: dict) -> str:
 
 class Loop:
     def __init__(self, settings: Settings, suites: Suites, agents: Agents, launcher: Launcher,
-                 strategy: Strategy, *, progress: Progress | None = None) -> None:
+                 strategy: Strategy, *, progress: Progress | None = None, budget: Budget | None = None) -> None:
         check_roles(suites)
         self.settings, self.suites, self.agents, self.strategy = settings, suites, agents, strategy
+        self.budget = budget
         self.launcher = launcher
         self.progress = progress or Progress()
         self.db = connect(settings.db_path)
@@ -136,6 +140,8 @@ class Loop:
         self.db.conn.commit()
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str):
+        if self.budget:
+            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label)
         outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
                                           label=label)
         self.cells_run += outcome.ran
@@ -153,6 +159,9 @@ class Loop:
             self._update_run(status="finished", finished_at=now(), pid=None)
         except KeyboardInterrupt:
             self._update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
+            raise
+        except BudgetStop as err:
+            self._update_run(status="stopped", pid=None, error=str(err))
             raise
         except Exception as err:
             self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
@@ -305,13 +314,16 @@ class Loop:
                 objective: str) -> dict:
         refs = {h[:12]: self.genomes.path(h) for h in spec.ref_hashes}
         workspace = self.settings.data_dir / "workspaces" / self.run_id / f"round-{round_no}-{sibling}"
+        if self.budget:
+            self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation")
         result = mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
             briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
             argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)})
+            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
+            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash))
         self._spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
@@ -323,6 +335,20 @@ class Loop:
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
             "mutator_cost_usd": result.cost_usd, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
+
+    def evidence(self) -> Evidence:
+        return Evidence(db=self.db, genomes=self.genomes, run_id=self.run_id, train=self.suites.train,
+                        train_composite=self.train_composite, solve_dir=self.solve_dir)
+
+    @property
+    def solve_dir(self) -> Path:
+        return self.settings.data_dir / "solve" / self.run_id
+
+    def train_composite(self, evaluation_id: int) -> float:
+        """A train evaluation's composite, normalised by the seed's train cost and steps."""
+        run = self.run()
+        norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+        return summarise(self.evaluator.cells(evaluation_id), self.weights, norm).composite
 
     def briefing(self, round_no: int, sibling: int, state: State, objective: str,
                  spec: CandidateSpec | None = None) -> str:
@@ -347,9 +373,7 @@ class Loop:
             for task_id, f in per_task(cells, self.weights, norm).items():
                 train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps,
                                     "composite": f.composite, "failing": sorted(failing.get(task_id, ()))})
-        attempts = rows(self.db, "select round, verdict, summary, delta, delta_eval, delta_cost, delta_steps "
-                                 "from attempts where run_id = ? and round > 0 and verdict is not null order by id",
-                        [self.run_id])
+        attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows()]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.skill_name,
             formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps); eval is the "

@@ -10,7 +10,7 @@ import asyncio
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +69,10 @@ def read_result(path: Path) -> tuple[str, str]:
 
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
-           extra_env: Mapping[str, str]) -> Mutation:
+           extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
+    if stage is not None:
+        stage(workspace)  # read-only evidence, history, tasks beside skill/
     stream, result_path = workspace / "stream.jsonl", workspace / "result.json"
     for path in (stream, result_path):  # the only files outside skill/ it may write: bound writable by bwrap
         path.touch()

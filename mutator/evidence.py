@@ -1,0 +1,152 @@
+"""Stage the mutator's read-only evidence beside its editable skill/ in the workspace.
+
+evidence/current/      every train rollout of the parent (all tasks and replicates), compacted
+evidence/attempts/round-K[-S]/  the train rollouts of each past attempt that was evaluated on train
+history/ledger.md      every attempt of this run: verdict, summary, val aggregates, train delta
+history/round-K[-S].diff        each attempt's real diff vs its parent, from the genome store
+tasks/                 the train task statements and their inputs
+solve/                 the solve phase's graded demonstrations (when it ran)
+
+Never staged: the database, any val task detail (val appears only as aggregate deltas), the test suite.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.suite import Suite
+
+INPUT_CLIP = 4000
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    label: str                 # "3" or "3.1" for sibling 1 of round 3
+    verdict: str
+    summary: str
+    reasoning: str
+    delta: float | None        # val Δcomposite and its split: aggregates only
+    delta_eval: float | None
+    delta_cost: float | None
+    delta_steps: float | None
+    train_delta: float | None  # train composite minus the parent's, when both were evaluated on train
+    note: str = ""             # critic / failure reason
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.4f}"
+
+
+def render_ledger(rows: Sequence[LedgerRow]) -> str:
+    lines = ["# Ledger — every attempt of this run", "",
+             "Val figures are aggregates over the validation suite (Δcomposite = Δeval + Δcost + Δsteps); the",
+             "train Δ is vs the parent on the train tasks. Each attempt's diff is in round-<label>.diff.", ""]
+    for row in rows:
+        lines += [f"## Attempt {row.label} — {row.verdict}",
+                  f"- summary: {row.summary or '—'}",
+                  f"- val Δcomposite {_signed(row.delta)} (Δeval {_signed(row.delta_eval)}, Δcost "
+                  f"{_signed(row.delta_cost)}, Δsteps {_signed(row.delta_steps)}); train Δcomposite "
+                  f"{_signed(row.train_delta)}"]
+        if row.note:
+            lines.append(f"- why: {row.note}")
+        if row.reasoning:
+            lines.append(f"- reasoning: {row.reasoning[:1500]}")
+        lines.append("")
+    if not rows:
+        lines.append("No attempts yet.")
+    return "\n".join(lines) + "\n"
+
+
+def copy_trajectories(cell_dirs: Sequence[tuple[str, str]], target: Path) -> int:
+    """Copy each cell's trajectory.md as <cell name>.md; returns how many were found."""
+    target.mkdir(parents=True, exist_ok=True)
+    found = 0
+    for name, cell_dir in cell_dirs:
+        source = Path(cell_dir) / "trajectory.md"
+        if source.is_file():
+            shutil.copyfile(source, target / f"{name}.md")
+            found += 1
+    return found
+
+
+def stage_tasks(suite: Suite, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for task in suite.tasks:
+        lines = [f"# {task.id}", "", task.prompt.strip(), "", f"Required outputs: {', '.join(task.required) or '—'}"]
+        for rel in task.inputs:
+            text = (suite.fixture_dir(task.id) / rel).read_text(encoding="utf-8", errors="replace")
+            clipped = text if len(text) <= INPUT_CLIP else text[:INPUT_CLIP] + "\n… (clipped)"
+            lines += ["", f"## Input {rel}", "```", clipped.rstrip("\n"), "```"]
+        (target / f"{task.id}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def make_read_only(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file():
+            path.chmod(0o444)
+
+
+class Evidence:
+    """Reads this run's attempts and cells from the store and stages them into a workspace."""
+
+    def __init__(self, *, db, genomes, run_id: str, train: Suite, train_composite, solve_dir: Path | None) -> None:
+        self.db, self.genomes, self.run_id, self.train = db, genomes, run_id, train
+        self.train_composite = train_composite      # evaluation id -> train composite (seed-normalised)
+        self.solve_dir = solve_dir
+
+    def _rows(self, sql: str, params: list) -> list[dict]:
+        return [dict(r) for r in self.db.query(sql, params)]
+
+    def _cells(self, evaluation_id: int) -> list[tuple[str, str]]:
+        return [(f"{r['task_id']}__r{r['replicate']}", r["cell_dir"]) for r in self._rows(
+            "select task_id, replicate, cell_dir from cells where evaluation_id = ? order by task_id, replicate",
+            [evaluation_id])]
+
+    def train_evaluation(self, genome_hash: str) -> int | None:
+        found = self._rows("select train_evaluation_id from attempts where run_id = ? and genome_hash = ? and "
+                           "train_evaluation_id is not null order by id desc limit 1", [self.run_id, genome_hash])
+        return found[0]["train_evaluation_id"] if found else None
+
+    def ledger_rows(self) -> list[LedgerRow]:
+        rows = []
+        for a in self._rows("select * from attempts where run_id = ? and round > 0 and verdict is not null "
+                            "order by round, sibling", [self.run_id]):
+            mine, parents = a["train_evaluation_id"], self.train_evaluation(a["parent_hash"] or "")
+            train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
+            rows.append(LedgerRow(
+                label=_label(a), verdict=a["verdict"], summary=a["summary"] or "", reasoning=a["reasoning"] or "",
+                delta=a["delta"], delta_eval=a["delta_eval"], delta_cost=a["delta_cost"],
+                delta_steps=a["delta_steps"], train_delta=train_delta,
+                note=a["error"] if a["status"] in ("critic_rejected", "failed") else ""))
+        return rows
+
+    def stage(self, workspace: Path, parent_hash: str) -> None:
+        current = self.train_evaluation(parent_hash)
+        target = workspace / "evidence" / "current"
+        if current is None or not copy_trajectories(self._cells(current), target):
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "README.md").write_text("The parent has no train rollouts yet.\n", encoding="utf-8")
+        history = workspace / "history"
+        history.mkdir(parents=True, exist_ok=True)
+        for a in self._rows("select * from attempts where run_id = ? and round > 0 order by round, sibling",
+                            [self.run_id]):
+            if a["train_evaluation_id"]:
+                copy_trajectories(self._cells(a["train_evaluation_id"]),
+                                  workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
+            if a["genome_hash"] and a["parent_hash"]:
+                (history / f"round-{_label(a, '-')}.diff").write_text(
+                    self.genomes.diff(a["parent_hash"], a["genome_hash"]), encoding="utf-8")
+        (history / "ledger.md").write_text(render_ledger(self.ledger_rows()), encoding="utf-8")
+        stage_tasks(self.train, workspace / "tasks")
+        if self.solve_dir and self.solve_dir.is_dir():
+            shutil.copytree(self.solve_dir, workspace / "solve")
+        for folder in ("evidence", "history", "tasks", "solve"):
+            if (workspace / folder).exists():
+                make_read_only(workspace / folder)
+
+
+def _label(attempt: dict, sep: str = ".") -> str:
+    return f"{attempt['round']}" + (f"{sep}{attempt['sibling']}" if attempt["sibling"] else "")
