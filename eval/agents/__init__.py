@@ -1,0 +1,153 @@
+"""Real agent backends and their registry: backend id -> the argv that runs it + its implementation id.
+
+The implementation id is part of the evaluation contract, so it changes whenever the backend's code,
+the SDK/CLI version or the user's command changes: cached cells of another agent are never reused.
+A backend only describes a child process; it never runs the agent itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+HERE = Path(__file__).resolve().parent
+ROLES = ("build", "mutator")
+KEY_HELP = ("export ANTHROPIC_API_KEY=sk-ant-... (or ANTHROPIC_BASE_URL=http://127.0.0.1:PORT for a local "
+            "Messages-API server)")
+
+
+class AgentSetupError(RuntimeError):
+    """A backend cannot run here (no API key, no `claude`, no --agent-cmd); the message says the fix."""
+
+
+class AgentBackend(Protocol):
+    id: str
+
+    def argv(self, role: str) -> tuple[str, ...]:
+        """The command that runs this agent in `role` (build or mutator) under the agent process contract."""
+        ...
+
+    def implementation(self, role: str) -> str:
+        """A stable id of what runs: changes with the code, the SDK/CLI version or the command."""
+        ...
+
+    def check(self, environ: Mapping[str, str]) -> None:
+        """Raise AgentSetupError, saying the fix, when this backend cannot run (before any spend)."""
+        ...
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:10]
+
+
+def _sources(*names: str) -> list[bytes]:
+    return [(HERE / name).read_bytes() for name in names]
+
+
+def _need_key(environ: Mapping[str, str], flag: str) -> None:
+    if not (environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN")
+            or environ.get("ANTHROPIC_BASE_URL")):
+        raise AgentSetupError(f"{flag} needs an API key and none is set: {KEY_HELP}; "
+                              f"drop --real for a zero-spend dry run")
+
+
+@dataclass(frozen=True)
+class AnthropicBackend:
+    """Our tool-use loop on the anthropic SDK (eval/agents/anthropic_agent.py)."""
+    config_file: Path | None = None    # its pricing gives the result event's total_cost_usd
+    id: str = "anthropic"
+
+    def argv(self, role: str) -> tuple[str, ...]:
+        extra = ("--config", str(self.config_file)) if self.config_file else ()
+        return (sys.executable, str(HERE / "anthropic_agent.py"), "--role", role, *extra)
+
+    def implementation(self, role: str) -> str:
+        sdk = importlib.metadata.version("anthropic")
+        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py"), sdk.encode())
+        return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
+
+    def check(self, environ: Mapping[str, str]) -> None:
+        _need_key(environ, "--real --agent anthropic")
+
+
+@dataclass(frozen=True)
+class ClaudeCliBackend:
+    """Claude Code itself: `claude -p --output-format stream-json` (eval/agents/claude_cli.py)."""
+    id: str = "claude-cli"
+
+    def argv(self, role: str) -> tuple[str, ...]:
+        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role)
+
+    def version(self) -> str:
+        binary = shutil.which(os.environ.get("SM_CLAUDE_BIN") or "claude")
+        if binary is None:
+            return "absent"
+        try:
+            done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        return done.stdout.strip() or "unknown"
+
+    def implementation(self, role: str) -> str:
+        code = _digest(*_sources("claude_cli.py", "result_json.py"), self.version().encode())
+        return f"claude-cli{'-mutator' if role == 'mutator' else ''}@{code}"
+
+    def check(self, environ: Mapping[str, str]) -> None:
+        binary = environ.get("SM_CLAUDE_BIN") or "claude"
+        if shutil.which(binary, path=environ.get("PATH")) is None:
+            raise AgentSetupError(f"--agent claude-cli needs the claude CLI and `{binary}` is not on PATH; "
+                                  f"install it with `npm install -g @anthropic-ai/claude-code`, or use "
+                                  f"--agent anthropic")
+        _need_key(environ, "--real --agent claude-cli (it runs with its own CLAUDE_CONFIG_DIR, so a "
+                           "`claude login` session is not used)")
+
+
+@dataclass(frozen=True)
+class CommandBackend:
+    """Any executable that follows the agent process contract (--agent-cmd)."""
+    command: str = ""
+    id: str = "command"
+
+    def argv(self, role: str) -> tuple[str, ...]:
+        return tuple(shlex.split(self.command))
+
+    def implementation(self, role: str) -> str:
+        files = [Path(part).read_bytes() for part in self.argv(role) if Path(part).is_file()]
+        return f"command@{_digest(self.command.encode(), *files)}"
+
+    def check(self, environ: Mapping[str, str]) -> None:
+        if not self.command.strip():
+            raise AgentSetupError("--agent command needs --agent-cmd 'PROGRAM ARGS...' (an executable that "
+                                  "follows the agent process contract in the README)")
+        try:
+            program = shlex.split(self.command)[0]
+        except ValueError as err:
+            raise AgentSetupError(f"--agent-cmd {self.command!r} cannot be parsed: {err}") from None
+        if shutil.which(program, path=environ.get("PATH")) is None and not Path(program).is_file():
+            raise AgentSetupError(f"--agent-cmd: {program!r} is neither on PATH nor a file")
+
+
+BACKENDS: dict[str, type] = {"anthropic": AnthropicBackend, "claude-cli": ClaudeCliBackend,
+                             "command": CommandBackend}
+
+
+def make_backend(backend_id: str, *, command: str | None = None, config_file: Path | None = None) -> AgentBackend:
+    if backend_id == "anthropic":
+        return AnthropicBackend(config_file=config_file)
+    if backend_id == "claude-cli":
+        return ClaudeCliBackend()
+    if backend_id == "command":
+        return CommandBackend(command or "")
+    raise AgentSetupError(f"unknown agent {backend_id!r}; choose one of: {', '.join(BACKENDS)}")

@@ -20,6 +20,7 @@ if not __package__:  # run as a script: make the project importable without inst
 
 import anthropic  # noqa: E402
 
+from eval.agents.result_json import settle_mutator_result  # noqa: E402
 from eval.agents.stream import StreamWriter, usage_dict  # noqa: E402
 from eval.agents.tools import Toolbox, ToolError, build_toolbox, mutator_toolbox  # noqa: E402
 
@@ -193,27 +194,6 @@ def plain_block(block) -> dict:
     raw = block.model_dump(exclude_none=True)
     fields = BLOCK_FIELDS.get(raw.get("type"))
     return {key: raw[key] for key in fields if key in raw} if fields else raw
-
-
-def settle_mutator_result(cwd: Path, final_text: str) -> None:
-    """The mutator ends with {summary, reasoning}: taken from its last answer when it wrote no result.json.
-
-    Text that holds no JSON object is written as it is, so the attempt fails as garbage with the raw text kept.
-    """
-    target = cwd / "result.json"
-    if target.exists():
-        return
-    import json
-    start, end = final_text.find("{"), final_text.rfind("}")
-    if start != -1 and end > start:
-        try:
-            obj = json.loads(final_text[start:end + 1])
-            if isinstance(obj, dict):
-                target.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-                return
-        except json.JSONDecodeError:
-            pass
-    target.write_text(final_text, encoding="utf-8")
 
 
 def price_usd(config: Path | None, model: str, usage: dict[str, int]) -> float:

@@ -1,0 +1,112 @@
+"""The `claude-cli` agent: runs `claude -p --output-format stream-json` under the agent process contract.
+
+Claude Code's stdout already is the stream-json shape, so it is copied line by line into SM_STREAM.
+The CLI gets its own CLAUDE_CONFIG_DIR beside the stream (never the user's ~/.claude) and an
+allow-list with permission mode `dontAsk` (it refuses --dangerously-skip-permissions as root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a script: make the project importable without installing it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from eval.agents.result_json import settle_mutator_result  # noqa: E402
+
+BUILD_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
+# No Bash for the mutator: a shell could write outside skill/. Edit rules cover Write and Edit alike.
+MUTATOR_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
+MUTATOR_ALLOW = ("Read", "Glob", "Grep", "Edit(./skill/**)", "Write(./skill/**)", "Edit(./result.json)",
+                 "Write(./result.json)")
+QUIET_ENV = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+NOT_INSTALLED = ("the claude CLI is not installed (no `{bin}` on PATH); install it with "
+                 "`npm install -g @anthropic-ai/claude-code`, or use --agent anthropic")
+
+
+def claude_binary() -> str | None:
+    return shutil.which(os.environ.get("SM_CLAUDE_BIN") or "claude")
+
+
+def claude_argv(binary: str, role: str, *, model: str, max_turns: int) -> list[str]:
+    argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--max-turns", str(max_turns),
+            "--model", model, "--permission-mode", "dontAsk"]
+    if role == "mutator":
+        return [*argv, "--tools", ",".join(MUTATOR_TOOLS), "--allowedTools", *MUTATOR_ALLOW,
+                "--disallowedTools", "Bash", "--"]
+    return [*argv, "--tools", ",".join(BUILD_TOOLS), "--allowedTools", *BUILD_TOOLS, "--"]
+
+
+def error_result(stream: Path | None, text: str) -> None:
+    if stream is None:
+        return
+    with open(stream, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"type": "result", "subtype": "error_during_execution", "is_error": True,
+                            "num_turns": 0, "duration_ms": 0, "total_cost_usd": 0, "result": text,
+                            "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n")
+
+
+def read_prompt() -> str:
+    prompt_file = os.environ.get("SM_PROMPT_FILE")
+    if prompt_file and Path(prompt_file).is_file():
+        return Path(prompt_file).read_text(encoding="utf-8")
+    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="claude_cli")
+    parser.add_argument("--role", choices=("build", "mutator"), default="build")
+    role = parser.parse_args(argv).role
+    stream = Path(os.environ["SM_STREAM"]) if os.environ.get("SM_STREAM") else None
+    binary = claude_binary()
+    if binary is None:
+        message = NOT_INSTALLED.format(bin=os.environ.get("SM_CLAUDE_BIN") or "claude")
+        print(f"claude_cli: {message}", file=sys.stderr)
+        error_result(stream, message)
+        return 127
+    cwd = Path.cwd()
+    config_dir = (stream.parent if stream else cwd) / ".claude-config"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **QUIET_ENV, "CLAUDE_CONFIG_DIR": str(config_dir)}
+    command = claude_argv(binary, role, model=os.environ.get("SM_MODEL") or "claude-haiku-4-5",
+                          max_turns=int(os.environ.get("SM_MAX_TURNS") or 30))
+    final_text = ""
+    out = open(stream, "a", encoding="utf-8") if stream else None  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True, encoding="utf-8", errors="replace")
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(read_prompt())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        for line in proc.stdout:
+            if out and line.strip():
+                out.write(line if line.endswith("\n") else line + "\n")
+                out.flush()
+            if '"result"' in line:
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(event, dict) and event.get("type") == "result":
+                    final_text = str(event.get("result") or "")
+        code = proc.wait()
+    finally:
+        if out:
+            out.close()
+    if role == "mutator" and code == 0:
+        settle_mutator_result(cwd, final_text)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
