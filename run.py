@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from eval.cost import PricingError  # noqa: E402
 from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
+from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
@@ -61,15 +62,52 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--config", type=Path, help="config file (default ./config.json)")
     where.add_argument("--sandbox", help="how agents are launched: none (default, bare processes) | bwrap "
                                           "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
-    later = p.add_argument_group("not available yet")
-    later.add_argument("--real", action="store_true", help=f"use real model agents ({NOT_YET}: dry run only)")
-    later.add_argument("--serve", action="store_true", help=f"start the dashboard ({NOT_YET})")
+    real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
+    real.add_argument("--real", action="store_true", help="use real model agents instead of the zero-spend fakes")
+    real.add_argument("--agent", choices=AGENT_IDS, default="anthropic",
+                      help="build-agent backend: our SDK tool loop, the claude CLI, or --agent-cmd (default anthropic)")
+    real.add_argument("--agent-cmd", metavar="CMD", help="for --agent command: a program following the agent "
+                                                         "process contract, e.g. 'python my_agent.py'")
+    real.add_argument("--mutator-agent", choices=AGENT_IDS, help="mutator backend (default: --agent; anthropic "
+                                                                 "when --agent is command)")
+    real.add_argument("--budget-usd", type=float, metavar="USD", help="stop cleanly before the run's committed "
+                                                                      "spend would pass USD; resume with a higher cap")
+    dash = p.add_argument_group("dashboard")
+    dash.add_argument("--serve", action="store_true", help="start the dashboard (alone: serve in the foreground; "
+                                                           "with a run: in the background, then run the loop); "
+                                                           "a healthy dashboard already on the port is reused")
+    dash.add_argument("--port", type=int, default=5210, help="dashboard port (default 5210)")
+    dash.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1, loopback only)")
     return p
 
 
 FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "seed", "model",
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox")
+
+
+AGENT_IDS = ("anthropic", "claude-cli", "command")
+
+
+def real_agents(settings: Settings, args: argparse.Namespace):
+    """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
+    import os
+
+    from eval.agents import AgentSetupError, make_backend
+    from eval.cost import price_for
+    from mutator.loop import Agents
+    for model in (settings.model, settings.mutator_model):
+        price_for(settings.pricing, model)  # PricingError names the model and the config key to add
+    mutator_id = args.mutator_agent or ("anthropic" if args.agent == "command" else args.agent)
+    try:
+        build = make_backend(args.agent, command=args.agent_cmd, config_file=settings.config_file)
+        mutator = make_backend(mutator_id, command=args.agent_cmd, config_file=settings.config_file)
+        for backend in (build, mutator):
+            backend.check(os.environ)
+    except AgentSetupError as err:
+        raise ConfigError(str(err)) from None
+    return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
+                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"))
 
 
 def fake_agents():
@@ -94,13 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     from mutator.evaluations import Progress
     progress = Progress()
     try:
-        if args.real:
-            raise ConfigError("--real is not available yet: real agents are a later issue; drop --real for a dry run")
-        if args.serve:
-            raise ConfigError("--serve is not available yet: the dashboard is a later issue")
+        if args.budget_usd is not None and not args.budget_usd > 0:
+            raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        if args.serve:
+            from mutator.server_cli import dashboard
+            code = dashboard(settings, host=args.host, port=args.port, config=args.config,
+                             foreground=not (args.suite or args.val or args.test_run))
+            if code is not None:
+                return code
         launcher = get_launcher(settings.sandbox)
-        agents = fake_agents()
+        agents = real_agents(settings, args) if args.real else fake_agents()
         if args.test_run:
             from mutator.testrun import TestRunError, test_run
             suite = load(settings, args.suite, "--suite")
@@ -121,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         suites = Suites(train=load(settings, args.suite, "--suite"), val=load(settings, args.val, "--val"),
                         holdout=load(settings, args.holdout, "--holdout") if args.holdout else None)
         strategy = make_strategy(settings.strategy, settings.strategy_opts)
-        loop = Loop(settings, suites, agents, launcher, strategy, progress=progress)
+        from mutator.budget import Budget
+        loop = Loop(settings, suites, agents, launcher, strategy, progress=progress,
+                    budget=Budget(args.budget_usd) if args.budget_usd is not None else None)
         run_id = loop.execute()
         print(summary(loop.db, run_id))
         print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
@@ -133,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except BudgetStop as err:
+        print(f"stopped: {err}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
         return 130

@@ -1,0 +1,70 @@
+"""`run.py --serve`: start the dashboard, or reuse a healthy one already on the port.
+
+Alone, --serve serves in the foreground. With a run to do, the dashboard is started as a detached
+background process (it outlives the run) and the loop runs in the foreground.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from mutator.config import ROOT, ConfigError, Settings
+
+APP_NAME = "skill-mutator-dashboard"
+
+
+def healthy(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{_url_host(host)}:{port}/api/health", timeout=timeout_s) as response:
+            return json.loads(response.read()).get("app") == APP_NAME
+    except (OSError, ValueError):
+        return False
+
+
+def port_busy(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((_url_host(host).strip("[]"), port)) == 0
+
+
+def _url_host(host: str) -> str:
+    host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, foreground: bool) -> int | None:
+    """Serve (foreground: blocks, returns an exit code) or ensure one runs in the background (returns None)."""
+    url = f"http://{_url_host(host)}:{port}/"
+    if healthy(host, port):
+        print(f"Dashboard already running at {url} — reusing it (restart it to load changed server code).",
+              flush=True)
+        return 0 if foreground else None
+    if port_busy(host, port):
+        raise ConfigError(f"port {port} on {host} is taken by something that is not the dashboard; "
+                          f"pass --port to pick another")
+    if foreground:
+        from mutator.server import serve
+        serve(host=host, port=port, data_dir=settings.data_dir, config_file=config)
+        return 0
+    argv = [sys.executable, str(ROOT / "run.py"), "--serve", "--host", host, "--port", str(port),
+            "--data-dir", str(settings.data_dir)] + (["--config", str(config)] if config else [])
+    log = Path(tempfile.gettempdir()) / f"skill-mutator-dashboard-{port}.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if healthy(host, port):
+            print(f"Dashboard: {url} (background pid {proc.pid}; log {log})", flush=True)
+            return None
+        if proc.poll() is not None:
+            raise ConfigError(f"the dashboard exited with {proc.returncode}; see {log}")
+        time.sleep(0.2)
+    raise ConfigError(f"the dashboard did not answer on {url} within 20 s; see {log}")
