@@ -124,6 +124,17 @@ def parse_grades(stdout: str) -> dict[str, float]:
 
 
 async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
+    """Score the cell with its suite's grader runner (eval/graders: script, expectations, judge)."""
+    if job.suite.runner == "script":
+        return await run_script_grader(job, work)
+    from eval.graders import get_runner
+    try:
+        return await get_runner(job.suite.runner).grade(job, work)
+    except Exception as err:  # a grader-side bug is a recorded cell error, never a crashed evaluation
+        return None, f"{job.suite.runner} grader failed: {type(err).__name__}: {err}"
+
+
+async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
            "SM_TASK_ID": job.task.id}
     proc = await asyncio.create_subprocess_exec(

@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.graders.expectations import Expectation, ExpectError, parse_expect, parse_schema
 from eval.snapshot import hash_tree
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 SPLITS = ("train", "val", "test")
-RUNNERS = ("script",)
+RUNNERS = ("script", "expectations", "judge")   # ids of eval/graders REGISTRY
 GRADER_NAMES = ("run-eval.py", "run-eval")
 
 
@@ -32,6 +33,10 @@ class Task:
     prompt: str
     inputs: tuple[str, ...]
     required: tuple[str, ...]
+    expect: tuple[Expectation, ...] = ()          # runner expectations: field -> literal or ~operator
+    schema: tuple[tuple[str, str], ...] = ()      # optional structural check: (field, type)
+    expectations: tuple[str, ...] = ()            # runner judge: what a good answer does, as sentences
+    line: int = 0                                 # the task's line in tasks.jsonl
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,12 @@ class Suite:
     split: str
     runner: str
     tasks: tuple[Task, ...]
-    grader: Path
+    grader: Path | None                           # the run-eval script; None for expectations/judge suites
     content_hash: str
+    meta: tuple[tuple[str, str], ...] = ()        # every suite.md frontmatter field, for runner options
+
+    def option(self, key: str, default: str | float | None = None) -> str | float | None:
+        return dict(self.meta).get(key, default)
 
     def fixture_dir(self, task_id: str) -> Path:
         return self.path / "fixtures" / task_id
@@ -106,7 +115,28 @@ def _task(raw: str, number: int, where: Path) -> Task:
             if Path(rel).is_absolute() or ".." in Path(rel).parts:
                 raise SuiteError(f"{where}:{number}: {key} entry {rel!r} must stay inside the cell")
         lists[key] = tuple(value)
-    return Task(obj["id"], obj["prompt"], lists["inputs"], lists["required"])
+    try:
+        expect = parse_expect(obj["expect"]) if "expect" in obj else ()
+        schema = parse_schema(obj["schema"]) if "schema" in obj else ()
+    except ExpectError as err:
+        raise SuiteError(f"{where}:{number}: task {obj['id']!r}: {err}") from None
+    sentences = obj.get("expectations", [])
+    if not isinstance(sentences, list) or not all(isinstance(v, str) and v.strip() for v in sentences):
+        raise SuiteError(f"{where}:{number}: 'expectations' must be a list of non-empty sentences")
+    return Task(obj["id"], obj["prompt"], lists["inputs"], lists["required"], expect, schema,
+                tuple(sentences), number)
+
+
+def _runner_problem(runner: str, task: Task) -> str | None:
+    """What a task lacks for its suite's runner, or None."""
+    if runner == "expectations":
+        if not task.expect and not task.schema:
+            return "runner 'expectations' needs an 'expect' object (field -> value or '~operator') or a 'schema'"
+        if not task.required:
+            return "runner 'expectations' grades the first 'required' file; list the output file there"
+    if runner == "judge" and not task.expectations and not task.required:
+        return "runner 'judge' needs 'expectations' sentences or a 'required' output to judge"
+    return None
 
 
 def load_suite(path: Path) -> Suite:
@@ -131,11 +161,11 @@ def load_suite(path: Path) -> Suite:
     if runner not in RUNNERS:
         raise SuiteError(f"{suite_md}: runner {runner!r} is not available; use one of {', '.join(RUNNERS)}")
     graders = [path / g for g in GRADER_NAMES if (path / g).is_file()]
-    if not graders:
+    grader = graders[0] if graders else None
+    if runner == "script" and grader is None:
         raise SuiteError(f"{path}: no grader; add run-eval.py (or an executable run-eval) that prints "
                          f"one JSON object of test name -> score for a cell dir")
-    grader = graders[0]
-    if grader.suffix != ".py" and not os.access(grader, os.X_OK):
+    if runner == "script" and grader.suffix != ".py" and not os.access(grader, os.X_OK):
         raise SuiteError(f"{grader}: not executable; chmod +x it or name it run-eval.py")
     tasks_file = path / "tasks.jsonl"
     if not tasks_file.is_file():
@@ -152,6 +182,9 @@ def load_suite(path: Path) -> Suite:
             raise SuiteError(f"{tasks_file}:{number}: task id {task.id!r} duplicates line {seen[folded]} "
                              f"(ids must differ by more than letter case)")
         seen[folded] = number
+        problem = _runner_problem(runner, task)
+        if problem:
+            raise SuiteError(f"{tasks_file}:{number}: task {task.id!r}: {problem}")
         for rel in task.inputs:
             if not (path / "fixtures" / task.id / rel).is_file():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
@@ -159,7 +192,8 @@ def load_suite(path: Path) -> Suite:
         tasks.append(task)
     if not tasks:
         raise SuiteError(f"{tasks_file}: holds no tasks")
-    return Suite(name, path.resolve(), split, runner, tuple(tasks), grader.resolve(), suite_hash(path))
+    return Suite(name, path.resolve(), split, runner, tuple(tasks), grader.resolve() if grader else None,
+                 suite_hash(path), tuple(sorted(meta.items())))
 
 
 def suite_hash(path: Path) -> str:
