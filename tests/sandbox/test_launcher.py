@@ -1,0 +1,69 @@
+"""bwrap's argv and its up-front errors: missing program, namespaces unavailable, the demo under bwrap."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox import SandboxError, get_launcher
+from sandbox.bwrap import BwrapLauncher
+from tests.conftest import ROOT, run_cli
+from tests.sandbox.conftest import needs_bwrap
+
+
+def test_missing_bwrap_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
+        get_launcher("bwrap")
+
+
+def test_no_namespaces_says_what_to_enable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(SandboxError, match="No permissions to create new namespace.*user namespaces"):
+        get_launcher("bwrap")
+
+
+def test_cli_reports_sandbox_error_before_any_cell(tmp_path: Path) -> None:
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    result = run_cli("--suite", "clean-train", "--val", "clean-val", "--sandbox", "bwrap",
+                     "--data-dir", str(tmp_path / "data"), env=env)
+    assert result.returncode == 2 and "bubblewrap" in result.stderr
+    assert not (tmp_path / "data" / "evals").exists()
+
+
+def test_argv_binds_only_what_it_is_given(tmp_path: Path) -> None:
+    cell, work = tmp_path / "data" / "evals" / "k" / "t0__r0", tmp_path / "data" / "evals" / "k" / "t0__r0" / "work"
+    work.mkdir(parents=True)
+    argv = BwrapLauncher().wrap([sys.executable, str(ROOT / "fakes" / "fake_agent.py")], cwd=work, writable=[cell],
+                                readable=[], network=False)
+    binds = {(argv[i], argv[i + 2]) for i, arg in enumerate(argv) if arg in ("--bind", "--ro-bind")}
+    assert ("--bind", str(cell)) in binds and ("--ro-bind", str(ROOT / "fakes")) in binds
+    assert [dest for kind, dest in binds if kind == "--bind"] == [str(cell)]  # the one writable place
+    for hidden in (ROOT, ROOT / "suites", tmp_path / "data", Path.home()):
+        assert str(hidden) not in {dest for _, dest in binds}
+    for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop"):
+        assert flag in argv
+    assert "--share-net" not in argv
+    assert argv[argv.index("--chdir") + 1] == str(work) and argv[-2:] == [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
+
+
+def test_writable_child_mounts_over_readonly_parent(tmp_path: Path) -> None:
+    (tmp_path / "ws" / "skill").mkdir(parents=True)
+    argv = BwrapLauncher().wrap(["/bin/true"], cwd=tmp_path / "ws", writable=[tmp_path / "ws" / "skill"],
+                                readable=[tmp_path / "ws"], network=False)
+    assert argv.index(str(tmp_path / "ws")) < argv.index(str(tmp_path / "ws" / "skill"))
+
+
+@needs_bwrap
+def test_demo_dry_run_under_bwrap(tmp_path: Path) -> None:
+    result = run_cli("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "2",
+                     "--replicates", "2", "--data-dir", str(tmp_path / "data"), "--sandbox", "bwrap")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2/2 rounds" in result.stdout and "status finished" in result.stdout
+    assert "FAILED 0" in result.stdout and "KEEP" in result.stdout

@@ -1,0 +1,98 @@
+"""A sandboxed agent dies whole: nothing it started outlives it, so the grader never runs beside it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from eval.cells import Contract
+from eval.evaluate import EvalRequest, evaluate
+from eval.suite import load_suite
+from sandbox import Launcher
+from sandbox.bwrap import BwrapLauncher
+from sandbox.none import NoneLauncher
+from tests.conftest import make_suite
+from tests.sandbox.conftest import PRICE, needs_bwrap
+
+# Leaves a daemon in a new session (out of reach of a process-group kill), then finishes or hangs.
+AGENT = """import json, os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "{token}"], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(0.5)
+with open(os.environ["SM_STREAM"], "a") as f:
+    f.write(json.dumps({{"type": "system", "subtype": "init"}}) + "\\n")
+    f.flush()
+    if os.environ.get("HANG") == "1":
+        time.sleep(300)
+    f.write(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "num_turns": 1}}) + "\\n")
+"""
+
+# Scores 1 only when no process of the agent's is alive while it grades.
+GRADER = """import json, os
+alive = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if b"{token}" in open(f"/proc/{{pid}}/cmdline", "rb").read():
+            alive.append(pid)
+    except OSError:
+        pass
+print(json.dumps({{"agent_gone": float(not alive)}}))
+"""
+
+
+def survivors(token: str) -> list[int]:
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def run(tmp_path: Path, launcher: Launcher, *, hang: bool) -> tuple[str, list, list[int]]:
+    token = f"sandbox-lifetime-{uuid.uuid4().hex}"
+    suite = make_suite(tmp_path / "suites", tasks=1, grader=GRADER.format(token=token))
+    agent = tmp_path / "agent" / "daemonising_agent.py"
+    agent.parent.mkdir()
+    agent.write_text(AGENT.format(token=token))
+    contract = Contract(model="m", replicates=1, max_turns=5, agent="t", silence_ms=20_000, heartbeat_ms=1_500)
+    request = EvalRequest(skill_dir=None, skill_name="none", suite=load_suite(suite), contract=contract, key="k",
+                          cells_root=tmp_path / "cells", agent_argv=[sys.executable, str(agent)], launcher=launcher,
+                          price=PRICE, concurrency=1, grader_timeout_s=30, env={"HANG": "1" if hang else "0"})
+    cells = evaluate(request)
+    left = survivors(token)
+    if hang:  # after a SIGKILL the kernel tears the pid namespace down just after bwrap is reaped
+        deadline = time.monotonic() + 5
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = survivors(token)
+    for pid in left:  # only the daemon this test started, found by its unique token
+        os.kill(pid, signal.SIGKILL)
+    return token, cells, left
+
+
+@needs_bwrap
+def test_bwrap_agent_leaves_nothing_for_the_grader_to_meet(tmp_path: Path) -> None:
+    _, [cell], left = run(tmp_path, BwrapLauncher(), hang=False)
+    assert cell.status == "ok" and cell.tests == {"agent_gone": 1.0}
+    assert left == []
+
+
+@needs_bwrap
+def test_bwrap_watchdog_kill_takes_the_whole_sandbox(tmp_path: Path) -> None:
+    _, [cell], left = run(tmp_path, BwrapLauncher(), hang=True)
+    assert cell.status == "timeout"
+    assert left == []
+
+
+def test_bare_daemon_outlives_its_agent(tmp_path: Path) -> None:
+    """The contrast: under none, a daemon in its own session escapes the group kill and meets the grader."""
+    _, [cell], left = run(tmp_path, NoneLauncher(), hang=False)
+    assert cell.status == "ok" and cell.tests == {"agent_gone": 0.0}
+    assert len(left) == 1
