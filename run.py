@@ -157,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"(eval {result['seed_eval']:.3f}); train composite "
                   f"{'—' if result['train_composite'] is None else format(result['train_composite'], '.4f')}; "
                   f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
+            from mutator.test_report import render
+            print(render(result["report"]))
             return 0
         from mutator.loop import Loop, Suites
         from mutator.report import summary

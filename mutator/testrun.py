@@ -1,6 +1,7 @@
 """Measure a run's current champion (and the seed, for its normalisers) on any suite, on demand.
 
-Test results never gate or steer the search; they are appended to the run's test timeline.
+Test results never gate or steer the search; they are appended to the run's test timeline with the
+honest test report (mutator/test_report.py: paired Δ ± SE, CI, sign test, McNemar; train/val beside it).
 Refuses while the run's loop is alive: testing never runs in parallel with mutating.
 """
 
@@ -11,8 +12,9 @@ import os
 from eval.cells import Contract
 from eval.cost import price_for
 from eval.suite import Suite
+from mutator import test_report
 from mutator.config import Settings
-from mutator.db import connect, loads, now
+from mutator.db import connect, dumps, loads, now
 from mutator.evaluations import Evaluator
 from mutator.genome import GenomeStore
 from mutator.progress import Progress
@@ -67,16 +69,19 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
     train = _train_composite(db, evaluator, weights, run, champion)
+    report = test_report.build(db, run, suite=suite.name, champion_eval=best.evaluation_id,
+                               seed_eval=seed.evaluation_id, test_norm=norm)
     db["test_runs"].update(test_id, {
         "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
-        "steps": figures.steps, "composite": figures.composite, "train_composite": train, "finished_at": now()})
+        "steps": figures.steps, "composite": figures.composite, "train_composite": train,
+        "report": dumps(report), "finished_at": now()})
     if seed.ran_cost + best.ran_cost:
         db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [seed.ran_cost + best.ran_cost, run_id])
         db.conn.commit()
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
-            "train_composite": train, "cells_run": seed.ran + best.ran}
+            "train_composite": train, "cells_run": seed.ran + best.ran, "report": report}
 
 
 def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, genome_hash: str) -> float | None:

@@ -1,0 +1,158 @@
+"""The honest test report: champion vs seed on the same tasks, paired by task, for test — with train
+and val beside it so an overfit gain (train ≫ test) is flagged, not hidden.
+
+Reads finished evaluations from the store and returns JSON-ready data; never runs a cell and never
+feeds anything back to the loop (test results never gate or steer the search).
+"""
+
+from __future__ import annotations
+
+import math
+
+import sqlite_utils
+
+from mutator.db import rows
+from mutator.score import CellFigures, Normalisers, Weights, per_task
+from mutator.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
+
+# train (or val) Δ above test Δ by more than this many SEs of the difference is flagged as a gap.
+GAP_Z = 2.0
+
+
+def _cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
+    return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
+                        r["status"] == "ok")
+            for r in rows(db, "select * from cells where evaluation_id = ? order by task_id, replicate",
+                          [evaluation_id])]
+
+
+def _tests(db: sqlite_utils.Database, evaluation_id: int) -> dict[tuple[str, int], dict[str, float]]:
+    """{(task, replicate): {test name: score}}; a failed cell with no test rows maps to {}."""
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    for r in rows(db, "select c.task_id, c.replicate, c.status, t.name, t.score from cells c left join tests t "
+                      "on t.cell_id = c.id where c.evaluation_id = ?", [evaluation_id]):
+        scores = out.setdefault((r["task_id"], r["replicate"]), {})
+        if r["name"] is not None:
+            scores[r["name"]] = 0.0 if r["status"] != "ok" else float(r["score"] or 0.0)
+    return out
+
+
+def mcnemar_by_test(champion: dict[tuple[str, int], dict[str, float]],
+                    seed: dict[tuple[str, int], dict[str, float]]) -> dict[str, dict]:
+    """McNemar's exact test per pass/fail test name; pairs are the (task, replicate) cells both have.
+
+    A test absent from a cell (the cell failed before grading) counts as a fail, as in the composite.
+    """
+    cells = sorted(set(champion) & set(seed))
+    names = sorted({name for side in (champion, seed) for scores in side.values() for name in scores})
+    out = {}
+    for name in names:
+        seen = [side[c][name] for side in (champion, seed) for c in cells if name in side[c]]
+        if not is_pass_fail(seen):
+            continue
+        pairs = [(champion[c].get(name, 0.0) == 1.0, seed[c].get(name, 0.0) == 1.0) for c in cells]
+        out[name] = mcnemar_exact(pairs).to_json()
+    return out
+
+
+def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eval: int | None, weights: Weights,
+                  norm: Normalisers) -> dict | None:
+    """Champion − seed on one suite: paired Δcomposite and Δeval by task, sign test, McNemar per test."""
+    if champion_eval is None or seed_eval is None:
+        return None
+    champ = per_task(_cells(db, champion_eval), weights, norm)
+    seed = per_task(_cells(db, seed_eval), weights, norm)
+    deltas = paired({t: f.composite for t, f in champ.items()}, {t: f.composite for t, f in seed.items()})
+    if not deltas:
+        return None
+    shared = list(deltas)
+    return {
+        "n_tasks": len(deltas),
+        "champion_composite": sum(champ[t].composite for t in shared) / len(shared),
+        "seed_composite": sum(seed[t].composite for t in shared) / len(shared),
+        "deltas": deltas,
+        "delta": paired_delta(deltas).to_json(),
+        "delta_eval": paired_delta(paired({t: f.eval for t, f in champ.items()},
+                                          {t: f.eval for t, f in seed.items()})).to_json(),
+        "sign": sign_test(deltas).to_json(),
+        "mcnemar": mcnemar_by_test(_tests(db, champion_eval), _tests(db, seed_eval)),
+        "champion_evaluation_id": champion_eval,
+        "seed_evaluation_id": seed_eval,
+    }
+
+
+def gap(split: dict | None, test: dict | None) -> dict | None:
+    """How far a split's Δ exceeds test's, in SEs of the difference (independent task sets)."""
+    if not split or not test:
+        return None
+    diff = split["delta"]["mean"] - test["delta"]["mean"]
+    se = math.hypot(split["delta"]["se"] or 0.0, test["delta"]["se"] or 0.0)
+    z = diff / se if se > 0 else (math.inf if diff > 0 else 0.0 if diff == 0 else -math.inf)
+    return {"diff": diff, "se": se, "z": z if math.isfinite(z) else None, "flag": bool(z > GAP_Z)}
+
+
+def _latest(db: sqlite_utils.Database, run_id: str, genome_hash: str, column: str) -> int | None:
+    found = rows(db, f"select {column} from attempts where run_id = ? and genome_hash = ? and {column} is not null "
+                     "order by id desc limit 1", [run_id, genome_hash])
+    return found[0][column] if found else None
+
+
+def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: int, seed_eval: int,
+          test_norm: Normalisers) -> dict:
+    """The whole report for one test run; train and val come from the run's stored evaluations."""
+    weights = Weights(run["w_cost"], run["w_steps"])
+    seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
+    seed_row = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
+                        "and sibling = 0", [run["id"]])
+    seed_row = seed_row[0] if seed_row else {"val_evaluation_id": None, "train_evaluation_id": None}
+    splits = {
+        "train": compare_split(db, _latest(db, run["id"], champion, "train_evaluation_id"),
+                               seed_row["train_evaluation_id"], weights,
+                               Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)),
+        "val": compare_split(db, _latest(db, run["id"], champion, "val_evaluation_id"), seed_row["val_evaluation_id"],
+                             weights, Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)),
+        "test": compare_split(db, champion_eval, seed_eval, weights, test_norm),
+    }
+    return {"suite": suite, "champion": champion, "seed": seed_hash, "splits": splits,
+            "gap": {"train": gap(splits["train"], splits["test"]), "val": gap(splits["val"], splits["test"])},
+            "gap_z": GAP_Z}
+
+
+def _fmt(value: float | None, spec: str = "+.4f") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def render(report: dict) -> str:
+    lines = [f"Honest test report · champion {report['champion'][:12]} vs seed {report['seed'][:12]} · "
+             "paired by task (Δ = champion − seed)",
+             "  split   tasks   seed     champion   Δcomposite ± SE      95% CI (t)            Δeval     "
+             "sign test W/L/T   p"]
+    for name in ("train", "val", "test"):
+        s = report["splits"][name]
+        if s is None:
+            lines.append(f"  {name:<6}  —  (no stored evaluation of both genomes)")
+            continue
+        d, sign = s["delta"], s["sign"]
+        ci = "—" if d["ci_low"] is None else f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+        lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
+                     f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
+                     f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
+    names = sorted({n for s in report["splits"].values() if s for n in s["mcnemar"]})
+    if names:
+        lines.append("  McNemar exact, pass/fail tests (cells paired by task × replicate; "
+                     "+champion-only/−seed-only passes, p):")
+        for n in names:
+            parts = []
+            for split in ("train", "val", "test"):
+                m = (report["splits"][split] or {}).get("mcnemar", {}).get(n)
+                parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} p={m['p_value']:.3g}"))
+            lines.append(f"    {n:<16} " + "   ".join(parts))
+    for split in ("train", "val"):
+        g = report["gap"][split]
+        if g and g["flag"]:
+            z = "∞" if g["z"] is None else f"{g['z']:.1f}"
+            lines.append(f"  ⚠ GAP: {split} Δ exceeds test Δ by {g['diff']:+.4f} ({z} SE > {report['gap_z']:g}) — "
+                         f"the {split} gain does not carry to held-out tasks")
+    lines.append("  (val Δ is the champion's selection score: it is biased up by the choice itself; test is not.)")
+    return "\n".join(lines)
+
