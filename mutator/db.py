@@ -79,7 +79,16 @@ def _v2(db: sqlite_utils.Database) -> None:
     db["test_runs"].add_column("report", str)
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2)
+def _v3(db: sqlite_utils.Database) -> None:
+    # Solve phase, meta skill and val accounting per run; the winner's-curse confirmation per attempt.
+    db["runs"].add_column("solve", str)          # JSON: per-task best solve score, passes used, cost
+    db["runs"].add_column("meta_skill", str)     # JSON list of {round, lessons, cost_usd}
+    db["runs"].add_column("val_queries", int)    # candidate evaluations that queried val
+    db["runs"].add_column("confirm", int)        # 1 when keeps are re-checked on fresh val replicates
+    db["attempts"].add_column("confirm", str)    # JSON: fresh evaluations, confirmed gate, stands/overturned
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
