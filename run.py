@@ -42,6 +42,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
     run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
                                                        "cached and appended to the run's test timeline")
+    run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
+                                                         "on --val (fresh replicate seeds) to measure gate noise")
+    run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
+                                                         "of a run on --suite/--val/--holdout; spends nothing")
     loop = p.add_argument_group("the loop")
     loop.add_argument("--rounds", type=int, help="total rounds (a finished run with fewer is extended)")
     loop.add_argument("--replicates", type=int, help="cells per task per evaluation")
@@ -159,6 +163,23 @@ def main(argv: list[str] | None = None) -> int:
                   f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
             from mutator.test_report import render
             print(render(result["report"]))
+            return 0
+        if args.plan:
+            from mutator.plan import plan, render_plan
+            print(render_plan(plan(settings, train=load(settings, args.suite, "--suite"),
+                                   val=load(settings, args.val, "--val"),
+                                   holdout=load(settings, args.holdout, "--holdout") if args.holdout else None,
+                                   build_id=agents.build_id)))
+            return 0
+        if args.aa is not None:
+            from mutator.aa import AARun
+            from mutator.aa import summary as aa_summary
+            aa = AARun(settings, load(settings, args.val, "--val"),
+                       train=load(settings, args.suite, "--suite") if args.suite else None,
+                       build_argv=agents.build_argv, build_id=agents.build_id, launcher=launcher, progress=progress)
+            aa_id = aa.execute(args.aa)
+            print(aa_summary(aa.db, aa_id))
+            print(f"\n{aa.cells_run} cells run by this command. Record: {settings.db_path}")
             return 0
         from mutator.loop import Loop, Suites
         from mutator.report import summary

@@ -1,0 +1,251 @@
+"""A/A mode: the seed against N byte-identical copies of itself through the full evaluate → gate path.
+
+Identical genomes share one hash, so each copy gets a fresh replicate salt (`Contract.salt`): new cell
+seeds, a new cache key, real cells. Any difference the gate calls is noise by construction, so the run
+measures the gate's false-alarm rate and the per-task noise that every other run's SE is built from.
+Stored as runs.kind = 'aa' with one attempts row per copy; never mutates, never reads a test suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import replace
+
+import numpy as np
+import sqlite_utils
+from scipy import stats
+from skills_ref import read_properties
+
+from eval.cells import Contract
+from eval.suite import Suite
+from mutator.config import Settings
+from mutator.db import connect, dumps, loads, now, rows
+from mutator.evaluations import Evaluator, Outcome
+from mutator.genome import GenomeStore
+from mutator.progress import Progress
+from mutator.score import (
+    CellFigures,
+    Comparison,
+    Normalisers,
+    Weights,
+    compare,
+    normalisers,
+    per_task,
+    summarise,
+)
+from sandbox import Launcher
+
+KIND = "aa"
+
+
+def salt(copy: int) -> str:
+    return f"aa-{copy}"
+
+
+class AARun:
+    def __init__(self, settings: Settings, val: Suite, *, train: Suite | None, build_argv: tuple[str, ...],
+                 build_id: str, launcher: Launcher, progress: Progress | None = None) -> None:
+        self.settings, self.val, self.train = settings, val, train
+        self.progress = progress or Progress()
+        self.db = connect(settings.db_path)
+        self.genomes = GenomeStore(settings.data_dir, self.db)
+        self.weights = Weights(settings.w_cost, settings.w_steps)
+        self.skill_name = read_properties(settings.skill_dir).name
+        self.contract = Contract(
+            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
+            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+        from eval.cost import price_for
+        self.evaluator = Evaluator(
+            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=build_argv, launcher=launcher,
+            price=price_for(settings.pricing, settings.model), concurrency=settings.concurrency,
+            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress)
+        self.run_id = ""
+        self.cells_run = 0
+
+    def identity(self, seed_hash: str) -> dict:
+        s = self.settings
+        return {"kind": KIND, "seed": seed_hash, "val": [self.val.name, self.val.content_hash],
+                "contract": self.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
+                "min_improvement": s.min_improvement, "gate_z": s.gate_z}
+
+    def _open(self, copies: int) -> str:
+        s = self.settings
+        seed_hash = self.genomes.put(s.skill_dir, parent_hash=None, skill_name=self.skill_name,
+                                     message=f"seed {self.skill_name}")
+        identity = self.identity(seed_hash)
+        self.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+        found = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
+        if found:
+            self.db["runs"].update(self.run_id, {"rounds_target": max(copies, found[0]["rounds_done"] or 0),
+                                                 "status": "running", "pid": os.getpid(), "updated_at": now(),
+                                                 "error": None})
+        else:
+            self.db["runs"].insert({
+                "id": self.run_id, "kind": KIND, "status": "running", "strategy": KIND, "strategy_opts": "{}",
+                "seed_hash": seed_hash, "skill_name": self.skill_name,
+                "suite": self.train.name if self.train else None,
+                "suite_hash": self.train.content_hash if self.train else None,
+                "val": self.val.name, "val_hash": self.val.content_hash, "model": s.model,
+                "agent": self.contract.agent, "replicates": s.replicates, "rounds_target": copies, "rounds_done": 0,
+                "rng_seed": s.seed, "w_cost": s.w_cost, "w_steps": s.w_steps, "min_improvement": s.min_improvement,
+                "gate_z": s.gate_z, "config": dumps(identity), "incumbent_hash": seed_hash, "cost_usd": 0.0,
+                "pid": os.getpid(), "created_at": now(), "updated_at": now()})
+        return seed_hash
+
+    def _evaluate(self, seed_hash: str, contract: Contract, label: str) -> Outcome:
+        outcome = self.evaluator.evaluate(self.genomes.path(seed_hash), seed_hash, self.skill_name, self.val,
+                                          label=label, contract=contract)
+        self.cells_run += outcome.ran
+        if outcome.ran_cost:
+            self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [outcome.ran_cost, self.run_id])
+            self.db.conn.commit()
+        return outcome
+
+    def _attempt(self, copy: int) -> dict | None:
+        found = list(self.db["attempts"].rows_where("run_id = ? and round = ? and sibling = 0", [self.run_id, copy]))
+        return found[0] if found else None
+
+    def execute(self, copies: int) -> str:
+        if copies < 1:
+            raise ValueError(f"--aa needs at least 1 copy, got {copies}")
+        seed_hash = self._open(copies)
+        try:
+            self._copies(seed_hash, copies)
+            self.db["runs"].update(self.run_id, {"status": "finished", "finished_at": now(), "pid": None,
+                                                 "updated_at": now()})
+        except BaseException as err:
+            self.db["runs"].update(self.run_id, {"status": "stopped" if isinstance(err, KeyboardInterrupt)
+                                                 else "failed", "pid": None, "error": f"{type(err).__name__}: {err}"})
+            raise
+        return self.run_id
+
+    def _copies(self, seed_hash: str, copies: int) -> None:
+        if self._attempt(0) is None:
+            self.db["attempts"].insert({"run_id": self.run_id, "round": 0, "sibling": 0, "genome_hash": seed_hash,
+                                        "status": "seed", "verdict": "SEED", "summary": "seed (A/A incumbent)",
+                                        "started_at": now()})
+        seed = self._evaluate(seed_hash, self.contract, f"A/A · seed on {self.val.name}")
+        norm = normalisers(seed.cells)
+        figures = summarise(seed.cells, self.weights, norm)
+        self.db["attempts"].update(self._attempt(0)["id"], {
+            "val_evaluation_id": seed.evaluation_id, "composite": figures.composite, "eval": figures.eval,
+            "cost": figures.cost, "steps": figures.steps, "finished_at": now()})
+        self.db["runs"].update(self.run_id, {"seed_val_cost": norm.seed_cost, "seed_val_steps": norm.seed_steps})
+        incumbent = per_task(seed.cells, self.weights, norm)
+        self.progress.say(f"A/A {self.run_id}: seed {seed_hash[:12]} vs {copies} identical copies on {self.val.name} "
+                          f"({len(self.val.tasks)} tasks × {self.contract.replicates} replicates)")
+        for copy in range(1, copies + 1):
+            row = self._attempt(copy)
+            if row and row["verdict"]:
+                continue
+            if row is None:
+                self.db["attempts"].insert({
+                    "run_id": self.run_id, "round": copy, "sibling": 0, "parent_hash": seed_hash,
+                    "genome_hash": seed_hash, "status": "pending", "started_at": now(),
+                    "summary": f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}"})
+                row = self._attempt(copy)
+            outcome = self._evaluate(seed_hash, replace(self.contract, salt=salt(copy)),
+                                     f"A/A · copy {copy}/{copies} on {self.val.name}")
+            prior = [Comparison(r["gate_n"], loads(r["gate"])["s_r"]) for r in rows(
+                self.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
+                         "gate is not null order by round", [self.run_id, copy - 1])]
+            gate = compare(per_task(outcome.cells, self.weights, norm), incumbent, prior=prior,
+                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z)
+            gain = gate.delta > gate.min_improvement + gate.t * gate.se
+            summary = summarise(outcome.cells, self.weights, norm)
+            self.db["attempts"].update(row["id"], {
+                "status": "kept" if gate.keep else "rejected", "verdict": "KEEP" if gate.keep else "REJECT",
+                "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite, "eval": summary.eval,
+                "cost": summary.cost, "steps": summary.steps, "delta": gate.delta, "delta_eval": gate.delta_eval,
+                "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps, "gate_threshold": gate.threshold,
+                "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df, "gate_t": gate.t, "gate_n": gate.n,
+                "gate": dumps({**gate.to_json(), "aa": {"salt": salt(copy), "false_improvement": bool(gain)}}),
+                "finished_at": now()})
+            self.db["runs"].update(self.run_id, {"rounds_done": copy, "updated_at": now()})
+            self.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
+                              f"{'KEEP' if gate.keep else 'REJECT'}" + (" (beats +t·SE: a false improvement)"
+                                                                        if gain else ""))
+
+
+# --- the record, read back -----------------------------------------------------------------------
+
+
+def _cell_sd(db: sqlite_utils.Database, evaluation_ids: list[int], weights: Weights, norm: Normalisers) -> float:
+    """Pooled within-task SD of one cell's composite over every cell of these (identical-genome) evaluations."""
+    by_task: dict[str, list[float]] = {}
+    for r in rows(db, f"select * from cells where evaluation_id in ({', '.join('?' * len(evaluation_ids))})",
+                  evaluation_ids):
+        cell = CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
+                           r["status"] == "ok")
+        by_task.setdefault(cell.task_id, []).append(per_task([cell], weights, norm)[cell.task_id].composite)
+    ss = dof = 0.0
+    for values in by_task.values():
+        if len(values) > 1:
+            ss += float(np.var(values, ddof=1)) * (len(values) - 1)
+            dof += len(values) - 1
+    return math.sqrt(ss / dof) if dof else 0.0
+
+
+def figures(db: sqlite_utils.Database, run_id: str) -> dict:
+    """Everything the summary (and --plan) needs from an A/A run's rows."""
+    run = dict(db["runs"].get(run_id))
+    copies = rows(db, "select * from attempts where run_id = ? and round > 0 and verdict is not null order by round",
+                  [run_id])
+    seed = rows(db, "select val_evaluation_id from attempts where run_id = ? and round = 0", [run_id])
+    weights = Weights(run["w_cost"], run["w_steps"])
+    norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
+    all_deltas = [d for c in copies for d in loads(c["gate"])["deltas"].values()]
+    last = copies[-1] if copies else None
+    evaluations = [e for e in [seed[0]["val_evaluation_id"] if seed else None, *(c["val_evaluation_id"]
+                                                                                 for c in copies)] if e]
+    return {
+        "run": run, "copies": copies, "n": len(copies),
+        "rejects": sum(c["verdict"] == "REJECT" for c in copies),
+        "false_improvements": sum(bool(loads(c["gate"])["aa"]["false_improvement"]) for c in copies),
+        "s": last["gate_s"] if last else None, "df": last["gate_df"] if last else None,
+        "n_tasks": last["gate_n"] if last else None,
+        "se": (last["gate_s"] / math.sqrt(last["gate_n"])) if last else None,
+        "sd_deltas": float(np.std(all_deltas, ddof=1)) if len(all_deltas) > 1 else None,
+        "cell_sd": _cell_sd(db, evaluations, weights, norm) if evaluations else None,
+    }
+
+
+def summary(db: sqlite_utils.Database, run_id: str) -> str:
+    f = figures(db, run_id)
+    run, n = f["run"], f["n"]
+    reps, gate_z = run["replicates"], run["gate_z"]
+    design = float(stats.norm.sf(gate_z)) if gate_z > 0 else None
+    lines = [f"A/A run {run_id} · seed {run['seed_hash'][:12]} vs {n} byte-identical copies (fresh replicate "
+             f"salts) · val {run['val']} · {reps} replicates · gate_z {gate_z:g} · min_improvement "
+             f"{run['min_improvement']:g} · status {run['status']}",
+             "  copy   Δcomposite      SE       t    threshold   verdict   beats +t·SE"]
+    for c in f["copies"]:
+        gain = loads(c["gate"])["aa"]["false_improvement"]
+        lines.append(f"  {c['round']:>4}   {c['delta']:+.4f}     {c['gate_se']:.4f}  {c['gate_t']:6.3f}   "
+                     f"{c['gate_threshold']:+.4f}    {c['verdict']:<8}  {'yes' if gain else 'no'}")
+    if not n:
+        return "\n".join(lines + ["  no finished copies yet"])
+    called = sum(1 for c in f["copies"] if c["verdict"] == "REJECT" or loads(c["gate"])["aa"]["false_improvement"])
+    d = "—" if design is None else f"{design:.1%}"
+    lines += [
+        "",
+        f"  The gate called a difference in {called} of {n} identical comparisons ({called / n:.0%}): "
+        f"REJECT {f['rejects']} ({f['rejects'] / n:.0%}; design {d} at gate_z {gate_z:g}, min_improvement 0) · "
+        f"false improvements (Δ > min_improvement + t·SE) {f['false_improvements']} "
+        f"({f['false_improvements'] / n:.0%}; design {d})",
+        f"  Per-task noise: pooled robust s = {f['s']:.4f} (df {f['df']}) · plain SD of all {n}×{f['n_tasks']} "
+        f"copy−seed deltas = {_num(f['sd_deltas'])} → SE of one comparison on {f['n_tasks']} tasks = "
+        f"s/√{f['n_tasks']} = {f['se']:.4f}",
+        f"  Cell noise: within-task SD of one cell's composite = {_num(f['cell_sd'])} → a task delta at {reps} "
+        f"replicates has SD ≈ σ_cell·√(2/{reps}) = {_num(f['cell_sd'] and f['cell_sd'] * math.sqrt(2 / reps))}",
+        "  Every copy is compared with the same seed evaluation (as candidates are with one incumbent "
+        "evaluation), so the verdicts are correlated; more copies tighten the rates.",
+        f"  Spend ${run['cost_usd']:.4f} (priced from config.json; fakes spend nothing real).",
+    ]
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"

@@ -1,0 +1,189 @@
+"""Plan before spending: the minimum detectable effect of one round's gate and of the final test
+comparison at 80% power, and the estimated cost per round and per run — from suite sizes, replicates,
+a noise estimate and the pricing table.
+
+Reads the store (read-only) for a noise estimate and the seed's measured cost; never runs a cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from eval.cost import Usage, price_for, usd
+from eval.snapshot import hash_tree
+from eval.suite import Suite
+from mutator.config import Settings
+from mutator.db import connect_readonly, rows
+from mutator.score import gate_t
+from mutator.stats import mde, two_sided_critical
+from strategies import make_strategy
+
+POWER = 0.8
+TEST_ALPHA = 0.05
+DEFAULT_SIGMA = 0.15                                     # SD of a per-task composite delta, when nothing is measured
+CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)      # a real build-agent cell, when none is measured
+MUTATOR_TOKENS = Usage(input_tokens=80_000, output_tokens=8_000)   # one real mutator call, when none is measured
+
+
+@dataclass(frozen=True)
+class Noise:
+    sigma: float          # SD of a per-task delta at the planned replicates
+    measured: float       # as measured (at `replicates`)
+    replicates: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    noise: Noise
+    n_train: int
+    n_val: int
+    n_test: int | None
+    replicates: int
+    rounds: int
+    candidates: int
+    gate_z: float
+    mde_gate_first: float
+    df_first: int
+    mde_gate_last: float
+    df_last: int
+    mde_test: float | None
+    cell_usd: float
+    cell_source: str
+    mutator_usd: float
+    mutator_source: str
+    confirm: bool
+    round_usd: float
+    run_usd: float
+    test_usd: float | None
+
+
+def _store(settings: Settings):
+    return connect_readonly(settings.db_path) if settings.db_path.exists() else None
+
+
+def noise_estimate(settings: Settings, val: Suite) -> Noise:
+    """An A/A run's pooled s on this val suite, else an earlier run's pooled gate s, else DEFAULT_SIGMA.
+
+    A measured s is rescaled from its run's replicates R₀ to the planned R by √(R₀/R): exact for the pure
+    replicate noise an A/A run measures, approximate for a real run's deltas (which also hold real effects).
+    """
+    db = _store(settings)
+    found: list[dict] = []
+    source = ""
+    if db is not None and "runs" in db.table_names():
+        for kind, label in (("aa", "A/A run"), ("evolve", "earlier run")):
+            found = rows(db, "select a.gate_s, a.gate_df, r.id, r.replicates from attempts a join runs r on "
+                             "r.id = a.run_id where r.kind = ? and r.val_hash = ? and a.gate_s is not null "
+                             "and a.gate_df > 0 order by r.created_at desc, a.id desc limit 1",
+                         [kind, val.content_hash])
+            if found:
+                source = f"{label} {found[0]['id']} (pooled s over df {found[0]['gate_df']})"
+                break
+    if not found:
+        return Noise(DEFAULT_SIGMA, DEFAULT_SIGMA, None, f"stated default σ = {DEFAULT_SIGMA} (nothing measured on "
+                                                       f"{val.name} yet; an A/A run measures it: --aa 5)")
+    measured, reps = float(found[0]["gate_s"]), int(found[0]["replicates"])
+    sigma = measured * math.sqrt(reps / settings.replicates)
+    if reps != settings.replicates:
+        source += f", measured at {reps} replicates, rescaled ×√({reps}/{settings.replicates})"
+    return Noise(sigma, measured, reps, source)
+
+
+def _seed_cell_usd(settings: Settings, build_id: str) -> tuple[float | None, str]:
+    db = _store(settings)
+    if db is None or "evaluations" not in db.table_names():
+        return None, ""
+    seed = hash_tree(settings.skill_dir)
+    sql = ("select sum(cost_usd_total) as usd, sum(n_done) as cells from evaluations where genome_hash = ? "
+           "and model = ? and status = 'done' and contract like ?")
+    # the same build agent first; another implementation of it (e.g. an edited fake) says so
+    for agent, note in ((build_id, ""), ("%", " by another build-agent implementation")):
+        found = rows(db, sql, [seed, settings.model, f'%"agent": "{agent}"%'])
+        if found and found[0]["cells"]:
+            return found[0]["usd"] / found[0]["cells"], f"measured: the seed's {found[0]['cells']} cells{note} in the store"
+    return None, ""
+
+
+def _mutator_usd(settings: Settings) -> tuple[float | None, str]:
+    db = _store(settings)
+    if db is None or "attempts" not in db.table_names():
+        return None, ""
+    found = rows(db, "select avg(a.mutator_cost_usd) as usd, count(*) as n from attempts a join runs r on "
+                     "r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0", [settings.mutator_model])
+    if not found or not found[0]["n"]:
+        return None, ""
+    return found[0]["usd"], f"measured: mean of {found[0]['n']} mutator calls in the store"
+
+
+def candidates_per_round(settings: Settings) -> int:
+    strategy = make_strategy(settings.strategy, settings.strategy_opts)
+    return int(getattr(strategy, "width", None) or getattr(strategy, "children", None) or 1)
+
+
+def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None, build_id: str) -> Plan:
+    noise = noise_estimate(settings, val)
+    n_train, n_val, reps = len(train.tasks), len(val.tasks), settings.replicates
+    n_test = len(holdout.tasks) if holdout else None
+    candidates = candidates_per_round(settings)
+    rounds = max(settings.rounds, 1)
+    # the gate at round r pools every comparison so far: df = (comparisons so far)·(n_val − 1)
+    df_first, df_last = candidates * (n_val - 1), rounds * candidates * (n_val - 1)
+
+    def gate_mde(df: int) -> float:
+        return mde(noise.sigma, n_val, critical=gate_t(settings.gate_z, df), power=POWER, df=df or None)
+
+    mde_test = None
+    if n_test:
+        df_test = n_test - 1
+        mde_test = mde(noise.sigma, n_test, critical=two_sided_critical(TEST_ALPHA, df_test or None), power=POWER,
+                       df=df_test or None)
+    cell, cell_source = _seed_cell_usd(settings, build_id)
+    if cell is None:
+        cell = usd(price_for(settings.pricing, settings.model), CELL_TOKENS)
+        cell_source = (f"estimated: {CELL_TOKENS.input_tokens:,} input + {CELL_TOKENS.output_tokens:,} output tokens "
+                       f"per cell at {settings.model} prices (no seed evaluation in the store)")
+    mutator, mutator_source = _mutator_usd(settings)
+    if mutator is None:
+        mutator = usd(price_for(settings.pricing, settings.mutator_model), MUTATOR_TOKENS)
+        mutator_source = (f"estimated: {MUTATOR_TOKENS.input_tokens:,} input + {MUTATOR_TOKENS.output_tokens:,} "
+                          f"output tokens per call at {settings.mutator_model} prices")
+    confirm = bool(getattr(settings, "confirm", False))
+    # upper bound: every candidate evaluated on val, one selected genome on train, a confirmation every round
+    round_cells = candidates * n_val * reps + n_train * reps + (2 * n_val * reps if confirm else 0)
+    round_usd = round_cells * cell + candidates * mutator
+    run_usd = (n_val + n_train) * reps * cell + settings.rounds * round_usd
+    return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
+                candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
+                mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
+                cell_source=cell_source, mutator_usd=mutator, mutator_source=mutator_source, confirm=confirm,
+                round_usd=round_usd, run_usd=run_usd, test_usd=2 * n_test * reps * cell if n_test else None)
+
+
+def render_plan(p: Plan) -> str:
+    lines = [
+        f"Plan · {p.rounds} rounds × {p.candidates} candidate(s) · {p.replicates} replicates · train {p.n_train} tasks, "
+        f"val {p.n_val} tasks" + (f", test {p.n_test} tasks" if p.n_test else ", no --holdout"),
+        f"  noise σ (SD of a per-task composite delta) = {p.noise.sigma:.4f} — from {p.noise.source}",
+        f"  Minimum detectable effect at {POWER:.0%} power (true mean Δcomposite):",
+        f"    one round's gate (gate_z {p.gate_z:g}): {p.mde_gate_first:.4f} at round 1 (df {p.df_first}), "
+        f"{p.mde_gate_last:.4f} by round {p.rounds} (df {p.df_last}) — a change this much worse is rejected, "
+        "or this much better clears +t·SE, 4 times in 5",
+    ]
+    if p.mde_test is not None:
+        lines.append(f"    final test comparison (champion vs seed, paired t, two-sided α {TEST_ALPHA}, {p.n_test} tasks): "
+                     f"{p.mde_test:.4f} (assumes test deltas as noisy as val's)")
+    else:
+        lines.append("    final test comparison: — (give --holdout to plan it)")
+    lines += [
+        f"  Cost: a cell ≈ ${p.cell_usd:.5f} ({p.cell_source}); a mutator call ≈ ${p.mutator_usd:.4f} "
+        f"({p.mutator_source})",
+        f"    per round ≤ ${p.round_usd:.4f} ({p.candidates} val evaluation(s) of {p.n_val * p.replicates} cells, one "
+        f"train evaluation of {p.n_train * p.replicates} cells" + (", a confirmation of 2 × "
+                                                                     f"{p.n_val * p.replicates} cells" if p.confirm
+                                                                     else "") + f", {p.candidates} mutator call(s))",
+        f"    per run ≤ ${p.run_usd:.4f} (round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
+        + (f"; a test run ≈ ${p.test_usd:.4f}" if p.test_usd is not None else ""),
+    ]
+    return "\n".join(lines)
