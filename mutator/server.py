@@ -22,7 +22,7 @@ from aiohttp import web
 
 from mutator import server_queries as Q
 from mutator.config import ROOT, Settings
-from mutator.server_launch import Children, LaunchError, launch_argv, options, settings, test_argv
+from mutator.server_launch import Children, LaunchError, argv_for_test, launch_argv, options, settings
 from mutator.server_stores import Store, Stores
 
 APP_NAME = "skill-mutator-dashboard"
@@ -327,7 +327,7 @@ async def test_run(request: web.Request) -> web.Response:
     body = await _body(request)
     data_dir = target_dir(request, body)
     try:
-        argv = test_argv(body, request.app[SETTINGS], data_dir)
+        argv = argv_for_test(body, request.app[SETTINGS], data_dir)
     except LaunchError as err:
         raise fail(400, str(err)) from None
     child = request.app[CHILDREN].spawn("test", argv)

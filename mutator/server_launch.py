@@ -101,7 +101,7 @@ def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
     return argv + (["--holdout", holdout] if holdout else [])
 
 
-def test_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
+def argv_for_test(body: dict, s: Settings, data_dir: Path) -> list[str]:
     run_id = body.get("run_id")
     if not isinstance(run_id, str) or not RUN_ID.match(run_id):
         raise LaunchError(f"run_id: must look like run-<hex>; got {run_id!r}")

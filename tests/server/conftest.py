@@ -1,0 +1,46 @@
+"""Shared fixtures: one real dry run per session (a small store the API and browser tests read)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "test-token-123"
+
+
+@pytest.fixture(scope="session")
+def dry_store(tmp_path_factory) -> Path:
+    """A store written by `run.py` itself: 3 rounds × 2 replicates of the demo, plus one test run."""
+    data_dir = tmp_path_factory.mktemp("store") / "data"
+    common = ["--data-dir", str(data_dir), "--concurrency", "8"]
+    subprocess.run([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
+                    "--holdout", "clean-test", "--rounds", "3", "--replicates", "2", *common],
+                   cwd=ROOT, check=True, capture_output=True, timeout=600)
+    run_id = _run_id(data_dir)
+    subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
+                    "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    return data_dir
+
+
+def _run_id(data_dir: Path) -> str:
+    import sqlite3
+    with sqlite3.connect(data_dir / "mutator.db") as conn:
+        return conn.execute("select id from runs").fetchone()[0]
+
+
+@pytest.fixture(scope="session")
+def run_id(dry_store: Path) -> str:
+    return _run_id(dry_store)
+
+
+@pytest.fixture
+def store_copy(dry_store: Path, tmp_path: Path) -> Path:
+    """A private copy for tests that write (launches, doctored rows)."""
+    target = tmp_path / "project" / "data"
+    shutil.copytree(dry_store, target, symlinks=True)
+    return target

@@ -1,0 +1,162 @@
+"""The JSON API over a store written by a real dry run: shapes, 404s, 400s, live stage progress."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import pytest_asyncio
+
+from mutator.server import create_app
+
+from .conftest import TOKEN
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture
+async def client(aiohttp_client, dry_store):
+    app = create_app(data_dir=dry_store, project_root=dry_store.parent, token=TOKEN)
+    return await aiohttp_client(app)
+
+
+async def _store(client) -> str:
+    meta = await (await client.get("/api/meta")).json()
+    return meta["stores"][0]["id"]
+
+
+async def get(client, path: str, status: int = 200, **params):
+    response = await client.get(path, params=params)
+    assert response.status == status, await response.text()
+    return await response.json()
+
+
+async def test_meta_lists_the_store_and_launch_options(client, dry_store):
+    meta = await get(client, "/api/meta")
+    assert [s["path"] for s in meta["stores"]] == [str(dry_store.resolve())]
+    assert meta["code_stale"] is False and meta["running_store"] is None
+    assert {"clean-train", "clean-val", "clean-test"} <= set(meta["options"]["suites"])
+    assert "greedy" in meta["options"]["strategies"] and meta["options"]["seeds"]
+
+
+async def test_skills_and_runs(client, run_id):
+    store = await _store(client)
+    skills = await get(client, "/api/skills", store=store)
+    assert skills == [{**skills[0], "skill_name": "csv-clean", "n_runs": 1}]
+    runs = await get(client, "/api/runs", store=store, skill="csv-clean")
+    assert [r["id"] for r in runs] == [run_id] and runs[0]["status"] == "finished" and runs[0]["alive"] is False
+    assert await get(client, "/api/runs", store=store, skill="no-such-skill") == []
+
+
+async def test_run_detail_has_a_timeline_with_every_stage_and_the_test(client, run_id):
+    store = await _store(client)
+    detail = await get(client, f"/api/runs/{run_id}", store=store)
+    attempts = detail["attempts"]
+    assert [a["round"] for a in attempts] == [0, 1, 2, 3]
+    for a in attempts:
+        assert [s["stage"] for s in a["stages"]] == ["mutation", "critic", "build", "grading", "score"]
+        assert {s["state"] for s in a["stages"]} <= {"done", "skipped"}
+    assert attempts[0]["verdict"] == "SEED" and attempts[0]["train_composite"] is not None
+    assert all(a["verdict"] in ("KEEP", "REJECT", "CRITIC", "FAILED") for a in attempts[1:])
+    assert attempts[-1]["champion_composite"] is not None
+    [test] = detail["tests"]
+    assert test["suite"] == "clean-test" and test["status"] == "done" and test["composite"] is not None
+
+
+async def test_attempt_detail_on_both_splits_and_its_diff(client, run_id):
+    store = await _store(client)
+    detail = await get(client, f"/api/runs/{run_id}", store=store)
+    first = detail["attempts"][1]
+    val = await get(client, f"/api/attempts/{first['id']}", store=store, split="val")
+    assert val["suite"] == "clean-val" and val["evaluation"]["status"] == "done"
+    assert len(val["cells"]) == val["evaluation"]["n_cells"] == 16
+    assert val["tests"]["names"] and set(val["tests"]["grid"]) == {c["task_id"] for c in val["cells"]}
+    assert set(val["figures"]) == {"candidate", "parent", "seed"} and val["figures"]["seed"]["composite"] is not None
+    assert val["attempt"]["gate"]["n"] == 8 and isinstance(val["attempt"]["critic"], list)
+    train = await get(client, f"/api/attempts/{first['id']}", store=store, split="train")
+    assert train["suite"] == "clean-train"
+    diff = await get(client, f"/api/attempts/{first['id']}/diff", store=store)
+    assert diff["diff"].startswith("diff --git") and diff["genome"] == first["genome_hash"]
+    seed_diff = await get(client, f"/api/attempts/{detail['attempts'][0]['id']}/diff", store=store)
+    assert "+++ b/SKILL.md" in seed_diff["diff"]  # the seed diffs against the empty tree
+
+
+async def test_cell_drill_down_reads_its_files(client, run_id):
+    store = await _store(client)
+    detail = await get(client, f"/api/runs/{run_id}", store=store)
+    val = await get(client, f"/api/attempts/{detail['attempts'][1]['id']}", store=store)
+    cell = await get(client, f"/api/cells/{val['cells'][0]['id']}", store=store)
+    assert cell["found_dir"] and cell["events"][0]["type"] == "system" and cell["events"][-1]["type"] == "result"
+    assert set(cell["cell"]["tests"]) and "grade.stdout" in cell["files"] and "cell_dir" not in cell["cell"]
+
+
+async def test_lineage_chain_runs_champion_to_seed(client, run_id):
+    store = await _store(client)
+    lineage = await get(client, f"/api/runs/{run_id}/lineage", store=store)
+    chain = lineage["chain"]
+    assert chain[0]["genome_hash"] == lineage["run"]["incumbent_hash"]
+    assert chain[-1]["genome_hash"] == lineage["run"]["seed_hash"]
+    assert len(lineage["nodes"]) == 4
+
+
+async def test_history_has_one_regime_with_train_and_test(client, run_id):
+    store = await _store(client)
+    [regime] = await get(client, "/api/history", store=store, skill="csv-clean")
+    assert regime["run"]["id"] == run_id and len(regime["points"]) == 4
+    assert regime["points"][0]["train"]["composite"] is not None and len(regime["tests"]) == 1
+
+
+@pytest.mark.parametrize("path", ["/api/runs/run-000000000000", "/api/runs/run-000000000000/lineage",
+                                  "/api/attempts/999999", "/api/attempts/999999/diff", "/api/cells/999999"])
+async def test_unknown_ids_are_404(client, path):
+    await get(client, path, 404, store=await _store(client))
+
+
+@pytest.mark.parametrize(("path", "params", "status"), [
+    ("/api/runs", {"store": "0123456789"}, 404),
+    ("/api/runs", {"store": "../../etc"}, 400),
+    ("/api/runs", {"skill": "../x"}, 400),
+    ("/api/runs/notarun", {}, 400),
+    ("/api/attempts/1", {"split": "test; drop"}, 400),
+    ("/api/history", {}, 400),
+])
+async def test_bad_parameters_are_refused(client, path, params, status):
+    response = await client.get(path, params=params)
+    assert response.status == status
+
+
+async def test_events_stream_sends_a_change_first(client):
+    store = await _store(client)
+    response = await client.get("/api/events", params={"store": store})
+    assert response.status == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+    line = await response.content.readline()
+    assert line == b"event: change\n"
+    data = await response.content.readline()
+    assert b'"version"' in data
+    response.close()
+
+
+async def test_stages_follow_an_evaluation_in_progress(aiohttp_client, store_copy, run_id):
+    """Doctor a copy into 'round 3 is being graded': the timeline shows grading running at n_done/n_cells."""
+    with sqlite3.connect(store_copy / "mutator.db") as conn:
+        attempt_id, ev_id = conn.execute("select id, val_evaluation_id from attempts where round = 3").fetchone()
+        conn.execute("update attempts set verdict = null, gate = null, delta = null, gate_threshold = null, "
+                     "val_evaluation_id = null, status = 'pending' where id = ?", [attempt_id])
+        conn.execute("update evaluations set status = 'running', n_done = 5 where id = ?", [ev_id])
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    detail = await get(client, f"/api/runs/{run_id}", store=await _store(client))
+    stages = {s["stage"]: s for s in detail["attempts"][-1]["stages"]}
+    assert stages["mutation"]["state"] == "done" and stages["critic"]["state"] == "done"
+    assert stages["grading"]["state"] == "running" and stages["grading"]["progress"]["n_done"] == 5
+    assert stages["grading"]["progress"]["n_cells"] == 16 and stages["score"]["state"] == "pending"
+
+
+async def test_a_cell_dir_outside_the_store_is_never_read(aiohttp_client, store_copy, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "grade.stdout").write_text("SECRET")
+    with sqlite3.connect(store_copy / "mutator.db") as conn:
+        conn.execute("update cells set cell_dir = ?, task_id = '..' where id = 1", [str(outside)])
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    cell = await get(client, "/api/cells/1", store=await _store(client))
+    assert cell["found_dir"] is False and cell["files"] == {} and "SECRET" not in str(cell)
