@@ -19,6 +19,7 @@ from eval.cost import PricingError  # noqa: E402
 from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
+from mutator.solve import SolveAbort  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
 
@@ -42,6 +43,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
     run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
                                                        "cached and appended to the run's test timeline")
+    run.add_argument("--export", metavar="RUN", help="write RUN's attempts, evaluations, cells, tests and test runs "
+                                                     "as tables for notebooks (--format, --out); spends nothing")
+    run.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                     help="--export file format (default csv; parquet needs pyarrow)")
+    run.add_argument("--out", type=Path, help="--export output folder (default: <data-dir>/exports)")
     run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
                                                          "on --val (fresh replicate seeds) to measure gate noise")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
@@ -61,6 +67,18 @@ def parser() -> argparse.ArgumentParser:
     loop.add_argument("--build-timeout-ms", type=int, help="watchdog silence budget before an agent's stream grows")
     loop.add_argument("--build-heartbeat-ms", type=int, help="watchdog budget between stream growths")
     loop.add_argument("--grader-timeout-ms", type=int, help="a grader running longer is killed; the cell is an error")
+    view = p.add_argument_group("the mutator's view and validity")
+    view.add_argument("--solve", action=argparse.BooleanOptionalAction, default=None,
+                      help="solve phase before round 0: the mutator model solves each train task bare; its graded "
+                           "transcripts go to solve/ (default: on with --real, off for fakes)")
+    view.add_argument("--solve-attempts", type=int, help="solve passes per task; imperfect tasks retry (default 3)")
+    view.add_argument("--solve-min-score", type=float, help="abort before any seed spend if a task's best solve "
+                                                            "score stays below this (default 0.7)")
+    view.add_argument("--meta-skill-every", type=int, help="every N rounds distil the attempt log into lessons "
+                                                           "shown in later briefings (0 = off)")
+    view.add_argument("--confirm", action="store_true", default=None,
+                      help="winner's-curse guard: re-evaluate a keep and the incumbent on fresh val replicates; "
+                           "the keep stands only if the confirmed delta still passes the gate")
     where = p.add_argument_group("where")
     where.add_argument("--data-dir", type=Path, help="holds mutator.db, genomes, cells (default ./data)")
     where.add_argument("--config", type=Path, help="config file (default ./config.json)")
@@ -87,7 +105,8 @@ def parser() -> argparse.ArgumentParser:
 
 FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "seed", "model",
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
-              "grader_timeout_ms", "data_dir", "skill_dir", "sandbox")
+              "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
+              "meta_skill_every", "confirm")
 
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
@@ -133,12 +152,23 @@ def load(settings: Settings, name: str | None, flag: str) -> Suite:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.solve is not None:
+        args.solve = "on" if args.solve else "off"
     from mutator.evaluations import Progress
     progress = Progress()
     try:
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        if args.export:
+            from mutator.export import ExportError, export
+            try:
+                written = export(settings.db_path, args.export, args.format, args.out or settings.data_dir / "exports")
+            except ExportError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+            print("\n".join(str(path) for path in written))
+            return 0
         if args.serve:
             from mutator.server_cli import dashboard
             code = dashboard(settings, host=args.host, port=args.port, config=args.config,
@@ -200,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except SolveAbort as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 4
     except BudgetStop as err:
         print(f"stopped: {err}", file=sys.stderr)
         return 3

@@ -2,7 +2,8 @@
 
 Run as `python fakes/fake_agent.py` with the cell dir as cwd and the prompt on stdin (or SM_PROMPT_FILE).
 Writes a Claude Code stream-json transcript to SM_STREAM. Never reads the suite's answers and never
-touches anything outside its cwd and its stream. Test hooks: FAKE_AGENT_HANG=1, FAKE_AGENT_CRASH=1.
+touches anything outside its cwd and its stream. Test hooks: FAKE_AGENT_HANG=1, FAKE_AGENT_CRASH=1,
+FAKE_AGENT_EXPERT=1 (solving bare, it applies every useful rule).
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ def main() -> int:
         return 3
 
     ops = load_rule_ops(skill_dir / "rules.json") if skill_dir else []
+    if skill_dir is None and os.environ.get("FAKE_AGENT_EXPERT") == "1":
+        # test hook: a strong model solving bare (the solve phase) knows every useful rule itself
+        ops = [op for op in CANONICAL_ORDER if op != "titlecase"]
     per_turn = BASE_INPUT_TOKENS + (skill_bytes(skill_dir) // 4 if skill_dir else 0)
     max_turns = int(os.environ.get("SM_MAX_TURNS") or 0) or None
     rng = random.Random(int(os.environ.get("SM_CELL_SEED") or 0))

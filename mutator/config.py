@@ -62,6 +62,12 @@ KEYS = (
     Key("score.wSteps", "w_steps", float, lambda v: v >= 0, "a number >= 0"),
     Key("score.minImprovement", "min_improvement", float, lambda v: True, "a number"),
     Key("score.gateZ", "gate_z", float, lambda v: v >= 0, "a number >= 0"),
+    Key("solve", "solve", str, lambda v: v in ("auto", "on", "off"), "auto, on or off"),
+    Key("solveAttempts", "solve_attempts", int, _positive, "an integer >= 1"),
+    Key("solveMinScore", "solve_min_score", float, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    Key("metaSkillEvery", "meta_skill_every", int, lambda v: v >= 0, "an integer >= 0 (0 = off)"),
+    Key("confirm", "confirm", bool, lambda v: True, "true or false"),
+    Key("valQueryWarn", "val_query_warn", int, lambda v: v >= 0, "an integer >= 0"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -89,6 +95,12 @@ class Settings:
     w_steps: float
     min_improvement: float
     gate_z: float
+    solve: str
+    solve_attempts: int
+    solve_min_score: float
+    meta_skill_every: int
+    confirm: bool
+    val_query_warn: int
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE
@@ -132,6 +144,8 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             value = int(value)
         elif key.kind is float and isinstance(value, str):
             value = float(value)
+        elif key.kind is bool and isinstance(value, str):
+            value = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}[value.lower()]
         elif key.kind is dict and isinstance(value, str):
             value = json.loads(value)
         elif key.kind is Path:
@@ -140,7 +154,7 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             raise TypeError
         if not isinstance(value, key.kind):
             raise TypeError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, KeyError):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}") from None
     if not key.check(value):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}")

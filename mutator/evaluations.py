@@ -45,8 +45,9 @@ class Evaluator:
     grader_timeout_s: float
     progress: Progress
 
-    def evaluate(self, genome_dir: Path, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
-                 contract: Contract | None = None) -> Outcome:
+    def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
+                 contract: Contract | None = None, price: Price | None = None) -> Outcome:
+        """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build model's."""
         contract = contract or self.contract
         key = evaluation_key(genome_hash, suite, contract)
         row = self._row(key)
@@ -61,21 +62,22 @@ class Evaluator:
         evaluation_id = row["id"]
         ran, ran_cost = 0, 0.0
         if row["status"] != "done":
-            ran, ran_cost = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key, label)
+            ran, ran_cost = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key, label,
+                                      price or self.price)
         return Outcome(evaluation_id, self.cells(evaluation_id), ran, ran_cost)
 
     def _row(self, key: str) -> dict | None:
         found = list(self.db["evaluations"].rows_where("key = ?", [key]))
         return found[0] if found else None
 
-    def _run(self, evaluation_id: int, genome_dir: Path, skill_name: str, suite: Suite, contract: Contract,
-             key: str, label: str) -> tuple[int, float]:
+    def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
+             contract: Contract, key: str, label: str, price: Price) -> tuple[int, float]:
         done = {(r["task_id"], r["replicate"]) for r in
                 self.db.query("select task_id, replicate from cells where evaluation_id = ?", [evaluation_id])}
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
             cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
-            price=self.price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s)
+            price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s)
         total = len(suite.tasks) * contract.replicates
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0}

@@ -28,6 +28,8 @@ from mutator.genome import GenomeStore
 from mutator.mutate import mutate
 from mutator.progress import Progress
 from mutator.score import Comparison, Normalisers, Weights, compare, normalisers, per_task, summarise
+from mutator.solve import SolveAbort, solve_phase
+from mutator.solve import store as store_solve
 from sandbox import Launcher
 from strategies import CandidateSpec, Member, Scored, State, Strategy
 
@@ -153,6 +155,8 @@ class Loop:
     def execute(self) -> str:
         run = self.open_run()
         try:
+            if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
+                self.solve()
             val_norm = self.round_zero(run)
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
@@ -167,6 +171,27 @@ class Loop:
             self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
             raise
         return self.run_id
+
+    @property
+    def solve_enabled(self) -> bool:
+        """--solve on/off; auto = on for real agents, off for the fakes (they cannot solve bare)."""
+        if self.settings.solve == "auto":
+            return not self.agents.build_id.startswith("fake")
+        return self.settings.solve == "on"
+
+    def solve(self) -> None:
+        s = self.settings
+        record = solve_phase(db=self.db, evaluator=self.evaluator, train=self.suites.train, contract=self.contract,
+                             model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
+                             min_score=s.solve_min_score, out_dir=self.solve_dir)
+        store_solve(self.db, self.run_id, record)
+        self.cells_run += record["cells_run"]
+        if record["cost_usd"]:
+            self._spend(record["cost_usd"])
+        if record["aborted"]:
+            raise SolveAbort(record["message"])
+        self.progress.say(f"Solve phase: {len(record['tasks'])} train tasks demonstrated in {record['passes']} "
+                          f"pass(es); worst best-score {min(t['score'] for t in record['tasks'].values()):.2f}.")
 
     def round_zero(self, run: dict) -> Normalisers:
         seed = run["seed_hash"]

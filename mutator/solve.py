@@ -1,0 +1,71 @@
+"""The one-time solve phase: the mutator model solves each train task bare (no skill), graded by the
+suite's own grader, imperfect tasks retried; the best graded transcripts become `solve/` evidence.
+
+Runs before round 0's seed evaluation, so an incapable mutator model stops the run before any seed
+spend. Not part of the run's identity: turning it on for an existing run works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from eval.cells import Contract
+from eval.cost import Price
+from eval.suite import Suite
+from mutator.db import dumps, rows
+from mutator.evaluations import Evaluator
+
+BARE = "bare"   # the genome hash used for skill-less evaluations
+
+
+class SolveAbort(RuntimeError):
+    """The mutator model could not solve some train tasks well enough to demonstrate them."""
+
+
+def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, model: str, price: Price,
+                attempts: int, min_score: float, out_dir: Path) -> dict:
+    """Run the passes, write out_dir/<task>.md for each task's best cell, return the record to store."""
+    best: dict[str, dict] = {}
+    cost = 0.0
+    passes = cells_run = 0
+    for number in range(1, attempts + 1):
+        todo = tuple(t for t in train.tasks if best.get(t.id, {"score": -1.0})["score"] < 1.0)
+        if not todo:
+            break
+        passes = number
+        suite = dataclasses.replace(train, tasks=todo)
+        fresh = dataclasses.replace(contract, model=model, replicates=1, salt=f"solve-{number}")
+        outcome = evaluator.evaluate(None, BARE, "", suite, label=f"solve pass {number}/{attempts} ({len(todo)} tasks)",
+                                     contract=fresh, price=price)
+        cost += outcome.ran_cost
+        cells_run += outcome.ran
+        for cell in rows(db, "select task_id, score, cell_dir, status from cells where evaluation_id = ?",
+                         [outcome.evaluation_id]):
+            if cell["score"] > best.get(cell["task_id"], {"score": -1.0})["score"]:
+                best[cell["task_id"]] = {"score": cell["score"], "pass": number, "cell_dir": cell["cell_dir"],
+                                         "status": cell["status"]}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for task_id, found in best.items():
+        trajectory = Path(found["cell_dir"]) / "trajectory.md"
+        body = trajectory.read_text(encoding="utf-8") if trajectory.is_file() else "(no trajectory)\n"
+        (out_dir / f"{task_id}.md").write_text(
+            f"<!-- solved bare by {model}: best score {found['score']:.3f} on pass {found['pass']} -->\n{body}",
+            encoding="utf-8")
+    low = sorted((task_id, found["score"]) for task_id, found in best.items() if found["score"] < min_score)
+    record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score, "cost_usd": cost,
+              "cells_run": cells_run, "tasks": {task_id: {"score": f["score"], "pass": f["pass"]} for task_id, f in sorted(best.items())},
+              "aborted": bool(low)}
+    (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    if low:
+        record["message"] = (
+            f"solve phase: the mutator model {model} is not capable enough for this suite — after {passes} pass(es) "
+            f"its best bare score stays below {min_score} on: "
+            + ", ".join(f"{task_id} ({score:.2f})" for task_id, score in low)
+            + ". Use a stronger --mutator-model, raise --solve-attempts, or lower --solve-min-score.")
+    return record
+
+
+def store(db, run_id: str, record: dict) -> None:
+    db["runs"].update(run_id, {"solve": dumps(record)})

@@ -1,0 +1,42 @@
+"""The solve phase: an incapable mutator model aborts the run before any seed cell; a capable one
+leaves graded demonstrations in solve/ for every later workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from mutator.db import connect_readonly
+from tests.conftest import run_cli
+
+ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "1", "--solve",
+        "--solve-attempts", "2")
+
+
+def test_abort_before_any_seed_cell(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = run_cli(*ARGS, "--data-dir", str(data))
+    assert result.returncode == 4
+    assert "is not capable enough for this suite" in result.stderr and "orders-08 (" in result.stderr
+    db = connect_readonly(data / "mutator.db")
+    splits = [r["contract"] for r in db.query("select contract from evaluations")]
+    assert len(splits) == 2 and all('"salt": "solve-' in c for c in splits)  # two solve passes, no seed eval
+    run = dict(next(iter(db.query("select status, solve, error from runs"))))
+    assert run["status"] == "failed" and json.loads(run["solve"])["aborted"] is True
+    assert not list(db.query("select * from attempts"))
+
+
+def test_capable_solver_stages_demonstrations(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = run_cli(*ARGS, "--data-dir", str(data), env={**os.environ, "FAKE_AGENT_EXPERT": "1"})
+    assert result.returncode == 0, result.stderr
+    db = connect_readonly(data / "mutator.db")
+    record = json.loads(next(iter(db.query("select solve from runs")))["solve"])
+    assert record["aborted"] is False and len(record["tasks"]) == 12
+    assert min(t["score"] for t in record["tasks"].values()) >= 0.7
+    staged = sorted(p.name for p in next((data / "workspaces").glob("*/round-1-0")).joinpath("solve").iterdir())
+    assert "orders-08.md" in staged and "solve.json" in staged
+    # solve is not part of the run's identity: the same command without --solve resumes the same run
+    again = run_cli(*ARGS[:-3], "--data-dir", str(data))
+    assert "Resuming run-" in again.stderr and again.returncode == 0
