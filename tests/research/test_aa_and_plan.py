@@ -1,0 +1,96 @@
+"""A/A mode on the demo (fakes): what lands in the store, resume/extension, and --plan reading it back."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from mutator.db import connect_readonly, loads
+from tests.conftest import run_cli
+
+AA_ARGS = ("--aa", "3", "--suite", "clean-train", "--val", "clean-val", "--replicates", "2")
+PLAN_ARGS = ("--plan", "--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "6")
+
+
+@pytest.fixture(scope="module")
+def aa_store(tmp_path_factory: pytest.TempPathFactory):
+    data_dir = tmp_path_factory.mktemp("aa") / "data"
+    result = run_cli(*AA_ARGS, "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return data_dir, result
+
+
+def _rows(data_dir: Path, sql: str, params=()) -> list[dict]:
+    return [dict(r) for r in connect_readonly(data_dir / "mutator.db").query(sql, params)]
+
+
+def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
+    data_dir, result = aa_store
+    (run,) = _rows(data_dir, "select * from runs")
+    assert run["kind"] == "aa" and run["status"] == "finished" and run["rounds_done"] == 3
+    assert run["id"].startswith("aa-") and run["val"] == "clean-val" and run["incumbent_hash"] == run["seed_hash"]
+    attempts = _rows(data_dir, "select * from attempts order by round")
+    assert [a["round"] for a in attempts] == [0, 1, 2, 3]
+    assert attempts[0]["verdict"] == "SEED"
+    assert {a["genome_hash"] for a in attempts} == {run["seed_hash"]}       # byte-identical copies
+    evaluation_ids = [a["val_evaluation_id"] for a in attempts]
+    assert len(set(evaluation_ids)) == 4                                       # ...each really evaluated
+    salts = [json.loads(e["contract"])["salt"] for e in
+             _rows(data_dir, f"select contract from evaluations where id in ({','.join('?' * 4)}) order by id",
+                   evaluation_ids)]
+    assert salts == ["", "aa-1", "aa-2", "aa-3"]
+    assert _rows(data_dir, "select count(*) as n from cells")[0]["n"] == 4 * 8 * 2
+    for copy in attempts[1:]:
+        gate = loads(copy["gate"])
+        assert copy["verdict"] in ("KEEP", "REJECT") and (copy["verdict"] == "KEEP") == gate["keep"]
+        assert copy["delta"] == pytest.approx(sum(gate["deltas"].values()) / 8)
+        assert copy["gate_df"] == 7 * copy["round"]                             # pooled like a run's rounds
+        assert copy["gate_t"] == pytest.approx(stats.t.ppf(stats.norm.cdf(1.0), copy["gate_df"]))
+        assert copy["gate_se"] == pytest.approx(copy["gate_s"] / math.sqrt(8))
+        assert gate["aa"]["false_improvement"] == (copy["delta"] > copy["gate_t"] * copy["gate_se"])
+    out = result.stdout
+    assert f"A/A run {run['id']}" in out and "vs 3 byte-identical copies" in out
+    rejects = sum(a["verdict"] == "REJECT" for a in attempts[1:])
+    assert f"REJECT {rejects} " in out and "design 15.9% at gate_z 1" in out
+    assert f"pooled robust s = {attempts[-1]['gate_s']:.4f} (df 21)" in out
+    assert f"s/√8 = {attempts[-1]['gate_s'] / math.sqrt(8):.4f}" in out
+
+
+def test_aa_rerun_resumes_from_the_cache(aa_store) -> None:
+    data_dir, _ = aa_store
+    again = run_cli(*AA_ARGS, "--data-dir", str(data_dir))
+    assert again.returncode == 0 and "0 cells run by this command" in again.stdout
+    assert len(_rows(data_dir, "select * from runs")) == 1
+
+
+def test_plan_uses_the_aa_noise_and_rescales_replicates(aa_store) -> None:
+    data_dir, _ = aa_store
+    s = _rows(data_dir, "select gate_s from attempts where round = 3")[0]["gate_s"]
+    (run,) = _rows(data_dir, "select id from runs")
+    result = run_cli(*PLAN_ARGS, "--replicates", "4", "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr
+    sigma = s * math.sqrt(2 / 4)
+    assert f"noise σ (SD of a per-task composite delta) = {sigma:.4f} — from A/A run {run['id']}" in result.stdout
+    assert "rescaled ×√(2/4)" in result.stdout
+    # one round's gate at round 1: df 7, t = t.ppf(Φ(1), 7); MDE = (t + t.ppf(0.8, 7))·σ/√8
+    t7 = stats.t.ppf(stats.norm.cdf(1.0), 7)
+    assert f"{(t7 + stats.t.ppf(0.8, 7)) * sigma / math.sqrt(8):.4f} at round 1 (df 7)" in result.stdout
+    # final test: 8 tasks, two-sided 5%: (t.ppf(.975, 7) + t.ppf(.8, 7))·σ/√8
+    test_mde = (stats.t.ppf(0.975, 7) + stats.t.ppf(0.8, 7)) * sigma / math.sqrt(8)
+    assert f"8 tasks): {test_mde:.4f}" in result.stdout
+    assert "measured: the seed's" in result.stdout                            # the A/A evaluated the seed
+
+
+def test_plan_without_a_store_states_its_defaults(tmp_path: Path) -> None:
+    result = run_cli(*PLAN_ARGS, "--data-dir", str(tmp_path / "none"))
+    assert result.returncode == 0, result.stderr
+    assert "stated default σ = 0.15" in result.stdout and "estimated: 40,000 input" in result.stdout
+    mde_round1 = re.search(r"gate_z 1\): ([0-9.]+) at round 1", result.stdout).group(1)
+    t7 = stats.t.ppf(stats.norm.cdf(1.0), 7)
+    assert float(mde_round1) == pytest.approx((t7 + stats.t.ppf(0.8, 7)) * 0.15 / math.sqrt(8), abs=1e-4)
+    assert not (tmp_path / "none" / "mutator.db").exists()                   # planning never creates a store
