@@ -48,11 +48,6 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("csv", "parquet"), default="csv",
                      help="--export file format (default csv; parquet needs pyarrow)")
     run.add_argument("--out", type=Path, help="--export output folder (default: <data-dir>/exports)")
-    run.add_argument("--export", metavar="RUN", help="write RUN's attempts, evaluations, cells, tests and test runs "
-                                                     "as tables for notebooks (--format, --out); spends nothing")
-    run.add_argument("--format", choices=("csv", "parquet"), default="csv",
-                     help="--export file format (default csv; parquet needs pyarrow)")
-    run.add_argument("--out", type=Path, help="--export output folder (default: <data-dir>/exports)")
     run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
                                                          "on --val (fresh replicate seeds) to measure gate noise")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
@@ -165,15 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
-        if args.export:
-            from mutator.export import ExportError, export
-            try:
-                written = export(settings.db_path, args.export, args.format, args.out or settings.data_dir / "exports")
-            except ExportError as err:
-                print(f"error: {err}", file=sys.stderr)
-                return 2
-            print("\n".join(str(path) for path in written))
-            return 0
         if args.export:
             from mutator.export import ExportError, export
             try:
