@@ -130,7 +130,7 @@ export async function render(root, state, ui) {
     h('small', { title: 'val composite of this candidate' }, num(a.composite))))));
   const curveBox = h('div', { class: 'chart', id: 'curve' });
   const curve = h('section', {}, h('h3', {}, 'Optimisation curve ',
-    h('small', { title: 'composite = eval − wCost·cost/seedCost − wSteps·steps/seedSteps, per split normalised to the seed on that split' }, 'composite on val (champion, best candidate), train, test ⓘ'),
+    h('small', { title: 'composite = eval − wCost·cost/seedCost − wSteps·steps/seedSteps, per split normalised to the seed on that split' }, 'composite on val (champion, best candidate), train, test'),
     h('button', { class: 'small', onclick: () => resetZoom('home-curve') }, 'reset zoom')), curveBox);
   const suites = state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val);
   const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s)));

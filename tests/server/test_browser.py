@@ -1,0 +1,149 @@
+"""End to end in real headless Chromium (Playwright): every page, the pickers, drawers, the diff, the
+lineage tree, and a dry run launched from the drawer appearing live. Screenshots go to artifacts/."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from mutator.server import create_app
+
+from .conftest import TOKEN
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+
+class Server:
+    """The real app on a free loopback port, in a thread with its own event loop."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from aiohttp import web
+        self.app = create_app(data_dir=data_dir, project_root=data_dir.parent, token=TOKEN)
+        self.loop = asyncio.new_event_loop()
+        self.runner = web.AppRunner(self.app, shutdown_timeout=2)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def processes(self) -> list[dict]:
+        with urllib.request.urlopen(self.url + "/api/processes", timeout=5) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def server(store_copy):
+    srv = Server(store_copy)
+    yield srv
+    for proc in srv.processes():  # never leave a launched run behind
+        if proc["status"] == "running":
+            os.kill(proc["pid"], 15)
+    srv.stop()
+
+
+@pytest.fixture
+def page():
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.console_errors = []
+        pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
+        pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+        yield pg
+        browser.close()
+
+
+def test_every_page_and_a_live_launch(server, page, run_id):
+    expect = sync_api.expect
+    page.goto(server.url + "/#/home")
+    expect(page.locator("#run-picker option")).to_have_count(1)
+    # pick store, skill and run through the pickers
+    page.select_option("#store-picker", index=0)
+    page.select_option("#skill-picker", "csv-clean")
+    page.select_option("#run-picker", run_id)
+    expect(page.locator("#timeline .node")).to_have_count(4)
+    expect(page.locator("#curve .uplot")).to_have_count(1)
+    expect(page.locator(".test-card")).to_have_count(1)
+    # a timeline node opens its drawer
+    page.click('#timeline .node[data-round="1"]')
+    drawer = page.locator("#drawer .attempt-drawer")
+    expect(drawer).to_be_visible()
+    expect(drawer).to_contain_text("Round 1")
+    page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
+    # ... and from the drawer into Round Analysis, with the diff text
+    page.click("text=Open in Round Analysis")
+    expect(page.locator("pre.diff")).to_contain_text("diff --git a/")
+    expect(page.locator("#gate")).to_contain_text("gate threshold")
+    expect(page.locator("#test-grid tbody tr")).to_have_count(8)
+    page.locator("#cell-grid td.cell").first.click()
+    expect(page.locator("#drawer .cell-drawer")).to_contain_text("Agent stream")
+    expect(page.locator("#drawer .cell-drawer .ev-result")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "round-analysis.png"), full_page=True)
+    page.click("#drawer-close")
+    page.select_option("#split-picker", "train")
+    expect(page.locator("h3", has_text="Scores on train")).to_be_visible()
+    # lineage: chain and a collapsible, zoomable tree
+    page.click('#links a[data-page="lineage"]')
+    expect(page.locator("#chain")).to_contain_text("champion")
+    nodes = page.locator("#tree .tnode")
+    expect(nodes).to_have_count(4)
+    page.click("#collapse-all")
+    expect(nodes).to_have_count(3)  # the rejected branch folds away
+    page.click("#expand-all")
+    expect(nodes).to_have_count(4)
+    page.click("#zoom-in")
+    assert "scale(1.2)" in page.locator("#tree").get_attribute("style")
+    page.screenshot(path=str(ARTIFACTS / "lineage.png"), full_page=True)
+    page.locator("#tree a.hash").first.click()
+    expect(page.locator("pre.diff")).to_be_visible()
+    # history: one regime panel with its own chart
+    page.click('#links a[data-page="history"]')
+    expect(page.locator(".regime .uplot")).to_have_count(1)
+    page.select_option("#history-metric", "eval")
+    expect(page.locator(".regime .uplot")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "history.png"), full_page=True)
+    # launch a dry run from the drawer and watch its rounds appear live
+    page.click('#links a[data-page="home"]')
+    page.click("#open-launch")
+    form = page.locator("#drawer form.launch")
+    form.locator('input[name="replicates"]').fill("1")
+    form.locator('input[name="rounds"]').fill("2")
+    form.locator('button[type="submit"]').click()
+    expect(form.locator(".launch-status")).to_contain_text("started pid")
+    page.click("#drawer-close")
+    expect(page.locator("#run-picker option")).to_have_count(2, timeout=60_000)
+    expect(page.locator("#run-picker")).not_to_have_value(run_id, timeout=60_000)
+    expect(page.locator('#timeline .node[data-round="1"]')).to_have_count(1, timeout=120_000)
+    page.screenshot(path=str(ARTIFACTS / "home-live.png"), full_page=True)
+    expect(page.locator('#timeline .node[data-round="2"]:not(.n-pending)')).to_have_count(1, timeout=120_000)
+    page.screenshot(path=str(ARTIFACTS / "home-launched.png"), full_page=True)
+    deadline = time.monotonic() + 60
+    while any(p["status"] == "running" for p in server.processes()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert [p["returncode"] for p in server.processes()] == [0]
+    assert page.console_errors == []
