@@ -300,8 +300,25 @@ def write_stream(path: str | None, change: Change, started: float) -> None:
             f.flush()
 
 
+def distil_lessons(ledger: Path) -> str:
+    """Meta-skill mode (SM_TASK=meta): turn the ledger's verdicts into a few deterministic lessons."""
+    text = ledger.read_text(encoding="utf-8") if ledger.is_file() else ""
+    attempts = re.findall(r"^## Attempt (\S+) — (\w+)\n- summary: (.*)$", text, re.M)
+    lessons = [f"- {len(attempts)} attempts so far: "
+               + ", ".join(f"{v} {sum(1 for a in attempts if a[1] == v)}" for v in ("KEEP", "REJECT", "CRITIC"))]
+    lessons += [f"- Helped (kept): {summary}" for _, verdict, summary in attempts if verdict == "KEEP"]
+    lessons += [f"- Do not retry (rejected): {summary}" for _, verdict, summary in attempts if verdict == "REJECT"]
+    lessons += [f"- Broke the critic: {summary}" for _, verdict, summary in attempts if verdict == "CRITIC"]
+    return "\n".join(lessons)
+
+
 def main() -> int:
     started = time.monotonic()
+    if os.environ.get("SM_TASK") == "meta":
+        lessons = distil_lessons(Path("history") / "ledger.md")
+        Path("result.json").write_text(json.dumps({"lessons": lessons}) + "\n", encoding="utf-8")
+        write_stream(os.environ.get("SM_STREAM"), Change("distilled lessons", lessons), started)
+        return 0
     skill = Path("skill")
     if not skill.is_dir():
         print("fake_mutator: no skill/ folder in the workspace", file=sys.stderr)

@@ -8,6 +8,7 @@ mutations are redone, and evaluations resume cell by cell from the cache.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -25,9 +26,20 @@ from mutator.db import connect, dumps, loads, now, rows
 from mutator.evaluations import Evaluator
 from mutator.evidence import Evidence
 from mutator.genome import GenomeStore
+from mutator.meta import distil
 from mutator.mutate import mutate
 from mutator.progress import Progress
-from mutator.score import Comparison, Normalisers, Weights, compare, normalisers, per_task, summarise
+from mutator.score import (
+    Comparison,
+    Normalisers,
+    Weights,
+    compare,
+    gate_t,
+    normalisers,
+    per_task,
+    pooled,
+    summarise,
+)
 from mutator.solve import SolveAbort, solve_phase
 from mutator.solve import store as store_solve
 from sandbox import Launcher
@@ -271,6 +283,9 @@ class Loop:
                     row = self._attempt_row(round_no, candidate.sibling)
                     self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
         self._update_run(rounds_done=round_no)
+        every = self.settings.meta_skill_every
+        if every and round_no % every == 0:
+            self.meta_skill(round_no)
 
     def _report_attempt(self, round_no: int, sibling: int) -> None:
         row = self._attempt_row(round_no, sibling)
@@ -361,6 +376,31 @@ class Loop:
             "mutator_cost_usd": result.cost_usd, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
+    def meta_lessons(self) -> list[dict]:
+        return loads(self.run()["meta_skill"], [])
+
+    def meta_skill(self, round_no: int) -> None:
+        """Distil the attempt log into lessons once per `meta_skill_every` rounds (skipped when done)."""
+        lessons = self.meta_lessons()
+        if any(entry["round"] == round_no for entry in lessons):
+            return
+        incumbent = self.run()["incumbent_hash"]
+        s = self.settings
+        result = distil(
+            workspace=s.data_dir / "workspaces" / self.run_id / f"meta-{round_no}",
+            skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
+            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
+            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
+            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"})
+        self._spend(result.cost_usd)
+        if not result.ok:
+            self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
+        lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
+                        "error": result.error})
+        self._update_run(meta_skill=dumps(lessons))
+        if result.ok:
+            self.progress.say(f"  meta skill distilled after round {round_no}")
+
     def evidence(self) -> Evidence:
         return Evidence(db=self.db, genomes=self.genomes, run_id=self.run_id, train=self.suites.train,
                         train_composite=self.train_composite, solve_dir=self.solve_dir)
@@ -403,11 +443,23 @@ class Loop:
             round=round_no, sibling=sibling, skill_name=self.skill_name,
             formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps); eval is the "
                      f"mean per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."),
-            gate=(f"A candidate is kept unless Δcomposite < {s.min_improvement} − t·SE, with SE pooled from the "
-                  f"paired per-task deltas of this run (gateZ = {s.gate_z}). Ties are kept."),
+            gate=self.gate_text(),
             incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective,
+            meta_skill=next((e["lessons"] for e in reversed(self.meta_lessons()) if e["lessons"]), ""),
             siblings=self._earlier_siblings(round_no, sibling) if objective else (),
             target_tasks=spec.target_tasks if spec else ()))
+
+    def gate_text(self) -> str:
+        """The gate as it stands now, with this run's pooled noise figures."""
+        s = self.settings
+        pooled_s, df = pooled(self.prior_comparisons(exclude=-1))
+        n = len(self.suites.val.tasks)
+        t = gate_t(s.gate_z, df)
+        se = pooled_s / math.sqrt(n) if n else 0.0
+        return (f"A candidate is kept unless its Δcomposite vs the incumbent (mean of paired per-task deltas on "
+                f"the validation suite) < minImprovement − t·SE. Now: minImprovement {s.min_improvement}, gateZ "
+                f"{s.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t {t:.3f} → a change "
+                f"is rejected only if Δ < {s.min_improvement - t * se:+.4f}. Statistical ties are kept.")
 
     def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:
         """This round's earlier implementations (summary + diff), for a sibling sharing the objective."""
