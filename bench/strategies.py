@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Which search pays? greedy, branching, population, pareto and best-of-N on one synthetic landscape.
+
+The landscape is built from the fakes: a genome is a set of CSV rules (fakes/csv_rules.py ops), a
+cell applies each rule unless the agent fumbles it (skip probability = the rule implementation's
+quality), and the demo grader scores the output against the answer key. Some rules help some tasks,
+titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly. The REAL
+strategy classes and the REAL gate (mutator/score.py) run in a loop mirroring mutator/loop.py, with a
+simulated mutator shared by all strategies. Everything runs in-process: no agents, no database.
+
+    python bench/strategies.py [--seeds 8] [--budget 640] [--replicates 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import json
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fakes.csv_rules import apply_rules, read_csv  # noqa: E402
+from mutator.score import CellFigures, Comparison, Normalisers, Weights, compare, per_task, summarise  # noqa: E402
+from strategies import Member, Scored, State, make_strategy  # noqa: E402
+
+SEED_RULES = (("trim", 0), ("headers", 0))
+HELPFUL = ("dates", "amounts", "booleans", "emails", "dedupe")
+CATALOGUE = (*HELPFUL, "titlecase", "notes", "verify", "examples")   # the last three: cost only
+TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails", "rows": "dedupe"}
+VARIANTS = 3
+WEIGHTS = Weights(0.1, 0.02)
+MUTATOR_USD = 3000 * 5e-6 + 400 * 25e-6            # one fake mutator call priced as claude-opus-4-5
+PER_TURN_IN, PER_TURN_OUT = 900, 80                 # fake agent tokens per turn (haiku: $1 / $5 per M)
+SMART = 0.5                                         # chance the mutator acts on its evidence, else a random change
+
+Genome = frozenset  # of (op, variant)
+
+
+def load_grader():
+    spec = importlib.util.spec_from_file_location("csv_grader", ROOT / "suites" / "csv_grader.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.grade
+
+
+class Landscape:
+    def __init__(self, rng: random.Random) -> None:
+        grade = load_grader()
+        self.suites = {}
+        for split in ("train", "val", "test"):
+            folder = ROOT / "suites" / f"clean-{split}"
+            tasks = [json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines() if line]
+            self.suites[split] = {t: (read_csv(folder / "fixtures" / t / "input.csv"),
+                                      read_csv(folder / "answers" / f"{t}.csv")) for t in tasks}
+        self._grade, self._cache, self._expected = grade, {}, {}
+        # each rule has VARIANTS implementations of different reliability (the fumble rate per cell)
+        self.skip = {(op, v): rng.choice((0.02, 0.08, 0.30)) for op in CATALOGUE for v in range(VARIANTS)}
+        self.skip.update({rule: 0.0 for rule in SEED_RULES})
+
+    def tests(self, split: str, task: str, applied: frozenset) -> dict[str, float]:
+        key = (split, task, applied)
+        if key not in self._cache:
+            rows, answer = self.suites[split][task]
+            self._cache[key] = self._grade(answer, apply_rules(rows, sorted(applied)))
+        return self._cache[key]
+
+    def score(self, split: str, task: str, applied: frozenset) -> float:
+        tests = self.tests(split, task, applied)
+        return sum(tests.values()) / len(tests)
+
+    @staticmethod
+    def turns(genome: Genome) -> int:
+        return 2 + len(genome)                         # read, one per rule, write
+
+    def cost(self, genome: Genome) -> float:
+        return self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6 + self.turns(genome) * PER_TURN_OUT * 5e-6
+
+    def cells(self, genome: Genome, split: str, replicates: int,
+              rng: random.Random) -> tuple[list[CellFigures], dict[str, list[str]]]:
+        """Measured cells, and per task the grader tests that failed in any replicate (the train evidence)."""
+        out, failing = [], {}
+        for task in self.suites[split]:
+            for rep in range(replicates):
+                applied = frozenset(op for op, v in genome if rng.random() >= self.skip[(op, v)])
+                tests = self.tests(split, task, applied)
+                failing.setdefault(task, set()).update(t for t, s in tests.items() if s < 1)
+                out.append(CellFigures(task, rep, sum(tests.values()) / len(tests), self.cost(genome),
+                                       self.turns(genome), True))
+        return out, {t: sorted(v) for t, v in failing.items() if v}
+
+    def expected(self, genome: Genome, split: str, norm: Normalisers) -> float:
+        """The genome's true composite: every fumble pattern weighted by its probability."""
+        key = (genome, split)
+        if key not in self._expected:
+            self._expected[key] = self._exact(genome, split, norm)
+        return self._expected[key]
+
+    def _exact(self, genome: Genome, split: str, norm: Normalisers) -> float:
+        rules = sorted(genome)
+        total = 0.0
+        for task in self.suites[split]:
+            for pattern in itertools.product((True, False), repeat=len(rules)):
+                p, applied = 1.0, []
+                for (op, v), on in zip(rules, pattern, strict=True):
+                    s = self.skip[(op, v)]
+                    p *= (1 - s) if on else s
+                    if on:
+                        applied.append(op)
+                if p:
+                    total += p * self.score(split, task, frozenset(applied))
+        mean = total / len(self.suites[split])
+        return mean - WEIGHTS.w_cost * self.cost(genome) / norm.seed_cost - WEIGHTS.w_steps * self.turns(genome) / norm.seed_steps
+
+    def optimum(self, split: str, norm: Normalisers) -> float:
+        best_variant = {op: min(range(VARIANTS), key=lambda v: self.skip[(op, v)]) for op in CATALOGUE}
+        return max(self.expected(Genome(SEED_RULES) | {(op, best_variant[op]) for op in subset}, split, norm)
+                   for k in range(len(HELPFUL) + 2) for subset in itertools.combinations((*HELPFUL, "titlecase"), k))
+
+
+def norm_for(land: Landscape, split: str) -> Normalisers:
+    seed = Genome(SEED_RULES)
+    return Normalisers(land.cost(seed), land.turns(seed))
+
+
+class Mutator:
+    """One change per call, the same for every strategy: follow an objective, merge a ref, act on
+    failing train tests (the targets, else the parent's worst tasks) or make a random change."""
+
+    def __init__(self, land: Landscape, rng: random.Random) -> None:
+        self.land, self.rng = land, rng
+
+    def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome], failing: dict[str, list[str]],
+                 targets: tuple[str, ...]) -> tuple[Genome, str]:
+        have = {op for op, _ in parent}
+        variant = self.rng.randrange(VARIANTS)
+        if objective in CATALOGUE and objective not in have:
+            return parent | {(objective, variant)}, objective
+        for ref in refs:
+            lend = sorted(rule for rule in ref - parent if rule[0] not in have)
+            if lend:
+                rule = self.rng.choice(lend)
+                return parent | {rule}, rule[0]
+        if failing and self.rng.random() < SMART:
+            focus = [t for t in targets if t in failing] or sorted(failing, key=lambda t: -len(failing[t]))[:3]
+            wanted = [TEST_RULES[t] for task in focus for t in failing[task] if t in TEST_RULES]
+            wanted = [op for op in wanted if op not in have]
+            if wanted:
+                op = max(sorted(set(wanted)), key=wanted.count)
+                return parent | {(op, variant)}, op
+        extra = sorted(rule for rule in parent if rule not in SEED_RULES)
+        if extra and self.rng.random() < 0.15:
+            rule = self.rng.choice(extra)
+            return parent - {rule}, f"-{rule[0]}"
+        options = [op for op in CATALOGUE if op not in have]
+        op = self.rng.choice(options) if options else "notes"
+        return parent | {(op, variant)}, op
+
+
+@dataclass
+class Outcome:
+    curve: list[tuple[int, float]]     # (rollouts so far, true val composite of the incumbent)
+    val_measured: float
+    test_true: float
+    rollouts: int
+    usd: float
+
+
+def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, replicates: int, seed: int) -> Outcome:
+    rng = random.Random(f"bench:{seed}:{strategy_id}")
+    mutator = Mutator(land, random.Random(f"mutator:{seed}:{strategy_id}"))
+    norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
+    val_cells: dict[Genome, list[CellFigures]] = {}
+    train_cells: dict[Genome, list[CellFigures]] = {}
+    train_failing: dict[Genome, dict[str, list[str]]] = {}
+    spent = {"rollouts": 0, "usd": 0.0}
+    names: dict[Genome, str] = {}
+
+    def name(g: Genome) -> str:
+        return names.setdefault(g, f"g{len(names)}")
+
+    by_name: dict[str, Genome] = {}
+
+    def evaluate(g: Genome, split: str, store: dict) -> list[CellFigures]:
+        if g not in store:  # the evaluation cache: same genome, same contract, no new spend
+            store[g], failing_tests = land.cells(g, split, replicates, rng)
+            if split == "train":
+                train_failing[g] = failing_tests
+            spent["rollouts"] += len(store[g])
+            spent["usd"] += sum(c.cost_usd for c in store[g])
+        by_name[name(g)] = g
+        return store[g]
+
+    def member(g: Genome) -> Member:
+        tasks = per_task(val_cells[g], WEIGHTS, norms["val"])
+        train = {t: f.composite for t, f in per_task(train_cells[g], WEIGHTS, norms["train"]).items()} \
+            if g in train_cells else {}
+        return Member(name(g), summarise(val_cells[g], WEIGHTS, norms["val"]).composite,
+                      {t: f.composite for t, f in tasks.items()}, train)
+
+    def failing(g: Genome) -> dict[str, list[str]]:
+        return train_failing.get(g, {})  # only genomes selected for train have evidence
+
+    seed_genome = Genome(SEED_RULES)
+    evaluate(seed_genome, "val", val_cells)
+    evaluate(seed_genome, "train", train_cells)
+    curve = [(spent["rollouts"], land.expected(seed_genome, "val", norms["val"]))]
+
+    if strategy_id == "best-of-n":
+        val_size = len(land.suites["val"]) * replicates
+        best = seed_genome
+        while spent["rollouts"] + val_size <= budget:
+            child, _ = mutator(seed_genome, objective=None, refs=[], failing=failing(seed_genome), targets=())
+            spent["usd"] += MUTATOR_USD
+            if child == seed_genome:
+                continue
+            evaluate(child, "val", val_cells)
+            if member(child).composite > member(best).composite:
+                best = child
+            curve.append((spent["rollouts"], land.expected(best, "val", norms["val"])))
+        incumbent = best
+    else:
+        strategy = make_strategy(strategy_id, opts)
+        incumbent, pool, prior = seed_genome, (), []
+        round_no = 0
+        while spent["rollouts"] < budget:
+            round_no += 1
+            members = tuple(member(g) for g in val_cells)
+            state = State(round_no, member(incumbent), random.Random(f"{seed}:{strategy_id}:{round_no}"),
+                          members, pool)
+            scored, first_op = [], None
+            for sibling, spec in enumerate(strategy.plan(state)):
+                parent = by_name[spec.parent_hash]
+                child, op = mutator(parent, objective=first_op if spec.share_objective else None,
+                                    refs=[by_name[h] for h in spec.ref_hashes], failing=failing(parent),
+                                    targets=spec.target_tasks)
+                spent["usd"] += MUTATOR_USD
+                first_op = op if sibling == 0 else first_op
+                if child == parent:  # the critic rejects a no-op without spending an evaluation
+                    scored.append(Scored(sibling, spec, None, evaluated=False))
+                    continue
+                cand = per_task(evaluate(child, "val", val_cells), WEIGHTS, norms["val"])
+                gate = compare(cand, per_task(val_cells[incumbent], WEIGHTS, norms["val"]), prior=prior,
+                               min_improvement=0.0, gate_z=1.0)
+                prior.append(Comparison(gate.n, gate.s_r))
+                scored.append(Scored(sibling, spec, name(child), True, member(child).composite, gate.keep,
+                                     {t: f.composite for t, f in cand.items()}))
+            integration = strategy.integrate(state, scored)
+            incumbent, pool = by_name[integration.incumbent], integration.pool or pool
+            for h in integration.selected:
+                evaluate(by_name[h], "train", train_cells)
+            curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
+    return Outcome(curve, member(incumbent).composite, land.expected(incumbent, "test", norms["test"]),
+                   spent["rollouts"], spent["usd"])
+
+
+def mean_se(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.4f}" if values else "—"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) / len(values) ** 0.5:.4f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train")
+    ap.add_argument("--replicates", type=int, default=2)
+    args = ap.parse_args()
+    started = time.monotonic()
+    contenders = [("greedy", {}), ("branching", {"width": 3}), ("population", {}), ("pareto", {}), ("best-of-n", {})]
+    rows: dict[str, list[Outcome]] = {c: [] for c, _ in contenders}
+    gaps, optima = [], []
+    for seed in range(args.seeds):
+        land = Landscape(random.Random(seed))
+        val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
+        seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
+        optima.append((seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
+                       land.optimum("test", test_norm)))
+        gaps.append(seed_val + 0.9 * (opt_val - seed_val))
+        for strategy_id, opts in contenders:
+            rows[strategy_id].append(run_search(land, strategy_id, opts, args.budget, args.replicates, seed))
+    print(f"Synthetic landscape from the fakes: {args.seeds} seeds, budget {args.budget} rollouts, "
+          f"{args.replicates} replicates, val {len(land.suites['val'])} tasks, test {len(land.suites['test'])} tasks.")
+    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in optima):.4f} → optimum "
+          f"{statistics.mean(o[1] for o in optima):.4f}; seed test {statistics.mean(o[2] for o in optima):.4f} → "
+          f"optimum {statistics.mean(o[3] for o in optima):.4f}.")
+    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap "
+          "(median over seeds that got there).\n")
+    header = (f"| {'strategy':<11} | {'reached 90%':>11} | {'rollouts to 90%':>15} | {'final val (measured)':>20} | "
+              f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
+    print(header)
+    print("|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|")
+    for strategy_id, outcomes in rows.items():
+        hits = []
+        for outcome, target in zip(outcomes, gaps, strict=True):
+            hit = next((r for r, v in outcome.curve if v >= target - 1e-12), None)
+            if hit is not None:
+                hits.append(hit)
+        to90 = f"{statistics.median(hits):.0f}" if hits else "never"
+        print(f"| {strategy_id:<11} | {len(hits):>5}/{len(outcomes):<5} | {to90:>15} | "
+              f"{mean_se([o.val_measured for o in outcomes]):>20} | "
+              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
+              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
+    print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.")
+
+
+if __name__ == "__main__":
+    main()
