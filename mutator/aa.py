@@ -20,7 +20,7 @@ from skills_ref import read_properties
 
 from eval.cells import Contract
 from eval.suite import Suite
-from mutator.config import Settings
+from mutator.config import ConfigError, Settings
 from mutator.db import connect, dumps, loads, now, rows
 from mutator.evaluations import Evaluator, Outcome
 from mutator.genome import GenomeStore
@@ -109,7 +109,7 @@ class AARun:
 
     def execute(self, copies: int) -> str:
         if copies < 1:
-            raise ValueError(f"--aa needs at least 1 copy, got {copies}")
+            raise ConfigError(f"--aa needs at least 1 copy, got {copies}; e.g. --aa 5")
         seed_hash = self._open(copies)
         try:
             self._copies(seed_hash, copies)
