@@ -1,0 +1,121 @@
+"""Cell throughput of the harness against raw spawning of the same agent + grader processes.
+
+Usage: python bench/overhead.py [--sandbox none|bwrap] [--suite clean-train] [--replicates 4]
+       [--concurrency 4] [--repeats 3]
+The harness side runs `eval.evaluate.evaluate` (staging, launcher, watchdog, stream metrics, grading,
+cell.json) with the fake build agent; the raw side stages the same inputs and runs the same two
+processes per cell from a plain thread pool. With --sandbox bwrap the harness also runs under none,
+so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval.cells import Contract, enumerate_cells  # noqa: E402
+from eval.cost import Price  # noqa: E402
+from eval.evaluate import EvalRequest, evaluate  # noqa: E402
+from eval.suite import Suite, load_suite  # noqa: E402
+from sandbox import get_launcher  # noqa: E402
+
+SKILL = ROOT / "suites" / "csv-clean"
+AGENT = [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
+PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10)
+KEY = "bench-overhead"
+
+
+def contract(replicates: int) -> Contract:
+    return Contract(model="claude-haiku-4-5", replicates=replicates, max_turns=30, agent="fake-bench",
+                    silence_ms=600_000, heartbeat_ms=300_000)
+
+
+def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path) -> float:
+    """Cells per second through the real evaluation core."""
+    request = EvalRequest(skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(replicates),
+                          key=KEY, cells_root=scratch / f"harness-{sandbox}", agent_argv=AGENT,
+                          launcher=get_launcher(sandbox), price=PRICE, concurrency=concurrency,
+                          grader_timeout_s=60)
+    started = time.perf_counter()
+    cells = evaluate(request)
+    elapsed = time.perf_counter() - started
+    bad = [c for c in cells if not c.ok]
+    if bad:
+        raise SystemExit(f"harness ({sandbox}): {len(bad)} cells failed, e.g. {bad[0].error}")
+    return len(cells) / elapsed
+
+
+def raw(suite: Suite, replicates: int, concurrency: int, scratch: Path) -> float:
+    """Cells per second spawning the same agent and grader from a thread pool: no harness, no sandbox."""
+    tasks = {task.id: task for task in suite.tasks}
+
+    def one(spec) -> None:
+        cell = scratch / "raw" / spec.name
+        work = cell / "work"
+        work.mkdir(parents=True)
+        for rel in tasks[spec.task_id].inputs:
+            shutil.copyfile(suite.fixture_dir(spec.task_id) / rel, work / rel)
+        skill = work / ".claude" / "skills" / "csv-clean"
+        shutil.copytree(SKILL, skill)
+        env = {**os.environ, "SM_STREAM": str(cell / "stream.jsonl"), "SM_SKILL_DIR": str(skill),
+               "SM_CELL_SEED": str(spec.seed), "SM_MAX_TURNS": "30"}
+        # New sessions like the harness's: with the kernel's autogroup scheduling a session is its own
+        # CPU share, so spawning in the bench's session would starve the raw side on a busy machine.
+        subprocess.run(AGENT, cwd=work, env=env, input=tasks[spec.task_id].prompt.encode(), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        subprocess.run([*suite.grader_argv(), str(work), spec.task_id], cwd=suite.path, check=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    specs = enumerate_cells(suite, contract(replicates), KEY)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(one, specs))
+    return len(specs) / (time.perf_counter() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
+    p.add_argument("--suite", default="clean-train")
+    p.add_argument("--replicates", type=int, default=4)
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args(argv)
+    suite = load_suite(ROOT / "suites" / args.suite)
+    sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
+    rates: dict[str, list[float]] = {side: [] for side in sides}
+    for _ in range(args.repeats):  # interleaved, so load drift hits every side alike
+        for side in sides:
+            with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+                rate = (raw(suite, args.replicates, args.concurrency, Path(scratch)) if side == "raw" else
+                        harness(suite, side, args.replicates, args.concurrency, Path(scratch)))
+            rates[side].append(rate)
+    cells = len(suite.tasks) * args.replicates
+    median = {side: statistics.median(values) for side, values in rates.items()}
+    print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
+          f"median of {args.repeats} interleaved repeats")
+    for side in sides:
+        label = "raw spawn (no harness)" if side == "raw" else f"harness, --sandbox {side}"
+        print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
+              + ", ".join(f"{r:.2f}" for r in rates[side]))
+    print(f"  harness/raw (none)       {median['none'] / median['raw']:7.3f}")
+    if "bwrap" in median:
+        print(f"  harness/raw (bwrap)      {median['bwrap'] / median['raw']:7.3f}")
+        print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
+              f"(bwrap costs {100 * (1 - median['bwrap'] / median['none']):.1f}% of cell throughput)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
