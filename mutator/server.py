@@ -191,7 +191,10 @@ async def runs(request: web.Request) -> web.Response:
 
 async def run(request: web.Request) -> web.Response:
     store = store_of(request)
-    found = Q.run_detail(db_of(request, store), run_param(request), store.data_dir)
+    window = request.query.get("window", "60")
+    if not window.isdigit() or int(window) > 100_000:
+        raise fail(400, "window: a number of rounds (0 = all)")
+    found = Q.run_detail(db_of(request, store), run_param(request), store.data_dir, window=int(window))
     if found is None:
         raise fail(404, "no such run")
     return ok(found)

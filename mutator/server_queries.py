@@ -147,25 +147,50 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
     return out
 
 
-def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path) -> dict | None:
-    """The Home page's data: the run, its round timeline with stages, the curve, the test timeline."""
+def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window: int = 60) -> dict | None:
+    """The Home page's data: the run, the curve over every round (compact arrays), the round timeline
+    with stages for the last `window` rounds (0 = all), and the test timeline."""
     run = run_row(db, run_id)
     if run is None:
         return None
-    attempts = q(db, f"select {ATTEMPT_LIST} from attempts where run_id = ? order by round, sibling", [run_id])
+    light = q(db, "select a.round, a.sibling, a.verdict, a.composite, t.eval, t.cost, t.steps from attempts a "
+                  "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
+                  "order by a.round, a.sibling", [run_id])
+    tests = test_runs(db, run, data_dir)
+    curve: dict[str, list] = {"round": [], "champion": [], "best": [], "train": [], "test": []}
+    champions: dict[tuple[int, int], float | None] = {}
+    champion = None
+    for a in light:
+        if a["verdict"] in ("SEED", "KEEP") and a["composite"] is not None:
+            champion = a["composite"]  # the incumbent after this attempt (greedy keeps statistical ties)
+        champions[(a["round"], a["sibling"])] = champion
+        train = composite(a, run, split="train") if a["eval"] is not None else None
+        if not curve["round"] or curve["round"][-1] != a["round"]:
+            for key, value in (("round", a["round"]), ("champion", None), ("best", None), ("train", None),
+                               ("test", None)):
+                curve[key].append(value)
+        curve["champion"][-1] = champion
+        if a["composite"] is not None and (curve["best"][-1] is None or a["composite"] > curve["best"][-1]):
+            curve["best"][-1] = a["composite"]
+        if train is not None:
+            curve["train"][-1] = train
+    for t in tests:
+        if t["composite"] is not None and t["round"] in curve["round"]:
+            curve["test"][curve["round"].index(t["round"])] = t["composite"]
+    last = light[-1]["round"] if light else 0
+    low = last - window + 1 if window > 0 else -1
+    attempts = q(db, f"select {ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, sibling",
+                 [run_id, low])
     ids = sorted({i for a in attempts for i in (a["val_evaluation_id"], a["train_evaluation_id"]) if i})
     evals = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in "
                                        f"({','.join('?' * len(ids))})", ids)} if ids else {}
-    champion = None
     for a in attempts:
         a["critic"], a["stages"] = loads(a["critic"], None), stages(db, a, run, evals, data_dir)
         train = evals.get(a["train_evaluation_id"]) if a["train_evaluation_id"] else None
         a["train_composite"] = composite(train, run, split="train")
-        if a["verdict"] in ("SEED", "KEEP") and a["composite"] is not None:
-            champion = a["composite"]  # the incumbent after this round (greedy keeps statistical ties)
-        a["champion_composite"] = champion
-    tests = test_runs(db, run, data_dir)
-    return {"run": run, "attempts": attempts, "tests": tests}
+        a["champion_composite"] = champions.get((a["round"], a["sibling"]))
+    return {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
+            "tests": tests}
 
 
 def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
@@ -254,26 +279,30 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
             "nodes": nodes, "chain": chain}
 
 
+HISTORY_COLUMNS = ("id", "round", "sibling", "verdict", "composite", "eval", "cost", "steps",
+                   "t_eval", "t_cost", "t_steps", "t_composite")
+
+
 def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
-    """Every run of a skill as a regime: per-round candidate and champion series on val and train,
-    plus the run's test measurements."""
+    """Every run of a skill as a regime: per-attempt val and train figures as compact rows
+    (`columns` names them), plus the run's test measurements."""
     out = []
-    for run in [run_row(db, r["id"]) for r in runs(db, skill)]:
-        attempts = q(db, "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, "
-                         "t.eval as t_eval, t.cost as t_cost, t.steps as t_steps from attempts a left join "
-                         "evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
-                         "a.sibling", [run["id"]])
-        points = []
-        for a in attempts:
-            train = {"eval": a.pop("t_eval"), "cost": a.pop("t_cost"), "steps": a.pop("t_steps")}
-            a["train"] = None if train["eval"] is None else {**train, "composite": composite(train, run,
-                                                                                             split="train")}
-            points.append(a)
+    for run in q(db, "select * from runs where skill_name = ? order by created_at desc", [skill]):
+        cursor = db.conn.execute(
+            "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, t.eval, t.cost, "
+            "t.steps from attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
+            "order by a.round, a.sibling", [run["id"]])
+        rows = []
+        for row in cursor.fetchall():
+            train = None if row[8] is None else composite({"eval": row[8], "cost": row[9], "steps": row[10]}, run,
+                                                          split="train")
+            rows.append([*row, train])
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
                       "train_composite from test_runs where run_id = ? order by id", [run["id"]])
+        run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
         out.append({"run": {k: run[k] for k in ("id", "status", "strategy", "model", "replicates", "rounds_done",
                                                "rounds_target", "created_at", "suite", "val", "holdout", "alive")},
-                    "points": points, "tests": tests})
+                    "columns": HISTORY_COLUMNS, "points": rows, "tests": tests})
     return out
 
 

@@ -59,6 +59,11 @@ async def test_run_detail_has_a_timeline_with_every_stage_and_the_test(client, r
     assert attempts[0]["verdict"] == "SEED" and attempts[0]["train_composite"] is not None
     assert all(a["verdict"] in ("KEEP", "REJECT", "CRITIC", "FAILED") for a in attempts[1:])
     assert attempts[-1]["champion_composite"] is not None
+    curve = detail["curve"]
+    assert curve["round"] == [0, 1, 2, 3] and None not in curve["champion"] and curve["test"].count(None) == 3
+    assert curve["champion"][0] == attempts[0]["composite"] and detail["n_rounds"] == 4
+    recent = await get(client, f"/api/runs/{run_id}", store=store, window="2")
+    assert [a["round"] for a in recent["attempts"]] == [2, 3] and recent["curve"] == curve
     [test] = detail["tests"]
     assert test["suite"] == "clean-test" and test["status"] == "done" and test["composite"] is not None
 
@@ -103,7 +108,8 @@ async def test_history_has_one_regime_with_train_and_test(client, run_id):
     store = await _store(client)
     [regime] = await get(client, "/api/history", store=store, skill="csv-clean")
     assert regime["run"]["id"] == run_id and len(regime["points"]) == 4
-    assert regime["points"][0]["train"]["composite"] is not None and len(regime["tests"]) == 1
+    seed = dict(zip(regime["columns"], regime["points"][0]))
+    assert seed["verdict"] == "SEED" and seed["t_composite"] is not None and len(regime["tests"]) == 1
 
 
 @pytest.mark.parametrize("path", ["/api/runs/run-000000000000", "/api/runs/run-000000000000/lineage",

@@ -7,6 +7,15 @@ import { chart, destroyCharts, noLine, resetZoom } from '../lib/charts.js';
 const METRICS = { composite: 'composite', eval: 'eval (mean cell score)', cost: 'cost per cell (USD)', steps: 'steps per cell' };
 const STATS = { best: 'best candidate per round', mean: 'mean of the round\'s candidates', champion: 'champion after the round' };
 
+// Rows arrive compact (`columns` names them); train figures are the t_* columns.
+function unpack(regime) {
+  return regime.points.map((row) => {
+    const p = Object.fromEntries(regime.columns.map((name, i) => [name, row[i]]));
+    p.train = p.t_eval === null ? null : { eval: p.t_eval, cost: p.t_cost, steps: p.t_steps, composite: p.t_composite };
+    return p;
+  });
+}
+
 function series(points, tests, metric, stats) {
   const rounds = [...new Set(points.map((p) => p.round))].sort((a, b) => a - b);
   const val = [], train = [], test = [], ids = [];
@@ -49,7 +58,7 @@ export async function render(root, state, ui) {
       h('span', { class: 'hint' }, 'Each run is a regime with its own axis. Drag to zoom, double-click to reset, click a point to open that round.')),
     panels.length ? panels.map((p) => p.el) : h('p', {}, 'No runs of this skill.'));
   for (const { g, box } of panels) {
-    const { data, ids } = series(g.points, g.tests, ui.metric, ui.stats);
+    const { data, ids } = series(unpack(g), g.tests, ui.metric, ui.stats);
     const u = chart(`history-${g.run.id}`, box, {
       height: 220, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: ui.metric }],
       series: [{ label: 'round' },

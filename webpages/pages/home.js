@@ -70,19 +70,8 @@ function launchForm(ui) {
 }
 
 function curveData(detail) {
-  const rounds = [...new Set(detail.attempts.map((a) => a.round))].sort((a, b) => a - b);
-  const best = [], champ = [], train = [], test = [];
-  for (const r of rounds) {
-    const at = detail.attempts.filter((a) => a.round === r);
-    const scored = at.filter((a) => a.composite !== null);
-    best.push(scored.length ? Math.max(...scored.map((a) => a.composite)) : null);
-    champ.push(at.map((a) => a.champion_composite).filter((x) => x !== null).pop() ?? null);
-    const tr = at.map((a) => a.train_composite).filter((x) => x !== null);
-    train.push(tr.length ? tr[tr.length - 1] : null);
-    const ts = detail.tests.filter((t) => t.round === r && t.composite !== null);
-    test.push(ts.length ? ts[ts.length - 1].composite : null);
-  }
-  return [rounds, champ, best, train, test];
+  const c = detail.curve;
+  return [c.round, c.champion, c.best, c.train, c.test];
 }
 
 function testCard(t) {
@@ -104,7 +93,7 @@ export async function render(root, state, ui) {
     if (fresh && fresh.id !== state.run) { ui.launchedAt = null; go('home', null, { run: fresh.id }); return; }
   }
   const [detail, processes] = await Promise.all([
-    state.run ? api(`runs/${state.run}`, { store: state.store }) : null, api('processes')]);
+    state.run ? api(`runs/${state.run}`, { store: state.store, window: ui.all ? 0 : 60 }) : null, api('processes')]);
   ui.detail = detail;
   const launchButton = h('button', { class: 'primary', id: 'open-launch', onclick: () => openDrawer(() => launchForm(ui)) }, '+ Launch a run');
   const procs = processes.length ? h('details', { class: 'processes', open: processes.some((p) => p.status === 'running') },
@@ -121,7 +110,10 @@ export async function render(root, state, ui) {
     h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · spend ${usd(run.cost_usd)} (priced; fakes spend nothing real)`),
     run.error ? h('p', { class: 'error' }, run.error) : null, launchButton);
-  const timeline = h('section', {}, h('h3', {}, 'Round timeline'),
+  const shown = new Set(detail.attempts.map((a) => a.round)).size;
+  const timeline = h('section', {}, h('h3', {}, 'Round timeline ',
+    detail.n_rounds > shown || ui.all ? h('small', {}, `showing ${shown} of ${detail.n_rounds} rounds `,
+      h('button', { class: 'small', onclick: () => { ui.all = !ui.all; refresh(); } }, ui.all ? 'last 60 only' : 'show all')) : null),
     h('div', { class: 'timeline', id: 'timeline' }, detail.attempts.map((a) => h('div', {
       class: `node n-${(a.verdict || 'pending').toLowerCase()}`, 'data-attempt': a.id, 'data-round': a.round, tabindex: 0,
       onclick: () => openDrawer(attemptDrawer(ui, a.id)),
