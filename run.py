@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         loop = Loop(settings, suites, agents, launcher, strategy, progress=progress,
                     budget=Budget(args.budget_usd) if args.budget_usd is not None else None)
         run_id = loop.execute()
-        print(summary(loop.db, run_id))
+        print(summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir))
         print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
                                                                    if loop.cells_run == 0 else "")
               + f". Record: {settings.db_path}")

@@ -7,6 +7,7 @@ mutations are redone, and evaluations resume cell by cell from the cache.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -43,7 +44,7 @@ from mutator.score import (
 from mutator.solve import SolveAbort, solve_phase
 from mutator.solve import store as store_solve
 from sandbox import Launcher
-from strategies import CandidateSpec, Member, Scored, State, Strategy
+from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy
 
 FINAL = ("kept", "rejected", "critic_rejected", "failed", "seed")
 
@@ -111,7 +112,7 @@ class Loop:
                 "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
                 "mutator": self.agents.mutator_id, "contract": self.contract.to_json(), "w_cost": s.w_cost,
                 "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
-                "rng_seed": s.seed}
+                "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
 
     def open_run(self) -> dict:
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
@@ -138,7 +139,7 @@ class Loop:
                 "rounds_target": s.rounds, "rounds_done": 0, "rng_seed": s.seed, "w_cost": s.w_cost,
                 "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
                 "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
-                "pid": os.getpid(), "created_at": now(), "updated_at": now()})
+                "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
             self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
                               f"train {self.suites.train.name}, val {self.suites.val.name}.")
         return self.run()
@@ -265,6 +266,8 @@ class Loop:
             objective = spec.objective or (first["summary"] or "" if first and spec.share_objective else "")
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
+        if self.settings.confirm and integration.incumbent != state.incumbent.genome_hash:
+            integration = self.confirm(round_no, state, scored, integration, val_norm)
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
@@ -282,15 +285,63 @@ class Loop:
                 if candidate.genome_hash == genome_hash:
                     row = self._attempt_row(round_no, candidate.sibling)
                     self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
-        self._update_run(rounds_done=round_no)
+        self._update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
             self.meta_skill(round_no)
 
+    def confirm(self, round_no: int, state: State, scored: list[Scored], integration: Integration,
+                val_norm: Normalisers) -> Integration:
+        """Winner's-curse guard: re-evaluate the new incumbent and the old one on fresh val replicates; the
+        keep stands only if the confirmed Δ still passes the gate. Both evaluations are stored."""
+        winner = next(c for c in scored if c.genome_hash == integration.incumbent)
+        row = self._attempt_row(round_no, winner.sibling)
+        record = loads(row["confirm"])
+        if record is None:
+            fresh = dataclasses.replace(self.contract, salt=f"confirm:{self.run_id}:{round_no}")
+            old, new = state.incumbent.genome_hash, integration.incumbent
+            evaluations = [self.evaluator.evaluate(self.genomes.path(h), h, self.skill_name, self.suites.val,
+                                                   label=f"round {round_no} · confirm {h[:12]} on fresh val",
+                                                   contract=fresh) for h in (new, old)]
+            for outcome in evaluations:
+                self.cells_run += outcome.ran
+                if outcome.ran_cost:
+                    self._spend(outcome.ran_cost)
+            gate = compare(per_task(evaluations[0].cells, self.weights, val_norm),
+                           per_task(evaluations[1].cells, self.weights, val_norm),
+                           prior=self.prior_comparisons(exclude=row["id"]),
+                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z)
+            record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
+                      "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
+                      "gate": gate.to_json()}
+            self.db["attempts"].update(row["id"], {"confirm": dumps(record)})
+        gate = record["gate"]
+        self.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
+                          f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
+        if record["stands"]:
+            return integration
+        self.db["attempts"].update(row["id"], {
+            "error": f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"})
+        return dataclasses.replace(
+            integration, verdicts={**integration.verdicts, winner.sibling: "REJECT"},
+            incumbent=state.incumbent.genome_hash,
+            selected=tuple(h for h in integration.selected if h != integration.incumbent))
+
+    def val_queries(self) -> int:
+        """Candidate evaluations that queried val so far (seed, candidates, confirmations)."""
+        found = rows(self.db, "select count(val_evaluation_id) as n, sum(confirm is not null) as c from attempts "
+                              "where run_id = ?", [self.run_id])[0]
+        total = (found["n"] or 0) + 2 * (found["c"] or 0)
+        if total > self.settings.val_query_warn:
+            self.progress.say(f"  warning: val has been queried by {total} candidate evaluations (> "
+                              f"{self.settings.val_query_warn}); a val set queried this often is a training set")
+        return total
+
     def _report_attempt(self, round_no: int, sibling: int) -> None:
         row = self._attempt_row(round_no, sibling)
         self.progress.say(f"  → {row['verdict']}: Δcomposite {row['delta']:+.4f} vs gate threshold "
-                          f"{row['gate_threshold']:+.4f} · {row['summary']}")
+                          f"{row['gate_threshold']:+.4f} · {row['summary']}"
+                          + (f" [{row['error']}]" if row["error"] else ""))
 
     # ---- one attempt -------------------------------------------------------------------------------
     def _attempt_row(self, round_no: int, sibling: int) -> dict | None:

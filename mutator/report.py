@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import sqlite_utils
 
-from mutator.db import rows
+from mutator.db import loads, rows
 from mutator.score import CellFigures, Normalisers, Weights, summarise
 
 
@@ -24,7 +26,8 @@ def _line(label: str, val, train) -> str:
     return f"  {label:<9} {part(val)}   │ {part(train)}"
 
 
-def summary(db: sqlite_utils.Database, run_id: str) -> str:
+def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
+            data_dir: Path | None = None) -> str:
     run = dict(db["runs"].get(run_id))
     weights = Weights(run["w_cost"], run["w_steps"])
     val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
@@ -47,11 +50,37 @@ def summary(db: sqlite_utils.Database, run_id: str) -> str:
         delta = "—" if a["delta"] is None else f"{a['delta']:+.4f}"
         threshold = "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}"
         note = a["summary"] or ""
-        if a["status"] in ("critic_rejected", "failed") and a["error"]:
+        if a["error"]:
             note = f"{note} [{a['error'][:100]}]".strip()
         label = f"{a['round']}" + (f".{a['sibling']}" if a["sibling"] else "")
         lines.append(f"  {label:<6} {a['verdict'] or a['status']:<8} {delta:>10}  {threshold:>14}   {note}")
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
               f" · spend this run ${run['cost_usd']:.4f} (priced from config.json; fakes spend nothing real)"]
+    confirmed = [loads(a["confirm"]) for a in attempts if a["confirm"]]
+    if confirmed:
+        overturned = sum(1 for c in confirmed if not c["stands"])
+        lines.append(f"  winner's-curse guard: {len(confirmed)} keep(s) re-checked on fresh val replicates, "
+                     f"{overturned} overturned")
+    queries = run["val_queries"] or 0
+    warn = f" — WARNING: past {val_query_warn}, a val set queried this often is a training set" \
+        if val_query_warn is not None and queries > val_query_warn else ""
+    lines.append(f"  val queried by {queries} candidate evaluations{warn}")
+    if data_dir is not None:
+        size, cells = cell_disk_use(db, run_id)
+        lines.append(f"  disk: {size / 1e6:.1f} MB in {cells} cell dirs of this run "
+                     f"({size / max(cells, 1) / 1e3:.1f} KB per cell after pruning)")
     return "\n".join(lines)
+
+
+def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
+    """Bytes on disk of the cell dirs of every evaluation this run's attempts used, and their count."""
+    dirs = [r["cell_dir"] for r in db.query(
+        "select distinct c.cell_dir from cells c join attempts a on c.evaluation_id in "
+        "(a.val_evaluation_id, a.train_evaluation_id) where a.run_id = ?", [run_id])]
+    total = 0
+    for cell_dir in dirs:
+        for path in Path(cell_dir).rglob("*"):
+            if path.is_file():
+                total += path.stat().st_size
+    return total, len(dirs)
