@@ -123,9 +123,13 @@ async def main() -> None:
         bare = {
             "/api/runs": lambda: Q.q(ro, f"select {Q.RUN_LIST} from runs where skill_name = ?", ["bench-skill"]),
             f"/api/runs/{run}": lambda: (
-                Q.q(ro, f"select {Q.ATTEMPT_LIST} from attempts where run_id = ? order by round, sibling", [run]),
+                Q.q(ro, "select a.round, a.sibling, a.verdict, a.composite, t.eval, t.cost, t.steps from attempts a "
+                        "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
+                        "order by a.round, a.sibling", [run]),
+                Q.q(ro, f"select {Q.ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, "
+                        "sibling", [run, args.attempts // 2 - 60]),
                 Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from attempts "
-                        "where run_id = ?)", [run])),
+                        "where run_id = ? and round >= ?)", [run, args.attempts // 2 - 60])),
             f"/api/runs/{run}/lineage": lambda: Q.q(
                 ro, "select id, round, sibling, parent_hash, genome_hash, verdict, status, summary, composite, delta "
                     "from attempts where run_id = ? order by round, sibling", [run]),

@@ -17,24 +17,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-import git
 from aiohttp import web
 
 from mutator import server_queries as Q
 from mutator.config import ROOT, Settings
+from mutator.server_files import cell_files, genome_diff
 from mutator.server_launch import Children, LaunchError, argv_for_test, launch_argv, options, settings
-from mutator.server_stores import Store, Stores
+from mutator.server_stores import Store, Stores, inside
 
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
-CODE_FILES = ("server.py", "server_queries.py", "server_launch.py", "server_stores.py", "db.py", "config.py")
+CODE_FILES = ("server.py", "server_files.py", "server_queries.py", "server_launch.py", "server_stores.py", "db.py", "config.py")
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-CELL_FILES = ("stream.jsonl", "grade.stdout", "grade.stderr", "agent.stderr")
-FILE_CAP = 256_000
-DIFF_CAP = 400_000
 POLL_S = 1.0
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".json": "application/json", ".png": "image/png", ".ico": "image/x-icon", ".txt": "text/plain"}
@@ -93,15 +89,6 @@ def store_of(request: web.Request, *, required: bool = True) -> Store:
 
 def db_of(request: web.Request, store: Store):
     return request.app[STORES].db(store)
-
-
-def inside(root: Path, candidate: Path) -> Path | None:
-    """The resolved path when it lies inside root (symlinks followed), else None."""
-    try:
-        resolved = candidate.resolve()
-    except OSError:
-        return None
-    return resolved if resolved.is_relative_to(root.resolve()) else None
 
 
 # ---- middleware --------------------------------------------------------------------------------------
@@ -229,40 +216,10 @@ async def attempt(request: web.Request) -> web.Response:
 
 async def attempt_diff(request: web.Request) -> web.Response:
     store = store_of(request)
-    db = db_of(request, store)
-    a = Q.one(db, "select parent_hash, genome_hash from attempts where id = ?", [int(request.match_info["id"])])
-    if a is None:
+    found = await asyncio.to_thread(genome_diff, store, db_of(request, store), int(request.match_info["id"]))
+    if found is None:
         raise fail(404, "no such attempt")
-    commits = {r["hash"]: r["git_commit"] for r in Q.q(
-        db, "select hash, git_commit from genomes where hash in (?, ?)", [a["parent_hash"], a["genome_hash"]])}
-    child = commits.get(a["genome_hash"])
-    if not child:
-        return ok({"diff": "", "note": "no genome (the mutation failed before producing one)"})
-    base = commits.get(a["parent_hash"]) or EMPTY_TREE
-    git_dir = inside(store.data_dir, store.data_dir / "genomes.git")
-    if git_dir is None or not git_dir.is_dir():
-        return ok({"diff": "", "note": "genomes.git is missing from this store"})
-    text = await asyncio.to_thread(
-        lambda: git.Repo(git_dir).git.diff(base, child, "--no-color", "--no-ext-diff"))
-    return ok({"diff": text[:DIFF_CAP], "truncated": len(text) > DIFF_CAP, "parent": a["parent_hash"],
-               "genome": a["genome_hash"]})
-
-
-def cell_dir(store: Store, cell: dict) -> Path | None:
-    candidates = [Path(cell["cell_dir"])] if cell.get("cell_dir") else []
-    if SEGMENT.match(cell["task_id"] or "") and re.match(r"^[0-9a-f]+$", cell["evaluation_key"] or ""):
-        candidates.append(store.data_dir / "evals" / cell["evaluation_key"] / f"{cell['task_id']}__r{cell['replicate']}")
-    for candidate in candidates:
-        found = inside(store.data_dir, candidate)
-        if found is not None and found.is_dir():
-            return found
-    return None
-
-
-def read_capped(path: Path, cap: int = FILE_CAP) -> tuple[str, bool]:
-    with path.open("rb") as fh:
-        data = fh.read(cap + 1)
-    return data[:cap].decode(errors="replace"), len(data) > cap
+    return ok(found)
 
 
 async def cell(request: web.Request) -> web.Response:
@@ -270,23 +227,7 @@ async def cell(request: web.Request) -> web.Response:
     found = Q.cell_row(db_of(request, store), int(request.match_info["id"]))
     if found is None:
         raise fail(404, "no such cell")
-    folder = cell_dir(store, found)
-    files: dict[str, Any] = {}
-    if folder is not None:
-        for name in CELL_FILES:
-            path = inside(store.data_dir, folder / name)
-            if path is not None and path.is_file():
-                text, truncated = read_capped(path)
-                files[name] = {"text": text, "truncated": truncated}
-    events = []
-    for line in files.get("stream.jsonl", {}).get("text", "").splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    found.pop("cell_dir", None)
-    return ok({"cell": found, "files": {k: v for k, v in files.items() if k != "stream.jsonl"}, "events": events,
-               "found_dir": folder is not None})
+    return ok(cell_files(store, found))
 
 
 async def processes(request: web.Request) -> web.Response:

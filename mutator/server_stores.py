@@ -58,6 +58,15 @@ def discover(project_root: Path, extra: list[Path]) -> list[Store]:
     return list(seen.values())
 
 
+def inside(root: Path, candidate: Path) -> Path | None:
+    """The resolved path when it lies inside root (symlinks followed), else None."""
+    try:
+        resolved = candidate.resolve()
+    except OSError:
+        return None
+    return resolved if resolved.is_relative_to(root.resolve()) else None
+
+
 def pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
