@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 if not __package__:  # run as a script: make the project importable without installing it
@@ -53,6 +54,20 @@ def error_result(stream: Path | None, text: str) -> None:
                             "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n")
 
 
+def config_home(beside: Path) -> tuple[Path, bool]:
+    """The CLI's own config dir: beside the stream (kept for inspection), else a temp dir (a sandbox may
+    leave only the stream writable); True when it is temporary."""
+    wanted = beside / ".claude-config"
+    try:
+        wanted.mkdir(parents=True, exist_ok=True)
+        probe = wanted / ".writable"
+        probe.write_text("")
+        probe.unlink()
+        return wanted, False
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="claude-config-")), True
+
+
 def read_prompt() -> str:
     prompt_file = os.environ.get("SM_PROMPT_FILE")
     if prompt_file and Path(prompt_file).is_file():
@@ -72,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         error_result(stream, message)
         return 127
     cwd = Path.cwd()
-    config_dir = (stream.parent if stream else cwd) / ".claude-config"
-    config_dir.mkdir(parents=True, exist_ok=True)
+    config_dir, temporary = config_home(stream.parent if stream else cwd)
     env = {**os.environ, **QUIET_ENV, "CLAUDE_CONFIG_DIR": str(config_dir)}
     command = claude_argv(binary, role, model=os.environ.get("SM_MODEL") or "claude-haiku-4-5",
                           max_turns=int(os.environ.get("SM_MAX_TURNS") or 30))
@@ -103,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if out:
             out.close()
+        if temporary:
+            shutil.rmtree(config_dir, ignore_errors=True)
     if role == "mutator" and code == 0:
         settle_mutator_result(cwd, final_text)
     return code

@@ -82,10 +82,12 @@ class MessagesServer:
         with self.lock:
             self.queue.extend(replies)
 
-    def served_usage(self) -> dict[str, int]:
+    def served_usage(self, model: str | None = None) -> dict[str, int]:
+        """Summed usage of every message answered (only those asked of `model`, when given)."""
         keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         with self.lock:
-            return {k: sum(u.get(k, 0) for u in self.served) for k in keys}
+            served = [u for u in self.served if model is None or u["model"] == model]
+            return {k: sum(u.get(k, 0) for u in served) for k in keys}
 
     async def _start(self) -> int:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -101,8 +103,17 @@ class MessagesServer:
     def close(self) -> None:
         if self.runner is not None:
             asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        asyncio.run_coroutine_threadsafe(self._cancel_pending(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
+
+    async def _cancel_pending(self) -> None:
+        """Handlers still sleeping (a scripted hang) are cancelled, not abandoned with the loop."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _next(self, body: dict) -> Reply:
         with self.lock:
@@ -136,7 +147,7 @@ class MessagesServer:
                "model": body.get("model", "?"), "content": reply.content, "stop_reason": reply.stop_reason,
                "stop_sequence": None, "usage": use}
         with self.lock:
-            self.served.append(use)
+            self.served.append({**use, "model": msg["model"]})
         if not body.get("stream"):
             return web.json_response(msg)
         return await self._sse(request, msg)

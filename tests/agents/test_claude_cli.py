@@ -1,0 +1,153 @@
+"""The claude-cli adapter: with a recorded stream-json transcript, when `claude` is missing, and (when
+it is installed) the real Claude Code CLI against the local Messages-API server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.stream_metrics import read_stream
+from tests.agents.messages_server import message, text, tool_history, tool_use, usage
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTER = ROOT / "eval" / "agents" / "claude_cli.py"
+TRANSCRIPT = Path(__file__).with_name("claude_transcript.jsonl")
+
+FAKE_CLAUDE = """#!{python}
+import json, os, pathlib, sys
+pathlib.Path(os.environ["ARGS_OUT"]).write_text(json.dumps({{"argv": sys.argv[1:], "stdin": sys.stdin.read(),
+    "config": os.environ.get("CLAUDE_CONFIG_DIR"), "cwd": os.getcwd()}}))
+sys.stdout.write(pathlib.Path(os.environ["TRANSCRIPT"]).read_text())
+"""
+
+
+def adapter_env(tmp_path: Path, **extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SM_", "CLAUDE_"))}
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("Clean input.csv into output.csv")
+    return {**env, "SM_STREAM": str(tmp_path / "stream.jsonl"), "SM_PROMPT_FILE": str(prompt),
+            "SM_MODEL": "claude-haiku-4-5", "SM_MAX_TURNS": "7", **extra}
+
+
+def test_recorded_transcript_is_copied_and_read_like_every_backend(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_CLAUDE.format(python=sys.executable))
+    fake.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = adapter_env(tmp_path, PATH=f"{fake.parent}:{os.environ['PATH']}", ARGS_OUT=str(tmp_path / "args.json"),
+                      TRANSCRIPT=str(TRANSCRIPT))
+    proc = subprocess.run([sys.executable, str(ADAPTER), "--role", "build"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads((tmp_path / "args.json").read_text())
+    argv = seen["argv"]
+    assert argv[:5] == ["-p", "--output-format", "stream-json", "--verbose", "--max-turns"] and argv[5] == "7"
+    assert argv[argv.index("--model") + 1] == "claude-haiku-4-5"
+    assert argv[argv.index("--permission-mode") + 1] == "dontAsk"  # not --dangerously-skip-permissions
+    assert "--dangerously-skip-permissions" not in argv and "Bash" in argv
+    assert seen["stdin"] == "Clean input.csv into output.csv"
+    assert seen["config"] == str(tmp_path / ".claude-config") and seen["cwd"] == str(work)
+    assert (tmp_path / "stream.jsonl").read_text() == TRANSCRIPT.read_text()
+    metrics = read_stream(tmp_path / "stream.jsonl")
+    assert metrics.has_result and not metrics.is_error and metrics.subtype == "success"
+    assert metrics.num_turns == 3 and metrics.tool_uses == 2
+    assert (metrics.usage.input_tokens, metrics.usage.output_tokens, metrics.usage.cache_creation_input_tokens,
+            metrics.usage.cache_read_input_tokens) == (5230, 412, 1800, 9100)
+
+
+def test_mutator_role_forbids_shell_and_scopes_writes(tmp_path: Path) -> None:
+    from eval.agents.claude_cli import claude_argv
+    argv = claude_argv("claude", "mutator", model="claude-opus-4-5", max_turns=5)
+    assert argv[argv.index("--tools") + 1] == "Read,Write,Edit,Glob,Grep"
+    assert "Write(./skill/**)" in argv and "Edit(./skill/**)" in argv and "Write(./result.json)" in argv
+    assert argv[argv.index("--disallowedTools") + 1] == "Bash"
+    assert "Write" not in argv[argv.index("--allowedTools") + 1:argv.index("--disallowedTools")]
+
+
+def test_missing_cli_is_a_clear_error_result(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    env = adapter_env(tmp_path, SM_CLAUDE_BIN="claude-definitely-not-installed")
+    proc = subprocess.run([sys.executable, str(ADAPTER)], cwd=tmp_path / "work", env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 127 and "npm install -g @anthropic-ai/claude-code" in proc.stderr
+    result = json.loads((tmp_path / "stream.jsonl").read_text().splitlines()[-1])
+    assert result["type"] == "result" and result["is_error"] and "not installed" in result["result"]
+
+
+needs_claude = pytest.mark.skipif(shutil.which("claude") is None,
+                                  reason="the claude CLI is not installed (npm install -g @anthropic-ai/claude-code)")
+
+
+@needs_claude
+def test_real_claude_cli_builds_through_the_local_server(server, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "input.csv").write_text("A ,B\n 1, 2\n")
+
+    def model(body: dict) -> object:
+        if not body.get("tools"):
+            return message(text("ok"), use=usage(1, 1))  # side calls the CLI may make
+        done = tool_history(body)
+        if not done:
+            return message(tool_use("Read", {"file_path": str(work / "input.csv")}), stop="tool_use",
+                           use=usage(300, 20, 50, 0))
+        if len(done) == 1:
+            return message(tool_use("Write", {"file_path": str(work / "output.csv"), "content": "a,b\n1,2\n"}),
+                           stop="tool_use", use=usage(340, 30, 0, 50))
+        return message(text("Wrote output.csv."), use=usage(380, 10, 0, 50))
+    server.responder = model
+    env = adapter_env(tmp_path, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test")
+    proc = subprocess.run([sys.executable, str(ADAPTER), "--role", "build"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "output.csv").read_text() == "a,b\n1,2\n"
+    metrics = read_stream(tmp_path / "stream.jsonl")
+    assert metrics.has_result and metrics.subtype == "success" and metrics.num_turns == 3
+    served = server.served_usage("claude-haiku-4-5")
+    assert (metrics.usage.input_tokens, metrics.usage.output_tokens) == (served["input_tokens"],
+                                                                         served["output_tokens"])
+    assert metrics.usage.cache_read_input_tokens == served["cache_read_input_tokens"] == 100
+    assert (tmp_path / ".claude-config").is_dir()  # its own config, never ~/.claude
+
+
+@needs_claude
+def test_real_claude_cli_mutator_cannot_write_outside_skill(server, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "skill").mkdir(parents=True)
+    (ws / "skill" / "SKILL.md").write_text("old\n")
+    (ws / "briefing.md").write_text("brief\n")
+
+    def model(body: dict) -> object:
+        if not body.get("tools"):
+            return message(text("ok"), use=usage(1, 1))
+        turn = len(body["messages"])
+        if turn == 1:
+            return message(tool_use("Read", {"file_path": str(ws / "briefing.md")}),
+                           tool_use("Read", {"file_path": str(ws / "skill" / "SKILL.md")}), stop="tool_use")
+        if turn == 3:
+            return message(tool_use("Write", {"file_path": str(ws / "evil.txt"), "content": "x"}),
+                           tool_use("Edit", {"file_path": str(ws / "briefing.md"), "old_string": "brief",
+                                             "new_string": "hacked"}),
+                           tool_use("Edit", {"file_path": str(ws / "skill" / "SKILL.md"), "old_string": "old",
+                                             "new_string": "new"}), stop="tool_use")
+        return message(text('Done. {"summary": "Reword SKILL.md", "reasoning": "clearer"}'))
+    server.responder = model
+    env = adapter_env(tmp_path, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test",
+                      SM_MODEL="claude-opus-4-5")
+    proc = subprocess.run([sys.executable, str(ADAPTER), "--role", "mutator"], cwd=ws, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert not (ws / "evil.txt").exists() and (ws / "briefing.md").read_text() == "brief\n"
+    assert (ws / "skill" / "SKILL.md").read_text() == "new\n"
+    assert json.loads((ws / "result.json").read_text()) == {"summary": "Reword SKILL.md", "reasoning": "clearer"}
+    result = json.loads((tmp_path / "stream.jsonl").read_text().splitlines()[-1])
+    denied = {d["tool_input"].get("file_path") for d in result.get("permission_denials", [])}
+    assert str(ws / "evil.txt") in denied and str(ws / "briefing.md") in denied
