@@ -5,7 +5,9 @@ Usage: python bench/overhead.py [--sandbox none|bwrap] [--suite clean-train] [--
 The harness side runs `eval.evaluate.evaluate` (staging, launcher, watchdog, stream metrics, grading,
 cell.json) with the fake build agent; the raw side stages the same inputs and runs the same two
 processes per cell from a plain thread pool. With --sandbox bwrap the harness also runs under none,
-so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios.
+so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
+bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
+which a busy machine's noise blurs far less than whole-cell throughput does.
 """
 
 from __future__ import annotations
@@ -84,6 +86,19 @@ def raw(suite: Suite, replicates: int, concurrency: int, scratch: Path) -> float
     return len(specs) / (time.perf_counter() - started)
 
 
+def launch_ms(sandbox: str, runs: int = 30) -> float:
+    """Median wall ms to run `true` through the launcher, with a cell-like writable dir."""
+    launcher = get_launcher(sandbox)
+    times = []
+    with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+        argv = launcher.wrap(["/bin/true"], cwd=Path(scratch), writable=[Path(scratch)], readable=[], network=False)
+        for _ in range(runs):
+            started = time.perf_counter()
+            subprocess.run(argv, cwd=scratch, check=True, start_new_session=True)
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
@@ -95,13 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     suite = load_suite(ROOT / "suites" / args.suite)
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
+    cells = len(suite.tasks) * args.replicates
     for _ in range(args.repeats):  # interleaved, so load drift hits every side alike
         for side in sides:
             with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
                 rate = (raw(suite, args.replicates, args.concurrency, Path(scratch)) if side == "raw" else
                         harness(suite, side, args.replicates, args.concurrency, Path(scratch)))
             rates[side].append(rate)
-    cells = len(suite.tasks) * args.replicates
     median = {side: statistics.median(values) for side, values in rates.items()}
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
           f"median of {args.repeats} interleaved repeats")
@@ -114,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  harness/raw (bwrap)      {median['bwrap'] / median['raw']:7.3f}")
         print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
               f"(bwrap costs {100 * (1 - median['bwrap'] / median['none']):.1f}% of cell throughput)")
+        bare, boxed = launch_ms("none"), launch_ms("bwrap")
+        print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
+              f"per agent process (median of 30, serial)")
     return 0
 
 
