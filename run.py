@@ -47,7 +47,11 @@ def parser() -> argparse.ArgumentParser:
                                                      "as tables for notebooks (--format, --out); spends nothing")
     run.add_argument("--format", choices=("csv", "parquet"), default="csv",
                      help="--export file format (default csv; parquet needs pyarrow)")
-    run.add_argument("--out", type=Path, help="--export output folder (default: <data-dir>/exports)")
+    run.add_argument("--out", type=Path, help="--export output folder (default: <data-dir>/exports); with "
+                                              "--import-evals, the folder to write the imported suites into")
+    run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
+                     help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded suites "
+                          "<out>/<name>-train, -val and -test, split by --seed; needs --out suites/NAME")
     run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
                                                          "on --val (fresh replicate seeds) to measure gate noise")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
@@ -150,6 +154,24 @@ def load(settings: Settings, name: str | None, flag: str) -> Suite:
     return load_suite(resolve_suite_path(settings, name))
 
 
+def import_evals_command(args: argparse.Namespace) -> int:
+    from mutator.importer import EvalsImportError, import_evals
+    if not args.out:
+        print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
+        return 2
+    try:
+        made = import_evals(args.import_evals, args.out, seed=args.seed or 0)
+    except (EvalsImportError, SuiteError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for suite in made:
+        print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
+    by_split = {suite.split: suite.path for suite in made}
+    print(f"\nDry run: python run.py --suite {by_split['train']} --val {by_split['val']} --skill-dir "
+          f"{args.import_evals.resolve().parent.parent}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.solve is not None:
@@ -157,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     from mutator.evaluations import Progress
     progress = Progress()
     try:
+        if args.import_evals:
+            return import_evals_command(args)
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)

@@ -134,6 +134,13 @@ async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None,
         return None, f"{job.suite.runner} grader failed: {type(err).__name__}: {err}"
 
 
+def grader_extra(cell_root: Path) -> dict:
+    """What the grader itself spent on this cell (a judge's model call; 0 when cached or scripted)."""
+    from eval.graders.judge_runner import grader_cost
+    cost = grader_cost(cell_root)
+    return {"grader_cost_usd": cost} if cost else {}
+
+
 async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
            "SM_TASK_ID": job.task.id}
@@ -186,7 +193,7 @@ async def run_cell(job: CellJob) -> CellResult:
         cache_write_tokens=metrics.usage.cache_creation_input_tokens,
         cache_read_tokens=metrics.usage.cache_read_input_tokens,
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype,
-        error=error, cell_dir=str(job.cell_root))
+        error=error, cell_dir=str(job.cell_root), extra=grader_extra(job.cell_root))
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
     capture_and_prune(job.cell_root, prune=job.prune, task_id=job.task.id, replicate=job.spec.replicate, prompt=job.task.prompt,
                       status=status, score=score, tests=tests, error=error, required=list(job.task.required))

@@ -160,6 +160,12 @@ def load_suite(path: Path) -> Suite:
     runner = meta.get("runner", "script")
     if runner not in RUNNERS:
         raise SuiteError(f"{suite_md}: runner {runner!r} is not available; use one of {', '.join(RUNNERS)}")
+    if runner == "judge":
+        from eval.graders.judge import JudgeError, rubric_from_options
+        try:
+            rubric_from_options(meta)
+        except JudgeError as err:
+            raise SuiteError(f"{suite_md}: {err}") from None
     graders = [path / g for g in GRADER_NAMES if (path / g).is_file()]
     grader = graders[0] if graders else None
     if runner == "script" and grader is None:

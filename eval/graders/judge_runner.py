@@ -1,0 +1,146 @@
+"""The `judge` runner: a rubric-scoring model call per cell, cached by its exact input and costed.
+
+It reads the task's required outputs from the cell's working dir and an outline of the agent's tool
+calls from stream.jsonl (calls touching the skill's folder left out), never the skill itself. The reply
+is cached under `<evals>/judge-cache/` (or $SM_JUDGE_CACHE) keyed by backend, model and prompt, so a
+re-run or a resumed evaluation asks again for nothing. Fake in dry runs (SM_JUDGE=fake|anthropic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval.cost import Price, parse_pricing, price_for, usd
+from eval.graders.judge import (
+    STEP_CLIP,
+    SYSTEM,
+    Attempt,
+    JudgeError,
+    parse_reply,
+    rubric_from_options,
+    score,
+    user_message,
+)
+from eval.graders.judge_backends import make_backend
+
+if TYPE_CHECKING:
+    from eval.runner import CellJob
+
+SKILL_MARK = ".claude/skills"
+CONFIG = Path(__file__).resolve().parents[2] / "config.json"
+
+
+def read_attempt(job: CellJob, work: Path) -> Attempt:
+    outputs = []
+    for rel in job.task.required:
+        path = work / rel
+        outputs.append((rel, path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "(missing)"))
+    if not job.task.required:   # no declared output (an imported eval): judge the files the agent created
+        outputs = created_files(work, set(job.task.inputs))
+    final, steps = "", []
+    stream = job.cell_root / "stream.jsonl"
+    lines = stream.read_text(encoding="utf-8", errors="replace").splitlines() if stream.is_file() else []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "result":
+            final = str(event.get("result") or final)
+        content = (event.get("message") or {}).get("content") if event.get("type") == "assistant" else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                args = json.dumps(block.get("input"), ensure_ascii=False)
+                if SKILL_MARK not in args:          # the judge must not see the skill, even by its path
+                    steps.append(f"{block.get('name')} {args[:STEP_CLIP]}")
+            elif block.get("type") == "text" and block.get("text", "").strip():
+                final = block["text"]
+    return Attempt(job.task.prompt, job.task.expectations, tuple(outputs), final, tuple(steps))
+
+
+def created_files(work: Path, inputs: set[str], limit: int = 10) -> list[tuple[str, str]]:
+    found = []
+    for path in sorted(work.rglob("*")):
+        rel = path.relative_to(work).as_posix()
+        if path.is_file() and rel not in inputs and not rel.startswith(".claude/") and len(found) < limit:
+            found.append((rel, path.read_text(encoding="utf-8", errors="replace")))
+    return found
+
+
+def judge_price(job: CellJob, model: str) -> Price:
+    if model == job.contract.model:
+        return job.price
+    return price_for(parse_pricing(json.loads(CONFIG.read_text(encoding="utf-8")).get("pricing", {})), model)
+
+
+class JudgeRunner:
+    async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
+        env = {**os.environ, **job.env}
+        backend_name = env.get("SM_JUDGE") or ("fake" if job.contract.agent.startswith("fake") else "anthropic")
+        model = str(job.suite.option("judge_model") or env.get("SM_JUDGE_MODEL") or job.contract.model)
+        try:
+            rubric = rubric_from_options(dict(job.suite.meta))
+            backend = make_backend(backend_name)
+            price = judge_price(job, model)
+        except (JudgeError, ValueError) as err:
+            return None, f"judge: {err}"
+        attempt = read_attempt(job, work)
+        cache_dir = Path(env.get("SM_JUDGE_CACHE") or job.cell_root.parent.parent / "judge-cache")
+        key = hashlib.sha256(json.dumps([backend.id, model, SYSTEM, user_message(attempt)]).encode()).hexdigest()[:32]
+        cached = cache_dir / f"{key}.json"
+        hit = cached.is_file()
+        if hit:
+            record = json.loads(cached.read_text(encoding="utf-8"))
+        else:
+            try:
+                reply = await backend.call(model, attempt)
+            except Exception as err:  # API errors outlasting the SDK's retries: a recorded grader error
+                return None, f"judge call failed ({backend.id}, {model}): {type(err).__name__}: {err}"
+            record = {"text": reply.text, "usage": reply.usage.__dict__, "cost_usd": usd(price, reply.usage),
+                      "model": model, "backend": backend.id}
+        try:
+            verdict = parse_reply(record["text"])
+        except JudgeError as err:
+            return None, str(err)
+        if not hit:   # only a usable reply is cached; a garbled one is asked again next time
+            store(cached, record)
+        tests, detail = score(verdict, rubric, attempt.words())
+        detail.update(model=model, backend=backend.id, cached=hit, cache_key=key, usage=record["usage"],
+                      cost_usd=0.0 if hit else record["cost_usd"], call_cost_usd=record["cost_usd"])
+        (job.cell_root / "grade.json").write_text(json.dumps({"tests": tests, "judge": detail}, indent=1,
+                                                             ensure_ascii=False), encoding="utf-8")
+        (job.cell_root / "judge.md").write_text(feedback_md(detail), encoding="utf-8")
+        return tests, ""
+
+
+def store(cached: Path, record: dict) -> None:
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_name(f"{cached.stem}.{os.getpid()}.{id(record)}.tmp")
+    tmp.write_text(json.dumps(record), encoding="utf-8")
+    tmp.replace(cached)   # atomic: concurrent cells with the same key both write the same reply
+
+
+def feedback_md(detail: dict) -> str:
+    lines = [f"# Judge ({detail['model']}): rubric {detail['weighted']:.3f} x length {detail['length_factor']:.2f}",
+             "", " · ".join(f"{k} {v:g}/10" for k, v in detail["dimensions"].items()), "", "## Expectations"]
+    lines += [f"- [{'x' if e.get('passed') else ' '}] {e.get('text', '')} — {e.get('evidence', '')}"
+              for e in detail["expectations"]] or ["- (none)"]
+    return "\n".join(lines + ["", "## Feedback", detail["feedback"] or "(none)", ""])
+
+
+def grader_cost(cell_root: Path) -> float:
+    """USD a grader spent on this cell (0 for a cached judge reply or a script grader)."""
+    try:
+        return float(json.loads((cell_root / "grade.json").read_text(encoding="utf-8"))["judge"]["cost_usd"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
