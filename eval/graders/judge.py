@@ -99,7 +99,9 @@ class Attempt:
     steps: tuple[str, ...]                   # tool-call outline, skill reads left out
 
     def words(self) -> int:
-        return len(WORD_RE.findall(" ".join(text for _, text in self.outputs) + " " + self.final_answer))
+        """Length of the deliverable: the output files, or the final answer when there are none."""
+        written = [text for _, text in self.outputs if text != "(missing)"]
+        return len(WORD_RE.findall(" ".join(written) if written else self.final_answer))
 
 
 def user_message(attempt: Attempt) -> str:
