@@ -126,7 +126,7 @@ def test_test_run_is_cached_and_appended(demo_store, tmp_path: Path) -> None:
     (("--suite", "clean-train", "--val", "no-such-suite"), "no-such-suite: suite directory not found"),
     (("--suite", "clean-train", "--val", "clean-val", "--replicates", "0"), "'replicates' must be an integer >= 1"),
     (("--suite", "clean-train", "--val", "clean-val", "--strategy", "anneal"), "unknown strategy 'anneal'"),
-    (("--suite", "clean-train", "--val", "clean-val", "--real"), "--real is not available yet"),
+    (("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-train"), "is also used as train or val"),
 ])
 def test_bad_invocations_exit_before_any_cell(tmp_path: Path, args: tuple, message: str) -> None:
     result = run_cli(*args, "--data-dir", str(tmp_path / "data"))
