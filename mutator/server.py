@@ -21,13 +21,15 @@ from aiohttp import web
 
 from mutator import server_queries as Q
 from mutator.config import ROOT, Settings
+from mutator.server_cache import ResponseCache
 from mutator.server_files import cell_files, genome_diff
 from mutator.server_launch import Children, LaunchError, argv_for_test, launch_argv, options, settings
 from mutator.server_stores import Store, Stores, inside
 
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
-CODE_FILES = ("server.py", "server_files.py", "server_queries.py", "server_launch.py", "server_stores.py", "db.py", "config.py")
+CODE_FILES = ("server.py", "server_cache.py", "server_files.py", "server_queries.py", "server_launch.py",
+              "server_stores.py", "db.py", "config.py")
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -42,6 +44,7 @@ CHILDREN = web.AppKey("children", Children)
 CODE = web.AppKey("code", "CodeWatch")
 STOP = web.AppKey("stop", asyncio.Event)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+CACHE = web.AppKey("cache", ResponseCache)
 
 
 class CodeWatch:
@@ -73,8 +76,42 @@ def fail(status: int, message: str) -> web.HTTPException:
     return cls[status](text=json.dumps({"error": message}), content_type="application/json")
 
 
+def encode(data: Any) -> bytes:
+    return json.dumps(data, default=str).encode()
+
+
 def ok(data: Any) -> web.Response:
     return web.json_response(data, dumps=lambda v: json.dumps(v, default=str), headers={"Cache-Control": "no-store"})
+
+
+def json_body(body: bytes, state: str) -> web.Response:
+    return web.Response(body=body, content_type="application/json",
+                        headers={"Cache-Control": "no-store", "X-SM-Cache": state})
+
+
+def cache_key(request: web.Request, store: Store) -> tuple[str, str, int]:
+    """(store, canonical path + sorted query, data_version); the version is read before any query runs, so
+    an entry can only be newer than its key, never older."""
+    query = "&".join(f"{k}={v}" for k, v in sorted(request.query.items()))
+    return store.id, f"{request.path}?{query}", request.app[STORES].data_version(store)
+
+
+def hit(request: web.Request, store: Store) -> tuple[tuple[str, str, int], web.Response | None]:
+    key = cache_key(request, store)
+    body = request.app[CACHE].get(key)
+    return key, None if body is None else json_body(body, "hit")
+
+
+def remember(request: web.Request, key: tuple[str, str, int], data: Any, *, volatile: bool = False) -> web.Response:
+    body = encode(data)
+    request.app[CACHE].put(key, body, volatile=volatile)
+    return json_body(body, "miss")
+
+
+def running(*runs: dict) -> bool:
+    """A response naming a running run (its `alive` flag reads a pid) or a running test (progress reads cell
+    dirs on disk) depends on more than the store: it is cached only briefly."""
+    return any(r.get("status") == "running" for r in runs)
 
 
 def store_of(request: web.Request, *, required: bool = True) -> Store:
@@ -139,7 +176,8 @@ async def static(request: web.Request) -> web.StreamResponse:
 
 # ---- API ---------------------------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
-    return ok({"app": APP_NAME, "code": request.app[CODE].started, "stale": request.app[CODE].stale})
+    return ok({"app": APP_NAME, "code": request.app[CODE].started, "stale": request.app[CODE].stale,
+               "cache": request.app[CACHE].stats()})
 
 
 async def meta(request: web.Request) -> web.Response:
@@ -154,7 +192,8 @@ async def meta(request: web.Request) -> web.Response:
 
 async def skills(request: web.Request) -> web.Response:
     store = store_of(request)
-    return ok(Q.skills(db_of(request, store)))
+    key, cached = hit(request, store)
+    return cached or remember(request, key, Q.skills(db_of(request, store)))
 
 
 def skill_param(request: web.Request) -> str | None:
@@ -173,7 +212,12 @@ def run_param(request: web.Request) -> str:
 
 async def runs(request: web.Request) -> web.Response:
     store = store_of(request)
-    return ok(Q.runs(db_of(request, store), skill_param(request)))
+    skill = skill_param(request)
+    key, cached = hit(request, store)
+    if cached:
+        return cached
+    found = Q.runs(db_of(request, store), skill)
+    return remember(request, key, found, volatile=running(*found))
 
 
 async def run(request: web.Request) -> web.Response:
@@ -181,18 +225,26 @@ async def run(request: web.Request) -> web.Response:
     window = request.query.get("window", "60")
     if not window.isdigit() or int(window) > 100_000:
         raise fail(400, "window: a number of rounds (0 = all)")
-    found = Q.run_detail(db_of(request, store), run_param(request), store.data_dir, window=int(window))
+    run_id = run_param(request)
+    key, cached = hit(request, store)
+    if cached:
+        return cached
+    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=int(window))
     if found is None:
         raise fail(404, "no such run")
-    return ok(found)
+    return remember(request, key, found, volatile=running(found["run"], *found["tests"]))
 
 
 async def lineage(request: web.Request) -> web.Response:
     store = store_of(request)
-    found = Q.lineage(db_of(request, store), run_param(request))
+    run_id = run_param(request)
+    key, cached = hit(request, store)
+    if cached:
+        return cached
+    found = Q.lineage(db_of(request, store), run_id)
     if found is None:
         raise fail(404, "no such run")
-    return ok(found)
+    return remember(request, key, found)
 
 
 async def history(request: web.Request) -> web.Response:
@@ -200,7 +252,11 @@ async def history(request: web.Request) -> web.Response:
     skill = skill_param(request)
     if skill is None:
         raise fail(400, "skill: required")
-    return ok(Q.history(db_of(request, store), skill))
+    key, cached = hit(request, store)
+    if cached:
+        return cached
+    found = Q.history(db_of(request, store), skill)
+    return remember(request, key, found, volatile=running(*(regime["run"] for regime in found)))
 
 
 async def attempt(request: web.Request) -> web.Response:
@@ -208,26 +264,35 @@ async def attempt(request: web.Request) -> web.Response:
     split = request.query.get("split", "val")
     if split not in ("val", "train"):
         raise fail(400, "split: val or train")
+    key, cached = hit(request, store)
+    if cached:
+        return cached
     found = Q.attempt_detail(db_of(request, store), int(request.match_info["id"]), split)
     if found is None:
         raise fail(404, "no such attempt")
-    return ok(found)
+    return remember(request, key, found, volatile=running(found["run"]))
 
 
 async def attempt_diff(request: web.Request) -> web.Response:
     store = store_of(request)
+    key, cached = hit(request, store)
+    if cached:
+        return cached
     found = await asyncio.to_thread(genome_diff, store, db_of(request, store), int(request.match_info["id"]))
     if found is None:
         raise fail(404, "no such attempt")
-    return ok(found)
+    return remember(request, key, found)
 
 
 async def cell(request: web.Request) -> web.Response:
     store = store_of(request)
+    key, cached = hit(request, store)
+    if cached:
+        return cached
     found = Q.cell_row(db_of(request, store), int(request.match_info["id"]))
     if found is None:
         raise fail(404, "no such cell")
-    return ok(cell_files(store, found))
+    return remember(request, key, cell_files(store, found))  # a cell row is written once its files are final
 
 
 async def processes(request: web.Request) -> web.Response:
@@ -330,6 +395,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
     app[CODE] = CodeWatch()
+    app[CACHE] = ResponseCache()
     loopback = {"127.0.0.1", "localhost", "::1"}
     app[ALLOWED_HOSTS] = frozenset() if host in ("0.0.0.0", "::") else frozenset(loopback | {host})
     app.on_startup.append(_startup)

@@ -105,8 +105,9 @@ def _live_eval(db: sqlite_utils.Database, genome_hash: str, suite: str, replicat
 
 def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict], data_dir: Path) -> list[dict]:
     """mutation → critic → build → grading → score, each {stage, state, detail}; state is one of
-    pending | running | done | failed | skipped."""
+    pending | running | done | failed | skipped. `attempt["critic"]` is the parsed JSON (None = not run)."""
     a, seed = attempt, attempt["status"] == "seed"
+    critic = a["critic"]
     out: list[dict] = []
     if seed:
         out += [{"stage": "mutation", "state": "skipped", "detail": "seed"},
@@ -115,12 +116,11 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
         failed = a["status"] == "failed"
         out.append({"stage": "mutation", "state": "failed" if failed and not a["genome_hash"] else
                     "done" if a["genome_hash"] else "running", "detail": a["error"] if failed else ""})
-        critic = loads(a["critic"], None)
         out.append({"stage": "critic", "state": "failed" if a["status"] == "critic_rejected" else
                     "done" if critic is not None else "running" if a["genome_hash"] else "pending",
                     "detail": a["error"] if a["status"] == "critic_rejected" else ""})
     ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
-    live = a["genome_hash"] and (seed or loads(a["critic"], None) is not None) and a["status"] not in (
+    live = a["genome_hash"] and (seed or critic is not None) and a["status"] not in (
         "critic_rejected", "failed")
     if ev is None and live:
         ev = _live_eval(db, a["genome_hash"], run["val"], run["replicates"])
@@ -153,39 +153,49 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
     run = run_row(db, run_id)
     if run is None:
         return None
-    light = q(db, "select a.round, a.sibling, a.verdict, a.composite, t.eval, t.cost, t.steps from attempts a "
-                  "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
-                  "order by a.round, a.sibling", [run_id])
+    # The curve covers every round, so this runs over the whole run: plain tuples, no per-row dicts.
+    light = db.conn.execute("select a.round, a.sibling, a.verdict, a.composite, t.eval, t.cost, t.steps "
+                            "from attempts a left join evaluations t on t.id = a.train_evaluation_id "
+                            "where a.run_id = ? order by a.round, a.sibling", [run_id]).fetchall()
     tests = test_runs(db, run, data_dir)
-    curve: dict[str, list] = {"round": [], "champion": [], "best": [], "train": [], "test": []}
+    last = light[-1][0] if light else 0
+    low = last - window + 1 if window > 0 else -1
+    rounds: list[int] = []
+    champion_s: list[float | None] = []
+    best_s: list[float | None] = []
+    train_s: list[float | None] = []
     champions: dict[tuple[int, int], float | None] = {}
     champion = None
-    for a in light:
-        if a["verdict"] in ("SEED", "KEEP") and a["composite"] is not None:
-            champion = a["composite"]  # the incumbent after this attempt (greedy keeps statistical ties)
-        champions[(a["round"], a["sibling"])] = champion
-        train = composite(a, run, split="train") if a["eval"] is not None else None
-        if not curve["round"] or curve["round"][-1] != a["round"]:
-            for key, value in (("round", a["round"]), ("champion", None), ("best", None), ("train", None),
-                               ("test", None)):
-                curve[key].append(value)
-        curve["champion"][-1] = champion
-        if a["composite"] is not None and (curve["best"][-1] is None or a["composite"] > curve["best"][-1]):
-            curve["best"][-1] = a["composite"]
-        if train is not None:
-            curve["train"][-1] = train
+    for rnd, sibling, verdict, value, t_eval, t_cost, t_steps in light:
+        if value is not None and verdict in ("SEED", "KEEP"):
+            champion = value  # the incumbent after this attempt (greedy keeps statistical ties)
+        if rnd >= low:
+            champions[(rnd, sibling)] = champion
+        if not rounds or rounds[-1] != rnd:
+            rounds.append(rnd)
+            champion_s.append(champion)
+            best_s.append(value)
+            train_s.append(None)
+        else:
+            champion_s[-1] = champion
+            if value is not None and (best_s[-1] is None or value > best_s[-1]):
+                best_s[-1] = value
+        if t_eval is not None:
+            train_s[-1] = composite({"eval": t_eval, "cost": t_cost, "steps": t_steps}, run, split="train")
+    test_s: list[float | None] = [None] * len(rounds)
+    index = {rnd: i for i, rnd in enumerate(rounds)}
     for t in tests:
-        if t["composite"] is not None and t["round"] in curve["round"]:
-            curve["test"][curve["round"].index(t["round"])] = t["composite"]
-    last = light[-1]["round"] if light else 0
-    low = last - window + 1 if window > 0 else -1
+        if t["composite"] is not None and t["round"] in index:
+            test_s[index[t["round"]]] = t["composite"]
+    curve = {"round": rounds, "champion": champion_s, "best": best_s, "train": train_s, "test": test_s}
     attempts = q(db, f"select {ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, sibling",
                  [run_id, low])
     ids = sorted({i for a in attempts for i in (a["val_evaluation_id"], a["train_evaluation_id"]) if i})
     evals = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in "
                                        f"({','.join('?' * len(ids))})", ids)} if ids else {}
     for a in attempts:
-        a["critic"], a["stages"] = loads(a["critic"], None), stages(db, a, run, evals, data_dir)
+        a["critic"] = loads(a["critic"], None)
+        a["stages"] = stages(db, a, run, evals, data_dir)
         train = evals.get(a["train_evaluation_id"]) if a["train_evaluation_id"] else None
         a["train_composite"] = composite(train, run, split="train")
         a["champion_composite"] = champions.get((a["round"], a["sibling"]))
@@ -216,7 +226,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     suite = run["val"] if split == "val" else run["suite"]
     ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
     ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [ev_id]) if ev_id else None
-    seed = one(db, "select * from attempts where run_id = ? and round = 0 order by sibling limit 1", [run["id"]])
+    seed = one(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
+                   "order by sibling limit 1", [run["id"]])
     seed_ev_id = (seed or {}).get("val_evaluation_id" if split == "val" else "train_evaluation_id")
     seed_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [seed_ev_id]) if seed_ev_id else None
     parent = one(db, "select id, round, sibling, genome_hash, verdict, summary from attempts where run_id = ? and "
