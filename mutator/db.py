@@ -88,7 +88,39 @@ def _v3(db: sqlite_utils.Database) -> None:
     db["attempts"].add_column("confirm", str)    # JSON: fresh evaluations, confirmed gate, stands/overturned
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3)
+def _v4(db: sqlite_utils.Database) -> None:
+    # After the run: proposals and their timestamped decisions, deploys (with the kept previous version),
+    # health checks (fingerprint, per-task scores, drift band, partial flag) and the store's spend limits.
+    db["proposals"].create({
+        "id": int, "run_id": str, "genome_hash": str, "seed_hash": str, "skill_name": str, "status": str,
+        "diff": str, "val": str, "test": str, "gates": str, "target_dir": str, "created_at": float,
+        "updated_at": float,
+    }, pk="id", not_null={"run_id", "genome_hash", "status"}, foreign_keys=[("run_id", "runs", "id")])
+    db["proposals"].create_index(["run_id", "genome_hash"])
+    db["proposals"].create_index(["status"])
+    db["proposal_decisions"].create({
+        "id": int, "proposal_id": int, "action": str, "status_from": str, "status_to": str, "note": str,
+        "at": float,
+    }, pk="id", not_null={"proposal_id", "action", "status_to", "at"},
+        foreign_keys=[("proposal_id", "proposals", "id")])
+    db["proposal_decisions"].create_index(["proposal_id"])
+    db["deployments"].create({
+        "id": int, "proposal_id": int, "target_dir": str, "backup_dir": str, "genome_hash": str,
+        "previous_hash": str, "status": str, "error": str, "deployed_at": float, "rolled_back_at": float,
+    }, pk="id", not_null={"target_dir", "status"}, foreign_keys=[("proposal_id", "proposals", "id")])
+    db["deployments"].create_index(["target_dir", "id"])
+    db["health_checks"].create({
+        "id": int, "skill_dir": str, "skill_name": str, "genome_hash": str, "fingerprint": str, "suites": str,
+        "contract": str, "status": str, "partial": int, "score": float, "previous_id": int,
+        "previous_score": float, "delta": float, "band": str, "summary": str, "tasks": str, "n_cells": int,
+        "n_done": int, "cost_usd": float, "evaluation_ids": str, "started_at": float, "finished_at": float,
+    }, pk="id", not_null={"skill_dir", "fingerprint", "status"}, defaults={"partial": 0, "cost_usd": 0.0})
+    db["health_checks"].create_index(["skill_dir", "fingerprint", "id"])
+    db["health_checks"].create_index(["started_at"])
+    db["spend_limits"].create({"name": str, "usd": float, "set_at": float}, pk="name")
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
