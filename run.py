@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from eval.cost import PricingError  # noqa: E402
 from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
+from mutator.after_cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
@@ -36,8 +37,9 @@ def parser() -> argparse.ArgumentParser:
                "  python run.py --test-run RUN_ID --suite clean-test\n"
                "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.")
     run = p.add_argument_group("what to run")
-    run.add_argument("--suite", help="train suite: a name from config.json 'suites' or a path (with --test-run: "
-                                     "the suite to test on)")
+    run.add_argument("--suite", action=SuiteAction, help="train suite: a name from config.json 'suites' or a path "
+                                                         "(with --test-run: the suite to test on; with --check: "
+                                                         "repeat it to check on several suites)")
     run.add_argument("--val", help="validation suite (required for a run; must differ from --suite)")
     run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
     run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
@@ -98,6 +100,27 @@ def parser() -> argparse.ArgumentParser:
                                                                  "when --agent is command)")
     real.add_argument("--budget-usd", type=float, metavar="USD", help="stop cleanly before the run's committed "
                                                                       "spend would pass USD; resume with a higher cap")
+    after = p.add_argument_group("after the run: proposals, deploy, health checks, spend (see README)")
+    after.add_argument("--propose", metavar="RUN", help="make RUN's champion a proposal (a finished run does this "
+                                                        "itself); never deploys")
+    after.add_argument("--accept", type=int, metavar="PROPOSAL", help="deploy a proposed champion into --to "
+                                                                      "SKILL_DIR (atomic; the previous version kept)")
+    after.add_argument("--reject", type=int, metavar="PROPOSAL", help="reject a proposed champion")
+    after.add_argument("--note", help="--accept: a note kept with the decision")
+    after.add_argument("--reason", help="--reject: the reason kept with the decision")
+    after.add_argument("--to", type=Path, metavar="SKILL_DIR", help="--accept: the skill folder to deploy into")
+    after.add_argument("--rollback", type=Path, metavar="SKILL_DIR", help="restore the version the last deploy into "
+                                                                          "SKILL_DIR replaced, byte for byte")
+    after.add_argument("--check", type=Path, metavar="SKILL_DIR", help="health check: evaluate SKILL_DIR as it is on "
+                                                                       "each --suite; exits 6 on REGRESSED")
+    after.add_argument("--parallel", type=int, metavar="N", help="--check: cells run at once (default: concurrency)")
+    after.add_argument("--max-seconds", type=float, metavar="S", help="--check: stop after S seconds, keeping "
+                                                                      "what was scored (exit 5)")
+    after.add_argument("--audit", metavar="RUN", help="write RUN's attempts, verdicts, gate figures, decisions and "
+                                                      "costs to --out FILE.json or FILE.csv")
+    after.add_argument("--daily-budget-usd", type=float, metavar="USD",
+                       help="record the store's daily spend cap (0 clears it): warn at 80 %%, stop new spending at "
+                            "100 %% (UTC days)")
     dash = p.add_argument_group("dashboard")
     dash.add_argument("--serve", action="store_true", help="start the dashboard (alone: serve in the foreground; "
                                                            "with a run: in the background, then run the loop); "
@@ -193,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             print("\n".join(str(path) for path in written))
             return 0
+        if wants_decision(args):
+            return decide(args, settings)
         if args.serve:
             from mutator.server_cli import dashboard
             code = dashboard(settings, host=args.host, port=args.port, config=args.config,
@@ -201,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
                 return code
         launcher = get_launcher(settings.sandbox)
         agents = real_agents(settings, args) if args.real else fake_agents()
+        from mutator.spend import combine, daily_guard
+        daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
+        if args.check:
+            from mutator.after_cli import check_command
+            return check_command(args, settings, agents, launcher, progress, daily)
         if args.test_run:
             from mutator.testrun import TestRunError, test_run
             suite = load(settings, args.suite, "--suite")
@@ -242,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         strategy = make_strategy(settings.strategy, settings.strategy_opts)
         from mutator.budget import Budget
         loop = Loop(settings, suites, agents, launcher, strategy, progress=progress,
-                    budget=Budget(args.budget_usd) if args.budget_usd is not None else None)
+                    budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, daily))
         run_id = loop.execute()
         print(summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir))
         print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
@@ -250,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
               + f". Record: {settings.db_path}")
         if suites.holdout:
             print(f"Test the champion: python run.py --test-run {run_id} --suite {suites.holdout.name}")
+        from mutator.after_cli import propose_finished
+        print(propose_finished(settings, run_id))
         return 0
     except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:
         print(f"error: {err}", file=sys.stderr)

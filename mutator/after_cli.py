@@ -1,0 +1,163 @@
+"""run.py's after-the-run commands: --propose, --accept/--reject, --rollback, --check, --audit.
+
+Each returns the process exit code; run.py only parses flags and dispatches here. Exit codes of
+--check: 0 = a score with any band but REGRESSED, 6 = REGRESSED (so a cron job can alert), 5 = stopped
+by --max-seconds (partial), 3 = daily budget stop, 130 = Ctrl-C (partial result kept in every case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EXIT_REGRESSED = 6
+EXIT_PARTIAL = 5
+EXIT_BUDGET = 3
+EXIT_INTERRUPTED = 130
+
+
+class SuiteAction(argparse.Action):
+    """`--suite` as before (the last value wins for a run) that also keeps every value for --check."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.suite_list = [*(getattr(namespace, "suite_list", None) or []), values]
+
+
+def wants_decision(args: argparse.Namespace) -> bool:
+    named = ("propose", "accept", "reject", "rollback", "audit")
+    return any(getattr(args, name, None) is not None for name in named) or only_daily_budget(args)
+
+
+def only_daily_budget(args: argparse.Namespace) -> bool:
+    """`run.py --daily-budget-usd USD` alone records the cap and says where today's spend stands."""
+    return args.daily_budget_usd is not None and not any(
+        getattr(args, name, None) for name in ("suite", "val", "test_run", "aa", "check", "plan", "serve"))
+
+
+def decide(args: argparse.Namespace, settings) -> int:
+    """--propose / --accept / --reject / --rollback / --audit: no agent runs, nothing is spent."""
+    from mutator.audit import AuditError, write
+    from mutator.db import connect
+    from mutator.deploy import DeployError, deploy, rollback
+    from mutator.genome import GenomeStore
+    from mutator.proposals import ProposalError, propose, reject
+    try:
+        if only_daily_budget(args):
+            from mutator.spend import budget_state, day_start, record_daily, spent_since
+            db = connect(settings.db_path)
+            state = budget_state(spent_since(db, day_start(time.time())), record_daily(db, args.daily_budget_usd))
+            cap = "none" if state["daily_usd"] is None else f"${state['daily_usd']:g}"
+            print(f"daily budget: {cap}; spent today (UTC) ${state['spent_today']:.4f} ({state['state']})")
+            return 0
+        if args.audit is not None:
+            if not args.out:
+                print("error: --audit needs --out FILE.json or FILE.csv", file=sys.stderr)
+                return 2
+            print(write(settings.db_path, args.audit, args.out))
+            return 0
+        db = connect(settings.db_path)
+        if args.propose is not None:
+            proposal, created = propose(db, GenomeStore(settings.data_dir, db), args.propose,
+                                        target_dir=args.to or settings.skill_dir)
+            print(describe(proposal, created))
+            return 0
+        if args.accept is not None:
+            if not args.to:
+                print("error: --accept needs --to SKILL_DIR (the folder to deploy the champion into)", file=sys.stderr)
+                return 2
+            row = deploy(db, GenomeStore(settings.data_dir, db), args.accept, args.to, note=args.note)
+            print(f"proposal {args.accept} deployed into {row['target_dir']}"
+                  + (f"; previous version kept at {row['backup_dir']} (undo: python run.py --rollback "
+                     f"{row['target_dir']} --data-dir {settings.data_dir})" if row["backup_dir"] else
+                     "; there was nothing there before"))
+            return 0
+        if args.reject is not None:
+            reject(db, args.reject, args.reason)
+            print(f"proposal {args.reject} rejected" + (f": {args.reason}" if args.reason else ""))
+            return 0
+        row = rollback(db, args.rollback)
+        print(f"{row['target_dir']} rolled back: deploy {row['id']} undone"
+              + (f", previous version restored from {row['backup_dir']}" if row["backup_dir"] else
+                 " (the folder did not exist before it, so it was moved aside)"))
+        return 0
+    except (ProposalError, DeployError, AuditError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def describe(proposal: dict, created: bool) -> str:
+    from mutator.db import loads
+    val = loads(proposal["val"], {}) or {}
+    test = loads(proposal["test"])
+    head = (f"{'New proposal' if created else 'Proposal'} {proposal['id']} ({proposal['status']}): champion "
+            f"{proposal['genome_hash'][:12]} of {proposal['run_id']}")
+    figures = (f"val {val.get('suite')}: composite {_f(val.get('composite'))} vs seed {_f(val.get('seed_composite'))}"
+               + (f"; test {test['suite']}: composite {_f(test['composite'])}" if test else "; not tested yet"))
+    where = proposal["target_dir"] or "SKILL_DIR"
+    return (f"{head}\n  {figures}\n  accept: python run.py --accept {proposal['id']} --to {where} [--note TEXT]\n"
+            f"  reject: python run.py --reject {proposal['id']} [--reason TEXT]")
+
+
+def _f(value) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def propose_finished(settings, run_id: str) -> str:
+    """After a finished run: its champion becomes a proposal (once); the line to print."""
+    from mutator.db import connect
+    from mutator.genome import GenomeStore
+    from mutator.proposals import ProposalError, propose
+    db = connect(settings.db_path)
+    try:
+        proposal, created = propose(db, GenomeStore(settings.data_dir, db), run_id, target_dir=settings.skill_dir,
+                                    auto=True)
+    except ProposalError as err:
+        return f"No proposal: {err}"
+    return describe(proposal, created)
+
+
+def check_command(args: argparse.Namespace, settings, agents, launcher, progress, daily) -> int:
+    from eval.suite import SuiteError, load_suite
+    from mutator.config import resolve_suite_path
+    from mutator.health import HealthCheck
+    names = getattr(args, "suite_list", None) or ([args.suite] if args.suite else [])
+    if not names:
+        raise SuiteError(f"--check needs --suite NAME (repeatable); suites in config.json: "
+                         f"{', '.join(settings.suites)}")
+    suites = [load_suite(resolve_suite_path(settings, name)) for name in names]
+    check = HealthCheck(settings, agents.build_argv, agents.build_id, launcher,
+                        parallel=args.parallel or settings.concurrency, progress=progress,
+                        max_seconds=args.max_seconds, daily=daily)
+    result = check.run(Path(args.check), suites)
+    print(render(result))
+    if result["band"] == "REGRESSED":
+        return EXIT_REGRESSED
+    if result["status"] == "stopped":
+        return EXIT_BUDGET
+    if result["status"] == "cancelled":
+        return EXIT_PARTIAL if result["reason"] and result["reason"].startswith("--max-seconds") else EXIT_INTERRUPTED
+    return 0
+
+
+def render(check: dict) -> str:
+    lines = [f"Health check {check['id']} of {check['skill_dir']} ({check['skill_name']}, genome "
+             f"{check['genome_hash'][:12]}) on {', '.join(_names(check))}: {check['status']}"
+             + (" (PARTIAL)" if check["partial"] else ""),
+             f"  {check['summary']}",
+             f"  {check['n_done']}/{check['n_cells']} cells, cost ${check['cost_usd']:.4f}, fingerprint "
+             f"{check['fingerprint']}" + (f", compared with check {check['previous_id']}" if check["previous_id"]
+                                          else "")]
+    if check["tasks"]:
+        lines.append("  tasks, worst first:")
+        for t in check["tasks"]:
+            moved = "" if t["delta"] is None else f"  ({t['delta']:+.1f} vs {t['previous']:.1f})"
+            lines.append(f"    {t['score']:6.1f}  {t['task']}{moved}")
+    return "\n".join(lines)
+
+
+def _names(check: dict) -> list[str]:
+    from mutator.db import loads
+    return loads(check["suites"], []) or []

@@ -1,0 +1,89 @@
+"""Audit export of one run (`run.py --audit RUN --out FILE.json|.csv`): for review outside the tool.
+
+Every attempt with its verdict, critic gate rows, noise-gate figures and cost (its mutator call plus
+the cells of the evaluations it ran first), then every proposal decision. Reads the store read-only.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from mutator.db import connect_readonly, loads, rows
+from mutator.spend import _attribution
+
+GATE_FIGURES = ("delta", "delta_eval", "delta_cost", "delta_steps", "gate_threshold", "gate_se", "gate_s",
+                "gate_df", "gate_t", "gate_n")
+COLUMNS = ("kind", "round", "sibling", "status", "verdict", "genome_hash", "parent_hash", "summary", "critic",
+           "confirm", *GATE_FIGURES, "composite", "eval", "cost", "steps", "mutator_cost_usd", "cells_cost_usd",
+           "cost_usd", "error", "at", "proposal_id", "action", "status_from", "status_to", "note")
+
+
+class AuditError(ValueError):
+    """The audit cannot be written as asked; the message says the fix."""
+
+
+def audit(db_path: Path, run_id: str) -> dict:
+    if not db_path.is_file():
+        raise AuditError(f"no store at {db_path}; pass the --data-dir the run was made with")
+    db = connect_readonly(db_path)
+    try:
+        found = rows(db, "select * from runs where id = ?", [run_id])
+        if not found:
+            known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+            raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: {', '.join(known) or '(none)'}")
+        run = found[0]
+        owner = _attribution(db)
+        cell_cost = {r["evaluation_id"]: r["usd"] for r in rows(
+            db, "select evaluation_id, sum(cost_usd) as usd from cells group by evaluation_id")}
+        attempts, counted = [], set()
+        for a in rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id]):
+            # a cached evaluation is paid once: counted on the first of this run's attempts that used it
+            paid = [e for e in (a["val_evaluation_id"], a["train_evaluation_id"])
+                    if e is not None and owner.get(e) == run_id and e not in counted]
+            counted.update(paid)
+            cells = sum(cell_cost.get(e, 0.0) or 0.0 for e in paid)
+            confirm = loads(a["confirm"])
+            attempts.append({
+                "kind": "attempt", **{k: a[k] for k in ("round", "sibling", "status", "verdict", "genome_hash",
+                                                        "parent_hash", "summary", *GATE_FIGURES, "composite",
+                                                        "eval", "cost", "steps", "error")},
+                "critic": loads(a["critic"], []), "gate": loads(a["gate"]), "confirm": confirm,
+                "mutator_cost_usd": a["mutator_cost_usd"] or 0.0, "cells_cost_usd": cells,
+                "cost_usd": (a["mutator_cost_usd"] or 0.0) + cells, "at": a["finished_at"] or a["started_at"]})
+        decisions = rows(db, "select d.proposal_id, d.action, d.status_from, d.status_to, d.note, d.at, "
+                             "p.genome_hash from proposal_decisions d join proposals p on p.id = d.proposal_id "
+                             "where p.run_id = ? order by d.id", [run_id]) if "proposals" in db.table_names() else []
+    finally:
+        db.conn.close()
+    return {"run": run, "attempts": attempts, "decisions": [{"kind": "decision", **d} for d in decisions],
+            "totals": {"attempts": len(attempts), "cost_usd_recorded_on_run": run["cost_usd"],
+                       "cost_usd_attempts": sum(a["cost_usd"] for a in attempts)}}
+
+
+def _cell(value) -> str | float | int | None:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def write(db_path: Path, run_id: str, out: Path) -> Path:
+    """JSON (the whole record) or CSV (one row per attempt, then one per decision; JSON in text cells)."""
+    if out.suffix not in (".json", ".csv"):
+        raise AuditError(f"--out {out}: name a .json or .csv file")
+    record = audit(db_path, run_id)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".json":
+        out.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+        return out
+    with out.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in record["attempts"]:
+            critic = "; ".join(f"{c['gate']}:{c['verdict']}" + (f" ({c['reason']})" if c.get("reason") else "")
+                               for c in row["critic"])
+            writer.writerow({**{k: _cell(v) for k, v in row.items()}, "critic": critic})
+        for row in record["decisions"]:
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+    return out

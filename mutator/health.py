@@ -1,0 +1,157 @@
+"""Health checks: evaluate a deployed skill folder as it is (no mutation) and say how it drifted.
+
+Each check snapshots the folder, runs it on one or more suites through the Evaluator with a fresh
+replicate salt (a re-check measures again instead of reading the cache), and compares the score with
+the previous complete check of the same folder and fingerprint. A cancel (Ctrl-C, --max-seconds, the
+daily budget) keeps every cell already scored and marks the check partial; never a made-up score.
+"""
+
+from __future__ import annotations
+
+import _thread
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skills_ref import read_properties
+
+from eval.cells import Contract, evaluation_key
+from eval.cost import price_for
+from eval.snapshot import copy_tree, hash_tree
+from eval.suite import Suite
+from mutator import drift
+from mutator.budget import BudgetStop
+from mutator.config import ConfigError, Settings
+from mutator.db import connect, dumps, loads, now, rows
+from mutator.evaluations import Evaluator
+from mutator.progress import Progress
+from sandbox import Launcher
+
+
+@dataclass
+class Deadline:
+    """--max-seconds: after `seconds`, interrupt the main thread exactly as Ctrl-C would."""
+    seconds: float | None
+    fired: bool = False
+    _timer: threading.Timer | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        if self.seconds:
+            self._timer = threading.Timer(self.seconds, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        _thread.interrupt_main()
+
+    def stop(self) -> None:
+        if self._timer:
+            self._timer.cancel()
+
+
+@dataclass
+class HealthCheck:
+    settings: Settings
+    build_argv: Sequence[str]
+    build_id: str
+    launcher: Launcher
+    parallel: int
+    progress: Progress = field(default_factory=Progress)
+    max_seconds: float | None = None
+    daily: object | None = None     # a spend.DailyBudget (before_check) or None
+
+    def run(self, skill_dir: Path, suites: Sequence[Suite]) -> dict:
+        s = self.settings
+        if not (skill_dir / "SKILL.md").is_file():
+            raise ConfigError(f"--check {skill_dir}: no SKILL.md there; pass a deployed skill folder")
+        if not suites:
+            raise ConfigError("--check needs at least one --suite NAME")
+        if self.parallel < 1:
+            raise ConfigError(f"--parallel must be at least 1, got {self.parallel}")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ConfigError(f"--max-seconds must be a positive number of seconds, got {self.max_seconds}")
+        db = connect(s.db_path)
+        skill_dir = skill_dir.resolve()
+        skill_name = read_properties(skill_dir).name
+        base = Contract(model=s.model, replicates=s.replicates, max_turns=s.max_turns, agent=self.build_id,
+                        silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms)
+        fingerprint = drift.fingerprint([(x.name, x.content_hash) for x in suites], base.to_json())
+        genome_hash = hash_tree(skill_dir)
+        n_cells = sum(len(x.tasks) for x in suites) * s.replicates
+        check_id = db["health_checks"].insert({
+            "skill_dir": str(skill_dir), "skill_name": skill_name, "genome_hash": genome_hash,
+            "fingerprint": fingerprint, "suites": dumps([x.name for x in suites]), "contract": dumps(base.to_json()),
+            "status": "running", "partial": 0, "n_cells": n_cells, "n_done": 0, "started_at": now()}).last_pk
+        snapshot = s.data_dir / "checks" / str(check_id) / "skill"
+        copy_tree(skill_dir, snapshot)   # the check scores this copy even if the folder changes meanwhile
+        contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
+        evaluator = Evaluator(db=db, data_dir=s.data_dir, contract=contract, agent_argv=self.build_argv,
+                              launcher=self.launcher, price=price_for(s.pricing, s.model), concurrency=self.parallel,
+                              grader_timeout_s=s.grader_timeout_ms / 1000, progress=self.progress)
+        deadline = Deadline(self.max_seconds)
+        stopped: tuple[str, str] | None = None  # (status, reason)
+        deadline.start()
+        try:
+            for suite in suites:
+                if self.daily is not None:
+                    self.daily.before_check(db, len(suite.tasks) * s.replicates, s.model,
+                                            f"the check on {suite.name}")
+                evaluator.evaluate(snapshot, genome_hash, skill_name, suite, label=f"check · {suite.name}")
+            deadline.stop()
+        except KeyboardInterrupt:
+            deadline.stop()
+            stopped = ("cancelled", f"--max-seconds {self.max_seconds:g} reached" if deadline.fired
+                       else "interrupted (Ctrl-C)")
+        except BudgetStop as err:
+            deadline.stop()
+            stopped = ("stopped", str(err))
+        keys = [evaluation_key(genome_hash, x, contract) for x in suites]
+        return finish(db, check_id, keys, stopped)
+
+
+def _previous(db, check: dict) -> dict | None:
+    found = rows(db, "select * from health_checks where skill_dir = ? and fingerprint = ? and id < ? and "
+                     "status = 'done' and partial = 0 and score is not null order by id desc limit 1",
+                 [check["skill_dir"], check["fingerprint"], check["id"]])
+    return found[0] if found else None
+
+
+def finish(db, check_id: int, keys: list[str], stopped: tuple[str, str] | None) -> dict:
+    """Score what finished, band it against the previous complete check, store and return the check."""
+    check = rows(db, "select * from health_checks where id = ?", [check_id])[0]
+    marks = ",".join("?" * len(keys))
+    evaluations = rows(db, f"select id, suite from evaluations where key in ({marks})", keys)
+    ids = [e["id"] for e in evaluations]
+    cells = rows(db, f"select e.suite, c.task_id, c.score, c.cost_usd from cells c join evaluations e on "
+                     f"e.id = c.evaluation_id where c.evaluation_id in ({','.join('?' * len(ids)) or 'null'})", ids)
+    tasks = drift.task_scores([(f"{c['suite']}/{c['task_id']}", c["score"] or 0.0) for c in cells])
+    score = drift.overall(tasks)
+    previous = _previous(db, check)
+    before = {t["task"]: t["score"] for t in loads(previous["tasks"], [])} if previous else None
+    partial = stopped is not None and len(cells) < check["n_cells"]
+    fields: dict = {"status": stopped[0] if partial else "done", "partial": int(partial), "n_done": len(cells),
+                    "cost_usd": sum(c["cost_usd"] or 0.0 for c in cells), "evaluation_ids": dumps(ids),
+                    "score": score, "tasks": dumps(drift.breakdown(tasks, before)), "finished_at": now(),
+                    "previous_id": previous["id"] if previous else None}
+    if score is None:
+        fields["summary"] = (f"Cancelled before completion ({stopped[1] if stopped else 'no cells'}): no cell "
+                             f"finished, so there is no score and nothing to compare.")
+    else:
+        # a partial check is compared on the tasks it did score, so missing tasks cannot move the number
+        prev_score = None
+        if previous is not None:
+            same = [before[t] for t in tasks if t in before] if partial else None
+            prev_score = (sum(same) / len(same) if same else None) if partial else previous["score"]
+        verdict = drift.band(score, prev_score)
+        fields.update(band=verdict.name, delta=verdict.delta, previous_score=prev_score, summary=verdict.text)
+        if partial:
+            fields["summary"] = (f"Cancelled before completion ({stopped[1]}): partial result kept, "
+                                 f"{score:.1f}/100 over {len(cells)} of {check['n_cells']} cells "
+                                 f"({len(tasks)} tasks). On the tasks scored: {verdict.text}")
+    db["health_checks"].update(check_id, fields)
+    found = rows(db, "select * from health_checks where id = ?", [check_id])[0]
+    found["tasks"] = loads(found["tasks"], [])
+    found["reason"] = stopped[1] if stopped else None
+    return found

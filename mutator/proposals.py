@@ -1,0 +1,146 @@
+"""Proposals: a finished run's champion offered for review, never deployed automatically.
+
+A proposal holds the diff vs the seed, the champion's val and latest test figures and the critic's
+gate rows. Statuses: proposed -> accepted -> deployed | failed, proposed -> rejected, deployed ->
+rolled_back. Only `proposed` can be accepted or rejected; every decision is a timestamped row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlite_utils
+
+from mutator.db import dumps, loads, now, rows
+from mutator.genome import GenomeStore
+
+STATUSES = ("proposed", "accepted", "rejected", "deployed", "failed", "rolled_back")
+
+
+class ProposalError(RuntimeError):
+    """A proposal cannot be made or decided as asked; the message names the current status or the fix."""
+
+
+def get(db: sqlite_utils.Database, proposal_id: int) -> dict:
+    found = rows(db, "select * from proposals where id = ?", [proposal_id])
+    if not found:
+        recent = [str(r["id"]) for r in db.query("select id from proposals order by id desc limit 5")]
+        raise ProposalError(f"no proposal {proposal_id}; recent proposals: {', '.join(recent) or 'none'}")
+    return found[0]
+
+
+def decisions(db: sqlite_utils.Database, proposal_id: int) -> list[dict]:
+    return rows(db, "select * from proposal_decisions where proposal_id = ? order by id", [proposal_id])
+
+
+def record(db: sqlite_utils.Database, proposal_id: int, action: str, status_from: str | None, status_to: str,
+           note: str | None = None) -> None:
+    """Move a proposal to `status_to` and keep the decision: both commit together."""
+    at = now()
+    with db.conn:
+        db.conn.execute("update proposals set status = ?, updated_at = ? where id = ?", [status_to, at, proposal_id])
+        db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
+                        "values (?, ?, ?, ?, ?, ?)", [proposal_id, action, status_from, status_to, note, at])
+
+
+def _champion_attempt(db: sqlite_utils.Database, run_id: str, genome_hash: str) -> dict:
+    found = rows(db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id is not null "
+                     "order by id limit 1", [run_id, genome_hash])
+    return found[0] if found else {}
+
+
+def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict, dict | None, list]:
+    attempt = _champion_attempt(db, run["id"], champion)
+    seed = _champion_attempt(db, run["id"], run["seed_hash"])
+    val = {"suite": run["val"], "round": attempt.get("round"), "composite": attempt.get("composite"),
+           "eval": attempt.get("eval"), "cost": attempt.get("cost"), "steps": attempt.get("steps"),
+           "seed_composite": seed.get("composite"), "seed_eval": seed.get("eval"),
+           "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold")}
+    tests = rows(db, "select * from test_runs where run_id = ? and genome_hash = ? and status = 'done' "
+                     "order by id desc limit 1", [run["id"], champion])
+    test = None
+    if tests:
+        t = tests[0]
+        report = loads(t["report"], {}) or {}
+        test = {"suite": t["suite"], "composite": t["composite"], "eval": t["eval"], "cost": t["cost"],
+                "steps": t["steps"], "test_run": t["id"], "report": report}
+    gates = loads(attempt.get("critic"), []) or []
+    return val, test, gates
+
+
+def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, target_dir: Path | None,
+            auto: bool = False) -> tuple[dict, bool]:
+    """The run's champion as a proposal; returns (proposal, created).
+
+    An open (`proposed`) proposal for the same champion is returned as is; so is any earlier one when
+    `auto` (a run finishing again must not pile up proposals). An explicit --propose after a terminal
+    decision (rejected, failed, rolled_back, deployed) makes a fresh proposal.
+    """
+    found = rows(db, "select * from runs where id = ?", [run_id])
+    if not found:
+        known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+        raise ProposalError(f"no run {run_id!r}; recent runs: {', '.join(known) or 'none'}")
+    run = found[0]
+    if run["kind"] != "evolve":
+        raise ProposalError(f"{run_id} is an {run['kind']} run; only an evolve run's champion can be proposed")
+    champion = run["incumbent_hash"]
+    if champion == run["seed_hash"]:
+        raise ProposalError(f"{run_id}'s champion is its seed ({champion[:12]}): no change to propose")
+    earlier = rows(db, "select * from proposals where run_id = ? and genome_hash = ? order by id desc",
+                   [run_id, champion])
+    for proposal in earlier:
+        if proposal["status"] == "proposed" or auto:
+            return proposal, False
+    val, test, gates = _figures(db, run, champion)
+    at = now()
+    with db.conn:
+        cursor = db.conn.execute(
+            "insert into proposals (run_id, genome_hash, seed_hash, skill_name, status, diff, val, test, gates, "
+            "target_dir, created_at, updated_at) values (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, champion, run["seed_hash"], run["skill_name"], genomes.diff(run["seed_hash"], champion),
+             dumps(val), dumps(test), dumps(gates), str(target_dir.resolve()) if target_dir else None, at, at])
+        proposal_id = cursor.lastrowid
+        db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
+                        "values (?, 'propose', null, 'proposed', ?, ?)",
+                        [proposal_id, "automatic: the run finished" if auto else "run.py --propose", at])
+    return get(db, proposal_id), True
+
+
+def _refuse_unless_proposed(proposal: dict, action: str) -> None:
+    if proposal["status"] != "proposed":
+        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed proposal can be "
+                            f"{action} (its decisions are on the dashboard's Proposals page)")
+
+
+def accept(db: sqlite_utils.Database, proposal_id: int, note: str | None = None) -> dict:
+    """proposed -> accepted; the deploy (mutator/deploy.py) then moves it to deployed or failed."""
+    proposal = get(db, proposal_id)
+    _refuse_unless_proposed(proposal, "accepted")
+    record(db, proposal_id, "accept", "proposed", "accepted", note)
+    return get(db, proposal_id)
+
+
+def reject(db: sqlite_utils.Database, proposal_id: int, reason: str | None = None) -> dict:
+    proposal = get(db, proposal_id)
+    _refuse_unless_proposed(proposal, "rejected")
+    record(db, proposal_id, "reject", "proposed", "rejected", reason)
+    return get(db, proposal_id)
+
+
+def listing(db: sqlite_utils.Database, limit: int = 200) -> list[dict]:
+    """Newest first, without the diff (the detail carries it); JSON columns decoded."""
+    found = rows(db, "select id, run_id, genome_hash, seed_hash, skill_name, status, val, test, gates, target_dir, "
+                     "created_at, updated_at from proposals order by id desc limit ?", [limit])
+    for proposal in found:
+        for key in ("val", "test", "gates"):
+            proposal[key] = loads(proposal[key])
+    return found
+
+
+def detail(db: sqlite_utils.Database, proposal_id: int) -> dict:
+    proposal = get(db, proposal_id)
+    for key in ("val", "test", "gates"):
+        proposal[key] = loads(proposal[key])
+    proposal["decisions"] = decisions(db, proposal_id)
+    proposal["deployments"] = rows(db, "select * from deployments where proposal_id = ? order by id", [proposal_id])
+    return proposal
