@@ -38,7 +38,7 @@ read its SKILL.md first (with the read tool) and follow it; read the other files
 """
 MUTATOR_SYSTEM = """You are improving an agent skill in your working directory {cwd}.
 You may write only inside skill/ and the file result.json; everything else is read-only evidence.
-Finish by writing result.json as {{"summary": "...", "reasoning": "..."}} and then answer without a tool call.
+Finish by writing result.json as the task asks (a JSON object), then answer without a tool call.
 """
 
 

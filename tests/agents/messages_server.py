@@ -240,8 +240,8 @@ def csv_agent(body: dict) -> Reply:
             return reply(tool_use("read", {"path": rules_path}))
         rules = json.loads(done[("read", rules_path)])
         ops = [r["op"] for r in (rules.get("rules", rules) if isinstance(rules, dict) else rules)]
-    else:
-        ops = ["trim"]
+    else:  # bare (the solve phase): a capable model cleans everything it can see needs cleaning
+        ops = [op for op in CANONICAL_ORDER if op != "titlecase"]
     if ("read", source) not in done:
         return reply(tool_use("read", {"path": source}))
     if not any(call["name"] == "write" for call, _, err in history if not err):
