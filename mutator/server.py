@@ -411,6 +411,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
+    from mutator import server_after  # proposals, health checks, spend
+    server_after.register(app)
     return app
 
 

@@ -1,0 +1,115 @@
+"""Dashboard API for after the run: proposals (list, detail, accept/reject), health checks, spend.
+
+Read-only like the rest of the server: accept and reject start `run.py --accept/--reject` as separate
+processes through the same token-guarded, same-origin POSTs as a launch, and only ever deploy into the
+folder recorded on the proposal (a request never passes a path).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aiohttp import web
+
+from mutator import health_view, proposals, spend
+from mutator.config import ROOT
+
+NOTE_MAX = 500
+
+
+def _server():
+    from mutator import server  # late: server.py imports this module from its app factory
+    return server
+
+
+async def list_proposals(request: web.Request) -> web.Response:
+    s = _server()
+    store = s.store_of(request)
+    key, cached = s.hit(request, store)
+    db = s.db_of(request, store)
+    found = proposals.listing(db) if "proposals" in db.table_names() else []
+    return cached or s.remember(request, key, found)
+
+
+def _proposal(request: web.Request, store) -> dict:
+    s = _server()
+    db = s.db_of(request, store)
+    if "proposals" not in db.table_names():
+        raise s.fail(404, "no proposals in this store yet")
+    try:
+        return proposals.detail(db, int(request.match_info["id"]))
+    except proposals.ProposalError as err:
+        raise s.fail(404, str(err)) from None
+
+
+async def proposal(request: web.Request) -> web.Response:
+    s = _server()
+    store = s.store_of(request)
+    key, cached = s.hit(request, store)
+    return cached or s.remember(request, key, _proposal(request, store))
+
+
+async def _decide(request: web.Request, action: str) -> web.Response:
+    s = _server()
+    body = await s._body(request)
+    sid = body.get("store")
+    if not isinstance(sid, str) or not s.STORE_ID.match(sid):
+        raise s.fail(400, "store: expected the 10-hex id from /api/meta")
+    store = request.app[s.STORES].get(sid)
+    if store is None:
+        raise s.fail(404, f"no store {sid!r}")
+    data_dir = store.data_dir
+    found = _proposal(request, store)
+    if found["status"] != "proposed":
+        raise web.HTTPConflict(text=f'{{"error": "proposal {found["id"]} is {found["status"]}; only a proposed '
+                                    f'proposal can be {action}ed"}}', content_type="application/json")
+    text = body.get("note" if action == "accept" else "reason") or ""
+    if not isinstance(text, str) or len(text) > NOTE_MAX:
+        raise s.fail(400, f"note/reason: text of at most {NOTE_MAX} characters")
+    argv = [sys.executable, str(ROOT / "run.py"), "--data-dir", str(data_dir)]
+    if action == "accept":
+        if not found["target_dir"]:
+            raise s.fail(400, f"proposal {found['id']} has no recorded skill folder; accept it with run.py --accept "
+                              f"{found['id']} --to SKILL_DIR")
+        argv += ["--accept", str(found["id"]), "--to", found["target_dir"]] + (["--note", text] if text else [])
+    else:
+        argv += ["--reject", str(found["id"])] + (["--reason", text] if text else [])
+    child = request.app[s.CHILDREN].spawn(action, argv)
+    return s.ok({"process": child.to_json()})
+
+
+async def accept(request: web.Request) -> web.Response:
+    return await _decide(request, "accept")
+
+
+async def reject(request: web.Request) -> web.Response:
+    return await _decide(request, "reject")
+
+
+async def health_checks(request: web.Request) -> web.Response:
+    s = _server()
+    store = s.store_of(request)
+    days = request.query.get("days", "30")
+    if not days.isdigit() or not 1 <= int(days) <= health_view.MAX_DAYS:
+        raise s.fail(400, f"days: 1 to {health_view.MAX_DAYS}")
+    key, cached = s.hit(request, store)
+    if cached:
+        return cached
+    found = health_view.summary(s.db_of(request, store), skill_dir=request.query.get("skill_dir") or None,
+                                fingerprint=request.query.get("fingerprint") or None, days=int(days))
+    return s.remember(request, key, found, volatile=True)  # "today" moves with the clock, not only the store
+
+
+async def spend_view(request: web.Request) -> web.Response:
+    s = _server()
+    store = s.store_of(request)
+    key, cached = s.hit(request, store)
+    return cached or s.remember(request, key, spend.view(s.db_of(request, store)), volatile=True)
+
+
+def register(app: web.Application) -> None:
+    app.router.add_routes([
+        web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:\d{1,9}}", proposal),
+        web.post(r"/api/proposals/{id:\d{1,9}}/accept", accept), web.post(r"/api/proposals/{id:\d{1,9}}/reject", reject),
+        web.get("/api/health-checks", health_checks), web.get("/api/spend", spend_view),
+    ])
