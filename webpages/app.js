@@ -5,8 +5,9 @@ import * as home from './pages/home.js';
 import * as round from './pages/round.js';
 import * as lineage from './pages/lineage.js';
 import * as history from './pages/history.js';
+import { AFTER_PAGES } from './pages/after_nav.js';
 
-const PAGES = { home, round, lineage, history };
+const PAGES = { home, round, lineage, history, ...AFTER_PAGES };
 const $ = (id) => document.getElementById(id);
 
 export const state = {

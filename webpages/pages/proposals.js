@@ -1,0 +1,63 @@
+// Proposals: each finished run's champion, awaiting review. Accept deploys it into the skill folder recorded
+// on the proposal (atomic, previous version kept for `run.py --rollback`); reject records the reason.
+// Both buttons are disabled unless the proposal is still `proposed`; every decision is listed with its time.
+import { api, post, mount, h, short, num, when, table } from '../lib/util.js';
+
+const COLOURS = { proposed: '#ddf4ff', accepted: '#fff8c5', deployed: '#dafbe1', rejected: '#fff1e5', failed: '#ffebe9', rolled_back: '#eaeef2' };
+
+function statusBadge(status) {
+  return h('span', { class: `badge p-${status}`, style: { background: COLOURS[status] || '#eaeef2' } }, status);
+}
+
+async function decide(state, ui, proposal, action) {
+  const text = document.getElementById(`proposal-text-${proposal.id}`)?.value || '';
+  try {
+    await post(`proposals/${proposal.id}/${action}`, { store: state.store, [action === 'accept' ? 'note' : 'reason']: text });
+    ui.message = `${action === 'accept' ? 'Deploying' : 'Rejecting'} proposal ${proposal.id}… (a run.py process; the page updates when it is recorded)`;
+  } catch (err) { ui.message = `Could not ${action}: ${err.message}`; }
+}
+
+function detailView(d) {
+  const val = d.val || {};
+  return h('div', { class: 'proposal-detail', id: `proposal-detail-${d.id}` },
+    h('h3', {}, `Proposal ${d.id} · champion ${short(d.genome_hash)} vs seed ${short(d.seed_hash)}`),
+    h('p', {}, `val ${val.suite}: composite ${num(val.composite)} (seed ${num(val.seed_composite)}), eval ${num(val.eval, 3)} (seed ${num(val.seed_eval, 3)})`,
+      d.test ? ` · test ${d.test.suite}: composite ${num(d.test.composite)}, eval ${num(d.test.eval, 3)}` : ' · not tested yet (run.py --test-run)'),
+    d.gates && d.gates.length ? table(['critic gate', 'verdict', 'reason'], d.gates.map((g) => [g.gate, g.verdict, g.reason || ''])) : null,
+    h('h4', {}, 'Decisions'),
+    table(['when', 'action', 'from', 'to', 'note'], d.decisions.map((x) => [when(x.at), x.action, x.status_from || '—', x.status_to, x.note || ''])),
+    d.deployments.length ? table(['deploy', 'into', 'status', 'previous version kept at', 'error'],
+      d.deployments.map((x) => [x.id, x.target_dir, x.status, x.backup_dir || '—', x.error || ''])) : null,
+    h('h4', {}, 'Diff vs the seed'),
+    h('pre', { class: 'diff' }, d.diff || '(no diff)'));
+}
+
+export async function render(root, state, ui) {
+  if (!state.store) { mount(root, h('p', {}, 'No store yet.')); return; }
+  const list = await api('proposals', { store: state.store });
+  const rows = list.map((p) => {
+    const open = p.status === 'proposed';
+    const val = p.val || {};
+    return [
+      h('a', { href: '#', onclick: (e) => { e.preventDefault(); ui.open = ui.open === p.id ? null : p.id; render(root, state, ui); } }, `#${p.id}`),
+      p.run_id, short(p.genome_hash), statusBadge(p.status),
+      `${num(val.composite)} (seed ${num(val.seed_composite)})`, p.test ? num(p.test.composite) : '—',
+      p.target_dir || '—', when(p.created_at),
+      h('span', {},
+        h('input', { id: `proposal-text-${p.id}`, placeholder: 'note / reason', disabled: !open, size: 18 }), ' ',
+        h('button', { class: 'accept', disabled: !open, title: open ? 'deploy into the folder shown (atomic; previous version kept)' : `already ${p.status}`,
+          onclick: async () => { await decide(state, ui, p, 'accept'); render(root, state, ui); } }, 'Accept'), ' ',
+        h('button', { class: 'reject', disabled: !open, title: open ? 'reject this champion' : `already ${p.status}`,
+          onclick: async () => { await decide(state, ui, p, 'reject'); render(root, state, ui); } }, 'Reject')),
+    ];
+  });
+  const detail = ui.open ? await api(`proposals/${ui.open}`, { store: state.store }).catch(() => null) : null;
+  mount(root,
+    h('h2', {}, 'Proposals'),
+    h('p', { class: 'hint' }, 'A finished run\'s champion becomes a proposal; nothing is deployed until you accept it. '
+      + 'Accept deploys into the folder shown, atomically, keeping the previous version (undo: python run.py --rollback SKILL_DIR).'),
+    ui.message ? h('p', { id: 'proposal-message' }, ui.message) : null,
+    list.length ? table(['id', 'run', 'champion', 'status', 'val composite', 'test composite', 'deploys into', 'proposed', 'decide'], rows, { id: 'proposals' })
+      : h('p', { id: 'proposals-empty' }, 'No proposals yet: a run proposes its champion when it finishes (or python run.py --propose RUN).'),
+    detail ? detailView(detail) : null);
+}
