@@ -90,3 +90,21 @@ def test_two_round_real_demo_against_the_local_server(server, tmp_path: Path) ->
     opus = server.served_usage("claude-opus-4-5")  # the solve phase and the mutator calls
     expected = usd(PRICES["claude-haiku-4-5"], Usage(**haiku)) + usd(PRICES["claude-opus-4-5"], Usage(**opus))
     assert run["cost_usd"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_bring_your_own_build_agent_with_our_mutator(server, tmp_path: Path) -> None:
+    """--agent command: any program that follows the agent process contract (here the fake build agent)."""
+    server.responder = demo_agent
+    data = tmp_path / "data"
+    train, val = demo_subset(tmp_path, "clean-train", 3), demo_subset(tmp_path, "clean-val", 3)
+    env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test")
+    cmd = f"{sys.executable} {ROOT / 'fakes' / 'fake_agent.py'}"
+    done = run_py("--suite", str(train), "--val", str(val), "--real", "--agent", "command", "--agent-cmd", cmd,
+                  "--no-solve", "--rounds", "1", "--replicates", "1", "--data-dir", str(data), env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    db = connect_readonly(data / "mutator.db")
+    run = dict(next(iter(db.query("select * from runs"))))
+    assert run["agent"].startswith("command@") and run["status"] == "finished"
+    attempt = dict(next(iter(db.query("select * from attempts where round = 1"))))
+    assert attempt["summary"] == "Add the dates rule" and attempt["verdict"] == "KEEP"
+    assert {r["model"] for r in server.requests} == {"claude-opus-4-5"}  # only the mutator asked the API
