@@ -49,24 +49,30 @@ def _prefix(executable: Path) -> Path:
     return executable.parent.parent if executable.parent.name == "bin" else executable.parent
 
 
-def runtime_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
-    """What the program itself needs to read: its installation (e.g. a pyenv or venv Python) and the
-    folder of each script argument. Keep agent scripts in a folder holding nothing secret (fakes/)."""
+def runtime_paths(argv: Sequence[str], cwd: Path, writable: Sequence[Path] = ()) -> list[Path]:
+    """What the program itself needs to read: its installation (e.g. a pyenv or venv Python), the
+    folder of its script (for sibling imports) and any other file argument alone (e.g. --config
+    /project/config.json must not expose the project). A script folder holding a writable path (the
+    data dir's parent) is never bound whole. Keep agent scripts in a folder holding nothing secret."""
     if not argv:
         return []
-    found = shutil.which(argv[0], path=None) if "/" not in argv[0] else str(cwd / argv[0])
+    found = shutil.which(argv[0]) if "/" not in argv[0] else str(cwd / argv[0])
     paths: list[Path] = []
     if found:
         exe = Path(found).absolute()
         paths += [_prefix(exe), _prefix(exe.resolve())]
         if exe.resolve() == Path(sys.executable).resolve():
             paths += [Path(sys.prefix), Path(sys.base_prefix)]
+    program_seen = False
     for arg in argv[1:]:
-        if arg.startswith("-"):
-            continue
         candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
-        if candidate.is_file():
-            paths.append(candidate.absolute().parent)
+        if arg.startswith("-") or not candidate.is_file():
+            continue
+        candidate = candidate.absolute()
+        folder = candidate.parent
+        holds_writable = any(folder == w or folder in w.parents for w in map(Path.absolute, map(Path, writable)))
+        paths.append(folder if not program_seen and not holds_writable else candidate)
+        program_seen = True
     return [p for p in dict.fromkeys(paths) if not (_is_system(p) or _is_system(p.resolve()))]
 
 
@@ -90,7 +96,7 @@ class BwrapLauncher:
              readable: Sequence[Path], network: bool) -> list[str]:
         cwd = Path(cwd).absolute()
         mounts: dict[Path, bool] = {}  # dest -> writable; a path given as writable wins
-        for path in [*runtime_paths(argv, cwd), *readable]:
+        for path in [*runtime_paths(argv, cwd, writable), *readable]:
             mounts.setdefault(Path(path).absolute(), False)
         for path in writable:
             mounts[Path(path).absolute()] = True

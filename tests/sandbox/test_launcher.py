@@ -67,3 +67,28 @@ def test_demo_dry_run_under_bwrap(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "2/2 rounds" in result.stdout and "status finished" in result.stdout
     assert "FAILED 0" in result.stdout and "KEEP" in result.stdout
+
+
+def test_file_arguments_never_expose_their_folder(tmp_path: Path) -> None:
+    """A real backend's `--config /project/config.json` binds that file, not the project (suites/, data/)."""
+    project, work = tmp_path / "project", tmp_path / "cell" / "work"
+    (project / "eval" / "agents").mkdir(parents=True)
+    work.mkdir(parents=True)
+    agent, config = project / "eval" / "agents" / "backend.py", project / "config.json"
+    agent.write_text("")
+    config.write_text("{}")
+    argv = BwrapLauncher().wrap([sys.executable, str(agent), "--role", "build", "--config", str(config)],
+                                cwd=work, writable=[tmp_path / "cell"], readable=[], network=True)
+    dests = {argv[i + 2] for i, arg in enumerate(argv) if arg in ("--bind", "--ro-bind")}
+    assert str(config) in dests and str(agent.parent) in dests
+    assert str(project) not in dests and "--share-net" in argv
+
+
+def test_script_folder_holding_the_cell_is_not_bound_whole(tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text("")
+    (tmp_path / "data" / "cell").mkdir(parents=True)
+    argv = BwrapLauncher().wrap([sys.executable, str(script)], cwd=tmp_path / "data" / "cell",
+                                writable=[tmp_path / "data" / "cell"], readable=[], network=False)
+    dests = {argv[i + 2] for i, arg in enumerate(argv) if arg in ("--bind", "--ro-bind")}
+    assert str(script) in dests and str(tmp_path) not in dests
