@@ -104,11 +104,13 @@ class Landscape:
         return self._expected[key]
 
     def _exact(self, genome: Genome, split: str, norm: Normalisers) -> float:
-        rules = sorted(genome)
+        # only fumble-able rules that change the output need enumerating; the rest are always "applied"
+        rules = sorted(r for r in genome if r[0] in (*HELPFUL, "titlecase") and self.skip[r] > 0)
+        fixed = [op for op, v in genome if (op, v) not in rules]
         total = 0.0
         for task in self.suites[split]:
             for pattern in itertools.product((True, False), repeat=len(rules)):
-                p, applied = 1.0, []
+                p, applied = 1.0, list(fixed)
                 for (op, v), on in zip(rules, pattern, strict=True):
                     s = self.skip[(op, v)]
                     p *= (1 - s) if on else s
@@ -208,17 +210,19 @@ def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, repli
     def failing(g: Genome) -> dict[str, list[str]]:
         return train_failing.get(g, {})  # only genomes selected for train have evidence
 
+    val_size, calls = len(land.suites["val"]) * replicates, {"n": 0}
     seed_genome = Genome(SEED_RULES)
     evaluate(seed_genome, "val", val_cells)
     evaluate(seed_genome, "train", train_cells)
     curve = [(spent["rollouts"], land.expected(seed_genome, "val", norms["val"]))]
 
     if strategy_id == "best-of-n":
-        val_size = len(land.suites["val"]) * replicates
         best = seed_genome
-        while spent["rollouts"] + val_size <= budget:
+        # independent mutants of the seed until the budget is spent; a duplicate is served from the cache
+        while spent["rollouts"] + val_size <= budget and calls["n"] < 3 * budget // val_size:
             child, _ = mutator(seed_genome, objective=None, refs=[], failing=failing(seed_genome), targets=())
             spent["usd"] += MUTATOR_USD
+            calls["n"] += 1
             if child == seed_genome:
                 continue
             evaluate(child, "val", val_cells)
@@ -230,7 +234,8 @@ def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, repli
         strategy = make_strategy(strategy_id, opts)
         incumbent, pool, prior = seed_genome, (), []
         round_no = 0
-        while spent["rollouts"] < budget:
+        # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
+        while spent["rollouts"] < budget and calls["n"] < 3 * budget // val_size:
             round_no += 1
             members = tuple(member(g) for g in val_cells)
             state = State(round_no, member(incumbent), random.Random(f"{seed}:{strategy_id}:{round_no}"),
@@ -242,6 +247,7 @@ def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, repli
                                     refs=[by_name[h] for h in spec.ref_hashes], failing=failing(parent),
                                     targets=spec.target_tasks)
                 spent["usd"] += MUTATOR_USD
+                calls["n"] += 1
                 first_op = op if sibling == 0 else first_op
                 if child == parent:  # the critic rejects a no-op without spending an evaluation
                     scored.append(Scored(sibling, spec, None, evaluated=False))
