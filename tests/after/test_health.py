@@ -1,0 +1,124 @@
+"""Health checks through the real Evaluator with the fake agents: baseline then drift, repeatable suites,
+cancel by --max-seconds or a real SIGINT keeping partial results (and saying so), exit 6 on REGRESSED."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from eval.suite import load_suite
+from mutator.config import load_settings
+from mutator.health import HealthCheck
+from mutator.progress import Progress
+from sandbox import get_launcher
+
+from .conftest import ROOT, SEED, run_py
+
+SLOW = Path(__file__).with_name("slow_agent.py")
+
+
+def checker(data: Path, *, max_seconds=None, parallel=8) -> HealthCheck:
+    settings = load_settings({"data_dir": data, "replicates": 1}, environ={})
+    return HealthCheck(settings, (sys.executable, str(SLOW)), "slow@1", get_launcher("none"), parallel=parallel,
+                       progress=Progress(open(os.devnull, "w")), max_seconds=max_seconds)
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    target = tmp_path / "skills" / "csv-clean"
+    shutil.copytree(SEED, target)
+    return target
+
+
+def val():
+    return load_suite(ROOT / "suites" / "clean-val")
+
+
+def test_baseline_then_compared_with_the_previous_check_of_the_same_fingerprint(tmp_path, skill, monkeypatch):
+    monkeypatch.delenv("HANG_TASKS", raising=False)
+    first = checker(tmp_path / "data").run(skill, [val()])
+    assert first["status"] == "done" and not first["partial"] and first["band"] == "baseline"
+    assert first["n_done"] == first["n_cells"] == 8 and 0 <= first["score"] <= 100
+    assert [t["score"] for t in first["tasks"]] == sorted(t["score"] for t in first["tasks"])   # worst first
+    assert first["cost_usd"] > 0
+    second = checker(tmp_path / "data").run(skill, [val()])
+    assert second["previous_id"] == first["id"] and second["previous_score"] == first["score"]
+    assert second["band"] in ("unchanged", "improved", "slightly down", "declined", "REGRESSED")
+    assert second["evaluation_ids"] != first["evaluation_ids"]   # fresh cells, not the cache
+    other = checker(tmp_path / "data").run(skill, [val(), load_suite(ROOT / "suites" / "clean-test")])
+    assert other["fingerprint"] != first["fingerprint"] and other["band"] == "baseline"
+    assert other["n_cells"] == 16 and {t["task"].split("/")[0] for t in other["tasks"]} == {"clean-val", "clean-test"}
+
+
+def test_max_seconds_keeps_the_scored_cells_and_says_it_is_partial(tmp_path, skill, monkeypatch):
+    monkeypatch.delenv("HANG_TASKS", raising=False)
+    baseline = checker(tmp_path / "data").run(skill, [val()])
+    monkeypatch.setenv("HANG_TASKS", "payments-14,subscriptions-15")
+    check = checker(tmp_path / "data", max_seconds=8).run(skill, [val()])
+    assert check["status"] == "cancelled" and check["partial"] == 1
+    assert check["n_done"] == 6 and check["n_cells"] == 8
+    assert "Cancelled before completion (--max-seconds 8 reached): partial result kept" in check["summary"]
+    assert "6 of 8 cells" in check["summary"]
+    scored = {t["task"] for t in check["tasks"]}
+    assert scored.isdisjoint({"clean-val/payments-14", "clean-val/subscriptions-15"}) and len(scored) == 6
+    # compared on the tasks it scored, against the last complete check
+    same = [t["score"] for t in baseline["tasks"] if t["task"] in scored]
+    assert check["previous_id"] == baseline["id"]
+    assert check["previous_score"] == pytest.approx(sum(same) / len(same))
+    with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:
+        kept = conn.execute("select count(*) from cells where evaluation_id in (select value from json_each(?))",
+                            [check["evaluation_ids"]]).fetchone()[0]
+    assert kept == 6
+    # a partial check never becomes the baseline of the next one
+    monkeypatch.delenv("HANG_TASKS")
+    after = checker(tmp_path / "data").run(skill, [val()])
+    assert after["previous_id"] == baseline["id"]
+
+
+def test_a_real_sigint_keeps_the_partial_result(tmp_path, skill, monkeypatch):
+    monkeypatch.setenv("HANG_TASKS", "orders-13")
+    hc = checker(tmp_path / "data")
+    timer = threading.Timer(8, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        check = hc.run(skill, [val()])
+    finally:
+        timer.cancel()
+    assert check["status"] == "cancelled" and check["partial"] == 1 and check["n_done"] == 7
+    assert check["band"] == "baseline"   # nothing complete to compare with
+    assert "interrupted (Ctrl-C)" in check["summary"] and "7 of 8 cells" in check["summary"]
+
+
+def test_cancelled_before_any_cell_finished_shows_no_score(tmp_path, skill, monkeypatch):
+    monkeypatch.setenv("HANG_TASKS", "*")
+    check = checker(tmp_path / "data", max_seconds=2).run(skill, [val()])
+    assert check["score"] is None and check["band"] is None and check["n_done"] == 0 and check["partial"] == 1
+    assert "no cell finished, so there is no score" in check["summary"]
+
+
+def test_cli_exit_codes_regressed_and_max_seconds(tmp_path, skill):
+    data = str(tmp_path / "data")
+    args = ("--check", str(skill), "--suite", "clean-val", "--replicates", "1", "--data-dir", data)
+    first = run_py(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "First health check" in first.stdout
+    with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:   # construct a much better last check
+        conn.execute("update health_checks set score = 100")
+    regressed = run_py(*args)
+    assert regressed.returncode == 6, regressed.stdout + regressed.stderr[-2000:]
+    assert "Health check REGRESSED" in regressed.stdout
+    hung = run_py(*args, "--max-seconds", "2", env={**os.environ, "FAKE_AGENT_HANG": "1"})
+    assert hung.returncode == 5, hung.stdout + hung.stderr[-2000:]
+    assert "no cell finished, so there is no score" in hung.stdout
+
+
+def test_check_refuses_a_folder_without_skill_md(tmp_path):
+    done = run_py("--check", str(tmp_path), "--suite", "clean-val", "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 2 and "no SKILL.md" in done.stderr
