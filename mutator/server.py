@@ -229,7 +229,8 @@ async def run(request: web.Request) -> web.Response:
     key, cached = hit(request, store)
     if cached:
         return cached
-    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=int(window))
+    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=int(window),
+                         val_query_warn=request.app[SETTINGS].val_query_warn)
     if found is None:
         raise fail(404, "no such run")
     return remember(request, key, found, volatile=running(found["run"], *found["tests"]))

@@ -26,6 +26,12 @@ ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, v
 EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
 
 
+def attempt_list(db: sqlite_utils.Database) -> str:
+    """ATTEMPT_LIST plus `confirm` when the store has it (migration v3; a store no newer loop has opened lacks it)."""
+    names = {row[1] for row in db.conn.execute("PRAGMA table_info(attempts)")}
+    return ATTEMPT_LIST + (", confirm" if "confirm" in names else ", null as confirm")
+
+
 def q(db: sqlite_utils.Database, sql: str, params: Any = ()) -> list[dict]:
     cursor = db.conn.execute(sql, params)
     names = [d[0] for d in cursor.description]
@@ -78,6 +84,8 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
         run["config"] = loads(run["config"], {})
         run["strategy_opts"] = loads(run["strategy_opts"], {})
+        run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
+        run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
     return run
 
 
@@ -147,12 +155,15 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
     return out
 
 
-def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window: int = 60) -> dict | None:
+def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window: int = 60,
+               val_query_warn: int | None = None) -> dict | None:
     """The Home page's data: the run, the curve over every round (compact arrays), the round timeline
-    with stages for the last `window` rounds (0 = all), and the test timeline."""
+    with stages for the last `window` rounds (0 = all), and the test timeline. `val_query_warn` is the
+    configured valQueryWarn, echoed on the run so the page can flag an over-queried val suite."""
     run = run_row(db, run_id)
     if run is None:
         return None
+    run["val_query_warn"] = val_query_warn
     # The curve covers every round, so this runs over the whole run: plain tuples, no per-row dicts.
     light = db.conn.execute("select a.round, a.sibling, a.verdict, a.composite, t.eval, t.cost, t.steps "
                             "from attempts a left join evaluations t on t.id = a.train_evaluation_id "
@@ -188,13 +199,13 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         if t["composite"] is not None and t["round"] in index:
             test_s[index[t["round"]]] = t["composite"]
     curve = {"round": rounds, "champion": champion_s, "best": best_s, "train": train_s, "test": test_s}
-    attempts = q(db, f"select {ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, sibling",
+    attempts = q(db, f"select {attempt_list(db)} from attempts where run_id = ? and round >= ? order by round, sibling",
                  [run_id, low])
     ids = sorted({i for a in attempts for i in (a["val_evaluation_id"], a["train_evaluation_id"]) if i})
     evals = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in "
                                        f"({','.join('?' * len(ids))})", ids)} if ids else {}
     for a in attempts:
-        a["critic"] = loads(a["critic"], None)
+        a["critic"], a["confirm"] = loads(a["critic"], None), loads(a["confirm"], None)
         a["stages"] = stages(db, a, run, evals, data_dir)
         train = evals.get(a["train_evaluation_id"]) if a["train_evaluation_id"] else None
         a["train_composite"] = composite(train, run, split="train")
@@ -206,6 +217,7 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
 def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
     found = q(db, "select * from test_runs where run_id = ? order by id", [run["id"]])
     for t in found:
+        t["report"] = loads(t.get("report"), None)   # the honest test report (mutator/test_report.py)
         t["progress"] = None
         if t["status"] == "running":
             ev = _live_eval(db, t["genome_hash"], t["suite"], run["replicates"])
@@ -222,6 +234,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     run = run_row(db, a["run_id"])
     a["critic"], a["gate"], a["ref_hashes"] = loads(a["critic"], None), loads(a["gate"], None), loads(
         a["ref_hashes"], [])
+    a["confirm"] = confirmation(db, loads(a.get("confirm"), None), run)
     a.pop("pool_snapshot", None)
     suite = run["val"] if split == "val" else run["suite"]
     ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
@@ -256,6 +269,22 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
             "figures": figures, "cells": cells, "tests": {"names": test_names, "grid": grid},
             "siblings": siblings}
+
+
+def confirmation(db: sqlite_utils.Database, record: dict | None, run: dict) -> dict | None:
+    """The winner's-curse check as stored (stands, salt, the fresh gate), plus the composites of both fresh
+    val evaluations (new incumbent and old) so the page shows what the confirmed Δ compares."""
+    if not record:
+        return record
+    ids = [record.get("candidate_evaluation_id"), record.get("incumbent_evaluation_id")]
+    found = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in (?, ?)", ids)}
+    record["figures"] = {}
+    for name, ev_id in zip(("candidate", "incumbent"), ids):
+        e = found.get(ev_id)
+        record["figures"][name] = None if e is None or e["eval"] is None else {
+            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split="val"),
+            "evaluation_id": e["id"], "n_cells": e["n_cells"]}
+    return record
 
 
 def cell_row(db: sqlite_utils.Database, cell_id: int) -> dict | None:

@@ -101,15 +101,17 @@ function connect() {
 }
 
 // ---- drawer -------------------------------------------------------------------------------------------
+// A live drawer re-renders on every refresh (an attempt's stages move); a form is opened with
+// { live: false } so a refresh never wipes what the user typed or the status it shows.
 let drawerRender = null;
-export function openDrawer(render) {
-  drawerRender = async () => {
-    const body = $('drawer-body');
+export function openDrawer(render, { live = true } = {}) {
+  const draw = async () => {
     const content = await render();
-    body.replaceChildren(content);
+    $('drawer-body').replaceChildren(content);
   };
+  drawerRender = live ? draw : null;
   $('drawer').hidden = false;
-  return drawerRender();
+  return draw();
 }
 export function closeDrawer() { drawerRender = null; $('drawer').hidden = true; }
 

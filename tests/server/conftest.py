@@ -15,11 +15,13 @@ TOKEN = "test-token-123"
 
 @pytest.fixture(scope="session")
 def dry_store(tmp_path_factory) -> Path:
-    """A store written by `run.py` itself: 3 rounds × 2 replicates of the demo, plus one test run."""
+    """A store written by `run.py` itself: 3 rounds × 2 replicates of the demo with the winner's-curse guard,
+    the meta skill every 2 rounds and a solve phase (min score 0: the fakes cannot solve bare), plus one test run."""
     data_dir = tmp_path_factory.mktemp("store") / "data"
     common = ["--data-dir", str(data_dir), "--concurrency", "8"]
+    extras = ["--confirm", "--meta-skill-every", "2", "--solve", "--solve-attempts", "2", "--solve-min-score", "0"]
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
-                    "--holdout", "clean-test", "--rounds", "3", "--replicates", "2", *common],
+                    "--holdout", "clean-test", "--rounds", "3", "--replicates", "2", *extras, *common],
                    cwd=ROOT, check=True, capture_output=True, timeout=600)
     run_id = _run_id(data_dir)
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",

@@ -166,3 +166,58 @@ async def test_a_cell_dir_outside_the_store_is_never_read(aiohttp_client, store_
     client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
     cell = await get(client, "/api/cells/1", store=await _store(client))
     assert cell["found_dir"] is False and cell["files"] == {} and "SECRET" not in str(cell)
+
+
+async def test_run_detail_carries_solve_meta_skill_val_queries_and_the_honest_report(client, run_id):
+    """The fixture ran with --confirm, --meta-skill-every 2 and a solve phase, then --test-run."""
+    store = await _store(client)
+    detail = await get(client, f"/api/runs/{run_id}", store=store)
+    run = detail["run"]
+    assert run["confirm"] == 1 and run["val_query_warn"] == 200
+    confirmed = [a for a in detail["attempts"] if a["confirm"]]
+    # seed + 3 candidates query val, and each confirmation re-evaluates two genomes on fresh replicates
+    assert run["val_queries"] == 4 + 2 * len(confirmed)
+    [lessons] = run["meta_skill"]
+    assert lessons["round"] == 2 and lessons["lessons"] and lessons["cost_usd"] >= 0
+    solve = run["solve"]
+    assert solve["aborted"] is False and 1 <= solve["passes"] <= solve["attempts"] == 2 and len(solve["tasks"]) == 12
+    assert all(0 <= t["score"] <= 1 and 1 <= t["pass"] <= 2 for t in solve["tasks"].values())
+    [test] = detail["tests"]
+    report = test["report"]
+    assert set(report["splits"]) == {"train", "val", "test"} and report["splits"]["test"]["n_tasks"] > 0
+    assert report["splits"]["test"]["delta"]["se"] is not None and set(report["gap"]) == {"train", "val"}
+
+
+async def test_round_analysis_has_the_confirmation_and_critic_rows(client, run_id):
+    store = await _store(client)
+    detail = await get(client, f"/api/runs/{run_id}", store=store)
+    kept = [a for a in detail["attempts"] if a["confirm"]]
+    assert kept, "the dry run's keeps are re-checked on fresh val replicates"
+    for a in kept:
+        assert isinstance(a["confirm"]["stands"], bool) and "threshold" in a["confirm"]["gate"]
+    found = await get(client, f"/api/attempts/{kept[0]['id']}", store=store)
+    confirm = found["attempt"]["confirm"]
+    assert confirm["salt"].startswith("confirm:") and confirm["gate"]["n"] == 8
+    for side in ("candidate", "incumbent"):
+        assert confirm["figures"][side]["composite"] is not None and confirm["figures"][side]["n_cells"] == 16
+    assert confirm["candidate_evaluation_id"] != found["attempt"]["val_evaluation_id"]  # fresh replicates
+    critic = found["attempt"]["critic"]
+    assert {row["gate"] for row in critic} >= {"non-empty", "size", "growth", "fences", "placeholders", "leftovers"}
+    assert all(set(row) == {"gate", "verdict", "reason"} for row in critic)
+    seed = await get(client, f"/api/attempts/{detail['attempts'][0]['id']}", store=store)
+    assert seed["attempt"]["confirm"] is None and seed["attempt"]["critic"] is None
+
+
+async def test_a_store_from_before_migration_v3_still_reads(aiohttp_client, store_copy, run_id):
+    """A store no newer loop has opened lacks attempts.confirm and the run's v3 columns."""
+    with sqlite3.connect(store_copy / "mutator.db") as conn:
+        for table, column in (("attempts", "confirm"), ("runs", "solve"), ("runs", "meta_skill"),
+                              ("runs", "val_queries"), ("runs", "confirm")):
+            conn.execute(f"alter table {table} drop column {column}")
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    store = await _store(client)
+    detail = await get(client, f"/api/runs/{run_id}", store=store)
+    assert detail["run"]["solve"] is None and detail["run"]["meta_skill"] == []
+    assert all(a["confirm"] is None for a in detail["attempts"])
+    found = await get(client, f"/api/attempts/{detail['attempts'][1]['id']}", store=store)
+    assert found["attempt"]["confirm"] is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 import time
 import urllib.request
@@ -78,6 +79,11 @@ def page():
         browser.close()
 
 
+def _untitled_figures(page) -> int:
+    """Figures (.fig) without a tooltip saying how they are computed."""
+    return page.eval_on_selector_all(".fig", "els => els.filter((e) => !e.title).length")
+
+
 def test_every_page_and_a_live_launch(server, page, run_id):
     expect = sync_api.expect
     page.goto(server.url + "/#/home")
@@ -89,6 +95,17 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     expect(page.locator("#timeline .node")).to_have_count(4)
     expect(page.locator("#curve .uplot")).to_have_count(1)
     expect(page.locator(".test-card")).to_have_count(1)
+    # what the loop records beyond rounds: val accounting, solve phase, meta skill, the honest test report
+    expect(page.locator("#val-queries")).to_contain_text("val queries")
+    assert "val_queries" in page.locator("#val-queries").get_attribute("title")
+    expect(page.locator("#solve")).to_contain_text("Solve phase")
+    page.click("#solve summary")
+    expect(page.locator("#solve tbody tr")).to_have_count(12)
+    expect(page.locator('#meta-skill .lesson[data-round="2"]')).to_contain_text("after round 2")
+    expect(page.locator('.test-card .report-table tr[data-split="test"]')).to_be_visible()
+    expect(page.locator(".test-card .report-table tbody tr")).to_have_count(3)
+    expect(page.locator("#timeline .confirm-mark").first).to_contain_text("confirmed")
+    assert _untitled_figures(page) == 0
     # a timeline node opens its drawer
     page.click('#timeline .node[data-round="1"]')
     drawer = page.locator("#drawer .attempt-drawer")
@@ -103,6 +120,12 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     page.locator("#cell-grid td.cell").first.click()
     expect(page.locator("#drawer .cell-drawer")).to_contain_text("Agent stream")
     expect(page.locator("#drawer .cell-drawer .ev-result")).to_have_count(1)
+    # round 1 was a keep: its winner's-curse confirmation and every critic gate row
+    expect(page.locator("#confirm")).to_contain_text("fresh Δcomposite")
+    expect(page.locator("#confirm .badge")).to_have_text(re.compile("stands|OVERTURNED"))
+    expect(page.locator('#critic tr[data-gate="size"]')).to_contain_text("pass")
+    expect(page.locator("#critic")).to_contain_text("gates passed")
+    assert _untitled_figures(page) == 0
     page.screenshot(path=str(ARTIFACTS / "round-analysis.png"), full_page=True)
     page.click("#drawer-close")
     page.select_option("#split-picker", "train")

@@ -3,6 +3,9 @@
 import { state as appState, go, openDrawer, closeDrawer, refresh } from '../app.js';
 import { api, mount, h, post, num, signed, short, usd, verdictBadge, when } from '../lib/util.js';
 import { chart, resetZoom, noLine } from '../lib/charts.js';
+import { reportView } from '../lib/report.js';
+import { metaSkillView, solveView, valQueries } from '../lib/runinfo.js';
+import { TIPS, fig } from '../lib/tips.js';
 
 const STAGE_TIPS = {
   mutation: 'the mutator agent edits a copy of the parent skill and explains the change',
@@ -29,10 +32,14 @@ function attemptDrawer(ui, attemptId) {
       h('p', {}, a.summary || '(no summary yet)'),
       h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
       h('table', { class: 'kv' }, h('tbody', {},
-        [['genome', short(a.genome_hash)], ['parent', short(a.parent_hash)], ['val composite', num(a.composite)],
-          ['Δcomposite', signed(a.delta)], ['gate threshold', signed(a.gate_threshold)],
-          ['Δeval / Δcost / Δsteps', `${signed(a.delta_eval)} / ${signed(a.delta_cost)} / ${signed(a.delta_steps)}`],
-          ['train composite', num(a.train_composite)], ['mutator cost', usd(a.mutator_cost_usd)],
+        [['genome', short(a.genome_hash)], ['parent', short(a.parent_hash)],
+          ['val composite', fig(num(a.composite), TIPS.composite)],
+          ['Δcomposite', fig(signed(a.delta), 'mean over val tasks of the paired per-task composite deltas (candidate − incumbent)')],
+          ['gate threshold', fig(signed(a.gate_threshold), 'keep unless Δ < minImprovement − t·SE (Round Analysis shows every figure)')],
+          ['Δeval / Δcost / Δsteps', fig(`${signed(a.delta_eval)} / ${signed(a.delta_cost)} / ${signed(a.delta_steps)}`, 'Δ split into its eval, −wCost·cost/seedCost and −wSteps·steps/seedSteps parts')],
+          ['confirmation', a.confirm ? fig(`${a.confirm.stands ? 'stands' : 'OVERTURNED'} · fresh Δ ${signed(a.confirm.gate?.delta)} vs ${signed(a.confirm.gate?.threshold)}`, TIPS.confirmDelta) : '—'],
+          ['train composite', fig(num(a.train_composite), TIPS.composite + ' (train suite)')],
+          ['mutator cost', fig(usd(a.mutator_cost_usd), 'USD of this attempt\'s mutator call, priced from config.json')],
           ['diff', a.diff_stat || '—'], ['error', a.error || '—']].map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))),
       h('button', { class: 'primary', onclick: () => { closeDrawer(); go('round', a.id); } }, 'Open in Round Analysis →'));
   };
@@ -80,10 +87,10 @@ function testCard(t) {
   return h('div', { class: `test-card t-${t.status}`, 'data-test': t.id },
     h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: 'badge' }, t.status)),
     t.status === 'done' ? h('div', { class: 'figures' },
-      h('span', { title: 'test composite of the champion (normalised to the seed on the same test suite)' }, `test ${num(t.composite)}`),
-      h('span', { title: 'the same champion\'s composite on the train suite' }, `train ${num(t.train_composite)}`),
-      h('span', {}, `eval ${num(t.eval, 3)}`), h('span', {}, `cost/cell ${usd(t.cost)}`),
-      h('span', { title: 'train − test: a wide gap says the gain did not transfer' }, `gap ${t.train_composite === null ? '—' : signed(t.train_composite - t.composite)}`)) : bars,
+      fig(`test ${num(t.composite)}`, TIPS.testComposite), fig(`train ${num(t.train_composite)}`, TIPS.trainComposite),
+      fig(`eval ${num(t.eval, 3)}`, TIPS.eval + ', champion on the test suite'), fig(`cost/cell ${usd(t.cost)}`, TIPS.cost),
+      fig(`gap ${t.train_composite === null ? '—' : signed(t.train_composite - t.composite)}`, TIPS.trainTestGap)) : bars,
+    t.status === 'done' && t.report ? h('details', { class: 'report-box', open: true }, h('summary', {}, 'Honest test report: champion vs seed, paired by task'), reportView(t.report)) : null,
     h('small', {}, when(t.created_at)));
 }
 
@@ -95,7 +102,7 @@ export async function render(root, state, ui) {
   const [detail, processes] = await Promise.all([
     state.run ? api(`runs/${state.run}`, { store: state.store, window: ui.all ? 0 : 60 }) : null, api('processes')]);
   ui.detail = detail;
-  const launchButton = h('button', { class: 'primary', id: 'open-launch', onclick: () => openDrawer(() => launchForm(ui)) }, '+ Launch a run');
+  const launchButton = h('button', { class: 'primary', id: 'open-launch', onclick: () => openDrawer(() => launchForm(ui), { live: false }) }, '+ Launch a run');
   const procs = processes.length ? h('details', { class: 'processes', open: processes.some((p) => p.status === 'running') },
     h('summary', {}, `Started from this dashboard (${processes.length})`),
     processes.map((p) => h('div', { class: 'proc' }, h('b', {}, `${p.kind} pid ${p.pid} · ${p.status}${p.returncode !== null ? ' (' + p.returncode + ')' : ''}`),
@@ -108,8 +115,10 @@ export async function render(root, state, ui) {
   const header = h('section', { class: 'run-head' },
     h('h2', {}, run.id, ' ', h('span', { class: `badge r-${run.alive ? 'running' : run.status}` }, run.alive ? 'running' : run.status)),
     h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
-      + `${run.replicates} replicates · ${run.model} · spend ${usd(run.cost_usd)} (priced; fakes spend nothing real)`),
+      + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, TIPS.spend), ' ', valQueries(run),
+      run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.error ? h('p', { class: 'error' }, run.error) : null, launchButton);
+  const extras = [solveView(run.solve), metaSkillView(run.meta_skill)];
   const shown = new Set(detail.attempts.map((a) => a.round)).size;
   const timeline = h('section', {}, h('h3', {}, 'Round timeline ',
     detail.n_rounds > shown || ui.all ? h('small', {}, `showing ${shown} of ${detail.n_rounds} rounds `,
@@ -119,7 +128,8 @@ export async function render(root, state, ui) {
       onclick: () => openDrawer(attemptDrawer(ui, a.id)),
     }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
-    h('small', { title: 'val composite of this candidate' }, num(a.composite))))));
+    h('small', { title: 'val composite of this candidate: ' + TIPS.composite }, num(a.composite)),
+    a.confirm ? h('small', { class: `confirm-mark ${a.confirm.stands ? 'ok' : 'bad'}`, title: 'winner\'s-curse confirmation on fresh val replicates: ' + (a.confirm.stands ? 'the keep stands' : 'the keep was overturned') }, a.confirm.stands ? ' ✓ confirmed' : ' ✗ overturned') : null))));
   const curveBox = h('div', { class: 'chart', id: 'curve' });
   const curve = h('section', {}, h('h3', {}, 'Optimisation curve ',
     h('small', { title: 'composite = eval − wCost·cost/seedCost − wSteps·steps/seedSteps, per split normalised to the seed on that split' }, 'composite on val (champion, best candidate), train, test'),
@@ -134,7 +144,7 @@ export async function render(root, state, ui) {
       try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
     } }, '▶ Run test'), testStatus),
     h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
-  mount(root, header, procs || '', timeline, curve, tests);
+  mount(root, header, extras, procs || '', timeline, curve, tests);
   const data = curveData(detail);
   chart('home-curve', curveBox, {
     height: 260, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: 'composite' }],

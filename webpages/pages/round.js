@@ -3,6 +3,8 @@
 import { go, openDrawer } from '../app.js';
 import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } from '../lib/util.js';
 import { bars, chart, noLine } from '../lib/charts.js';
+import { confirmView, criticTable } from '../lib/checks.js';
+import { TIPS, fig } from '../lib/tips.js';
 
 const METRICS = ['score', 'cost_usd', 'steps', 'duration_ms', 'output_tokens', 'input_tokens'];
 const GATE_TIPS = {
@@ -11,6 +13,11 @@ const GATE_TIPS = {
   se: 'SE = s/√n, s pooled over this run\'s comparisons',
   s_r: 's_r = 1.4826·MAD of this comparison\'s deltas (sample SD when MAD is 0)',
   df: 'pooled degrees of freedom Σ(n_r − 1)', t: 't = Student-t quantile of Φ(gateZ) at df',
+  delta_eval: 'the eval part of Δ: mean over tasks of the paired per-task eval deltas',
+  delta_cost: 'the cost part of Δ: −wCost·(paired per-task cost delta)/seedCost, averaged over tasks',
+  delta_steps: 'the steps part of Δ: −wSteps·(paired per-task steps delta)/seedSteps, averaged over tasks',
+  s: 's = √(Σ(n_r−1)s_r² / Σ(n_r−1)), pooled over every comparison of this run so far',
+  n: 'val tasks paired in this comparison', z: 'gateZ and minImprovement as configured for this run',
 };
 
 function diffView(text) {
@@ -67,14 +74,14 @@ export async function render(root, state, ui) {
     ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
   const g = a.gate || {};
   const gateRows = [['Δcomposite', signed(a.delta), GATE_TIPS.delta], ['gate threshold', signed(a.gate_threshold), GATE_TIPS.threshold],
-    ['Δeval', signed(a.delta_eval)], ['Δcost term', signed(a.delta_cost)], ['Δsteps term', signed(a.delta_steps)],
-    ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s)], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
-    ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—'],
-    ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`]];
-  const critic = (a.critic || []).map((c) => h('span', { class: `chip ${c.verdict === 'pass' ? 'ok' : 'bad'}`, title: c.reason || '' }, `${c.gate}: ${c.verdict}`));
+    ['Δeval', signed(a.delta_eval), GATE_TIPS.delta_eval], ['Δcost term', signed(a.delta_cost), GATE_TIPS.delta_cost],
+    ['Δsteps term', signed(a.delta_steps), GATE_TIPS.delta_steps],
+    ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s), GATE_TIPS.s], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
+    ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
+    ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z]];
   const f = d.figures;
   const figTable = h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, ''), ['composite', 'eval', 'cost/cell', 'steps'].map((x) => h('th', {}, x)))),
-    h('tbody', {}, ['seed', 'parent', 'candidate'].map((k) => h('tr', {}, h('th', {}, k), f[k] ? [num(f[k].composite), num(f[k].eval, 3), usd(f[k].cost), num(f[k].steps, 2)].map((x) => h('td', {}, x)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
+    h('tbody', {}, ['seed', 'parent', 'candidate'].map((k) => h('tr', {}, h('th', {}, k), f[k] ? [fig(num(f[k].composite), TIPS.composite), fig(num(f[k].eval, 3), TIPS.eval), fig(usd(f[k].cost), TIPS.cost), fig(num(f[k].steps, 2), TIPS.steps)].map((x) => h('td', {}, x)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
   const barsBox = h('div', { class: 'chart small', id: 'bars' });
   const names = d.tests.names;
   const grid = h('table', { class: 'grid', id: 'test-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), names.map((n) => h('th', {}, n)))),
@@ -85,7 +92,7 @@ export async function render(root, state, ui) {
   const cellGrid = h('table', { class: 'grid cells', id: 'cell-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), reps.map((r) => h('th', {}, `r${r}`)))),
     h('tbody', {}, tasks.map((t) => h('tr', {}, h('th', {}, t), reps.map((r) => {
       const c = d.cells.find((x) => x.task_id === t && x.replicate === r);
-      return c ? h('td', { class: `cell c-${c.status}`, 'data-cell': c.id, style: { background: c.status === 'ok' ? scoreColour(c.score) : '#f3b5b5' }, title: `${t} r${r}: ${c.status} · score ${num(c.score, 3)} — click for the stream, grader result and errors`, onclick: () => openDrawer(cellDrawer(state.store, c.id)) }, c.status === 'ok' ? num(c.score, 2) : c.status) : h('td', {}, '·');
+      return c ? h('td', { class: `cell c-${c.status}`, 'data-cell': c.id, style: { background: c.status === 'ok' ? scoreColour(c.score) : '#f3b5b5' }, title: `${t} r${r}: ${c.status} · score ${num(c.score, 3)} — click for the stream, grader result and errors`, onclick: () => openDrawer(cellDrawer(state.store, c.id), { live: false }) }, c.status === 'ok' ? num(c.score, 2) : c.status) : h('td', {}, '·');
     })))));
   ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';
   const axisPick = (key) => h('select', { onchange: (e) => { ui[key] = e.target.value; render(root, state, ui); } }, METRICS.map((m) => h('option', { value: m, selected: m === ui[key] }, m)));
@@ -99,7 +106,7 @@ export async function render(root, state, ui) {
         h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
         d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); } }, `.${s.sibling} ${s.verdict || ''} `))) : null),
       h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
-        h('div', { class: 'critic' }, critic))),
+        confirmView(a.confirm, a, d.run), criticTable(a.critic))),
     h('section', {}, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null),
     h('section', { class: 'cols' }, h('div', {}, h('h3', {}, `Scores on ${split} (${d.suite})`), figTable), h('div', {}, h('h3', {}, 'vs the seed'), barsBox)),
     d.evaluation ? [

@@ -1,0 +1,52 @@
+// The checks around one attempt on Round Analysis: the critic's rows (attempts.critic: {gate, verdict,
+// reason}, whatever gates mutator/critic.py runs) and the winner's-curse confirmation (attempts.confirm).
+import { h, num, signed, usd } from './util.js';
+import { TIPS, fig } from './tips.js';
+
+// What each known gate checks; a gate added later still shows, with the generic text.
+const GATES = {
+  changed: 'the candidate differs from its parent',
+  frontmatter: 'SKILL.md exists and its frontmatter parses and follows the Agent Skills spec',
+  references: 'every file SKILL.md links or names exists in the skill',
+  'data-files': 'the skill\'s data files parse',
+  'non-empty': 'SKILL.md is present and not empty',
+  size: 'the skill stays under the size caps (lines, bytes)',
+  growth: 'growth vs the parent stays under the cap (bytes, in %)',
+  fences: 'code fences are balanced',
+  placeholders: 'no template placeholders ({{var}}, [PLACEHOLDER])',
+  leftovers: 'no leftover TODO: / FIXME: / XXX: labels',
+};
+
+export function criticTable(rows) {
+  if (rows === null || rows === undefined) return h('p', { class: 'hint', id: 'critic' }, 'critic not run (a seed, or the mutation failed first)');
+  const failed = rows.filter((r) => r.verdict !== 'pass').length;
+  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic.py); one failing gate rejects the candidate' },
+    `${rows.length - failed}/${rows.length} gates passed`)),
+  h('table', { class: 'critic-table' }, h('thead', {}, h('tr', {}, h('th', {}, 'gate'), h('th', {}, 'verdict'), h('th', {}, 'reason'))),
+    h('tbody', {}, rows.map((r) => h('tr', { class: r.verdict === 'pass' ? 'pass' : 'fail', 'data-gate': r.gate },
+      h('th', { title: GATES[r.gate] || 'a deterministic pre-evaluation check (mutator/critic.py)' }, r.gate),
+      h('td', {}, h('span', { class: `chip ${r.verdict === 'pass' ? 'ok' : 'bad'}` }, r.verdict)), h('td', {}, r.reason || ''))))));
+}
+
+export function confirmView(confirm, attempt, run) {
+  if (!confirm) {
+    if (attempt.verdict !== 'KEEP' && !String(attempt.error || '').includes('overturned')) return null;
+    return h('div', { id: 'confirm', class: 'hint' }, run.confirm ? 'Winner\'s-curse confirmation: not recorded for this attempt.'
+      : 'Winner\'s-curse confirmation: off for this run (--confirm re-checks each keep on fresh val replicates).');
+  }
+  const g = confirm.gate || {};
+  const f = confirm.figures || {};
+  const composite = (x) => (x ? fig(num(x.composite), `${TIPS.confirmComposite}; ${x.n_cells} cells, eval ${num(x.eval, 3)}, cost/cell ${usd(x.cost)}`) : '—');
+  const rows = [
+    ['fresh Δcomposite', fig(signed(g.delta), TIPS.confirmDelta)],
+    ['threshold', fig(signed(g.threshold), TIPS.confirmThreshold)],
+    ['SE', fig(num(g.se), TIPS.confirmSe)], ['s_r (fresh)', fig(num(g.s_r), TIPS.confirmSr)],
+    ['t', fig(num(g.t, 3), TIPS.confirmT)], ['df', fig(String(g.df ?? '—'), TIPS.confirmDf)], ['n tasks', fig(String(g.n ?? '—'), TIPS.confirmN)],
+    ['new incumbent (fresh val)', composite(f.candidate)], ['old incumbent (fresh val)', composite(f.incumbent)],
+    ['replicate salt', confirm.salt || '—'],
+  ];
+  return h('div', { id: 'confirm' }, h('h4', {}, 'Winner\'s-curse confirmation ',
+    h('span', { class: `badge ${confirm.stands ? 'v-keep' : 'v-failed'}`, title: 'the keep stands only if the Δ measured on fresh val replicates still passes the gate' },
+      confirm.stands ? 'stands' : 'OVERTURNED')),
+  h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
+}

@@ -1,0 +1,47 @@
+// The honest test report of one test run (test_runs.report, built by mutator/test_report.py): champion vs
+// seed paired by task on train, val and test, with the gap flag when a split's gain does not carry to test.
+import { h, num, signed } from './util.js';
+import { TIPS, fig } from './tips.js';
+
+const SPLITS = ['train', 'val', 'test'];
+
+function p(value) {
+  return value === null || value === undefined ? '—' : value < 0.001 ? value.toExponential(1) : value.toPrecision(3);
+}
+
+function splitRow(name, s, gap, gapZ) {
+  if (!s) return h('tr', { 'data-split': name }, h('th', {}, name), h('td', { colspan: 8, class: 'hint' }, 'no stored evaluation of both genomes'));
+  const d = s.delta;
+  const flagged = gap && gap.flag;
+  return h('tr', { 'data-split': name, class: flagged ? 'gap' : '' }, h('th', {}, name),
+    h('td', {}, fig(String(s.n_tasks), TIPS.reportTasks)),
+    h('td', {}, fig(num(s.seed_composite), TIPS.reportSeed)),
+    h('td', {}, fig(num(s.champion_composite), TIPS.reportChampion)),
+    h('td', {}, fig(`${signed(d.mean)} ± ${num(d.se)}`, TIPS.reportDelta)),
+    h('td', {}, fig(d.ci_low === null ? '—' : `[${signed(d.ci_low)}, ${signed(d.ci_high)}]`, TIPS.reportCi)),
+    h('td', {}, fig(signed(s.delta_eval.mean), TIPS.reportDeltaEval)),
+    h('td', {}, fig(`${s.sign.wins}/${s.sign.losses}/${s.sign.ties} p ${p(s.sign.p_value)}`, TIPS.reportSign)),
+    h('td', {}, gap ? fig(`${gap.z === null ? '∞' : num(gap.z, 1)} SE${flagged ? ' ⚠' : ''}`, TIPS.reportGap(gapZ), { class: flagged ? 'warn' : '' }) : '—'));
+}
+
+export function reportView(report) {
+  if (!report) return null;
+  const names = [...new Set(SPLITS.flatMap((s) => Object.keys(report.splits[s]?.mcnemar || {})))].sort();
+  const flags = ['train', 'val'].filter((s) => report.gap[s]?.flag);
+  return h('div', { class: 'report' },
+    h('table', { class: 'figs report-table' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'split'), h('th', { title: TIPS.reportTasks }, 'tasks'), h('th', { title: TIPS.reportSeed }, 'seed'),
+        h('th', { title: TIPS.reportChampion }, 'champion'), h('th', { title: TIPS.reportDelta }, 'Δcomposite ± SE'),
+        h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportDeltaEval }, 'Δeval'),
+        h('th', { title: TIPS.reportSign }, 'sign W/L/T'), h('th', { title: TIPS.reportGap(report.gap_z) }, 'gap vs test'))),
+      h('tbody', {}, SPLITS.map((s) => splitRow(s, report.splits[s], s === 'test' ? null : report.gap[s], report.gap_z)))),
+    flags.map((s) => h('p', { class: 'warn-line' }, `⚠ GAP: the ${s} gain exceeds test's by ${signed(report.gap[s].diff)} `
+      + `(${report.gap[s].z === null ? '∞' : num(report.gap[s].z, 1)} SE > ${report.gap_z}) — it does not carry to held-out tasks`)),
+    names.length ? h('details', { class: 'mcnemar' }, h('summary', { title: TIPS.reportMcnemar }, `McNemar per pass/fail test (${names.length})`),
+      h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, 'test'), SPLITS.map((s) => h('th', { title: TIPS.reportMcnemar }, s)))),
+        h('tbody', {}, names.map((n) => h('tr', {}, h('th', {}, n), SPLITS.map((s) => {
+          const m = report.splits[s]?.mcnemar?.[n];
+          return h('td', {}, m ? fig(`+${m.only_a}/−${m.only_b} p ${p(m.p_value)}`, TIPS.reportMcnemar) : '—');
+        })))))) : null,
+    h('p', { class: 'hint' }, 'val Δ is the champion\'s selection score: it is biased up by the choice itself; test is not.'));
+}
