@@ -198,7 +198,7 @@ async def main() -> None:
             stats = (await (await client.get("/api/health")).json())["cache"]
         writer.close()
     f = "{:8.2f}"
-    print(f"{'(all after a commit but warm)':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ {'HTTP warm (hit)':>17} │")
+    print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ {'HTTP warm (hit)':>17} │")
     print(f"{'endpoint':34} {'p50':>8} {'p95':>8} │ {'p50':>8} │ {'p50':>8} {'p95':>8} {'cpu p95':>8} "
           f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ goal (cold)")
     print(f"{'/api/health (HTTP floor)':34} {'':>17} │ {'':>8} │ {f.format(pct(floor, 50))} "
