@@ -3,6 +3,7 @@
 import { go } from '../app.js';
 import { api, mount, h } from '../lib/util.js';
 import { chart, destroyCharts, noLine, resetZoom } from '../lib/charts.js';
+import { TIPS } from '../lib/tips.js';
 
 const METRICS = { composite: 'composite', eval: 'eval (mean cell score)', cost: 'cost per cell (USD)', steps: 'steps per cell' };
 const STATS = { best: 'best candidate per round', mean: 'mean of the round\'s candidates', champion: 'champion after the round' };
@@ -54,7 +55,8 @@ export async function render(root, state, ui) {
         h('button', { class: 'small', onclick: () => resetZoom(`history-${g.run.id}`) }, 'reset zoom')), box) };
   });
   mount(root, 
-    h('section', { class: 'row' }, 'metric ', control('metric', METRICS), ' val series ', control('stats', STATS),
+    h('section', { class: 'row' }, h('span', { class: 'fig', title: { composite: TIPS.composite, eval: TIPS.eval, cost: TIPS.cost, steps: TIPS.steps }[ui.metric] }, 'metric'), ' ',
+      control('metric', METRICS), ' val series ', control('stats', STATS),
       h('span', { class: 'hint' }, 'Each run is a regime with its own axis. Drag to zoom, double-click to reset, click a point to open that round.')),
     panels.length ? panels.map((p) => p.el) : h('p', {}, 'No runs of this skill.'));
   for (const { g, box } of panels) {

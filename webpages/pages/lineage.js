@@ -2,6 +2,7 @@
 // the trunk; rejected, critic-rejected and failed candidates hang off it as branches.
 import { go } from '../app.js';
 import { api, mount, h, num, short, signed, verdictBadge } from '../lib/util.js';
+import { TIPS, fig } from '../lib/tips.js';
 
 function buildTree(nodes) {
   const byKey = new Map();
@@ -38,8 +39,8 @@ function nodeViews(n, children, ui) {
       } }, collapsed ? `▸ ${branches.length}` : '▾') : h('span', { class: 'toggle-pad' }),
       h('a', { href: '#', class: 'hash', title: 'open in Round Analysis', onclick: (e) => { e.preventDefault(); go('round', n.attempt_id); } },
         n.genome_hash ? short(n.genome_hash) : `attempt ${n.attempt_id}`),
-      ' ', verdictBadge(n.verdict), ` r${n.round}${n.sibling ? '.' + n.sibling : ''} · ${num(n.composite)}`,
-      n.delta !== null && n.delta !== undefined ? ` (Δ ${signed(n.delta)})` : '',
+      ' ', verdictBadge(n.verdict), ` r${n.round}${n.sibling ? '.' + n.sibling : ''} · `, fig(num(n.composite), `val ${TIPS.composite}`),
+      n.delta !== null && n.delta !== undefined ? [' (', fig(`Δ ${signed(n.delta)}`, 'Δcomposite vs the incumbent of its round: mean over val tasks of the paired per-task deltas'), ')'] : '',
       h('span', { class: 'tsummary' }, n.summary || '')),
     branches.length && !collapsed ? h('ul', { class: 'branches' }, branches.map((k) => nodeViews(k, children, ui))) : null);
   return [li, ...kept.sort((a, b) => a.round - b.round).map((k) => nodeViews(k, children, ui))];
@@ -70,7 +71,7 @@ export async function render(root, state, ui) {
   const chain = h('div', { class: 'chain', id: 'chain' }, h('h3', {}, 'Champion → seed'),
     h('pre', {}, data.chain.map((c, i) => [
       h('a', { href: '#', class: 'hash', onclick: (e) => { e.preventDefault(); if (c.attempt_id) go('round', c.attempt_id); } }, short(c.genome_hash)),
-      ` r${c.round ?? '?'} ${num(c.composite)}  ${i === 0 ? '★ champion' : i === data.chain.length - 1 ? '● seed' : ''}\n`,
+      ` r${c.round ?? '?'} `, fig(num(c.composite), `val ${TIPS.composite}`), `  ${i === 0 ? '★ champion' : i === data.chain.length - 1 ? '● seed' : ''}\n`,
       h('span', { class: 'tsummary' }, `   ${(c.summary || '').slice(0, 70)}\n`),
       i < data.chain.length - 1 ? '   │\n   ▼\n' : '',
     ])));
