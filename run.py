@@ -157,7 +157,7 @@ def real_agents(settings: Settings, args: argparse.Namespace):
     except AgentSetupError as err:
         raise ConfigError(str(err)) from None
     return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
-                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"))
+                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True)
 
 
 def fake_agents():
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             suite = load(settings, args.suite, "--suite")
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
-                                  launcher=launcher, progress=progress)
+                                  launcher=launcher, progress=progress, network=agents.network)
             except TestRunError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 2

@@ -35,6 +35,7 @@ class EvalRequest:
     grader_timeout_s: float
     env: dict[str, str] = field(default_factory=dict)
     prune: bool = True         # keep only trajectory.md + logs of each cell, not its working dir
+    network: bool = False      # the agent needs the model API (real backends); fakes run offline
 
 
 def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[CellSpec]:
@@ -52,7 +53,7 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
             skill_name=request.skill_name, contract=request.contract, agent_argv=request.agent_argv,
             launcher=request.launcher, cell_root=request.cells_root / spec.name, price=request.price,
             grader_timeout_s=request.grader_timeout_s, env=request.env,
-            prune=request.prune))
+            prune=request.prune, network=request.network))
 
     return await pump(pending_cells(request, set(skip)), work, concurrency=request.concurrency,
                       on_done=on_cell)

@@ -69,6 +69,7 @@ class CellJob:
     grader_timeout_s: float
     env: dict[str, str] = field(default_factory=dict)
     prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
+    network: bool = False       # share the network with the agent (a real backend calls the model API)
 
 
 def stage(job: CellJob) -> Path:
@@ -175,7 +176,7 @@ async def run_cell(job: CellJob) -> CellResult:
     agent = await run_agent_process(
         job.agent_argv, cwd=work, env=agent_env(job, work), prompt=job.task.prompt, stream=stream,
         log_dir=job.cell_root, launcher=job.launcher, writable=[job.cell_root],
-        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms)
+        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms, network=job.network)
     metrics = read_stream(stream)
     tests: dict[str, float] = {}
     failure = agent.failure(metrics.has_result)

@@ -56,11 +56,8 @@ class AARun:
         self.contract = Contract(
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
-        from eval.cost import price_for
-        self.evaluator = Evaluator(
-            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=build_argv, launcher=launcher,
-            price=price_for(settings.pricing, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress)
+        self.evaluator = Evaluator.for_settings(settings, self.db, self.contract, agent_argv=build_argv,
+                                                launcher=launcher, progress=self.progress)
         self.run_id = ""
         self.cells_run = 0
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
-from eval.cost import Price
+from eval.cost import Price, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.runner import CellResult
 from eval.suite import Suite
@@ -44,6 +44,16 @@ class Evaluator:
     concurrency: int
     grader_timeout_s: float
     progress: Progress
+    network: bool = False   # real backends need the model API inside a sandbox
+
+    @classmethod
+    def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
+                     launcher: Launcher, progress: Progress, network: bool = False,
+                     concurrency: int | None = None) -> Evaluator:
+        """The evaluator a command builds from its settings: priced by the contract's model."""
+        return cls(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv, launcher=launcher,
+                   price=price_for(settings.pricing, contract.model), concurrency=concurrency or settings.concurrency,
+                   grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network)
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
                  contract: Contract | None = None, price: Price | None = None) -> Outcome:
@@ -77,7 +87,8 @@ class Evaluator:
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
             cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
-            price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s)
+            price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s,
+            network=self.network)
         total = len(suite.tasks) * contract.replicates
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0}

@@ -66,6 +66,7 @@ class Agents:
     build_id: str            # part of the evaluation contract
     mutator_argv: tuple[str, ...]
     mutator_id: str
+    network: bool = False    # real backends call the model API: a sandbox must share the network
 
 
 def check_roles(suites: Suites) -> None:
@@ -99,7 +100,7 @@ class Loop:
         self.evaluator = Evaluator(
             db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
             launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress)
+            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network)
         self.mutator_price = _price(settings, settings.mutator_model)
         self.run_id = ""
         self.cells_run = 0
@@ -414,7 +415,7 @@ class Loop:
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
             extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash))
+            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network)
         self._spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
@@ -442,7 +443,7 @@ class Loop:
             skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
             argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
             price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"})
+            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"}, network=self.agents.network)
         self._spend(result.cost_usd)
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")

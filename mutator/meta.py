@@ -36,7 +36,7 @@ class Lessons:
 
 def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
-           extra_env: Mapping[str, str]) -> Lessons:
+           extra_env: Mapping[str, str], network: bool = False) -> Lessons:
     stage_workspace(workspace, skill_dir, "# Meta skill\n\n" + PROMPT, {})
     (workspace / "prompt.md").write_text(PROMPT, encoding="utf-8")
     stage(workspace)
@@ -48,7 +48,8 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
            "SM_MAX_TURNS": str(max_turns)}
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
-        writable=[result, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms))
+        writable=[result, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
+        network=network))
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
     failure = run.failure(metrics.has_result)

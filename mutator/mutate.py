@@ -69,7 +69,8 @@ def read_result(path: Path) -> tuple[str, str]:
 
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
-           extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None) -> Mutation:
+           extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None,
+           network: bool = False) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
@@ -80,7 +81,7 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
            "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)}
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
-        writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms))
+        writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, network=network))
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
     failure = run.failure(metrics.has_result)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 from eval.cells import Contract
-from eval.cost import price_for
 from eval.suite import Suite
 from mutator import test_report
 from mutator.config import Settings
@@ -39,7 +38,7 @@ def _alive(pid: int | None) -> bool:
 
 
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
-             progress: Progress) -> dict:
+             progress: Progress, network: bool = False) -> dict:
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
@@ -54,10 +53,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     contract = Contract(**loads(run["config"])["contract"])
     genomes = GenomeStore(settings.data_dir, db)
     weights = Weights(run["w_cost"], run["w_steps"])
-    evaluator = Evaluator(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv,
-                          launcher=launcher, price=price_for(settings.pricing, contract.model),
-                          concurrency=settings.concurrency, grader_timeout_s=settings.grader_timeout_ms / 1000,
-                          progress=progress)
+    evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,
+                                       progress=progress, network=network)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = db["test_runs"].insert({
         "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
