@@ -120,7 +120,12 @@ def _v4(db: sqlite_utils.Database) -> None:
     db["spend_limits"].create({"name": str, "usd": float, "set_at": float}, pk="name")
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4)
+def _v5(db: sqlite_utils.Database) -> None:
+    # Parent / champion lookups (loop evidence, dashboard, test report) filter attempts by run and genome.
+    db["attempts"].create_index(["run_id", "genome_hash"])
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
