@@ -9,6 +9,12 @@ const STATUS = {
   regressed: ['#ffebe9', '#a40e26', 'regressed'], no_data: ['#eaeef2', '#57606a', 'no data'],
 };
 const DAYS = [7, 30, 90, 365];
+const DAY = 86400;
+
+function soFar(isoDay) {
+  const n = 1 + Math.floor((Date.now() / 1000 - Date.parse(isoDay + 'T00:00:00Z') / 1000) / DAY);
+  return `${n} day${n === 1 ? '' : 's'}`;
+}
 
 export async function render(root, state, ui) {
   if (!state.store) { mount(root, h('p', {}, 'No store yet.')); return; }
@@ -30,7 +36,7 @@ export async function render(root, state, ui) {
   }
   const l = d.latest;
   const reach = d.complete ? `data for the whole ${d.days}-day range`
-    : `data only from ${d.covered_from} (${1 + Math.round((Date.now() / 1000 - Date.parse(d.covered_from + 'T00:00:00Z') / 1000) / 86400)} days so far)`;
+    : `data only from ${d.covered_from} (${soFar(d.covered_from)} so far)`;
   const box = h('div', { class: 'chart', id: 'health-trend' });
   mount(root,
     h('h2', {}, 'Health'),
@@ -56,8 +62,9 @@ export async function render(root, state, ui) {
     table(['check', 'when', 'status', 'score', 'band', 'cost'], (d.checks || []).map((c) => [
       `#${c.id}`, when(c.started_at), c.status + (c.partial ? ' (partial)' : ''), c.score === null ? '—' : num(c.score, 1), c.band || '—', usd(c.cost_usd)])));
   const xs = d.trend.map((p) => Date.parse(p.date + 'T00:00:00Z') / 1000);
+  const end = Math.floor(Date.now() / 1000 / DAY) * DAY;  // today, UTC: the range asked for, not only the data
   chart('health-trend', box, {
-    height: 200, scales: { y: { range: [0, 100] } },
+    height: 200, scales: { x: { time: true, range: () => [end - (d.days - 1) * DAY, end + DAY / 2] }, y: { range: [0, 100] } },
     series: [{ label: 'day' }, { label: 'mean score', stroke: '#1f6feb', width: 2, points: { show: true, size: 7 } }],
     axes: [{}, { label: 'score /100' }],
   }, [xs, d.trend.map((p) => p.avg_score)]);

@@ -1,0 +1,135 @@
+"""The Proposals, Health and Cost pages in real headless Chromium (Playwright), against the real app on a
+free loopback port, over a dry run plus health checks made by run.py. Screenshots go to artifacts/."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mutator.db import connect
+from mutator.server import create_app
+from mutator.spend import view
+
+from .conftest import SEED, run_py
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+TOKEN = "after-token-123"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+
+class Server:
+    """The real app on a free loopback port, in a thread with its own event loop."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from aiohttp import web
+        self.app = create_app(data_dir=data_dir, project_root=data_dir.parent, token=TOKEN)
+        self.loop = asyncio.new_event_loop()
+        self.runner = web.AppRunner(self.app, shutdown_timeout=2)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def watched(dry_run, tmp_path) -> dict:
+    """A copy of the dry run's store, a deployed skill folder with two health checks, a daily budget at ~90 %."""
+    data = tmp_path / "project" / "data"
+    shutil.copytree(dry_run["data"], data)
+    skill = tmp_path / "skills" / "csv-clean"
+    shutil.copytree(SEED, skill)
+    for _ in range(2):
+        done = run_py("--check", str(skill), "--suite", "clean-val", "--replicates", "1", "--data-dir", str(data))
+        assert done.returncode in (0, 6), done.stderr[-2000:]
+    spent = view(connect(data / "mutator.db"))["today"]
+    with sqlite3.connect(data / "mutator.db") as conn:
+        conn.execute("insert into spend_limits (name, usd, set_at) values ('daily', ?, ?)", [spent / 0.9, time.time()])
+    return {"data": data, "skill": skill}
+
+
+@pytest.fixture
+def server(watched):
+    srv = Server(watched["data"])
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page():
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.console_errors = []
+        pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
+        pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+        yield pg
+        browser.close()
+
+
+def test_health_cost_and_proposals_pages(server, page, watched):
+    expect = sync_api.expect
+    page.goto(server.url + "/#/home")
+    page.click('#links a[data-page="health"]')
+    status = page.locator("#health-status")
+    expect(status).to_be_visible(timeout=15000)
+    assert status.inner_text() in ("healthy", "drifting", "regressed")
+    expect(page.locator("#health-summary")).to_contain_text("Health check")
+    expect(page.locator("#health-latest")).to_contain_text("/100")
+    expect(page.locator("#health-reach")).to_contain_text("(1 day so far)")    # one day of data in a 30-day range
+    expect(page.locator("#health-trend .uplot")).to_have_count(1)
+    rows = page.locator("#health-tasks tbody tr")
+    expect(rows).to_have_count(8)
+    scores = [float(rows.nth(i).locator("td").nth(1).inner_text()) for i in range(8)]
+    assert scores == sorted(scores)                                          # worst first
+    expect(page.locator("#health-cost")).to_contain_text("last check $")
+    page.select_option("#health-days", "365")
+    expect(page.locator("#health-reach")).to_contain_text("day so far")
+    expect(page.locator("#health-cost")).to_contain_text("the last 365 days")
+    page.screenshot(path=str(ARTIFACTS / "health.png"), full_page=True)
+
+    page.click('#links a[data-page="cost"]')
+    expect(page.locator("#budget")).to_contain_text("Warning")
+    expect(page.locator("#budget")).to_contain_text("daily budget spent today (90 %)")
+    expect(page.locator("#spend-today")).to_contain_text("$")
+    expect(page.locator("#spend-runs tbody tr")).to_have_count(2)                     # the run + health checks
+    expect(page.locator("#spend-runs")).to_contain_text("health checks")
+    expect(page.locator("#spend-models tbody tr")).to_have_count(2)                   # build + mutator model
+    expect(page.locator("#cost-daily .uplot")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "cost.png"), full_page=True)
+
+    page.click('#links a[data-page="proposals"]')
+    row = page.locator("#proposals tbody tr").first
+    expect(row).to_contain_text("proposed")
+    expect(row.locator("button.accept")).to_be_enabled()
+    row.locator("a").first.click()
+    expect(page.locator(".proposal-detail pre.diff")).to_contain_text("diff --git a/")
+    page.fill("#proposal-text-1", "not this one")
+    row.locator("button.reject").click()
+    expect(page.locator("#proposal-message")).to_contain_text("Rejecting proposal 1")
+    expect(page.locator("#proposals tbody tr").first).to_contain_text("rejected", timeout=30000)
+    expect(page.locator("#proposals tbody tr").first.locator("button.accept")).to_be_disabled()
+    page.screenshot(path=str(ARTIFACTS / "proposals.png"), full_page=True)
+    assert page.console_errors == []
