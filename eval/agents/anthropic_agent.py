@@ -15,14 +15,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-if not __package__:  # run as a script: make the project importable without installing it
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 import anthropic  # noqa: E402
 
-from eval.agents.result_json import settle_mutator_result  # noqa: E402
-from eval.agents.stream import StreamWriter, usage_dict  # noqa: E402
-from eval.agents.tools import Toolbox, ToolError, build_toolbox, mutator_toolbox  # noqa: E402
+if not __package__:  # run as a script: the project root, when this process can see it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+try:
+    from eval.agents.result_json import settle_mutator_result
+    from eval.agents.stream import StreamWriter, usage_dict
+    from eval.agents.tools import Toolbox, ToolError, build_toolbox, mutator_toolbox
+except ImportError:  # run as a script, e.g. in a sandbox that shows only this folder: siblings are top-level
+    from result_json import settle_mutator_result  # type: ignore[no-redef]
+    from stream import StreamWriter, usage_dict  # type: ignore[no-redef]
+    from tools import Toolbox, ToolError, build_toolbox, mutator_toolbox  # type: ignore[no-redef]
 
 MAX_TOKENS = 8192
 RETRYABLE = (anthropic.RateLimitError, anthropic.InternalServerError, anthropic.APIConnectionError)

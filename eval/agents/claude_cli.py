@@ -16,10 +16,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-if not __package__:  # run as a script: make the project importable without installing it
+if not __package__:  # run as a script: the project root, when this process can see it
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from eval.agents.result_json import settle_mutator_result  # noqa: E402
+try:
+    from eval.agents.result_json import settle_mutator_result
+except ImportError:  # run as a script, e.g. in a sandbox that shows only this folder: siblings are top-level
+    from result_json import settle_mutator_result  # type: ignore[no-redef]
 
 BUILD_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
 # No Bash for the mutator: a shell could write outside skill/. Edit rules cover Write and Edit alike.
