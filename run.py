@@ -236,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
             suite = load(settings, args.suite, "--suite")
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
-                                  launcher=launcher, progress=progress, network=agents.network)
+                                  launcher=launcher, progress=progress, network=agents.network,
+                                  build_id=agents.build_id)
             except TestRunError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 2

@@ -53,10 +53,11 @@ def read_result(path: Path) -> tuple[str, str]:
     """(summary, reasoning) from result.json, or ValueError saying what is wrong with it."""
     if not path.is_file() or path.stat().st_size == 0:  # staged empty so a sandbox can bind it writable
         raise ValueError("the mutator wrote no result.json")
+    raw = path.read_text(encoding="utf-8", errors="replace")
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"result.json is not JSON ({err})") from None
+        obj = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"result.json is not JSON ({err}); it reads: {raw[:500]!r}") from None
     if not isinstance(obj, dict):
         raise ValueError("result.json must be an object with 'summary' and 'reasoning'")
     summary, reasoning = obj.get("summary"), obj.get("reasoning")

@@ -38,7 +38,7 @@ def _alive(pid: int | None) -> bool:
 
 
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
-             progress: Progress, network: bool = False) -> dict:
+             progress: Progress, network: bool = False, build_id: str | None = None) -> dict:
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
@@ -51,6 +51,10 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
         raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} suite; "
                            f"a test suite must be held out from both")
     contract = Contract(**loads(run["config"])["contract"])
+    if build_id is not None and build_id != contract.agent:
+        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would run "
+                           f"{build_id!r}; pass the same agent flags as the run (e.g. --real --agent ...) so the "
+                           f"test measures the same agent")
     genomes = GenomeStore(settings.data_dir, db)
     weights = Weights(run["w_cost"], run["w_steps"])
     evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,
