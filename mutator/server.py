@@ -13,6 +13,7 @@ import json
 import re
 import secrets
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,6 @@ from mutator.server_stores import Store, Stores, inside
 
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
-CODE_FILES = ("server.py", "server_cache.py", "server_files.py", "server_queries.py", "server_launch.py",
-              "server_stores.py", "db.py", "config.py")
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -47,11 +46,24 @@ ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 CACHE = web.AppKey("cache", ResponseCache)
 
 
+def loaded_project_files(root: Path = ROOT) -> list[Path]:
+    """Every project module this process has loaded (server_*, queries, spend, ...), not a hand-kept list."""
+    root = root.resolve()
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and path.endswith(".py"):
+            resolved = Path(path).resolve()
+            if resolved.is_relative_to(root) and resolved.relative_to(root).parts[0] != "tests":
+                found.add(resolved)
+    return sorted(found)
+
+
 class CodeWatch:
     """Fingerprint of the server's Python files at start; `stale` once the files on disk differ."""
 
-    def __init__(self, folder: Path = ROOT / "mutator") -> None:
-        self.paths = [folder / name for name in CODE_FILES]
+    def __init__(self, paths: list[Path] | None = None) -> None:
+        self.paths = loaded_project_files() if paths is None else paths
         self._stat: tuple = ()
         self._digest = ""
         self.started = self.digest()
@@ -395,7 +407,6 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     app[STORES] = Stores(project_root, extra)
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
-    app[CODE] = CodeWatch()
     app[CACHE] = ResponseCache()
     loopback = {"127.0.0.1", "localhost", "::1"}
     app[ALLOWED_HOSTS] = frozenset() if host in ("0.0.0.0", "::") else frozenset(loopback | {host})
@@ -414,6 +425,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     ])
     from mutator import server_after  # proposals, health checks, spend
     server_after.register(app)
+    app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app
 
 

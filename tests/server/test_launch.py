@@ -36,7 +36,13 @@ def test_a_valid_launch_is_a_dry_run_into_the_store(tmp_path):
 def test_code_watch_turns_stale_when_a_server_file_changes(tmp_path):
     for name in ("server.py", "db.py"):
         (tmp_path / name).write_text("x = 1\n")
-    watch = CodeWatch(tmp_path)
+    watch = CodeWatch([tmp_path / "server.py", tmp_path / "db.py"])
     assert not watch.stale
     (tmp_path / "server.py").write_text("x = 2  # edited\n")
     assert watch.stale
+
+
+def test_code_watch_covers_every_loaded_server_module():
+    from mutator.server import CODE, create_app
+    names = {path.name for path in create_app()[CODE].paths}
+    assert {"server.py", "server_after.py", "server_queries.py", "db.py"} <= names
