@@ -223,6 +223,8 @@ def record_daily(db: sqlite_utils.Database, flag_usd: float | None) -> float | N
 def daily_guard(settings: Settings, flag_usd: float | None, *, stream=None) -> DailyBudget | None:
     """Record --daily-budget-usd (0 clears it) on the store, warn at 80 %, stop at 100 % before any spend."""
     stream = stream or sys.stderr
+    if flag_usd is None and not settings.db_path.exists():
+        return None  # no store yet: no cap recorded and nothing spent; never create a store just to look
     db = connect(settings.db_path)
     limit = record_daily(db, flag_usd)
     if limit is None:
