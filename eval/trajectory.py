@@ -68,6 +68,9 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
                          + (" (error)" if event.get("is_error") else ""))
     lines += ["", "## Grader"]
     lines += [f"- {name}: {value:.3f}" for name, value in sorted(tests.items())] or ["- (not graded)"]
+    judge = cell_root / "judge.md"
+    if judge.is_file():  # an LLM judge's feedback is evidence for the mutator (train cells only reach it)
+        lines += ["", "## Grader feedback", _clip(judge.read_text(encoding="utf-8", errors="replace"), 2000)]
     if error:
         lines += ["", "## Error", _clip(error, 2000)]
     for rel in required:

@@ -68,6 +68,9 @@ KEYS = (
     Key("metaSkillEvery", "meta_skill_every", int, lambda v: v >= 0, "an integer >= 0 (0 = off)"),
     Key("confirm", "confirm", bool, lambda v: True, "true or false"),
     Key("valQueryWarn", "val_query_warn", int, lambda v: v >= 0, "an integer >= 0"),
+    Key("critic.maxSkillLines", "critic_max_lines", int, _positive, "an integer >= 1"),
+    Key("critic.maxSkillBytes", "critic_max_bytes", int, _positive, "an integer >= 1"),
+    Key("critic.maxGrowth", "critic_max_growth", float, lambda v: v >= 0, "a fraction >= 0 (0.2 = +20%)"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -101,6 +104,9 @@ class Settings:
     meta_skill_every: int
     confirm: bool
     val_query_warn: int
+    critic_max_lines: int
+    critic_max_bytes: int
+    critic_max_growth: float
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE

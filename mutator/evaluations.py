@@ -108,7 +108,8 @@ class Evaluator:
             "status": "done", "n_done": len(figures), "finished_at": now(),
             "eval": sum(c.score for c in figures) / n, "cost": sum(c.cost_usd for c in figures) / n,
             "steps": sum(c.steps for c in figures) / n, "cost_usd_total": sum(c.cost_usd for c in figures)})
-        return len(results), sum(cell.cost_usd for cell in results)
+        # an LLM judge's own calls are spend too (budget, run total), though not part of the composite
+        return len(results), sum(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0) for cell in results)
 
     def _store_cell(self, evaluation_id: int, cell: CellResult) -> None:
         """The cell, its tests and the evaluation's counter commit together or not at all."""
