@@ -321,3 +321,15 @@ def test_to_json_has_every_figure():
     assert data["deltas"] == {"t0": 0.2, "t1": -0.2, "t2": 0.1, "t3": -0.1, "t4": -0.1}
     assert data["df"] == 6 and data["keep"] is True
     assert g.comparison == Comparison(n=5, s_r=g.s_r)
+
+
+@pytest.mark.parametrize("deltas", [[0.1, -0.2, 0.05, 0.3, 0.0, -0.1, 0.22, 0.07], [1.0, 2.0, 4.0], [0.5, 0.5, 0.1, -3.0]])
+def test_robust_scale_matches_scipy_stats(deltas) -> None:
+    from scipy import stats
+    assert robust_scale(deltas) == pytest.approx(float(stats.median_abs_deviation(deltas, scale="normal")), rel=1e-12)
+
+
+@pytest.mark.parametrize("z, df", [(1.0, 4), (1.0, 9), (0.5, 2), (2.0, 30), (1.0, 10_000)])
+def test_gate_t_matches_scipy_stats(z: float, df: int) -> None:
+    from scipy import stats
+    assert gate_t(z, df) == pytest.approx(float(stats.t.ppf(stats.norm.cdf(z), df)), rel=1e-10)
