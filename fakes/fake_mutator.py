@@ -223,7 +223,7 @@ def cross_over(skill: Path, refs: Path) -> Change | None:
 def failing_tests(briefing: str) -> dict[str, list[str]]:
     """task -> failing tests, from the briefing's train table (last column)."""
     table: dict[str, list[str]] = {}
-    for line in section(briefing, "Incumbent on train tasks").splitlines():
+    for line in section(briefing, "Your parent on train tasks").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 6 and cells[0] not in ("task", "---"):
             table[cells[0]] = [t.strip() for t in cells[-1].split(",") if t.strip() not in ("", "—")]

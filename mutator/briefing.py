@@ -48,12 +48,12 @@ def render(data: BriefingInput) -> str:
     if data.meta_skill:
         lines += ["## Lessons so far (meta skill)", data.meta_skill.strip(), ""]
     lines += ["## How candidates are scored", data.formula, "", "## Gate", data.gate, "",
-              "## Incumbent (validation aggregates)",
+              "## Your parent (validation aggregates; the incumbent unless a pool or front member was picked)",
               "| eval | cost USD/cell | steps/cell | composite |", "|---|---|---|---|",
               f"| {data.incumbent.get('eval', 0):.3f} | {data.incumbent.get('cost', 0):.5f} | "
               f"{data.incumbent.get('steps', 0):.2f} | {data.incumbent.get('composite', 0):.3f} |", ""]
     if data.train_tasks:
-        lines += ["## Incumbent on train tasks (worst composite first)",
+        lines += ["## Your parent on train tasks (worst composite first)",
                   "| task | eval | cost | steps | composite | failing tests |", "|---|---|---|---|---|---|"]
         for task in sorted(data.train_tasks, key=lambda t: t["composite"]):
             lines.append(f"| {task['task_id']} | {task['eval']:.3f} | {task['cost']:.5f} | {task['steps']:.1f} | "

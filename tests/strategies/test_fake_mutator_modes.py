@@ -66,7 +66,7 @@ def test_target_tasks_pick_the_rule_that_fixes_their_failing_train_tests(tmp_pat
     ws = workspace(tmp_path)
     briefing = ("# Briefing\n\n## Tasks to target\nYour parent trails other candidates on these train tasks: "
                 "`orders-1`, `users-2`. Aim this change at them.\n\n"
-                "## Incumbent on train tasks (worst composite first)\n"
+                "## Your parent on train tasks (worst composite first)\n"
                 "| task | eval | cost | steps | composite | failing tests |\n|---|---|---|---|---|---|\n"
                 "| orders-1 | 0.5 | 0.006 | 4.0 | 0.4 | dates, emails, text |\n"
                 "| users-2 | 0.6 | 0.006 | 4.0 | 0.5 | emails, flags |\n"
