@@ -7,7 +7,6 @@ error, watchdog timeout, grader crash/hang/garbage) becomes a recorded status, n
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -19,11 +18,11 @@ from pathlib import Path
 
 from eval.cells import CellSpec, Contract
 from eval.cost import Price, usd
+from eval.graders.process import run_helper
 from eval.process import run_agent_process
 from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
 from eval.suite import Suite, Task
-from eval.supervisor import kill_group
 from eval.trajectory import capture_and_prune
 from sandbox import Launcher
 
@@ -145,28 +144,16 @@ def grader_extra(cell_root: Path) -> dict:
 async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
            "SM_TASK_ID": job.task.id}
-    proc = await asyncio.create_subprocess_exec(
-        *job.suite.grader_argv(), str(work), job.task.id, cwd=job.suite.path, env=env,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True)
+    stdout, error = await run_helper([*job.suite.grader_argv(), str(work), job.task.id], payload=b"",
+                                     cwd=job.suite.path, env=env, timeout_s=job.grader_timeout_s,
+                                     log_dir=job.cell_root, what="grader")
+    if stdout is None:
+        return None, error
     try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=job.grader_timeout_s)
-    except TimeoutError:
-        kill_group(proc.pid)
-        await proc.wait()
-        return None, f"grader timed out after {job.grader_timeout_s:g} s and was killed"
-    except BaseException:
-        kill_group(proc.pid)
-        raise
-    err_text = stderr.decode("utf-8", "replace")[-4000:]
-    (job.cell_root / "grade.stderr").write_text(err_text, encoding="utf-8")
-    (job.cell_root / "grade.stdout").write_bytes(stdout[-100_000:])
-    if proc.returncode != 0:
-        return None, f"grader exited {proc.returncode}: {err_text.strip() or '(no stderr)'}"
-    try:
-        return parse_grades(stdout.decode("utf-8", "replace")), ""
+        return parse_grades(stdout), ""
     except ValueError as err:
-        return None, f"{err}{'; stderr: ' + err_text.strip() if err_text.strip() else ''}"
+        err_text = (job.cell_root / "grade.stderr").read_text(encoding="utf-8").strip()
+        return None, f"{err}{'; stderr: ' + err_text if err_text else ''}"
 
 
 async def run_cell(job: CellJob) -> CellResult:
