@@ -3,54 +3,24 @@ free loopback port, over a dry run plus health checks made by run.py. Screenshot
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from mutator.db import connect
-from mutator.server import create_app
 from mutator.spend import view
+from tests.browser_support import ARGS, CHROMIUM, SKIP_REASON, Server
 
 from .conftest import SEED, run_py
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
 TOKEN = "after-token-123"
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-
-
-class Server:
-    """The real app on a free loopback port, in a thread with its own event loop."""
-
-    def __init__(self, data_dir: Path) -> None:
-        from aiohttp import web
-        self.app = create_app(data_dir=data_dir, project_root=data_dir.parent, token=TOKEN)
-        self.loop = asyncio.new_event_loop()
-        self.runner = web.AppRunner(self.app, shutdown_timeout=2)
-        self.loop.run_until_complete(self.runner.setup())
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 @pytest.fixture
@@ -71,7 +41,7 @@ def watched(dry_run, tmp_path) -> dict:
 
 @pytest.fixture
 def server(watched):
-    srv = Server(watched["data"])
+    srv = Server(watched["data"], token=TOKEN)
     yield srv
     srv.stop()
 
