@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import urllib.request
@@ -43,3 +44,20 @@ class Server:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+
+
+@contextlib.contextmanager
+def chromium_page(artifacts: Path):
+    """A headless Chromium page that collects console errors and page errors in `page.console_errors`."""
+    from playwright import sync_api
+    artifacts.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.console_errors = []
+        page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+        try:
+            yield page
+        finally:
+            browser.close()

@@ -12,7 +12,7 @@ import pytest
 
 from mutator.db import connect
 from mutator.spend import view
-from tests.browser_support import ARGS, CHROMIUM, SKIP_REASON, Server
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
 
 from .conftest import SEED, run_py
 
@@ -48,15 +48,8 @@ def server(watched):
 
 @pytest.fixture
 def page():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.console_errors = []
-        pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
-        pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    with chromium_page(ARTIFACTS) as pg:
         yield pg
-        browser.close()
 
 
 def test_health_cost_and_proposals_pages(server, page, watched):

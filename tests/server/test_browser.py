@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import ARGS, CHROMIUM, SKIP_REASON, Server
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
 
 from .conftest import TOKEN
 
@@ -32,15 +32,8 @@ def server(store_copy):
 
 @pytest.fixture
 def page():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        pg.console_errors = []
-        pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
-        pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    with chromium_page(ARTIFACTS) as pg:
         yield pg
-        browser.close()
 
 
 def _untitled_figures(page) -> int:
