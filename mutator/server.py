@@ -334,26 +334,25 @@ def target_dir(request: web.Request, body: dict) -> Path:
     return store.data_dir
 
 
-async def launch(request: web.Request) -> web.Response:
+async def _spawn(request: web.Request, kind: str, build_argv) -> tuple[dict, Path]:
+    """Validate the POST body into a run.py argv (400 when it does not fit) and start it as a child."""
     body = await _body(request)
     data_dir = target_dir(request, body)
     try:
-        argv = launch_argv(body, request.app[SETTINGS], data_dir)
+        argv = build_argv(body, request.app[SETTINGS], data_dir)
     except LaunchError as err:
         raise fail(400, str(err)) from None
-    child = request.app[CHILDREN].spawn("run", argv)
-    return ok({"process": child.to_json(), "data_dir": str(data_dir)})
+    return request.app[CHILDREN].spawn(kind, argv).to_json(), data_dir
+
+
+async def launch(request: web.Request) -> web.Response:
+    process, data_dir = await _spawn(request, "run", launch_argv)
+    return ok({"process": process, "data_dir": str(data_dir)})
 
 
 async def test_run(request: web.Request) -> web.Response:
-    body = await _body(request)
-    data_dir = target_dir(request, body)
-    try:
-        argv = argv_for_test(body, request.app[SETTINGS], data_dir)
-    except LaunchError as err:
-        raise fail(400, str(err)) from None
-    child = request.app[CHILDREN].spawn("test", argv)
-    return ok({"process": child.to_json()})
+    process, _ = await _spawn(request, "test", argv_for_test)
+    return ok({"process": process})
 
 
 async def events(request: web.Request) -> web.StreamResponse:
