@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from eval.cost import PricingError  # noqa: E402
 from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
-from mutator.after_cli import SuiteAction, decide, wants_decision  # noqa: E402
+from mutator.after.cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
@@ -178,7 +178,7 @@ def load(settings: Settings, name: str | None, flag: str) -> Suite:
 
 
 def import_evals_command(args: argparse.Namespace) -> int:
-    from mutator.importer import EvalsImportError, import_evals
+    from mutator.after.importer import EvalsImportError, import_evals
     if not args.out:
         print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
         if args.export:
-            from mutator.export import ExportError, export
+            from mutator.after.export import ExportError, export
             try:
                 written = export(settings.db_path, args.export, args.format, args.out or settings.data_dir / "exports")
             except ExportError as err:
@@ -219,20 +219,20 @@ def main(argv: list[str] | None = None) -> int:
         if wants_decision(args):
             return decide(args, settings)
         if args.serve:
-            from mutator.server_cli import dashboard
+            from mutator.server.cli import dashboard
             code = dashboard(settings, host=args.host, port=args.port, config=args.config,
                              foreground=not (args.suite or args.val or args.test_run))
             if code is not None:
                 return code
         launcher = get_launcher(settings.sandbox)
         agents = real_agents(settings, args) if args.real else fake_agents()
-        from mutator.spend import combine, daily_guard
+        from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
-            from mutator.after_cli import check_command
+            from mutator.after.cli import check_command
             return check_command(args, settings, agents, launcher, progress, daily)
         if args.test_run:
-            from mutator.testrun import TestRunError, test_run
+            from mutator.validity.testrun import TestRunError, test_run
             suite = load(settings, args.suite, "--suite")
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
@@ -246,19 +246,19 @@ def main(argv: list[str] | None = None) -> int:
                   f"(eval {result['seed_eval']:.3f}); train composite "
                   f"{'—' if result['train_composite'] is None else format(result['train_composite'], '.4f')}; "
                   f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
-            from mutator.test_report import render
+            from mutator.validity.report import render
             print(render(result["report"]))
             return 0
         if args.plan:
-            from mutator.plan import plan, render_plan
+            from mutator.validity.plan import plan, render_plan
             print(render_plan(plan(settings, train=load(settings, args.suite, "--suite"),
                                    val=load(settings, args.val, "--val"),
                                    holdout=load(settings, args.holdout, "--holdout") if args.holdout else None,
                                    build_id=agents.build_id)))
             return 0
         if args.aa is not None:
-            from mutator.aa import AARun
-            from mutator.aa import summary as aa_summary
+            from mutator.validity.aa import AARun
+            from mutator.validity.aa import summary as aa_summary
             aa = AARun(settings, load(settings, args.val, "--val"),
                        train=load(settings, args.suite, "--suite") if args.suite else None,
                        build_argv=agents.build_argv, build_id=agents.build_id, launcher=launcher, progress=progress)
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
               + f". Record: {settings.db_path}")
         if suites.holdout:
             print(f"Test the champion: python run.py --test-run {run_id} --suite {suites.holdout.name}")
-        from mutator.after_cli import propose_finished
+        from mutator.after.cli import propose_finished
         print(propose_finished(settings, run_id))
         return 0
     except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:

@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
-from mutator import server_queries as Q  # noqa: E402
-from mutator.db import connect, connect_readonly, dumps  # noqa: E402
-from mutator.server import create_app  # noqa: E402
+from mutator.server import queries as Q  # noqa: E402
+from mutator.server.app import create_app  # noqa: E402
+from mutator.store.db import connect, connect_readonly, dumps  # noqa: E402
 
 TESTS = ("parses", "headers", "rows", "amounts", "dates", "emails", "flags", "text")
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from eval.cells import CellSpec, Contract, enumerate_cells
 from eval.cost import Price
-from eval.runner import CellJob, CellResult, run_cell
+from eval.jobs import CellJob, CellResult
+from eval.runner import run_cell
 from eval.scheduler import pump
 from eval.suite import Suite
 from sandbox import Launcher

@@ -8,67 +8,19 @@ error, watchdog timeout, grader crash/hang/garbage) becomes a recorded status, n
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.cells import CellSpec, Contract
-from eval.cost import Price, usd
-from eval.graders.process import run_helper
+from eval.cost import usd
+from eval.graders import get_runner
+from eval.graders.judge_runner import grader_cost
+from eval.jobs import CellJob, CellResult
 from eval.process import run_agent_process
 from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
-from eval.suite import Suite, Task
 from eval.trajectory import capture_and_prune
-from sandbox import Launcher
-
-STATUSES = ("ok", "agent_error", "timeout", "grader_error")
-
-
-@dataclass(frozen=True)
-class CellResult:
-    task_id: str
-    replicate: int
-    status: str
-    score: float
-    tests: dict[str, float]
-    cost_usd: float
-    steps: int
-    input_tokens: int
-    output_tokens: int
-    cache_write_tokens: int
-    cache_read_tokens: int
-    duration_ms: int
-    agent_subtype: str
-    error: str
-    cell_dir: str
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-@dataclass(frozen=True)
-class CellJob:
-    spec: CellSpec
-    task: Task
-    suite: Suite
-    skill_dir: Path | None
-    skill_name: str
-    contract: Contract
-    agent_argv: Sequence[str]
-    launcher: Launcher
-    cell_root: Path
-    price: Price
-    grader_timeout_s: float
-    env: dict[str, str] = field(default_factory=dict)
-    prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
-    network: bool = False       # share the network with the agent (a real backend calls the model API)
 
 
 def stage(job: CellJob) -> Path:
@@ -101,33 +53,8 @@ def agent_env(job: CellJob, work: Path) -> dict[str, str]:
     return env
 
 
-def parse_grades(stdout: str) -> dict[str, float]:
-    """The grader's stdout must be one JSON object of test name -> score in [0, 1]."""
-    text = stdout.strip()
-    if not text:
-        raise ValueError("grader printed nothing; it must print one JSON object of test name -> score")
-    try:
-        obj = json.loads(text.splitlines()[-1]) if not text.startswith("{") else json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"grader output is not JSON ({err.msg}): {text[:200]!r}") from None
-    if isinstance(obj, dict) and isinstance(obj.get("tests"), dict):
-        obj = obj["tests"]
-    if not isinstance(obj, dict) or not obj:
-        raise ValueError("grader output must be a non-empty JSON object of test name -> score")
-    grades: dict[str, float] = {}
-    for name, value in obj.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or not 0 <= value <= 1:
-            raise ValueError(f"grader test {name!r} scored {value!r}; scores must be numbers in [0, 1]")
-        grades[str(name)] = float(value)
-    return grades
-
-
 async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     """Score the cell with its suite's grader runner (eval/graders: script, expectations, judge)."""
-    if job.suite.runner == "script":
-        return await run_script_grader(job, work)
-    from eval.graders import get_runner
     try:
         return await get_runner(job.suite.runner).grade(job, work)
     except Exception as err:  # a grader-side bug is a recorded cell error, never a crashed evaluation
@@ -136,24 +63,8 @@ async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None,
 
 def grader_extra(cell_root: Path) -> dict:
     """What the grader itself spent on this cell (a judge's model call; 0 when cached or scripted)."""
-    from eval.graders.judge_runner import grader_cost
     cost = grader_cost(cell_root)
     return {"grader_cost_usd": cost} if cost else {}
-
-
-async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-    env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
-           "SM_TASK_ID": job.task.id}
-    stdout, error = await run_helper([*job.suite.grader_argv(), str(work), job.task.id], payload=b"",
-                                     cwd=job.suite.path, env=env, timeout_s=job.grader_timeout_s,
-                                     log_dir=job.cell_root, what="grader")
-    if stdout is None:
-        return None, error
-    try:
-        return parse_grades(stdout), ""
-    except ValueError as err:
-        err_text = (job.cell_root / "grade.stderr").read_text(encoding="utf-8").strip()
-        return None, f"{err}{'; stderr: ' + err_text if err_text else ''}"
 
 
 async def run_cell(job: CellJob) -> CellResult:

@@ -15,7 +15,7 @@ import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
-from mutator.db import dumps
+from mutator.store.db import dumps
 
 
 class BudgetStop(RuntimeError):

@@ -20,9 +20,7 @@ from eval.suite import Suite
 from mutator import critic
 from mutator.budget import Budget, BudgetStop
 from mutator.config import Settings
-from mutator.db import connect, dumps, loads, now, rows
 from mutator.evaluations import Evaluator
-from mutator.genome import GenomeStore
 from mutator.mutate import mutate
 from mutator.progress import Progress
 from mutator.score import (
@@ -36,6 +34,8 @@ from mutator.score import (
 )
 from mutator.solve import SolveAbort, solve_phase
 from mutator.solve import store as store_solve
+from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store.genome import GenomeStore
 from mutator.view import MutatorView
 from sandbox import Launcher
 from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy

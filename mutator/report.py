@@ -6,8 +6,8 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.db import loads, rows
 from mutator.score import CellFigures, Normalisers, Weights, summarise
+from mutator.store.db import loads, rows
 
 
 def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weights, norm: Normalisers):

@@ -14,8 +14,8 @@ from pathlib import Path
 from eval.cells import Contract
 from eval.cost import Price
 from eval.suite import Suite
-from mutator.db import dumps, rows
 from mutator.evaluations import Evaluator
+from mutator.store.db import dumps, rows
 
 BARE = "bare"   # the genome hash used for skill-less evaluations
 

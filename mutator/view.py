@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 
 from mutator.briefing import BriefingInput, render
-from mutator.db import dumps, loads, rows
 from mutator.evidence import Evidence
 from mutator.meta import distil
 from mutator.score import Normalisers, gate_t, per_task, pooled, summarise
+from mutator.store.db import dumps, loads, rows
 from strategies import CandidateSpec, State
 
 

@@ -9,7 +9,7 @@ import threading
 import urllib.request
 from pathlib import Path
 
-from mutator.server import create_app
+from mutator.server.app import create_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",

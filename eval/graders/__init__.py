@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from eval.runner import CellJob
+    from eval.jobs import CellJob
 
 REGISTRY = {
     "script": "eval.graders.script:ScriptRunner",

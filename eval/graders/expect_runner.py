@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from eval.graders.process import run_helper
 
 if TYPE_CHECKING:
-    from eval.runner import CellJob
+    from eval.jobs import CellJob
 
 MAIN = Path(__file__).resolve().parent / "expect_main.py"
 DEFAULT_REGEX_TIMEOUT_MS = 1000
@@ -31,7 +31,7 @@ def payload(job: CellJob, work: Path) -> dict:
 
 class ExpectationsRunner:
     async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-        from eval.runner import parse_grades
+        from eval.graders.script import parse_grades
         stdout, error = await run_helper(
             [sys.executable, str(MAIN)], payload=json.dumps(payload(job, work)).encode(), cwd=job.cell_root,
             env={**os.environ, "SM_TASK_ID": job.task.id}, timeout_s=job.grader_timeout_s,

@@ -28,7 +28,7 @@ from eval.graders.judge import (
 from eval.graders.judge_backends import make_backend
 
 if TYPE_CHECKING:
-    from eval.runner import CellJob
+    from eval.jobs import CellJob
 
 SKILL_MARK = ".claude/skills"
 CONFIG = Path(__file__).resolve().parents[2] / "config.json"

@@ -1,19 +1,57 @@
 """The `script` runner: the suite's run-eval(.py) prints one JSON object of test name -> score.
 
-The process handling (timeout, process-group kill, logs) lives in `eval.runner.run_script_grader`,
-unchanged from the original protocol; this is its registry entry.
+It runs as a helper process (timeout, process-group kill, logs) from the suite's folder; it gets the
+cell's working dir and the task id, never the skill.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from eval.runner import CellJob
+from eval.graders.process import run_helper
+from eval.jobs import CellJob
 
 
 class ScriptRunner:
     async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-        from eval.runner import run_script_grader
         return await run_script_grader(job, work)
+
+
+def parse_grades(stdout: str) -> dict[str, float]:
+    """The grader's stdout must be one JSON object of test name -> score in [0, 1]."""
+    text = stdout.strip()
+    if not text:
+        raise ValueError("grader printed nothing; it must print one JSON object of test name -> score")
+    try:
+        obj = json.loads(text.splitlines()[-1]) if not text.startswith("{") else json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"grader output is not JSON ({err.msg}): {text[:200]!r}") from None
+    if isinstance(obj, dict) and isinstance(obj.get("tests"), dict):
+        obj = obj["tests"]
+    if not isinstance(obj, dict) or not obj:
+        raise ValueError("grader output must be a non-empty JSON object of test name -> score")
+    grades: dict[str, float] = {}
+    for name, value in obj.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0 <= value <= 1:
+            raise ValueError(f"grader test {name!r} scored {value!r}; scores must be numbers in [0, 1]")
+        grades[str(name)] = float(value)
+    return grades
+
+
+async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
+    env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
+           "SM_TASK_ID": job.task.id}
+    stdout, error = await run_helper([*job.suite.grader_argv(), str(work), job.task.id], payload=b"",
+                                     cwd=job.suite.path, env=env, timeout_s=job.grader_timeout_s,
+                                     log_dir=job.cell_root, what="grader")
+    if stdout is None:
+        return None, error
+    try:
+        return parse_grades(stdout), ""
+    except ValueError as err:
+        err_text = (job.cell_root / "grade.stderr").read_text(encoding="utf-8").strip()
+        return None, f"{err}{'; stderr: ' + err_text if err_text else ''}"

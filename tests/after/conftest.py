@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mutator.db import connect, now
-from mutator.genome import GenomeStore
+from mutator.store.db import connect, now
+from mutator.store.genome import GenomeStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "suites" / "csv-clean"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mutator.db import connect
-from mutator.spend import view
+from mutator.after.spend import view
+from mutator.store.db import connect
 from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
 
 from .conftest import SEED, run_py

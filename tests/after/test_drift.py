@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mutator import drift
+from mutator.after import drift
 
 
 @pytest.mark.parametrize(("score", "previous", "name", "status"), [

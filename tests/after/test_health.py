@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from eval.suite import load_suite
+from mutator.after.health import HealthCheck
 from mutator.config import load_settings
-from mutator.health import HealthCheck
 from mutator.progress import Progress
 from sandbox import get_launcher
 

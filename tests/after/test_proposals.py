@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from eval.snapshot import hash_tree
-from mutator import deploy as deploy_mod
-from mutator import proposals
-from mutator.deploy import DeployError, deploy, rollback
-from mutator.proposals import ProposalError, accept, propose, reject
+from mutator.after import deploy as deploy_mod
+from mutator.after import proposals
+from mutator.after.deploy import DeployError, deploy, rollback
+from mutator.after.proposals import ProposalError, accept, propose, reject
 
 from .conftest import snapshot
 

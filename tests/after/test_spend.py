@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from mutator.after.spend import DailyBudget, budget_state, daily_guard, view
 from mutator.budget import BudgetStop
 from mutator.config import load_settings
-from mutator.db import connect, dumps
-from mutator.spend import DailyBudget, budget_state, daily_guard, view
+from mutator.store.db import connect, dumps
 
 from .conftest import run_py
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mutator.budget import Budget, BudgetStop
-from mutator.db import connect_readonly
+from mutator.store.db import connect_readonly
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--replicates", "1")

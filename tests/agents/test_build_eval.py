@@ -13,9 +13,9 @@ from eval.agents import AnthropicBackend
 from eval.cells import Contract
 from eval.cost import Usage, parse_pricing, usd
 from eval.suite import load_suite
-from mutator.db import connect
 from mutator.evaluations import Evaluator
 from mutator.progress import Progress
+from mutator.store.db import connect
 from sandbox.none import NoneLauncher
 from tests.agents.messages_server import csv_agent, message, text
 

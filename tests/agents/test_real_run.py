@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval.cost import Usage, parse_pricing, usd
-from mutator.db import connect_readonly
+from mutator.store.db import connect_readonly
 from tests.agents.messages_server import demo_agent
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.suite import load_suite
-from mutator.importer import EvalsImportError, import_evals, split_counts
+from mutator.after.importer import EvalsImportError, import_evals, split_counts
 from tests.conftest import ROOT, run_cli
 
 CSVS = sorted((ROOT / "suites" / "clean-val" / "fixtures").glob("*/input.csv"))

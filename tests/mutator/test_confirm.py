@@ -8,9 +8,9 @@ from pathlib import Path
 
 from eval.suite import load_suite
 from mutator.config import load_settings
-from mutator.db import connect_readonly
 from mutator.loop import Agents, Loop, Suites
 from mutator.progress import Progress
+from mutator.store.db import connect_readonly
 from sandbox.none import NoneLauncher
 from strategies import make_strategy
 from tests.conftest import ROOT, run_cli

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from mutator.db import connect_readonly, loads
+from mutator.store.db import connect_readonly, loads
 from tests.conftest import DEMO_ARGS, ROOT, run_cli
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mutator.db import connect_readonly
+from mutator.store.db import connect_readonly
 from tests.conftest import run_cli
 
 

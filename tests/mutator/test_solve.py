@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from mutator.db import connect_readonly
+from mutator.store.db import connect_readonly
 from tests.conftest import run_cli
 
 ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "1", "--solve",

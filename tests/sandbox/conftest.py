@@ -17,7 +17,7 @@ import pytest
 from eval.cells import Contract
 from eval.cost import Price
 from eval.evaluate import EvalRequest, evaluate
-from eval.runner import CellResult
+from eval.jobs import CellResult
 from eval.suite import load_suite
 from sandbox import Launcher, SandboxError
 from sandbox.bwrap import BwrapLauncher

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 import pytest_asyncio
 
-from mutator.server import create_app
+from mutator.server.app import create_app
 
 from .conftest import TOKEN
 

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from mutator.server import CACHE, create_app
-from mutator.server_cache import ResponseCache
+from mutator.server.app import CACHE, create_app
+from mutator.server.cache import ResponseCache
 
 from .conftest import TOKEN
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mutator.server import CodeWatch
-from mutator.server_launch import LaunchError, argv_for_test, launch_argv, settings
+from mutator.server.app import CodeWatch
+from mutator.server.launch import LaunchError, argv_for_test, launch_argv, settings
 
 
 @pytest.mark.parametrize("body", [
@@ -43,6 +45,8 @@ def test_code_watch_turns_stale_when_a_server_file_changes(tmp_path):
 
 
 def test_code_watch_covers_every_loaded_server_module():
-    from mutator.server import CODE, create_app
-    names = {path.name for path in create_app()[CODE].paths}
-    assert {"server.py", "server_after.py", "server_queries.py", "db.py"} <= names
+    from mutator.server.app import CODE, create_app
+    root = Path(__file__).resolve().parents[2]
+    names = {str(path.relative_to(root)) for path in create_app()[CODE].paths}
+    assert {"mutator/server/app.py", "mutator/server/after.py", "mutator/server/queries.py",
+            "mutator/server/common.py", "mutator/store/db.py"} <= names

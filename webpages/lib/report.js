@@ -1,4 +1,4 @@
-// The honest test report of one test run (test_runs.report, built by mutator/test_report.py): champion vs
+// The honest test report of one test run (test_runs.report, built by mutator/validity/report.py): champion vs
 // seed paired by task on train, val and test, with the gap flag when a split's gain does not carry to test.
 import { h, num, signed } from './util.js';
 import { TIPS, fig } from './tips.js';

@@ -5,8 +5,8 @@ import sys
 import pandas as pd
 import pytest
 
-from mutator.db import connect
-from mutator.export import ExportError, export, frames
+from mutator.after.export import ExportError, export, frames
+from mutator.store.db import connect
 
 
 def fill(db_path):

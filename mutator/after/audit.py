@@ -10,8 +10,8 @@ import csv
 import json
 from pathlib import Path
 
-from mutator.db import connect_readonly, loads, rows
-from mutator.spend import _attribution
+from mutator.after.spend import _attribution
+from mutator.store.db import connect_readonly, loads, rows
 
 GATE_FIGURES = ("delta", "delta_eval", "delta_cost", "delta_steps", "gate_threshold", "gate_se", "gate_s",
                 "gate_df", "gate_t", "gate_n")

@@ -20,9 +20,9 @@ from pathlib import Path
 import sqlite_utils
 
 from eval.snapshot import copy_tree, hash_tree
-from mutator import proposals
-from mutator.db import now, rows
-from mutator.genome import GenomeStore
+from mutator.after import proposals
+from mutator.store.db import now, rows
+from mutator.store.genome import GenomeStore
 
 BACKUPS = ".skill-mutator-backups"
 RENAME_EXCHANGE = 2

@@ -50,7 +50,7 @@ def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, 
         raise ConfigError(f"port {port} on {host} is taken by something that is not the dashboard; "
                           f"pass --port to pick another")
     if foreground:
-        from mutator.server import serve
+        from mutator.server.app import serve
         serve(host=host, port=port, data_dir=settings.data_dir, config_file=config)
         return 0
     argv = [sys.executable, str(ROOT / "run.py"), "--serve", "--host", host, "--port", str(port),

@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 from eval.snapshot import hash_tree
-from mutator.db import connect
-from mutator.genome import GenomeStore
+from mutator.store.db import connect
+from mutator.store.genome import GenomeStore
 
 
 def test_put_dedupes_commits_lineage_and_diffs(tmp_path: Path) -> None:

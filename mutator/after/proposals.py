@@ -11,8 +11,8 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.db import dumps, loads, now, rows
-from mutator.genome import GenomeStore
+from mutator.store.db import dumps, loads, now, rows
+from mutator.store.genome import GenomeStore
 
 STATUSES = ("proposed", "accepted", "rejected", "deployed", "failed", "rolled_back")
 
@@ -113,7 +113,7 @@ def _refuse_unless_proposed(proposal: dict, action: str) -> None:
 
 
 def accept(db: sqlite_utils.Database, proposal_id: int, note: str | None = None) -> dict:
-    """proposed -> accepted; the deploy (mutator/deploy.py) then moves it to deployed or failed."""
+    """proposed -> accepted; the deploy (mutator/after/deploy.py) then moves it to deployed or failed."""
     proposal = get(db, proposal_id)
     _refuse_unless_proposed(proposal, "accepted")
     record(db, proposal_id, "accept", "proposed", "accepted", note)

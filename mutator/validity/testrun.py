@@ -1,7 +1,7 @@
 """Measure a run's current champion (and the seed, for its normalisers) on any suite, on demand.
 
 Test results never gate or steer the search; they are appended to the run's test timeline with the
-honest test report (mutator/test_report.py: paired Δ ± SE, CI, sign test, McNemar; train/val beside it).
+honest test report (mutator/validity/report.py: paired Δ ± SE, CI, sign test, McNemar; train/val beside it).
 Refuses while the run's loop is alive: testing never runs in parallel with mutating.
 """
 
@@ -11,13 +11,13 @@ import os
 
 from eval.cells import Contract
 from eval.suite import Suite
-from mutator import test_report
 from mutator.config import Settings
-from mutator.db import connect, dumps, loads, now
 from mutator.evaluations import Evaluator
-from mutator.genome import GenomeStore
 from mutator.progress import Progress
 from mutator.score import Normalisers, Weights, normalisers, summarise
+from mutator.store.db import connect, dumps, loads, now
+from mutator.store.genome import GenomeStore
+from mutator.validity import report as test_report
 from sandbox import Launcher
 
 

@@ -1,4 +1,4 @@
-"""mutator/stats.py against values worked out by hand (scipy only for the distributions' quantiles)."""
+"""mutator/validity/stats.py against values worked out by hand (scipy only for the distributions' quantiles)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from mutator.stats import (
+from mutator.validity.stats import (
     is_pass_fail,
     mcnemar_exact,
     mde,

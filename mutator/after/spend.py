@@ -20,7 +20,7 @@ from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator.budget import BudgetStop, mean_mutation_cost, pending_cells
 from mutator.config import ConfigError, Settings
-from mutator.db import connect, loads, now, rows
+from mutator.store.db import connect, loads, now, rows
 
 WARN_AT = 0.8
 HEALTH = "health checks"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mutator.db import connect_readonly
+from mutator.store.db import connect_readonly
 
 FORMATS = ("csv", "parquet")
 

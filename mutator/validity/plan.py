@@ -14,9 +14,9 @@ from eval.cost import Usage, price_for, usd
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
-from mutator.db import connect_readonly, rows
 from mutator.score import gate_t
-from mutator.stats import mde, two_sided_critical
+from mutator.store.db import connect_readonly, rows
+from mutator.validity.stats import mde, two_sided_critical
 from strategies import make_strategy
 
 POWER = 0.8

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import sqlite_utils
 
-from mutator import drift
-from mutator.db import loads, rows
-from mutator.spend import day_start
+from mutator.after import drift
+from mutator.after.spend import day_start
+from mutator.store.db import loads, rows
 
 MAX_DAYS = 365
 

@@ -16,34 +16,43 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
-from mutator import server_queries as Q
 from mutator.config import ROOT, Settings
-from mutator.server_cache import ResponseCache
-from mutator.server_files import cell_files, genome_diff
-from mutator.server_launch import Children, LaunchError, argv_for_test, launch_argv, options, settings
-from mutator.server_stores import Store, Stores, inside
+from mutator.server import queries as Q
+from mutator.server.cache import ResponseCache
+from mutator.server.common import (
+    ALLOWED_HOSTS,
+    CACHE,
+    CHILDREN,
+    SETTINGS,
+    STOP,
+    STORE_ID,
+    STORES,
+    TOKEN,
+    db_of,
+    fail,
+    hit,
+    ok,
+    read_body,
+    remember,
+    running,
+    store_of,
+)
+from mutator.server.files import cell_files, genome_diff
+from mutator.server.launch import Children, LaunchError, argv_for_test, launch_argv, options, settings
+from mutator.server.stores import Stores, inside
 
+CODE = web.AppKey("code", "CodeWatch")
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
-STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 POLL_S = 1.0
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".json": "application/json", ".png": "image/png", ".ico": "image/x-icon", ".txt": "text/plain"}
 
-STORES = web.AppKey("stores", Stores)
-SETTINGS = web.AppKey("settings", Settings)
-TOKEN = web.AppKey("token", str)
-CHILDREN = web.AppKey("children", Children)
-CODE = web.AppKey("code", "CodeWatch")
-STOP = web.AppKey("stop", asyncio.Event)
-ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
-CACHE = web.AppKey("cache", ResponseCache)
 
 
 def loaded_project_files(root: Path = ROOT) -> list[Path]:
@@ -80,64 +89,6 @@ class CodeWatch:
     @property
     def stale(self) -> bool:
         return self.digest() != self.started
-
-
-# ---- helpers -----------------------------------------------------------------------------------------
-def fail(status: int, message: str) -> web.HTTPException:
-    cls = {400: web.HTTPBadRequest, 403: web.HTTPForbidden, 404: web.HTTPNotFound, 415: web.HTTPUnsupportedMediaType}
-    return cls[status](text=json.dumps({"error": message}), content_type="application/json")
-
-
-def encode(data: Any) -> bytes:
-    return json.dumps(data, default=str).encode()
-
-
-def ok(data: Any) -> web.Response:
-    return web.json_response(data, dumps=lambda v: json.dumps(v, default=str), headers={"Cache-Control": "no-store"})
-
-
-def json_body(body: bytes, state: str) -> web.Response:
-    return web.Response(body=body, content_type="application/json",
-                        headers={"Cache-Control": "no-store", "X-SM-Cache": state})
-
-
-def cache_key(request: web.Request, store: Store) -> tuple[str, str, int]:
-    """(store, canonical path + sorted query, data_version); the version is read before any query runs, so
-    an entry can only be newer than its key, never older."""
-    query = "&".join(f"{k}={v}" for k, v in sorted(request.query.items()))
-    return store.id, f"{request.path}?{query}", request.app[STORES].data_version(store)
-
-
-def hit(request: web.Request, store: Store) -> tuple[tuple[str, str, int], web.Response | None]:
-    key = cache_key(request, store)
-    body = request.app[CACHE].get(key)
-    return key, None if body is None else json_body(body, "hit")
-
-
-def remember(request: web.Request, key: tuple[str, str, int], data: Any, *, volatile: bool = False) -> web.Response:
-    body = encode(data)
-    request.app[CACHE].put(key, body, volatile=volatile)
-    return json_body(body, "miss")
-
-
-def running(*runs: dict) -> bool:
-    """A response naming a running run (its `alive` flag reads a pid) or a running test (progress reads cell
-    dirs on disk) depends on more than the store: it is cached only briefly."""
-    return any(r.get("status") == "running" for r in runs)
-
-
-def store_of(request: web.Request, *, required: bool = True) -> Store:
-    sid = request.query.get("store")
-    if sid is not None and not STORE_ID.match(sid):
-        raise fail(400, "store: expected the 10-hex id from /api/meta")
-    store = request.app[STORES].get(sid)
-    if store is None:
-        raise fail(404, f"no store {sid!r}" if sid else "no mutator.db found; launch a run first")
-    return store
-
-
-def db_of(request: web.Request, store: Store):
-    return request.app[STORES].db(store)
 
 
 # ---- middleware --------------------------------------------------------------------------------------
@@ -312,16 +263,6 @@ async def processes(request: web.Request) -> web.Response:
     return ok(request.app[CHILDREN].to_json())
 
 
-async def _body(request: web.Request) -> dict:
-    try:
-        body = await request.json()
-    except ValueError:
-        raise fail(400, "body: invalid JSON") from None
-    if not isinstance(body, dict):
-        raise fail(400, "body: expected a JSON object")
-    return body
-
-
 def target_dir(request: web.Request, body: dict) -> Path:
     sid = body.get("store")
     if sid in (None, ""):
@@ -336,7 +277,7 @@ def target_dir(request: web.Request, body: dict) -> Path:
 
 async def _spawn(request: web.Request, kind: str, build_argv) -> tuple[dict, Path]:
     """Validate the POST body into a run.py argv (400 when it does not fit) and start it as a child."""
-    body = await _body(request)
+    body = await read_body(request)
     data_dir = target_dir(request, body)
     try:
         argv = build_argv(body, request.app[SETTINGS], data_dir)
@@ -399,8 +340,7 @@ async def _cleanup(app: web.Application) -> None:
 def create_app(*, data_dir: Path | None = None, config_file: Path | None = None, project_root: Path = ROOT,
                host: str = "127.0.0.1", token: str | None = None) -> web.Application:
     s = settings(config_file)
-    extra = [Path(data_dir)] if data_dir else []
-    extra.append(s.data_dir)
+    extra = [Path(data_dir)] if data_dir else [s.data_dir]   # an explicit data dir replaces the configured one
     app = web.Application(middlewares=[guard])
     app[SETTINGS] = s if data_dir is None else _with_data_dir(s, Path(data_dir))
     app[STORES] = Stores(project_root, extra)
@@ -422,7 +362,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
-    from mutator import server_after  # proposals, health checks, spend
+    from mutator.server import after as server_after  # proposals, health checks, spend
     server_after.register(app)
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app

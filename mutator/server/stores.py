@@ -15,7 +15,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.db import connect_readonly
+from mutator.store.db import connect_readonly
 
 DB_NAME = "mutator.db"
 

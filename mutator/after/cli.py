@@ -39,14 +39,14 @@ def only_daily_budget(args: argparse.Namespace) -> bool:
 
 def decide(args: argparse.Namespace, settings) -> int:
     """--propose / --accept / --reject / --rollback / --audit: no agent runs, nothing is spent."""
-    from mutator.audit import AuditError, write
-    from mutator.db import connect
-    from mutator.deploy import DeployError, deploy, rollback
-    from mutator.genome import GenomeStore
-    from mutator.proposals import ProposalError, propose, reject
+    from mutator.after.audit import AuditError, write
+    from mutator.after.deploy import DeployError, deploy, rollback
+    from mutator.after.proposals import ProposalError, propose, reject
+    from mutator.store.db import connect
+    from mutator.store.genome import GenomeStore
     try:
         if only_daily_budget(args):
-            from mutator.spend import budget_state, day_start, record_daily, spent_since
+            from mutator.after.spend import budget_state, day_start, record_daily, spent_since
             db = connect(settings.db_path)
             state = budget_state(spent_since(db, day_start(time.time())), record_daily(db, args.daily_budget_usd))
             cap = "none" if state["daily_usd"] is None else f"${state['daily_usd']:g}"
@@ -89,7 +89,7 @@ def decide(args: argparse.Namespace, settings) -> int:
 
 
 def describe(proposal: dict, created: bool) -> str:
-    from mutator.db import loads
+    from mutator.store.db import loads
     val = loads(proposal["val"], {}) or {}
     test = loads(proposal["test"])
     head = (f"{'New proposal' if created else 'Proposal'} {proposal['id']} ({proposal['status']}): champion "
@@ -107,9 +107,9 @@ def _f(value) -> str:
 
 def propose_finished(settings, run_id: str) -> str:
     """After a finished run: its champion becomes a proposal (once); the line to print."""
-    from mutator.db import connect
-    from mutator.genome import GenomeStore
-    from mutator.proposals import ProposalError, propose
+    from mutator.after.proposals import ProposalError, propose
+    from mutator.store.db import connect
+    from mutator.store.genome import GenomeStore
     db = connect(settings.db_path)
     try:
         proposal, created = propose(db, GenomeStore(settings.data_dir, db), run_id, target_dir=settings.skill_dir,
@@ -121,8 +121,8 @@ def propose_finished(settings, run_id: str) -> str:
 
 def check_command(args: argparse.Namespace, settings, agents, launcher, progress, daily) -> int:
     from eval.suite import SuiteError, load_suite
+    from mutator.after.health import HealthCheck
     from mutator.config import resolve_suite_path
-    from mutator.health import HealthCheck
     names = getattr(args, "suite_list", None) or ([args.suite] if args.suite else [])
     if not names:
         raise SuiteError(f"--check needs --suite NAME (repeatable); suites in config.json: "
@@ -159,5 +159,5 @@ def render(check: dict) -> str:
 
 
 def _names(check: dict) -> list[str]:
-    from mutator.db import loads
+    from mutator.store.db import loads
     return loads(check["suites"], []) or []

@@ -16,7 +16,7 @@ import git
 import sqlite_utils
 
 from eval.snapshot import copy_tree, hash_tree, tree_size
-from mutator.db import now
+from mutator.store.db import now
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "skill-mutator", "GIT_AUTHOR_EMAIL": "mutator@localhost",
                 "GIT_COMMITTER_NAME": "skill-mutator", "GIT_COMMITTER_EMAIL": "mutator@localhost"}

@@ -11,19 +11,14 @@ import sys
 
 from aiohttp import web
 
-from mutator import health_view, proposals, spend
+from mutator.after import health_view, proposals, spend
 from mutator.config import ROOT
+from mutator.server import common as s
 
 NOTE_MAX = 500
 
 
-def _server():
-    from mutator import server  # late: server.py imports this module from its app factory
-    return server
-
-
 async def list_proposals(request: web.Request) -> web.Response:
-    s = _server()
     store = s.store_of(request)
     key, cached = s.hit(request, store)
     db = s.db_of(request, store)
@@ -32,7 +27,6 @@ async def list_proposals(request: web.Request) -> web.Response:
 
 
 def _proposal(request: web.Request, store) -> dict:
-    s = _server()
     db = s.db_of(request, store)
     if "proposals" not in db.table_names():
         raise s.fail(404, "no proposals in this store yet")
@@ -43,15 +37,13 @@ def _proposal(request: web.Request, store) -> dict:
 
 
 async def proposal(request: web.Request) -> web.Response:
-    s = _server()
     store = s.store_of(request)
     key, cached = s.hit(request, store)
     return cached or s.remember(request, key, _proposal(request, store))
 
 
 async def _decide(request: web.Request, action: str) -> web.Response:
-    s = _server()
-    body = await s._body(request)
+    body = await s.read_body(request)
     sid = body.get("store")
     if not isinstance(sid, str) or not s.STORE_ID.match(sid):
         raise s.fail(400, "store: expected the 10-hex id from /api/meta")
@@ -87,7 +79,6 @@ async def reject(request: web.Request) -> web.Response:
 
 
 async def health_checks(request: web.Request) -> web.Response:
-    s = _server()
     store = s.store_of(request)
     days = request.query.get("days", "30")
     if not days.isdigit() or not 1 <= int(days) <= health_view.MAX_DAYS:
@@ -101,7 +92,6 @@ async def health_checks(request: web.Request) -> web.Response:
 
 
 async def spend_view(request: web.Request) -> web.Response:
-    s = _server()
     store = s.store_of(request)
     key, cached = s.hit(request, store)
     return cached or s.remember(request, key, spend.view(s.db_of(request, store)), volatile=True)

@@ -21,9 +21,7 @@ from skills_ref import read_properties
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
-from mutator.db import connect, dumps, loads, now, rows
 from mutator.evaluations import Evaluator, Outcome
-from mutator.genome import GenomeStore
 from mutator.progress import Progress
 from mutator.score import (
     CellFigures,
@@ -35,6 +33,8 @@ from mutator.score import (
     per_task,
     summarise,
 )
+from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store.genome import GenomeStore
 from sandbox import Launcher
 
 KIND = "aa"

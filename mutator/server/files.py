@@ -14,8 +14,8 @@ from typing import Any
 import git
 import sqlite_utils
 
-from mutator import server_queries as Q
-from mutator.server_stores import Store, inside
+from mutator.server import queries as Q
+from mutator.server.stores import Store, inside
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree: a seed diffs against nothing
 CELL_FILES = ("stream.jsonl", "grade.stdout", "grade.stderr", "agent.stderr")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from mutator.db import connect_readonly, loads
+from mutator.store.db import connect_readonly, loads
 from tests.conftest import run_cli
 
 AA_ARGS = ("--aa", "3", "--suite", "clean-train", "--val", "clean-val", "--replicates", "2")

@@ -11,9 +11,9 @@ import math
 
 import sqlite_utils
 
-from mutator.db import rows
 from mutator.score import CellFigures, Normalisers, Weights, per_task
-from mutator.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
+from mutator.store.db import rows
+from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
 
 # train (or val) Δ above test Δ by more than this many SEs of the difference is flagged as a gap.
 GAP_Z = 2.0

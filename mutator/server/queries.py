@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlite_utils
 
-from mutator.server_stores import pid_alive
+from mutator.server.stores import pid_alive
 
 RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
             "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
@@ -217,7 +217,7 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
 def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
     found = q(db, "select * from test_runs where run_id = ? order by id", [run["id"]])
     for t in found:
-        t["report"] = loads(t.get("report"), None)   # the honest test report (mutator/test_report.py)
+        t["report"] = loads(t.get("report"), None)   # the honest test report (mutator/validity/report.py)
         t["progress"] = None
         if t["status"] == "running":
             ev = _live_eval(db, t["genome_hash"], t["suite"], run["replicates"])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mutator.db import connect_readonly, loads
 from mutator.score import CellFigures, Normalisers, Weights, per_task
-from mutator.test_report import gap, mcnemar_by_test, render
+from mutator.store.db import connect_readonly, loads
+from mutator.validity.report import gap, mcnemar_by_test, render
 from tests.conftest import run_cli
 
 

@@ -20,12 +20,12 @@ from eval.cells import Contract, evaluation_key
 from eval.cost import price_for
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import Suite
-from mutator import drift
+from mutator.after import drift
 from mutator.budget import BudgetStop
 from mutator.config import ConfigError, Settings
-from mutator.db import connect, dumps, loads, now, rows
 from mutator.evaluations import Evaluator
 from mutator.progress import Progress
+from mutator.store.db import connect, dumps, loads, now, rows
 from sandbox import Launcher
 
 

@@ -1,0 +1,141 @@
+"""The house's shape, checked from the source: no import circles between project files, arrows point
+down (eval/, strategies/, sandbox/ and fakes/ never import mutator/), every room says what it is for,
+and no module outside tests/ is named like a test."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("mutator", "eval", "strategies", "sandbox", "fakes")
+LOWER = ("eval", "strategies", "sandbox", "fakes")
+
+
+def modules() -> dict[str, Path]:
+    found = {"run": ROOT / "run.py"}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """Project modules this file imports, at any depth (a late import inside a function is still an edge);
+    imports under `if TYPE_CHECKING:` are skipped, as they never run."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for n in ast.walk(node))
+    edges: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        else:
+            continue
+        for target in targets:
+            # the deepest known module the name resolves to (`from mutator.store import db` -> mutator.store.db)
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                edges.add(target)
+    return edges
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    edges = {name: imports_of(path, name, known) for name, path in found.items()}
+    # importing a.b.c runs a/__init__ and a/b/__init__ first: those are not edges worth a circle, so drop
+    # package-init targets that are ancestors of the importer or of the imported module
+    for name, targets in edges.items():
+        edges[name] = {t for t in targets if not name.startswith(t + ".")}
+    return edges
+
+
+def find_circle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_circle_between_project_files():
+    assert find_circle(graph()) is None, " -> ".join(find_circle(graph()) or [])
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize("package", LOWER)
+def test_lower_layers_never_import_mutator(package):
+    edges = graph()
+    upward = sorted(f"{name} -> {t}" for name, targets in edges.items()
+                    if name.split(".")[0] == package for t in targets if t.split(".")[0] in ("mutator", "run"))
+    assert upward == []
+
+
+def test_the_store_imports_no_loop_or_upper_room():
+    edges = graph()
+    bad = sorted(f"{name} -> {t}" for name, targets in edges.items() if name.startswith("mutator.store")
+                 for t in targets if t.startswith("mutator") and not t.startswith("mutator.store"))
+    assert bad == []
+
+
+def test_the_loop_room_never_imports_validity_after_or_server():
+    edges = graph()
+    top = {name for name in edges if name.count(".") == 1 and name.startswith("mutator.")}
+    top -= {"mutator.store", "mutator.validity", "mutator.after", "mutator.server"}
+    bad = sorted(f"{name} -> {t}" for name in top for t in edges[name]
+                 if t.startswith(("mutator.validity", "mutator.after", "mutator.server")))
+    assert bad == []
+
+
+@pytest.mark.parametrize("room", ["mutator", "mutator/store", "mutator/validity", "mutator/after", "mutator/server",
+                                  "eval", "strategies", "sandbox", "fakes"])
+def test_each_room_says_what_it_is_for_and_holds_nothing_else(room):
+    init = ROOT / room / "__init__.py"
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    doc = ast.get_docstring(tree)
+    assert doc and len(doc) > 40, f"{room}/__init__.py needs a docstring saying what the room is for"
+    if room.startswith("mutator"):
+        assert "import" in doc, f"{room}/__init__.py should say what the room may import"
+        assert [type(n).__name__ for n in tree.body if not isinstance(n, ast.Expr)] == []
+
+
+def test_no_module_outside_tests_is_named_like_a_test():
+    named = sorted(str(p.relative_to(ROOT)) for package in PACKAGES + ("bench",)
+                   for p in (ROOT / package).rglob("test_*.py"))
+    assert named == []
+
+
+def test_no_top_level_loop_module_past_the_split_size():
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in (ROOT / "mutator").glob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 450} == {}
