@@ -20,6 +20,7 @@ from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
 from mutator.after.cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
+from mutator.failures import EvaluationStop  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
@@ -72,7 +73,21 @@ def parser() -> argparse.ArgumentParser:
     loop.add_argument("--concurrency", type=int, help="cells run at once")
     loop.add_argument("--build-timeout-ms", type=int, help="watchdog silence budget before an agent's stream grows")
     loop.add_argument("--build-heartbeat-ms", type=int, help="watchdog budget between stream growths")
-    loop.add_argument("--grader-timeout-ms", type=int, help="a grader running longer is killed; the cell is an error")
+    loop.add_argument("--grader-timeout-ms", type=int, help="a grader running longer is killed; the cell is a "
+                                                            "grader_error, re-graded when the run resumes")
+    loop.add_argument("--cell-timeout-ms", type=int, help="wall-clock cap per cell on top of the watchdog "
+                                                          "(default 30 min); the cell is a timeout")
+    loop.add_argument("--max-output-mb", type=float, help="cap on each agent output file (stream, stdout, stderr; "
+                                                          "default 20); past it the agent is killed, agent_error")
+    loop.add_argument("--infra-retries", type=int, help="times an infra_error cell (API outage, rate limit, network, "
+                                                        "harness fault) is retried in place (default 1)")
+    loop.add_argument("--max-failed-share", type=float, help="an evaluation with more failed cells than this share "
+                                                             "is unhealthy: no verdict (default 0.25)")
+    loop.add_argument("--propose-min-delta", type=float, help="propose a champion only when its val composite beats "
+                                                              "the seed's by this much (default 0.02)")
+    loop.add_argument("--retry-failed", action="store_true",
+                      help="on resume, run again the failed cells (agent errors and timeouts too) of the evaluations "
+                           "no verdict rests on yet: the seed's before round 1, and the unfinished round's")
     view = p.add_argument_group("the mutator's view and validity")
     view.add_argument("--solve", action=argparse.BooleanOptionalAction, default=None,
                       help="solve phase before round 0: the mutator model solves each train task bare; its graded "
@@ -133,7 +148,8 @@ def parser() -> argparse.ArgumentParser:
 FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "seed", "model",
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
-              "meta_skill_every", "confirm")
+              "meta_skill_every", "confirm", "cell_timeout_ms", "max_output_mb", "infra_retries", "max_failed_share",
+              "propose_min_delta")
 
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
@@ -168,6 +184,16 @@ def fake_agents():
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
     return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
                   mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator))
+
+
+def reap_orphans(data_dir: Path) -> None:
+    """Kill agent process groups a killed harness left behind, then record this one's."""
+    from eval import reaper
+    killed = reaper.reap(data_dir / "pids")
+    if killed:
+        print(f"reaped {len(killed)} agent process(es) left running by a harness that died: pids "
+              f"{', '.join(map(str, killed[:10]))}", file=sys.stderr)
+    reaper.use(data_dir / "pids")
 
 
 def load(settings: Settings, name: str | None, flag: str) -> Suite:
@@ -225,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             if code is not None:
                 return code
         launcher = get_launcher(settings.sandbox)
+        reap_orphans(settings.data_dir)
         agents = real_agents(settings, args) if args.real else fake_agents()
         from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
@@ -273,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         strategy = make_strategy(settings.strategy, settings.strategy_opts)
         from mutator.budget import Budget
         loop = Loop(settings, suites, agents, launcher, strategy, progress=progress,
-                    budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, daily))
+                    budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, daily),
+                    retry_failed=args.retry_failed)
         run_id = loop.execute()
         print(summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir))
         print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
@@ -293,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     except BudgetStop as err:
         print(f"stopped: {err}", file=sys.stderr)
         return 3
+    except EvaluationStop as err:
+        print(f"stopped: {err}", file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt:
         print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
         return 130

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from eval.cells import CellSpec, Contract, enumerate_cells
 from eval.cost import Price
-from eval.jobs import CellJob, CellResult
-from eval.runner import run_cell
+from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellJob, CellResult
+from eval.runner import regrade_cell, run_cell
 from eval.scheduler import pump
 from eval.suite import Suite
 from sandbox import Launcher
@@ -37,6 +37,10 @@ class EvalRequest:
     env: dict[str, str] = field(default_factory=dict)
     prune: bool = True         # keep only trajectory.md + logs of each cell, not its working dir
     network: bool = False      # the agent needs the model API (real backends); fakes run offline
+    cell_timeout_ms: int = CELL_TIMEOUT_MS
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    infra_retries: int = 1     # an infra_error cell is tried again this many times, after a pause
+    infra_backoff_s: float = 2.0
 
 
 def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[CellSpec]:
@@ -45,21 +49,42 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 
 
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
-                         on_cell: Callable[[CellResult], None] = lambda cell: None) -> list[CellResult]:
+                         on_cell: Callable[[CellResult], None] = lambda cell: None,
+                         regrade: set[tuple[str, int]] = frozenset(), limit: int | None = None,
+                         may_start: Callable[[], bool] | None = None) -> list[CellResult]:
+    """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
+    (run afresh when it is gone). An infra_error cell is retried `infra_retries` times; the count is on
+    its result. `limit` runs only the first N pending cells (a budget's pilot)."""
     tasks = {task.id: task for task in request.suite.tasks}
 
-    async def work(spec: CellSpec) -> CellResult:
-        return await run_cell(CellJob(
+    def job(spec: CellSpec) -> CellJob:
+        return CellJob(
             spec=spec, task=tasks[spec.task_id], suite=request.suite, skill_dir=request.skill_dir,
             skill_name=request.skill_name, contract=request.contract, agent_argv=request.agent_argv,
             launcher=request.launcher, cell_root=request.cells_root / spec.name, price=request.price,
-            grader_timeout_s=request.grader_timeout_s, env=request.env,
-            prune=request.prune, network=request.network))
+            grader_timeout_s=request.grader_timeout_s, env=request.env, prune=request.prune,
+            network=request.network, cell_timeout_ms=request.cell_timeout_ms,
+            max_output_bytes=request.max_output_bytes)
 
-    return await pump(pending_cells(request, set(skip)), work, concurrency=request.concurrency,
-                      on_done=on_cell)
+    async def work(spec: CellSpec) -> CellResult:
+        if (spec.task_id, spec.replicate) in regrade:
+            regraded = await regrade_cell(job(spec))
+            if regraded is not None:
+                return regraded
+        tries = 0
+        while True:
+            result = await run_cell(job(spec))
+            if result.status != "infra_error" or tries >= request.infra_retries:
+                return replace(result, retries=tries)
+            tries += 1
+            await asyncio.sleep(request.infra_backoff_s * tries)
+
+    specs = pending_cells(request, set(skip))
+    return await pump(specs if limit is None else specs[:limit], work, concurrency=request.concurrency,
+                      on_done=on_cell, may_start=may_start)
 
 
 def evaluate(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
-             on_cell: Callable[[CellResult], None] = lambda cell: None) -> list[CellResult]:
-    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell))
+             on_cell: Callable[[CellResult], None] = lambda cell: None,
+             regrade: set[tuple[str, int]] = frozenset()) -> list[CellResult]:
+    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade))

@@ -15,7 +15,15 @@ from eval.cost import Price
 from eval.suite import Suite, Task
 from sandbox import Launcher
 
-STATUSES = ("ok", "agent_error", "timeout", "grader_error")
+STATUSES = ("ok", "agent_error", "timeout", "grader_error", "infra_error")
+# A verdict on the skill: the agent finished and was graded (ok), or the agent itself failed (agent_error,
+# timeout) — possibly the skill's doing, so it scores 0. The others are nobody's verdict on the skill: a
+# grader_error cell is re-graded and an infra_error cell (API outage, rate limits, network, a harness
+# fault) is re-run; neither is ever a cached result.
+FINAL = ("ok", "agent_error", "timeout")
+NOT_FINAL = ("grader_error", "infra_error")
+CELL_TIMEOUT_MS = 30 * 60 * 1000          # wall-clock cap per cell, on top of the watchdog
+MAX_OUTPUT_BYTES = 20 * 1024 * 1024       # per agent output file (stream, stdout, stderr)
 
 
 @dataclass(frozen=True)
@@ -36,10 +44,15 @@ class CellResult:
     error: str
     cell_dir: str
     extra: dict = field(default_factory=dict)
+    retries: int = 0            # infrastructure retries inside this evaluation before this result
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
 
 
 @dataclass(frozen=True)
@@ -58,3 +71,5 @@ class CellJob:
     env: dict[str, str] = field(default_factory=dict)
     prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
     network: bool = False       # share the network with the agent (a real backend calls the model API)
+    cell_timeout_ms: int = CELL_TIMEOUT_MS
+    max_output_bytes: int = MAX_OUTPUT_BYTES

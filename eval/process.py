@@ -11,8 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval import reaper
 from eval.supervisor import kill_group, supervise
 from sandbox import Launcher
+
+TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class AgentRun:
     returncode: int
     reason: str
     stderr_path: Path
+    overflow: bool = False
 
     def stderr_tail(self, limit: int = 4000) -> str:
         try:
@@ -30,7 +34,7 @@ class AgentRun:
 
     def failure(self, has_result: bool) -> str:
         """Why this run counts as an agent error ('' when it does not)."""
-        if self.timed_out:
+        if self.timed_out or self.overflow:
             return self.reason
         if self.returncode != 0:
             why = f"agent exited {self.returncode}"
@@ -44,13 +48,15 @@ class AgentRun:
 async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str,
                             stream: Path, log_dir: Path, launcher: Launcher, writable: Sequence[Path],
                             readable: Sequence[Path] = (), network: bool = False,
-                            silence_ms: int, heartbeat_ms: int) -> AgentRun:
+                            silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
+                            max_output_bytes: int = 0) -> AgentRun:
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network)
     stderr_path = log_dir / "agent.stderr"
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "wb") as err:
         proc = await asyncio.create_subprocess_exec(
             *wrapped, cwd=cwd, env=dict(env), stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=reaper.die_with_parent)
+        reaper.register(proc.pid)
         try:
             assert proc.stdin is not None
             try:
@@ -59,7 +65,26 @@ async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str,
                 proc.stdin.close()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # an agent that ignores stdin may exit before reading it
-            watch = await supervise(proc, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms)
+            watch = await supervise(proc, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
+                                    wall_ms=wall_ms, outputs=(log_dir / "agent.stdout", stderr_path),
+                                    max_output_bytes=max_output_bytes)
         finally:
             kill_group(proc.pid)  # also reaps anything the agent left running
-    return AgentRun(watch.timed_out, watch.returncode, watch.reason, stderr_path)
+            reaper.unregister(proc.pid)
+    if max_output_bytes:
+        for path in (stream, log_dir / "agent.stdout", stderr_path):
+            truncate(path, max_output_bytes)
+    return AgentRun(watch.timed_out, watch.returncode, watch.reason, stderr_path, watch.overflow)
+
+
+def truncate(path: Path, limit: int) -> None:
+    """Keep the first `limit` bytes of a file that grew past it, with a marker saying so."""
+    try:
+        if path.stat().st_size <= limit:
+            return
+        with open(path, "r+b") as f:
+            f.truncate(limit)
+            f.seek(limit)
+            f.write(TRUNCATED)
+    except OSError:
+        pass

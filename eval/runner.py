@@ -2,24 +2,27 @@
 
 The grader runs only after the agent's whole process group is gone, outside the agent's sandbox,
 and never sees the skill: it gets the agent's working dir and the task id. Every failure (agent
-error, watchdog timeout, grader crash/hang/garbage) becomes a recorded status, never an exception.
+error, watchdog timeout or cap, grader crash/hang/garbage, API outage, harness fault) becomes a recorded
+status, never an exception.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from eval.cost import usd
+from eval.cost import Usage, usd
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost
 from eval.jobs import CellJob, CellResult
-from eval.process import run_agent_process
+from eval.process import AgentRun, run_agent_process
 from eval.snapshot import copy_tree
-from eval.stream_metrics import read_stream
+from eval.stream_metrics import StreamMetrics, read_stream
 from eval.trajectory import capture_and_prune
 
 
@@ -67,33 +70,94 @@ def grader_extra(cell_root: Path) -> dict:
     return {"grader_cost_usd": cost} if cost else {}
 
 
+# What an agent reports when the model API, not the skill, failed it: our backends' `error_api` result
+# subtype, Claude Code's "API Error: 5xx/429" result text, the SDK's exception names in stderr.
+API_ERROR_SUBTYPE = "error_api"
+INFRA_TEXT = re.compile(
+    r"API Error: (?:5\d\d|429)|overloaded_error|rate_limit_error|APIConnectionError|APITimeoutError|"
+    r"InternalServerError|RateLimitError|OverloadedError|ServiceUnavailable|Connection error|"
+    r"ECONNREFUSED|ECONNRESET|ETIMEDOUT|API error 5\d\d|API error 429")
+
+
+def classify(agent: AgentRun, metrics: StreamMetrics) -> tuple[str, str]:
+    """(status, error) of a finished agent process; ("", "") when the agent finished and is to be graded."""
+    if metrics.invalid:
+        return "agent_error", metrics.invalid
+    failure = agent.failure(metrics.has_result)
+    if agent.timed_out or agent.overflow:
+        return ("timeout" if agent.timed_out else "agent_error"), failure
+    if failure or metrics.is_error:
+        said = metrics.error_text + ("\n" + agent.stderr_tail(2000) if failure else "")
+        if metrics.subtype == API_ERROR_SUBTYPE or INFRA_TEXT.search(said):
+            detail = (metrics.error_text or failure).strip().splitlines()[0][:300] if (metrics.error_text or failure) \
+                else "model API error"
+            return "infra_error", f"infrastructure (the model API, not the skill): {detail}"
+    if failure:
+        return "agent_error", failure
+    return "", ""
+
+
 async def run_cell(job: CellJob) -> CellResult:
+    """Stage, run the agent, grade; a harness fault (disk, launcher, a bug) is an infra_error cell."""
     started = time.monotonic()
+    try:
+        return await _run_cell(job, started)
+    except Exception as err:
+        return _result(job, status="infra_error", tests={}, metrics=None, started=started,
+                       error=f"harness fault: {type(err).__name__}: {err}")
+
+
+async def _run_cell(job: CellJob, started: float) -> CellResult:
     work = stage(job)
     stream = job.cell_root / "stream.jsonl"
     agent = await run_agent_process(
         job.agent_argv, cwd=work, env=agent_env(job, work), prompt=job.task.prompt, stream=stream,
         log_dir=job.cell_root, launcher=job.launcher, writable=[job.cell_root],
-        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms, network=job.network)
+        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms, network=job.network,
+        wall_ms=job.cell_timeout_ms, max_output_bytes=job.max_output_bytes)
     metrics = read_stream(stream)
+    status, error = classify(agent, metrics)
     tests: dict[str, float] = {}
-    failure = agent.failure(metrics.has_result)
-    if failure:
-        status, error = ("timeout" if agent.timed_out else "agent_error"), failure
-    else:
+    if not status:
         grades, error = await run_grader(job, work)
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}
-    score = sum(tests.values()) / len(tests) if status == "ok" else 0.0
-    result = CellResult(
+    return _finish(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
+
+
+async def regrade_cell(job: CellJob) -> CellResult | None:
+    """Grade again a grader_error cell whose agent finished (its working dir is kept for this); None when
+    there is nothing to grade. Grading spends nothing on the agent: its stream is read as it was."""
+    work = job.cell_root / "work"
+    if not work.is_dir() or not (job.cell_root / "stream.jsonl").is_file():
+        return None
+    started = time.monotonic()
+    metrics = read_stream(job.cell_root / "stream.jsonl")
+    grades, error = await run_grader(job, work)
+    status = "ok" if grades is not None else "grader_error"
+    result = _finish(job, status=status, tests=grades or {}, metrics=metrics, started=started, error=error)
+    return replace(result, extra={**result.extra, "regraded": True})
+
+
+def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
+            started: float, error: str) -> CellResult:
+    usage = metrics.usage if metrics else Usage()
+    score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
+    return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
-        cost_usd=usd(job.price, metrics.usage), steps=metrics.steps,
-        input_tokens=metrics.usage.input_tokens, output_tokens=metrics.usage.output_tokens,
-        cache_write_tokens=metrics.usage.cache_creation_input_tokens,
-        cache_read_tokens=metrics.usage.cache_read_input_tokens,
-        duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype,
+        cost_usd=usd(job.price, usage), steps=metrics.steps if metrics else 0,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cache_write_tokens=usage.cache_creation_input_tokens, cache_read_tokens=usage.cache_read_input_tokens,
+        duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
         error=error, cell_dir=str(job.cell_root), extra=grader_extra(job.cell_root))
+
+
+def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, started: float,
+            error: str) -> CellResult:
+    result = _result(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
-    capture_and_prune(job.cell_root, prune=job.prune, task_id=job.task.id, replicate=job.spec.replicate, prompt=job.task.prompt,
-                      status=status, score=score, tests=tests, error=error, required=list(job.task.required))
+    # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run
+    capture_and_prune(job.cell_root, prune=job.prune and status != "grader_error", task_id=job.task.id,
+                      replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
+                      tests=tests, error=error, required=list(job.task.required))
     return result

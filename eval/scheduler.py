@@ -11,13 +11,16 @@ R = TypeVar("R")
 
 
 async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurrency: int,
-               on_done: Callable[[R], None]) -> list[R]:
-    """Run `work` over items with bounded concurrency; `on_done` sees results in completion order."""
+               on_done: Callable[[R], None], may_start: Callable[[], bool] | None = None) -> list[R]:
+    """Run `work` over items with bounded concurrency; `on_done` sees results in completion order.
+    `may_start` is asked just before each item starts (a budget); an item it refuses is not run."""
     gate = asyncio.Semaphore(max(1, concurrency))
     results: list[R] = []
 
     async def one(item: T) -> None:
         async with gate:
+            if may_start is not None and not may_start():
+                return
             result = await work(item)
         results.append(result)
         on_done(result)

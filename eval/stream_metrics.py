@@ -26,20 +26,50 @@ class StreamMetrics:
     tool_uses: int = 0
     events: int = 0
     error_text: str = field(default="")
+    invalid: str = ""           # why the stream breaks its contract (a wrong-shape event); "" when it does not
 
 
-def _usage(raw: dict | None) -> Usage:
-    raw = raw or {}
-    return Usage(*(int(raw.get(key) or 0) for key in (
-        "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")))
+ABSURD_TOKENS = 10_000_000   # no single model call reads or writes this many tokens
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class ShapeError(ValueError):
+    """A stream event that parses as JSON but is not the shape the contract promises."""
+
+
+def _usage(raw: object) -> Usage:
+    """A usage object, checked: every count a whole number in [0, ABSURD_TOKENS) (missing or null = 0)."""
+    if raw is None:
+        return Usage(0, 0, 0, 0)
+    if not isinstance(raw, dict):
+        raise ShapeError(f"usage is {type(raw).__name__}, not an object")
+    counts = []
+    for key in USAGE_KEYS:
+        value = raw.get(key) or 0
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+            raise ShapeError(f"usage.{key} is {value!r}, not a whole number")
+        if not 0 <= value < ABSURD_TOKENS:
+            raise ShapeError(f"usage.{key} is {value!r}: negative or absurd")
+        counts.append(int(value))
+    return Usage(*counts)
+
+
+def _number(event: dict, key: str) -> float:
+    value = event.get(key) or 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e9:
+        raise ShapeError(f"result.{key} is {value!r}, not a non-negative number")
+    return float(value)
 
 
 def read_stream(path: Path) -> StreamMetrics:
+    """Every event read; one of the wrong shape (a string message, negative usage) makes the stream
+    `invalid` with the reason, and its figures are not counted: never a crash, never a negative cost."""
     assistant_turns = tool_uses = bad = events = 0
     summed = [0, 0, 0, 0]
     result: dict | None = None
+    invalid = ""
     if path.is_file():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -51,19 +81,29 @@ def read_stream(path: Path) -> StreamMetrics:
                 bad += 1
                 continue
             events += 1
-            kind = event.get("type")
-            if kind == "assistant":
-                assistant_turns += 1
-                message = event.get("message") or {}
-                content = message.get("content") or []
-                tool_uses += sum(1 for block in content if isinstance(block, dict)
-                                 and block.get("type") == "tool_use")
-                usage = _usage(message.get("usage"))
-                for i, value in enumerate((usage.input_tokens, usage.output_tokens,
-                                           usage.cache_creation_input_tokens, usage.cache_read_input_tokens)):
-                    summed[i] += value
-            elif kind == "result":
-                result = event
+            try:
+                kind = event.get("type")
+                if kind == "assistant":
+                    message = event.get("message") or {}
+                    if not isinstance(message, dict):
+                        raise ShapeError(f"assistant message is {type(message).__name__}, not an object")
+                    content = message.get("content") or []
+                    if not isinstance(content, list):
+                        raise ShapeError(f"assistant content is {type(content).__name__}, not a list")
+                    usage = _usage(message.get("usage"))
+                    assistant_turns += 1
+                    tool_uses += sum(1 for block in content if isinstance(block, dict)
+                                     and block.get("type") == "tool_use")
+                    for i, value in enumerate((usage.input_tokens, usage.output_tokens,
+                                                   usage.cache_creation_input_tokens, usage.cache_read_input_tokens)):
+                        summed[i] += value
+                elif kind == "result":
+                    _usage(event.get("usage"))
+                    _number(event, "num_turns")
+                    _number(event, "total_cost_usd")
+                    result = event
+            except ShapeError as err:
+                invalid = invalid or f"malformed stream event on line {number}: {err}"
     if result is not None:
         usage = _usage(result.get("usage")) if result.get("usage") else Usage(*summed)
         turns = int(result.get("num_turns") or assistant_turns)
@@ -72,7 +112,7 @@ def read_stream(path: Path) -> StreamMetrics:
             subtype=str(result.get("subtype") or ""), num_turns=turns,
             reported_cost_usd=float(result.get("total_cost_usd") or 0.0), bad_lines=bad,
             tool_uses=tool_uses, events=events,
-            error_text=str(result.get("result") or "") if result.get("is_error") else "")
+            error_text=str(result.get("result") or "") if result.get("is_error") else "", invalid=invalid)
     return StreamMetrics(steps=assistant_turns, usage=Usage(*summed), has_result=False, is_error=True,
                          subtype="no_result", num_turns=assistant_turns, reported_cost_usd=0.0,
-                         bad_lines=bad, tool_uses=tool_uses, events=events)
+                         bad_lines=bad, tool_uses=tool_uses, events=events, invalid=invalid)

@@ -1,7 +1,8 @@
-"""Progress-aware watchdog for an agent process: a silence budget, then a heartbeat budget.
+"""Progress-aware watchdog for an agent process: a silence budget, then a heartbeat budget, and hard caps.
 
 Until the stream first grows the agent gets `silence_ms`; after that, `heartbeat_ms` between
-growths. On expiry the whole process group is killed (a hung grandchild must not outlive it).
+growths. On top, a wall-clock cap (an agent that writes forever is still stopped) and a size cap on
+every output file. On expiry the whole process group is killed (a hung grandchild must not outlive it).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ class Watch:
     timed_out: bool
     returncode: int
     reason: str = ""
+    overflow: bool = False      # killed for writing past the output cap (an agent error, not a timeout)
 
 
 def kill_group(pid: int) -> None:
@@ -37,11 +39,14 @@ def _size(path: Path) -> int:
 
 
 async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_ms: int, heartbeat_ms: int,
+                    wall_ms: int = 0, outputs: Sequence[Path] = (), max_output_bytes: int = 0,
                     clock: Callable[[], float] = time.monotonic, poll_s: float = 0.05) -> Watch:
-    """Wait for `proc` (started with start_new_session=True), killing its group on a stalled stream."""
+    """Wait for `proc` (started with start_new_session=True), killing its group on a stalled stream, past
+    the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output file passes `max_output_bytes`."""
     last_size = _size(stream)
-    last_growth = clock()
+    started = last_growth = clock()
     grown = False
+    watched = [stream, *outputs]
     while True:
         try:
             returncode = await asyncio.wait_for(proc.wait(), timeout=poll_s)
@@ -52,6 +57,17 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
         now = clock()
         if size != last_size:
             last_size, last_growth, grown = size, now, grown or size > 0
+        if max_output_bytes:
+            over = next((path for path in watched if _size(path) > max_output_bytes), None)
+            if over is not None:
+                kill_group(proc.pid)
+                returncode = await proc.wait()
+                return Watch(False, returncode, f"output over {max_output_bytes / 2**20:g} MB ({over.name}); "
+                                                f"the agent was killed", overflow=True)
+        if wall_ms and (now - started) * 1000 >= wall_ms:
+            kill_group(proc.pid)
+            returncode = await proc.wait()
+            return Watch(True, returncode, f"wall-clock cap: still running after {wall_ms} ms (--cell-timeout-ms)")
         budget_ms = heartbeat_ms if grown else silence_ms
         if (now - last_growth) * 1000 >= budget_ms:
             kill_group(proc.pid)

@@ -49,7 +49,8 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
     step = 0
     for event in _events(cell_root / "stream.jsonl"):
         kind = event.get("type")
-        content = (event.get("message") or {}).get("content") or []
+        message = event.get("message")
+        content = (message.get("content") if isinstance(message, dict) else None) or []
         if kind == "assistant":
             for block in content if isinstance(content, list) else []:
                 if not isinstance(block, dict):
@@ -57,7 +58,7 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
                 if block.get("type") == "tool_use":
                     step += 1
                     lines.append(f"{step}. **{block.get('name')}** `{_clip(json.dumps(block.get('input')), 300)}`")
-                elif block.get("type") == "text" and block.get("text", "").strip():
+                elif block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
                     lines.append(f"   > {_clip(block['text'], 300)}")
         elif kind == "user":
             for block in content if isinstance(content, list) else []:

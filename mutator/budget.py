@@ -1,10 +1,12 @@
-"""The run budget (--budget-usd): stop cleanly before committed spend would pass the cap.
+"""The run budget (--budget-usd): a hard cap, checked before every cell and every mutator call.
 
 Committed spend = the run's recorded cost (finished cells and mutator calls, across every resume)
-plus what the next step commits before it starts: an evaluation's unfinished cells × the mean cost
-of a cell already run under the same contract, or one mutator call × the mean of this run's earlier
-ones. A step with nothing to run (a cached evaluation) is never stopped. The budget is not part of
-the run's identity, so the same command with a higher cap resumes the same run.
+plus what the next step commits before it starts. A cell is never started when the spend so far,
+the cells in flight and itself (each at the mean cost of the finished cells under the same contract)
+would pass the cap; with no such cell yet, one pilot cell runs alone first. A mutator call is
+estimated from this run's earlier real (non-zero) mutator calls, or, before the first, as one build
+cell priced at the mutator model. So spend <= cap + the cells already in flight when the cap is
+reached. The budget is not part of the run's identity: the same command with a higher cap resumes.
 """
 
 from __future__ import annotations
@@ -27,11 +29,18 @@ def run_spent(db: sqlite_utils.Database, run_id: str) -> float:
     return float(found[0]["cost_usd"] or 0.0) if found else 0.0
 
 
+def cell_estimate(db: sqlite_utils.Database, contract: Contract) -> float | None:
+    """Mean USD of the final cells already run under this contract (same model, agent, turns...; the
+    salt aside); None before any, when nothing is known to estimate from."""
+    unsalted = dumps({**contract.to_json(), "salt": ""})
+    found = list(db.query("select count(*) as n, avg(c.cost_usd) as mean from cells c join evaluations e on "
+                          "e.id = c.evaluation_id where (e.contract = ? or e.contract = ?) and "
+                          "c.status in ('ok', 'agent_error', 'timeout')", [dumps(contract.to_json()), unsalted]))
+    return float(found[0]["mean"] or 0.0) if found and found[0]["n"] else None
+
+
 def mean_cell_cost(db: sqlite_utils.Database, contract: Contract) -> float:
-    """Mean USD of the cells already run under this contract (same model, agent, turns...); 0 before any."""
-    found = list(db.query("select avg(c.cost_usd) as mean from cells c join evaluations e on e.id = c.evaluation_id "
-                          "where e.contract = ?", [dumps(contract.to_json())]))
-    return float(found[0]["mean"] or 0.0) if found else 0.0
+    return cell_estimate(db, contract) or 0.0
 
 
 def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int) -> int:
@@ -41,8 +50,9 @@ def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int) -> int:
 
 
 def mean_mutation_cost(db: sqlite_utils.Database, run_id: str) -> float:
+    """Mean USD of this run's real mutator calls: a $0 row (a failed launch, a fake) would dilute it."""
     found = list(db.query("select avg(mutator_cost_usd) as mean from attempts where run_id = ? and "
-                          "mutator_cost_usd is not null", [run_id]))
+                          "mutator_cost_usd > 0", [run_id]))
     return float(found[0]["mean"] or 0.0) if found else 0.0
 
 
@@ -68,5 +78,28 @@ class Budget:
             self.check(spent=run_spent(db, run_id), next_usd=pending * mean_cell_cost(db, contract),
                        what=f"{label} ({pending} cells)")
 
-    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str) -> None:
-        self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id), what=label)
+    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
+        """`first_usd` stands in for the mean before this run has made a real mutator call."""
+        self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
+
+    def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
+        """USD left under the cap; `unrecorded` = spend of cells stored but not yet added to the run's cost."""
+        return self.limit_usd - run_spent(db, run_id) - unrecorded
+
+
+class RunGate:
+    """A budget as an evaluation asks it, before each cell: what is left, and what a cell costs."""
+
+    def __init__(self, budget, db: sqlite_utils.Database, run_id) -> None:
+        self.budget, self.db, self.run_id = budget, db, run_id   # run_id: a callable, the run opens later
+
+    def remaining(self, unrecorded: float) -> float:
+        return self.budget.remaining(self.db, self.run_id(), unrecorded)
+
+    def cell_estimate(self, contract: Contract) -> float | None:
+        return cell_estimate(self.db, contract)
+
+
+def price_ratio(mutator, build) -> float:
+    """How much dearer the mutator model is than the build model (input and output prices summed)."""
+    return (mutator.input + mutator.output) / ((build.input + build.output) or 1.0)

@@ -32,6 +32,7 @@ class Key:
     kind: Callable[[Any], Any]
     check: Callable[[Any], bool] = lambda value: True
     rule: str = ""
+    default: Any = None            # used when config.json lacks the key (keys added after a config was written)
 
     @property
     def env(self) -> str:
@@ -71,6 +72,11 @@ KEYS = (
     Key("critic.maxSkillLines", "critic_max_lines", int, _positive, "an integer >= 1"),
     Key("critic.maxSkillBytes", "critic_max_bytes", int, _positive, "an integer >= 1"),
     Key("critic.maxGrowth", "critic_max_growth", float, lambda v: v >= 0, "a fraction >= 0 (0.2 = +20%)"),
+    Key("cellTimeoutMs", "cell_timeout_ms", int, _positive, "milliseconds >= 1", 30 * 60 * 1000),
+    Key("maxOutputMb", "max_output_mb", float, _positive, "megabytes > 0", 20.0),
+    Key("infraRetries", "infra_retries", int, lambda v: v >= 0, "an integer >= 0", 1),
+    Key("maxFailedShare", "max_failed_share", float, lambda v: 0 <= v < 1, "a fraction in [0, 1)", 0.25),
+    Key("proposeMinDelta", "propose_min_delta", float, lambda v: v >= 0, "a number >= 0", 0.02),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -107,6 +113,11 @@ class Settings:
     critic_max_lines: int
     critic_max_bytes: int
     critic_max_growth: float
+    cell_timeout_ms: int
+    max_output_mb: float
+    infra_retries: int
+    max_failed_share: float
+    propose_min_delta: float
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE
@@ -191,6 +202,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
         flag = (flags or {}).get(key.attr)
         if flag is not None:
             value, source = flag, f"flag --{key.attr.replace('_', '-')}"
+        if value is None:
+            value = key.default
         if value is None:
             raise ConfigError(f"{config_file}: '{key.path}' is missing; add it ({key.rule})")
         values[key.attr] = _coerce(key, value, source)

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
 from eval.cost import Price, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
-from eval.jobs import CellResult
+from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellResult
 from eval.suite import Suite
 from mutator.progress import Progress
 from mutator.score import CellFigures
@@ -30,6 +31,21 @@ class Outcome:
     cells: tuple[CellFigures, ...]
     ran: int            # cells run now (0 = served from the cache)
     ran_cost: float     # USD of the cells run now
+    complete: bool = True                       # every cell stored and final (ok, agent_error, timeout)
+    failures: dict = field(default_factory=dict)  # {status: count} of the cells that are not ok
+    n_cells: int = 0
+    budget_stop: str = ""                       # why cells were left unstarted (the run's budget), "" if none
+    first_error: str = ""                       # one failing cell's error, for a message
+
+    @property
+    def n_failed(self) -> int:
+        return sum(self.failures.values())
+
+
+class SpendGate(Protocol):
+    """The run's budget as an evaluation sees it, asked before each cell starts."""
+    def remaining(self, unrecorded: float) -> float: ...
+    def cell_estimate(self, contract: Contract) -> float | None: ...
 
 
 @dataclass
@@ -44,6 +60,12 @@ class Evaluator:
     grader_timeout_s: float
     progress: Progress
     network: bool = False   # real backends need the model API inside a sandbox
+    cell_timeout_ms: int = CELL_TIMEOUT_MS
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    infra_retries: int = 1
+    spend_gate: SpendGate | None = None
+    # evaluations already given a pass by this process: a partial one is not re-run over and over
+    _passed: set[int] = field(default_factory=set)
 
     @classmethod
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
@@ -52,7 +74,8 @@ class Evaluator:
         """The evaluator a command builds from its settings: priced by the contract's model."""
         return cls(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv, launcher=launcher,
                    price=price_for(settings.pricing, contract.model), concurrency=concurrency or settings.concurrency,
-                   grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network)
+                   grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network,
+                   **limits(settings))
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
                  contract: Contract | None = None, price: Price | None = None) -> Outcome:
@@ -61,39 +84,95 @@ class Evaluator:
         key = evaluation_key(genome_hash, suite, contract)
         row = cache.open_evaluation(self.db, key, genome_hash, suite, contract)
         evaluation_id = row["id"]
-        ran, ran_cost = 0, 0.0
-        if row["status"] != "done":
-            ran, ran_cost = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key, label,
-                                      price or self.price)
-        return Outcome(evaluation_id, self.cells(evaluation_id), ran, ran_cost)
+        ran, ran_cost, budget_stop = 0, 0.0, ""
+        if row["status"] != "done" and evaluation_id not in self._passed:
+            self._passed.add(evaluation_id)
+            ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key,
+                                                   label, price or self.price, retry_failed=row["status"] == "retry")
+        return self.outcome(evaluation_id, ran, ran_cost, budget_stop)
+
+    def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "") -> Outcome:
+        row = self.db["evaluations"].get(evaluation_id)
+        first = list(self.db.query("select error from cells where evaluation_id = ? and status != 'ok' and "
+                                   "error is not null order by id limit 1", [evaluation_id]))
+        return Outcome(evaluation_id, self.cells(evaluation_id), ran, ran_cost, complete=row["status"] == "done",
+                       failures=cache.failure_counts(self.db, evaluation_id), n_cells=row["n_cells"],
+                       budget_stop=budget_stop, first_error=first[0]["error"] if first else "")
 
     def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
-             contract: Contract, key: str, label: str, price: Price) -> tuple[int, float]:
-        done = cache.finished(self.db, evaluation_id)
+             contract: Contract, key: str, label: str, price: Price, *,
+             retry_failed: bool = False) -> tuple[int, float, str]:
+        done = cache.finished(self.db, evaluation_id, retry_failed=retry_failed)
+        regrade = set() if retry_failed else cache.to_regrade(self.db, evaluation_id)
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
             cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
             price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s,
-            network=self.network)
+            network=self.network, cell_timeout_ms=self.cell_timeout_ms, max_output_bytes=self.max_output_bytes,
+            infra_retries=self.infra_retries)
         total = len(suite.tasks) * contract.replicates
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0}
         self.progress.start(label, total, counts["done"])
+        gate = _Starter(self.spend_gate, contract)
 
         def on_cell(cell: CellResult) -> None:
             cache.store_cell(self.db, evaluation_id, cell)
+            gate.finished(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0))
             counts["done"] += 1
             counts["errors"] += cell.status != "ok"
             self.progress.update(counts["done"], total, errors=counts["errors"])
 
-        results = asyncio.run(evaluate_async(request, skip=done, on_cell=on_cell))
+        results: list[CellResult] = []
+        if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
+            # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
+            results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell, limit=1,
+                                                  may_start=gate.may_start))
+            done = done | {(c.task_id, c.replicate) for c in results}
+        results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell,
+                                              may_start=gate.may_start if self.spend_gate else None))
         self.progress.finish()
         cache.close_evaluation(self.db, evaluation_id)
         # an LLM judge's own calls are spend too (budget, run total), though not part of the composite
-        return len(results), sum(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0) for cell in results)
+        spent = sum(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0) for cell in results)
+        stop = ""
+        if gate.refused:
+            stop = f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass the cap)"
+        return len(results), spent, stop
 
     def cells(self, evaluation_id: int) -> tuple[CellFigures, ...]:
         return tuple(
             CellFigures(task_id=r["task_id"], replicate=r["replicate"], score=r["score"] or 0.0,
                         cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok")
             for r in cache.cell_rows(self.db, evaluation_id))
+
+
+class _Starter:
+    """Asked before each cell starts: never start one whose estimated cost would pass the cap, counting
+    the cells already in flight; once one is refused, no further cell starts this pass."""
+
+    def __init__(self, gate: SpendGate | None, contract: Contract) -> None:
+        self.gate, self.contract = gate, contract
+        self.in_flight, self.spent, self.refused = 0, 0.0, False
+
+    def may_start(self) -> bool:
+        if self.gate is None:
+            return True
+        if not self.refused:
+            estimate = self.gate.cell_estimate(self.contract) or 0.0
+            left = self.gate.remaining(self.spent)
+            self.refused = left <= 0 or (self.in_flight + 1) * estimate > left
+        if self.refused:
+            return False
+        self.in_flight += 1
+        return True
+
+    def finished(self, cost_usd: float) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+        self.spent += cost_usd
+
+
+def limits(settings) -> dict:
+    """The per-cell caps and retries a command's settings give every evaluation."""
+    return {"cell_timeout_ms": settings.cell_timeout_ms, "max_output_bytes": int(settings.max_output_mb * 2**20),
+            "infra_retries": settings.infra_retries}

@@ -7,7 +7,6 @@ mutations are redone, and evaluations resume cell by cell from the cache.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import random
@@ -18,9 +17,18 @@ from skills_ref import read_properties
 from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator import critic
-from mutator.budget import Budget, BudgetStop
+from mutator.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
 from mutator.config import Settings
-from mutator.evaluations import Evaluator
+from mutator.confirm import confirm_keep
+from mutator.evaluations import Evaluator, Outcome, limits
+from mutator.failures import (
+    EvaluationStop,
+    IncompleteEvaluation,
+    UnhealthySeed,
+    assess,
+    describe,
+    reopen_failed,
+)
 from mutator.mutate import mutate
 from mutator.progress import Progress
 from mutator.score import (
@@ -78,7 +86,8 @@ def run_id_for(identity: dict) -> str:
 
 class Loop(MutatorView):
     def __init__(self, settings: Settings, suites: Suites, agents: Agents, launcher: Launcher,
-                 strategy: Strategy, *, progress: Progress | None = None, budget: Budget | None = None) -> None:
+                 strategy: Strategy, *, progress: Progress | None = None, budget: Budget | None = None,
+                 retry_failed: bool = False) -> None:
         check_roles(suites)
         self.settings, self.suites, self.agents, self.strategy = settings, suites, agents, strategy
         self.budget = budget
@@ -94,8 +103,10 @@ class Loop(MutatorView):
         self.evaluator = Evaluator(
             db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
             launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network)
+            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
+            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
         self.mutator_price = _price(settings, settings.mutator_model)
+        self.retry_failed = retry_failed
         self.run_id = ""
         self.cells_run = 0
 
@@ -123,6 +134,9 @@ class Loop(MutatorView):
                 "error": None})
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
                               f"(same seed, suites and settings).")
+            if self.retry_failed:
+                self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
+                                                self.contract))
         else:
             self.db["runs"].insert({
                 "id": self.run_id, "kind": "evolve", "status": "running", "strategy": s.strategy,
@@ -149,15 +163,30 @@ class Loop(MutatorView):
         self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
         self.db.conn.commit()
 
-    def _evaluate(self, genome_hash: str, suite: Suite, label: str):
+    def _evaluate(self, genome_hash: str, suite: Suite, label: str, *, seed: bool = False):
         if self.budget:
             self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label)
         outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
                                           label=label)
+        return self._account(outcome, suite, label, seed=seed)
+
+    def _account(self, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
+        """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
         self.cells_run += outcome.ran
         if outcome.ran_cost:
             self._spend(outcome.ran_cost)
+        if outcome.budget_stop:
+            raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${self.run()['cost_usd']:.4f} "
+                             f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "
+                             f"to resume it.")
+        health = assess(outcome, self.settings.max_failed_share)
+        if not health.complete and not seed:   # the seed's own check says it in its words
+            raise IncompleteEvaluation(self._describe(outcome, health, suite, label))
         return outcome
+
+    def _describe(self, outcome: Outcome, health, suite: Suite, label: str) -> str:
+        return describe(outcome, health, what=f"{label} ({suite.name})", max_failed_share=self.settings.max_failed_share,
+                        agent=" ".join(self.agents.build_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
 
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
@@ -172,7 +201,7 @@ class Loop(MutatorView):
         except KeyboardInterrupt:
             self._update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
             raise
-        except BudgetStop as err:
+        except (BudgetStop, EvaluationStop) as err:
             self._update_run(status="stopped", pid=None, error=str(err))
             raise
         except Exception as err:
@@ -209,8 +238,17 @@ class Loop(MutatorView):
                 "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
                 "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
             attempt = self._attempt_row(0, 0)
-        val = self._evaluate(seed, self.suites.val, "round 0 · seed on val")
-        train = self._evaluate(seed, self.suites.train, "round 0 · seed on train")
+        val = self._evaluate(seed, self.suites.val, "round 0 · seed on val", seed=True)
+        train = self._evaluate(seed, self.suites.train, "round 0 · seed on train", seed=True)
+        for outcome, suite, label in ((val, self.suites.val, "the seed on val"),
+                                      (train, self.suites.train, "the seed on train")):
+            health = assess(outcome, self.settings.max_failed_share)
+            if not health.healthy:
+                self.db["attempts"].update(attempt["id"], {
+                    "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
+                    "failures": dumps(outcome.failures)})
+                raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
+                                    + self._describe(outcome, health, suite, label))
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
         self.db["attempts"].update(attempt["id"], {
@@ -287,40 +325,7 @@ class Loop(MutatorView):
 
     def confirm(self, round_no: int, state: State, scored: list[Scored], integration: Integration,
                 val_norm: Normalisers) -> Integration:
-        """Winner's-curse guard: re-evaluate the new incumbent and the old one on fresh val replicates; the
-        keep stands only if the confirmed Δ still passes the gate. Both evaluations are stored."""
-        winner = next(c for c in scored if c.genome_hash == integration.incumbent)
-        row = self._attempt_row(round_no, winner.sibling)
-        record = loads(row["confirm"])
-        if record is None:
-            fresh = dataclasses.replace(self.contract, salt=f"confirm:{self.run_id}:{round_no}")
-            old, new = state.incumbent.genome_hash, integration.incumbent
-            evaluations = [self.evaluator.evaluate(self.genomes.path(h), h, self.skill_name, self.suites.val,
-                                                   label=f"round {round_no} · confirm {h[:12]} on fresh val",
-                                                   contract=fresh) for h in (new, old)]
-            for outcome in evaluations:
-                self.cells_run += outcome.ran
-                if outcome.ran_cost:
-                    self._spend(outcome.ran_cost)
-            gate = compare(per_task(evaluations[0].cells, self.weights, val_norm),
-                           per_task(evaluations[1].cells, self.weights, val_norm),
-                           prior=self.prior_comparisons(exclude=row["id"]),
-                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z)
-            record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
-                      "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
-                      "gate": gate.to_json()}
-            self.db["attempts"].update(row["id"], {"confirm": dumps(record)})
-        gate = record["gate"]
-        self.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
-                          f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
-        if record["stands"]:
-            return integration
-        self.db["attempts"].update(row["id"], {
-            "error": f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"})
-        return dataclasses.replace(
-            integration, verdicts={**integration.verdicts, winner.sibling: "REJECT"},
-            incumbent=state.incumbent.genome_hash,
-            selected=tuple(h for h in integration.selected if h != integration.incumbent))
+        return confirm_keep(self, round_no, state, scored, integration, val_norm)
 
     def val_queries(self) -> int:
         """Candidate evaluations that queried val so far (seed, candidates, confirmations)."""
@@ -376,6 +381,15 @@ class Loop(MutatorView):
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             self.db["attempts"].update(row["id"], fields)
         outcome = self._evaluate(genome_hash, self.suites.val, f"round {round_no} · {genome_hash[:12]} on val")
+        health = assess(outcome, self.settings.max_failed_share)
+        if not health.healthy:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
+            error = "unhealthy evaluation, no gate decision: " + self._describe(
+                outcome, health, self.suites.val, "this candidate on val")
+            self.db["attempts"].update(row["id"], {
+                "status": "failed", "verdict": "FAILED", "error": error, "val_evaluation_id": outcome.evaluation_id,
+                "failures": dumps(outcome.failures), "finished_at": now()})
+            self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
+            return Scored(sibling, spec, genome_hash, evaluated=False)
         candidate = per_task(outcome.cells, self.weights, val_norm)
         if row["gate"] is None:
             incumbent_cells = self._evaluate(state.incumbent.genome_hash, self.suites.val, "val (cached)").cells
@@ -404,7 +418,9 @@ class Loop(MutatorView):
         refs = {h[:12]: self.genomes.path(h) for h in spec.ref_hashes}
         workspace = self.settings.data_dir / "workspaces" / self.run_id / f"round-{round_no}-{sibling}"
         if self.budget:
-            self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation")
+            first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
+                                                                                  self.evaluator.price)
+            self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
         result = mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
             briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,

@@ -94,7 +94,10 @@ class JudgeRunner:
             return None, f"judge: {err}"
         attempt = read_attempt(job, work)
         cache_dir = Path(env.get("SM_JUDGE_CACHE") or job.cell_root.parent.parent / "judge-cache")
-        key = hashlib.sha256(json.dumps([backend.id, model, SYSTEM, user_message(attempt)]).encode()).hexdigest()[:32]
+        # a fresh-salt evaluation (a health check, a confirmation) asks the judge afresh: a re-check that read
+        # cached judgements would measure nothing
+        material = [backend.id, model, SYSTEM, user_message(attempt)] + ([job.contract.salt] if job.contract.salt else [])
+        key = hashlib.sha256(json.dumps(material).encode()).hexdigest()[:32]
         cached = cache_dir / f"{key}.json"
         hit = cached.is_file()
         if hit:

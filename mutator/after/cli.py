@@ -61,7 +61,9 @@ def decide(args: argparse.Namespace, settings) -> int:
         db = connect(settings.db_path)
         if args.propose is not None:
             proposal, created = propose(db, GenomeStore(settings.data_dir, db), args.propose,
-                                        target_dir=args.to or settings.skill_dir)
+                                        target_dir=args.to or settings.skill_dir,
+                                        min_delta=settings.propose_min_delta,
+                                        max_failed_share=settings.max_failed_share)
             print(describe(proposal, created))
             return 0
         if args.accept is not None:
@@ -113,7 +115,8 @@ def propose_finished(settings, run_id: str) -> str:
     db = connect(settings.db_path)
     try:
         proposal, created = propose(db, GenomeStore(settings.data_dir, db), run_id, target_dir=settings.skill_dir,
-                                    auto=True)
+                                    auto=True, min_delta=settings.propose_min_delta,
+                                    max_failed_share=settings.max_failed_share)
     except ProposalError as err:
         return f"No proposal: {err}"
     return describe(proposal, created)

@@ -1,8 +1,11 @@
 """Proposals: a finished run's champion offered for review, never deployed automatically.
 
 A proposal holds the diff vs the seed, the champion's val and latest test figures and the critic's
-gate rows. Statuses: proposed -> accepted -> deployed | failed, proposed -> rejected, deployed ->
-rolled_back. Only `proposed` can be accepted or rejected; every decision is a timestamped row.
+gate rows. Statuses: proposed -> accepted -> deployed | failed, proposed -> rejected, proposed ->
+superseded (a newer proposal of the same run), deployed -> rolled_back. Only `proposed` can be accepted
+or rejected; every decision is a timestamped row. A champion is proposed only for a real improvement:
+val composite at least `proposeMinDelta` above the seed's on a healthy evaluation, and a latest test
+run (if any) not worse than the seed.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sqlite_utils
 from mutator.store.db import dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 
-STATUSES = ("proposed", "accepted", "rejected", "deployed", "failed", "rolled_back")
+STATUSES = ("proposed", "accepted", "rejected", "deployed", "failed", "rolled_back", "superseded")
 
 
 class ProposalError(RuntimeError):
@@ -68,8 +71,33 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
     return val, test, gates
 
 
+def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test: dict | None, *,
+            min_delta: float, max_failed_share: float) -> str:
+    """Why this champion is not a real improvement ("" when it is)."""
+    if val.get("composite") is None or val.get("seed_composite") is None:
+        return "the champion or the seed has no val composite"
+    gain = val["composite"] - val["seed_composite"]
+    if gain < min_delta:
+        return (f"val composite {val['composite']:.4f} is only {gain:+.4f} vs the seed's {val['seed_composite']:.4f}, "
+                f"below proposeMinDelta {min_delta:g}")
+    attempt = _champion_attempt(db, run["id"], champion)
+    evaluation = rows(db, "select status, n_cells, n_failed from evaluations where id = ?",
+                      [attempt.get("val_evaluation_id")])
+    if evaluation:
+        e = evaluation[0]
+        share = (e["n_failed"] or 0) / max(e["n_cells"] or 1, 1)
+        if e["status"] != "done" or share > max_failed_share:
+            return (f"the champion's val evaluation is not healthy ({e['n_failed'] or 0} of {e['n_cells']} cells "
+                    f"failed, status {e['status']})")
+    delta = ((test or {}).get("report") or {}).get("splits", {}).get("test") if test else None
+    if delta and delta.get("delta", {}).get("mean") is not None and delta["delta"]["mean"] < 0:
+        return (f"its latest test run on {test['suite']} is worse than the seed (Δcomposite "
+                f"{delta['delta']['mean']:+.4f})")
+    return ""
+
+
 def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, target_dir: Path | None,
-            auto: bool = False) -> tuple[dict, bool]:
+            auto: bool = False, min_delta: float = 0.0, max_failed_share: float = 1.0) -> tuple[dict, bool]:
     """The run's champion as a proposal; returns (proposal, created).
 
     An open (`proposed`) proposal for the same champion is returned as is; so is any earlier one when
@@ -92,7 +120,11 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
         if proposal["status"] == "proposed" or auto:
             return proposal, False
     val, test, gates = _figures(db, run, champion)
+    reason = why_not(db, run, champion, val, test, min_delta=min_delta, max_failed_share=max_failed_share)
+    if reason:
+        raise ProposalError(f"{run_id}'s champion {champion[:12]} is not proposed: {reason}")
     at = now()
+    older = rows(db, "select id from proposals where run_id = ? and status = 'proposed'", [run_id])
     with db.conn:
         cursor = db.conn.execute(
             "insert into proposals (run_id, genome_hash, seed_hash, skill_name, status, diff, val, test, gates, "
@@ -103,6 +135,11 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
         db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
                         "values (?, 'propose', null, 'proposed', ?, ?)",
                         [proposal_id, "automatic: the run finished" if auto else "run.py --propose", at])
+        for old in older:   # a newer champion of the same run supersedes an open proposal
+            db.conn.execute("update proposals set status = 'superseded', updated_at = ? where id = ?", [at, old["id"]])
+            db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
+                            "values (?, 'supersede', 'proposed', 'superseded', ?, ?)",
+                            [old["id"], f"superseded by proposal {proposal_id}", at])
     return get(db, proposal_id), True
 
 

@@ -80,11 +80,19 @@ def _unsalted(contract: dict) -> dict:
 def calls(db: sqlite_utils.Database, since: float = 0.0) -> list[dict]:
     """Every costed call since `since`: {at, usd, run, model, kind}."""
     owner = _attribution(db)
-    out = [{"at": c["finished_at"] or 0.0, "usd": c["cost_usd"] or 0.0, "run": owner.get(c["evaluation_id"], OTHER),
-            "model": c["model"] or "?", "kind": "cell"}
-           for c in rows(db, "select c.evaluation_id, c.cost_usd, c.finished_at, e.model from cells c join "
-                             "evaluations e on e.id = c.evaluation_id where coalesce(c.finished_at, 0) >= ? and "
-                             "c.cost_usd > 0", [since])]
+    out = []
+    # a cell's spend: its agent (with the earlier tries of a re-run cell) and, apart, an LLM judge grading it
+    for c in rows(db, "select c.evaluation_id, c.cost_usd + c.prior_cost_usd as usd, c.grader_cost_usd, "
+                      "c.finished_at, e.model from cells c join evaluations e on e.id = c.evaluation_id where "
+                      "coalesce(c.finished_at, 0) >= ? and (c.cost_usd + c.prior_cost_usd > 0 or "
+                      "c.grader_cost_usd > 0)", [since]):
+        run = owner.get(c["evaluation_id"], OTHER)
+        if c["usd"]:
+            out.append({"at": c["finished_at"] or 0.0, "usd": c["usd"], "run": run, "model": c["model"] or "?",
+                        "kind": "cell"})
+        if c["grader_cost_usd"]:
+            out.append({"at": c["finished_at"] or 0.0, "usd": c["grader_cost_usd"], "run": run, "model": "judge",
+                        "kind": "judge"})
     models = {r["id"]: r for r in rows(db, "select id, mutator_model, meta_skill, updated_at from runs")}
     for a in rows(db, "select run_id, mutator_cost_usd, coalesce(finished_at, started_at) as at from attempts "
                       "where mutator_cost_usd > 0 and coalesce(finished_at, started_at, 0) >= ?", [since]):
@@ -175,8 +183,11 @@ class DailyBudget:
         if pending:
             self.check(db, next_usd=pending * mean_model_cell_cost(db, contract.model), what=f"{label} ({pending} cells)")
 
-    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str) -> None:
-        self.check(db, next_usd=mean_mutation_cost(db, run_id), what=label)
+    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
+        self.check(db, next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
+
+    def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
+        return self.limit_usd - self.spent_today(db)   # today's spend already counts every stored cell
 
     def before_check(self, db: sqlite_utils.Database, n_cells: int, model: str, label: str) -> None:
         self.check(db, next_usd=n_cells * mean_model_cell_cost(db, model), what=f"{label} ({n_cells} cells)")
@@ -200,6 +211,9 @@ class Budgets:
     def before_mutation(self, *args, **kwargs) -> None:
         for part in self.parts:
             part.before_mutation(*args, **kwargs)
+
+    def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
+        return min(part.remaining(db, run_id, unrecorded) for part in self.parts)
 
 
 def combine(*budgets):

@@ -2,7 +2,9 @@
 
 An evaluation row is keyed by genome + suite content + contract; a finished cell is written the moment
 it is graded (the cell, its tests and the evaluation's counter in one transaction), so a crash re-runs
-only the cells that never finished and a repeated key spends nothing. Never runs a cell itself.
+only the cells that never finished and a repeated key spends nothing. Only a final cell (ok, agent_error,
+timeout) is a cached result: an infra_error cell is re-run and a grader_error cell re-graded, its row
+replaced (retries counted, the earlier tries' cost kept). Never runs a cell itself.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import sqlite_utils
 
 from eval.cells import Contract
-from eval.jobs import CellResult
+from eval.jobs import FINAL, CellResult
 from eval.suite import Suite
 from mutator.store.db import dumps, now
 
@@ -34,22 +36,54 @@ def open_evaluation(db: sqlite_utils.Database, key: str, genome_hash: str, suite
     return row
 
 
-def finished(db: sqlite_utils.Database, evaluation_id: int) -> set[tuple[str, int]]:
-    """(task, replicate) of every cell already stored: a resume skips them."""
+def finished(db: sqlite_utils.Database, evaluation_id: int, *, retry_failed: bool = False) -> set[tuple[str, int]]:
+    """(task, replicate) of every cell that is a cached result: a resume skips them. With retry_failed
+    only the ok cells are (the user asked to re-run agent errors and timeouts too)."""
+    statuses = ("ok",) if retry_failed else FINAL
+    marks = ", ".join("?" * len(statuses))
     return {(r["task_id"], r["replicate"]) for r in
-            db.query("select task_id, replicate from cells where evaluation_id = ?", [evaluation_id])}
+            db.query(f"select task_id, replicate from cells where evaluation_id = ? and status in ({marks})",
+                     [evaluation_id, *statuses])}
+
+
+def to_regrade(db: sqlite_utils.Database, evaluation_id: int) -> set[tuple[str, int]]:
+    """grader_error cells: graded again from their kept working dir, no agent re-run."""
+    return {(r["task_id"], r["replicate"]) for r in
+            db.query("select task_id, replicate from cells where evaluation_id = ? and status = 'grader_error'",
+                     [evaluation_id])}
+
+
+def failure_counts(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, int]:
+    """{status: count} of the stored cells that are not ok."""
+    return {r["status"]: r["n"] for r in db.query(
+        "select status, count(*) as n from cells where evaluation_id = ? and status != 'ok' group by status "
+        "order by status", [evaluation_id])}
 
 
 def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) -> None:
-    """The cell, its tests and the evaluation's counter commit together or not at all."""
+    """The cell, its tests and the evaluation's counter commit together or not at all. A cell stored before
+    (infra_error, grader_error, or failed under --retry-failed) is replaced: its retries and the cost of
+    its earlier tries carry over, so no spend is lost."""
+    old = list(db.query("select id, cost_usd, retries, prior_cost_usd from cells where evaluation_id = ? and "
+                        "task_id = ? and replicate = ?", [evaluation_id, cell.task_id, cell.replicate]))
+    retries, prior = cell.retries, 0.0
+    if old:
+        regraded = bool(cell.extra.get("regraded"))     # the same agent run graded again: same cost
+        retries += (old[0]["retries"] or 0) + (0 if regraded else 1)
+        prior = (old[0]["prior_cost_usd"] or 0.0) + (0.0 if regraded else old[0]["cost_usd"] or 0.0)
     row = {"evaluation_id": evaluation_id, "task_id": cell.task_id, "replicate": cell.replicate,
            "status": cell.status, "score": cell.score, "cost_usd": cell.cost_usd, "steps": cell.steps,
            "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
            "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
-           "cell_dir": cell.cell_dir, "finished_at": now()}
+           "cell_dir": cell.cell_dir, "finished_at": now(), "retries": retries, "prior_cost_usd": prior,
+           "grader_cost_usd": float(cell.extra.get("grader_cost_usd", 0.0))}
     conn = db.conn
     with conn:
+        if old:
+            conn.execute("delete from tests where cell_id = ?", [old[0]["id"]])
+            conn.execute("delete from cells where id = ?", [old[0]["id"]])
+            conn.execute("update evaluations set n_done = n_done - 1 where id = ?", [evaluation_id])
         cursor = conn.execute(f"insert into cells ({', '.join(row)}) values ({', '.join('?' * len(row))})",
                               list(row.values()))
         conn.executemany("insert into tests (cell_id, name, score) values (?, ?, ?)",
@@ -62,11 +96,30 @@ def cell_rows(db: sqlite_utils.Database, evaluation_id: int) -> list[dict]:
                          [evaluation_id]))
 
 
-def close_evaluation(db: sqlite_utils.Database, evaluation_id: int) -> None:
-    """Every cell stored: the evaluation is done, with its per-cell means."""
+def close_evaluation(db: sqlite_utils.Database, evaluation_id: int) -> str:
+    """After a pass over the cells: `done` when every cell is stored and final, else `partial` (a resume
+    runs what is missing or not final). Per-cell means and failure counts are stored either way."""
     rows = cell_rows(db, evaluation_id)
     n = max(len(rows), 1)
+    n_cells = db["evaluations"].get(evaluation_id)["n_cells"]
+    complete = len(rows) == n_cells and all(r["status"] in FINAL for r in rows)
+    failures = failure_counts(db, evaluation_id)
+    status = "done" if complete else "partial"
     db["evaluations"].update(evaluation_id, {
-        "status": "done", "n_done": len(rows), "finished_at": now(),
+        "status": status, "n_done": len(rows), "finished_at": now(),
+        "n_failed": sum(failures.values()), "failures": dumps(failures),
         "eval": sum(r["score"] or 0.0 for r in rows) / n, "cost": sum(r["cost_usd"] or 0.0 for r in rows) / n,
         "steps": sum(r["steps"] or 0 for r in rows) / n, "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows)})
+    return status
+
+
+def reopen_failed(db: sqlite_utils.Database, evaluation_ids: list[int]) -> int:
+    """--retry-failed: mark these evaluations so their failed cells run again; returns how many failed
+    cells that covers."""
+    n = 0
+    for evaluation_id in evaluation_ids:
+        failed = sum(failure_counts(db, evaluation_id).values())
+        if failed:
+            db["evaluations"].update(evaluation_id, {"status": "retry"})
+            n += failed
+    return n

@@ -125,7 +125,18 @@ def _v5(db: sqlite_utils.Database) -> None:
     db["attempts"].create_index(["run_id", "genome_hash"])
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v6(db: sqlite_utils.Database) -> None:
+    # Honest failures: a cell's infrastructure retries and the cost of its earlier tries (a re-run replaces
+    # an infra_error cell, its spend stays counted); an evaluation's failure counts by kind.
+    db["cells"].add_column("retries", int, not_null_default=0)
+    db["cells"].add_column("prior_cost_usd", float, not_null_default=0.0)
+    db["cells"].add_column("grader_cost_usd", float, not_null_default=0.0)   # an LLM judge's own calls
+    db["evaluations"].add_column("n_failed", int)
+    db["evaluations"].add_column("failures", str)        # JSON {status: count} of the cells that are not ok
+    db["attempts"].add_column("failures", str)           # JSON: the val evaluation's failure counts, when FAILED
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

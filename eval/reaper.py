@@ -1,0 +1,97 @@
+"""Nothing outlives the harness: every agent process group is recorded while it runs, and a group left
+behind by a harness that was killed (kill -9 leaves no chance to clean up) is reaped on the next start.
+
+The direct child also gets a parent-death signal, so it dies with the harness at once; its own children
+(an agent's tool processes) share its process group, which the next start kills. A record is the group
+id plus the leader's start time, and the harness's pid and start time: a group is reaped only when its
+harness is gone (another run on the same data dir keeps its agents), and a recycled pid is never
+killed by mistake.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+_registry: Path | None = None
+
+
+def use(directory: Path) -> None:
+    """Record agent groups under `directory` (the data dir's pids/); unset, nothing is recorded."""
+    global _registry
+    _registry = directory     # created on the first record: a command that runs no agent writes nothing
+
+
+def die_with_parent() -> None:
+    """preexec_fn for an agent process: SIGKILL when the harness dies (Linux prctl; a no-op elsewhere)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]   # field 22: start time in clock ticks since boot
+
+
+def register(pid: int) -> None:
+    if _registry is not None and (started := _start_time(pid)) is not None:
+        try:
+            _registry.mkdir(parents=True, exist_ok=True)
+            (_registry / str(pid)).write_text(f"{started} {os.getpid()} {_start_time(os.getpid())}")
+        except OSError:
+            pass
+
+
+def unregister(pid: int) -> None:
+    if _registry is not None:
+        (_registry / str(pid)).unlink(missing_ok=True)
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    members.append(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                continue
+    return members
+
+
+def reap(directory: Path) -> list[int]:
+    """Kill every recorded agent group whose harness is gone; returns the pids that were killed."""
+    killed: list[int] = []
+    if not directory.is_dir():
+        return killed
+    for record in directory.iterdir():
+        if not record.name.isdigit():
+            continue
+        pgid = int(record.name)
+        try:
+            started, harness, harness_started = (record.read_text().split() + ["", "", ""])[:3]
+        except OSError:
+            continue
+        if harness.isdigit() and _start_time(int(harness)) == harness_started:
+            continue                         # its harness still runs: its agents are not orphans
+        leader = _start_time(pgid)
+        if leader is not None and leader != started:
+            record.unlink(missing_ok=True)   # the pid was recycled: not ours
+            continue
+        members = _group_members(pgid)
+        if members:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+                killed.extend(members)
+            except (ProcessLookupError, PermissionError):
+                pass
+        record.unlink(missing_ok=True)
+    return killed
