@@ -238,17 +238,8 @@ class Loop(MutatorView):
                 "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
                 "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
             attempt = self._attempt_row(0, 0)
-        val = self._evaluate(seed, self.suites.val, "round 0 · seed on val", seed=True)
-        train = self._evaluate(seed, self.suites.train, "round 0 · seed on train", seed=True)
-        for outcome, suite, label in ((val, self.suites.val, "the seed on val"),
-                                      (train, self.suites.train, "the seed on train")):
-            health = assess(outcome, self.settings.max_failed_share)
-            if not health.healthy:
-                self.db["attempts"].update(attempt["id"], {
-                    "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
-                    "failures": dumps(outcome.failures)})
-                raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
-                                    + self._describe(outcome, health, suite, label))
+        val = self._seed_evaluation(attempt, seed, self.suites.val, "the seed on val")
+        train = self._seed_evaluation(attempt, seed, self.suites.train, "the seed on train")
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
         self.db["attempts"].update(attempt["id"], {
@@ -258,6 +249,18 @@ class Loop(MutatorView):
         self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
                          seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps)
         return val_norm
+
+    def _seed_evaluation(self, attempt: dict, seed: str, suite: Suite, what: str) -> Outcome:
+        """The seed on one suite; an unhealthy one stops the run before anything else is spent."""
+        outcome = self._evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
+        health = assess(outcome, self.settings.max_failed_share)
+        if not health.healthy:
+            column = "val_evaluation_id" if suite is self.suites.val else "train_evaluation_id"
+            self.db["attempts"].update(attempt["id"], {column: outcome.evaluation_id,
+                                                       "failures": dumps(outcome.failures)})
+            raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
+                                + self._describe(outcome, health, suite, what))
+        return outcome
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
         """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""

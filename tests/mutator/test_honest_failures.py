@@ -1,0 +1,158 @@
+"""A broken setup never wins: an unhealthy seed stops the run before any mutation, a fixed setup resumes
+with exactly the failed cells, a grader that timed out is re-graded without re-running the agent, and a
+champion is proposed only for a real improvement."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mutator.store.db import connect_readonly
+from tests.conftest import AGENT_OK, ROOT, make_suite
+
+RUNS = "runs"
+
+
+def run_py(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_", "ANTHROPIC_"))}
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, env={**base, **(env or {})},
+                          capture_output=True, text=True, timeout=600)
+
+
+def rows(data: Path, sql: str, params=()) -> list[dict]:
+    return [dict(r) for r in connect_readonly(data / "mutator.db").query(sql, params)]
+
+
+COUNTING = """import pathlib
+with open(pathlib.Path(__file__).with_name("runs"), "a") as f:
+    f.write("x")
+"""
+FAILING = "import sys\nprint('boom: the agent cannot start', file=sys.stderr)\nsys.exit(1)\n"
+# broken while a file beside it says so: the setup is fixed without changing the agent (its code is part of
+# the evaluation contract, so a changed agent would start a new run)
+SOMETIMES = """import pathlib, sys
+if pathlib.Path(__file__).with_name("broken").exists():
+    print("boom: a missing dependency", file=sys.stderr)
+    sys.exit(1)
+""" + AGENT_OK
+NO_RESULT = "import pathlib\npathlib.Path('output.txt').write_text('done')\n"
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    """Two tiny suites (train, val), a seed skill copy, and an agent script whose body a test swaps."""
+    suites = tmp_path / "suites"
+    train, val = make_suite(suites, "tiny-train", split="train"), make_suite(suites, "tiny-val", split="val")
+    agent = tmp_path / "agent.py"
+
+    def command(*extra: str, body: str) -> subprocess.CompletedProcess:
+        agent.write_text(COUNTING + body)
+        return run_py("--suite", str(train), "--val", str(val), "--rounds", "0", "--replicates", "2", "--real",
+                      "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}", "--mutator-agent", "command",
+                      "--no-solve", "--data-dir", str(tmp_path / "data"), *extra)
+    return command, tmp_path / "data", tmp_path / RUNS, train
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (FAILING, "agent exited 1; stderr: boom: the agent cannot start"),
+    (NO_RESULT, "agent exited 0 without a result event"),
+], ids=["exits-1", "no-result-event"])
+def test_an_agent_that_always_fails_stops_the_run_before_any_mutation(setup, body: str, says: str) -> None:
+    command, data, runs, _ = setup
+    done = command(body=body)
+    assert done.returncode == 7, done.stderr[-2000:]
+    assert "the seed's evaluation is unhealthy" in done.stderr and "4 of 4 cells failed (4 agent_error)" in done.stderr
+    assert "likely cause: the build agent" in done.stderr and says in done.stderr and "--retry-failed" in done.stderr
+    [run] = rows(data, "select * from runs")
+    assert run["status"] == "stopped" and "unhealthy" in run["error"]
+    assert rows(data, "select verdict from attempts") == [{"verdict": "SEED"}]
+    assert rows(data, "select * from proposals") == []
+    assert runs.read_text() == "x" * 4          # val only: the run stopped before the train evaluation counted
+
+
+def test_after_the_setup_is_fixed_retry_failed_runs_exactly_the_failed_cells(setup, tmp_path: Path) -> None:
+    command, data, runs, _ = setup
+    (tmp_path / "broken").write_text("")
+    assert command(body=SOMETIMES).returncode == 7
+    again = command(body=SOMETIMES)
+    assert again.returncode == 7 and runs.read_text() == "x" * 4     # a cached failure is not re-run unasked
+    (tmp_path / "broken").unlink()
+    fixed = command("--retry-failed", body=SOMETIMES)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    assert "--retry-failed: 4 failed cell(s)" in fixed.stdout + fixed.stderr
+    cells = rows(data, "select e.suite, c.status, c.retries from cells c join evaluations e on e.id = c.evaluation_id "
+                       "order by e.suite, c.task_id, c.replicate")
+    assert [(c["suite"], c["status"], c["retries"]) for c in cells] == \
+        [("tiny-train", "ok", 0)] * 4 + [("tiny-val", "ok", 1)] * 4
+    assert runs.read_text() == "x" * (4 + 4 + 4)                       # 4 failed, 4 re-run, 4 train
+    [run] = rows(data, "select * from runs")
+    assert run["status"] == "finished" and run["error"] is None
+    assert rows(data, "select status, n_failed from evaluations order by suite") == \
+        [{"status": "done", "n_failed": 0}] * 2
+
+
+def test_a_grader_that_always_fails_stops_the_run_and_names_the_grader(setup) -> None:
+    command, data, runs, train = setup
+    for suite in (train, train.parent / "tiny-val"):
+        (suite / "run-eval.py").write_text("import sys\nprint('grader bug', file=sys.stderr)\nsys.exit(3)\n")
+    done = command(body=AGENT_OK)
+    assert done.returncode == 7, done.stderr[-2000:]
+    assert "4 grader_error cells of 4 are not results" in done.stderr
+    assert "likely cause: the suite's grader (script in" in done.stderr and "grader bug" in done.stderr
+    assert rows(data, "select count(*) as n from attempts where verdict in ('KEEP', 'REJECT')") == [{"n": 0}]
+
+
+SLOW_GRADER = """import json, pathlib, sys, time
+time.sleep(2)
+print(json.dumps({"exists": float((pathlib.Path(sys.argv[1]) / "output.txt").exists())}))
+"""
+
+
+def test_a_grader_timeout_then_a_longer_one_regrades_without_running_the_agent(setup) -> None:
+    command, data, runs, train = setup
+    for suite in (train, train.parent / "tiny-val"):
+        (suite / "run-eval.py").write_text(SLOW_GRADER)
+    first = command("--grader-timeout-ms", "300", body=AGENT_OK)
+    assert first.returncode == 7 and "grader_error" in first.stderr
+    assert runs.read_text() == "x" * 4
+    second = command("--grader-timeout-ms", "20000", body=AGENT_OK)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert runs.read_text() == "x" * (4 + 4)          # val re-graded with no agent run; train ran once
+    val = rows(data, "select c.status, c.retries, c.score from cells c join evaluations e on e.id = c.evaluation_id "
+                     "where e.suite = 'tiny-val'")
+    assert val == [{"status": "ok", "retries": 0, "score": 1.0}] * 4
+
+
+def test_a_champion_below_propose_min_delta_is_not_proposed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    done = run_py("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--replicates", "1",
+                  "--propose-min-delta", "5", "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "No proposal: " in done.stdout and "below proposeMinDelta 5" in done.stdout
+    assert rows(data, "select * from proposals") == []
+
+
+def test_a_newer_champion_supersedes_the_open_proposal(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    args = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--data-dir", str(data))
+    assert run_py(*args, "--rounds", "2").returncode == 0
+    later = run_py(*args, "--rounds", "6")
+    assert later.returncode == 0, later.stderr[-2000:]
+    found = rows(data, "select id, genome_hash, status from proposals order by id")
+    assert [p["status"] for p in found] == ["superseded", "proposed"]
+    assert found[0]["genome_hash"] != found[1]["genome_hash"]
+    [decision] = rows(data, "select note from proposal_decisions where action = 'supersede'")
+    assert decision["note"] == f"superseded by proposal {found[1]['id']}"
+
+
+def test_run_py_help_documents_the_failure_flags() -> None:
+    text = run_py("--help").stdout
+    for flag in ("--cell-timeout-ms", "--max-output-mb", "--infra-retries", "--max-failed-share",
+                 "--propose-min-delta", "--retry-failed"):
+        assert flag in text
+    assert shutil.which(sys.executable)
