@@ -120,3 +120,32 @@ def test_the_demo_runs_with_the_expectations_variant_as_val(tmp_path: Path) -> N
         "select distinct t.name from tests t join cells c on c.id = t.cell_id join evaluations e "
         "on e.id = c.evaluation_id where e.suite = 'clean-val-expect'")}
     assert {"row_count", "columns", "order_date", "rows.7.order_date"} <= names
+
+
+def test_judge_spend_is_counted_everywhere_and_health_checks_ask_the_judge_afresh(tmp_path: Path) -> None:
+    from mutator.after.spend import view
+    from mutator.store.db import connect_readonly
+    skill = make_skill(tmp_path)
+    out = tmp_path / "suites" / "imp"
+    assert run_cli("--import-evals", str(skill / "evals" / "evals.json"), "--out", str(out), "--seed", "3").returncode == 0
+    seed = tmp_path / "seed" / "csv-clean"
+    shutil.copytree(skill, seed, ignore=shutil.ignore_patterns("evals"))
+    data = tmp_path / "data"
+    run = run_cli("--suite", str(out / "imp-train"), "--val", str(out / "imp-val"), "--skill-dir", str(seed),
+                  "--rounds", "1", "--replicates", "1", "--data-dir", str(data))
+    assert run.returncode == 0, run.stderr[-3000:]
+    db = connect_readonly(data / "mutator.db")
+    one = lambda sql: next(iter(db.query(sql)))["v"] or 0.0  # noqa: E731
+    cells, judge = one("select sum(cost_usd + prior_cost_usd) as v from cells"), one("select sum(grader_cost_usd) as v from cells")
+    mutator = one("select sum(mutator_cost_usd) as v from attempts")
+    assert judge > 0 and cells > 0 and mutator > 0
+    assert view(db)["all_time"] == pytest.approx(cells + judge + mutator, rel=1e-9)
+    assert one("select cost_usd as v from runs") == pytest.approx(cells + judge + mutator, rel=1e-9)
+    assert {m["model"] for m in view(db)["models"]} >= {"judge"}
+    for _ in range(2):   # the same check twice: each one asks the judge again (a fresh salt, a fresh judgement)
+        check = run_cli("--check", str(seed), "--suite", str(out / "imp-val"), "--data-dir", str(data))
+        assert check.returncode in (0, 6), check.stderr[-2000:]
+    fresh = [r["v"] for r in connect_readonly(data / "mutator.db").query(
+        "select sum(c.grader_cost_usd) as v from cells c join evaluations e on e.id = c.evaluation_id "
+        "where e.contract like '%check-%' group by e.id order by e.id")]
+    assert len(fresh) == 2 and all(v > 0 for v in fresh)
