@@ -57,6 +57,15 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
               f" · spend this run ${run['cost_usd']:.4f} (priced from config.json; fakes spend nothing real)"]
+    failed = list(db.query(
+        "select distinct a.round, a.sibling, e.suite, e.n_failed, e.n_cells, e.failures from attempts a join "
+        "evaluations e on e.id in (a.val_evaluation_id, a.train_evaluation_id) where a.run_id = ? and "
+        "e.n_failed > 0 order by a.round, a.sibling, e.suite", [run_id])) \
+        if "n_failed" in {c.name for c in db["evaluations"].columns} else []
+    for f in failed:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted((loads(f["failures"], {}) or {}).items()))
+        label = f"{f['round']}" + (f".{f['sibling']}" if f["sibling"] else "")
+        lines.append(f"  failed cells, round {label} on {f['suite']}: {f['n_failed']} of {f['n_cells']} ({kinds})")
     confirmed = [loads(a["confirm"]) for a in attempts if a["confirm"]]
     if confirmed:
         overturned = sum(1 for c in confirmed if not c["stands"])

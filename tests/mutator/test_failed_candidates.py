@@ -50,3 +50,7 @@ def test_an_unhealthy_candidate_is_failed_and_the_run_goes_on(tmp_path: Path) ->
     assert run["status"] == "finished" and run["incumbent_hash"] == attempts[1]["genome_hash"]
     evaluation = dict(next(iter(db.query("select * from evaluations where id = ?", [failed["val_evaluation_id"]]))))
     assert evaluation["status"] == "done" and evaluation["n_failed"] == failures["agent_error"]
+    from mutator.report import summary
+    text = summary(db, run_id)
+    assert f"failed cells, round 2 on clean-val: {failures['agent_error']} of 16 ({failures['agent_error']} agent_error)" \
+        in text and "FAILED 1" in text
