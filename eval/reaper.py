@@ -56,14 +56,16 @@ def unregister(pid: int) -> None:
 
 
 def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the group, from /proc (stat fields 3 and 5: state and pgrp)."""
     members = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if os.getpgid(int(entry.name)) == pgid:
-                    members.append(int(entry.name))
-            except (ProcessLookupError, PermissionError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
                 continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                members.append(int(entry.name))
     return members
 
 

@@ -1,6 +1,8 @@
 """Run a grader-side helper process with a payload on stdin and a hard timeout; kill its group on expiry.
 
-Returns its stdout text or an error string; logs stdout/stderr beside the cell like the script grader.
+Its stdout and stderr go to files beside the cell (grade.stdout, grade.stderr) rather than pipes, so a
+grader that exits 0 with valid JSON is not failed because a child it left still holds a pipe: once it
+exits, its group is killed and its output read, up to a cap.
 """
 
 from __future__ import annotations
@@ -11,24 +13,44 @@ from pathlib import Path
 
 from eval.supervisor import kill_group
 
+OUTPUT_CAP = 1 << 20      # bytes of a grader's stdout that are read; the rest is ignored
+STDERR_KEEP = 4000
+
 
 async def run_helper(argv: Sequence[str], *, payload: bytes, cwd: Path, env: dict[str, str], timeout_s: float,
                      log_dir: Path, what: str) -> tuple[str | None, str]:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    out_path, err_path = log_dir / "grade.stdout", log_dir / "grade.stderr"
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
+            start_new_session=True)
     try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout=timeout_s)
-    except TimeoutError:
-        kill_group(proc.pid)
-        await proc.wait()
-        return None, f"{what} timed out after {timeout_s:g} s and was killed"
-    except BaseException:
-        kill_group(proc.pid)
-        raise
-    err_text = stderr.decode("utf-8", "replace")[-4000:]
-    (log_dir / "grade.stderr").write_text(err_text, encoding="utf-8")
-    (log_dir / "grade.stdout").write_bytes(stdout[-100_000:])
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(payload)
+            await proc.stdin.drain()
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # a grader that ignores stdin may exit before reading it
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=timeout_s)
+        except TimeoutError:
+            kill_group(proc.pid)
+            await proc.wait()
+            return None, f"{what} timed out after {timeout_s:g} s and was killed"
+    finally:
+        kill_group(proc.pid)   # anything the grader left running goes with it
+    err_text = _read(err_path, 1 << 20)[-STDERR_KEEP:]
+    err_path.write_text(err_text, encoding="utf-8")
     if proc.returncode != 0:
         return None, f"{what} exited {proc.returncode}: {err_text.strip() or '(no stderr)'}"
-    return stdout.decode("utf-8", "replace"), ""
+    text = _read(out_path, OUTPUT_CAP)
+    if out_path.stat().st_size > OUTPUT_CAP:
+        with open(out_path, "r+b") as f:
+            f.truncate(OUTPUT_CAP)
+    return text, ""
+
+
+def _read(path: Path, cap: int) -> str:
+    with open(path, "rb") as f:
+        return f.read(cap).decode("utf-8", "replace")

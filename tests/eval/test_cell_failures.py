@@ -147,3 +147,23 @@ def test_read_stream_never_raises_on_valid_json_of_the_wrong_shape(tmp_path: Pat
     metrics = read_stream(stream)
     assert metrics.invalid.startswith("malformed stream event on line 1: assistant content is str")
     assert metrics.usage.input_tokens == 0 and metrics.usage.output_tokens == 0 and metrics.bad_lines == 3
+
+
+LINGERING_GRADER = """import json, pathlib, subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])   # inherits stdout and stderr
+print(json.dumps({"exists": float((pathlib.Path(sys.argv[1]) / "output.txt").exists())}))
+"""
+
+
+def test_a_grader_that_exits_with_valid_json_is_not_failed_by_a_child_it_left(tmp_path: Path, ok_agent) -> None:
+    suite = make_suite(tmp_path / "suites", grader=LINGERING_GRADER, tasks=1)
+    [cell] = evaluate(request(suite, tmp_path, ok_agent, grader_timeout_s=20))
+    assert cell.status == "ok" and cell.tests == {"exists": 1.0}
+
+
+def test_a_graders_output_is_read_up_to_a_cap(tmp_path: Path, ok_agent) -> None:
+    flood = 'import sys\nsys.stdout.write("x" * (8 << 20))\n'
+    suite = make_suite(tmp_path / "suites", grader=flood, tasks=1)
+    [cell] = evaluate(request(suite, tmp_path, ok_agent))
+    assert cell.status == "grader_error" and "not JSON" in cell.error
+    assert (Path(cell.cell_dir) / "grade.stdout").stat().st_size == 1 << 20
