@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -44,5 +45,11 @@ def run_id(dry_store: Path) -> str:
 def store_copy(dry_store: Path, tmp_path: Path) -> Path:
     """A private copy for tests that write (launches, doctored rows)."""
     target = tmp_path / "project" / "data"
-    shutil.copytree(dry_store, target, symlinks=True)
+    # the store itself through SQLite's backup API: a reader closing elsewhere may remove the WAL's -shm file
+    # while a plain file copy is walking the folder
+    shutil.copytree(dry_store, target, symlinks=True, ignore=shutil.ignore_patterns("mutator.db*"))
+    source = sqlite3.connect(f"file:{dry_store / 'mutator.db'}?mode=ro", uri=True)
+    with sqlite3.connect(target / "mutator.db") as copy:
+        source.backup(copy)
+    source.close()
     return target
