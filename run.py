@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -195,8 +196,21 @@ def import_evals_command(args: argparse.Namespace) -> int:
     return 0
 
 
+PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals")
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Resolve every path flag once against the cwd, so nothing later depends on where it runs from.
+
+    Suite flags (a config name or a path) are resolved by `resolve_suite_path`, where the names are known."""
+    for attr in PATH_ARGS:
+        if getattr(args, attr, None) is not None:
+            setattr(args, attr, Path(os.path.abspath(getattr(args, attr))))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    absolute_paths(args)
     if args.solve is not None:
         args.solve = "on" if args.solve else "off"
     from mutator.evaluations import Progress

@@ -170,7 +170,7 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
 def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
                   environ: Mapping[str, str] | None = None) -> Settings:
     """Merge config.json < environment < flags (flags given as {attr: value}; None means unset)."""
-    config_file = Path(config_file or CONFIG_FILE)
+    config_file = Path(os.path.abspath(config_file or CONFIG_FILE))  # relative paths: against the cwd, once
     environ = os.environ if environ is None else environ
     try:
         tree = json.loads(config_file.read_text(encoding="utf-8"))
@@ -194,6 +194,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
         if value is None:
             raise ConfigError(f"{config_file}: '{key.path}' is missing; add it ({key.rule})")
         values[key.attr] = _coerce(key, value, source)
+        if key.attr in PATH_KEYS:
+            values[key.attr] = Path(os.path.abspath(values[key.attr]))
     values["suites"] = {name: (config_file.parent / path) for name, path in values["suites"].items()}
     values["pricing"] = parse_pricing(values["pricing"], f"{config_file} pricing")
     return Settings(**values, config_file=config_file)
@@ -203,4 +205,4 @@ def resolve_suite_path(settings: Settings, name_or_path: str) -> Path:
     """A suite named in config.json 'suites', else a path to a suite folder."""
     if name_or_path in settings.suites:
         return settings.suites[name_or_path]
-    return Path(name_or_path)
+    return Path(os.path.abspath(name_or_path))
