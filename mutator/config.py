@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -142,6 +143,18 @@ def _check_unknown(tree: Mapping[str, Any], source: Path) -> None:
             raise ConfigError(f"{source}: unknown key '{name}'" + (f"; did you mean '{hint[0]}'?" if hint else ""))
 
 
+def _check_environment(environ: Mapping[str, str]) -> None:
+    """A misspelt SKILL_MUTATOR_* variable would be silently ignored: refuse it with the nearest real name."""
+    known = {key.env for key in KEYS}
+    for name in sorted(environ):
+        if name.startswith(ENV_PREFIX) and name not in known:
+            hint = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"environment {name}: not a setting; "
+                              + (f"did you mean {hint[0]}?" if hint else
+                                 f"the names are SKILL_MUTATOR_<FLAG NAME>, e.g. {ENV_PREFIX}REPLICATES")
+                              + f" (unset it: unset {name})")
+
+
 def _coerce(key: Key, value: Any, source: str) -> Any:
     try:
         if key.kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -162,6 +175,8 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             raise TypeError
     except (TypeError, ValueError, KeyError):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}") from None
+    if key.kind is float and not math.isfinite(value):
+        raise ConfigError(f"{source}: '{key.path}' must be a finite number, got {value!r}; give {key.rule}")
     if not key.check(value):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}")
     return value
@@ -181,6 +196,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
     if not isinstance(tree, dict):
         raise ConfigError(f"{config_file}: must hold one JSON object")
     _check_unknown(tree, config_file)
+    _check_environment(environ)
     values: dict[str, Any] = {}
     for key in KEYS:
         value, source = _lookup(tree, key.path), f"{config_file}"
@@ -196,6 +212,10 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
         values[key.attr] = _coerce(key, value, source)
         if key.attr in PATH_KEYS:
             values[key.attr] = Path(os.path.abspath(values[key.attr]))
+    for name, path in values["suites"].items():
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigError(f"{config_file}: 'suites.{name}' must be a folder path string (relative to the config "
+                              f"file), got {path!r}; write it as \"{name}\": \"suites/{name}\"")
     values["suites"] = {name: (config_file.parent / path) for name, path in values["suites"].items()}
     values["pricing"] = parse_pricing(values["pricing"], f"{config_file} pricing")
     return Settings(**values, config_file=config_file)

@@ -7,6 +7,7 @@ versioned migrations applied in order; a released migration is never edited.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -128,21 +129,54 @@ def _v5(db: sqlite_utils.Database) -> None:
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 
 
+class StoreError(RuntimeError):
+    """The store cannot be used: its file is damaged or its folder not writable. The message says which, and the fix."""
+
+
+DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
+
+
+def store_problem(path: Path, err: BaseException) -> StoreError:
+    """Name a sqlite/OS failure the user can act on: damaged (restore or move it aside) or not writable."""
+    text = str(err)
+    if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
+        return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and re-run, "
+                          f"or pass another --data-dir")
+    return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
+                      f"writable --data-dir")
+
+
 def connect(path: Path) -> sqlite_utils.Database:
     """Open (creating) the writer's connection: WAL, foreign keys, migrations applied."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(path)
-    db.enable_wal()
-    db.execute("PRAGMA foreign_keys = ON")
-    db.execute("PRAGMA busy_timeout = 5000")
-    migrate(db)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise PermissionError("permission denied")
+        db = sqlite_utils.Database(path)
+        db.enable_wal()
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA busy_timeout = 5000")
+        migrate(db)
+    except (OSError, sqlite3.DatabaseError) as err:
+        if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+            raise
+        raise store_problem(path, err) from None
     return db
 
 
 def connect_readonly(path: Path) -> sqlite_utils.Database:
     """A reader's connection that can never take a write lock (dashboard, reports)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 5000")
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.OperationalError as err:
+        if "unable to open" not in str(err) or not path.is_file():
+            raise
+        # A WAL store in a read-only folder cannot get its -shm file: no writer can be live there either, so
+        # read it as the immutable file it is (an export or a look at an archived store still works).
+        conn.close()
+        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     return sqlite_utils.Database(conn)
 
 
