@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from eval.cost import PricingError  # noqa: E402
+from eval.environment import PASS_ENV  # noqa: E402
 from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
 from mutator.after.cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
@@ -94,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     where = p.add_argument_group("where")
     where.add_argument("--data-dir", type=Path, help="holds mutator.db, genomes, cells (default ./data)")
     where.add_argument("--config", type=Path, help="config file (default ./config.json)")
+    where.add_argument("--pass-env", action="append", metavar="NAME",
+                       help="pass the environment variable NAME to agents and graders (repeatable); they get only "
+                            "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
     where.add_argument("--sandbox", help="how agents are launched: none (default, bare processes) | bwrap "
                                           "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
     real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
@@ -139,7 +143,7 @@ def parser() -> argparse.ArgumentParser:
 FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "seed", "model",
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
-              "meta_skill_every", "confirm")
+              "meta_skill_every", "confirm", "pass_env")
 
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
@@ -233,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         check_finite(budget_usd=args.budget_usd, daily_budget_usd=args.daily_budget_usd, max_seconds=args.max_seconds)
         check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
         if args.export:
             from mutator.after.export import ExportError, export
             out = args.out or settings.data_dir / "exports"

@@ -8,16 +8,17 @@ error, watchdog timeout, grader crash/hang/garbage) becomes a recorded status, n
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 from eval.cost import usd
+from eval.environment import allowed_env
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost
 from eval.jobs import CellJob, CellResult
 from eval.process import run_agent_process
+from eval.redact import redact_cell
 from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
 from eval.trajectory import capture_and_prune
@@ -41,12 +42,11 @@ def stage(job: CellJob) -> Path:
 
 
 def agent_env(job: CellJob, work: Path) -> dict[str, str]:
-    env = {**os.environ, **job.env,
-           "SM_PROMPT_FILE": str(job.cell_root / "prompt.md"),
-           "SM_STREAM": str(job.cell_root / "stream.jsonl"),
-           "SM_MODEL": job.contract.model,
-           "SM_MAX_TURNS": str(job.contract.max_turns),
-           "SM_CELL_SEED": str(job.spec.seed)}
+    """The allow-listed environment (eval/environment.py): never the harness's keys; HOME is the cell."""
+    env = allowed_env(home=job.cell_root, argv=job.agent_argv, extra={
+        **job.env, "SM_PROMPT_FILE": str(job.cell_root / "prompt.md"),
+        "SM_STREAM": str(job.cell_root / "stream.jsonl"), "SM_MODEL": job.contract.model,
+        "SM_MAX_TURNS": str(job.contract.max_turns), "SM_CELL_SEED": str(job.spec.seed)})
     env.pop("SM_SKILL_DIR", None)
     if job.skill_dir is not None:
         env["SM_SKILL_DIR"] = str(work / ".claude" / "skills" / job.skill_name)
@@ -84,6 +84,7 @@ async def run_cell(job: CellJob) -> CellResult:
         grades, error = await run_grader(job, work)
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}
+    error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
     score = sum(tests.values()) / len(tests) if status == "ok" else 0.0
     result = CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,

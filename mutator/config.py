@@ -10,6 +10,7 @@ import difflib
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from eval.cost import Price, parse_pricing
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = ROOT / "config.json"
 ENV_PREFIX = "SKILL_MUTATOR_"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ConfigError(ValueError):
@@ -72,6 +74,8 @@ KEYS = (
     Key("critic.maxSkillLines", "critic_max_lines", int, _positive, "an integer >= 1"),
     Key("critic.maxSkillBytes", "critic_max_bytes", int, _positive, "an integer >= 1"),
     Key("critic.maxGrowth", "critic_max_growth", float, lambda v: v >= 0, "a fraction >= 0 (0.2 = +20%)"),
+    Key("passEnv", "pass_env", list, lambda v: all(isinstance(n, str) and ENV_NAME.match(n) for n in v),
+        "a list of environment variable names to pass to agents and graders"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -108,6 +112,7 @@ class Settings:
     critic_max_lines: int
     critic_max_bytes: int
     critic_max_growth: float
+    pass_env: list[str]
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE
@@ -167,6 +172,8 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             value = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}[value.lower()]
         elif key.kind is dict and isinstance(value, str):
             value = json.loads(value)
+        elif key.kind is list and isinstance(value, str):
+            value = [name for name in re.split(r"[,\s]+", value) if name]
         elif key.kind is Path:
             value = Path(value)
         if key.kind in (int, float) and isinstance(value, bool):

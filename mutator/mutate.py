@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.cost import Price, usd
+from eval.environment import allowed_env
 from eval.process import run_agent_process
+from eval.redact import redact, redact_tree
 from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
 from sandbox import Launcher
@@ -78,14 +79,16 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
     stream, result_path = workspace / "stream.jsonl", workspace / "result.json"
     for path in (stream, result_path):  # the only files outside skill/ it may write: bound writable by bwrap
         path.touch()
-    env = {**os.environ, **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
-           "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)}
+    env = allowed_env(home=workspace, argv=argv, extra={
+        **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
+        "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)})
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
         writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, network=network))
+    redact_tree(workspace)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
-    failure = run.failure(metrics.has_result)
+    failure = redact(run.failure(metrics.has_result))
     if failure:
         return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir)
     try:
