@@ -26,10 +26,12 @@ from mutator.config import ConfigError, Settings, load_settings, resolve_suite_p
 from mutator.preflight import check_agent_flags, check_finite, check_seed_skill, check_split  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
 from mutator.store.db import StoreError, store_problem  # noqa: E402
+from mutator.store.lock import KEY, LockHeld, RunLock  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
 
 NOT_YET = "not available yet"
+HELD: list = []  # the run locks this process holds until it exits (one writer per run: mutator/store/lock.py)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -247,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {err}", file=sys.stderr)
                 return 2
             except sqlite3.DatabaseError as err:
-                raise store_problem(settings.db_path, err) from None
+                raise (store_problem(settings.db_path, err) or err) from None
             except OSError as err:
                 raise ConfigError(f"{out}: not writable ({err.strerror}); pass --out DIR, a writable folder for "
                                   f"the export") from None
@@ -267,10 +269,14 @@ def main(argv: list[str] | None = None) -> int:
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
             from mutator.after.cli import check_command
+            HELD.append(RunLock.acquire(settings.data_dir, "check-" + hashlib.sha256(str(args.check).encode())
+                                        .hexdigest()[:12], what=f"the health check of {args.check}"))
             return check_command(args, settings, agents, launcher, progress, daily)
         if args.test_run:
             from mutator.validity.testrun import TestRunError, test_run
             suite = load(settings, args.suite, "--test-run --suite", allow_mismatch=split_ok)
+            if settings.db_path.is_file() and KEY.match(args.test_run):  # a fixed champion: never while the loop
+                HELD.append(RunLock.acquire(settings.data_dir, args.test_run, what=f"run {args.test_run}"))
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                                   launcher=launcher, progress=progress, network=agents.network,
@@ -329,14 +335,16 @@ def main(argv: list[str] | None = None) -> int:
         from mutator.after.cli import propose_finished
         print(propose_finished(settings, run_id))
         return 0
-    except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError, StoreError) as err:
+    except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError, StoreError, LockHeld) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except sqlite3.DatabaseError as err:
         if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
             raise
-        data_dir = args.data_dir or Path("data").absolute()
-        print(f"error: {store_problem(data_dir / 'mutator.db', err)}", file=sys.stderr)
+        problem = store_problem((args.data_dir or Path("data").absolute()) / "mutator.db", err)
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     except SolveAbort as err:
         print(f"error: {err}", file=sys.stderr)
@@ -347,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
         return 130
+    finally:
+        while HELD:
+            HELD.pop().release()
 
 
 if __name__ == "__main__":

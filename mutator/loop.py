@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from skills_ref import read_properties
 
 from eval.cells import Contract, evaluation_key
+from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator import critic
 from mutator.budget import Budget, BudgetStop
@@ -36,6 +37,7 @@ from mutator.solve import SolveAbort, solve_phase
 from mutator.solve import store as store_solve
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
+from mutator.store.lock import RunLock
 from mutator.view import MutatorView
 from sandbox import Launcher
 from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy
@@ -110,6 +112,9 @@ class Loop(MutatorView):
                 "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
 
     def open_run(self) -> dict:
+        # One writer per run: the lock is taken before the first write of the run (LockHeld names the holder).
+        self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(self.settings.skill_dir))),
+                                    what="this run")
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
         self.run_id = run_id_for(self.identity(seed_hash))
@@ -178,6 +183,8 @@ class Loop(MutatorView):
         except Exception as err:
             self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
             raise
+        finally:
+            self.lock.release()
         return self.run_id
 
     @property

@@ -32,8 +32,9 @@ def check_split(suite: Suite, flag: str, *, allow_mismatch: bool) -> None:
     """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the mutator)."""
     role = ROLES[flag]
     if suite.split != role and not allow_mismatch:
+        wanted = "test suite held out from the run" if role == "test" else f"{role} suite"
         raise ConfigError(f"{flag} {suite.name}: its suite.md says split: {suite.split}, but {flag} uses it as "
-                          f"{role}; pick a {role} suite, or pass --allow-split-mismatch if this is deliberate")
+                          f"{role}; pick a {wanted}, or pass --allow-split-mismatch if this is deliberate")
 
 
 def check_agent_flags(*, real: bool, agent: str | None, agent_cmd: str | None, mutator_agent: str | None) -> None:

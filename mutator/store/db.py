@@ -6,11 +6,13 @@ versioned migrations applied in order; a released migration is never edited.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,33 +136,58 @@ class StoreError(RuntimeError):
 
 
 DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
+UNWRITABLE = ("readonly", "read-only", "unable to open", "permission", "access")
 
 
-def store_problem(path: Path, err: BaseException) -> StoreError:
-    """Name a sqlite/OS failure the user can act on: damaged (restore or move it aside) or not writable."""
+def store_problem(path: Path, err: BaseException) -> StoreError | None:
+    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or not writable; None otherwise."""
     text = str(err)
     if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
         return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and re-run, "
                           f"or pass another --data-dir")
-    return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
-                      f"writable --data-dir")
+    if isinstance(err, OSError) or any(word in text.lower() for word in UNWRITABLE):
+        return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
+                          f"writable --data-dir")
+    return None
+
+
+@contextmanager
+def _migration_lock(data_dir: Path) -> Iterator[None]:
+    """Two processes opening a fresh store at once must not both create its tables."""
+    (data_dir / "locks").mkdir(exist_ok=True)
+    fd = os.open(data_dir / "locks" / "store.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
-    """Open (creating) the writer's connection: WAL, foreign keys, migrations applied."""
+    """Open (creating) the writer's connection: WAL, foreign keys, migrations applied.
+
+    A damaged or unwritable store raises StoreError before anything is written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
             raise PermissionError("permission denied")
-        db = sqlite_utils.Database(path)
-        db.enable_wal()
-        db.execute("PRAGMA foreign_keys = ON")
-        db.execute("PRAGMA busy_timeout = 5000")
-        migrate(db)
+        if path.exists():  # read it first: a damaged file is reported, never written to
+            probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                probe.execute("select count(*) from sqlite_master").fetchone()
+            finally:
+                probe.close()
+        with _migration_lock(path.parent):
+            db = sqlite_utils.Database(path)
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.enable_wal()
+            db.execute("PRAGMA foreign_keys = ON")
+            migrate(db)
     except (OSError, sqlite3.DatabaseError) as err:
-        if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+        problem = store_problem(path, err)
+        if problem is None:
             raise
-        raise store_problem(path, err) from None
+        raise problem from None
     return db
 
 
