@@ -31,7 +31,14 @@ from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
 
 NOT_YET = "not available yet"
-HELD: list = []  # the run locks this process holds until it exits (one writer per run: mutator/store/lock.py)
+HELD: list = []  # release/stop callables of the run locks and heartbeats this command holds (mutator/store/)
+
+
+def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params: list) -> None:
+    """One writer per run: take its lock (LockHeld names the holder) and beat the record's heartbeat."""
+    from mutator.store.liveness import Heartbeat
+    HELD.append(RunLock.acquire(settings.data_dir, key, what=what).release)
+    HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -269,14 +276,17 @@ def main(argv: list[str] | None = None) -> int:
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
             from mutator.after.cli import check_command
-            HELD.append(RunLock.acquire(settings.data_dir, "check-" + hashlib.sha256(str(args.check).encode())
-                                        .hexdigest()[:12], what=f"the health check of {args.check}"))
+            skill = args.check.resolve()
+            hold(settings, "check-" + hashlib.sha256(str(skill).encode()).hexdigest()[:12],
+                 what=f"the health check of {skill}", beat_params=[str(skill)],
+                 beat_sql="update health_checks set heartbeat_at = ? where skill_dir = ? and status = 'running'")
             return check_command(args, settings, agents, launcher, progress, daily)
         if args.test_run:
             from mutator.validity.testrun import TestRunError, test_run
             suite = load(settings, args.suite, "--test-run --suite", allow_mismatch=split_ok)
             if settings.db_path.is_file() and KEY.match(args.test_run):  # a fixed champion: never while the loop
-                HELD.append(RunLock.acquire(settings.data_dir, args.test_run, what=f"run {args.test_run}"))
+                hold(settings, args.test_run, what=f"run {args.test_run}", beat_params=[args.test_run],
+                     beat_sql="update test_runs set heartbeat_at = ? where run_id = ? and status = 'running'")
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                                   launcher=launcher, progress=progress, network=agents.network,
@@ -357,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         while HELD:
-            HELD.pop().release()
+            HELD.pop()()
 
 
 if __name__ == "__main__":

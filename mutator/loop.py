@@ -37,6 +37,7 @@ from mutator.solve import SolveAbort, solve_phase
 from mutator.solve import store as store_solve
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
+from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
 from mutator.view import MutatorView
 from sandbox import Launcher
@@ -167,6 +168,7 @@ class Loop(MutatorView):
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
         run = self.open_run()
+        heartbeat = Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?", [self.run_id])
         try:
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
@@ -184,6 +186,7 @@ class Loop(MutatorView):
             self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
             raise
         finally:
+            heartbeat.stop()
             self.lock.release()
         return self.run_id
 

@@ -128,7 +128,15 @@ def _v5(db: sqlite_utils.Database) -> None:
     db["attempts"].create_index(["run_id", "genome_hash"])
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v7(db: sqlite_utils.Database) -> None:
+    # Liveness: a running writer beats these every few seconds; a dead one's record shows as `stale`.
+    # Idempotent: migrations are numbered by position, and a branch may have run this one under another number.
+    for table in ("runs", "test_runs", "health_checks"):
+        if "heartbeat_at" not in db[table].columns_dict:
+            db[table].add_column("heartbeat_at", float)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v7)
 
 
 class StoreError(RuntimeError):
