@@ -43,15 +43,13 @@ def run_row(data: Path) -> dict:
         db.conn.close()
 
 
-@pytest.mark.asyncio
-async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_client) -> None:
-    data = tmp_path / "data"
-    argv = [sys.executable, str(ROOT / "run.py"), *ARGS, "--data-dir", str(data)]
+def kill_mid_round(argv: list[str], data: Path) -> None:
+    """Start the run and SIGKILL its process group once round 0 is done and round 1 under way."""
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 300
     beat = None
-    while time.monotonic() < deadline:   # round 0 done and round 1 under way, with a heartbeat recorded
+    while time.monotonic() < deadline:
         time.sleep(0.1)
         try:
             with sqlite3.connect(f"file:{data / 'mutator.db'}?mode=ro", uri=True) as conn:
@@ -64,6 +62,17 @@ async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_clie
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert beat, "the loop never recorded a heartbeat"
+
+
+def rerun(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.asyncio
+async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_client) -> None:
+    data = tmp_path / "data"
+    argv = [sys.executable, str(ROOT / "run.py"), *ARGS, "--data-dir", str(data)]
+    kill_mid_round(argv, data)
     run = run_row(data)
     assert run["status"] == "running"      # the record still says so: nobody was left to update it
 
@@ -85,7 +94,7 @@ async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_clie
     detail = await (await client.get(f"/api/runs/{run['id']}", params={"store": store})).json()
     assert detail["run"]["status"] == "stale"
 
-    resumed = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    resumed = rerun(argv)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"Resuming {run['id']}" in resumed.stdout + resumed.stderr
     assert run_row(data)["status"] == "finished"
