@@ -17,7 +17,7 @@ from eval.cost import Price
 from eval.jobs import CellJob, CellResult
 from eval.runner import run_cell
 from eval.scheduler import pump
-from eval.suite import Suite
+from eval.suite import Suite, check_unchanged
 from sandbox import Launcher
 
 
@@ -46,6 +46,7 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
                          on_cell: Callable[[CellResult], None] = lambda cell: None) -> list[CellResult]:
+    check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
 
     async def work(spec: CellSpec) -> CellResult:

@@ -81,6 +81,7 @@ async def run_cell(job: CellJob) -> CellResult:
     if failure:
         status, error = ("timeout" if agent.timed_out else "agent_error"), failure
     else:
+        shutil.rmtree(work / ".claude" / "skills", ignore_errors=True)  # the grader never sees the skill
         grades, error = await run_grader(job, work)
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}

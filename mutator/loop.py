@@ -422,7 +422,10 @@ class Loop(MutatorView):
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
             extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network)
+            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+            watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
+                   "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/tamper.py)
+                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})})
         self._spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
