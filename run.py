@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -16,16 +18,28 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from eval.cost import PricingError  # noqa: E402
+from eval.environment import PASS_ENV  # noqa: E402
 from eval.suite import Suite, SuiteError, load_suite  # noqa: E402
 from mutator.after.cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from mutator.failures import EvaluationStop  # noqa: E402
+from mutator.preflight import check_agent_flags, check_finite, check_seed_skill, check_split  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
+from mutator.store.db import StoreError, store_problem  # noqa: E402
+from mutator.store.lock import KEY, LockHeld, RunLock  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
 
 NOT_YET = "not available yet"
+HELD: list = []  # release/stop callables of the run locks and heartbeats this command holds (mutator/store/)
+
+
+def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params: list) -> None:
+    """One writer per run: take its lock (LockHeld names the holder) and beat the record's heartbeat."""
+    from mutator.store.liveness import Heartbeat
+    HELD.append(RunLock.acquire(settings.data_dir, key, what=what).release)
+    HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -57,6 +71,8 @@ def parser() -> argparse.ArgumentParser:
                           "<out>/<name>-train, -val and -test, split by --seed; needs --out suites/NAME")
     run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
                                                          "on --val (fresh replicate seeds) to measure gate noise")
+    run.add_argument("--allow-split-mismatch", action="store_true",
+                     help="use a suite in a role its suite.md 'split:' does not name (e.g. a val suite as train)")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
                                                          "of a run on --suite/--val/--holdout; spends nothing")
     loop = p.add_argument_group("the loop")
@@ -103,11 +119,14 @@ def parser() -> argparse.ArgumentParser:
     where = p.add_argument_group("where")
     where.add_argument("--data-dir", type=Path, help="holds mutator.db, genomes, cells (default ./data)")
     where.add_argument("--config", type=Path, help="config file (default ./config.json)")
+    where.add_argument("--pass-env", action="append", metavar="NAME",
+                       help="pass the environment variable NAME to agents and graders (repeatable); they get only "
+                            "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
     where.add_argument("--sandbox", help="how agents are launched: none (default, bare processes) | bwrap "
                                           "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
     real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
     real.add_argument("--real", action="store_true", help="use real model agents instead of the zero-spend fakes")
-    real.add_argument("--agent", choices=AGENT_IDS, default="anthropic",
+    real.add_argument("--agent", choices=AGENT_IDS,
                       help="build-agent backend: our SDK tool loop, the claude CLI, or --agent-cmd (default anthropic)")
     real.add_argument("--agent-cmd", metavar="CMD", help="for --agent command: a program following the agent "
                                                          "process contract, e.g. 'python my_agent.py'")
@@ -149,7 +168,7 @@ FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvem
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
               "meta_skill_every", "confirm", "cell_timeout_ms", "max_output_mb", "infra_retries", "max_failed_share",
-              "propose_min_delta")
+              "propose_min_delta", "pass_env")
 
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
@@ -164,9 +183,10 @@ def real_agents(settings: Settings, args: argparse.Namespace):
     from mutator.loop import Agents
     for model in (settings.model, settings.mutator_model):
         price_for(settings.pricing, model)  # PricingError names the model and the config key to add
-    mutator_id = args.mutator_agent or ("anthropic" if args.agent == "command" else args.agent)
+    agent = args.agent or "anthropic"
+    mutator_id = args.mutator_agent or ("anthropic" if agent == "command" else agent)
     try:
-        build = make_backend(args.agent, command=args.agent_cmd, config_file=settings.config_file)
+        build = make_backend(agent, command=args.agent_cmd, config_file=settings.config_file)
         mutator = make_backend(mutator_id, command=args.agent_cmd, config_file=settings.config_file)
         for backend in (build, mutator):
             backend.check(os.environ)
@@ -196,11 +216,14 @@ def reap_orphans(data_dir: Path) -> None:
     reaper.use(data_dir / "pids")
 
 
-def load(settings: Settings, name: str | None, flag: str) -> Suite:
+def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: bool = False) -> Suite:
+    """Load a suite for one role; its suite.md `split:` must name that role unless --allow-split-mismatch."""
     if not name:
         raise SuiteError(f"{flag} is required; name a suite from config.json 'suites' "
                          f"({', '.join(settings.suites)}) or a path to a suite folder")
-    return load_suite(resolve_suite_path(settings, name))
+    suite = load_suite(resolve_suite_path(settings, name))
+    check_split(suite, flag, allow_mismatch=allow_mismatch)
+    return suite
 
 
 def import_evals_command(args: argparse.Namespace) -> int:
@@ -221,8 +244,22 @@ def import_evals_command(args: argparse.Namespace) -> int:
     return 0
 
 
+PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals")
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Resolve every path flag once against the cwd, so nothing later depends on where it runs from.
+
+    Suite flags (a config name or a path) are resolved by `resolve_suite_path`, where the names are known."""
+    for attr in PATH_ARGS:
+        if getattr(args, attr, None) is not None:
+            setattr(args, attr, Path(os.path.abspath(getattr(args, attr))))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    absolute_paths(args)
+    split_ok = args.allow_split_mismatch
     if args.solve is not None:
         args.solve = "on" if args.solve else "off"
     from mutator.evaluations import Progress
@@ -232,14 +269,23 @@ def main(argv: list[str] | None = None) -> int:
             return import_evals_command(args)
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
+        check_finite(budget_usd=args.budget_usd, daily_budget_usd=args.daily_budget_usd, max_seconds=args.max_seconds)
+        check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
         if args.export:
             from mutator.after.export import ExportError, export
+            out = args.out or settings.data_dir / "exports"
             try:
-                written = export(settings.db_path, args.export, args.format, args.out or settings.data_dir / "exports")
+                written = export(settings.db_path, args.export, args.format, out)
             except ExportError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 2
+            except sqlite3.DatabaseError as err:
+                raise (store_problem(settings.db_path, err) or err) from None
+            except OSError as err:
+                raise ConfigError(f"{out}: not writable ({err.strerror}); pass --out DIR, a writable folder for "
+                                  f"the export") from None
             print("\n".join(str(path) for path in written))
             return 0
         if wants_decision(args):
@@ -257,10 +303,17 @@ def main(argv: list[str] | None = None) -> int:
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
             from mutator.after.cli import check_command
+            skill = args.check.resolve()
+            hold(settings, "check-" + hashlib.sha256(str(skill).encode()).hexdigest()[:12],
+                 what=f"the health check of {skill}", beat_params=[str(skill)],
+                 beat_sql="update health_checks set heartbeat_at = ? where skill_dir = ? and status = 'running'")
             return check_command(args, settings, agents, launcher, progress, daily)
         if args.test_run:
             from mutator.validity.testrun import TestRunError, test_run
-            suite = load(settings, args.suite, "--suite")
+            suite = load(settings, args.suite, "--test-run --suite", allow_mismatch=split_ok)
+            if settings.db_path.is_file() and KEY.match(args.test_run):  # a fixed champion: never while the loop
+                hold(settings, args.test_run, what=f"run {args.test_run}", beat_params=[args.test_run],
+                     beat_sql="update test_runs set heartbeat_at = ? where run_id = ? and status = 'running'")
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                                   launcher=launcher, progress=progress, network=agents.network,
@@ -278,25 +331,33 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.plan:
             from mutator.validity.plan import plan, render_plan
-            print(render_plan(plan(settings, train=load(settings, args.suite, "--suite"),
-                                   val=load(settings, args.val, "--val"),
-                                   holdout=load(settings, args.holdout, "--holdout") if args.holdout else None,
+            print(render_plan(plan(settings, train=load(settings, args.suite, "--suite", allow_mismatch=split_ok),
+                                   val=load(settings, args.val, "--val", allow_mismatch=split_ok),
+                                   holdout=load(settings, args.holdout, "--holdout", allow_mismatch=split_ok)
+                                   if args.holdout else None,
                                    build_id=agents.build_id)))
             return 0
         if args.aa is not None:
             from mutator.validity.aa import AARun
             from mutator.validity.aa import summary as aa_summary
-            aa = AARun(settings, load(settings, args.val, "--val"),
-                       train=load(settings, args.suite, "--suite") if args.suite else None,
+            check_seed_skill(settings.skill_dir)
+            aa = AARun(settings, load(settings, args.val, "--val", allow_mismatch=split_ok),
+                       train=load(settings, args.suite, "--suite", allow_mismatch=split_ok) if args.suite else None,
                        build_argv=agents.build_argv, build_id=agents.build_id, launcher=launcher, progress=progress)
             aa_id = aa.execute(args.aa)
             print(aa_summary(aa.db, aa_id))
             print(f"\n{aa.cells_run} cells run by this command. Record: {settings.db_path}")
             return 0
-        from mutator.loop import Loop, Suites
+        from mutator.loop import Loop, Suites, check_roles
         from mutator.report import summary
-        suites = Suites(train=load(settings, args.suite, "--suite"), val=load(settings, args.val, "--val"),
-                        holdout=load(settings, args.holdout, "--holdout") if args.holdout else None)
+        suites = Suites(train=load(settings, args.suite, "--suite", allow_mismatch=True),
+                        val=load(settings, args.val, "--val", allow_mismatch=True),
+                        holdout=load(settings, args.holdout, "--holdout", allow_mismatch=True) if args.holdout else None)
+        check_roles(suites)  # one suite in two roles is the worse mistake: name it first
+        for suite, flag in ((suites.train, "--suite"), (suites.val, "--val"), (suites.holdout, "--holdout")):
+            if suite:
+                check_split(suite, flag, allow_mismatch=split_ok)
+        check_seed_skill(settings.skill_dir)
         strategy = make_strategy(settings.strategy, settings.strategy_opts)
         from mutator.budget import Budget
         loop = Loop(settings, suites, agents, launcher, strategy, progress=progress,
@@ -312,8 +373,16 @@ def main(argv: list[str] | None = None) -> int:
         from mutator.after.cli import propose_finished
         print(propose_finished(settings, run_id))
         return 0
-    except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:
+    except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError, StoreError, LockHeld) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as err:
+        if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+            raise
+        problem = store_problem((args.data_dir or Path("data").absolute()) / "mutator.db", err)
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     except SolveAbort as err:
         print(f"error: {err}", file=sys.stderr)
@@ -327,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
         return 130
+    finally:
+        while HELD:
+            HELD.pop()()
 
 
 if __name__ == "__main__":

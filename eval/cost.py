@@ -5,6 +5,7 @@ A model without a price is an error at start-up (`PricingError`), never a silent
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,7 +40,7 @@ def parse_pricing(table: Mapping[str, object], where: str = "config.json pricing
         values = []
         for key in PRICE_KEYS:
             value = entry.get(key)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
                 raise PricingError(f"{where}.{model}.{key}: expected a non-negative number of USD per "
                                    f"million tokens, got {value!r}")
             values.append(float(value))

@@ -17,7 +17,7 @@ from eval.cost import Price
 from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellJob, CellResult
 from eval.runner import regrade_cell, run_cell
 from eval.scheduler import pump
-from eval.suite import Suite
+from eval.suite import Suite, check_unchanged
 from sandbox import Launcher
 
 
@@ -55,6 +55,7 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
     (run afresh when it is gone). An infra_error cell is retried `infra_retries` times; the count is on
     its result. `limit` runs only the first N pending cells (a budget's pilot)."""
+    check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
 
     def job(spec: CellSpec) -> CellJob:

@@ -9,7 +9,6 @@ status, never an exception.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -17,10 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from eval.cost import Usage, usd
+from eval.environment import allowed_env
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost
 from eval.jobs import CellJob, CellResult
 from eval.process import AgentRun, run_agent_process
+from eval.redact import redact, redact_cell
 from eval.snapshot import copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
 from eval.trajectory import capture_and_prune
@@ -44,12 +45,11 @@ def stage(job: CellJob) -> Path:
 
 
 def agent_env(job: CellJob, work: Path) -> dict[str, str]:
-    env = {**os.environ, **job.env,
-           "SM_PROMPT_FILE": str(job.cell_root / "prompt.md"),
-           "SM_STREAM": str(job.cell_root / "stream.jsonl"),
-           "SM_MODEL": job.contract.model,
-           "SM_MAX_TURNS": str(job.contract.max_turns),
-           "SM_CELL_SEED": str(job.spec.seed)}
+    """The allow-listed environment (eval/environment.py): never the harness's keys; HOME is the cell."""
+    env = allowed_env(home=job.cell_root, argv=job.agent_argv, extra={
+        **job.env, "SM_PROMPT_FILE": str(job.cell_root / "prompt.md"),
+        "SM_STREAM": str(job.cell_root / "stream.jsonl"), "SM_MODEL": job.contract.model,
+        "SM_MAX_TURNS": str(job.contract.max_turns), "SM_CELL_SEED": str(job.spec.seed)})
     env.pop("SM_SKILL_DIR", None)
     if job.skill_dir is not None:
         env["SM_SKILL_DIR"] = str(work / ".claude" / "skills" / job.skill_name)
@@ -104,7 +104,7 @@ async def run_cell(job: CellJob) -> CellResult:
         return await _run_cell(job, started)
     except Exception as err:
         return _result(job, status="infra_error", tests={}, metrics=None, started=started,
-                       error=f"harness fault: {type(err).__name__}: {err}")
+                       error=redact(f"harness fault: {type(err).__name__}: {err}") or "harness fault")
 
 
 async def _run_cell(job: CellJob, started: float) -> CellResult:
@@ -119,6 +119,7 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
     status, error = classify(agent, metrics)
     tests: dict[str, float] = {}
     if not status:
+        shutil.rmtree(work / ".claude" / "skills", ignore_errors=True)  # the grader never sees the skill
         grades, error = await run_grader(job, work)
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}
@@ -154,6 +155,7 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
 
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, started: float,
             error: str) -> CellResult:
+    error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
     result = _result(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
     # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run

@@ -202,6 +202,14 @@ def load_suite(path: Path) -> Suite:
                  suite_hash(path), tuple(sorted(meta.items())))
 
 
+def check_unchanged(suite: Suite) -> None:
+    """Tamper evidence: the suite on disk must still be the one the run loaded (an edited answer key, or a
+    grader writing into its own folder, would silently change what every later score means)."""
+    if suite_hash(suite.path) != suite.content_hash:
+        raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); restore "
+                         f"it and re-run the same command, or start a new run on the changed suite")
+
+
 def suite_hash(path: Path) -> str:
     """The suite's content hash: everything in the suite dir (tasks, fixtures, grader, answer key)."""
     return hashlib.sha256(hash_tree(path).encode()).hexdigest()[:16]

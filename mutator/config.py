@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,7 @@ from eval.cost import Price, parse_pricing
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = ROOT / "config.json"
 ENV_PREFIX = "SKILL_MUTATOR_"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ConfigError(ValueError):
@@ -77,6 +80,8 @@ KEYS = (
     Key("infraRetries", "infra_retries", int, lambda v: v >= 0, "an integer >= 0", 1),
     Key("maxFailedShare", "max_failed_share", float, lambda v: 0 <= v < 1, "a fraction in [0, 1)", 0.25),
     Key("proposeMinDelta", "propose_min_delta", float, lambda v: v >= 0, "a number >= 0", 0.02),
+    Key("passEnv", "pass_env", list, lambda v: all(isinstance(n, str) and ENV_NAME.match(n) for n in v),
+        "a list of environment variable names to pass to agents and graders"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -118,6 +123,7 @@ class Settings:
     infra_retries: int
     max_failed_share: float
     propose_min_delta: float
+    pass_env: list[str]
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE
@@ -153,6 +159,18 @@ def _check_unknown(tree: Mapping[str, Any], source: Path) -> None:
             raise ConfigError(f"{source}: unknown key '{name}'" + (f"; did you mean '{hint[0]}'?" if hint else ""))
 
 
+def _check_environment(environ: Mapping[str, str]) -> None:
+    """A misspelt SKILL_MUTATOR_* variable would be silently ignored: refuse it with the nearest real name."""
+    known = {key.env for key in KEYS}
+    for name in sorted(environ):
+        if name.startswith(ENV_PREFIX) and name not in known:
+            hint = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"environment {name}: not a setting; "
+                              + (f"did you mean {hint[0]}?" if hint else
+                                 f"the names are SKILL_MUTATOR_<FLAG NAME>, e.g. {ENV_PREFIX}REPLICATES")
+                              + f" (unset it: unset {name})")
+
+
 def _coerce(key: Key, value: Any, source: str) -> Any:
     try:
         if key.kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -165,6 +183,8 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             value = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}[value.lower()]
         elif key.kind is dict and isinstance(value, str):
             value = json.loads(value)
+        elif key.kind is list and isinstance(value, str):
+            value = [name for name in re.split(r"[,\s]+", value) if name]
         elif key.kind is Path:
             value = Path(value)
         if key.kind in (int, float) and isinstance(value, bool):
@@ -173,6 +193,8 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             raise TypeError
     except (TypeError, ValueError, KeyError):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}") from None
+    if key.kind is float and not math.isfinite(value):
+        raise ConfigError(f"{source}: '{key.path}' must be a finite number, got {value!r}; give {key.rule}")
     if not key.check(value):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}")
     return value
@@ -181,7 +203,7 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
 def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
                   environ: Mapping[str, str] | None = None) -> Settings:
     """Merge config.json < environment < flags (flags given as {attr: value}; None means unset)."""
-    config_file = Path(config_file or CONFIG_FILE)
+    config_file = Path(os.path.abspath(config_file or CONFIG_FILE))  # relative paths: against the cwd, once
     environ = os.environ if environ is None else environ
     try:
         tree = json.loads(config_file.read_text(encoding="utf-8"))
@@ -192,6 +214,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
     if not isinstance(tree, dict):
         raise ConfigError(f"{config_file}: must hold one JSON object")
     _check_unknown(tree, config_file)
+    _check_environment(environ)
     values: dict[str, Any] = {}
     for key in KEYS:
         value, source = _lookup(tree, key.path), f"{config_file}"
@@ -207,6 +230,12 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
         if value is None:
             raise ConfigError(f"{config_file}: '{key.path}' is missing; add it ({key.rule})")
         values[key.attr] = _coerce(key, value, source)
+        if key.attr in PATH_KEYS:
+            values[key.attr] = Path(os.path.abspath(values[key.attr]))
+    for name, path in values["suites"].items():
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigError(f"{config_file}: 'suites.{name}' must be a folder path string (relative to the config "
+                              f"file), got {path!r}; write it as \"{name}\": \"suites/{name}\"")
     values["suites"] = {name: (config_file.parent / path) for name, path in values["suites"].items()}
     values["pricing"] = parse_pricing(values["pricing"], f"{config_file} pricing")
     return Settings(**values, config_file=config_file)
@@ -216,4 +245,4 @@ def resolve_suite_path(settings: Settings, name_or_path: str) -> Path:
     """A suite named in config.json 'suites', else a path to a suite folder."""
     if name_or_path in settings.suites:
         return settings.suites[name_or_path]
-    return Path(name_or_path)
+    return Path(os.path.abspath(name_or_path))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from skills_ref import read_properties
 
 from eval.cells import Contract, evaluation_key
+from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator import critic
 from mutator.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
@@ -44,6 +45,8 @@ from mutator.solve import SolveAbort, solve_phase
 from mutator.solve import store as store_solve
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
+from mutator.store.liveness import Heartbeat
+from mutator.store.lock import RunLock
 from mutator.view import MutatorView
 from sandbox import Launcher
 from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy
@@ -121,6 +124,9 @@ class Loop(MutatorView):
                 "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
 
     def open_run(self) -> dict:
+        # One writer per run: the lock is taken before the first write of the run (LockHeld names the holder).
+        self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(self.settings.skill_dir))),
+                                    what="this run")
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
         self.run_id = run_id_for(self.identity(seed_hash))
@@ -191,6 +197,7 @@ class Loop(MutatorView):
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
         run = self.open_run()
+        heartbeat = Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?", [self.run_id])
         try:
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
@@ -207,6 +214,9 @@ class Loop(MutatorView):
         except Exception as err:
             self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
             raise
+        finally:
+            heartbeat.stop()
+            self.lock.release()
         return self.run_id
 
     @property
@@ -431,7 +441,10 @@ class Loop(MutatorView):
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
             extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network)
+            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+            watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
+                   "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/tamper.py)
+                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})})
         self._spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,

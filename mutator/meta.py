@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.cost import Price, usd
+from eval.environment import allowed_env
 from eval.process import run_agent_process
+from eval.redact import redact, redact_tree
 from eval.stream_metrics import read_stream
 from mutator.mutate import stage_workspace
 from sandbox import Launcher
@@ -43,16 +44,17 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
     stream, result = workspace / "stream.jsonl", workspace / "result.json"
     for path in (stream, result):
         path.touch()
-    env = {**os.environ, **extra_env, "SM_TASK": "meta", "SM_PROMPT_FILE": str(workspace / "prompt.md"),
-           "SM_STREAM": str(stream), "SM_SKILL_DIR": str(workspace / "skill"), "SM_MODEL": model,
-           "SM_MAX_TURNS": str(max_turns)}
+    env = allowed_env(home=workspace, argv=argv, extra={
+        **extra_env, "SM_TASK": "meta", "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
+        "SM_SKILL_DIR": str(workspace / "skill"), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)})
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
         writable=[result, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
         network=network))
+    redact_tree(workspace)  # secrets never stored: its stream, stderr and result.json
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
-    failure = run.failure(metrics.has_result)
+    failure = redact(run.failure(metrics.has_result))
     if failure:
         return Lessons(False, "", cost, f"meta skill call: {failure}")
     try:

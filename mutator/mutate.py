@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.cost import Price, usd
+from eval.environment import allowed_env
 from eval.process import run_agent_process
+from eval.redact import redact, redact_tree
 from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
+from mutator import tamper
 from sandbox import Launcher
 
 PROMPT = """You are improving an agent skill. Read briefing.md in your working directory: it gives the
@@ -71,21 +73,28 @@ def read_result(path: Path) -> tuple[str, str]:
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
            extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None,
-           network: bool = False) -> Mutation:
+           network: bool = False, watch: Mapping[str, Path] | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
     stream, result_path = workspace / "stream.jsonl", workspace / "result.json"
     for path in (stream, result_path):  # the only files outside skill/ it may write: bound writable by bwrap
         path.touch()
-    env = {**os.environ, **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
-           "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)}
+    before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/tamper.py)
+    env = allowed_env(home=workspace, argv=argv, extra={
+        **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
+        "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)})
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
         writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, network=network))
+    outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
+    redact_tree(workspace)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
-    failure = run.failure(metrics.has_result)
+    if outside:
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir)
+    failure = redact(run.failure(metrics.has_result))
     if failure:
         return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir)
     try:

@@ -8,6 +8,7 @@ import sqlite_utils
 
 from mutator.score import CellFigures, Normalisers, Weights, summarise
 from mutator.store.db import loads, rows
+from mutator.store.liveness import mark_stale
 
 
 def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weights, norm: Normalisers):
@@ -28,7 +29,7 @@ def _line(label: str, val, train) -> str:
 
 def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
             data_dir: Path | None = None) -> str:
-    run = dict(db["runs"].get(run_id))
+    run = mark_stale(db.conn, [dict(db["runs"].get(run_id))])[0]  # a dead writer's run shows as `stale`
     weights = Weights(run["w_cost"], run["w_steps"])
     val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
     train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
@@ -38,7 +39,8 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
     champ_train = [a["train_evaluation_id"] for a in attempts
                    if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
     lines = [f"Run {run_id} · {run['strategy']} · {run['rounds_done']}/{run['rounds_target']} rounds · "
-             f"model {run['model']} · {run['replicates']} replicates · status {run['status']}",
+             f"model {run['model']} · {run['replicates']} replicates · status {run['status']}"
+             + (f" ({run['stale_note']})" if run.get("stale_note") else ""),
              "                 val: composite  eval   cost/cell  steps │ train: composite  eval   cost/cell  steps",
              _line("seed", _figures(db, seed["val_evaluation_id"], weights, val_norm),
                    _figures(db, seed["train_evaluation_id"], weights, train_norm)),

@@ -8,6 +8,7 @@ never an exception that ends the agent.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Callable
@@ -18,6 +19,18 @@ MAX_OUTPUT_CHARS = 30_000
 MAX_LIST_ENTRIES = 500
 BASH_TIMEOUT_S = 120
 BASH_MAX_TIMEOUT_S = 600
+
+
+# The model API and secret-looking variables stay with the agent process: a tool call's `env` shows no key.
+# (The same rule as eval/environment.tool_env, kept here because under bwrap only this folder is mounted.)
+MODEL_API = {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"}
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def tool_env() -> dict[str, str]:
+    passed = set(re.split(r"[,\s]+", os.environ.get("SM_PASS_ENV", "")))
+    return {name: value for name, value in os.environ.items()
+            if name not in MODEL_API and not (SECRET_NAME.search(name) and name not in passed)}
 
 
 class ToolError(Exception):
@@ -121,7 +134,7 @@ class Toolbox:
     # ---- tools -------------------------------------------------------------------------------------
     def _bash(self, command: str, timeout: int = BASH_TIMEOUT_S) -> str:
         timeout = max(1, min(timeout, BASH_MAX_TIMEOUT_S))
-        proc = subprocess.Popen(["bash", "-c", command], cwd=self.root, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["bash", "-c", command], cwd=self.root, stdin=subprocess.DEVNULL, env=tool_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
             out, err = proc.communicate(timeout=timeout)

@@ -7,11 +7,11 @@ given only the output file's path (never the skill, never the cell's other files
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval.environment import allowed_env
 from eval.graders.process import run_helper
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class ExpectationsRunner:
         from eval.graders.script import parse_grades
         stdout, error = await run_helper(
             [sys.executable, str(MAIN)], payload=json.dumps(payload(job, work)).encode(), cwd=job.cell_root,
-            env={**os.environ, "SM_TASK_ID": job.task.id}, timeout_s=job.grader_timeout_s,
+            env=allowed_env(home=job.cell_root, extra={"SM_TASK_ID": job.task.id}), timeout_s=job.grader_timeout_s,
             log_dir=job.cell_root, what="expectations grader")
         if stdout is None:
             return None, error

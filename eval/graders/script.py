@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
+from eval.environment import allowed_env
 from eval.graders.process import run_helper
 from eval.jobs import CellJob
 
@@ -43,8 +43,8 @@ def parse_grades(stdout: str) -> dict[str, float]:
 
 
 async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-    env = {**os.environ, "SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
-           "SM_TASK_ID": job.task.id}
+    env = allowed_env(home=job.cell_root, extra={"SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
+                                                 "SM_TASK_ID": job.task.id})
     stdout, error = await run_helper([*job.suite.grader_argv(), str(work), job.task.id], payload=b"",
                                      cwd=job.suite.path, env=env, timeout_s=job.grader_timeout_s,
                                      log_dir=job.cell_root, what="grader")

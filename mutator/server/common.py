@@ -68,8 +68,9 @@ def remember(request: web.Request, key: tuple[str, str, int], data: Any, *, vola
 
 def running(*runs: dict) -> bool:
     """A response naming a running run (its `alive` flag reads a pid) or a running test (progress reads cell
-    dirs on disk) depends on more than the store: it is cached only briefly."""
-    return any(r.get("status") == "running" for r in runs)
+    dirs on disk) depends on more than the store: it is cached only briefly. So does a `stale` one (its
+    heartbeat's age and its lock are read outside the store)."""
+    return any(r.get("status") in ("running", "stale") for r in runs)
 
 
 def store_of(request: web.Request, *, required: bool = True) -> Store:

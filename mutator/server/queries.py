@@ -15,6 +15,7 @@ from typing import Any
 import sqlite_utils
 
 from mutator.server.stores import pid_alive
+from mutator.store.liveness import mark_stale
 
 RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
             "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
@@ -75,13 +76,14 @@ def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
     found = q(db, sql, [skill] if skill else [])
     for run in found:
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
-    return found
+    return mark_stale(db.conn, found)  # a dead writer's run shows as `stale` (mutator/store/liveness.py)
 
 
 def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
     run = one(db, "select * from runs where id = ?", [run_id])
     if run:
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
+        mark_stale(db.conn, [run])
         run["config"] = loads(run["config"], {})
         run["strategy_opts"] = loads(run["strategy_opts"], {})
         run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)

@@ -6,10 +6,13 @@ versioned migrations applied in order; a released migration is never edited.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,24 +139,90 @@ def _v6(db: sqlite_utils.Database) -> None:
     db["attempts"].add_column("failures", str)           # JSON: the val evaluation's failure counts, when FAILED
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
+def _v7(db: sqlite_utils.Database) -> None:
+    # Liveness: a running writer beats these every few seconds; a dead one's record shows as `stale`.
+    # Idempotent: migrations are numbered by position, and a branch may have run this one under another number.
+    for table in ("runs", "test_runs", "health_checks"):
+        if "heartbeat_at" not in db[table].columns_dict:
+            db[table].add_column("heartbeat_at", float)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used: its file is damaged or its folder not writable. The message says which, and the fix."""
+
+
+DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
+UNWRITABLE = ("readonly", "read-only", "unable to open", "permission", "access")
+
+
+def store_problem(path: Path, err: BaseException) -> StoreError | None:
+    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or not writable; None otherwise."""
+    text = str(err)
+    if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
+        return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and re-run, "
+                          f"or pass another --data-dir")
+    if isinstance(err, OSError) or any(word in text.lower() for word in UNWRITABLE):
+        return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
+                          f"writable --data-dir")
+    return None
+
+
+@contextmanager
+def _migration_lock(data_dir: Path) -> Iterator[None]:
+    """Two processes opening a fresh store at once must not both create its tables."""
+    (data_dir / "locks").mkdir(exist_ok=True)
+    fd = os.open(data_dir / "locks" / "store.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
-    """Open (creating) the writer's connection: WAL, foreign keys, migrations applied."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(path)
-    db.enable_wal()
-    db.execute("PRAGMA foreign_keys = ON")
-    db.execute("PRAGMA busy_timeout = 5000")
-    migrate(db)
+    """Open (creating) the writer's connection: WAL, foreign keys, migrations applied.
+
+    A damaged or unwritable store raises StoreError before anything is written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise PermissionError("permission denied")
+        if path.exists():  # read it first: a damaged file is reported, never written to
+            probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                probe.execute("select count(*) from sqlite_master").fetchone()
+            finally:
+                probe.close()
+        with _migration_lock(path.parent):
+            db = sqlite_utils.Database(path)
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.enable_wal()
+            db.execute("PRAGMA foreign_keys = ON")
+            migrate(db)
+    except (OSError, sqlite3.DatabaseError) as err:
+        problem = store_problem(path, err)
+        if problem is None:
+            raise
+        raise problem from None
     return db
 
 
 def connect_readonly(path: Path) -> sqlite_utils.Database:
     """A reader's connection that can never take a write lock (dashboard, reports)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 5000")
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.OperationalError as err:
+        if "unable to open" not in str(err) or not path.is_file():
+            raise
+        # A WAL store in a read-only folder cannot get its -shm file: no writer can be live there either, so
+        # read it as the immutable file it is (an export or a look at an archived store still works).
+        conn.close()
+        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     return sqlite_utils.Database(conn)
 
 

@@ -24,6 +24,12 @@ from .conftest import ROOT, SEED, run_py
 SLOW = Path(__file__).with_name("slow_agent.py")
 
 
+@pytest.fixture(autouse=True)
+def pass_hang_tasks(monkeypatch) -> None:
+    """The slow agent's HANG_TASKS reaches it the way a user's variable would: --pass-env (SM_PASS_ENV)."""
+    monkeypatch.setenv("SM_PASS_ENV", "HANG_TASKS")
+
+
 def checker(data: Path, *, max_seconds=None, parallel=8) -> HealthCheck:
     settings = load_settings({"data_dir": data, "replicates": 1}, environ={})
     return HealthCheck(settings, (sys.executable, str(SLOW)), "slow@1", get_launcher("none"), parallel=parallel,

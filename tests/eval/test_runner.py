@@ -51,12 +51,27 @@ def test_skill_copied_into_claude_skills(tiny_suite: Path, tmp_path: Path) -> No
     probe.write_text(AGENT_ECHO_SKILL)
     cells = evaluate(request(tiny_suite, tmp_path, [sys.executable, str(probe)], skill=ROOT / "suites" / "csv-clean"))
     work = Path(cells[0].cell_dir) / "work"
-    assert (work / ".claude" / "skills" / "csv-clean" / "SKILL.md").is_file()
+    assert (work / "skill_seen.txt").read_text() == "True"   # the agent had the skill ...
     assert (work / "skill_dir.txt").read_text() == str(work / ".claude" / "skills" / "csv-clean")
+    assert not (work / ".claude" / "skills").exists()          # ... and it was gone before the grader ran
+
+
+GRADER_SEES_NO_SKILL = """import json, pathlib, sys
+print(json.dumps({"no_skill": float(not (pathlib.Path(sys.argv[1]) / ".claude" / "skills").exists())}))
+"""
+
+
+def test_the_grader_never_sees_the_skill(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path / "suites", grader=GRADER_SEES_NO_SKILL, tasks=1)
+    probe = tmp_path / "probe.py"
+    probe.write_text(AGENT_ECHO_SKILL)
+    cells = evaluate(request(suite, tmp_path, [sys.executable, str(probe)], skill=ROOT / "suites" / "csv-clean"))
+    assert cells[0].status == "ok" and cells[0].tests == {"no_skill": 1.0}
 
 
 AGENT_ECHO_SKILL = """import json, os, pathlib
 pathlib.Path("skill_dir.txt").write_text(os.environ["SM_SKILL_DIR"])
+pathlib.Path("skill_seen.txt").write_text(str(pathlib.Path(os.environ["SM_SKILL_DIR"], "SKILL.md").is_file()))
 open(os.environ["SM_STREAM"], "a").write(json.dumps({"type": "result", "is_error": False, "num_turns": 1}) + "\\n")
 """
 

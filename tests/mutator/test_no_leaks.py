@@ -56,6 +56,7 @@ def forbidden_strings() -> set[str]:
 def test_mutator_sees_no_val_details_and_nothing_of_test(tmp_path: Path, monkeypatch, strategy, opts) -> None:
     capture = tmp_path / "capture"
     monkeypatch.setenv("LEAK_CAPTURE", str(capture))
+    monkeypatch.setenv("SM_PASS_ENV", "LEAK_CAPTURE")  # agents get an allow-listed environment (--pass-env)
     wrapper = tmp_path / "wrapper.py"
     wrapper.write_text(WRAPPER)
     settings = load_settings({"data_dir": tmp_path / "data", "rounds": 2, "replicates": 1, "strategy": strategy,

@@ -1,0 +1,66 @@
+"""Secrets never stored, never staged: replace secret values with [REDACTED] in text and in a cell's logs.
+
+A secret is the value of any variable of the harness's environment whose name looks secret
+(KEY|TOKEN|SECRET|PASSWORD, at least 8 characters long), and any known key shape (`sk-ant-...`).
+Runs on everything before it is stored or handed to the mutator; never changes anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from eval.environment import SECRET_NAME
+
+REDACTED = "[REDACTED]"
+MIN_SECRET = 8          # shorter values ("1", "test") are not secrets and would mangle ordinary text
+KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}|\bsk-[A-Za-z0-9]{32,}\b")
+MAX_FILE = 64 * 1024 * 1024
+
+
+def secret_values(source: Mapping[str, str] | None = None) -> list[str]:
+    source = os.environ if source is None else source
+    values = {value for name, value in source.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET}
+    return sorted(values, key=len, reverse=True)  # the longest first: a value containing another is replaced whole
+
+
+def redact(text: str | None, source: Mapping[str, str] | None = None) -> str | None:
+    if not text:
+        return text
+    for value in secret_values(source):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return KEY_SHAPES.sub(REDACTED, text)
+
+
+def redact_file(path: Path, source: Mapping[str, str] | None = None) -> bool:
+    """Rewrite one text file without its secrets; True when something was replaced. Binary files are left."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE:
+            return False
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    if b"\0" in raw:
+        return False
+    text = raw.decode("utf-8", errors="surrogateescape")
+    clean = redact(text, source)
+    if clean == text:
+        return False
+    path.write_bytes(clean.encode("utf-8", errors="surrogateescape"))
+    return True
+
+
+def redact_tree(root: Path, source: Mapping[str, str] | None = None) -> int:
+    """Redact every text file under root (a cell's logs, a mutator workspace's streams); returns files changed."""
+    if not root.is_dir():
+        return 0
+    return sum(redact_file(path, source) for path in root.rglob("*") if not path.is_symlink())
+
+
+def redact_cell(cell_root: Path, error: str | None, source: Mapping[str, str] | None = None) -> str | None:
+    """After the agent and the grader: every text file of the cell, and its error, without secrets."""
+    redact_tree(cell_root, source)
+    return redact(error, source)

@@ -1,0 +1,56 @@
+"""Checks of the user's inputs that must pass before anything is written to the data dir or spent.
+
+Each raises ConfigError with one line naming the problem and the fix; run.py turns it into exit 2.
+Pure checks of files and flags: never opens the store, never starts an agent.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from eval.suite import Suite
+from mutator.config import ConfigError
+
+ROLES = {"--suite": "train", "--val": "val", "--holdout": "test", "--test-run --suite": "test"}
+
+
+def check_seed_skill(skill_dir: Path) -> None:
+    """The seed must be a valid Agent Skill (skills-ref), or every candidate would fail the critic after the
+    seed was paid for."""
+    from skills_ref import validate
+    if not (skill_dir / "SKILL.md").is_file():
+        raise ConfigError(f"seed skill {skill_dir}: no SKILL.md; pass --skill-dir pointing at a skill folder "
+                          f"(SKILL.md with name/description frontmatter)")
+    problems = validate(skill_dir)
+    if problems:
+        raise ConfigError(f"seed skill {skill_dir / 'SKILL.md'}: {'; '.join(problems)}; fix the frontmatter "
+                          f"(name = folder name, lowercase letters, digits and hyphens; a description)")
+
+
+def check_split(suite: Suite, flag: str, *, allow_mismatch: bool) -> None:
+    """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the mutator)."""
+    role = ROLES[flag]
+    if suite.split != role and not allow_mismatch:
+        wanted = "test suite held out from the run" if role == "test" else f"{role} suite"
+        raise ConfigError(f"{flag} {suite.name}: its suite.md says split: {suite.split}, but {flag} uses it as "
+                          f"{role}; pick a {wanted}, or pass --allow-split-mismatch if this is deliberate")
+
+
+def check_agent_flags(*, real: bool, agent: str | None, agent_cmd: str | None, mutator_agent: str | None) -> None:
+    """Backend flags choose real agents; without --real they would be silently ignored for the fakes."""
+    if real:
+        return
+    named = [flag for flag, value in (("--agent-cmd", agent_cmd), ("--agent", agent),
+                                      ("--mutator-agent", mutator_agent)) if value is not None]
+    if named:
+        raise ConfigError(f"{', '.join(named)} without --real: a dry run always uses the fake agents; add --real "
+                          f"to run real agents (they spend money), or drop {named[0]}")
+
+
+def check_finite(**flags: float | None) -> None:
+    """argparse's float() takes 'nan' and 'inf'; no number flag means anything with them."""
+    for name, value in flags.items():
+        if value is not None and not math.isfinite(value):
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} must be a finite number, got {value!r}; pass a number such as {flag} 1")

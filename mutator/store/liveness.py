@@ -1,0 +1,87 @@
+"""Liveness: a long-running writer beats a heartbeat column; a record left `running` by a dead process is `stale`.
+
+A record is stale when its status says running, its heartbeat is older than a few intervals, and its
+lock (mutator/store/lock.py) is free, i.e. no live process holds it. Stale is shown, never written:
+re-running the same command resumes the record and sets it running again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from mutator.store.lock import holder_of
+
+HEARTBEAT_S = 5.0
+STALE_AFTER_S = 4 * HEARTBEAT_S
+
+
+class Heartbeat:
+    """A daemon thread running one UPDATE (its first parameter is the time) every HEARTBEAT_S seconds."""
+
+    def __init__(self, db_path: Path, sql: str, params: list, *, every_s: float = HEARTBEAT_S) -> None:
+        self.db_path, self.sql, self.params, self.every_s = db_path, sql, params, every_s
+        self._stop = threading.Event()
+        self.beat()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        self._thread.start()
+
+    def beat(self) -> None:
+        try:
+            conn = sqlite3.connect(f"file:{self.db_path}?mode=rw", uri=True, timeout=5)  # never creates a store
+            try:
+                with conn:
+                    conn.execute(self.sql, [time.time(), *self.params])
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            pass  # a missed beat is harmless; the next one (or the lock) tells the truth
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.beat()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.every_s + 5)
+
+
+def is_stale(status: str | None, heartbeat_at: float | None, *, lock_free: bool, now: float | None = None) -> bool:
+    """Pure: running by its record, but no beat for STALE_AFTER_S and no live holder of its lock."""
+    now = time.time() if now is None else now
+    return status == "running" and lock_free and (heartbeat_at is None or now - heartbeat_at > STALE_AFTER_S)
+
+
+def stale_note(heartbeat_at: float | None) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(heartbeat_at)) if heartbeat_at else "an unknown time"
+    return f"process died at {when} (last heartbeat); re-run the same command to resume"
+
+
+def run_status(data_dir: Path, run: dict, *, now: float | None = None) -> str:
+    """A run's status as shown: `stale` for a dead writer, else the stored status."""
+    if run.get("status") != "running":
+        return run.get("status") or ""
+    lock_free = holder_of(data_dir, run["id"]) is None
+    return "stale" if is_stale("running", run.get("heartbeat_at"), lock_free=lock_free, now=now) else "running"
+
+
+def mark_stale(conn: sqlite3.Connection, runs: list[dict], *, now: float | None = None) -> list[dict]:
+    """For readers (dashboard, CLI): each `running` run whose writer is dead becomes `stale`, with a note."""
+    running = [run for run in runs if run.get("status") == "running"]
+    if not running:
+        return runs
+    files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main" and row[2]]
+    if not files:
+        return runs
+    try:
+        beats = dict(conn.execute("select id, heartbeat_at from runs where status = 'running'").fetchall())
+    except sqlite3.OperationalError:  # a store no newer writer has migrated: no heartbeats, the lock decides
+        beats = {}
+    data_dir = Path(files[0]).parent
+    for run in running:
+        beat = beats.get(run["id"])
+        if is_stale("running", beat, lock_free=holder_of(data_dir, run["id"]) is None, now=now):
+            run.update(status="stale", alive=False, stale_note=stale_note(beat))
+    return runs

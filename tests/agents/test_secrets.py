@@ -1,0 +1,109 @@
+"""Secrets never stored, never staged: agents, their tools and graders get an allow-listed environment,
+and secret-looking values are [REDACTED] before anything is written to the store or handed to the mutator."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from eval.agents.tools import build_toolbox
+from eval.environment import allowed_env
+from eval.redact import REDACTED, redact
+from mutator.store.db import connect_readonly
+from tests.agents.messages_server import demo_agent
+from tests.agents.test_real_run import ROOT, clean_env, demo_subset, run_py
+
+PLANTED_KEY = "sk-ant-PLANTED-0123456789abcdef"
+PLANTED_TOKEN = "planted-token-value-4242"       # a secret-looking name the user passes on with --pass-env
+PLANTED_SHAPE = "sk-ant-SHAPEONLY-9876543210"    # under an innocent name: caught by its key shape
+
+ENV_AGENT = """import json, os, subprocess, sys
+stream = os.environ["SM_STREAM"]
+env = dict(os.environ)
+tool = subprocess.run(["env"], capture_output=True, text=True).stdout      # a tool call of the agent
+with open(stream, "a") as f:
+    f.write(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": json.dumps(env)}],
+                        "usage": {"input_tokens": 1, "output_tokens": 1}}}) + "\\n")
+    f.write(json.dumps({"type": "user", "message": {"content": [{"type": "tool_result", "content": tool}]}}) + "\\n")
+open("env.txt", "w").write(tool)
+print(tool, file=sys.stderr)
+os.execv(sys.executable, [sys.executable, {fake!r}])
+"""
+
+ENV_GRADER = """import os, subprocess, sys
+print("\\n".join(f"{k}={v}" for k, v in os.environ.items()), file=sys.stderr)
+if sys.argv[2] == {first!r}:
+    sys.exit(1)          # a grader error: its stderr (the environment) goes to the cell's error
+real = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "grade_real.py"),
+                       *sys.argv[1:]], capture_output=True, text=True)
+sys.stdout.write(real.stdout)
+sys.exit(real.returncode)
+"""
+
+
+def env_printing_suite(tmp_path: Path, name: str) -> Path:
+    suite = demo_subset(tmp_path, name, 2)
+    first = json.loads((suite / "tasks.jsonl").read_text().splitlines()[0])["id"]
+    (suite / "run-eval.py").rename(suite / "grade_real.py")
+    (suite / "run-eval.py").write_text(ENV_GRADER.replace("{first!r}", repr(first)))
+    return suite
+
+
+def every_byte(root: Path) -> bytes:
+    return b"\n".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink())
+
+
+def test_planted_key_is_nowhere_in_the_data_dir_nor_in_what_the_mutator_is_sent(server, tmp_path: Path) -> None:
+    server.responder = demo_agent
+    data = tmp_path / "data"
+    train, val = env_printing_suite(tmp_path, "clean-train"), env_printing_suite(tmp_path, "clean-val")
+    agent = tmp_path / "env_agent.py"
+    agent.write_text(ENV_AGENT.replace("{fake!r}", repr(str(ROOT / "fakes" / "fake_agent.py"))))
+    env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=PLANTED_KEY, MY_SERVICE_TOKEN=PLANTED_TOKEN,
+                    SOME_SETTING=PLANTED_SHAPE)
+    done = run_py("--suite", str(train), "--val", str(val), "--real", "--agent", "command", "--agent-cmd",
+                  f"{sys.executable} {agent}", "--pass-env", "MY_SERVICE_TOKEN", "--pass-env", "SOME_SETTING",
+                  "--no-solve", "--rounds", "1", "--replicates", "1", "--data-dir", str(data), env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    db = connect_readonly(data / "mutator.db")
+    cells = [dict(r) for r in db.query("select * from cells")]
+    assert any(c["status"] == "grader_error" and REDACTED in (c["error"] or "") for c in cells)  # the grader's env
+    streams = b"".join(p.read_bytes() for p in data.rglob("stream.jsonl"))
+    assert REDACTED.encode() in streams                    # the agent did print the values it was given
+    assert b"MY_SERVICE_TOKEN" in streams                  # --pass-env passed it ...
+    assert b"ANTHROPIC_API_KEY" not in streams             # ... while the build agent never had the key at all
+    db.conn.close()
+    everything = every_byte(data)                          # files, mutator.db and its WAL, workspaces, genomes
+    sent = json.dumps(server.requests).encode()            # every byte the models (the mutator) were sent
+    for planted in (PLANTED_KEY, PLANTED_TOKEN, PLANTED_SHAPE):
+        assert planted.encode() not in everything, planted
+        assert planted.encode() not in sent, planted
+
+
+def test_the_agents_bash_tool_never_sees_the_key(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PLANTED_KEY)
+    monkeypatch.setenv("GITHUB_TOKEN", PLANTED_TOKEN)
+    monkeypatch.setenv("SM_MODEL", "claude-haiku-4-5")
+    out = build_toolbox(tmp_path).run("bash", {"command": "env"})
+    assert PLANTED_KEY not in out and PLANTED_TOKEN not in out and "SM_MODEL=claude-haiku-4-5" in out
+
+
+def test_allow_list_passes_only_what_the_process_needs(tmp_path: Path) -> None:
+    source = {"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": "/root", "ANTHROPIC_API_KEY": PLANTED_KEY,
+              "AWS_SECRET_ACCESS_KEY": "aws-secret-0000", "SM_PASS_ENV": "MY_FLAG", "MY_FLAG": "1",
+              "OTHER": "x", "SM_JUDGE": "fake", "FAKE_AGENT_HANG": "1"}
+    user = allowed_env(home=tmp_path, argv=("python", "my_agent.py"), source=source)
+    assert user == {"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": str(tmp_path), "SM_PASS_ENV": "MY_FLAG",
+                    "MY_FLAG": "1", "SM_JUDGE": "fake", "FAKE_AGENT_HANG": "1"}
+    ours = allowed_env(home=tmp_path, argv=(sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")),
+                       source=source)
+    assert ours["ANTHROPIC_API_KEY"] == PLANTED_KEY and "AWS_SECRET_ACCESS_KEY" not in ours
+
+
+def test_redact_names_shapes_and_leaves_ordinary_text() -> None:
+    source = {"MY_API_KEY": "abcdefgh12345678", "DB_PASSWORD": "hunter2hunter2", "SHORT_TOKEN": "1",
+              "PATH": "/usr/bin/secretish"}
+    text = "key abcdefgh12345678 pw hunter2hunter2 bare sk-ant-api03-XYZxyz_123-abc token 1 path /usr/bin/secretish"
+    assert redact(text, source) == (f"key {REDACTED} pw {REDACTED} bare {REDACTED} token 1 path /usr/bin/secretish")
+    assert redact(None, source) is None and redact("", source) == ""
