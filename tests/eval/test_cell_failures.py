@@ -113,14 +113,14 @@ def test_a_harness_fault_is_an_infra_error_not_a_crash(tiny_suite: Path, tmp_pat
 
 
 SLOW_GRADER = """import json, pathlib, sys, time
-time.sleep(float(pathlib.Path(sys.argv[0]).with_name("delay").read_text()))
+time.sleep(float(pathlib.Path(sys.argv[0]).parent.parent.joinpath("delay").read_text()))   # beside the suite
 print(json.dumps({"exists": float((pathlib.Path(sys.argv[1]) / "output.txt").exists())}))
 """
 
 
 def test_a_grader_error_cell_keeps_its_work_dir_and_is_regraded_without_the_agent(tmp_path: Path) -> None:
     suite = make_suite(tmp_path / "suites", grader=SLOW_GRADER, tasks=1)
-    (suite / "delay").write_text("5")
+    (suite.parent / "delay").write_text("5")
     script = tmp_path / "counting.py"
     script.write_text(HEAD + 'pathlib.Path("output.txt").write_text("done")\n'
                       'with open(pathlib.Path(os.environ["SM_PROMPT_FILE"]).parent.parent.parent / "runs", "a") as f:\n'
@@ -130,7 +130,7 @@ def test_a_grader_error_cell_keeps_its_work_dir_and_is_regraded_without_the_agen
     [first] = evaluate(req)
     assert first.status == "grader_error" and "timed out" in first.error
     assert (Path(first.cell_dir) / "work" / "output.txt").is_file()          # kept for re-grading
-    (suite / "delay").write_text("0")
+    (suite.parent / "delay").write_text("0")
     [second] = evaluate(dataclasses.replace(req, grader_timeout_s=30), regrade={("t0", 0)})
     assert second.status == "ok" and second.tests == {"exists": 1.0} and second.extra["regraded"] is True
     assert second.cost_usd == first.cost_usd                                  # the same agent run, read again
