@@ -56,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
                           "<out>/<name>-train, -val and -test, split by --seed; needs --out suites/NAME")
     run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
                                                          "on --val (fresh replicate seeds) to measure gate noise")
+    run.add_argument("--lint", type=Path, metavar="SKILL_DIR", help="print the critic's rows for a skill and exit 0 "
+                                                                    "when all pass (alone: the Agent Skills spec; "
+                                                                    "with --against: the full review); spends nothing")
+    run.add_argument("--against", type=Path, metavar="PARENT_DIR", help="--lint: review SKILL_DIR as a candidate "
+                                                                       "made from PARENT_DIR")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
                                                          "of a run on --suite/--val/--holdout; spends nothing")
     loop = p.add_argument_group("the loop")
@@ -207,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        if args.lint:
+            from mutator.critic import limits_from
+            from mutator.lint import lint_command
+            code, text = lint_command(args.lint, args.against, limits_from(settings))
+            print(text, file=sys.stderr if code == 2 else sys.stdout)
+            return code
         if args.export:
             from mutator.after.export import ExportError, export
             try:

@@ -71,6 +71,7 @@ KEYS = (
     Key("critic.maxSkillLines", "critic_max_lines", int, _positive, "an integer >= 1"),
     Key("critic.maxSkillBytes", "critic_max_bytes", int, _positive, "an integer >= 1"),
     Key("critic.maxGrowth", "critic_max_growth", float, lambda v: v >= 0, "a fraction >= 0 (0.2 = +20%)"),
+    Key("critic.minGrowthBytes", "critic_min_growth_bytes", int, lambda v: v >= 0, "an integer >= 0"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -107,6 +108,7 @@ class Settings:
     critic_max_lines: int
     critic_max_bytes: int
     critic_max_growth: float
+    critic_min_growth_bytes: int
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE

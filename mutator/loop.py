@@ -362,9 +362,7 @@ class Loop(MutatorView):
                 return Scored(sibling, spec, None, evaluated=False)
         genome_hash = row["genome_hash"]
         if row["critic"] is None:
-            limits = critic.GateLimits(max_lines=self.settings.critic_max_lines,
-                                       max_bytes=self.settings.critic_max_bytes,
-                                       max_growth=self.settings.critic_max_growth)
+            limits = critic.limits_from(self.settings)
             checks = critic.review(self.genomes.path(genome_hash), self.genomes.path(spec.parent_hash),
                                    skill_name=self.skill_name, limits=limits)
             fields = {"critic": dumps([c.to_json() for c in checks])}
