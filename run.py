@@ -97,12 +97,18 @@ def parser() -> argparse.ArgumentParser:
                                           "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
     real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
     real.add_argument("--real", action="store_true", help="use real model agents instead of the zero-spend fakes")
-    real.add_argument("--agent", choices=AGENT_IDS, default="anthropic",
-                      help="build-agent backend: our SDK tool loop, the claude CLI, or --agent-cmd (default anthropic)")
-    real.add_argument("--agent-cmd", metavar="CMD", help="for --agent command: a program following the agent "
-                                                         "process contract, e.g. 'python my_agent.py'")
-    real.add_argument("--mutator-agent", choices=AGENT_IDS, help="mutator backend (default: --agent; anthropic "
-                                                                 "when --agent is command)")
+    real.add_argument("--agent", choices=AGENT_IDS,
+                      help="build-agent backend: our SDK tool loop, the claude CLI, or --agent-cmd (default anthropic, "
+                           "or command when --agent-cmd is given)")
+    real.add_argument("--agent-cmd", metavar="CMD", help="your own build agent: a program following the agent "
+                                                         "process contract, e.g. 'python my_agent.py' (implies "
+                                                         "--agent command)")
+    real.add_argument("--mutator-agent", choices=AGENT_IDS, help="mutator backend (default: command with "
+                                                                 "--mutator-cmd, else --agent; anthropic when "
+                                                                 "--agent is command)")
+    real.add_argument("--mutator-cmd", metavar="CMD", help="your own mutator (config mutatorCmd): a program that "
+                                                           "edits ./skill/ and writes ./result.json; independent of "
+                                                           "--agent-cmd")
     real.add_argument("--budget-usd", type=float, metavar="USD", help="stop cleanly before the run's committed "
                                                                       "spend would pass USD; resume with a higher cap")
     after = p.add_argument_group("after the run: proposals, deploy, health checks, spend (see README)")
@@ -148,21 +154,28 @@ def real_agents(settings: Settings, args: argparse.Namespace):
     """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
     import os
 
-    from eval.agents import AgentSetupError, make_backend
+    from eval.agents import AgentSetupError
+    from eval.agents.choice import backend_for, choose
     from eval.cost import price_for
     from mutator.loop import Agents
     for model in (settings.model, settings.mutator_model):
         price_for(settings.pricing, model)  # PricingError names the model and the config key to add
-    mutator_id = args.mutator_agent or ("anthropic" if args.agent == "command" else args.agent)
     try:
-        build = make_backend(args.agent, command=args.agent_cmd, config_file=settings.config_file)
-        mutator = make_backend(mutator_id, command=args.agent_cmd, config_file=settings.config_file)
-        for backend in (build, mutator):
-            backend.check(os.environ)
+        build_choice, mutator_choice = choose(
+            agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
+            mutator_cmd=args.mutator_cmd or settings.mutator_cmd or None,
+            mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
+        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
+        mutator = backend_for(mutator_choice, config_file=settings.config_file, environ=os.environ)
     except AgentSetupError as err:
         raise ConfigError(str(err)) from None
+    # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
+    solver = mutator if mutator_choice.can_solve else None
     return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
-                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True)
+                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True,
+                  solve_argv=solver.argv("build") if solver else None,
+                  solve_id=solver.implementation("build") if solver else "", solve_by_default=solver is not None,
+                  mutator_how=mutator_choice.how)
 
 
 def fake_agents():
@@ -172,7 +185,8 @@ def fake_agents():
         return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
     return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
-                  mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator))
+                  mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator),
+                  solve_argv=(sys.executable, str(build)), solve_id=implementation(build))
 
 
 def load(settings: Settings, name: str | None, flag: str) -> Suite:
@@ -236,6 +250,12 @@ def main(argv: list[str] | None = None) -> int:
             if code is not None:
                 return code
         launcher = get_launcher(settings.sandbox)
+        typed = [flag for flag, value in (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
+                                          ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
+                 if value]
+        if typed and not args.real:
+            raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
+                              f"(without it the zero-spend fakes run)")
         agents = real_agents(settings, args) if args.real else fake_agents()
         from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %

@@ -45,6 +45,7 @@ def _positive(value: Any) -> bool:
 KEYS = (
     Key("model", "model", str, bool, "a non-empty model id"),
     Key("mutatorModel", "mutator_model", str, bool, "a non-empty model id"),
+    Key("mutatorCmd", "mutator_cmd", str, lambda v: True, "your mutator's command line ('' = none)"),
     Key("replicates", "replicates", int, _positive, "an integer >= 1"),
     Key("rounds", "rounds", int, lambda v: v >= 0, "an integer >= 0"),
     Key("maxTurns", "max_turns", int, _positive, "an integer >= 1"),
@@ -82,6 +83,7 @@ PATH_KEYS = {"skill_dir", "data_dir"}
 class Settings:
     model: str
     mutator_model: str
+    mutator_cmd: str
     replicates: int
     rounds: int
     max_turns: int

@@ -61,6 +61,10 @@ class Agents:
     mutator_argv: tuple[str, ...]
     mutator_id: str
     network: bool = False    # real backends call the model API: a sandbox must share the network
+    solve_argv: tuple[str, ...] | None = None  # the mutator model solving a task bare; None: its backend cannot
+    solve_id: str = ""
+    solve_by_default: bool = False             # --solve auto: on for the SDK and CLI mutators, off otherwise
+    mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
 
 
 def check_roles(suites: Suites) -> None:
@@ -182,14 +186,21 @@ class Loop(MutatorView):
 
     @property
     def solve_enabled(self) -> bool:
-        """--solve on/off; auto = on for real agents, off for the fakes (they cannot solve bare)."""
+        """--solve on/off; auto = on only when the mutator's backend can solve a task bare (anthropic,
+        claude-cli): off for the fakes and for a command mutator."""
         if self.settings.solve == "auto":
-            return not self.agents.build_id.startswith("fake")
+            return self.agents.solve_by_default
+        if self.settings.solve == "on" and self.agents.solve_argv is None:
+            raise LoopError(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
+                            f"the mutator is {self.agents.mutator_how}. Drop --solve, or pass --mutator-agent "
+                            f"anthropic")
         return self.settings.solve == "on"
 
     def solve(self) -> None:
         s = self.settings
-        record = solve_phase(db=self.db, evaluator=self.evaluator, train=self.suites.train, contract=self.contract,
+        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
+        record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
                              min_score=s.solve_min_score, out_dir=self.solve_dir)
         store_solve(self.db, self.run_id, record)

@@ -52,7 +52,7 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
         network=network))
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
-    failure = run.failure(metrics.has_result)
+    failure = run.failure(has_result=True)  # a mutator-role call: result.json is its contract, the stream optional
     if failure:
         return Lessons(False, "", cost, f"meta skill call: {failure}")
     try:
