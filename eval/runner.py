@@ -13,7 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
-from eval.cost import usd
+from eval.cost import charged, usd
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost
 from eval.jobs import CellJob, CellResult
@@ -85,14 +85,17 @@ async def run_cell(job: CellJob) -> CellResult:
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}
     score = sum(tests.values()) / len(tests) if status == "ok" else 0.0
+    priced = usd(job.price, metrics.usage)
     result = CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
-        cost_usd=usd(job.price, metrics.usage), steps=metrics.steps,
+        cost_usd=charged(priced, metrics.reported_cost_usd, agent=job.contract.agent), steps=metrics.steps,
         input_tokens=metrics.usage.input_tokens, output_tokens=metrics.usage.output_tokens,
         cache_write_tokens=metrics.usage.cache_creation_input_tokens,
         cache_read_tokens=metrics.usage.cache_read_input_tokens,
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype,
-        error=error, cell_dir=str(job.cell_root), extra=grader_extra(job.cell_root))
+        error=error, cell_dir=str(job.cell_root), extra={**grader_extra(job.cell_root), "priced_cost_usd": priced,
+                                                          "reported_cost_usd": metrics.reported_cost_usd,
+                                                          "retries": metrics.retries})
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
     capture_and_prune(job.cell_root, prune=job.prune, task_id=job.task.id, replicate=job.spec.replicate, prompt=job.task.prompt,
                       status=status, score=score, tests=tests, error=error, required=list(job.task.required))

@@ -26,6 +26,7 @@ class StreamMetrics:
     tool_uses: int = 0
     events: int = 0
     error_text: str = field(default="")
+    retries: int = 0          # API calls retried (our backends report it in their result event)
 
 
 def _usage(raw: dict | None) -> Usage:
@@ -72,7 +73,8 @@ def read_stream(path: Path) -> StreamMetrics:
             subtype=str(result.get("subtype") or ""), num_turns=turns,
             reported_cost_usd=float(result.get("total_cost_usd") or 0.0), bad_lines=bad,
             tool_uses=tool_uses, events=events,
-            error_text=str(result.get("result") or "") if result.get("is_error") else "")
+            error_text=str(result.get("result") or "") if result.get("is_error") else "",
+            retries=int(result.get("retries") or 0))
     return StreamMetrics(steps=assistant_turns, usage=Usage(*summed), has_result=False, is_error=True,
                          subtype="no_result", num_turns=assistant_turns, reported_cost_usd=0.0,
                          bad_lines=bad, tool_uses=tool_uses, events=events)

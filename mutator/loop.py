@@ -421,17 +421,18 @@ class Loop(MutatorView):
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
             extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network)
+            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+            agent=self.agents.mutator_id)
         self._spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
-                                                   "mutator_cost_usd": result.cost_usd, "finished_at": now()})
+                                                   **result.columns(), "finished_at": now()})
             return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
         self.db["attempts"].update(row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
-            "mutator_cost_usd": result.cost_usd, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+            **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.cost import Price, usd
+from eval.cost import Price, Usage, charged, usd
 from eval.process import run_agent_process
 from eval.snapshot import copy_tree
 from eval.stream_metrics import read_stream
@@ -33,8 +33,20 @@ class Mutation:
     summary: str
     reasoning: str
     error: str
-    cost_usd: float
+    cost_usd: float                 # what the call is charged (eval.cost.charged)
     skill_dir: Path
+    usage: Usage = Usage()
+    retries: int = 0
+    priced_usd: float = 0.0         # from config.json pricing
+    reported_usd: float = 0.0       # the mutator's own total_cost_usd, when its stream gave one
+
+    def columns(self) -> dict:
+        """The attempt columns that record what this call used."""
+        return {"mutator_cost_usd": self.cost_usd, "mutator_input_tokens": self.usage.input_tokens,
+                "mutator_output_tokens": self.usage.output_tokens,
+                "mutator_cache_write_tokens": self.usage.cache_creation_input_tokens,
+                "mutator_cache_read_tokens": self.usage.cache_read_input_tokens, "mutator_retries": self.retries,
+                "mutator_priced_cost_usd": self.priced_usd, "mutator_reported_cost_usd": self.reported_usd}
 
 
 def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
@@ -71,7 +83,7 @@ def read_result(path: Path) -> tuple[str, str]:
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
            extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None,
-           network: bool = False) -> Mutation:
+           network: bool = False, agent: str = "") -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
@@ -84,14 +96,17 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
         writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, network=network))
     metrics = read_stream(stream)
-    cost = usd(price, metrics.usage)
+    priced = usd(price, metrics.usage)
+    cost = charged(priced, metrics.reported_cost_usd, agent=agent)
+    used = {"usage": metrics.usage, "retries": metrics.retries, "priced_usd": priced,
+            "reported_usd": metrics.reported_cost_usd}
     # The mutator's contract is the workspace and result.json: a stream (and its result event) is optional,
     # so only a timeout or a non-zero exit fails it here; read_result judges what it wrote.
     failure = run.failure(has_result=True)
     if failure:
-        return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir)
+        return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir, **used)
     try:
         summary, reasoning = read_result(result_path)
     except ValueError as err:
-        return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir)
-    return Mutation(True, summary, reasoning, "", cost, skill_dir)
+        return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir, **used)
+    return Mutation(True, summary, reasoning, "", cost, skill_dir, **used)

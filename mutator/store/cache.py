@@ -47,7 +47,8 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) 
            "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
            "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
-           "cell_dir": cell.cell_dir, "finished_at": now()}
+           "cell_dir": cell.cell_dir, "finished_at": now(),
+           **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "retries") if k in cell.extra}}
     conn = db.conn
     with conn:
         cursor = conn.execute(f"insert into cells ({', '.join(row)}) values ({', '.join('?' * len(row))})",

@@ -125,7 +125,19 @@ def _v5(db: sqlite_utils.Database) -> None:
     db["attempts"].create_index(["run_id", "genome_hash"])
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v8(db: sqlite_utils.Database) -> None:
+    # What each call really used, not only its cost: a cell's priced and agent-reported cost side by side
+    # and its API retries; a mutation's tokens (input, output, cache write, cache read), retries and costs.
+    for column, kind in (("priced_cost_usd", float), ("reported_cost_usd", float), ("retries", int)):
+        db["cells"].add_column(column, kind)
+    for column, kind in (("mutator_input_tokens", int), ("mutator_output_tokens", int),
+                         ("mutator_cache_write_tokens", int), ("mutator_cache_read_tokens", int),
+                         ("mutator_retries", int), ("mutator_priced_cost_usd", float),
+                         ("mutator_reported_cost_usd", float)):
+        db["attempts"].add_column(column, kind)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v8)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from mutator.store.db import connect_readonly
 from tests.agents.test_real_run import clean_env, run_py
 
@@ -103,3 +105,11 @@ def test_own_agent_and_own_mutator_reach_the_optimum(tmp_path: Path) -> None:
                                        [run["incumbent_hash"]]))))
     assert champion["eval"] == 1.0
     assert not list(db.query("select * from attempts where verdict = 'FAILED'"))
+    # the agent's own total_cost_usd (0.002) is charged; the config.json price of its usage sits beside it
+    cells = [dict(r) for r in db.query("select * from cells")]
+    assert cells and {c["cost_usd"] for c in cells} == {0.002} and {c["reported_cost_usd"] for c in cells} == {0.002}
+    priced = (1000 * 1 + 50 * 5) / 1e6   # claude-haiku-4-5: $1 / $5 per million input / output tokens
+    assert {round(c["priced_cost_usd"], 12) for c in cells} == {priced}
+    assert run["cost_usd"] == pytest.approx(0.002 * len(cells))
+    assert "fakes" not in done.stdout and "your agent's own total_cost_usd" in done.stdout
+    assert {a["mutator_input_tokens"] for a in attempts} == {0}   # no stream: nothing to count, nothing charged
