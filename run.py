@@ -150,7 +150,7 @@ FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvem
 AGENT_IDS = ("anthropic", "claude-cli", "command")
 
 
-def real_agents(settings: Settings, args: argparse.Namespace):
+def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False):
     """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
     import os
 
@@ -166,7 +166,8 @@ def real_agents(settings: Settings, args: argparse.Namespace):
             mutator_cmd=args.mutator_cmd or settings.mutator_cmd or None,
             mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
         build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
-        mutator = backend_for(mutator_choice, config_file=settings.config_file, environ=os.environ)
+        mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
+                                                       environ=os.environ)
     except AgentSetupError as err:
         raise ConfigError(str(err)) from None
     # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
@@ -175,7 +176,9 @@ def real_agents(settings: Settings, args: argparse.Namespace):
                   mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True,
                   solve_argv=solver.argv("build") if solver else None,
                   solve_id=solver.implementation("build") if solver else "", solve_by_default=solver is not None,
-                  mutator_how=mutator_choice.how)
+                  mutator_how=mutator_choice.how,
+                  launch={"real": True, "agent": build_choice.backend, "agent_cmd": build_choice.command,
+                          "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})
 
 
 def fake_agents():
@@ -186,7 +189,23 @@ def fake_agents():
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
     return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
                   mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator),
-                  solve_argv=(sys.executable, str(build)), solve_id=implementation(build))
+                  solve_argv=(sys.executable, str(build)), solve_id=implementation(build), launch={"real": False})
+
+
+def where_flags(args: argparse.Namespace) -> str:
+    """The --config and --data-dir this command was given, for a printed command to carry."""
+    import shlex
+    return " ".join(f"{flag} {shlex.quote(str(getattr(args, attr)))}"
+                    for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
+                    if getattr(args, attr) is not None)
+
+
+def next_step(args: argparse.Namespace, *words: str) -> str:
+    """A command to print as the next step that works when pasted in the same shell: it carries the
+    --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
+    import shlex
+    script = sys.argv[0] if sys.argv[0].endswith("run.py") else "run.py"   # as the user typed it
+    return " ".join(["python", shlex.quote(script), *words, where_flags(args)]).strip()
 
 
 def load(settings: Settings, name: str | None, flag: str) -> Suite:
@@ -250,13 +269,20 @@ def main(argv: list[str] | None = None) -> int:
             if code is not None:
                 return code
         launcher = get_launcher(settings.sandbox)
+        if args.test_run:
+            from mutator.validity.testrun import TestRunError, apply_run_defaults
+            try:
+                apply_run_defaults(settings, args)  # the run's holdout and agent flags, unless typed
+            except TestRunError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
         typed = [flag for flag, value in (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
                                           ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
                  if value]
         if typed and not args.real:
             raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
                               f"(without it the zero-spend fakes run)")
-        agents = real_agents(settings, args) if args.real else fake_agents()
+        agents = real_agents(settings, args, build_only=bool(args.test_run)) if args.real else fake_agents()
         from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
@@ -311,9 +337,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                    if loop.cells_run == 0 else "")
               + f". Record: {settings.db_path}")
         if suites.holdout:
-            print(f"Test the champion: python run.py --test-run {run_id} --suite {suites.holdout.name}")
+            print(f"Test the champion: {next_step(args, '--test-run', run_id)}")
         from mutator.after.cli import propose_finished
-        print(propose_finished(settings, run_id))
+        print(propose_finished(settings, run_id, where_flags(args)))
         return 0
     except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from eval.cost import charged, usd
 from eval.graders import get_runner
-from eval.graders.judge_runner import grader_cost
+from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
 from eval.process import run_agent_process
 from eval.snapshot import copy_tree
@@ -64,7 +64,7 @@ async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None,
 def grader_extra(cell_root: Path) -> dict:
     """What the grader itself spent on this cell (a judge's model call; 0 when cached or scripted)."""
     cost = grader_cost(cell_root)
-    return {"grader_cost_usd": cost} if cost else {}
+    return {**({"grader_cost_usd": cost} if cost else {}), **grader_usage(cell_root)}
 
 
 async def run_cell(job: CellJob) -> CellResult:

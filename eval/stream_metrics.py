@@ -37,7 +37,10 @@ def _usage(raw: dict | None) -> Usage:
 
 def read_stream(path: Path) -> StreamMetrics:
     assistant_turns = tool_uses = bad = events = 0
-    summed = [0, 0, 0, 0]
+    # Claude Code writes one `assistant` event per content block, each repeating its message's id and
+    # usage: without a result event, a message is counted once (its last event's usage), not per block.
+    by_message: dict[str, Usage] = {}
+    anonymous: list[Usage] = []
     result: dict | None = None
     if path.is_file():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -54,17 +57,21 @@ def read_stream(path: Path) -> StreamMetrics:
             events += 1
             kind = event.get("type")
             if kind == "assistant":
-                assistant_turns += 1
                 message = event.get("message") or {}
                 content = message.get("content") or []
                 tool_uses += sum(1 for block in content if isinstance(block, dict)
                                  and block.get("type") == "tool_use")
                 usage = _usage(message.get("usage"))
-                for i, value in enumerate((usage.input_tokens, usage.output_tokens,
-                                           usage.cache_creation_input_tokens, usage.cache_read_input_tokens)):
-                    summed[i] += value
+                if message.get("id"):
+                    by_message[str(message["id"])] = usage
+                else:
+                    anonymous.append(usage)
+                assistant_turns = len(by_message) + len(anonymous)
             elif kind == "result":
                 result = event
+    messages = [*by_message.values(), *anonymous]
+    summed = [sum(getattr(u, key) for u in messages) for key in (
+        "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
     if result is not None:
         usage = _usage(result.get("usage")) if result.get("usage") else Usage(*summed)
         turns = int(result.get("num_turns") or assistant_turns)

@@ -65,6 +65,7 @@ class Agents:
     solve_id: str = ""
     solve_by_default: bool = False             # --solve auto: on for the SDK and CLI mutators, off otherwise
     mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
+    launch: dict = dataclasses.field(default_factory=dict)  # the agent flags, so --test-run RUN can repeat them
 
 
 def check_roles(suites: Suites) -> None:
@@ -141,7 +142,16 @@ class Loop(MutatorView):
                 "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
             self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
                               f"train {self.suites.train.name}, val {self.suites.val.name}.")
+        self.db["runs"].update(self.run_id, self.where_from())
         return self.run()
+
+    def where_from(self) -> dict:
+        """The suites by resolved path and the agent flags, so `--test-run RUN` can repeat them."""
+        found = {"suite_path": str(self.suites.train.path.resolve()), "val_path": str(self.suites.val.path.resolve()),
+                 "agents": dumps(self.agents.launch)}
+        if self.suites.holdout:
+            found["holdout_path"] = str(self.suites.holdout.path.resolve())
+        return found
 
     def run(self) -> dict:
         return dict(self.db["runs"].get(self.run_id))

@@ -30,6 +30,7 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
     best: dict[str, dict] = {}
     cost = 0.0
     passes = cells_run = 0
+    evaluations: list[int] = []
     for number in range(1, attempts + 1):
         todo = tuple(t for t in train.tasks if best.get(t.id, {"score": -1.0})["score"] < 1.0)
         if not todo:
@@ -41,11 +42,13 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
                                      contract=fresh, price=price)
         cost += outcome.ran_cost
         cells_run += outcome.ran
+        evaluations.append(outcome.evaluation_id)
         for cell in rows(db, "select task_id, score, cell_dir, status, error from cells where evaluation_id = ?",
                          [outcome.evaluation_id]):
             if cell["score"] > best.get(cell["task_id"], {"score": -1.0})["score"]:
                 best[cell["task_id"]] = {"score": cell["score"], "pass": number, "cell_dir": cell["cell_dir"],
                                          "status": cell["status"], "error": cell["error"] or ""}
+    usage = solve_usage(db, evaluations)
     out_dir.mkdir(parents=True, exist_ok=True)
     for task_id, found in best.items():
         trajectory = Path(found["cell_dir"]) / "trajectory.md"
@@ -55,13 +58,26 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
             encoding="utf-8")
     low = sorted(task_id for task_id, found in best.items() if found["score"] < min_score)
     record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score, "cost_usd": cost,
-              "cells_run": cells_run, "aborted": bool(low),
+              "cells_run": cells_run, "aborted": bool(low), "usage": usage,
               "tasks": {task_id: {"score": f["score"], "pass": f["pass"], "status": f["status"]}
                         for task_id, f in sorted(best.items())}}
     (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     if low:
         record["message"] = abort_message(model, passes, min_score, {task_id: best[task_id] for task_id in low})
     return record
+
+
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "retries")
+
+
+def solve_usage(db, evaluations: list[int]) -> dict[str, int]:
+    """Tokens and API retries of every solve cell (the cells keep them one by one; this is the total)."""
+    if not evaluations:
+        return dict.fromkeys(USAGE_COLUMNS, 0)
+    marks = ",".join("?" * len(evaluations))
+    totals = db.execute(f"select {', '.join(f'sum({c})' for c in USAGE_COLUMNS)} from cells "
+                        f"where evaluation_id in ({marks})", evaluations).fetchone()
+    return {column: int(value or 0) for column, value in zip(USAGE_COLUMNS, totals, strict=True)}
 
 
 def abort_message(model: str, passes: int, min_score: float, low: dict[str, dict]) -> str:

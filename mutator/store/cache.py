@@ -48,7 +48,8 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) 
            "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
            "cell_dir": cell.cell_dir, "finished_at": now(),
-           **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "retries") if k in cell.extra}}
+           **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "retries", "grader_input_tokens",
+                                         "grader_output_tokens") if k in cell.extra}}
     conn = db.conn
     with conn:
         cursor = conn.execute(f"insert into cells ({', '.join(row)}) values ({', '.join('?' * len(row))})",

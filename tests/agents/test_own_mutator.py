@@ -7,6 +7,7 @@ of a small suite of its own. The solve phase stays off by default, since a comma
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -113,3 +114,41 @@ def test_own_agent_and_own_mutator_reach_the_optimum(tmp_path: Path) -> None:
     assert run["cost_usd"] == pytest.approx(0.002 * len(cells))
     assert "fakes" not in done.stdout and "your agent's own total_cost_usd" in done.stdout
     assert {a["mutator_input_tokens"] for a in attempts} == {0}   # no stream: nothing to count, nothing charged
+
+
+def printed(stdout: str, prefix: str) -> list[str]:
+    """The command a printed next step names, split as a shell would (a trailing `# comment` dropped)."""
+    line = next(line for line in stdout.splitlines() if line.strip().startswith(prefix))
+    return shlex.split(line.strip()[len(prefix):], comments=True)
+
+
+def test_printed_next_steps_work_when_pasted(tmp_path: Path) -> None:
+    """Suites given by path, a non-default --data-dir and a command agent: the printed `--test-run` line
+    needs no --suite and no agent flags (the run remembers its holdout's path and its agents), and the
+    printed reject line finds the proposal in the same store."""
+    own = own_setup(tmp_path)
+    data = tmp_path / "data"
+    done = run_py("--real", "--agent-cmd", f"{sys.executable} {own['agent']}",
+                  "--mutator-cmd", f"{sys.executable} {own['mutator']}", "--skill-dir", str(own["skill"]),
+                  "--suite", str(own["train"]), "--val", str(own["val"]), "--holdout", str(own["test"]),
+                  "--rounds", "1", "--replicates", "1", "--data-dir", str(data), env=clean_env())
+    assert done.returncode == 0, done.stderr[-4000:]
+    test_cmd = printed(done.stdout, "Test the champion:")
+    assert test_cmd[1].endswith("run.py") and "--suite" not in test_cmd and "--agent-cmd" not in test_cmd
+    tested = run_py(*test_cmd[2:], env=clean_env())
+    assert tested.returncode == 0, tested.stderr[-4000:]
+    assert "on shout-test:" in tested.stdout and "4 cells run" in tested.stdout
+    db = connect_readonly(data / "mutator.db")
+    run = dict(next(iter(db.query("select * from runs"))))
+    assert run["holdout_path"] == str(own["test"].resolve()) and run["suite_path"] == str(own["train"].resolve())
+    assert json.loads(run["agents"])["agent_cmd"] == f"{sys.executable} {own['agent']}"
+    # the recorded name resolves to the recorded path, though it is in no config.json 'suites'
+    again = run_py("--test-run", run["id"], "--suite", "shout-test", "--data-dir", str(data), env=clean_env())
+    assert again.returncode == 0 and "(all cached)" in again.stdout, again.stderr[-2000:]
+    # other agent flags than the run's are refused, saying which flags the run used
+    other = run_py("--test-run", run["id"], "--real", "--agent-cmd", f"{sys.executable} {own['mutator']}",
+                   "--data-dir", str(data), env=clean_env())
+    assert other.returncode == 2 and "it ran with: --real --agent command --agent-cmd" in other.stderr
+    reject_cmd = printed(done.stdout, "reject:")
+    rejected = run_py(*reject_cmd[2:], env=clean_env())
+    assert rejected.returncode == 0 and "rejected" in rejected.stdout, rejected.stderr
