@@ -75,7 +75,8 @@ class AnthropicBackend:
 
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
-        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py"), sdk.encode())
+        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py", "caching.py"),
+                       sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
 
     def check(self, environ: Mapping[str, str]) -> None:
