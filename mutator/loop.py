@@ -23,6 +23,7 @@ from mutator.config import Settings
 from mutator.evaluations import Evaluator
 from mutator.mutate import mutate
 from mutator.progress import Progress
+from mutator.provenance import launch_columns
 from mutator.score import (
     Comparison,
     Normalisers,
@@ -32,7 +33,7 @@ from mutator.score import (
     per_task,
     summarise,
 )
-from mutator.solve import SolveAbort, solve_phase
+from mutator.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.solve import store as store_solve
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
@@ -142,16 +143,8 @@ class Loop(MutatorView):
                 "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
             self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
                               f"train {self.suites.train.name}, val {self.suites.val.name}.")
-        self.db["runs"].update(self.run_id, self.where_from())
+        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
         return self.run()
-
-    def where_from(self) -> dict:
-        """The suites by resolved path and the agent flags, so `--test-run RUN` can repeat them."""
-        found = {"suite_path": str(self.suites.train.path.resolve()), "val_path": str(self.suites.val.path.resolve()),
-                 "agents": dumps(self.agents.launch)}
-        if self.suites.holdout:
-            found["holdout_path"] = str(self.suites.holdout.path.resolve())
-        return found
 
     def run(self) -> dict:
         return dict(self.db["runs"].get(self.run_id))
@@ -196,15 +189,7 @@ class Loop(MutatorView):
 
     @property
     def solve_enabled(self) -> bool:
-        """--solve on/off; auto = on only when the mutator's backend can solve a task bare (anthropic,
-        claude-cli): off for the fakes and for a command mutator."""
-        if self.settings.solve == "auto":
-            return self.agents.solve_by_default
-        if self.settings.solve == "on" and self.agents.solve_argv is None:
-            raise LoopError(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
-                            f"the mutator is {self.agents.mutator_how}. Drop --solve, or pass --mutator-agent "
-                            f"anthropic")
-        return self.settings.solve == "on"
+        return solve_wanted(self.settings.solve, self.agents)
 
     def solve(self) -> None:
         s = self.settings

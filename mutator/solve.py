@@ -14,6 +14,7 @@ from pathlib import Path
 from eval.cells import Contract
 from eval.cost import Price
 from eval.suite import Suite
+from mutator.config import ConfigError
 from mutator.evaluations import Evaluator
 from mutator.store.db import dumps, rows
 
@@ -22,6 +23,21 @@ BARE = "bare"   # the genome hash used for skill-less evaluations
 
 class SolveAbort(RuntimeError):
     """The mutator model could not solve some train tasks well enough to demonstrate them."""
+
+
+class SolveRefused(ConfigError):
+    """--solve was asked of a mutator backend that cannot solve a task bare (a command)."""
+
+
+def solve_wanted(setting: str, agents) -> bool:
+    """--solve on/off; auto = on only when the mutator's backend can solve a task bare (anthropic,
+    claude-cli): off for the fakes and for a command mutator. `agents` is mutator.loop.Agents."""
+    if setting == "auto":
+        return agents.solve_by_default
+    if setting == "on" and agents.solve_argv is None:
+        raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
+                           f"the mutator is {agents.mutator_how}. Drop --solve, or pass --mutator-agent anthropic")
+    return setting == "on"
 
 
 def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, model: str, price: Price,
