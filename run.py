@@ -158,12 +158,22 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
     from eval.agents.choice import backend_for, choose
     from eval.cost import price_for
     from mutator.loop import Agents
-    for model in (settings.model, settings.mutator_model):
-        price_for(settings.pricing, model)  # PricingError names the model and the config key to add
+    for model, attr, key in ((settings.model, "model", "model"), (settings.mutator_model, "mutator_model",
+                                                                   "mutatorModel")):
+        flag = "--" + attr.replace("_", "-")
+        try:
+            price_for(settings.pricing, model)  # PricingError names the model and the config key to add
+        except PricingError as err:
+            how = (f"{flag} {model}" if getattr(args, attr) else
+                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} (pass {flag} "
+                   f"to choose another)")
+            raise PricingError(f"{how}: {err}") from None
     try:
+        # a typed --mutator-agent other than command outranks config mutatorCmd (flags win over config)
+        configured = settings.mutator_cmd if args.mutator_agent in (None, "command") else ""
         build_choice, mutator_choice = choose(
             agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
-            mutator_cmd=args.mutator_cmd or settings.mutator_cmd or None,
+            mutator_cmd=args.mutator_cmd or configured or None,
             mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
         build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
         mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
@@ -245,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+        if args.against and not args.lint:
+            raise ConfigError("--against PARENT_DIR goes with --lint SKILL_DIR (review SKILL_DIR as a candidate "
+                              "made from PARENT_DIR)")
         if args.lint:
             from mutator.critic import limits_from
             from mutator.lint import lint_command
@@ -324,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{aa.cells_run} cells run by this command. Record: {settings.db_path}")
             return 0
         from mutator.loop import Loop, Suites
-        from mutator.report import summary
+        from mutator.report_table import print_summary
         suites = Suites(train=load(settings, args.suite, "--suite"), val=load(settings, args.val, "--val"),
                         holdout=load(settings, args.holdout, "--holdout") if args.holdout else None)
         strategy = make_strategy(settings.strategy, settings.strategy_opts)
@@ -332,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         loop = Loop(settings, suites, agents, launcher, strategy, progress=progress,
                     budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, daily))
         run_id = loop.execute()
-        print(summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir))
+        print_summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir)
         print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
                                                                    if loop.cells_run == 0 else "")
               + f". Record: {settings.db_path}")

@@ -58,3 +58,17 @@ def test_command_errors_name_the_mutator_flag() -> None:
     assert "--mutator-agent command needs --mutator-cmd" in said
     said = check({"mutator_cmd": "/no/such/mutator"}, {"ANTHROPIC_API_KEY": "x"})
     assert said.startswith("the mutator (--mutator-cmd): --mutator-cmd: '/no/such/mutator' is neither on PATH")
+
+
+@pytest.mark.parametrize("flags, env, says", [
+    (("--model", "claude-mystery-9"), {}, "error: --model claude-mystery-9: model 'claude-mystery-9' has no price"),
+    ((), {"SKILL_MUTATOR_MUTATOR_MODEL": "gpt-x"},
+     "error: the mutatorModel 'gpt-x' from "),
+], ids=["typed", "default"])
+def test_an_unpriced_model_names_the_flag_or_the_default_that_applied(tmp_path, flags, env, says) -> None:
+    from tests.agents.test_real_run import DEMO, clean_env, run_py
+    done = run_py(*DEMO, "--real", *flags, "--data-dir", str(tmp_path / "data"),
+                  env=clean_env(ANTHROPIC_API_KEY="x", **env), timeout=120)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    if not flags:
+        assert "(pass --mutator-model to choose another)" in done.stderr

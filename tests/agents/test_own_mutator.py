@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mutator.store.db import connect_readonly
-from tests.agents.test_real_run import clean_env, run_py
+from tests.agents.test_real_run import ROOT, clean_env, run_py
 
 RULES = ("header", "upper", "footer")   # the skill that applies all three is the optimum (every test 1.0)
 
@@ -152,3 +152,21 @@ def test_printed_next_steps_work_when_pasted(tmp_path: Path) -> None:
     reject_cmd = printed(done.stdout, "reject:")
     rejected = run_py(*reject_cmd[2:], env=clean_env())
     assert rejected.returncode == 0 and "rejected" in rejected.stdout, rejected.stderr
+
+
+def test_config_mutator_cmd_runs_the_mutator_and_a_typed_backend_outranks_it(tmp_path: Path) -> None:
+    own = own_setup(tmp_path)
+    config = json.loads((ROOT / "config.json").read_text())
+    config["mutatorCmd"] = f"{sys.executable} {own['mutator']}"
+    config["suites"] = {}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    common = ("--config", str(tmp_path / "config.json"), "--real", "--agent-cmd", f"{sys.executable} {own['agent']}",
+              "--skill-dir", str(own["skill"]), "--suite", str(own["train"]), "--val", str(own["val"]),
+              "--rounds", "1", "--replicates", "1", "--data-dir", str(tmp_path / "data"))
+    done = run_py(*common, env=clean_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    db = connect_readonly(tmp_path / "data" / "mutator.db")
+    assert [r["summary"] for r in db.query("select summary from attempts where round = 1")] == ["Add the header rule"]
+    refused = run_py(*common, "--mutator-agent", "anthropic", env=clean_env())
+    assert refused.returncode == 2
+    assert "the mutator (--mutator-agent anthropic): the anthropic backend needs an API key" in refused.stderr

@@ -51,3 +51,9 @@ def test_a_published_skill_edited_by_one_line_passes_against_itself(tmp_path: Pa
 def test_a_folder_without_skill_md_is_bad_input(tmp_path: Path) -> None:
     done = lint(tmp_path)
     assert done.returncode == 2 and "no SKILL.md there" in done.stderr
+
+
+def test_against_alone_is_refused() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "--against", str(SEED)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--against PARENT_DIR goes with --lint" in done.stderr

@@ -33,3 +33,21 @@ def test_a_log_gets_plain_lines() -> None:
     progress.finish()
     assert out.getvalue().splitlines() == ["  seed on val [####################] 3/3 cells, 2 failed"]
     assert "\x1b[" not in out.getvalue()      # no terminal codes in a log
+
+
+def test_the_end_of_run_summary_is_tables_on_a_terminal_and_text_in_a_log(demo_store) -> None:
+    from mutator.report import summary
+    from mutator.report_table import print_summary
+    from mutator.store.db import connect_readonly
+    data_dir, _ = demo_store
+    db = connect_readonly(data_dir / "mutator.db")
+    run_id = next(iter(db.query("select id from runs where kind = 'evolve'")))["id"]
+    log = io.StringIO()
+    print_summary(db, run_id, stream=log, live=False)
+    assert log.getvalue() == summary(db, run_id) + "\n"
+    terminal = io.StringIO()
+    print_summary(db, run_id, stream=terminal, live=True)
+    shown = terminal.getvalue()
+    assert "seed vs champion" in shown and "attempts" in shown and "┃" in shown   # rich table borders
+    assert "KEEP" in shown and "REJECT" in shown and "CRITIC" in shown
+    assert "spend this run" in shown and "dry run" in shown                     # the same closing lines
