@@ -73,6 +73,11 @@ def parser() -> argparse.ArgumentParser:
                                                          "on --val (fresh replicate seeds) to measure gate noise")
     run.add_argument("--allow-split-mismatch", action="store_true",
                      help="use a suite in a role its suite.md 'split:' does not name (e.g. a val suite as train)")
+    run.add_argument("--lint", type=Path, metavar="SKILL_DIR", help="print the critic's rows for a skill and exit 0 "
+                                                                    "when all pass (alone: the Agent Skills spec; "
+                                                                    "with --against: the full review); spends nothing")
+    run.add_argument("--against", type=Path, metavar="PARENT_DIR", help="--lint: review SKILL_DIR as a candidate "
+                                                                       "made from PARENT_DIR")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
                                                          "of a run on --suite/--val/--holdout; spends nothing")
     loop = p.add_argument_group("the loop")
@@ -127,11 +132,17 @@ def parser() -> argparse.ArgumentParser:
     real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
     real.add_argument("--real", action="store_true", help="use real model agents instead of the zero-spend fakes")
     real.add_argument("--agent", choices=AGENT_IDS,
-                      help="build-agent backend: our SDK tool loop, the claude CLI, or --agent-cmd (default anthropic)")
-    real.add_argument("--agent-cmd", metavar="CMD", help="for --agent command: a program following the agent "
-                                                         "process contract, e.g. 'python my_agent.py'")
-    real.add_argument("--mutator-agent", choices=AGENT_IDS, help="mutator backend (default: --agent; anthropic "
-                                                                 "when --agent is command)")
+                      help="build-agent backend: our SDK tool loop, the claude CLI, or --agent-cmd (default anthropic, "
+                           "or command when --agent-cmd is given)")
+    real.add_argument("--agent-cmd", metavar="CMD", help="your own build agent: a program following the agent "
+                                                         "process contract, e.g. 'python my_agent.py' (implies "
+                                                         "--agent command)")
+    real.add_argument("--mutator-agent", choices=AGENT_IDS, help="mutator backend (default: command with "
+                                                                 "--mutator-cmd, else --agent; anthropic when "
+                                                                 "--agent is command)")
+    real.add_argument("--mutator-cmd", metavar="CMD", help="your own mutator (config mutatorCmd): a program that "
+                                                           "edits ./skill/ and writes ./result.json; independent of "
+                                                           "--agent-cmd")
     real.add_argument("--budget-usd", type=float, metavar="USD", help="stop cleanly before the run's committed "
                                                                       "spend would pass USD; resume with a higher cap")
     after = p.add_argument_group("after the run: proposals, deploy, health checks, spend (see README)")
@@ -174,26 +185,45 @@ FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvem
 AGENT_IDS = ("anthropic", "claude-cli", "command")
 
 
-def real_agents(settings: Settings, args: argparse.Namespace):
+def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False):
     """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
     import os
 
-    from eval.agents import AgentSetupError, make_backend
+    from eval.agents import AgentSetupError
+    from eval.agents.choice import backend_for, choose
     from eval.cost import price_for
     from mutator.loop import Agents
-    for model in (settings.model, settings.mutator_model):
-        price_for(settings.pricing, model)  # PricingError names the model and the config key to add
-    agent = args.agent or "anthropic"
-    mutator_id = args.mutator_agent or ("anthropic" if agent == "command" else agent)
+    for model, attr, key in ((settings.model, "model", "model"), (settings.mutator_model, "mutator_model",
+                                                                   "mutatorModel")):
+        flag = "--" + attr.replace("_", "-")
+        try:
+            price_for(settings.pricing, model)  # PricingError names the model and the config key to add
+        except PricingError as err:
+            how = (f"{flag} {model}" if getattr(args, attr) else
+                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} (pass {flag} "
+                   f"to choose another)")
+            raise PricingError(f"{how}: {err}") from None
     try:
-        build = make_backend(agent, command=args.agent_cmd, config_file=settings.config_file)
-        mutator = make_backend(mutator_id, command=args.agent_cmd, config_file=settings.config_file)
-        for backend in (build, mutator):
-            backend.check(os.environ)
+        # a typed --mutator-agent other than command outranks config mutatorCmd (flags win over config)
+        configured = settings.mutator_cmd if args.mutator_agent in (None, "command") else ""
+        build_choice, mutator_choice = choose(
+            agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
+            mutator_cmd=args.mutator_cmd or configured or None,
+            mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
+        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
+        mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
+                                                       environ=os.environ)
     except AgentSetupError as err:
         raise ConfigError(str(err)) from None
+    # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
+    solver = mutator if mutator_choice.can_solve else None
     return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
-                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True)
+                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True,
+                  solve_argv=solver.argv("build") if solver else None,
+                  solve_id=solver.implementation("build") if solver else "", solve_by_default=solver is not None,
+                  mutator_how=mutator_choice.how,
+                  launch={"real": True, "agent": build_choice.backend, "agent_cmd": build_choice.command,
+                          "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})
 
 
 def fake_agents():
@@ -203,7 +233,24 @@ def fake_agents():
         return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
     return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
-                  mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator))
+                  mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator),
+                  solve_argv=(sys.executable, str(build)), solve_id=implementation(build), launch={"real": False})
+
+
+def where_flags(args: argparse.Namespace) -> str:
+    """The --config and --data-dir this command was given, for a printed command to carry."""
+    import shlex
+    return " ".join(f"{flag} {shlex.quote(str(getattr(args, attr)))}"
+                    for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
+                    if getattr(args, attr) is not None)
+
+
+def next_step(args: argparse.Namespace, *words: str) -> str:
+    """A command to print as the next step that works when pasted in the same shell: it carries the
+    --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
+    import shlex
+    script = sys.argv[0] if sys.argv[0].endswith("run.py") else "run.py"   # as the user typed it
+    return " ".join(["python", shlex.quote(script), *words, where_flags(args)]).strip()
 
 
 def reap_orphans(data_dir: Path) -> None:
@@ -273,6 +320,15 @@ def main(argv: list[str] | None = None) -> int:
         check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
         os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
+        if args.against and not args.lint:
+            raise ConfigError("--against PARENT_DIR goes with --lint SKILL_DIR (review SKILL_DIR as a candidate "
+                              "made from PARENT_DIR)")
+        if args.lint:
+            from mutator.critic import limits_from
+            from mutator.lint import lint_command
+            code, text = lint_command(args.lint, args.against, limits_from(settings))
+            print(text, file=sys.stderr if code == 2 else sys.stdout)
+            return code
         if args.export:
             from mutator.after.export import ExportError, export
             out = args.out or settings.data_dir / "exports"
@@ -298,7 +354,20 @@ def main(argv: list[str] | None = None) -> int:
                 return code
         launcher = get_launcher(settings.sandbox)
         reap_orphans(settings.data_dir)
-        agents = real_agents(settings, args) if args.real else fake_agents()
+        if args.test_run:
+            from mutator.validity.testrun import TestRunError, apply_run_defaults
+            try:
+                apply_run_defaults(settings, args)  # the run's holdout and agent flags, unless typed
+            except TestRunError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+        typed = [flag for flag, value in (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
+                                          ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
+                 if value]
+        if typed and not args.real:
+            raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
+                              f"(without it the zero-spend fakes run)")
+        agents = real_agents(settings, args, build_only=bool(args.test_run)) if args.real else fake_agents()
         from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
@@ -349,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{aa.cells_run} cells run by this command. Record: {settings.db_path}")
             return 0
         from mutator.loop import Loop, Suites, check_roles
-        from mutator.report import summary
+        from mutator.report_table import print_summary
         suites = Suites(train=load(settings, args.suite, "--suite", allow_mismatch=True),
                         val=load(settings, args.val, "--val", allow_mismatch=True),
                         holdout=load(settings, args.holdout, "--holdout", allow_mismatch=True) if args.holdout else None)
@@ -364,14 +433,14 @@ def main(argv: list[str] | None = None) -> int:
                     budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, daily),
                     retry_failed=args.retry_failed)
         run_id = loop.execute()
-        print(summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir))
+        print_summary(loop.db, run_id, val_query_warn=settings.val_query_warn, data_dir=settings.data_dir)
         print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
                                                                    if loop.cells_run == 0 else "")
               + f". Record: {settings.db_path}")
         if suites.holdout:
-            print(f"Test the champion: python run.py --test-run {run_id} --suite {suites.holdout.name}")
+            print(f"Test the champion: {next_step(args, '--test-run', run_id)}")
         from mutator.after.cli import propose_finished
-        print(propose_finished(settings, run_id))
+        print(propose_finished(settings, run_id, where_flags(args)))
         return 0
     except (ConfigError, SuiteError, PricingError, SandboxError, StrategyError, StoreError, LockHeld) as err:
         print(f"error: {err}", file=sys.stderr)

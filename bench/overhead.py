@@ -1,13 +1,18 @@
 """Cell throughput of the harness against raw spawning of the same agent + grader processes.
 
 Usage: python bench/overhead.py [--sandbox none|bwrap] [--suite clean-train] [--replicates 4]
-       [--concurrency 4] [--repeats 3]
+       [--concurrency 4] [--repeats 3] [--caching-model claude-sonnet-4-5]
 The harness side runs `eval.evaluate.evaluate` (staging, launcher, watchdog, stream metrics, grading,
 cell.json) with the fake build agent; the raw side stages the same inputs and runs the same two
 processes per cell from a plain thread pool. With --sandbox bwrap the harness also runs under none,
 so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
 bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
 which a busy machine's noise blurs far less than whole-cell throughput does.
+
+The real-backend line runs our SDK agent (eval/agents/anthropic_agent.py) on the suite's cells against
+the local Messages-API test server, which bills like the API with prompt caching (the model's minimum
+cacheable length applied), once with cache_control breakpoints and once without (SM_ANTHROPIC_CACHE=0):
+billed input tokens per cell, how many were cache reads, and USD per cell at config.json prices.
 """
 
 from __future__ import annotations
@@ -99,6 +104,48 @@ def launch_ms(sandbox: str, runs: int = 30) -> float:
     return statistics.median(times)
 
 
+def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
+    """Per-cell billed input tokens and USD of the SDK agent, with and without prompt caching."""
+    import json
+
+    from eval.agents import AnthropicBackend
+    from eval.agents.caching import min_cacheable
+    from eval.cost import parse_pricing, price_for
+    from tests.agents.messages_server import MessagesServer, demo_agent
+    price = price_for(parse_pricing(json.loads((ROOT / "config.json").read_text())["pricing"]), model)
+    found: dict[bool, dict] = {}
+    server = MessagesServer()
+    server.responder, server.cache_min_tokens = demo_agent, min_cacheable(model)
+    saved = {k: os.environ.get(k) for k in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "SM_ANTHROPIC_CACHE")}
+    try:
+        for cache in (False, True):
+            server.cache.clear()
+            os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="bench",
+                              SM_ANTHROPIC_CACHE="1" if cache else "0")
+            request = EvalRequest(
+                skill_dir=SKILL, skill_name="csv-clean", suite=suite,
+                contract=Contract(model=model, replicates=1, max_turns=30, agent=f"bench-cache-{cache}",
+                                  silence_ms=600_000, heartbeat_ms=300_000),
+                key=f"bench-cache-{cache}", cells_root=scratch / f"cache-{cache}",
+                agent_argv=list(AnthropicBackend().argv("build")), launcher=get_launcher("none"), price=price,
+                concurrency=2, grader_timeout_s=60, network=True)
+            cells = evaluate(request)
+            n = len(cells)
+            found[cache] = {"cells": n, "ok": sum(c.ok for c in cells), "usd": sum(c.cost_usd for c in cells) / n,
+                            "input": sum(c.input_tokens for c in cells) / n,
+                            "write": sum(c.cache_write_tokens for c in cells) / n,
+                            "read": sum(c.cache_read_tokens for c in cells) / n,
+                            "steps": sum(c.steps for c in cells) / n}
+    finally:
+        server.close()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
@@ -106,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replicates", type=int, default=4)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--caching-model", default="claude-sonnet-4-5",
+                   help="the model of the real-backend caching line ('' skips it)")
     args = p.parse_args(argv)
     suite = load_suite(ROOT / "suites" / args.suite)
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
@@ -132,6 +181,18 @@ def main(argv: list[str] | None = None) -> int:
         bare, boxed = launch_ms("none"), launch_ms("bwrap")
         print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
               f"per agent process (median of 30, serial)")
+    if args.caching_model:
+        with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+            found = caching(suite, args.caching_model, Path(scratch))
+        print(f"real backend (SDK agent, {args.caching_model}, local Messages-API server billing like the API), "
+              f"per cell over {found[True]['cells']} cells:")
+        for cache in (False, True):
+            f = found[cache]
+            billed = f["input"] + f["write"] + f["read"]
+            print(f"  {'with caching' if cache else 'no caching':<14} billed input {billed:8.0f} tokens "
+                  f"(input {f['input']:.0f}, cache write {f['write']:.0f}, cache read {f['read']:.0f} = "
+                  f"{f['read'] / billed:.0%}) · {f['steps']:.1f} turns · ${f['usd']:.5f}/cell · {f['ok']} ok")
+        print(f"  caching/no caching: USD per cell x{found[True]['usd'] / found[False]['usd']:.3f}")
     return 0
 
 

@@ -15,10 +15,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from eval.cost import Usage, usd
+from eval.cost import Usage, charged, usd
 from eval.environment import allowed_env
 from eval.graders import get_runner
-from eval.graders.judge_runner import grader_cost
+from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
 from eval.process import AgentRun, run_agent_process
 from eval.redact import redact, redact_cell
@@ -67,7 +67,7 @@ async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None,
 def grader_extra(cell_root: Path) -> dict:
     """What the grader itself spent on this cell (a judge's model call; 0 when cached or scripted)."""
     cost = grader_cost(cell_root)
-    return {"grader_cost_usd": cost} if cost else {}
+    return {**({"grader_cost_usd": cost} if cost else {}), **grader_usage(cell_root)}
 
 
 # What an agent reports when the model API, not the skill, failed it: our backends' `error_api` result
@@ -144,13 +144,18 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
             started: float, error: str) -> CellResult:
     usage = metrics.usage if metrics else Usage()
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
+    priced = usd(job.price, usage)
+    # an agent's own reported cost counts only from a stream that keeps the contract (never a negative cost)
+    reported = metrics.reported_cost_usd if metrics and not metrics.invalid else 0.0
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
-        cost_usd=usd(job.price, usage), steps=metrics.steps if metrics else 0,
+        cost_usd=charged(priced, reported, agent=job.contract.agent), steps=metrics.steps if metrics else 0,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens, cache_read_tokens=usage.cache_read_input_tokens,
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
-        error=error, cell_dir=str(job.cell_root), extra=grader_extra(job.cell_root))
+        error=error, cell_dir=str(job.cell_root),
+        extra={**grader_extra(job.cell_root), "priced_cost_usd": priced, "reported_cost_usd": reported,
+               "api_retries": metrics.retries if metrics else 0})
 
 
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, started: float,

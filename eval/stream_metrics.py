@@ -27,6 +27,7 @@ class StreamMetrics:
     events: int = 0
     error_text: str = field(default="")
     invalid: str = ""           # why the stream breaks its contract (a wrong-shape event); "" when it does not
+    retries: int = 0          # API calls retried (our backends report it in their result event)
 
 
 ABSURD_TOKENS = 10_000_000   # no single model call reads or writes this many tokens
@@ -65,7 +66,10 @@ def read_stream(path: Path) -> StreamMetrics:
     """Every event read; one of the wrong shape (a string message, negative usage) makes the stream
     `invalid` with the reason, and its figures are not counted: never a crash, never a negative cost."""
     assistant_turns = tool_uses = bad = events = 0
-    summed = [0, 0, 0, 0]
+    # Claude Code writes one `assistant` event per content block, each repeating its message's id and
+    # usage: without a result event, a message is counted once (its last event's usage), not per block.
+    by_message: dict[str, Usage] = {}
+    anonymous: list[Usage] = []
     result: dict | None = None
     invalid = ""
     if path.is_file():
@@ -91,12 +95,13 @@ def read_stream(path: Path) -> StreamMetrics:
                     if not isinstance(content, list):
                         raise ShapeError(f"assistant content is {type(content).__name__}, not a list")
                     usage = _usage(message.get("usage"))
-                    assistant_turns += 1
                     tool_uses += sum(1 for block in content if isinstance(block, dict)
                                      and block.get("type") == "tool_use")
-                    for i, value in enumerate((usage.input_tokens, usage.output_tokens,
-                                                   usage.cache_creation_input_tokens, usage.cache_read_input_tokens)):
-                        summed[i] += value
+                    if message.get("id"):
+                        by_message[str(message["id"])] = usage
+                    else:
+                        anonymous.append(usage)
+                    assistant_turns = len(by_message) + len(anonymous)
                 elif kind == "result":
                     _usage(event.get("usage"))
                     _number(event, "num_turns")
@@ -104,6 +109,9 @@ def read_stream(path: Path) -> StreamMetrics:
                     result = event
             except ShapeError as err:
                 invalid = invalid or f"malformed stream event on line {number}: {err}"
+    messages = [*by_message.values(), *anonymous]
+    summed = [sum(getattr(u, key) for u in messages) for key in (
+        "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
     if result is not None:
         usage = _usage(result.get("usage")) if result.get("usage") else Usage(*summed)
         turns = int(result.get("num_turns") or assistant_turns)
@@ -112,7 +120,8 @@ def read_stream(path: Path) -> StreamMetrics:
             subtype=str(result.get("subtype") or ""), num_turns=turns,
             reported_cost_usd=float(result.get("total_cost_usd") or 0.0), bad_lines=bad,
             tool_uses=tool_uses, events=events,
-            error_text=str(result.get("result") or "") if result.get("is_error") else "", invalid=invalid)
+            error_text=str(result.get("result") or "") if result.get("is_error") else "", invalid=invalid,
+            retries=int(result.get("retries") or 0) if isinstance(result.get("retries"), int) else 0)
     return StreamMetrics(steps=assistant_turns, usage=Usage(*summed), has_result=False, is_error=True,
                          subtype="no_result", num_turns=assistant_turns, reported_cost_usd=0.0,
                          bad_lines=bad, tool_uses=tool_uses, events=events, invalid=invalid)

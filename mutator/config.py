@@ -49,6 +49,7 @@ def _positive(value: Any) -> bool:
 KEYS = (
     Key("model", "model", str, bool, "a non-empty model id"),
     Key("mutatorModel", "mutator_model", str, bool, "a non-empty model id"),
+    Key("mutatorCmd", "mutator_cmd", str, lambda v: True, "your mutator's command line ('' = none)"),
     Key("replicates", "replicates", int, _positive, "an integer >= 1"),
     Key("rounds", "rounds", int, lambda v: v >= 0, "an integer >= 0"),
     Key("maxTurns", "max_turns", int, _positive, "an integer >= 1"),
@@ -82,6 +83,7 @@ KEYS = (
     Key("proposeMinDelta", "propose_min_delta", float, lambda v: v >= 0, "a number >= 0", 0.02),
     Key("passEnv", "pass_env", list, lambda v: all(isinstance(n, str) and ENV_NAME.match(n) for n in v),
         "a list of environment variable names to pass to agents and graders"),
+    Key("critic.minGrowthBytes", "critic_min_growth_bytes", int, lambda v: v >= 0, "an integer >= 0"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -92,6 +94,7 @@ PATH_KEYS = {"skill_dir", "data_dir"}
 class Settings:
     model: str
     mutator_model: str
+    mutator_cmd: str
     replicates: int
     rounds: int
     max_turns: int
@@ -124,6 +127,7 @@ class Settings:
     max_failed_share: float
     propose_min_delta: float
     pass_env: list[str]
+    critic_min_growth_bytes: int
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE

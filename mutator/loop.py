@@ -7,6 +7,7 @@ mutations are redone, and evaluations resume cell by cell from the cache.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import random
@@ -22,16 +23,10 @@ from mutator.budget import Budget, BudgetStop, RunGate, cell_estimate, price_rat
 from mutator.config import Settings
 from mutator.confirm import confirm_keep
 from mutator.evaluations import Evaluator, Outcome, limits
-from mutator.failures import (
-    EvaluationStop,
-    IncompleteEvaluation,
-    UnhealthySeed,
-    assess,
-    describe,
-    reopen_failed,
-)
+from mutator.failures import EvaluationStop, account, assess, describe_for, reopen_failed, seed_evaluation
 from mutator.mutate import mutate
 from mutator.progress import Progress
+from mutator.provenance import launch_columns
 from mutator.score import (
     Comparison,
     Normalisers,
@@ -41,7 +36,7 @@ from mutator.score import (
     per_task,
     summarise,
 )
-from mutator.solve import SolveAbort, solve_phase
+from mutator.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.solve import store as store_solve
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
@@ -72,6 +67,11 @@ class Agents:
     mutator_argv: tuple[str, ...]
     mutator_id: str
     network: bool = False    # real backends call the model API: a sandbox must share the network
+    solve_argv: tuple[str, ...] | None = None  # the mutator model solving a task bare; None: its backend cannot
+    solve_id: str = ""
+    solve_by_default: bool = False             # --solve auto: on for the SDK and CLI mutators, off otherwise
+    mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
+    launch: dict = dataclasses.field(default_factory=dict)  # the agent flags, so --test-run RUN can repeat them
 
 
 def check_roles(suites: Suites) -> None:
@@ -157,6 +157,7 @@ class Loop(MutatorView):
                 "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
             self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
                               f"train {self.suites.train.name}, val {self.suites.val.name}.")
+        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
         return self.run()
 
     def run(self) -> dict:
@@ -177,22 +178,10 @@ class Loop(MutatorView):
         return self._account(outcome, suite, label, seed=seed)
 
     def _account(self, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
-        """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-        self.cells_run += outcome.ran
-        if outcome.ran_cost:
-            self._spend(outcome.ran_cost)
-        if outcome.budget_stop:
-            raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${self.run()['cost_usd']:.4f} "
-                             f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "
-                             f"to resume it.")
-        health = assess(outcome, self.settings.max_failed_share)
-        if not health.complete and not seed:   # the seed's own check says it in its words
-            raise IncompleteEvaluation(self._describe(outcome, health, suite, label))
-        return outcome
+        return account(self, outcome, suite, label, seed=seed)
 
     def _describe(self, outcome: Outcome, health, suite: Suite, label: str) -> str:
-        return describe(outcome, health, what=f"{label} ({suite.name})", max_failed_share=self.settings.max_failed_share,
-                        agent=" ".join(self.agents.build_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
+        return describe_for(self, outcome, health, suite, label)
 
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
@@ -221,14 +210,13 @@ class Loop(MutatorView):
 
     @property
     def solve_enabled(self) -> bool:
-        """--solve on/off; auto = on for real agents, off for the fakes (they cannot solve bare)."""
-        if self.settings.solve == "auto":
-            return not self.agents.build_id.startswith("fake")
-        return self.settings.solve == "on"
+        return solve_wanted(self.settings.solve, self.agents)
 
     def solve(self) -> None:
         s = self.settings
-        record = solve_phase(db=self.db, evaluator=self.evaluator, train=self.suites.train, contract=self.contract,
+        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
+        record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
                              min_score=s.solve_min_score, out_dir=self.solve_dir)
         store_solve(self.db, self.run_id, record)
@@ -261,16 +249,7 @@ class Loop(MutatorView):
         return val_norm
 
     def _seed_evaluation(self, attempt: dict, seed: str, suite: Suite, what: str) -> Outcome:
-        """The seed on one suite; an unhealthy one stops the run before anything else is spent."""
-        outcome = self._evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
-        health = assess(outcome, self.settings.max_failed_share)
-        if not health.healthy:
-            column = "val_evaluation_id" if suite is self.suites.val else "train_evaluation_id"
-            self.db["attempts"].update(attempt["id"], {column: outcome.evaluation_id,
-                                                       "failures": dumps(outcome.failures)})
-            raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
-                                + self._describe(outcome, health, suite, what))
-        return outcome
+        return seed_evaluation(self, attempt, seed, suite, what)
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
         """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""
@@ -380,9 +359,7 @@ class Loop(MutatorView):
                 return Scored(sibling, spec, None, evaluated=False)
         genome_hash = row["genome_hash"]
         if row["critic"] is None:
-            limits = critic.GateLimits(max_lines=self.settings.critic_max_lines,
-                                       max_bytes=self.settings.critic_max_bytes,
-                                       max_growth=self.settings.critic_max_growth)
+            limits = critic.limits_from(self.settings)
             checks = critic.review(self.genomes.path(genome_hash), self.genomes.path(spec.parent_hash),
                                    skill_name=self.skill_name, limits=limits)
             fields = {"critic": dumps([c.to_json() for c in checks])}
@@ -444,17 +421,18 @@ class Loop(MutatorView):
             stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
             watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                    "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/tamper.py)
-                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})})
+                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
+            agent=self.agents.mutator_id)
         self._spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
-                                                   "mutator_cost_usd": result.cost_usd, "finished_at": now()})
+                                                   **result.columns(), "finished_at": now()})
             return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
         self.db["attempts"].update(row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
-            "mutator_cost_usd": result.cost_usd, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+            **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eval.cost import Price, usd
@@ -33,6 +33,7 @@ class Lessons:
     text: str
     cost_usd: float
     error: str
+    usage: dict = field(default_factory=dict)   # tokens (input, output, cache write, cache read) and retries
 
 
 def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], argv: Sequence[str],
@@ -54,13 +55,14 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
     redact_tree(workspace)  # secrets never stored: its stream, stderr and result.json
     metrics = read_stream(stream)
     cost = usd(price, metrics.usage)
-    failure = redact(run.failure(metrics.has_result))
+    used = {**asdict(metrics.usage), "retries": metrics.retries}
+    failure = redact(run.failure(has_result=True))  # a mutator-role call: result.json is its contract, the stream optional
     if failure:
-        return Lessons(False, "", cost, f"meta skill call: {failure}")
+        return Lessons(False, "", cost, f"meta skill call: {failure}", used)
     try:
         lessons = json.loads(result.read_text(encoding="utf-8")).get("lessons")
     except (json.JSONDecodeError, AttributeError):
         lessons = None
     if not isinstance(lessons, str) or not lessons.strip():
-        return Lessons(False, "", cost, "meta skill call: result.json needs a non-empty string 'lessons'")
-    return Lessons(True, lessons.strip()[:8000], cost, "")
+        return Lessons(False, "", cost, "meta skill call: result.json needs a non-empty string 'lessons'", used)
+    return Lessons(True, lessons.strip()[:8000], cost, "", used)

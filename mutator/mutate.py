@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.cost import Price, usd
+from eval.cost import Price, Usage, charged, usd
 from eval.environment import allowed_env
 from eval.process import run_agent_process
 from eval.redact import redact, redact_tree
@@ -35,8 +35,20 @@ class Mutation:
     summary: str
     reasoning: str
     error: str
-    cost_usd: float
+    cost_usd: float                 # what the call is charged (eval.cost.charged)
     skill_dir: Path
+    usage: Usage = Usage()
+    retries: int = 0
+    priced_usd: float = 0.0         # from config.json pricing
+    reported_usd: float = 0.0       # the mutator's own total_cost_usd, when its stream gave one
+
+    def columns(self) -> dict:
+        """The attempt columns that record what this call used."""
+        return {"mutator_cost_usd": self.cost_usd, "mutator_input_tokens": self.usage.input_tokens,
+                "mutator_output_tokens": self.usage.output_tokens,
+                "mutator_cache_write_tokens": self.usage.cache_creation_input_tokens,
+                "mutator_cache_read_tokens": self.usage.cache_read_input_tokens, "mutator_retries": self.retries,
+                "mutator_priced_cost_usd": self.priced_usd, "mutator_reported_cost_usd": self.reported_usd}
 
 
 def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
@@ -73,7 +85,7 @@ def read_result(path: Path) -> tuple[str, str]:
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
            extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None,
-           network: bool = False, watch: Mapping[str, Path] | None = None) -> Mutation:
+           network: bool = False, watch: Mapping[str, Path] | None = None, agent: str = "") -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
@@ -90,15 +102,20 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
     outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
     redact_tree(workspace)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
     metrics = read_stream(stream)
-    cost = usd(price, metrics.usage)
+    priced = usd(price, metrics.usage)
+    reported = metrics.reported_cost_usd if not metrics.invalid else 0.0
+    cost = charged(priced, reported, agent=agent)
+    used = {"usage": metrics.usage, "retries": metrics.retries, "priced_usd": priced, "reported_usd": reported}
     if outside:
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
-        return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir)
-    failure = redact(run.failure(metrics.has_result))
+        return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir, **used)
+    # The mutator's contract is the workspace and result.json: a stream (and its result event) is optional,
+    # so only a timeout or a non-zero exit fails it here; read_result judges what it wrote.
+    failure = redact(run.failure(has_result=True))
     if failure:
-        return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir)
+        return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir, **used)
     try:
         summary, reasoning = read_result(result_path)
     except ValueError as err:
-        return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir)
-    return Mutation(True, summary, reasoning, "", cost, skill_dir)
+        return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir, **used)
+    return Mutation(True, summary, reasoning, "", cost, skill_dir, **used)

@@ -58,7 +58,7 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
         lines.append(f"  {label:<6} {a['verdict'] or a['status']:<8} {delta:>10}  {threshold:>14}   {note}")
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
-              f" · spend this run ${run['cost_usd']:.4f} (priced from config.json; fakes spend nothing real)"]
+              f" · spend this run ${run['cost_usd']:.4f} ({spend_basis(run['agent'])})"]
     failed = list(db.query(
         "select distinct a.round, a.sibling, e.suite, e.n_failed, e.n_cells, e.failures from attempts a join "
         "evaluations e on e.id in (a.val_evaluation_id, a.train_evaluation_id) where a.run_id = ? and "
@@ -82,6 +82,16 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
         lines.append(f"  disk: {size / 1e6:.1f} MB in {cells} cell dirs of this run "
                      f"({size / max(cells, 1) / 1e3:.1f} KB per cell after pruning)")
     return "\n".join(lines)
+
+
+def spend_basis(agent: str | None) -> str:
+    """How a run's spend figure was made, in words that are true for this run's build agent."""
+    if (agent or "").startswith("fake"):
+        return "a dry run: priced from config.json as if a real model had used the fake agents' tokens; " \
+               "nothing real was spent"
+    if (agent or "").startswith("command@"):
+        return "your agent's own total_cost_usd where it reports one, else priced from config.json"
+    return "priced from config.json pricing"
 
 
 def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:

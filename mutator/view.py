@@ -40,7 +40,7 @@ class MutatorView:
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
-                        "error": result.error})
+                        "error": result.error, "usage": result.usage})
         self._update_run(meta_skill=dumps(lessons))
         if result.ok:
             self.progress.say(f"  meta skill distilled after round {round_no}")

@@ -56,10 +56,10 @@ def _sources(*names: str) -> list[bytes]:
     return [(HERE / name).read_bytes() for name in names]
 
 
-def _need_key(environ: Mapping[str, str], flag: str) -> None:
+def _need_key(environ: Mapping[str, str], what: str) -> None:
     if not (environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN")
             or environ.get("ANTHROPIC_BASE_URL")):
-        raise AgentSetupError(f"{flag} needs an API key and none is set: {KEY_HELP}; "
+        raise AgentSetupError(f"{what} needs an API key and none is set: {KEY_HELP}; "
                               f"drop --real for a zero-spend dry run")
 
 
@@ -75,11 +75,12 @@ class AnthropicBackend:
 
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
-        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py"), sdk.encode())
+        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py", "caching.py"),
+                       sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
 
     def check(self, environ: Mapping[str, str]) -> None:
-        _need_key(environ, "--real --agent anthropic")
+        _need_key(environ, "the anthropic backend")
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,10 @@ class ClaudeCliBackend:
     def check(self, environ: Mapping[str, str]) -> None:
         binary = environ.get("SM_CLAUDE_BIN") or "claude"
         if shutil.which(binary, path=environ.get("PATH")) is None:
-            raise AgentSetupError(f"--agent claude-cli needs the claude CLI and `{binary}` is not on PATH; "
-                                  f"install it with `npm install -g @anthropic-ai/claude-code`, or use "
-                                  f"--agent anthropic")
-        _need_key(environ, "--real --agent claude-cli (it runs with its own CLAUDE_CONFIG_DIR, so a "
+            raise AgentSetupError(f"the claude-cli backend needs the claude CLI and `{binary}` is not on PATH; "
+                                  f"install it with `npm install -g @anthropic-ai/claude-code`, or choose the "
+                                  f"anthropic backend")
+        _need_key(environ, "the claude-cli backend (it runs with its own CLAUDE_CONFIG_DIR, so a "
                            "`claude login` session is not used)")
 
 

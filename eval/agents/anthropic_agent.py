@@ -21,10 +21,12 @@ if not __package__:  # run as a script: the project root, when this process can 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 try:
+    from eval.agents.caching import cached_request
     from eval.agents.result_json import settle_mutator_result
     from eval.agents.stream import StreamWriter, usage_dict
     from eval.agents.tools import Toolbox, ToolError, build_toolbox, mutator_toolbox
 except ImportError:  # run as a script, e.g. in a sandbox that shows only this folder: siblings are top-level
+    from caching import cached_request  # type: ignore[no-redef]
     from result_json import settle_mutator_result  # type: ignore[no-redef]
     from stream import StreamWriter, usage_dict  # type: ignore[no-redef]
     from tools import Toolbox, ToolError, build_toolbox, mutator_toolbox  # type: ignore[no-redef]
@@ -57,6 +59,7 @@ class Options:
     retries: int              # our bounded retry rounds on top of the SDK's own retries
     backoff_s: float          # first wait of our backoff; doubles, capped at 60 s
     timeout_s: float
+    cache: bool = True        # prompt-caching breakpoints (SM_ANTHROPIC_CACHE=0 turns them off, for comparison)
 
 
 def options_from_env(role: str) -> Options:
@@ -67,7 +70,8 @@ def options_from_env(role: str) -> Options:
         max_tokens=int(env.get("SM_ANTHROPIC_MAX_TOKENS") or MAX_TOKENS),
         retries=int(env.get("SM_ANTHROPIC_RETRIES") or 3),
         backoff_s=float(env.get("SM_ANTHROPIC_BACKOFF_S") or 2.0),
-        timeout_s=float(env.get("SM_ANTHROPIC_TIMEOUT_S") or 600))
+        timeout_s=float(env.get("SM_ANTHROPIC_TIMEOUT_S") or 600),
+        cache=env.get("SM_ANTHROPIC_CACHE", "1") != "0")
 
 
 def read_prompt() -> str:
@@ -118,8 +122,12 @@ class Agent:
 
     def call(self, messages: list[dict]):
         """One model turn, with the SDK's retries inside and our own bounded backoff around them."""
+        tools = self.toolbox.schemas()
         kwargs = dict(model=self.options.model, max_tokens=self.options.max_tokens, system=self.system,
-                      messages=messages, tools=self.toolbox.schemas())
+                      messages=messages, tools=tools)
+        if self.options.cache:
+            kwargs.update(cached_request(model=self.options.model, system=self.system, tools=tools,
+                                         messages=messages))
         wait = self.options.backoff_s
         for attempt in range(self.options.retries + 1):
             try:
@@ -230,8 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     api_key = os.environ.get("ANTHROPIC_API_KEY") or ("local-server" if base_url else None)
     code = 0
+    sent = [0]   # HTTP requests to the API, the SDK's own retries included
+
+    def count(_request) -> None:
+        sent[0] += 1
     try:
-        client = anthropic.Anthropic(api_key=api_key, timeout=options.timeout_s)
+        client = anthropic.Anthropic(api_key=api_key, timeout=options.timeout_s,
+                                     http_client=anthropic.DefaultHttpxClient(event_hooks={"request": [count]}))
         subtype, is_error, text = Agent(options, toolbox, stream, client, system).loop(read_prompt())
         if options.role == "mutator":
             settle_mutator_result(cwd, text)
@@ -245,8 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         subtype, is_error, text = "error_during_execution", True, f"{type(err).__name__}: {err}"
         print(f"anthropic_agent: {text}", file=sys.stderr)
         code = 1
+    calls = stream.totals.turns + (1 if code else 0)   # answered calls, plus the one that failed for good
     stream.result(subtype=subtype, is_error=is_error, text=text,
-                  cost_usd=price_usd(parsed.config, options.model, stream.totals.usage))
+                  cost_usd=price_usd(parsed.config, options.model, stream.totals.usage),
+                  retries=max(0, sent[0] - calls))
     stream.close()
     return code
 

@@ -1,6 +1,6 @@
-"""The expectations grader process: reads {output, expect, schema, regex_timeout_s} on stdin, prints
-{"tests": {...}, "notes": {...}}. Its own process so a regex's SIGALRM cap holds (main thread) and a
-runaway match can be killed; it reads only the one output file it is given.
+"""The expectations grader process: reads {output, expect, schema} on stdin, prints
+{"tests": {...}, "notes": {...}}. Its own process, killed like any grader past graderTimeoutMs; it reads
+only the one output file it is given.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main() -> int:
     expect = parse_expect(payload["expect"]) if payload.get("expect") else ()
     schema = parse_schema(payload["schema"]) if payload.get("schema") else ()
     doc, why = read_output(Path(payload["output"]))
-    tests, notes = grade(doc, expect, schema, regex_timeout_s=float(payload.get("regex_timeout_s", 1.0)))
+    tests, notes = grade(doc, expect, schema)
     if why:
         notes = {"(output)": why, **notes}
     print(json.dumps({"tests": tests, "notes": notes}, ensure_ascii=False))

@@ -18,15 +18,13 @@ if TYPE_CHECKING:
     from eval.jobs import CellJob
 
 MAIN = Path(__file__).resolve().parent / "expect_main.py"
-DEFAULT_REGEX_TIMEOUT_MS = 1000
 
 
 def payload(job: CellJob, work: Path) -> dict:
     task = job.task
     return {"output": str(work / task.required[0]),
             "expect": {e.field: json.loads(e.spec) for e in task.expect},
-            "schema": {key: kind for key, kind in task.schema},
-            "regex_timeout_s": int(job.suite.option("regex_timeout_ms", DEFAULT_REGEX_TIMEOUT_MS)) / 1000}
+            "schema": {key: kind for key, kind in task.schema}}
 
 
 class ExpectationsRunner:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eval.graders.regex_guard import RegexRefused, RegexTimeout, compile_checked, timed_search
+from eval.graders.regex_guard import RegexRefused, compile_checked, search
 
 OPERATORS = ("contains", "regex", "gte", "gt", "lte", "lt", "in", "truthy", "falsy")
 NUMERIC = {"gte": lambda a, n: a >= n, "gt": lambda a, n: a > n, "lte": lambda a, n: a <= n,
@@ -171,7 +170,7 @@ def lookup(doc: object, path: str) -> object:
 
 
 # ---- grading ------------------------------------------------------------------------------------
-def check(exp: Expectation, actual: object, *, regex_timeout_s: float = 1.0) -> tuple[bool, str]:
+def check(exp: Expectation, actual: object) -> tuple[bool, str]:
     """(passed, why) for one expectation against the field's value (MISSING when absent)."""
     shown = "missing" if actual is MISSING else f"got {as_text(actual)[:120]!r}"
     if exp.op == "truthy":
@@ -185,10 +184,7 @@ def check(exp: Expectation, actual: object, *, regex_timeout_s: float = 1.0) -> 
     if exp.op == "contains":
         return exp.arg.casefold() in as_text(actual).casefold(), shown
     if exp.op == "regex":
-        try:
-            return timed_search(re.compile(exp.arg), as_text(actual), regex_timeout_s), shown
-        except RegexTimeout as err:
-            return False, str(err)
+        return search(exp.arg, as_text(actual)), shown   # RE2: linear time, no cap needed
     if exp.op in NUMERIC:
         if isinstance(actual, bool):
             return False, f"{shown}: booleans are not numbers"
@@ -213,8 +209,8 @@ def type_ok(kind: str, value: object) -> bool:
             "any": lambda v: True}[kind](value)
 
 
-def grade(doc: object, expect: tuple[Expectation, ...], schema: tuple[tuple[str, str], ...] = (), *,
-          regex_timeout_s: float = 1.0) -> tuple[dict[str, float], dict[str, str]]:
+def grade(doc: object, expect: tuple[Expectation, ...],
+          schema: tuple[tuple[str, str], ...] = ()) -> tuple[dict[str, float], dict[str, str]]:
     """(test name -> 0/1 per field [+ '(schema)' as the share of schema fields present and typed], notes).
 
     `doc` is MISSING when the output is absent or unreadable: every test then scores 0.
@@ -222,8 +218,7 @@ def grade(doc: object, expect: tuple[Expectation, ...], schema: tuple[tuple[str,
     tests: dict[str, float] = {}
     notes: dict[str, str] = {}
     for exp in expect:
-        passed, why = (False, "no output") if doc is MISSING else check(
-            exp, lookup(doc, exp.field), regex_timeout_s=regex_timeout_s)
+        passed, why = (False, "no output") if doc is MISSING else check(exp, lookup(doc, exp.field))
         tests[exp.field] = 1.0 if passed else 0.0
         if not passed:
             notes[exp.field] = f"expected {exp.describe()}; {why}"

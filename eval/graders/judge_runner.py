@@ -147,3 +147,16 @@ def grader_cost(cell_root: Path) -> float:
         return 0.0
 
 
+
+
+def grader_usage(cell_root: Path) -> dict[str, int]:
+    """Tokens a grader's own model call used on this cell (none for a cached judge reply or a script)."""
+    try:
+        judge = json.loads((cell_root / "grade.json").read_text(encoding="utf-8"))["judge"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if judge.get("cached"):
+        return {}
+    usage = judge.get("usage") or {}
+    return {"grader_input_tokens": int(usage.get("input_tokens") or 0),
+            "grader_output_tokens": int(usage.get("output_tokens") or 0)}

@@ -90,7 +90,9 @@ def decide(args: argparse.Namespace, settings) -> int:
         return 2
 
 
-def describe(proposal: dict, created: bool) -> str:
+def describe(proposal: dict, created: bool, where: str = "") -> str:
+    """The proposal and the commands that decide it, ready to paste (`where`: the --config/--data-dir flags
+    of the command that printed it)."""
     from mutator.store.db import loads
     val = loads(proposal["val"], {}) or {}
     test = loads(proposal["test"])
@@ -98,16 +100,19 @@ def describe(proposal: dict, created: bool) -> str:
             f"{proposal['genome_hash'][:12]} of {proposal['run_id']}")
     figures = (f"val {val.get('suite')}: composite {_f(val.get('composite'))} vs seed {_f(val.get('seed_composite'))}"
                + (f"; test {test['suite']}: composite {_f(test['composite'])}" if test else "; not tested yet"))
-    where = proposal["target_dir"] or "SKILL_DIR"
-    return (f"{head}\n  {figures}\n  accept: python run.py --accept {proposal['id']} --to {where} [--note TEXT]\n"
-            f"  reject: python run.py --reject {proposal['id']} [--reason TEXT]")
+    import shlex
+    target = shlex.quote(str(proposal["target_dir"])) if proposal["target_dir"] else "SKILL_DIR"
+    tail = f" {where}" if where else ""
+    return (f"{head}\n  {figures}\n  accept: python run.py --accept {proposal['id']} --to {target}{tail}"
+            f"   # optional: --note TEXT\n"
+            f"  reject: python run.py --reject {proposal['id']}{tail}   # optional: --reason TEXT")
 
 
 def _f(value) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
-def propose_finished(settings, run_id: str) -> str:
+def propose_finished(settings, run_id: str, where: str = "") -> str:
     """After a finished run: its champion becomes a proposal (once); the line to print."""
     from mutator.after.proposals import ProposalError, propose
     from mutator.store.db import connect
@@ -119,7 +124,7 @@ def propose_finished(settings, run_id: str) -> str:
                                     max_failed_share=settings.max_failed_share)
     except ProposalError as err:
         return f"No proposal: {err}"
-    return describe(proposal, created)
+    return describe(proposal, created, where)
 
 
 def check_command(args: argparse.Namespace, settings, agents, launcher, progress, daily) -> int:

@@ -77,7 +77,9 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) 
            "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
            "cell_dir": cell.cell_dir, "finished_at": now(), "retries": retries, "prior_cost_usd": prior,
-           "grader_cost_usd": float(cell.extra.get("grader_cost_usd", 0.0))}
+           "grader_cost_usd": float(cell.extra.get("grader_cost_usd", 0.0)),
+           **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
+                                         "grader_output_tokens") if k in cell.extra}}
     conn = db.conn
     with conn:
         if old:

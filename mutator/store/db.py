@@ -147,7 +147,6 @@ def _v7(db: sqlite_utils.Database) -> None:
             db[table].add_column("heartbeat_at", float)
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
 
 
 class StoreError(RuntimeError):
@@ -180,6 +179,24 @@ def _migration_lock(data_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+def _v8(db: sqlite_utils.Database) -> None:
+    # What each call really used, not only its cost: a cell's priced and agent-reported cost side by side
+    # and its API retries and its judge's tokens; a mutation's tokens (input, output, cache write, cache read), retries and costs.
+    # api_retries: API calls the agent itself retried (cells.retries, from _v6, counts the harness's re-runs)
+    for column, kind in (("priced_cost_usd", float), ("reported_cost_usd", float), ("api_retries", int),
+                         ("grader_input_tokens", int), ("grader_output_tokens", int)):
+        db["cells"].add_column(column, kind)
+    for column, kind in (("mutator_input_tokens", int), ("mutator_output_tokens", int),
+                         ("mutator_cache_write_tokens", int), ("mutator_cache_read_tokens", int),
+                         ("mutator_retries", int), ("mutator_priced_cost_usd", float),
+                         ("mutator_reported_cost_usd", float)):
+        db["attempts"].add_column(column, kind)
+    # Where a run's suites are (a suite given by path resolves again) and the agent flags it ran with.
+    for column in ("suite_path", "val_path", "holdout_path", "agents"):
+        db["runs"].add_column(column, str)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

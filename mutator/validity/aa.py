@@ -23,6 +23,7 @@ from eval.suite import Suite
 from mutator.config import ConfigError, Settings
 from mutator.evaluations import Evaluator, Outcome
 from mutator.progress import Progress
+from mutator.report import spend_basis
 from mutator.score import (
     CellFigures,
     Comparison,
@@ -239,7 +240,7 @@ def summary(db: sqlite_utils.Database, run_id: str) -> str:
         f"replicates has SD ≈ σ_cell·√(2/{reps}) = {_num(f['cell_sd'] and f['cell_sd'] * math.sqrt(2 / reps))}",
         "  Every copy is compared with the same seed evaluation (as candidates are with one incumbent "
         "evaluation), so the verdicts are correlated; more copies tighten the rates.",
-        f"  Spend ${run['cost_usd']:.4f} (priced from config.json; fakes spend nothing real).",
+        f"  Spend ${run['cost_usd']:.4f} ({spend_basis(run['agent'])}).",
     ]
     return "\n".join(lines)
 

@@ -7,7 +7,10 @@ Refuses while the run's loop is alive: testing never runs in parallel with mutat
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
+from pathlib import Path
 
 from eval.cells import Contract
 from eval.suite import Suite
@@ -15,7 +18,7 @@ from mutator.config import Settings
 from mutator.evaluations import Evaluator
 from mutator.progress import Progress
 from mutator.score import Normalisers, Weights, normalisers, summarise
-from mutator.store.db import connect, dumps, loads, now
+from mutator.store.db import connect, connect_readonly, dumps, loads, now
 from mutator.store.genome import GenomeStore
 from mutator.validity import report as test_report
 from sandbox import Launcher
@@ -23,6 +26,53 @@ from sandbox import Launcher
 
 class TestRunError(RuntimeError):
     """The test run cannot start; the message says why and what to do."""
+
+
+AGENT_FLAGS = (("agent", "--agent"), ("agent_cmd", "--agent-cmd"), ("mutator_agent", "--mutator-agent"),
+               ("mutator_cmd", "--mutator-cmd"))
+
+
+def launch_flags(launch: dict) -> str:
+    """The agent flags a run was started with, as they would be typed (empty for a dry run)."""
+    if not launch.get("real"):
+        return ""
+    return " ".join(["--real", *(f"{flag} {shlex.quote(launch[attr])}" for attr, flag in AGENT_FLAGS
+                                 if launch.get(attr))])
+
+
+def recorded_run(settings: Settings, run_id: str) -> dict | None:
+    if not settings.db_path.is_file():
+        return None
+    db = connect_readonly(settings.db_path)
+    try:
+        found = list(db.query("select * from runs where id = ?", [run_id]))
+    finally:
+        db.conn.close()
+    return found[0] if found else None
+
+
+def apply_run_defaults(settings: Settings, args: argparse.Namespace) -> None:
+    """`--test-run RUN` repeats what the run was started with unless told otherwise: the suite is the
+    run's --holdout (found again by its resolved path), and with no agent flag typed, the run's own
+    agent flags. A suite named as the run recorded it resolves to the recorded path."""
+    run = recorded_run(settings, args.test_run)
+    if run is None:
+        return  # test_run says there is no such run, listing the recent ones
+    paths = {run.get("holdout"): run.get("holdout_path"), run.get("suite"): run.get("suite_path"),
+             run.get("val"): run.get("val_path")}
+    if not args.suite:
+        if not run.get("holdout"):
+            raise TestRunError(f"{args.test_run} was started without --holdout, so there is no default test "
+                               f"suite; pass --suite NAME|PATH")
+        args.suite = run.get("holdout_path") or run["holdout"]
+    elif args.suite not in settings.suites and not Path(args.suite).exists() and paths.get(args.suite):
+        args.suite = paths[args.suite]
+    typed = any(getattr(args, attr) for attr, _ in AGENT_FLAGS) or args.real
+    launch = loads(run.get("agents"), {}) or {}
+    if not typed and launch.get("real"):
+        args.real = True
+        for attr, _ in AGENT_FLAGS:
+            setattr(args, attr, launch.get(attr) or None)
 
 
 def _alive(pid: int | None) -> bool:
@@ -52,9 +102,12 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                            f"a test suite must be held out from both")
     contract = Contract(**loads(run["config"])["contract"])
     if build_id is not None and build_id != contract.agent:
+        flags = launch_flags(loads(run.get("agents"), {}) or {})
         raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would run "
-                           f"{build_id!r}; pass the same agent flags as the run (e.g. --real --agent ...) so the "
-                           f"test measures the same agent")
+                           f"{build_id!r}; pass the same agent flags as the run ("
+                           + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
+                           + ", or none at all to reuse them) so the test measures the same agent"
+                           + ("; the agent's code or command changed since" if flags else ""))
     genomes = GenomeStore(settings.data_dir, db)
     weights = Weights(run["w_cost"], run["w_steps"])
     evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,

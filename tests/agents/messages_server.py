@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import hashlib
 import io
 import itertools
 import json
@@ -67,6 +68,10 @@ class MessagesServer:
         self.served: list[dict] = []          # usage of every message answered
         self.queue: list[Reply] = []
         self.responder: Callable[[dict], Reply] | None = None
+        # Prompt caching, emulated when set: the minimum cacheable prefix in (estimated) tokens. The input
+        # side of every usage is then computed from the request, as the API would bill it.
+        self.cache_min_tokens: int | None = None
+        self.cache: set[str] = set()          # prefix digests written by earlier requests
         self.lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -143,6 +148,9 @@ class MessagesServer:
                                                                  "message": f"scripted {reply.status}"}},
                                      status=reply.status, headers=reply.headers)
         use = {**usage(0, 0), **reply.usage}
+        if self.cache_min_tokens is not None:
+            with self.lock:
+                use.update(self.cache_usage(body))
         msg = {"id": f"msg_{next(_ids):06d}", "type": "message", "role": "assistant",
                "model": body.get("model", "?"), "content": reply.content, "stop_reason": reply.stop_reason,
                "stop_sequence": None, "usage": use}
@@ -151,6 +159,26 @@ class MessagesServer:
         if not body.get("stream"):
             return web.json_response(msg)
         return await self._sse(request, msg)
+
+    def cache_usage(self, body: dict) -> dict:
+        """input / cache write / cache read tokens of one request, as prompt caching bills them: the longest
+        prefix (tools -> system -> messages, block by block) an earlier request wrote is read; the prefix up
+        to the last `cache_control` mark beyond it is written, when it reaches the minimum; the rest is input."""
+        blocks = prompt_blocks(body)
+        digest = hashlib.sha256(body.get("model", "?").encode())
+        prefixes, total = [], 0
+        for block in blocks:
+            digest.update(json.dumps(strip_marks(block), sort_keys=True).encode())
+            total += block_tokens(block)
+            prefixes.append((digest.hexdigest(), total, "cache_control" in block))
+        read = max((tokens for key, tokens, _ in prefixes if key in self.cache), default=0)
+        marks = [(key, tokens) for key, tokens, marked in prefixes if marked and tokens >= self.cache_min_tokens]
+        written = 0
+        for key, tokens in marks:
+            self.cache.add(key)
+            written = max(written, tokens - read)
+        return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read}
 
     async def _sse(self, request: web.Request, msg: dict) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -182,6 +210,27 @@ class MessagesServer:
         await send("message_stop", {})
         await response.write_eof()
         return response
+
+
+# ---- prompt caching, emulated --------------------------------------------------------------------
+def prompt_blocks(body: dict) -> list[dict]:
+    """The request's prompt as cacheable blocks in the API's render order: tools, system, messages."""
+    system = body.get("system") or []
+    blocks = [dict(tool) for tool in body.get("tools") or []]
+    blocks += [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+    for msg in body.get("messages", []):
+        content = msg["content"]
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks += [{**part, "role": msg["role"]} for part in parts]
+    return blocks
+
+
+def strip_marks(block: dict) -> dict:
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
+def block_tokens(block: dict) -> int:
+    return max(1, len(json.dumps(strip_marks(block))) // 4)
 
 
 # ---- policies: scripted "models" that read the conversation and act -------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval.stream_metrics import read_stream
-from tests.agents.messages_server import error, message, text, tool_use, usage
+from tests.agents.messages_server import error, message, system_text, text, tool_use, usage
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "eval" / "agents" / "anthropic_agent.py"
@@ -181,7 +181,7 @@ def test_skill_is_offered_by_name_and_description(server, tmp_path: Path) -> Non
     (skill / "SKILL.md").write_text((ROOT / "suites" / "csv-clean" / "SKILL.md").read_text())
     server.script(message(text("ok")))
     _, events = run_agent(server, work, extra_env={"SM_SKILL_DIR": str(skill)})
-    system = server.requests[0]["system"]
+    system = system_text(server.requests[0])
     assert "<name>\ncsv-clean\n</name>" in system and "Normalise a messy CSV" in system
     assert "<location>\n.claude/skills/csv-clean/SKILL.md\n</location>" in system
     assert "rules.json" not in system  # the body is read on demand, not preloaded

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -73,6 +74,13 @@ def test_two_round_real_demo_against_the_local_server(server, tmp_path: Path) ->
     assert [a["summary"] for a in attempts] == ["Add the dates rule", "Add the amounts rule"]
     assert [a["verdict"] for a in attempts] == ["KEEP", "KEEP"]
     assert all(a["mutator_cost_usd"] > 0 for a in attempts)
+    for a in attempts:   # tokens are stored, not only the cost, and the cost is what they price to
+        used = Usage(a["mutator_input_tokens"], a["mutator_output_tokens"], a["mutator_cache_write_tokens"],
+                     a["mutator_cache_read_tokens"])
+        assert used.input_tokens > 0 and a["mutator_retries"] == 0
+        assert a["mutator_cost_usd"] == pytest.approx(usd(PRICES["claude-opus-4-5"], used), rel=1e-9)
+    solve = json.loads(run["solve"])
+    assert solve["usage"]["input_tokens"] > 0 and solve["usage"]["retries"] == 0
     # the mutator's edit reached the genome the build agents were evaluated on
     champion = data / "genomes" / run["incumbent_hash"]
     assert '"op": "amounts"' in next(champion.rglob("rules.json")).read_text()

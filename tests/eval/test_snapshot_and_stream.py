@@ -61,3 +61,20 @@ def test_stream_without_result_sums_assistant_usage(tmp_path: Path) -> None:
     m = read_stream(stream)
     assert (m.has_result, m.is_error, m.steps, m.usage.input_tokens, m.subtype) == (False, True, 2, 8, "no_result")
     assert read_stream(tmp_path / "missing.jsonl").events == 0
+
+
+def test_a_claude_cli_stream_cut_before_its_result_counts_each_message_once(tmp_path: Path) -> None:
+    """Claude Code writes one assistant event per content block, each with its message's id and usage:
+    4 messages of 1,200 input tokens, one of them in two blocks, are 4,800 tokens and 4 steps (not 6,000, 5)."""
+    import json
+    usage = {"input_tokens": 1200, "output_tokens": 30, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    events = []
+    for n in range(4):
+        blocks = [{"type": "text", "text": "thinking aloud"}, {"type": "tool_use", "id": f"t{n}", "name": "Bash"}] \
+            if n == 2 else [{"type": "tool_use", "id": f"t{n}", "name": "Read"}]
+        events += [{"type": "assistant", "message": {"id": f"msg_{n}", "content": [block], "usage": usage}}
+                   for block in blocks]
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("".join(json.dumps(e) + "\n" for e in events))
+    m = read_stream(stream)
+    assert (m.has_result, m.steps, m.usage.input_tokens, m.usage.output_tokens, m.tool_uses) == (False, 4, 4800, 120, 4)

@@ -127,7 +127,8 @@ def test_the_judge_scores_through_a_local_messages_api(tmp_path, echo_agent, stu
     assert cells["t0"].status == "ok" and cells["t0"].tests == {"rubric": pytest.approx(weighted)}
     assert cells["t1"].tests == {"rubric": pytest.approx(weighted * 0.5)}
     price_usd = (1000 * 1.0 + 200 * 5.0) / 1e6        # PRICE in conftest: input 1, output 5 per million
-    assert cells["t0"].extra == {"grader_cost_usd": pytest.approx(price_usd)}
+    assert cells["t0"].extra["grader_cost_usd"] == pytest.approx(price_usd)
+    assert (cells["t0"].extra["grader_input_tokens"], cells["t0"].extra["grader_output_tokens"]) == (1000, 200)
     grade = json.loads((Path(cells["t0"].cell_dir) / "grade.json").read_text())["judge"]
     assert grade["feedback"] == "Shorter." and grade["cached"] is False and grade["model"] == "claude-haiku-4-5"
     assert "Shorter." in (Path(cells["t0"].cell_dir) / "judge.md").read_text()
@@ -143,7 +144,7 @@ def test_a_repeated_judgement_is_served_from_the_cache(tmp_path, echo_agent, stu
     again = evaluate(judge_request(tmp_path, echo_agent, stub, skill))   # same cells re-run, same outputs
     assert len(stub.requests) == 2
     assert sorted(c.tests["rubric"] for c in again) == sorted(c.tests["rubric"] for c in first)
-    assert all(c.extra == {} for c in again)          # no new spend
+    assert not any(k.startswith("grader_") for c in again for k in c.extra)   # no new spend, no new tokens
     assert all(json.loads((Path(c.cell_dir) / "grade.json").read_text())["judge"]["cached"] for c in again)
 
 

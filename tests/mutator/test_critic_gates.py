@@ -31,8 +31,8 @@ def append(candidate: Path, text: str, name: str = "SKILL.md") -> None:
     (lambda c: append(c, "\n" + "- one more rule line\n" * 520), "size", "over the 500-line cap"),
     (lambda c: (c / "assets").mkdir() or (c / "assets" / "big.txt").write_text("x" * 300_000), "size",
      "over the 262144-byte cap"),
-    (lambda c: append(c, "\n" + "Keep every value exactly as it is. " * 20 + "\n"), "growth",
-     "over the +20% cap per change"),
+    (lambda c: append(c, "\n" + "Keep every value exactly as it is. " * 90 + "\n"), "growth",
+     "over this change's allowance of 2048 bytes"),
     (lambda c: append(c, "\n```python\nprint('never closed')\n"), "fences", "SKILL.md:31 opens a code fence"),
     (lambda c: append(c, "\nWrite dates as {{date_format}}.\n"), "placeholders", "{{var}} template variable"),
     (lambda c: append(c, "\nThe delimiter is [PLACEHOLDER].\n"), "placeholders", "[PLACEHOLDER] label"),
@@ -80,7 +80,7 @@ def test_ordinary_markdown_passes_every_safety_gate(pair, text: str) -> None:
 def test_limits_are_configurable(pair) -> None:
     parent, candidate = pair
     append(candidate, "\nAlways keep the header row.\n")
-    tight = GateLimits(max_lines=10, max_bytes=1000, max_growth=0.001)
+    tight = GateLimits(max_lines=10, max_bytes=1000, max_growth=0.001, min_growth_bytes=0)
     failing = {c.gate for c in review(candidate, parent, skill_name="csv-clean", limits=tight) if c.verdict == "fail"}
     assert failing == {"size", "growth"}
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from mutator.store.db import connect_readonly
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "1", "--solve",
         "--solve-attempts", "2")
@@ -40,3 +41,23 @@ def test_capable_solver_stages_demonstrations(tmp_path: Path) -> None:
     # solve is not part of the run's identity: the same command without --solve resumes the same run
     again = run_cli(*ARGS[:-3], "--data-dir", str(data))
     assert "Resuming run-" in again.stderr and again.returncode == 0
+
+
+def test_abort_says_the_cells_failed_rather_than_blaming_the_model(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = run_cli(*ARGS, "--data-dir", str(data), env={**os.environ, "FAKE_AGENT_CRASH": "1"})
+    assert result.returncode == 4
+    assert "FAILED without a grade (agent_error: " in result.stderr
+    assert "crashing on purpose" in result.stderr and "--no-solve" in result.stderr
+    assert "not capable enough" not in result.stderr
+    record = json.loads(next(iter(connect_readonly(data / "mutator.db").query("select solve from runs")))["solve"])
+    assert {t["status"] for t in record["tasks"].values()} == {"agent_error"}
+
+
+def test_solve_refused_for_a_command_mutator(tmp_path: Path) -> None:
+    mutator = f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}"
+    agent = f"{sys.executable} {ROOT / 'fakes' / 'fake_agent.py'}"
+    result = run_cli(*ARGS, "--real", "--agent-cmd", agent, "--mutator-cmd", mutator, "--data-dir",
+                     str(tmp_path / "data"))
+    assert result.returncode == 2, result.stderr
+    assert "--solve needs a mutator backend that can solve" in result.stderr and "--mutator-cmd" in result.stderr

@@ -1,0 +1,76 @@
+"""The end-of-run summary as `rich` tables, for a terminal; a log or a pipe gets the plain text of
+mutator/report.py, which holds the same figures. Rendered from the store alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import sqlite_utils
+from rich.console import Console
+from rich.table import Table
+
+from mutator.report import _figures, summary
+from mutator.score import Normalisers, Weights
+from mutator.store.db import rows
+
+VERDICT_STYLE = {"KEEP": "green", "REJECT": "red", "CRITIC": "yellow", "FAILED": "magenta"}
+
+
+def _cells(s) -> list[str]:
+    return ["—"] * 4 if s is None else [f"{s.composite:.4f}", f"{s.eval:.3f}", f"{s.cost:.5f}", f"{s.steps:.2f}"]
+
+
+def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
+    """(seed vs champion on val and train, one row per attempt)."""
+    run = dict(db["runs"].get(run_id))
+    weights = Weights(run["w_cost"], run["w_steps"])
+    val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
+    train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+    attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id])
+    seed = attempts[0]
+    champion = [a for a in attempts if a["genome_hash"] == run["incumbent_hash"] and a["val_evaluation_id"]][-1]
+    champ_train = [a["train_evaluation_id"] for a in attempts
+                   if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
+    figures = Table(title=f"{run_id} · seed vs champion {run['incumbent_hash'][:12]} (round {champion['round']})")
+    figures.add_column("")
+    for split in ("val", "train"):
+        for name in ("composite", "eval", "cost/cell", "steps"):
+            figures.add_column(f"{split} {name}", justify="right")
+    figures.add_row("seed", *_cells(_figures(db, seed["val_evaluation_id"], weights, val_norm)),
+                    *_cells(_figures(db, seed["train_evaluation_id"], weights, train_norm)))
+    figures.add_row("champion", *_cells(_figures(db, champion["val_evaluation_id"], weights, val_norm)),
+                    *_cells(_figures(db, champ_train[-1] if champ_train else None, weights, train_norm)))
+    rounds = Table(title="attempts")
+    for name, justify in (("round", "left"), ("verdict", "left"), ("Δcomposite", "right"),
+                          ("gate threshold", "right"), ("summary", "left")):
+        rounds.add_column(name, justify=justify, overflow="fold")
+    for a in attempts[1:]:
+        verdict = a["verdict"] or a["status"]
+        note = a["summary"] or ""
+        if a["error"]:
+            note = f"{note} [{a['error'][:100]}]".strip()
+        rounds.add_row(f"{a['round']}" + (f".{a['sibling']}" if a["sibling"] else ""),
+                       f"[{VERDICT_STYLE.get(verdict, 'default')}]{verdict}[/]",
+                       "—" if a["delta"] is None else f"{a['delta']:+.4f}",
+                       "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}", note)
+    return figures, rounds
+
+
+def print_summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
+                  data_dir: Path | None = None, stream: TextIO | None = None, live: bool | None = None) -> None:
+    """Tables on a terminal, the plain summary elsewhere; the closing lines (counts, spend, val queries,
+    disk) are the same text in both."""
+    stream = stream or sys.stdout
+    text = summary(db, run_id, val_query_warn=val_query_warn, data_dir=data_dir)
+    if not (stream.isatty() if live is None else live):
+        print(text, file=stream)
+        return
+    console = Console(file=stream, force_terminal=True)
+    console.print(text.splitlines()[0], markup=False, highlight=False)
+    for table in tables(db, run_id):
+        console.print(table)
+    lines = text.splitlines()
+    tail = next((i for i, line in enumerate(lines) if line.strip().startswith("KEEP ")), len(lines))
+    console.print("\n".join(lines[tail:]), markup=False, highlight=False)
