@@ -14,16 +14,33 @@ from aiohttp import web
 from mutator.after import health_view, proposals, spend
 from mutator.config import ROOT
 from mutator.server import common as s
+from mutator.server import queries as Q
 
 NOTE_MAX = 500
+
+
+def latest_tests(db, found: list[dict]) -> list[dict]:
+    """A proposal's `test` was copied when it was made; a test run since then (the usual order: the run ends,
+    proposes, then you test it) must show, so each proposal gets its champion's newest finished test run."""
+    for proposal in found:
+        newest = Q.one(db, "select id, suite, composite, eval, cost, steps, report from test_runs where run_id = ? "
+                           "and genome_hash = ? and status = 'done' order by id desc limit 1",
+                       [proposal["run_id"], proposal["genome_hash"]])
+        if newest and (proposal.get("test") or {}).get("test_run") != newest["id"]:
+            proposal["test"] = {"suite": newest["suite"], "composite": newest["composite"], "eval": newest["eval"],
+                                "cost": newest["cost"], "steps": newest["steps"], "test_run": newest["id"],
+                                "report": Q.loads(newest["report"], {}) or {}}
+    return found
 
 
 async def list_proposals(request: web.Request) -> web.Response:
     store = s.store_of(request)
     key, cached = s.hit(request, store)
+    if cached:
+        return cached
     db = s.db_of(request, store)
-    found = proposals.listing(db) if "proposals" in db.table_names() else []
-    return cached or s.remember(request, key, found)
+    found = latest_tests(db, proposals.listing(db)) if "proposals" in db.table_names() else []
+    return s.remember(request, key, found)
 
 
 def _proposal(request: web.Request, store) -> dict:
@@ -31,7 +48,7 @@ def _proposal(request: web.Request, store) -> dict:
     if "proposals" not in db.table_names():
         raise s.fail(404, "no proposals in this store yet")
     try:
-        return proposals.detail(db, int(request.match_info["id"]))
+        return latest_tests(db, [proposals.detail(db, int(request.match_info["id"]))])[0]
     except proposals.ProposalError as err:
         raise s.fail(404, str(err)) from None
 
@@ -80,14 +97,12 @@ async def reject(request: web.Request) -> web.Response:
 
 async def health_checks(request: web.Request) -> web.Response:
     store = s.store_of(request)
-    days = request.query.get("days", "30")
-    if not days.isdigit() or not 1 <= int(days) <= health_view.MAX_DAYS:
-        raise s.fail(400, f"days: 1 to {health_view.MAX_DAYS}")
+    days = s.number(request, "days", 30, 1, health_view.MAX_DAYS, "days of checks shown")
     key, cached = s.hit(request, store)
     if cached:
         return cached
     found = health_view.summary(s.db_of(request, store), skill_dir=request.query.get("skill_dir") or None,
-                                fingerprint=request.query.get("fingerprint") or None, days=int(days))
+                                fingerprint=request.query.get("fingerprint") or None, days=days)
     return s.remember(request, key, found, volatile=True)  # "today" moves with the clock, not only the store
 
 
@@ -99,7 +114,7 @@ async def spend_view(request: web.Request) -> web.Response:
 
 def register(app: web.Application) -> None:
     app.router.add_routes([
-        web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:\d{1,9}}", proposal),
-        web.post(r"/api/proposals/{id:\d{1,9}}/accept", accept), web.post(r"/api/proposals/{id:\d{1,9}}/reject", reject),
+        web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:[0-9]{1,9}}", proposal),
+        web.post(r"/api/proposals/{id:[0-9]{1,9}}/accept", accept), web.post(r"/api/proposals/{id:[0-9]{1,9}}/reject", reject),
         web.get("/api/health-checks", health_checks), web.get("/api/spend", spend_view),
     ])

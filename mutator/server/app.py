@@ -34,6 +34,7 @@ from mutator.server.common import (
     db_of,
     fail,
     hit,
+    number,
     ok,
     read_body,
     remember,
@@ -48,6 +49,7 @@ CODE = web.AppKey("code", "CodeWatch")
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
 SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+RUN_ID = re.compile(r"^(run|aa)-[0-9a-f]{6,64}$")   # ordinary runs and A/A runs (mutator/validity/aa.py)
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 POLL_S = 1.0
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
@@ -168,8 +170,8 @@ def skill_param(request: web.Request) -> str | None:
 
 def run_param(request: web.Request) -> str:
     run_id = request.match_info["run_id"]
-    if not re.match(r"^run-[0-9a-f]{6,64}$", run_id):
-        raise fail(400, "run id: expected run-<hex>")
+    if not RUN_ID.match(run_id):
+        raise fail(400, "run id: expected run-<hex> or aa-<hex> (an A/A run)")
     return run_id
 
 
@@ -185,14 +187,12 @@ async def runs(request: web.Request) -> web.Response:
 
 async def run(request: web.Request) -> web.Response:
     store = store_of(request)
-    window = request.query.get("window", "60")
-    if not window.isdigit() or int(window) > 100_000:
-        raise fail(400, "window: a number of rounds (0 = all)")
+    window = number(request, "window", 60, 0, 100_000, "rounds shown (0 = all)")
     run_id = run_param(request)
     key, cached = hit(request, store)
     if cached:
         return cached
-    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=int(window),
+    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=window,
                          val_query_warn=request.app[SETTINGS].val_query_warn)
     if found is None:
         raise fail(404, "no such run")
@@ -357,8 +357,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/health", health), web.get("/api/meta", meta), web.get("/api/skills", skills),
         web.get("/api/runs", runs), web.get("/api/runs/{run_id}", run),
         web.get("/api/runs/{run_id}/lineage", lineage), web.get("/api/history", history),
-        web.get(r"/api/attempts/{id:\d{1,12}}", attempt), web.get(r"/api/attempts/{id:\d{1,12}}/diff", attempt_diff),
-        web.get(r"/api/cells/{id:\d{1,12}}", cell), web.get("/api/processes", processes),
+        web.get(r"/api/attempts/{id:[0-9]{1,12}}", attempt), web.get(r"/api/attempts/{id:[0-9]{1,12}}/diff", attempt_diff),
+        web.get(r"/api/cells/{id:[0-9]{1,12}}", cell), web.get("/api/processes", processes),
         web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])

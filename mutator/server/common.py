@@ -19,6 +19,7 @@ from mutator.server.launch import Children
 from mutator.server.stores import Store, Stores
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
+DIGITS = re.compile(r"[0-9]{1,9}")
 
 STORES = web.AppKey("stores", Stores)
 SETTINGS = web.AppKey("settings", Settings)
@@ -70,6 +71,15 @@ def running(*runs: dict) -> bool:
     """A response naming a running run (its `alive` flag reads a pid) or a running test (progress reads cell
     dirs on disk) depends on more than the store: it is cached only briefly."""
     return any(r.get("status") == "running" for r in runs)
+
+
+def number(request: web.Request, name: str, default: int, low: int, high: int, meaning: str) -> int:
+    """A whole-number query parameter in ASCII digits only (str.isdigit() also accepts '²' and '①', which
+    int() then refuses): anything else, or out of [low, high], is a 400 naming the parameter."""
+    text = request.query.get(name, str(default))
+    if not DIGITS.fullmatch(text) or not low <= int(text) <= high:
+        raise fail(400, f"{name}: {meaning}, a whole number from {low} to {high} in ASCII digits")
+    return int(text)
 
 
 def store_of(request: web.Request, *, required: bool = True) -> Store:

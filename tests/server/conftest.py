@@ -46,3 +46,23 @@ def store_copy(dry_store: Path, tmp_path: Path) -> Path:
     target = tmp_path / "project" / "data"
     shutil.copytree(dry_store, target, symlinks=True)
     return target
+
+
+@pytest.fixture(scope="session")
+def mixed_store(tmp_path_factory) -> Path:
+    """One store with every shape the loop writes: a greedy demo run (its round 4 is a CRITIC no-change attempt,
+    genome == parent; round 5 a broken reference), a branching run (siblings, a better sibling rejecting a
+    gate-passing one), a population run (children off non-incumbent parents, crossover refs, KEEPs that are
+    not the leader), an A/A run (`aa-…`, newest of all), and a test run of the greedy run after it proposed."""
+    data_dir = tmp_path_factory.mktemp("mixed") / "data"
+    base = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--replicates", "1",
+            "--data-dir", str(data_dir), "--concurrency", "4"]
+    for extra in (["--rounds", "5"], ["--rounds", "2", "--strategy", "branching"],
+                  ["--rounds", "3", "--strategy", "population"], ["--aa", "3"]):
+        subprocess.run([*base, *extra], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    import sqlite3
+    with sqlite3.connect(data_dir / "mutator.db") as conn:
+        greedy = conn.execute("select id from runs where strategy = 'greedy'").fetchone()[0]
+    subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", greedy, "--suite", "clean-test",
+                    "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    return data_dir

@@ -1,0 +1,185 @@
+"""Every figure the dashboard shows agrees with the store, on a store holding every shape the loop writes:
+CRITIC no-change attempts (genome == parent), branching siblings, a population run and an A/A run."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+import pytest_asyncio
+
+from mutator.server.app import create_app
+
+from .conftest import TOKEN
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture
+async def client(aiohttp_client, mixed_store):
+    return await aiohttp_client(create_app(data_dir=mixed_store, project_root=mixed_store.parent, token=TOKEN))
+
+
+@pytest.fixture(scope="module")
+def store_rows(mixed_store):
+    with sqlite3.connect(mixed_store / "mutator.db") as conn:
+        conn.row_factory = sqlite3.Row
+        runs = {r["strategy"]: dict(r) for r in conn.execute("select * from runs")}
+        attempts = [dict(r) for r in conn.execute("select * from attempts order by run_id, round, sibling")]
+        tests = [dict(r) for r in conn.execute("select * from test_runs")]
+    return runs, attempts, tests
+
+
+async def get(client, path: str, status: int = 200, **params):
+    response = await client.get(path, params=params)
+    assert response.status == status, await response.text()
+    return await response.json()
+
+
+async def _store(client) -> str:
+    return (await get(client, "/api/meta"))["stores"][0]["id"]
+
+
+async def test_the_chain_runs_champion_to_seed_on_every_run(client, store_rows):
+    runs, attempts, _ = store_rows
+    store = await _store(client)
+    for strategy, run in runs.items():
+        response = await client.get(f"/api/runs/{run['id']}/lineage", params={"store": store})
+        assert response.status == 200, strategy
+        assert len(await response.read()) < 50_000, strategy   # was 2.26 MB: one genome repeated 10,000 times
+        lineage = await response.json()
+        chain = [c["genome_hash"] for c in lineage["chain"]]
+        assert chain[0] == run["incumbent_hash"] and chain[-1] == run["seed_hash"], strategy
+        assert len(chain) == len(set(chain)), strategy
+        origin = {n["genome_hash"]: n for n in lineage["nodes"] if n["origin"]}
+        for child, parent in zip(chain, chain[1:]):
+            assert origin[child]["parent_hash"] == parent and parent != child
+        assert {n["genome_hash"] for n in lineage["nodes"] if n["on_chain"]} == set(chain)
+    greedy = await get(client, f"/api/runs/{runs['greedy']['id']}/lineage", store=store)
+    assert len(greedy["chain"]) == 3   # seed -> round 1 -> round 2 (round 3 rejected, 4 and 5 critic)
+
+
+async def test_a_critic_no_change_attempt_is_never_its_genomes_origin(client, store_rows):
+    runs, attempts, _ = store_rows
+    [noop] = [a for a in attempts if a["run_id"] == runs["greedy"]["id"] and a["genome_hash"] == a["parent_hash"]]
+    assert noop["verdict"] == "CRITIC"
+    lineage = await get(client, f"/api/runs/{noop['run_id']}/lineage", store=await _store(client))
+    node = next(n for n in lineage["nodes"] if n["attempt_id"] == noop["id"])
+    assert node["origin"] is False and node["on_chain"] is False
+    assert node["reason"].startswith("not evaluated: critic gate 'changed'")
+    # its edge still points at the genome it left unchanged, from the attempt that produced that genome
+    assert {"attempt_id": noop["id"], "from": noop["parent_hash"], "kind": "parent"} in lineage["edges"]
+
+
+async def test_lineage_edges_include_population_parents_and_crossover_refs(client, store_rows):
+    runs, attempts, _ = store_rows
+    run = runs["population"]
+    lineage = await get(client, f"/api/runs/{run['id']}/lineage", store=await _store(client))
+    expected = []
+    for a in attempts:
+        if a["run_id"] == run["id"] and a["parent_hash"]:
+            expected.append({"attempt_id": a["id"], "from": a["parent_hash"], "kind": "parent"})
+            expected += [{"attempt_id": a["id"], "from": r, "kind": "ref"} for r in json.loads(a["ref_hashes"] or "[]")]
+    assert sorted(lineage["edges"], key=str) == sorted(expected, key=str)
+    assert any(e["kind"] == "ref" for e in expected), "the demo population run has a crossover"
+    incumbents = {a["parent_hash"] for a in attempts if a["run_id"] == run["id"] and a["round"] == 3}
+    assert len(incumbents) > 1 or incumbents != {run["incumbent_hash"]}  # parents other than the leader
+
+
+async def test_aa_runs_are_readable_and_listed_after_the_ordinary_runs(client, store_rows):
+    runs, _, _ = store_rows
+    store = await _store(client)
+    aa = runs["aa"]["id"]
+    assert aa.startswith("aa-")
+    listed = await get(client, "/api/runs", store=store, skill="csv-clean")
+    kinds = [r["kind"] for r in listed]
+    assert kinds[-1] == "aa" and kinds.count("aa") == 1 and kinds[0] == "evolve"   # the A/A run is the newest
+    detail = await get(client, f"/api/runs/{aa}", store=store)
+    assert detail["run"]["kind"] == "aa" and [a["round"] for a in detail["attempts"]] == [0, 1, 2, 3]
+    assert detail["curve"]["incumbent"] == [runs["aa"]["seed_hash"]] * 4
+    assert len(set(detail["curve"]["champion"])) == 1   # the seed's own figure, not a copy's
+    await get(client, f"/api/runs/{aa}/lineage", store=store)
+    regimes = await get(client, "/api/history", store=store, skill="csv-clean")
+    assert [g["run"]["kind"] for g in regimes][-1] == "aa" and regimes[0]["run"]["kind"] == "evolve"
+
+
+async def test_the_champion_curve_follows_the_strategys_incumbent(client, store_rows):
+    runs, attempts, _ = store_rows
+    store = await _store(client)
+    for strategy, run in runs.items():
+        detail = await get(client, f"/api/runs/{run['id']}", store=store)
+        curve = detail["curve"]
+        assert curve["incumbent"][-1] == run["incumbent_hash"], strategy
+        mine = [a for a in attempts if a["run_id"] == run["id"]]
+        seed_composite = next(a["composite"] for a in mine if a["verdict"] == "SEED")
+        composite = {a["genome_hash"]: a["composite"] for a in reversed(mine) if a["composite"] is not None}
+        composite[run["seed_hash"]] = seed_composite
+        assert curve["champion"] == [composite[g] for g in curve["incumbent"]], strategy
+    # population: the incumbent is the pool's leader, not the round's last KEEP
+    pop = [a for a in attempts if a["run_id"] == runs["population"]["id"]]
+    detail = await get(client, f"/api/runs/{runs['population']['id']}", store=store)
+    for i, rnd in enumerate(detail["curve"]["round"]):
+        snapshot = next((json.loads(a["pool_snapshot"]) for a in pop if a["round"] == rnd and a["pool_snapshot"]), None)
+        if snapshot:
+            assert detail["curve"]["incumbent"][i] == snapshot[0]
+    last_keep = [a for a in pop if a["round"] == 1 and a["verdict"] == "KEEP"][-1]
+    assert detail["curve"]["champion"][1] != last_keep["composite"]   # the demo's round 1: sibling 0 leads
+
+
+async def test_every_verdict_carries_its_reason(client, store_rows):
+    runs, _, _ = store_rows
+    store = await _store(client)
+    prefix = {"SEED": "seed:", "KEEP": "kept:", "REJECT": "rejected:", "CRITIC": "not evaluated: critic gate",
+              "FAILED": "failed:"}
+    for strategy, run in runs.items():
+        detail = await get(client, f"/api/runs/{run['id']}", store=store)
+        for a in detail["attempts"]:
+            assert a["reason"].startswith(prefix[a["verdict"]]), (strategy, a["verdict"], a["reason"])
+    branching = await get(client, f"/api/runs/{runs['branching']['id']}", store=store)
+    beaten = [a for a in branching["attempts"] if a["verdict"] == "REJECT" and a["delta"] >= a["gate_threshold"]]
+    assert beaten, "the demo's branching run rejects a gate-passing sibling"
+    for a in beaten:
+        siblings = [s for s in branching["attempts"] if s["round"] == a["round"]]
+        best = max(siblings, key=lambda s: (s["composite"], -s["sibling"]))
+        assert f"sibling {best['sibling']} was better" in a["reason"] and best["verdict"] == "KEEP"
+    pop = await get(client, f"/api/runs/{runs['population']['id']}", store=store)
+    assert all("entered the pool" in a["reason"] for a in pop["attempts"] if a["verdict"] == "KEEP")
+    aa = await get(client, f"/api/runs/{runs['aa']['id']}", store=store)
+    assert all("false call" in a["reason"] for a in aa["attempts"] if a["verdict"] == "REJECT")
+    # Round Analysis carries the same reason, for the attempt and its siblings
+    found = await get(client, f"/api/attempts/{beaten[0]['id']}", store=store)
+    assert found["attempt"]["reason"] == beaten[0]["reason"]
+    assert {s["id"]: s["reason"] for s in found["siblings"]} == {
+        a["id"]: a["reason"] for a in branching["attempts"] if a["round"] == beaten[0]["round"]}
+
+
+async def test_proposals_show_the_newest_test_run(client, store_rows):
+    runs, _, tests = store_rows
+    store = await _store(client)
+    [test] = tests
+    listed = await get(client, "/api/proposals", store=store)
+    mine = next(p for p in listed if p["run_id"] == runs["greedy"]["id"])
+    assert mine["test"]["test_run"] == test["id"] and mine["test"]["composite"] == test["composite"]
+    detail = await get(client, f"/api/proposals/{mine['id']}", store=store)
+    assert detail["test"]["test_run"] == test["id"] and detail["test"]["suite"] == "clean-test"
+    others = [p for p in listed if p["run_id"] != runs["greedy"]["id"]]
+    assert others and all(p["test"] is None for p in others)
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    ("/api/runs/{run}", {"window": "²"}), ("/api/runs/{run}", {"window": "①"}),
+    ("/api/runs/{run}", {"window": "١٢"}), ("/api/runs/{run}", {"window": "-1"}),
+    ("/api/runs/{run}", {"window": " 5"}), ("/api/health-checks", {"days": "①"}),
+    ("/api/health-checks", {"days": "²"}), ("/api/health-checks", {"days": "0"}),
+])
+async def test_a_non_ascii_digit_in_a_number_is_a_400(client, store_rows, path, params):
+    runs, _, _ = store_rows
+    response = await client.get(path.format(run=runs["greedy"]["id"]), params={"store": await _store(client),
+                                                                              **params})
+    assert response.status == 400 and "ASCII digits" in (await response.json())["error"]
+
+
+@pytest.mark.parametrize("path", ["/api/attempts/١٢", "/api/attempts/²", "/api/cells/١", "/api/proposals/١"])
+async def test_a_non_ascii_id_is_not_a_route(client, path):
+    assert (await client.get(path)).status == 404
