@@ -54,9 +54,22 @@ async function loadPickers() {
   fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
     (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
   state.runs = state.skill ? await api('runs', { store: state.store, skill: state.skill }) : [];
-  if (!state.runs.some((r) => r.id === state.run)) state.run = (state.runs.find((r) => r.alive) || state.runs[0])?.id || null;
-  fill($('run-picker'), state.runs.map((r) => ({ value: r.id, r })), state.run,
-    (x) => `${x.value} · ${x.r.strategy} · ${x.r.rounds_done}/${x.r.rounds_target} · ${x.r.alive ? 'RUNNING' : x.r.status}`);
+  // A/A runs (the gate's noise calibration) are listed apart and are never the default selection
+  const ordinary = state.runs.filter((r) => r.kind !== 'aa');
+  if (!state.runs.some((r) => r.id === state.run)) {
+    state.run = (ordinary.find((r) => r.alive) || ordinary[0] || state.runs[0])?.id || null;
+  }
+  fillRuns($('run-picker'), ordinary, state.runs.filter((r) => r.kind === 'aa'), state.run);
+}
+
+function fillRuns(select, ordinary, aa, value) {
+  const option = (r) => h('option', { value: r.id, selected: r.id === value },
+    r.kind === 'aa' ? `${r.id} · A/A ${r.rounds_done}/${r.rounds_target} copies · ${r.alive ? 'RUNNING' : r.status}`
+      : `${r.id} · ${r.strategy} · ${r.rounds_done}/${r.rounds_target} · ${r.alive ? 'RUNNING' : r.status}`);
+  const groups = [];
+  if (ordinary.length) groups.push(aa.length ? h('optgroup', { label: 'runs' }, ordinary.map(option)) : ordinary.map(option));
+  if (aa.length) groups.push(h('optgroup', { label: 'A/A runs (gate calibration)' }, aa.map(option)));
+  select.replaceChildren(...(groups.length ? groups.flat() : [h('option', { value: '' }, '(none)')]));
 }
 
 export async function refresh() {

@@ -354,7 +354,7 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
 
 
 HISTORY_COLUMNS = ("id", "round", "sibling", "verdict", "composite", "eval", "cost", "steps",
-                   "t_eval", "t_cost", "t_steps", "t_composite")
+                   "t_eval", "t_cost", "t_steps", "t_composite", "leads")   # leads: 1 = the incumbent from here on
 
 
 def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
@@ -366,11 +366,18 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
             "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, t.eval, t.cost, "
             "t.steps from attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
             "order by a.round, a.sibling", [run["id"]])
+        light = light_rows(db, run["id"])
+        after = V.incumbents(run, light)
+        leads = set()
+        for r in light:   # the row whose genome became the incumbent in its round (the seed in round 0)
+            if after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"] and (
+                    r["verdict"] in ("SEED", "KEEP") or run["strategy"] == "pareto"):
+                leads.add((r["round"], r["sibling"]))
         rows = []
         for row in cursor.fetchall():
             train = None if row[8] is None else composite({"eval": row[8], "cost": row[9], "steps": row[10]}, run,
                                                           split="train")
-            rows.append([*row, train])
+            rows.append([*row, train, int((row[1], row[2]) in leads)])
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
                       "train_composite from test_runs where run_id = ? order by id", [run["id"]])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])

@@ -183,3 +183,17 @@ async def test_a_non_ascii_digit_in_a_number_is_a_400(client, store_rows, path, 
 @pytest.mark.parametrize("path", ["/api/attempts/١٢", "/api/attempts/²", "/api/cells/١", "/api/proposals/١"])
 async def test_a_non_ascii_id_is_not_a_route(client, path):
     assert (await client.get(path)).status == 404
+
+
+async def test_history_marks_where_each_incumbent_took_over(client, store_rows):
+    runs, _, _ = store_rows
+    store = await _store(client)
+    regimes = {g["run"]["id"]: g for g in await get(client, "/api/history", store=store, skill="csv-clean")}
+    for strategy, run in runs.items():
+        curve = (await get(client, f"/api/runs/{run['id']}", store=store))["curve"]
+        changes = [rnd for i, rnd in enumerate(curve["round"]) if i == 0 or curve["incumbent"][i] != curve["incumbent"][i - 1]]
+        points = [dict(zip(regimes[run["id"]]["columns"], p)) for p in regimes[run["id"]]["points"]]
+        assert sorted(p["round"] for p in points if p["leads"]) == changes, strategy
+        for p in points:
+            if p["leads"]:
+                assert p["composite"] == curve["champion"][curve["round"].index(p["round"])], strategy

@@ -29,6 +29,7 @@ function attemptDrawer(ui, attemptId) {
     if (!a) return h('p', {}, 'attempt not found');
     return h('div', { class: 'attempt-drawer', 'data-attempt': a.id },
       h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+      h('p', { class: 'reason', id: 'drawer-reason' }, a.reason || ''),
       h('p', {}, a.summary || '(no summary yet)'),
       h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
       h('table', { class: 'kv' }, h('tbody', {},
@@ -125,6 +126,7 @@ export async function render(root, state, ui) {
       h('button', { class: 'small', onclick: () => { ui.all = !ui.all; refresh(); } }, ui.all ? 'last 60 only' : 'show all')) : null),
     h('div', { class: 'timeline', id: 'timeline' }, detail.attempts.map((a) => h('div', {
       class: `node n-${(a.verdict || 'pending').toLowerCase()}`, 'data-attempt': a.id, 'data-round': a.round, tabindex: 0,
+      title: a.reason || '',
       onclick: () => openDrawer(attemptDrawer(ui, a.id)),
     }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
