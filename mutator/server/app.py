@@ -94,12 +94,24 @@ class CodeWatch:
 
 
 # ---- middleware --------------------------------------------------------------------------------------
+# Only the page's own files run: no inline script, no eval, no other origin. Styles come from the page's own CSS
+# files (the SPA and uPlot colour things through the CSSOM, which a CSP does not block); `data:` images are the
+# favicon placeholder.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def host_name(host: str | None) -> str:
+    """The name part of a Host header, lower-cased: `[::1]:5210` -> `::1`, `Example.org:80` -> `example.org`."""
+    host = (host or "").strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
 @web.middleware
 async def guard(request: web.Request, handler):
-    host = (request.host or "").rsplit(":", 1)[0].strip("[]")
-    allowed = request.app[ALLOWED_HOSTS]
-    if allowed and host not in allowed:  # refuse DNS-rebinding names
-        raise fail(403, f"host {host!r} not allowed")
+    if host_name(request.host) not in request.app[ALLOWED_HOSTS]:  # refuse DNS-rebinding and unknown names
+        raise fail(403, f"host {host_name(request.host)!r} not allowed; start the dashboard with --allow-host NAME")
     if request.method == "POST":
         token = request.headers.get("X-SM-Token", "")
         if not hmac.compare_digest(token, request.app[TOKEN]):
@@ -116,9 +128,14 @@ async def guard(request: web.Request, handler):
         response = await handler(request)
     except sqlite3.Error as err:
         return web.json_response({"error": f"store error: {err}"}, status=503)
+    return response
+
+
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """On every response, errors and refusals included (on_response_prepare sees them all)."""
+    response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("X-Frame-Options", "DENY")
-    return response
 
 
 # ---- pages -------------------------------------------------------------------------------------------
@@ -337,8 +354,18 @@ async def _cleanup(app: web.Application) -> None:
     app[STORES].close()
 
 
+def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> frozenset[str]:
+    """The Host names the dashboard answers: loopback names, the bind address and any --allow-host names. A
+    wildcard bind (0.0.0.0, ::) is no Host anyone types, so it adds nothing: LAN names come from --allow-host."""
+    names = {"127.0.0.1", "localhost", "::1", *(n.strip().lower().strip("[]") for n in extra if n.strip())}
+    if host not in ("0.0.0.0", "::", ""):
+        names.add(host.lower().strip("[]"))
+    return frozenset(names)
+
+
 def create_app(*, data_dir: Path | None = None, config_file: Path | None = None, project_root: Path = ROOT,
-               host: str = "127.0.0.1", token: str | None = None) -> web.Application:
+               host: str = "127.0.0.1", token: str | None = None,
+               allow_hosts: list[str] | tuple[str, ...] = ()) -> web.Application:
     s = settings(config_file)
     extra = [Path(data_dir)] if data_dir else [s.data_dir]   # an explicit data dir replaces the configured one
     app = web.Application(middlewares=[guard])
@@ -347,8 +374,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
     app[CACHE] = ResponseCache()
-    loopback = {"127.0.0.1", "localhost", "::1"}
-    app[ALLOWED_HOSTS] = frozenset() if host in ("0.0.0.0", "::") else frozenset(loopback | {host})
+    app[ALLOWED_HOSTS] = allowed_hosts(host, allow_hosts)   # never empty: a Host check is always on
+    app.on_response_prepare.append(security_headers)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)
@@ -373,7 +400,8 @@ def _with_data_dir(s: Settings, data_dir: Path) -> Settings:
     return replace(s, data_dir=data_dir.resolve())
 
 
-def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None) -> None:
-    app = create_app(data_dir=data_dir, config_file=config_file, host=host)
+def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None,
+          allow_hosts: list[str] | tuple[str, ...] = ()) -> None:
+    app = create_app(data_dir=data_dir, config_file=config_file, host=host, allow_hosts=allow_hosts)
     web.run_app(app, host=host, port=port, shutdown_timeout=3,
                 print=lambda _: print(f"Dashboard: http://{host}:{port}/  (Ctrl+C to stop)", flush=True))
