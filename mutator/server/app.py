@@ -314,19 +314,28 @@ async def test_run(request: web.Request) -> web.Response:
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: one `change` event whenever the store's data_version or the code fingerprint
-    moves (checked every second; one PRAGMA per tick), a comment line as heartbeat."""
+    """Server-Sent Events: one `change` event whenever the store's data_version, the code fingerprint or the
+    dashboard's children move (checked every second; one PRAGMA per tick), a comment line as heartbeat. Each
+    event carries signatures of the store's run list and of the run the page shows (`run=`), read only when
+    the store changed, so the page refetches only what moved."""
     store = store_of(request)
+    run_id = request.query.get("run") or None
+    if run_id is not None and not RUN_ID.match(run_id):
+        raise fail(400, "run: expected run-<hex> or aa-<hex>")
     stores, stop, code = request.app[STORES], request.app[STOP], request.app[CODE]
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
     await response.prepare(request)
     last: tuple | None = None
+    signatures: dict = {}
     beat = time.monotonic()
     try:
         while not stop.is_set():
             now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
             if now != last:
-                data = json.dumps({"version": now[0], "code_stale": now[1], "at": time.time()})
+                if last is None or now[0] != last[0]:
+                    signatures = Q.signatures(db_of(request, store), run_id)
+                data = json.dumps({"version": now[0], "code_stale": now[1], "children": now[2], **signatures,
+                                   "at": time.time()})
                 await response.write(f"event: change\ndata: {data}\n\n".encode())
                 last = now
             elif time.monotonic() - beat > 15:

@@ -7,6 +7,7 @@ the evaluation in progress.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -385,6 +386,30 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
                                                "rounds_target", "created_at", "suite", "val", "holdout", "alive")},
                     "columns": HISTORY_COLUMNS, "points": rows, "tests": tests})
     return out
+
+
+def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
+    """Short digests that move when what a page shows moves: `runs` (the store's run list as the pickers show
+    it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
+    listing = db.conn.execute("select group_concat(id || ':' || status || ':' || coalesce(rounds_done, '') || ':' || "
+                              "coalesce(pid, ''), ',') from (select * from runs order by id)").fetchone()[0]
+    out = {"runs": _digest(listing)}
+    if run_id:
+        row = db.conn.execute(
+            "select r.status, r.updated_at, r.rounds_done, r.incumbent_hash, r.cost_usd, r.error, "
+            "(select count(*) || '/' || group_concat(coalesce(verdict, '') || status || (genome_hash is null) || "
+            "(critic is null) || (delta is null) || coalesce(val_evaluation_id, '') || '.' || "
+            "coalesce(train_evaluation_id, '') || coalesce(finished_at, ''), ',') from attempts where run_id = r.id), "
+            "(select group_concat(id || status || coalesce(finished_at, ''), ',') from test_runs where run_id = r.id), "
+            "case when r.status = 'running' then (select count(*) || '/' || coalesce(sum(n_done), 0) || '/' || "
+            "coalesce(max(id), 0) from evaluations where status = 'running') end "
+            "from runs r where r.id = ?", [run_id]).fetchone()
+        out["run"] = _digest(repr(tuple(row)) if row else "")
+    return out
+
+
+def _digest(text: str | None) -> str:
+    return hashlib.sha256((text or "").encode()).hexdigest()[:12]
 
 
 def is_sqlite_error(err: BaseException) -> bool:

@@ -197,3 +197,39 @@ async def test_history_marks_where_each_incumbent_took_over(client, store_rows):
         for p in points:
             if p["leads"]:
                 assert p["composite"] == curve["champion"][curve["round"].index(p["round"])], strategy
+
+
+async def test_live_events_carry_signatures_of_the_run_list_and_the_shown_run(client, store_rows):
+    runs, _, _ = store_rows
+    store = await _store(client)
+    response = await client.get("/api/events", params={"store": store, "run": runs["aa"]["id"]})
+    assert response.status == 200
+    assert await response.content.readline() == b"event: change\n"
+    data = json.loads((await response.content.readline()).decode().removeprefix("data: "))
+    assert len(data["runs"]) == len(data["run"]) == 12 and data["children"] == 0
+    response.close()
+    assert (await client.get("/api/events", params={"store": store, "run": "../x"})).status == 400
+
+
+async def test_a_run_signature_moves_only_with_that_run(mixed_store, tmp_path, store_rows):
+    import shutil
+
+    from mutator.server import queries as Q
+    from mutator.store.db import connect_readonly
+    runs, _, _ = store_rows
+    copy = tmp_path / "data"
+    shutil.copytree(mixed_store, copy)
+    db = connect_readonly(copy / "mutator.db")
+    first = Q.signatures(db, runs["greedy"]["id"])
+    with sqlite3.connect(copy / "mutator.db") as conn:
+        conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [runs["branching"]["id"]])
+    assert Q.signatures(db, runs["greedy"]["id"]) == first        # another run's bookkeeping: nothing moves
+    with sqlite3.connect(copy / "mutator.db") as conn:
+        conn.execute("update attempts set summary = 'x', finished_at = finished_at + 1 where run_id = ? and round = 2",
+                     [runs["greedy"]["id"]])
+    second = Q.signatures(db, runs["greedy"]["id"])
+    assert second["run"] != first["run"] and second["runs"] == first["runs"]
+    with sqlite3.connect(copy / "mutator.db") as conn:
+        conn.execute("update runs set status = 'running' where id = ?", [runs["branching"]["id"]])
+    assert Q.signatures(db, runs["greedy"]["id"])["runs"] != second["runs"]
+    db.conn.close()

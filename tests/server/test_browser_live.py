@@ -1,0 +1,128 @@
+"""Real Chromium over the mixed store: A/A runs listed apart, the page working under its CSP, the "vs the seed"
+bars following the attempt, and a live update that keeps the reader's place and refetches only what moved."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
+
+from .conftest import TOKEN
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+
+@pytest.fixture
+def store(mixed_store, tmp_path) -> Path:
+    target = tmp_path / "project" / "data"
+    shutil.copytree(mixed_store, target, symlinks=True)
+    return target
+
+
+@pytest.fixture
+def server(store):
+    srv = Server(store, token=TOKEN)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page():
+    with chromium_page(ARTIFACTS) as pg:
+        yield pg
+
+
+def _runs(store: Path) -> dict[str, str]:
+    with sqlite3.connect(store / "mutator.db") as conn:
+        return dict(conn.execute("select strategy, id from runs"))
+
+
+def _renders(page) -> int:
+    return int(page.evaluate("document.body.dataset.renders || 0"))
+
+
+def test_aa_runs_are_apart_and_the_page_runs_under_its_csp(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    response = page.goto(server.url + "/#/home")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    expect(page.locator("#timeline .node").first).to_be_visible()
+    assert not page.locator("#run-picker").input_value().startswith("aa-")   # the newest run is the A/A run
+    expect(page.locator('#run-picker optgroup[label^="A/A"] option')).to_have_count(1)
+    page.select_option("#run-picker", runs["aa"])
+    expect(page.locator("#timeline .node")).to_have_count(4)
+    page.click('#links a[data-page="lineage"]')
+    expect(page.locator("#chain")).to_contain_text("champion")
+    page.click('#links a[data-page="history"]')
+    expect(page.locator("#history-aa .regime")).to_have_count(1)
+    expect(page.locator(".regime:not(.aa)")).to_have_count(3)
+    assert page.console_errors == []   # a CSP violation is reported as a console error
+
+
+def test_the_bars_and_the_reason_follow_the_attempt(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    with sqlite3.connect(store / "mutator.db") as conn:
+        ids = dict(conn.execute("select round || '.' || sibling, id from attempts where run_id = ?", [runs["branching"]]))
+    page.goto(server.url + f"/#/round/{ids['0.0']}?run={runs['branching']}")
+    bars = page.locator("#bars")
+    expect(bars).to_have_attribute("data-attempt", str(ids["0.0"]))
+    expect(bars).to_have_attribute("data-labels", "seed,candidate")
+    expect(page.locator("#verdict-reason")).to_contain_text("seed:")
+    for key, labels in (("2.0", "seed,parent,candidate"), ("0.0", "seed,candidate"), ("1.1", "seed,parent,candidate")):
+        page.select_option("#attempt-picker", str(ids[key]))
+        expect(bars).to_have_attribute("data-attempt", str(ids[key]))
+        expect(bars).to_have_attribute("data-labels", labels)
+        shown = page.evaluate("(() => { const u = document.querySelector('#bars').uplot;"
+                              " return [u.data[0].length, u.scales.x.max, u.root.isConnected]; })()")
+        assert shown == [len(labels.split(",")), len(labels.split(",")) - 0.5, True], key
+        expect(page.locator("#bars .uplot")).to_have_count(1)
+    expect(page.locator("#verdict-reason")).to_contain_text("rejected: sibling 0 was better")
+    page.select_option("#attempt-picker", str(ids["2.0"]))
+    expect(page.locator("#verdict-reason")).to_contain_text("rejected: sibling 2 was better")
+    page.screenshot(path=str(ARTIFACTS / "round-reason.png"), full_page=True)
+    assert page.console_errors == []
+
+
+def test_a_live_update_keeps_the_readers_place_and_refetches_only_what_moved(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    page.set_viewport_size({"width": 1200, "height": 500})
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url) if "/api/runs/" in r.url else None)
+    page.goto(server.url + f"/#/home?run={runs['greedy']}")
+    expect(page.locator(".test-card")).to_have_count(1)
+    time.sleep(1.5)   # the live stream's first event is its baseline
+    # the reader's place: a section opened, a picked value, and scrolled down
+    page.locator(".test-card details.mcnemar summary").click()
+    suites = page.locator("#test-suite option").all_inner_texts()
+    picked = next(s for s in suites if s != page.locator("#test-suite").input_value())
+    page.select_option("#test-suite", picked)
+    page.evaluate("window.scrollTo(0, 300)")
+    before, fetched_before = _renders(page), len(fetched)
+    # a write to another run, not in what the pickers show: nothing is refetched
+    with sqlite3.connect(store / "mutator.db") as conn:
+        conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [runs["branching"]])
+    time.sleep(2.5)
+    assert _renders(page) == before and len(fetched) == fetched_before
+    # a write to the shown run: one live refresh, and the place is kept
+    with sqlite3.connect(store / "mutator.db") as conn:
+        conn.execute("update runs set updated_at = updated_at + 1, cost_usd = cost_usd + 0.5 where id = ?",
+                     [runs["greedy"]])
+        spend = conn.execute("select cost_usd from runs where id = ?", [runs["greedy"]]).fetchone()[0]
+    expect(page.locator("body")).to_have_attribute("data-renders", str(before + 1), timeout=10_000)
+    assert len(fetched) > fetched_before
+    assert page.evaluate("window.scrollY") == 300
+    assert page.locator(".test-card details.mcnemar").get_attribute("open") is not None
+    assert page.locator("#test-suite").input_value() == picked
+    assert page.locator("#run-picker").input_value() == runs["greedy"]
+    expect(page.locator(".run-head")).to_contain_text(f"spend ${spend:.4f}")   # the new figure is shown
+    assert page.console_errors == []
