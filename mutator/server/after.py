@@ -8,6 +8,7 @@ folder recorded on the proposal (a request never passes a path).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from aiohttp import web
 
@@ -33,13 +34,31 @@ def latest_tests(db, found: list[dict]) -> list[dict]:
     return found
 
 
+def demo_seed(target_dir: str | None) -> bool:
+    """A folder under the project's suites/ is a demo seed (e.g. suites/csv-clean, the default --skill-dir): a
+    deploy there would overwrite the project's own demo, so the dashboard never offers it as a target."""
+    if not target_dir:
+        return False
+    try:
+        return Path(target_dir).resolve().is_relative_to((ROOT / "suites").resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def offered_targets(found: list[dict]) -> list[dict]:
+    """`target_offered`: the folder Accept deploys into, or None when the page must not offer one."""
+    for proposal in found:
+        proposal["target_offered"] = None if demo_seed(proposal.get("target_dir")) else proposal.get("target_dir")
+    return found
+
+
 async def list_proposals(request: web.Request) -> web.Response:
     store = s.store_of(request)
     key, cached = s.hit(request, store)
     if cached:
         return cached
     db = s.db_of(request, store)
-    found = latest_tests(db, proposals.listing(db)) if "proposals" in db.table_names() else []
+    found = offered_targets(latest_tests(db, proposals.listing(db))) if "proposals" in db.table_names() else []
     return s.remember(request, key, found)
 
 
@@ -48,7 +67,7 @@ def _proposal(request: web.Request, store) -> dict:
     if "proposals" not in db.table_names():
         raise s.fail(404, "no proposals in this store yet")
     try:
-        return latest_tests(db, [proposals.detail(db, int(request.match_info["id"]))])[0]
+        return offered_targets(latest_tests(db, [proposals.detail(db, int(request.match_info["id"]))]))[0]
     except proposals.ProposalError as err:
         raise s.fail(404, str(err)) from None
 
@@ -80,6 +99,10 @@ async def _decide(request: web.Request, action: str) -> web.Response:
         if not found["target_dir"]:
             raise s.fail(400, f"proposal {found['id']} has no recorded skill folder; accept it with run.py --accept "
                               f"{found['id']} --to SKILL_DIR")
+        if demo_seed(found["target_dir"]):
+            raise s.fail(400, f"proposal {found['id']} would deploy into the demo's own seed folder "
+                              f"({found['target_dir']}); deploy it elsewhere with run.py --accept {found['id']} "
+                              f"--to SKILL_DIR")
         argv += ["--accept", str(found["id"]), "--to", found["target_dir"]] + (["--note", text] if text else [])
     else:
         argv += ["--reject", str(found["id"])] + (["--reason", text] if text else [])

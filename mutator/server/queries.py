@@ -124,10 +124,12 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
     pending | running | done | failed | skipped. `attempt["critic"]` is the parsed JSON (None = not run)."""
     a, seed = attempt, attempt["status"] == "seed"
     critic = a["critic"]
+    copy = run.get("kind") == "aa" and not seed   # an A/A copy is the seed itself: nothing mutated or reviewed
     out: list[dict] = []
-    if seed:
-        out += [{"stage": "mutation", "state": "skipped", "detail": "seed"},
-                {"stage": "critic", "state": "skipped", "detail": "seed"}]
+    if seed or copy:
+        why = "seed" if seed else "A/A copy of the seed"
+        out += [{"stage": "mutation", "state": "skipped", "detail": why},
+                {"stage": "critic", "state": "skipped", "detail": why}]
     else:
         failed = a["status"] == "failed"
         out.append({"stage": "mutation", "state": "failed" if failed and not a["genome_hash"] else
@@ -136,7 +138,7 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
                     "done" if critic is not None else "running" if a["genome_hash"] else "pending",
                     "detail": a["error"] if a["status"] == "critic_rejected" else ""})
     ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
-    live = a["genome_hash"] and (seed or critic is not None) and a["status"] not in (
+    live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
         "critic_rejected", "failed")
     if ev is None and live:
         ev = _live_eval(db, a["genome_hash"], run["val"], run["replicates"])
@@ -218,8 +220,13 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         a["train_composite"] = composite(train, run, split="train")
         a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
     V.annotate(run, rows, attempts)
-    return {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
-            "tests": tests}
+    found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
+             "tests": tests}
+    if run["kind"] == "aa":   # the gate's noise calibration: every copy, whatever the window
+        from mutator.server import aa_view
+        found["aa"] = aa_view.summary(run, q(db, "select id, round, verdict, delta, gate_threshold, gate_se, gate_t, "
+                                                 "gate from attempts where run_id = ? order by round", [run_id]))
+    return found
 
 
 def light_rows(db: sqlite_utils.Database, run_id: str) -> list[dict]:

@@ -59,6 +59,11 @@ def test_aa_runs_are_apart_and_the_page_runs_under_its_csp(server, page, store):
     expect(page.locator('#run-picker optgroup[label^="A/A"] option')).to_have_count(1)
     page.select_option("#run-picker", runs["aa"])
     expect(page.locator("#timeline .node")).to_have_count(4)
+    expect(page.locator("#aa-view #aa-rate")).to_contain_text("false calls")
+    expect(page.locator("#aa-copies tbody tr")).to_have_count(3)
+    expect(page.locator("#aa-chart .uplot")).to_have_count(1)
+    expect(page.locator("#curve")).to_have_count(0)   # no optimisation curve: an A/A run evolves nothing
+    page.screenshot(path=str(ARTIFACTS / "aa.png"), full_page=True)
     page.click('#links a[data-page="lineage"]')
     expect(page.locator("#chain")).to_contain_text("champion")
     page.click('#links a[data-page="history"]')
@@ -125,4 +130,41 @@ def test_a_live_update_keeps_the_readers_place_and_refetches_only_what_moved(ser
     assert page.locator("#test-suite").input_value() == picked
     assert page.locator("#run-picker").input_value() == runs["greedy"]
     expect(page.locator(".run-head")).to_contain_text(f"spend ${spend:.4f}")   # the new figure is shown
+    assert page.console_errors == []
+
+
+def test_accept_asks_first_and_never_offers_the_demo_seed(server, page, store, tmp_path):
+    expect = sync_api.expect
+    runs = _runs(store)
+    target = tmp_path / "deployed" / "csv-clean"
+    target.parent.mkdir()   # a deploy writes beside the folder, into an existing parent
+    with sqlite3.connect(store / "mutator.db") as conn:
+        ids = dict(conn.execute("select run_id, id from proposals"))
+        conn.execute("update proposals set target_dir = ? where id = ?", [str(target), ids[runs["population"]]])
+    page.goto(server.url + "/#/proposals")
+    demo = page.locator("#proposals tbody tr", has_text=runs["greedy"])
+    expect(demo.locator("button.accept")).to_be_disabled()
+    expect(demo).to_contain_text("not offered")
+    assert "suites" not in demo.inner_text()
+    mine = page.locator("#proposals tbody tr", has_text=runs["population"])
+    expect(mine.locator("button.accept")).to_be_enabled()
+    asked: list[str] = []
+
+    def dismiss(dialog):
+        asked.append(dialog.message)
+        dialog.dismiss()
+    page.once("dialog", dismiss)
+    mine.locator("button.accept").click()
+    expect(page.locator("#proposal-message")).to_contain_text("nothing done")
+    assert str(target) in asked[0] and "rollback" in asked[0]
+    assert server.processes() == []                       # dismissed: nothing was started
+    page.once("dialog", lambda dialog: dialog.accept())
+    mine.locator("button.accept").click()
+    expect(page.locator("#proposal-message")).to_contain_text("Deploying proposal")
+    deadline = time.monotonic() + 60
+    while any(p["status"] == "running" for p in server.processes()) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    [proc] = server.processes()
+    assert proc["kind"] == "accept" and proc["argv"][-2:] == ["--to", str(target)] and proc["returncode"] == 0
+    assert (target / "SKILL.md").is_file()
     assert page.console_errors == []

@@ -233,3 +233,34 @@ async def test_a_run_signature_moves_only_with_that_run(mixed_store, tmp_path, s
         conn.execute("update runs set status = 'running' where id = ?", [runs["branching"]["id"]])
     assert Q.signatures(db, runs["greedy"]["id"])["runs"] != second["runs"]
     db.conn.close()
+
+
+async def test_the_demo_seed_folder_is_never_offered_as_a_deploy_target(client, store_rows):
+    store = await _store(client)
+    listed = await get(client, "/api/proposals", store=store)
+    assert listed and all("suites" in p["target_dir"] and p["target_offered"] is None for p in listed)
+    response = await client.post(f"/api/proposals/{listed[0]['id']}/accept", json={"store": store},
+                                 headers={"X-SM-Token": TOKEN, "Origin": str(client.make_url("")).rstrip("/")})
+    assert response.status == 400 and "demo's own seed folder" in (await response.json())["error"]
+    assert await get(client, "/api/processes") == []
+
+
+async def test_an_aa_run_carries_its_false_call_rate(client, store_rows):
+    runs, attempts, _ = store_rows
+    aa = (await get(client, f"/api/runs/{runs['aa']['id']}", store=await _store(client)))["aa"]
+    copies = [a for a in attempts if a["run_id"] == runs["aa"]["id"] and a["round"] > 0]
+    called = sum(a["verdict"] == "REJECT" or json.loads(a["gate"])["aa"]["false_improvement"] for a in copies)
+    assert aa["n"] == len(copies) == 3 and aa["false_calls"] == called
+    assert [c["delta"] for c in aa["copies"]] == [a["delta"] for a in copies]
+    assert aa["ci_low"] <= aa["rate"] <= aa["ci_high"]
+    plain = await get(client, f"/api/runs/{runs['greedy']['id']}", store=await _store(client))
+    assert "aa" not in plain
+
+
+async def test_an_aa_copy_skips_mutation_and_critic(client, store_rows):
+    runs, _, _ = store_rows
+    detail = await get(client, f"/api/runs/{runs['aa']['id']}", store=await _store(client))
+    for a in detail["attempts"][1:]:
+        states = {s["stage"]: s["state"] for s in a["stages"]}
+        assert states == {"mutation": "skipped", "critic": "skipped", "build": "done", "grading": "done",
+                          "score": "done"}

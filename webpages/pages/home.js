@@ -5,6 +5,7 @@ import { api, mount, h, post, num, signed, short, usd, verdictBadge, when } from
 import { chart, resetZoom, noLine } from '../lib/charts.js';
 import { reportView } from '../lib/report.js';
 import { metaSkillView, solveView, valQueries } from '../lib/runinfo.js';
+import { aaView } from '../lib/aa.js';
 import { TIPS, fig } from '../lib/tips.js';
 
 const STAGE_TIPS = {
@@ -146,7 +147,9 @@ export async function render(root, state, ui) {
       try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
     } }, '▶ Run test'), testStatus),
     h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
-  mount(root, header, extras, procs || '', timeline, curve, tests);
+  const aa = detail.aa ? aaView(detail.aa) : null;   // an A/A run: the gate's false calls, not an evolution
+  mount(root, header, extras, procs || '', aa ? aa.section : null, timeline, aa ? null : curve, aa ? null : tests);
+  if (aa) { aa.draw(); return; }
   const data = curveData(detail);
   chart('home-curve', curveBox, {
     height: 260, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: 'composite' }],
