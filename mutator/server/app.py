@@ -20,6 +20,7 @@ from pathlib import Path
 from aiohttp import web
 
 from mutator.config import ROOT, Settings
+from mutator.server import compare
 from mutator.server import queries as Q
 from mutator.server.cache import ResponseCache
 from mutator.server.common import (
@@ -240,6 +241,22 @@ async def history(request: web.Request) -> web.Response:
     return remember(request, key, found, volatile=running(*(regime["run"] for regime in found)))
 
 
+async def compare_runs(request: web.Request) -> web.Response:
+    store = store_of(request)
+    run_ids = [r for r in request.query.get("runs", "").split(",") if r]
+    if not 2 <= len(run_ids) <= compare.MAX_RUNS or len(set(run_ids)) != len(run_ids):
+        raise fail(400, f"runs: 2 to {compare.MAX_RUNS} different run ids, comma-separated")
+    if not all(RUN_ID.match(r) for r in run_ids):
+        raise fail(400, "runs: expected run-<hex> or aa-<hex> ids")
+    key, cached = hit(request, store)
+    if cached:
+        return cached
+    found = compare.compare(db_of(request, store), run_ids)
+    if found is None:
+        raise fail(404, "no such run")
+    return remember(request, key, found, volatile=running(*(v["run"] for v in found["runs"])))
+
+
 async def attempt(request: web.Request) -> web.Response:
     store = store_of(request)
     split = request.query.get("split", "val")
@@ -393,6 +410,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/health", health), web.get("/api/meta", meta), web.get("/api/skills", skills),
         web.get("/api/runs", runs), web.get("/api/runs/{run_id}", run),
         web.get("/api/runs/{run_id}/lineage", lineage), web.get("/api/history", history),
+        web.get("/api/compare", compare_runs),
         web.get(r"/api/attempts/{id:[0-9]{1,12}}", attempt), web.get(r"/api/attempts/{id:[0-9]{1,12}}/diff", attempt_diff),
         web.get(r"/api/cells/{id:[0-9]{1,12}}", cell), web.get("/api/processes", processes),
         web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),

@@ -157,14 +157,14 @@ async def test_every_verdict_carries_its_reason(client, store_rows):
 async def test_proposals_show_the_newest_test_run(client, store_rows):
     runs, _, tests = store_rows
     store = await _store(client)
-    [test] = tests
+    test = next(t for t in tests if t["run_id"] == runs["greedy"]["id"])
     listed = await get(client, "/api/proposals", store=store)
     mine = next(p for p in listed if p["run_id"] == runs["greedy"]["id"])
     assert mine["test"]["test_run"] == test["id"] and mine["test"]["composite"] == test["composite"]
     detail = await get(client, f"/api/proposals/{mine['id']}", store=store)
     assert detail["test"]["test_run"] == test["id"] and detail["test"]["suite"] == "clean-test"
-    others = [p for p in listed if p["run_id"] != runs["greedy"]["id"]]
-    assert others and all(p["test"] is None for p in others)
+    untested = [p for p in listed if p["run_id"] not in {t["run_id"] for t in tests}]
+    assert untested and all(p["test"] is None for p in untested)
 
 
 @pytest.mark.parametrize(("path", "params"), [
@@ -264,3 +264,44 @@ async def test_an_aa_copy_skips_mutation_and_critic(client, store_rows):
         states = {s["stage"]: s["state"] for s in a["stages"]}
         assert states == {"mutation": "skipped", "critic": "skipped", "build": "done", "grading": "done",
                           "score": "done"}
+
+
+async def test_compare_puts_runs_on_one_axis_with_the_paired_test_delta(client, store_rows, mixed_store):
+    runs, attempts, tests = store_rows
+    store = await _store(client)
+    ids = [runs["greedy"]["id"], runs["branching"]["id"], runs["population"]["id"]]
+    found = await get(client, "/api/compare", store=store, runs=",".join(ids))
+    assert [v["run"]["id"] for v in found["runs"]] == ids and found["comparable"] is True
+    for view in found["runs"]:
+        curve = (await get(client, f"/api/runs/{view['run']['id']}", store=store))["curve"]
+        assert view["curve"]["round"] == curve["round"] and view["curve"]["champion"] == curve["champion"]
+        assert view["champion"]["composite"] == curve["champion"][-1]
+        assert view["seed"]["composite"] == curve["champion"][0]
+    [pair] = found["pairs"]                          # only greedy and branching were tested, both on clean-test
+    assert (pair["a"], pair["b"], pair["suite"]) == (ids[0], ids[1], "clean-test")
+    assert pair["ci_low"] <= pair["mean"] <= pair["ci_high"] and pair["n"] == 8   # clean-test has 8 tasks
+    # the paired Δ by hand: per-task composites of both champions' test cells, scaled by the greedy run's seed
+    from mutator.score import CellFigures, Weights, normalisers, per_task
+    with sqlite3.connect(mixed_store / "mutator.db") as conn:
+        def cells(ev):
+            return [CellFigures(*r[:5], r[5] == "ok") for r in conn.execute(
+                "select task_id, replicate, score, cost_usd, steps, status from cells where evaluation_id = ?", [ev])]
+        by_run = {t["run_id"]: t for t in tests}
+        seed_ev = json.loads(by_run[ids[0]]["report"])["splits"]["test"]["seed_evaluation_id"]
+        norm = normalisers(cells(seed_ev))
+    w = Weights(runs["greedy"]["w_cost"], runs["greedy"]["w_steps"])
+    a = per_task(cells(by_run[ids[0]]["evaluation_id"]), w, norm)
+    b = per_task(cells(by_run[ids[1]]["evaluation_id"]), w, norm)
+    expected = sum(b[t].composite - a[t].composite for t in a) / len(a)
+    assert pair["mean"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("runs", ["", "run-abc123", "run-abc123,run-abc123", "a,b", "run-1,run-2,run-3,run-4,run-5"])
+async def test_compare_refuses_bad_run_lists(client, runs):
+    response = await client.get("/api/compare", params={"store": await _store(client), "runs": runs})
+    assert response.status == 400
+
+
+async def test_compare_of_an_unknown_run_is_404(client, store_rows):
+    runs, _, _ = store_rows
+    await get(client, "/api/compare", 404, store=await _store(client), runs=f"{runs['greedy']['id']},run-000000")
