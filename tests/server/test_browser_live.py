@@ -168,3 +168,24 @@ def test_accept_asks_first_and_never_offers_the_demo_seed(server, page, store, t
     assert proc["kind"] == "accept" and proc["argv"][-2:] == ["--to", str(target)] and proc["returncode"] == 0
     assert (target / "SKILL.md").is_file()
     assert page.console_errors == []
+
+
+def test_compare_runs_on_one_axis(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    page.goto(server.url + f"/#/compare?run={runs['greedy']}")
+    expect(page.locator("#compare-pick input")).to_have_count(3)        # A/A runs are not offered
+    expect(page.locator("#compare-empty")).to_be_visible()
+    page.check(f'#compare-pick input[value="{runs["greedy"]}"]')
+    page.check(f'#compare-pick input[value="{runs["branching"]}"]')
+    expect(page.locator("#compare-curve .uplot")).to_have_count(1)
+    expect(page.locator("#compare-table thead th")).to_have_count(3)
+    expect(page.locator("#compare-table")).to_contain_text("test clean-test")
+    pair = page.locator(f'#compare-pairs tr[data-pair="{runs["greedy"]}|{runs["branching"]}|clean-test"]')
+    expect(pair).to_have_count(1)
+    expect(pair).to_contain_text("±")
+    page.check(f'#compare-pick input[value="{runs["population"]}"]')
+    expect(page.locator("#compare-table thead th")).to_have_count(4)
+    expect(page.locator("#compare-curve .u-legend .u-series")).to_have_count(7)   # round + (champion, test) × 3
+    page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+    assert page.console_errors == []
