@@ -189,3 +189,32 @@ def test_compare_runs_on_one_axis(server, page, store):
     expect(page.locator("#compare-curve .u-legend .u-series")).to_have_count(7)   # round + (champion, test) × 3
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
     assert page.console_errors == []
+
+
+def test_the_lineage_tree_draws_real_parents_and_refs(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    with sqlite3.connect(store / "mutator.db") as conn:
+        n_attempts = conn.execute("select count(*) from attempts where run_id = ?", [runs["population"]]).fetchone()[0]
+        crossed = conn.execute("select id, parent_hash, ref_hashes from attempts where run_id = ? and ref_hashes "
+                               "like '[\"%'", [runs["population"]]).fetchone()
+    page.goto(server.url + f"/#/lineage?run={runs['population']}")
+    expect(page.locator("#tree .tnode")).to_have_count(n_attempts)
+    chain = page.locator("#chain a.hash")
+    expect(page.locator("#tree .tnode.trunk")).to_have_count(chain.count())   # the trunk is the champion's ancestry
+    # the crossover child hangs under its real parent and links its reference
+    child = page.locator(f'#tree li[data-attempt="{crossed[0]}"]')
+    parent = page.locator(f'#tree li[data-key="{crossed[1]}"]')
+    assert parent.locator(f'li[data-attempt="{crossed[0]}"]').count() == 1 or child.evaluate(
+        "(el, key) => el.previousElementSibling?.dataset.key === key || el.closest('ul').closest('li')?.dataset.key === key",
+        crossed[1])
+    ref = child.locator("a.ref")
+    expect(ref).to_have_count(1)
+    ref.click()
+    ref_hash = crossed[2].split('"')[1]
+    expect(page.locator(f'#tree li[data-key="{ref_hash}"] > .tlabel')).to_have_class("tlabel focus")
+    chain.last.click()                                   # the seed: centred in the tree
+    expect(page.locator("#tree .tlabel.focus")).to_have_count(1)
+    expect(page.locator(f'#tree li[data-key="{chain.last.get_attribute("data-hash")}"] > .tlabel.focus')).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "lineage-population.png"), full_page=True)
+    assert page.console_errors == []
