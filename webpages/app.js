@@ -112,13 +112,19 @@ export async function refresh({ pickers = true, page = true, live = false } = {}
 // What a re-render must not take from the reader: scroll position, which sections are open, values they
 // typed or picked (fields they changed from their defaults) and keyboard focus. Charts keep their zoom
 // themselves (lib/charts.js), the lineage tree its pan/zoom in the page's ui state.
-function sectionKey(el, index) {
-  return el.id || `${el.className}|${el.dataset.round || el.dataset.key || ''}|${index}`;
+// A section's identity across renders: its id, else its class under the nearest identified ancestor (a test
+// card, an attempt, a round) and its place among that ancestor's sections of the same class.
+function sectionKey(el) {
+  if (el.id) return el.id;
+  const owner = el.parentElement?.closest('[id],[data-test],[data-attempt],[data-round],[data-key]');
+  const mark = owner ? owner.id || ['test', 'attempt', 'round', 'key'].map((k) => owner.dataset[k] || '').join('.') : '';
+  const peers = owner ? [...owner.querySelectorAll('details')].filter((d) => d.className === el.className) : [];
+  return `${el.className}|${mark}|${peers.indexOf(el)}`;
 }
 
 function keepPlace(root) {
   const x = window.scrollX, y = window.scrollY;
-  const open = new Map([...root.querySelectorAll('details')].map((d, i) => [sectionKey(d, i), d.open]));
+  const open = new Map([...root.querySelectorAll('details')].map((d) => [sectionKey(d), d.open]));
   const typed = new Map();
   for (const el of root.querySelectorAll('input, textarea, select')) {
     const name = el.id || el.name;
@@ -128,8 +134,8 @@ function keepPlace(root) {
   const focus = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : null;
   return {
     restore() {
-      [...root.querySelectorAll('details')].forEach((d, i) => {
-        const was = open.get(sectionKey(d, i));
+      [...root.querySelectorAll('details')].forEach((d) => {
+        const was = open.get(sectionKey(d));
         if (was !== undefined && d.open !== was) d.open = was;
       });
       for (const el of root.querySelectorAll('input, textarea, select')) {

@@ -44,8 +44,11 @@ def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
     current = None
     scored: dict[str, tuple[float, int]] = {}   # pareto: genome -> (composite, first seen)
     out: dict[int, str | None] = {}
-    for rnd in sorted({r["round"] for r in rows}):
-        at = [r for r in rows if r["round"] == rnd]
+    by_round: dict[int, list[dict]] = {}
+    for r in rows:
+        by_round.setdefault(r["round"], []).append(r)
+    for rnd in sorted(by_round):
+        at = by_round[rnd]
         for r in at:
             if r["verdict"] == "SEED":
                 current = r["genome_hash"]
