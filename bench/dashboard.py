@@ -256,7 +256,7 @@ def pct(values: list[float], p: float) -> float:
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--attempts", type=int, default=1000)
-    ap.add_argument("--cells-per-eval", type=int, default=100)
+    ap.add_argument("--cells-per-eval", type=int, default=76)   # ~100,000 cells over val + train evaluations
     ap.add_argument("--repeat", type=int, default=40)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -312,10 +312,11 @@ async def main() -> None:
                         "composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
                         "from attempts where run_id = ? order by round, sibling", [run])),
             "/api/history": lambda: [
-                (Q.q(ro, "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, t.eval, "
-                         "t.cost, t.steps from attempts a left join evaluations t on t.id = a.train_evaluation_id "
-                         "where a.run_id = ? order by a.round, a.sibling", [r]), Q.q(ro, light, [r]))
-                for r in ids.values()],
+                (Q.q(ro, "select * from runs where id = ?", [r]),
+                 Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from attempts a "
+                         "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
+                         "a.sibling", [r]),
+                 Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in ids.values()],
             f"/api/compare?runs={compared}": lambda: [
                 (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
                  Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in compared.split(",")],

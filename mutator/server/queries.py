@@ -370,22 +370,22 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
     (`columns` names them), plus the run's test measurements."""
     out = []
     for run in q(db, "select * from runs where skill_name = ? order by kind = 'aa', created_at desc", [skill]):
-        cursor = db.conn.execute(
-            "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, t.eval, t.cost, "
-            "t.steps from attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
-            "order by a.round, a.sibling", [run["id"]])
-        light = light_rows(db, run["id"])
+        # one pass over the run: the points' figures and the light columns the incumbent rule reads
+        found = db.conn.execute(
+            f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {LIGHT} from attempts a left join "
+            "evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
+            [run["id"]]).fetchall()
+        light = [dict(zip(LIGHT_NAMES, row[7:])) for row in found]
         after = V.incumbents(run, light)
-        leads = set()
-        for r in light:   # the row whose genome became the incumbent in its round (the seed in round 0)
-            if after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"] and (
-                    r["verdict"] in ("SEED", "KEEP") or run["strategy"] == "pareto"):
-                leads.add((r["round"], r["sibling"]))
         rows = []
-        for row in cursor.fetchall():
-            train = None if row[8] is None else composite({"eval": row[8], "cost": row[9], "steps": row[10]}, run,
+        for row, r in zip(found, light, strict=True):
+            train = None if row[4] is None else composite({"eval": row[4], "cost": row[5], "steps": row[6]}, run,
                                                           split="train")
-            rows.append([*row, train, int((row[1], row[2]) in leads)])
+            # leads: the row whose genome became the incumbent in its round (the seed in round 0)
+            leads = (after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"]
+                     and (r["verdict"] in ("SEED", "KEEP") or run["strategy"] == "pareto"))
+            rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2], row[3],
+                         row[4], row[5], row[6], train, int(leads)])
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
                       "train_composite from test_runs where run_id = ? order by id", [run["id"]])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
