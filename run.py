@@ -172,6 +172,9 @@ def parser() -> argparse.ArgumentParser:
                                                            "a healthy dashboard already on the port is reused")
     dash.add_argument("--port", type=int, default=5210, help="dashboard port (default 5210)")
     dash.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1, loopback only)")
+    dash.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                      help="with a non-loopback --host: a Host name the dashboard answers besides the bind address "
+                           "and localhost (repeat it); any other Host is refused")
     return p
 
 
@@ -349,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.serve:
             from mutator.server.cli import dashboard
             code = dashboard(settings, host=args.host, port=args.port, config=args.config,
-                             foreground=not (args.suite or args.val or args.test_run))
+                             foreground=not (args.suite or args.val or args.test_run), allow_hosts=args.allow_host)
             if code is not None:
                 return code
         launcher = get_launcher(settings.sandbox)

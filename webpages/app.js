@@ -5,9 +5,10 @@ import * as home from './pages/home.js';
 import * as round from './pages/round.js';
 import * as lineage from './pages/lineage.js';
 import * as history from './pages/history.js';
+import * as compare from './pages/compare.js';
 import { AFTER_PAGES } from './pages/after_nav.js';
 
-const PAGES = { home, round, lineage, history, ...AFTER_PAGES };
+const PAGES = { home, round, lineage, history, compare, ...AFTER_PAGES };
 const $ = (id) => document.getElementById(id);
 
 export const state = {
@@ -54,47 +55,122 @@ async function loadPickers() {
   fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
     (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
   state.runs = state.skill ? await api('runs', { store: state.store, skill: state.skill }) : [];
-  if (!state.runs.some((r) => r.id === state.run)) state.run = (state.runs.find((r) => r.alive) || state.runs[0])?.id || null;
-  fill($('run-picker'), state.runs.map((r) => ({ value: r.id, r })), state.run,
-    (x) => `${x.value} · ${x.r.strategy} · ${x.r.rounds_done}/${x.r.rounds_target} · ${x.r.alive ? 'RUNNING' : x.r.status}`);
+  // A/A runs (the gate's noise calibration) are listed apart and are never the default selection
+  const ordinary = state.runs.filter((r) => r.kind !== 'aa');
+  if (!state.runs.some((r) => r.id === state.run)) {
+    state.run = (ordinary.find((r) => r.alive) || ordinary[0] || state.runs[0])?.id || null;
+  }
+  fillRuns($('run-picker'), ordinary, state.runs.filter((r) => r.kind === 'aa'), state.run);
 }
 
-export async function refresh() {
-  if (rendering) { again = true; return rendering; }
+function fillRuns(select, ordinary, aa, value) {
+  const option = (r) => h('option', { value: r.id, selected: r.id === value },
+    r.kind === 'aa' ? `${r.id} · A/A ${r.rounds_done}/${r.rounds_target} copies · ${r.alive ? 'RUNNING' : r.status}`
+      : `${r.id} · ${r.strategy} · ${r.rounds_done}/${r.rounds_target} · ${r.alive ? 'RUNNING' : r.status}`);
+  const groups = [];
+  if (ordinary.length) groups.push(aa.length ? h('optgroup', { label: 'runs' }, ordinary.map(option)) : ordinary.map(option));
+  if (aa.length) groups.push(h('optgroup', { label: 'A/A runs (gate calibration)' }, aa.map(option)));
+  select.replaceChildren(...(groups.length ? groups.flat() : [h('option', { value: '' }, '(none)')]));
+}
+
+// Pages drawn from one run refetch only when that run (or, for Home and History, the run list) moved; the
+// others when anything in the store moved. A live refresh keeps the reader's place (see keepPlace).
+const RUN_PAGES = new Set(['home', 'round', 'lineage', 'history', 'compare']);
+let wanted = null;
+
+export async function refresh({ pickers = true, page = true, live = false } = {}) {
+  if (rendering) {
+    wanted = { pickers: pickers || !!wanted?.pickers, page: page || !!wanted?.page, live: live && (wanted?.live ?? true) };
+    return rendering;
+  }
   rendering = (async () => {
     try {
-      await loadPickers();
+      if (pickers) await loadPickers();
       for (const a of document.querySelectorAll('#links a')) a.classList.toggle('active', a.dataset.page === state.page);
       for (const a of document.querySelectorAll('#links a')) a.href = link(a.dataset.page);
       connect();
-      const page = PAGES[state.page];
-      state.ui[state.page] = state.ui[state.page] || {};
-      await page.render($('page'), state, state.ui[state.page]);
+      if (page) {
+        const place = live ? keepPlace($('page')) : null;
+        state.ui[state.page] = state.ui[state.page] || {};
+        await PAGES[state.page].render($('page'), state, state.ui[state.page]);
+        if (place) place.restore();
+        state.renders = (state.renders || 0) + 1;
+        document.body.dataset.renders = state.renders;   // page renders so far (tests wait on it)
+      }
       if (drawerRender) await drawerRender();
     } catch (err) {
       console.warn('refresh failed:', err.message);
       $('page').replaceChildren(h('p', { class: 'error' }, `Could not load: ${err.message}`));
     } finally {
       rendering = null;
-      if (again) { again = false; refresh(); }
+      if (wanted) { const next = wanted; wanted = null; refresh(next); }
     }
   })();
   return rendering;
 }
 
+// What a re-render must not take from the reader: scroll position, which sections are open, values they
+// typed or picked (fields they changed from their defaults) and keyboard focus. Charts keep their zoom
+// themselves (lib/charts.js), the lineage tree its pan/zoom in the page's ui state.
+// A section's identity across renders: its id, else its class under the nearest identified ancestor (a test
+// card, an attempt, a round) and its place among that ancestor's sections of the same class.
+function sectionKey(el) {
+  if (el.id) return el.id;
+  const owner = el.parentElement?.closest('[id],[data-test],[data-attempt],[data-round],[data-key]');
+  const mark = owner ? owner.id || ['test', 'attempt', 'round', 'key'].map((k) => owner.dataset[k] || '').join('.') : '';
+  const peers = owner ? [...owner.querySelectorAll('details')].filter((d) => d.className === el.className) : [];
+  return `${el.className}|${mark}|${peers.indexOf(el)}`;
+}
+
+function keepPlace(root) {
+  const x = window.scrollX, y = window.scrollY;
+  const open = new Map([...root.querySelectorAll('details')].map((d) => [sectionKey(d), d.open]));
+  const typed = new Map();
+  for (const el of root.querySelectorAll('input, textarea, select')) {
+    const name = el.id || el.name;
+    const changed = el.tagName === 'SELECT' ? !el.options[el.selectedIndex]?.defaultSelected : el.value !== el.defaultValue;
+    if (name && changed) typed.set(name, el.value);
+  }
+  const focus = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : null;
+  return {
+    restore() {
+      [...root.querySelectorAll('details')].forEach((d) => {
+        const was = open.get(sectionKey(d));
+        if (was !== undefined && d.open !== was) d.open = was;
+      });
+      for (const el of root.querySelectorAll('input, textarea, select')) {
+        const name = el.id || el.name;
+        if (!typed.has(name)) continue;
+        if (el.tagName !== 'SELECT' || [...el.options].some((o) => o.value === typed.get(name))) el.value = typed.get(name);
+      }
+      if (focus) document.getElementById(focus)?.focus({ preventScroll: true });
+      window.scrollTo(x, y);
+    },
+  };
+}
+
+let seen = null;   // the last change event: {version, runs, run, children}
+
 function connect() {
-  if (!state.store || (events && events.store === state.store)) return;
+  const key = `${state.store}|${state.run || ''}`;
+  if (!state.store || (events && events.key === key)) return;
   if (events) events.close();
-  events = new EventSource(`/api/events?store=${state.store}`);
-  events.store = state.store;
+  events = new EventSource(`/api/events?store=${state.store}${state.run ? '&run=' + encodeURIComponent(state.run) : ''}`);
+  events.key = key;
   let first = true;
   events.addEventListener('change', (e) => {
     const data = JSON.parse(e.data);
     $('banner').hidden = !data.code_stale;
     $('live').classList.add('pulse');
     setTimeout(() => $('live').classList.remove('pulse'), 400);
-    if (first) { first = false; return; }
-    if (!state.paused) refresh();
+    const before = seen;
+    seen = data;
+    if (first || !before) { first = false; return; }   // the baseline of this connection
+    if (state.paused) { state.missed = true; return; }
+    const runs = before.runs !== data.runs, run = before.run !== data.run;
+    const moved = !RUN_PAGES.has(state.page) ? before.version !== data.version
+      : run || (['history', 'compare'].includes(state.page) && runs) || (state.page === 'home' && (runs || before.children !== data.children));
+    if (runs || moved) refresh({ pickers: runs, page: moved, live: true });
   });
   events.onerror = () => $('live').classList.add('offline');
   events.onopen = () => $('live').classList.remove('offline');
@@ -132,7 +208,7 @@ $('pause').addEventListener('click', () => {
   state.paused = !state.paused;
   $('pause').textContent = state.paused ? 'Resume' : 'Pause';
   $('live').classList.toggle('paused', state.paused);
-  if (!state.paused) refresh();
+  if (!state.paused && state.missed) { state.missed = false; refresh({ live: true }); }
 });
 window.addEventListener('hashchange', () => { parseHash(); refresh(); });
 parseHash();

@@ -8,22 +8,58 @@ folder recorded on the proposal (a request never passes a path).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from aiohttp import web
 
 from mutator.after import health_view, proposals, spend
 from mutator.config import ROOT
 from mutator.server import common as s
+from mutator.server import queries as Q
 
 NOTE_MAX = 500
+
+
+def latest_tests(db, found: list[dict]) -> list[dict]:
+    """A proposal's `test` was copied when it was made; a test run since then (the usual order: the run ends,
+    proposes, then you test it) must show, so each proposal gets its champion's newest finished test run."""
+    for proposal in found:
+        newest = Q.one(db, "select id, suite, composite, eval, cost, steps, report from test_runs where run_id = ? "
+                           "and genome_hash = ? and status = 'done' order by id desc limit 1",
+                       [proposal["run_id"], proposal["genome_hash"]])
+        if newest and (proposal.get("test") or {}).get("test_run") != newest["id"]:
+            proposal["test"] = {"suite": newest["suite"], "composite": newest["composite"], "eval": newest["eval"],
+                                "cost": newest["cost"], "steps": newest["steps"], "test_run": newest["id"],
+                                "report": Q.loads(newest["report"], {}) or {}}
+    return found
+
+
+def demo_seed(target_dir: str | None) -> bool:
+    """A folder under the project's suites/ is a demo seed (e.g. suites/csv-clean, the default --skill-dir): a
+    deploy there would overwrite the project's own demo, so the dashboard never offers it as a target."""
+    if not target_dir:
+        return False
+    try:
+        return Path(target_dir).resolve().is_relative_to((ROOT / "suites").resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def offered_targets(found: list[dict]) -> list[dict]:
+    """`target_offered`: the folder Accept deploys into, or None when the page must not offer one."""
+    for proposal in found:
+        proposal["target_offered"] = None if demo_seed(proposal.get("target_dir")) else proposal.get("target_dir")
+    return found
 
 
 async def list_proposals(request: web.Request) -> web.Response:
     store = s.store_of(request)
     key, cached = s.hit(request, store)
+    if cached:
+        return cached
     db = s.db_of(request, store)
-    found = proposals.listing(db) if "proposals" in db.table_names() else []
-    return cached or s.remember(request, key, found)
+    found = offered_targets(latest_tests(db, proposals.listing(db))) if "proposals" in db.table_names() else []
+    return s.remember(request, key, found)
 
 
 def _proposal(request: web.Request, store) -> dict:
@@ -31,7 +67,7 @@ def _proposal(request: web.Request, store) -> dict:
     if "proposals" not in db.table_names():
         raise s.fail(404, "no proposals in this store yet")
     try:
-        return proposals.detail(db, int(request.match_info["id"]))
+        return offered_targets(latest_tests(db, [proposals.detail(db, int(request.match_info["id"]))]))[0]
     except proposals.ProposalError as err:
         raise s.fail(404, str(err)) from None
 
@@ -63,6 +99,10 @@ async def _decide(request: web.Request, action: str) -> web.Response:
         if not found["target_dir"]:
             raise s.fail(400, f"proposal {found['id']} has no recorded skill folder; accept it with run.py --accept "
                               f"{found['id']} --to SKILL_DIR")
+        if demo_seed(found["target_dir"]):
+            raise s.fail(400, f"proposal {found['id']} would deploy into the demo's own seed folder "
+                              f"({found['target_dir']}); deploy it elsewhere with run.py --accept {found['id']} "
+                              f"--to SKILL_DIR")
         argv += ["--accept", str(found["id"]), "--to", found["target_dir"]] + (["--note", text] if text else [])
     else:
         argv += ["--reject", str(found["id"])] + (["--reason", text] if text else [])
@@ -80,14 +120,12 @@ async def reject(request: web.Request) -> web.Response:
 
 async def health_checks(request: web.Request) -> web.Response:
     store = s.store_of(request)
-    days = request.query.get("days", "30")
-    if not days.isdigit() or not 1 <= int(days) <= health_view.MAX_DAYS:
-        raise s.fail(400, f"days: 1 to {health_view.MAX_DAYS}")
+    days = s.number(request, "days", 30, 1, health_view.MAX_DAYS, "days of checks shown")
     key, cached = s.hit(request, store)
     if cached:
         return cached
     found = health_view.summary(s.db_of(request, store), skill_dir=request.query.get("skill_dir") or None,
-                                fingerprint=request.query.get("fingerprint") or None, days=int(days))
+                                fingerprint=request.query.get("fingerprint") or None, days=days)
     return s.remember(request, key, found, volatile=True)  # "today" moves with the clock, not only the store
 
 
@@ -99,7 +137,7 @@ async def spend_view(request: web.Request) -> web.Response:
 
 def register(app: web.Application) -> None:
     app.router.add_routes([
-        web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:\d{1,9}}", proposal),
-        web.post(r"/api/proposals/{id:\d{1,9}}/accept", accept), web.post(r"/api/proposals/{id:\d{1,9}}/reject", reject),
+        web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:[0-9]{1,9}}", proposal),
+        web.post(r"/api/proposals/{id:[0-9]{1,9}}/accept", accept), web.post(r"/api/proposals/{id:[0-9]{1,9}}/reject", reject),
         web.get("/api/health-checks", health_checks), web.get("/api/spend", spend_view),
     ])

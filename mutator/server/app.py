@@ -20,6 +20,7 @@ from pathlib import Path
 from aiohttp import web
 
 from mutator.config import ROOT, Settings
+from mutator.server import compare
 from mutator.server import queries as Q
 from mutator.server.cache import ResponseCache
 from mutator.server.common import (
@@ -34,6 +35,7 @@ from mutator.server.common import (
     db_of,
     fail,
     hit,
+    number,
     ok,
     read_body,
     remember,
@@ -48,6 +50,7 @@ CODE = web.AppKey("code", "CodeWatch")
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
 SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+RUN_ID = re.compile(r"^(run|aa)-[0-9a-f]{6,64}$")   # ordinary runs and A/A runs (mutator/validity/aa.py)
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 POLL_S = 1.0
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
@@ -92,12 +95,24 @@ class CodeWatch:
 
 
 # ---- middleware --------------------------------------------------------------------------------------
+# Only the page's own files run: no inline script, no eval, no other origin. Styles come from the page's own CSS
+# files (the SPA and uPlot colour things through the CSSOM, which a CSP does not block); `data:` images are the
+# favicon placeholder.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def host_name(host: str | None) -> str:
+    """The name part of a Host header, lower-cased: `[::1]:5210` -> `::1`, `Example.org:80` -> `example.org`."""
+    host = (host or "").strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
 @web.middleware
 async def guard(request: web.Request, handler):
-    host = (request.host or "").rsplit(":", 1)[0].strip("[]")
-    allowed = request.app[ALLOWED_HOSTS]
-    if allowed and host not in allowed:  # refuse DNS-rebinding names
-        raise fail(403, f"host {host!r} not allowed")
+    if host_name(request.host) not in request.app[ALLOWED_HOSTS]:  # refuse DNS-rebinding and unknown names
+        raise fail(403, f"host {host_name(request.host)!r} not allowed; start the dashboard with --allow-host NAME")
     if request.method == "POST":
         token = request.headers.get("X-SM-Token", "")
         if not hmac.compare_digest(token, request.app[TOKEN]):
@@ -114,9 +129,14 @@ async def guard(request: web.Request, handler):
         response = await handler(request)
     except sqlite3.Error as err:
         return web.json_response({"error": f"store error: {err}"}, status=503)
+    return response
+
+
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """On every response, errors and refusals included (on_response_prepare sees them all)."""
+    response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("X-Frame-Options", "DENY")
-    return response
 
 
 # ---- pages -------------------------------------------------------------------------------------------
@@ -168,8 +188,8 @@ def skill_param(request: web.Request) -> str | None:
 
 def run_param(request: web.Request) -> str:
     run_id = request.match_info["run_id"]
-    if not re.match(r"^run-[0-9a-f]{6,64}$", run_id):
-        raise fail(400, "run id: expected run-<hex>")
+    if not RUN_ID.match(run_id):
+        raise fail(400, "run id: expected run-<hex> or aa-<hex> (an A/A run)")
     return run_id
 
 
@@ -185,14 +205,12 @@ async def runs(request: web.Request) -> web.Response:
 
 async def run(request: web.Request) -> web.Response:
     store = store_of(request)
-    window = request.query.get("window", "60")
-    if not window.isdigit() or int(window) > 100_000:
-        raise fail(400, "window: a number of rounds (0 = all)")
+    window = number(request, "window", 60, 0, 100_000, "rounds shown (0 = all)")
     run_id = run_param(request)
     key, cached = hit(request, store)
     if cached:
         return cached
-    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=int(window),
+    found = Q.run_detail(db_of(request, store), run_id, store.data_dir, window=window,
                          val_query_warn=request.app[SETTINGS].val_query_warn)
     if found is None:
         raise fail(404, "no such run")
@@ -221,6 +239,22 @@ async def history(request: web.Request) -> web.Response:
         return cached
     found = Q.history(db_of(request, store), skill)
     return remember(request, key, found, volatile=running(*(regime["run"] for regime in found)))
+
+
+async def compare_runs(request: web.Request) -> web.Response:
+    store = store_of(request)
+    run_ids = [r for r in request.query.get("runs", "").split(",") if r]
+    if not 2 <= len(run_ids) <= compare.MAX_RUNS or len(set(run_ids)) != len(run_ids):
+        raise fail(400, f"runs: 2 to {compare.MAX_RUNS} different run ids, comma-separated")
+    if not all(RUN_ID.match(r) for r in run_ids):
+        raise fail(400, "runs: expected run-<hex> or aa-<hex> ids")
+    key, cached = hit(request, store)
+    if cached:
+        return cached
+    found = compare.compare(db_of(request, store), run_ids)
+    if found is None:
+        raise fail(404, "no such run")
+    return remember(request, key, found, volatile=running(*(v["run"] for v in found["runs"])))
 
 
 async def attempt(request: web.Request) -> web.Response:
@@ -297,19 +331,28 @@ async def test_run(request: web.Request) -> web.Response:
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: one `change` event whenever the store's data_version or the code fingerprint
-    moves (checked every second; one PRAGMA per tick), a comment line as heartbeat."""
+    """Server-Sent Events: one `change` event whenever the store's data_version, the code fingerprint or the
+    dashboard's children move (checked every second; one PRAGMA per tick), a comment line as heartbeat. Each
+    event carries signatures of the store's run list and of the run the page shows (`run=`), read only when
+    the store changed, so the page refetches only what moved."""
     store = store_of(request)
+    run_id = request.query.get("run") or None
+    if run_id is not None and not RUN_ID.match(run_id):
+        raise fail(400, "run: expected run-<hex> or aa-<hex>")
     stores, stop, code = request.app[STORES], request.app[STOP], request.app[CODE]
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
     await response.prepare(request)
     last: tuple | None = None
+    signatures: dict = {}
     beat = time.monotonic()
     try:
         while not stop.is_set():
             now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
             if now != last:
-                data = json.dumps({"version": now[0], "code_stale": now[1], "at": time.time()})
+                if last is None or now[0] != last[0]:
+                    signatures = Q.signatures(db_of(request, store), run_id)
+                data = json.dumps({"version": now[0], "code_stale": now[1], "children": now[2], **signatures,
+                                   "at": time.time()})
                 await response.write(f"event: change\ndata: {data}\n\n".encode())
                 last = now
             elif time.monotonic() - beat > 15:
@@ -337,8 +380,18 @@ async def _cleanup(app: web.Application) -> None:
     app[STORES].close()
 
 
+def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> frozenset[str]:
+    """The Host names the dashboard answers: loopback names, the bind address and any --allow-host names. A
+    wildcard bind (0.0.0.0, ::) is no Host anyone types, so it adds nothing: LAN names come from --allow-host."""
+    names = {"127.0.0.1", "localhost", "::1", *(n.strip().lower().strip("[]") for n in extra if n.strip())}
+    if host not in ("0.0.0.0", "::", ""):
+        names.add(host.lower().strip("[]"))
+    return frozenset(names)
+
+
 def create_app(*, data_dir: Path | None = None, config_file: Path | None = None, project_root: Path = ROOT,
-               host: str = "127.0.0.1", token: str | None = None) -> web.Application:
+               host: str = "127.0.0.1", token: str | None = None,
+               allow_hosts: list[str] | tuple[str, ...] = ()) -> web.Application:
     s = settings(config_file)
     extra = [Path(data_dir)] if data_dir else [s.data_dir]   # an explicit data dir replaces the configured one
     app = web.Application(middlewares=[guard])
@@ -347,8 +400,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
     app[CACHE] = ResponseCache()
-    loopback = {"127.0.0.1", "localhost", "::1"}
-    app[ALLOWED_HOSTS] = frozenset() if host in ("0.0.0.0", "::") else frozenset(loopback | {host})
+    app[ALLOWED_HOSTS] = allowed_hosts(host, allow_hosts)   # never empty: a Host check is always on
+    app.on_response_prepare.append(security_headers)
     app.on_startup.append(_startup)
     app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)
@@ -357,8 +410,9 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/health", health), web.get("/api/meta", meta), web.get("/api/skills", skills),
         web.get("/api/runs", runs), web.get("/api/runs/{run_id}", run),
         web.get("/api/runs/{run_id}/lineage", lineage), web.get("/api/history", history),
-        web.get(r"/api/attempts/{id:\d{1,12}}", attempt), web.get(r"/api/attempts/{id:\d{1,12}}/diff", attempt_diff),
-        web.get(r"/api/cells/{id:\d{1,12}}", cell), web.get("/api/processes", processes),
+        web.get("/api/compare", compare_runs),
+        web.get(r"/api/attempts/{id:[0-9]{1,12}}", attempt), web.get(r"/api/attempts/{id:[0-9]{1,12}}/diff", attempt_diff),
+        web.get(r"/api/cells/{id:[0-9]{1,12}}", cell), web.get("/api/processes", processes),
         web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
@@ -373,7 +427,8 @@ def _with_data_dir(s: Settings, data_dir: Path) -> Settings:
     return replace(s, data_dir=data_dir.resolve())
 
 
-def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None) -> None:
-    app = create_app(data_dir=data_dir, config_file=config_file, host=host)
+def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None,
+          allow_hosts: list[str] | tuple[str, ...] = ()) -> None:
+    app = create_app(data_dir=data_dir, config_file=config_file, host=host, allow_hosts=allow_hosts)
     web.run_app(app, host=host, port=port, shutdown_timeout=3,
                 print=lambda _: print(f"Dashboard: http://{host}:{port}/  (Ctrl+C to stop)", flush=True))

@@ -39,8 +39,26 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, foreground: bool) -> int | None:
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def exposure_warning(host: str, allow_hosts: list[str]) -> str | None:
+    """The warning for a dashboard bound beyond loopback, or None on loopback."""
+    if host in LOOPBACK:
+        return None
+    names = ", ".join([host, "localhost", *allow_hosts])
+    return (f"warning: the dashboard listens on {host}, beyond this machine. Anyone who can reach it can read every "
+            f"run and, with the page's token, start runs and accept proposals. It answers only these Host names: "
+            f"{names} (add names with --allow-host NAME).")
+
+
+def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, foreground: bool,
+              allow_hosts: list[str] | None = None) -> int | None:
     """Serve (foreground: blocks, returns an exit code) or ensure one runs in the background (returns None)."""
+    allow_hosts = list(allow_hosts or [])
+    warning = exposure_warning(host, allow_hosts)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     url = f"http://{_url_host(host)}:{port}/"
     if healthy(host, port):
         print(f"Dashboard already running at {url} — reusing it (restart it to load changed server code).",
@@ -51,10 +69,11 @@ def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, 
                           f"pass --port to pick another")
     if foreground:
         from mutator.server.app import serve
-        serve(host=host, port=port, data_dir=settings.data_dir, config_file=config)
+        serve(host=host, port=port, data_dir=settings.data_dir, config_file=config, allow_hosts=allow_hosts)
         return 0
     argv = [sys.executable, str(ROOT / "run.py"), "--serve", "--host", host, "--port", str(port),
             "--data-dir", str(settings.data_dir)] + (["--config", str(config)] if config else [])
+    argv += [arg for name in allow_hosts for arg in ("--allow-host", name)]
     log = Path(tempfile.gettempdir()) / f"skill-mutator-dashboard-{port}.log"
     with log.open("ab") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,

@@ -19,6 +19,7 @@ from mutator.server.launch import Children
 from mutator.server.stores import Store, Stores
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
+DIGITS = re.compile(r"[0-9]{1,9}")
 
 STORES = web.AppKey("stores", Stores)
 SETTINGS = web.AppKey("settings", Settings)
@@ -71,6 +72,15 @@ def running(*runs: dict) -> bool:
     dirs on disk) depends on more than the store: it is cached only briefly. So does a `stale` one (its
     heartbeat's age and its lock are read outside the store)."""
     return any(r.get("status") in ("running", "stale") for r in runs)
+
+
+def number(request: web.Request, name: str, default: int, low: int, high: int, meaning: str) -> int:
+    """A whole-number query parameter in ASCII digits only (str.isdigit() also accepts '²' and '①', which
+    int() then refuses): anything else, or out of [low, high], is a 400 naming the parameter."""
+    text = request.query.get(name, str(default))
+    if not DIGITS.fullmatch(text) or not low <= int(text) <= high:
+        raise fail(400, f"{name}: {meaning}, a whole number from {low} to {high} in ASCII digits")
+    return int(text)
 
 
 def store_of(request: web.Request, *, required: bool = True) -> Store:

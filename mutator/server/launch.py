@@ -74,7 +74,7 @@ def _choice(body: dict, key: str, allowed: list[str], *, optional: bool = False)
 
 def _int(body: dict, key: str, low: int, high: int) -> int:
     value = body.get(key)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():  # not '²' or '①'
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise LaunchError(f"{key}: must be an integer from {low} to {high}; got {value!r}")

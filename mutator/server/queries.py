@@ -7,6 +7,7 @@ the evaluation in progress.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import sqlite_utils
 
+from mutator.server import verdicts as V
 from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale
 
@@ -24,6 +26,10 @@ ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, v
                 "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
                 "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
                 "mutator_cost_usd, started_at, finished_at")
+# What the curve, the incumbent per round and the verdict reasons read for every attempt of a run.
+LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "delta", "gate_threshold",
+               "val_evaluation_id", "pool_snapshot", "error")
+LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
 EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
 
 
@@ -72,7 +78,9 @@ def skills(db: sqlite_utils.Database) -> list[dict]:
 
 
 def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
-    sql = f"select {RUN_LIST} from runs" + (" where skill_name = ?" if skill else "") + " order by created_at desc"
+    # A/A runs (kind 'aa': the gate's noise calibration) come after the ordinary runs, so no picker defaults to one
+    sql = (f"select {RUN_LIST} from runs" + (" where skill_name = ?" if skill else "")
+           + " order by kind = 'aa', created_at desc")
     found = q(db, sql, [skill] if skill else [])
     for run in found:
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
@@ -118,10 +126,12 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
     pending | running | done | failed | skipped. `attempt["critic"]` is the parsed JSON (None = not run)."""
     a, seed = attempt, attempt["status"] == "seed"
     critic = a["critic"]
+    copy = run.get("kind") == "aa" and not seed   # an A/A copy is the seed itself: nothing mutated or reviewed
     out: list[dict] = []
-    if seed:
-        out += [{"stage": "mutation", "state": "skipped", "detail": "seed"},
-                {"stage": "critic", "state": "skipped", "detail": "seed"}]
+    if seed or copy:
+        why = "seed" if seed else "A/A copy of the seed"
+        out += [{"stage": "mutation", "state": "skipped", "detail": why},
+                {"stage": "critic", "state": "skipped", "detail": why}]
     else:
         failed = a["status"] == "failed"
         out.append({"stage": "mutation", "state": "failed" if failed and not a["genome_hash"] else
@@ -130,7 +140,7 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
                     "done" if critic is not None else "running" if a["genome_hash"] else "pending",
                     "detail": a["error"] if a["status"] == "critic_rejected" else ""})
     ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
-    live = a["genome_hash"] and (seed or critic is not None) and a["status"] not in (
+    live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
         "critic_rejected", "failed")
     if ev is None and live:
         ev = _live_eval(db, a["genome_hash"], run["val"], run["replicates"])
@@ -167,32 +177,30 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         return None
     run["val_query_warn"] = val_query_warn
     # The curve covers every round, so this runs over the whole run: plain tuples, no per-row dicts.
-    light = db.conn.execute("select a.round, a.sibling, a.verdict, a.composite, t.eval, t.cost, t.steps "
-                            "from attempts a left join evaluations t on t.id = a.train_evaluation_id "
-                            "where a.run_id = ? order by a.round, a.sibling", [run_id]).fetchall()
+    light = db.conn.execute(f"select {LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
+                            "on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
+                            [run_id]).fetchall()
+    rows = [dict(zip(LIGHT_NAMES, r)) for r in light]
     tests = test_runs(db, run, data_dir)
     last = light[-1][0] if light else 0
     low = last - window + 1 if window > 0 else -1
+    after = V.incumbents(run, rows)           # the strategy's incumbent once each round was integrated
+    by_genome = V.genome_composites(rows)
     rounds: list[int] = []
     champion_s: list[float | None] = []
     best_s: list[float | None] = []
     train_s: list[float | None] = []
-    champions: dict[tuple[int, int], float | None] = {}
-    champion = None
-    for rnd, sibling, verdict, value, t_eval, t_cost, t_steps in light:
-        if value is not None and verdict in ("SEED", "KEEP"):
-            champion = value  # the incumbent after this attempt (greedy keeps statistical ties)
-        if rnd >= low:
-            champions[(rnd, sibling)] = champion
+    incumbent_s: list[str | None] = []
+    for row, (*_, t_eval, t_cost, t_steps) in zip(rows, light, strict=True):
+        rnd, value = row["round"], row["composite"]
         if not rounds or rounds[-1] != rnd:
             rounds.append(rnd)
-            champion_s.append(champion)
+            incumbent_s.append(after.get(rnd))
+            champion_s.append(by_genome.get(after.get(rnd) or ""))
             best_s.append(value)
             train_s.append(None)
-        else:
-            champion_s[-1] = champion
-            if value is not None and (best_s[-1] is None or value > best_s[-1]):
-                best_s[-1] = value
+        elif value is not None and (best_s[-1] is None or value > best_s[-1]):
+            best_s[-1] = value
         if t_eval is not None:
             train_s[-1] = composite({"eval": t_eval, "cost": t_cost, "steps": t_steps}, run, split="train")
     test_s: list[float | None] = [None] * len(rounds)
@@ -200,7 +208,8 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
     for t in tests:
         if t["composite"] is not None and t["round"] in index:
             test_s[index[t["round"]]] = t["composite"]
-    curve = {"round": rounds, "champion": champion_s, "best": best_s, "train": train_s, "test": test_s}
+    curve = {"round": rounds, "champion": champion_s, "best": best_s, "train": train_s, "test": test_s,
+             "incumbent": incumbent_s}
     attempts = q(db, f"select {attempt_list(db)} from attempts where run_id = ? and round >= ? order by round, sibling",
                  [run_id, low])
     ids = sorted({i for a in attempts for i in (a["val_evaluation_id"], a["train_evaluation_id"]) if i})
@@ -211,9 +220,20 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         a["stages"] = stages(db, a, run, evals, data_dir)
         train = evals.get(a["train_evaluation_id"]) if a["train_evaluation_id"] else None
         a["train_composite"] = composite(train, run, split="train")
-        a["champion_composite"] = champions.get((a["round"], a["sibling"]))
-    return {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
-            "tests": tests}
+        a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
+    V.annotate(run, rows, attempts)
+    found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
+             "tests": tests}
+    if run["kind"] == "aa":   # the gate's noise calibration: every copy, whatever the window
+        from mutator.server import aa_view
+        found["aa"] = aa_view.summary(run, q(db, "select id, round, verdict, delta, gate_threshold, gate_se, gate_t, "
+                                                 "gate from attempts where run_id = ? order by round", [run_id]))
+    return found
+
+
+def light_rows(db: sqlite_utils.Database, run_id: str) -> list[dict]:
+    cursor = db.conn.execute(f"select {LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling", [run_id])
+    return [dict(zip(LIGHT_NAMES, r)) for r in cursor.fetchall()]
 
 
 def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
@@ -237,6 +257,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     a["critic"], a["gate"], a["ref_hashes"] = loads(a["critic"], None), loads(a["gate"], None), loads(
         a["ref_hashes"], [])
     a["confirm"] = confirmation(db, loads(a.get("confirm"), None), run)
+    rows = light_rows(db, run["id"])
+    V.annotate(run, rows, [a])
     a.pop("pool_snapshot", None)
     suite = run["val"] if split == "val" else run["suite"]
     ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
@@ -266,8 +288,9 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
                          "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [ev["id"]]):
             grid.setdefault(row["task_id"], {})[row["name"]] = row["score"]
         test_names = sorted({n for per in grid.values() for n in per})
-    siblings = q(db, "select id, sibling, verdict, summary, delta from attempts where run_id = ? and round = ? "
-                     "order by sibling", [run["id"], a["round"]])
+    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite from attempts where run_id = ? "
+                     "and round = ? order by sibling", [run["id"], a["round"]])
+    V.annotate(run, rows, siblings)
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
             "figures": figures, "cells": cells, "tests": {"names": test_names, "grid": grid},
             "siblings": siblings}
@@ -300,52 +323,102 @@ def cell_row(db: sqlite_utils.Database, cell_id: int) -> dict | None:
 
 # ---- lineage and history -----------------------------------------------------------------------------
 def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
+    """Every attempt as a node with its real edges (parent, and population's crossover refs), the champion →
+    seed chain, and each verdict's reason. A genome's origin is the first attempt that produced it from a
+    different parent: a CRITIC no-change attempt (genome == parent) or a repeat never becomes its origin."""
     run = run_row(db, run_id)
     if run is None:
         return None
-    nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, verdict, status, summary, "
-                  "composite, delta from attempts where run_id = ? order by round, sibling", [run_id])
-    parents = {n["genome_hash"]: n["parent_hash"] for n in nodes if n["genome_hash"]}
-    chain, cursor, guard = [], run["incumbent_hash"], 0
-    by_hash = {}
+    nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
+                  "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
+                  "from attempts where run_id = ? order by round, sibling", [run_id])
+    origin: dict[str, dict] = {}
     for n in nodes:
-        if n["genome_hash"] and n["genome_hash"] not in by_hash:
-            by_hash[n["genome_hash"]] = n
-    while cursor and guard < 10_000:
-        node = by_hash.get(cursor)
+        g = n["genome_hash"]
+        if g and g not in origin and n["parent_hash"] != g:
+            origin[g] = n
+    chain: list[dict] = []
+    seen: set[str] = set()
+    cursor = run["incumbent_hash"]
+    while cursor and cursor not in seen:   # origins only point to earlier attempts, so this ends; `seen` is a guard
+        seen.add(cursor)
+        node = origin.get(cursor)
         chain.append({"genome_hash": cursor, "attempt_id": node["attempt_id"] if node else None,
                       "round": node["round"] if node else None, "composite": node["composite"] if node else None,
                       "summary": node["summary"] if node else ""})
-        cursor, guard = parents.get(cursor), guard + 1
-    return {"run": {k: run[k] for k in ("id", "seed_hash", "incumbent_hash", "skill_name", "status")},
-            "nodes": nodes, "chain": chain}
+        cursor = node["parent_hash"] if node else None
+    V.annotate(run, nodes, nodes)
+    edges = []
+    for n in nodes:
+        n["ref_hashes"] = loads(n["ref_hashes"], []) or []
+        n["origin"] = bool(n["genome_hash"]) and origin.get(n["genome_hash"]) is n
+        n["on_chain"] = n["origin"] and n["genome_hash"] in seen
+        if n["parent_hash"]:
+            edges.append({"attempt_id": n["attempt_id"], "from": n["parent_hash"], "kind": "parent"})
+        edges += [{"attempt_id": n["attempt_id"], "from": ref, "kind": "ref"} for ref in n["ref_hashes"]]
+        for key in ("pool_snapshot", "critic", "val_evaluation_id", "error", "gate_threshold"):
+            n.pop(key)
+    return {"run": {k: run[k] for k in ("id", "kind", "strategy", "seed_hash", "incumbent_hash", "skill_name",
+                                        "status")},
+            "nodes": nodes, "edges": edges, "chain": chain}
 
 
 HISTORY_COLUMNS = ("id", "round", "sibling", "verdict", "composite", "eval", "cost", "steps",
-                   "t_eval", "t_cost", "t_steps", "t_composite")
+                   "t_eval", "t_cost", "t_steps", "t_composite", "leads")   # leads: 1 = the incumbent from here on
 
 
 def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
     """Every run of a skill as a regime: per-attempt val and train figures as compact rows
     (`columns` names them), plus the run's test measurements."""
     out = []
-    for run in q(db, "select * from runs where skill_name = ? order by created_at desc", [skill]):
-        cursor = db.conn.execute(
-            "select a.id, a.round, a.sibling, a.verdict, a.composite, a.eval, a.cost, a.steps, t.eval, t.cost, "
-            "t.steps from attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
-            "order by a.round, a.sibling", [run["id"]])
+    for run in q(db, "select * from runs where skill_name = ? order by kind = 'aa', created_at desc", [skill]):
+        # one pass over the run: the points' figures and the light columns the incumbent rule reads
+        found = db.conn.execute(
+            f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {LIGHT} from attempts a left join "
+            "evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
+            [run["id"]]).fetchall()
+        light = [dict(zip(LIGHT_NAMES, row[7:])) for row in found]
+        after = V.incumbents(run, light)
         rows = []
-        for row in cursor.fetchall():
-            train = None if row[8] is None else composite({"eval": row[8], "cost": row[9], "steps": row[10]}, run,
+        for row, r in zip(found, light, strict=True):
+            train = None if row[4] is None else composite({"eval": row[4], "cost": row[5], "steps": row[6]}, run,
                                                           split="train")
-            rows.append([*row, train])
+            # leads: the row whose genome became the incumbent in its round (the seed in round 0)
+            leads = (after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"]
+                     and (r["verdict"] in ("SEED", "KEEP") or run["strategy"] == "pareto"))
+            rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2], row[3],
+                         row[4], row[5], row[6], train, int(leads)])
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
                       "train_composite from test_runs where run_id = ? order by id", [run["id"]])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
-        out.append({"run": {k: run[k] for k in ("id", "status", "strategy", "model", "replicates", "rounds_done",
+        out.append({"run": {k: run[k] for k in ("id", "kind", "status", "strategy", "model", "replicates", "rounds_done",
                                                "rounds_target", "created_at", "suite", "val", "holdout", "alive")},
                     "columns": HISTORY_COLUMNS, "points": rows, "tests": tests})
     return out
+
+
+def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
+    """Short digests that move when what a page shows moves: `runs` (the store's run list as the pickers show
+    it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
+    listing = db.conn.execute("select group_concat(id || ':' || status || ':' || coalesce(rounds_done, '') || ':' || "
+                              "coalesce(pid, ''), ',') from (select * from runs order by id)").fetchone()[0]
+    out = {"runs": _digest(listing)}
+    if run_id:
+        row = db.conn.execute(
+            "select r.status, r.updated_at, r.rounds_done, r.incumbent_hash, r.cost_usd, r.error, "
+            "(select count(*) || '/' || group_concat(coalesce(verdict, '') || status || (genome_hash is null) || "
+            "(critic is null) || (delta is null) || coalesce(val_evaluation_id, '') || '.' || "
+            "coalesce(train_evaluation_id, '') || coalesce(finished_at, ''), ',') from attempts where run_id = r.id), "
+            "(select group_concat(id || status || coalesce(finished_at, ''), ',') from test_runs where run_id = r.id), "
+            "case when r.status = 'running' then (select count(*) || '/' || coalesce(sum(n_done), 0) || '/' || "
+            "coalesce(max(id), 0) from evaluations where status = 'running') end "
+            "from runs r where r.id = ?", [run_id]).fetchone()
+        out["run"] = _digest(repr(tuple(row)) if row else "")
+    return out
+
+
+def _digest(text: str | None) -> str:
+    return hashlib.sha256((text or "").encode()).hexdigest()[:12]
 
 
 def is_sqlite_error(err: BaseException) -> bool:

@@ -36,6 +36,8 @@ def watched(dry_run, tmp_path) -> dict:
     spent = view(connect(data / "mutator.db"))["today"]
     with sqlite3.connect(data / "mutator.db") as conn:
         conn.execute("insert into spend_limits (name, usd, set_at) values ('daily', ?, ?)", [spent / 0.9, time.time()])
+        # the dry run proposed into the demo's own seed folder, which the page never offers: point it elsewhere
+        conn.execute("update proposals set target_dir = ?", [str(skill)])
     return {"data": data, "skill": skill}
 
 
@@ -90,6 +92,7 @@ def test_health_cost_and_proposals_pages(server, page, watched):
     row.locator("a").first.click()
     expect(page.locator(".proposal-detail pre.diff")).to_contain_text("diff --git a/")
     page.fill("#proposal-text-1", "not this one")
+    page.once("dialog", lambda dialog: dialog.accept())   # Reject asks first
     row.locator("button.reject").click()
     expect(page.locator("#proposal-message")).to_contain_text("Rejecting proposal 1")
     expect(page.locator("#proposals tbody tr").first).to_contain_text("rejected", timeout=30000)

@@ -53,3 +53,24 @@ def store_copy(dry_store: Path, tmp_path: Path) -> Path:
         source.backup(copy)
     source.close()
     return target
+
+
+@pytest.fixture(scope="session")
+def mixed_store(tmp_path_factory) -> Path:
+    """One store with every shape the loop writes: a greedy demo run (its round 4 is a CRITIC no-change attempt,
+    genome == parent; round 5 a broken reference), a branching run (siblings, a better sibling rejecting a
+    gate-passing one), a population run (children off non-incumbent parents, crossover refs, KEEPs that are
+    not the leader), an A/A run (`aa-…`, newest of all), and test runs of the greedy and branching runs after they proposed."""
+    data_dir = tmp_path_factory.mktemp("mixed") / "data"
+    base = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--replicates", "1",
+            "--data-dir", str(data_dir), "--concurrency", "4"]
+    for extra in (["--rounds", "5"], ["--rounds", "2", "--strategy", "branching"],
+                  ["--rounds", "3", "--strategy", "population"], ["--aa", "3"]):
+        subprocess.run([*base, *extra], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    import sqlite3
+    with sqlite3.connect(data_dir / "mutator.db") as conn:
+        tested = [conn.execute(f"select id from runs where strategy = '{s}'").fetchone()[0] for s in ("greedy", "branching")]
+    for run_id in tested:
+        subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
+                        "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    return data_dir

@@ -10,9 +10,11 @@ export function destroyCharts(prefix = '') {
   }
 }
 
-export function chart(key, container, opts, data) {
+// `identity` names what the chart shows beyond its series (e.g. the attempt and its bar labels): a new identity
+// builds a new chart, so axis labels and ranges captured in opts never outlive what they describe.
+export function chart(key, container, opts, data, identity = '') {
   const width = Math.max(320, container.clientWidth || container.parentElement?.clientWidth || 640);
-  const signature = JSON.stringify([opts.series.map((s) => s.label), opts.title, opts.mode]);
+  const signature = JSON.stringify([opts.series.map((s) => s.label), opts.title, opts.mode, identity]);
   let entry = charts.get(key);
   if (entry && entry.signature !== signature) { entry.u.destroy(); charts.delete(key); entry = null; }
   if (!entry) {

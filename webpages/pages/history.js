@@ -24,8 +24,8 @@ function series(points, tests, metric, stats) {
   for (const r of rounds) {
     const at = points.filter((p) => p.round === r);
     const values = at.map((p) => p[metric]).filter((v) => v !== null && v !== undefined);
-    const kept = at.filter((p) => p.verdict === 'KEEP' || p.verdict === 'SEED');
-    if (kept.length) champion = kept[kept.length - 1][metric];
+    const lead = at.find((p) => p.leads);   // the strategy's incumbent, as the server reads it (not the last KEEP)
+    if (lead) champion = lead[metric];
     const higherBetter = metric === 'composite' || metric === 'eval';
     const pick = values.length ? (stats === 'mean' ? values.reduce((s, v) => s + v, 0) / values.length
       : stats === 'champion' ? champion : (higherBetter ? Math.max(...values) : Math.min(...values))) : null;
@@ -49,7 +49,7 @@ export async function render(root, state, ui) {
     Object.entries(choices).map(([v, label]) => h('option', { value: v, selected: v === ui[key] }, label)));
   const panels = regimes.map((g) => {
     const box = h('div', { class: 'chart', 'data-run': g.run.id });
-    return { g, box, el: h('div', { class: 'regime' },
+    return { g, box, el: h('div', { class: `regime${g.run.kind === 'aa' ? ' aa' : ''}`, 'data-kind': g.run.kind },
       h('h3', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('home', null, { run: g.run.id }); } }, g.run.id),
         ` · ${g.run.strategy} · ${g.run.model} · ${g.run.replicates} replicates · ${g.run.rounds_done}/${g.run.rounds_target} rounds · ${g.run.alive ? 'running' : g.run.status}`,
         h('button', { class: 'small', onclick: () => resetZoom(`history-${g.run.id}`) }, 'reset zoom')), box) };
@@ -58,7 +58,10 @@ export async function render(root, state, ui) {
     h('section', { class: 'row' }, h('span', { class: 'fig', title: { composite: TIPS.composite, eval: TIPS.eval, cost: TIPS.cost, steps: TIPS.steps }[ui.metric] }, 'metric'), ' ',
       control('metric', METRICS), ' val series ', control('stats', STATS),
       h('span', { class: 'hint' }, 'Each run is a regime with its own axis. Drag to zoom, double-click to reset, click a point to open that round.')),
-    panels.length ? panels.map((p) => p.el) : h('p', {}, 'No runs of this skill.'));
+    panels.length ? panels.filter((p) => p.g.run.kind !== 'aa').map((p) => p.el) : h('p', {}, 'No runs of this skill.'),
+    panels.some((p) => p.g.run.kind === 'aa') ? h('section', { id: 'history-aa' },
+      h('h2', {}, 'A/A runs ', h('small', {}, 'the seed against identical copies of itself: each point is a copy, not a round of evolution')),
+      panels.filter((p) => p.g.run.kind === 'aa').map((p) => p.el)) : null);
   for (const { g, box } of panels) {
     const { data, ids } = series(unpack(g), g.tests, ui.metric, ui.stats);
     const u = chart(`history-${g.run.id}`, box, {

@@ -5,6 +5,7 @@ import { api, mount, h, post, num, signed, short, usd, verdictBadge, when } from
 import { chart, resetZoom, noLine } from '../lib/charts.js';
 import { reportView } from '../lib/report.js';
 import { metaSkillView, solveView, valQueries } from '../lib/runinfo.js';
+import { aaView } from '../lib/aa.js';
 import { TIPS, fig } from '../lib/tips.js';
 
 const STAGE_TIPS = {
@@ -29,6 +30,7 @@ function attemptDrawer(ui, attemptId) {
     if (!a) return h('p', {}, 'attempt not found');
     return h('div', { class: 'attempt-drawer', 'data-attempt': a.id },
       h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+      h('p', { class: 'reason', id: 'drawer-reason' }, a.reason || ''),
       h('p', {}, a.summary || '(no summary yet)'),
       h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
       h('table', { class: 'kv' }, h('tbody', {},
@@ -125,6 +127,7 @@ export async function render(root, state, ui) {
       h('button', { class: 'small', onclick: () => { ui.all = !ui.all; refresh(); } }, ui.all ? 'last 60 only' : 'show all')) : null),
     h('div', { class: 'timeline', id: 'timeline' }, detail.attempts.map((a) => h('div', {
       class: `node n-${(a.verdict || 'pending').toLowerCase()}`, 'data-attempt': a.id, 'data-round': a.round, tabindex: 0,
+      title: a.reason || '',
       onclick: () => openDrawer(attemptDrawer(ui, a.id)),
     }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
@@ -144,7 +147,9 @@ export async function render(root, state, ui) {
       try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
     } }, '▶ Run test'), testStatus),
     h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
-  mount(root, header, extras, procs || '', timeline, curve, tests);
+  const aa = detail.aa ? aaView(detail.aa) : null;   // an A/A run: the gate's false calls, not an evolution
+  mount(root, header, extras, procs || '', aa ? aa.section : null, timeline, aa ? null : curve, aa ? null : tests);
+  if (aa) { aa.draw(); return; }
   const data = curveData(detail);
   chart('home-curve', curveBox, {
     height: 260, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: 'composite' }],

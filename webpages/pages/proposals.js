@@ -11,6 +11,11 @@ function statusBadge(status) {
 
 async function decide(state, ui, proposal, action) {
   const text = document.getElementById(`proposal-text-${proposal.id}`)?.value || '';
+  const question = action === 'accept'
+    ? `Deploy proposal ${proposal.id} (champion ${short(proposal.genome_hash)} of ${proposal.run_id}) into\n${proposal.target_offered}?\n\n`
+      + 'The folder is replaced atomically; its current version is kept for python run.py --rollback.'
+    : `Reject proposal ${proposal.id} (champion ${short(proposal.genome_hash)})? This cannot be undone.`;
+  if (!window.confirm(question)) { ui.message = `Proposal ${proposal.id}: nothing done.`; return; }
   try {
     await post(`proposals/${proposal.id}/${action}`, { store: state.store, [action === 'accept' ? 'note' : 'reason']: text });
     ui.message = `${action === 'accept' ? 'Deploying' : 'Rejecting'} proposal ${proposal.id}… (a run.py process; the page updates when it is recorded)`;
@@ -42,10 +47,13 @@ export async function render(root, state, ui) {
       h('a', { href: '#', onclick: (e) => { e.preventDefault(); ui.open = ui.open === p.id ? null : p.id; render(root, state, ui); } }, `#${p.id}`),
       p.run_id, short(p.genome_hash), statusBadge(p.status),
       `${num(val.composite)} (seed ${num(val.seed_composite)})`, p.test ? num(p.test.composite) : '—',
-      p.target_dir || '—', when(p.created_at),
+      p.target_offered || (p.target_dir ? h('span', { class: 'hint', title: p.target_dir }, 'the demo\'s own seed folder: not offered (run.py --accept ID --to SKILL_DIR)') : '—'),
+      when(p.created_at),
       h('span', {},
         h('input', { id: `proposal-text-${p.id}`, placeholder: 'note / reason', disabled: !open, size: 18 }), ' ',
-        h('button', { class: 'accept', disabled: !open, title: open ? 'deploy into the folder shown (atomic; previous version kept)' : `already ${p.status}`,
+        h('button', { class: 'accept', disabled: !open || !p.target_offered,
+          title: !open ? `already ${p.status}` : p.target_offered ? 'deploy into the folder shown, after you confirm (atomic; previous version kept)'
+            : `no folder to offer: deploy with python run.py --accept ${p.id} --to SKILL_DIR`,
           onclick: async () => { await decide(state, ui, p, 'accept'); render(root, state, ui); } }, 'Accept'), ' ',
         h('button', { class: 'reject', disabled: !open, title: open ? 'reject this champion' : `already ${p.status}`,
           onclick: async () => { await decide(state, ui, p, 'reject'); render(root, state, ui); } }, 'Reject')),

@@ -2,7 +2,7 @@
 // bars vs the seed, the per-test grid, the task × replicate cell grid with drill-down, a metric scatter.
 import { go, openDrawer } from '../app.js';
 import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } from '../lib/util.js';
-import { bars, chart, noLine } from '../lib/charts.js';
+import { bars, chart, destroyCharts, noLine } from '../lib/charts.js';
 import { confirmView, criticTable } from '../lib/checks.js';
 import { TIPS, fig } from '../lib/tips.js';
 
@@ -101,10 +101,11 @@ export async function render(root, state, ui) {
     h('section', { class: 'row' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →')),
     h('section', { class: 'cols' },
       h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+        h('p', { class: 'reason', id: 'verdict-reason' }, a.reason || ''),
         h('p', { class: 'summary' }, a.summary || '—'), h('h4', {}, 'Reasoning'), h('p', { class: 'reasoning' }, a.reasoning || '—'),
         a.error ? h('p', { class: 'error' }, a.error) : null,
         h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
-        d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); } }, `.${s.sibling} ${s.verdict || ''} `))) : null),
+        d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); }, title: s.reason || '' }, `.${s.sibling} ${s.verdict || ''} `))) : null),
       h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
         confirmView(a.confirm, a, d.run), criticTable(a.critic))),
     h('section', {}, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null),
@@ -115,19 +116,22 @@ export async function render(root, state, ui) {
       h('section', {}, h('h3', {}, 'Metric scatter over this round\'s cells'), h('div', { class: 'row' }, 'x ', axisPick('x'), ' y ', axisPick('y')), scatterBox),
     ] : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`));
   const keys = ['seed', 'parent', 'candidate'].filter((k) => f[k]);
+  if (!keys.length) destroyCharts('round-bars');
+  barsBox.dataset.labels = keys.join(',');
+  barsBox.dataset.attempt = a.id;
   if (keys.length) {
-    chart('round-bars', barsBox, {
+    barsBox.uplot = chart('round-bars', barsBox, {
       height: 200, scales: { x: { time: false, range: [-0.5, keys.length - 0.5] }, y: { range: (u, lo, hi) => [Math.min(0, lo), Math.max(1, hi)] } },
       axes: [{ values: (u, ticks) => ticks.map((t) => keys[t] ?? '') , splits: () => keys.map((_, i) => i) }, { label: 'score' }],
       series: [{}, { label: 'composite', fill: '#1f6feb99', stroke: '#1f6feb', paths: bars({ size: [0.35], align: -1 }) },
         { label: 'eval', fill: '#2da44e99', stroke: '#2da44e', paths: bars({ size: [0.35], align: 1 }) }],
-    }, [keys.map((_, i) => i), keys.map((k) => f[k].composite), keys.map((k) => f[k].eval)]);
+    }, [keys.map((_, i) => i), keys.map((k) => f[k].composite), keys.map((k) => f[k].eval)], `${a.id}|${split}|${keys.join(',')}`);
   }
   if (d.evaluation && d.cells.length) {
     const sorted = d.cells.slice().sort((p, q) => (p[ui.x] ?? 0) - (q[ui.x] ?? 0));
     chart("round-scatter", scatterBox, {
       height: 260, scales: { x: { time: false } }, axes: [{ label: ui.x }, { label: ui.y }],
       series: [{ label: ui.x }, { label: ui.y, stroke: '#8250df', paths: noLine, points: { show: true, size: 8, fill: '#8250df66' } }],
-    }, [sorted.map((c) => c[ui.x] ?? 0), sorted.map((c) => c[ui.y] ?? null)]);
+    }, [sorted.map((c) => c[ui.x] ?? 0), sorted.map((c) => c[ui.y] ?? null)], `${a.id}|${split}|${ui.x}|${ui.y}`);
   }
 }

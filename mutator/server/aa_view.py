@@ -1,0 +1,51 @@
+"""The A/A view: each identical copy's Δ against the gate, and how often the gate called a difference.
+
+Read-only over an A/A run's attempt rows (mutator/validity/aa.py writes them). A copy is byte-identical to the
+seed, so every called difference is a false call: a REJECT (Δ below minImprovement − t·SE) or a false
+improvement (Δ above minImprovement + t·SE). The rate gets an exact (Clopper–Pearson) binomial 95% CI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from scipy import stats
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Exact binomial CI for k successes in n trials; (None, None) when n is 0."""
+    if n <= 0:
+        return None, None
+    alpha = 1.0 - level
+    low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
+    high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return low, high
+
+
+def summary(run: dict, attempts: Sequence[dict]) -> dict:
+    """`attempts` are the A/A run's rows (round 0 the seed, rounds 1.. the copies) with verdict, delta,
+    gate_threshold, gate_se, gate_t and gate (JSON)."""
+    min_improvement = run.get("min_improvement") or 0.0
+    copies = []
+    for a in attempts:
+        if a["round"] == 0 or a.get("verdict") not in ("KEEP", "REJECT") or a.get("delta") is None:
+            continue
+        upper = 2 * min_improvement - a["gate_threshold"]    # minImprovement + t·SE
+        gate = a.get("gate")
+        recorded = (json.loads(gate) if isinstance(gate, str) else gate or {}).get("aa", {})
+        false_gain = bool(recorded.get("false_improvement", a["delta"] > upper))
+        copies.append({"copy": a["round"], "attempt_id": a.get("id"), "delta": a["delta"],
+                       "lower": a["gate_threshold"], "upper": upper, "se": a.get("gate_se"), "t": a.get("gate_t"),
+                       "verdict": a["verdict"], "false_improvement": false_gain,
+                       "called": a["verdict"] == "REJECT" or false_gain})
+    n = len(copies)
+    called = sum(c["called"] for c in copies)
+    low, high = clopper_pearson(called, n)
+    gate_z = run.get("gate_z") or 0.0
+    one_side = float(stats.norm.sf(gate_z)) if gate_z > 0 else None
+    return {"copies": copies, "n": n, "false_calls": called, "rate": called / n if n else None,
+            "ci_low": low, "ci_high": high, "rejects": sum(c["verdict"] == "REJECT" for c in copies),
+            "false_improvements": sum(c["false_improvement"] for c in copies),
+            "design_one_side": one_side, "design_both": 2 * one_side if one_side is not None else None,
+            "gate_z": gate_z, "min_improvement": min_improvement}

@@ -1,0 +1,95 @@
+"""Compare runs: 2–4 runs of a skill side by side — their champion curves on one round axis, seed / champion /
+test figures, and for two runs whose champions were tested on the same suite, the paired test Δ between them.
+
+Read-only. The paired Δ scores both champions' cells with the first run's weights and the first run's seed
+on that suite as the normaliser, so both sides are on one scale (the same scale as that run's test report).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import sqlite_utils
+
+from mutator.score import CellFigures, Normalisers, Weights, normalisers, per_task
+from mutator.server import queries as Q
+from mutator.server import verdicts as V
+from mutator.validity.stats import paired, paired_delta
+
+MAX_RUNS = 4
+
+
+def _cells(db: sqlite_utils.Database, evaluation_id: int | None) -> list[CellFigures]:
+    if not evaluation_id:
+        return []
+    return [CellFigures(r[0], r[1], r[2] or 0.0, r[3] or 0.0, r[4] or 0, r[5] == "ok") for r in db.conn.execute(
+        "select task_id, replicate, score, cost_usd, steps, status from cells where evaluation_id = ?",
+        [evaluation_id]).fetchall()]
+
+
+def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
+    rows = Q.light_rows(db, run["id"])
+    after = V.incumbents(run, rows)
+    by_genome = V.genome_composites(rows)
+    rounds = sorted(after)
+    tests = Q.q(db, "select id, suite, round, genome_hash, composite, eval, cost, steps, evaluation_id, report "
+                    "from test_runs where run_id = ? and status = 'done' order by id", [run["id"]])
+    latest: dict[str, dict] = {}
+    for t in tests:
+        report = Q.loads(t.pop("report"), {}) or {}
+        test_split = (report.get("splits") or {}).get("test") or {}
+        t["vs_seed"] = test_split.get("delta")
+        t["seed_evaluation_id"] = test_split.get("seed_evaluation_id")
+        t["seed_composite"] = test_split.get("seed_composite")
+        t["champion"] = t["genome_hash"] == run["incumbent_hash"]
+        if t["champion"]:
+            latest[t["suite"]] = t          # the newest test of the current champion per suite
+    test_at = {t["round"]: t["composite"] for t in tests}
+    keep = ("id", "kind", "status", "strategy", "model", "replicates", "rounds_done", "rounds_target", "suite",
+            "val", "holdout", "seed_hash", "incumbent_hash", "w_cost", "w_steps", "gate_z", "min_improvement",
+            "cost_usd", "created_at")
+    return {
+        "run": {k: run.get(k) for k in keep},
+        "curve": {"round": rounds, "champion": [by_genome.get(after[r] or "") for r in rounds],
+                  "test": [test_at.get(r) for r in rounds]},
+        "seed": {"genome_hash": run["seed_hash"], "composite": by_genome.get(run["seed_hash"])},
+        "champion": {"genome_hash": run["incumbent_hash"], "composite": by_genome.get(run["incumbent_hash"] or "")},
+        "kept": sum(r["verdict"] == "KEEP" for r in rows), "attempts": sum(r["round"] > 0 for r in rows),
+        "tests": tests, "latest_tests": latest,
+    }
+
+
+def _pair(db: sqlite_utils.Database, a: dict, b: dict, suite: str) -> dict:
+    ta, tb = a["latest_tests"][suite], b["latest_tests"][suite]
+    run = a["run"]
+    weights = Weights(run["w_cost"] or 0.0, run["w_steps"] or 0.0)
+    seed_cells = _cells(db, ta.get("seed_evaluation_id"))
+    norm = normalisers(seed_cells) if seed_cells else Normalisers(0.0, 0.0)
+    tasks_a = {t: f.composite for t, f in per_task(_cells(db, ta["evaluation_id"]), weights, norm).items()}
+    tasks_b = {t: f.composite for t, f in per_task(_cells(db, tb["evaluation_id"]), weights, norm).items()}
+    deltas = paired(tasks_b, tasks_a)
+    out = {"a": run["id"], "b": b["run"]["id"], "suite": suite, "same_genome": ta["genome_hash"] == tb["genome_hash"],
+           "test_runs": [ta["id"], tb["id"]], "n": len(deltas)}
+    if deltas:
+        d = paired_delta(deltas)
+        out.update(mean=d.mean, se=d.se, ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value)
+    return out
+
+
+def compare(db: sqlite_utils.Database, run_ids: list[str]) -> dict | None:
+    """None when a run id is unknown. `pairs`: every two runs whose current champions were tested on one suite."""
+    runs = [Q.run_row(db, run_id) for run_id in run_ids]
+    if any(run is None for run in runs):
+        return None
+    views = [_run_view(db, run) for run in runs]
+    pairs = []
+    for a, b in combinations(views, 2):
+        for suite in sorted(set(a["latest_tests"]) & set(b["latest_tests"])):
+            pairs.append(_pair(db, a, b, suite))
+    for view in views:
+        view["latest_tests"] = {suite: t["id"] for suite, t in view["latest_tests"].items()}
+    shared_seed = len({v["run"]["seed_hash"] for v in views}) == 1
+    shared_val = len({v["run"]["val"] for v in views}) == 1
+    return {"runs": views, "pairs": pairs, "comparable": shared_seed and shared_val,
+            "note": "" if shared_seed and shared_val else
+            "these runs differ in seed or val suite: each curve is normalised to its own seed on its own val suite"}

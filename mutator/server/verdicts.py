@@ -1,0 +1,211 @@
+"""Who the incumbent was after each round, and why each attempt got its verdict, read back from the store.
+
+Pure functions over attempt rows (no SQL, no HTTP). They restate each strategy's integrate rule in words
+and must agree with strategies/: greedy and branching keep the best gate-passing candidate, population's
+incumbent is its pool leader (the snapshot's first hash), pareto's is the best val composite so far.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+POOL_DEFAULT = 4
+
+
+def _loads(value: Any, default: Any = None) -> Any:
+    if isinstance(value, (list, dict)) or value is None:
+        return default if value is None else value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return default
+
+
+def overturned(row: dict) -> bool:
+    return bool(row.get("error")) and str(row["error"]).startswith("keep overturned")
+
+
+def genome_composites(rows: Iterable[dict]) -> dict[str, float]:
+    """Val composite per genome: the first scored row of it (the seed row first, so an A/A run's copies,
+    which share the seed's hash but score differently, never replace the seed's own figure)."""
+    found: dict[str, float] = {}
+    for r in rows:
+        if r.get("genome_hash") and r.get("composite") is not None:
+            found.setdefault(r["genome_hash"], r["composite"])
+    return found
+
+
+def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
+    """round -> the incumbent genome once that round was integrated. `rows` are the run's attempts ordered
+    by round, sibling, with genome_hash, verdict, composite, status, error, val_evaluation_id, pool_snapshot."""
+    strategy = run.get("strategy")
+    current = None
+    scored: dict[str, tuple[float, int]] = {}   # pareto: genome -> (composite, first seen)
+    out: dict[int, str | None] = {}
+    by_round: dict[int, list[dict]] = {}
+    for r in rows:
+        by_round.setdefault(r["round"], []).append(r)
+    for rnd in sorted(by_round):
+        at = by_round[rnd]
+        for r in at:
+            if r["verdict"] == "SEED":
+                current = r["genome_hash"]
+        if strategy == "population":
+            kept_back = any(overturned(r) for r in at)
+            snapshot = next((_loads(r.get("pool_snapshot"), []) for r in at if r.get("pool_snapshot")), [])
+            if snapshot and not kept_back:
+                current = snapshot[0]
+        elif strategy == "pareto":
+            for r in at:
+                if (r.get("val_evaluation_id") and r.get("composite") is not None and r["status"] != "failed"
+                        and r["genome_hash"] not in scored):
+                    scored[r["genome_hash"]] = (r["composite"], len(scored))
+            if any(r["verdict"] in ("KEEP", "REJECT") for r in at) and scored:
+                # the strategy's rule: best composite; a tie keeps the current incumbent, then the earliest
+                current = max(scored, key=lambda g: (scored[g][0], g == current, -scored[g][1]))
+        else:
+            for r in at:
+                if r["verdict"] == "KEEP" and r.get("genome_hash"):
+                    current = r["genome_hash"]
+        out[rnd] = current
+    return out
+
+
+def _critic_reason(a: dict) -> str:
+    checks = _loads(a.get("critic"), []) or []
+    failed = [c for c in checks if isinstance(c, dict) and c.get("verdict") == "fail"]
+    if failed:
+        names = ", ".join(f"'{c.get('gate')}'" for c in failed)
+        return f"not evaluated: critic gate {names} failed — {failed[0].get('reason') or ''}".rstrip(" —")
+    return "not evaluated: rejected by the critic" + (f" — {a['error']}" if a.get("error") else "")
+
+
+def _f(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.4f}"
+
+
+def _passes(a: dict) -> bool | None:
+    if a.get("delta") is None or a.get("gate_threshold") is None:
+        return None
+    return not a["delta"] < a["gate_threshold"]
+
+
+def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, float],
+           already: Iterable[str] = ()) -> str:
+    """One line saying why attempt `a` has its verdict. `siblings` are the attempts of its round (itself
+    included), `composites` the val composite per genome, `already` the genomes that were in the pool
+    (population) or already scored (pareto) before this round."""
+    verdict = a.get("verdict")
+    gate = f"Δ {_f(a.get('delta'))} vs gate threshold {_f(a.get('gate_threshold'))}"
+    if verdict is None:
+        if a.get("status") == "scored":
+            return "scored: waiting for the round's other candidates before the verdict"
+        return f"in progress ({a.get('status') or 'pending'})"
+    if verdict == "SEED":
+        return "seed: the baseline the first candidates are compared with"
+    if verdict == "CRITIC":
+        return _critic_reason(a)
+    if verdict == "FAILED":
+        return "failed: " + (str(a.get("error") or "no reason recorded").splitlines() or [""])[0]
+    if run.get("kind") == "aa":
+        if verdict == "REJECT":
+            return f"rejected: {gate} — a false call, the copy is byte-identical to the seed"
+        false_gain = (a.get("delta") is not None and a.get("gate_threshold") is not None
+                      and a["delta"] > 2 * (run.get("min_improvement") or 0.0) - a["gate_threshold"])
+        return f"kept: {gate}" + (" — but Δ beats +t·SE: a false improvement" if false_gain else
+                                  " — no difference called between identical copies")
+    if verdict == "KEEP":
+        return _keep_reason(a, run, siblings, gate)
+    if verdict == "REJECT":
+        return _reject_reason(a, run, siblings, composites, set(already), gate)
+    # a verdict this page does not know yet (e.g. a newer loop's): its name and the recorded error
+    error = str(a.get("error") or "").splitlines()
+    return f"{str(verdict).lower()}: {error[0] if error else 'no reason recorded'}"
+
+
+def _confirmed(a: dict) -> str:
+    record = _loads(a.get("confirm"), None)
+    return "; the keep stands on fresh val replicates" if isinstance(record, dict) and record.get("stands") else ""
+
+
+def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str:
+    strategy = run.get("strategy")
+    if strategy == "population":
+        pool = _loads(a.get("pool_snapshot"), []) or []
+        size = len(pool) or POOL_DEFAULT
+        if a.get("genome_hash") in pool:
+            rank = pool.index(a["genome_hash"]) + 1
+            where = "as its leader (the new incumbent)" if rank == 1 else f"at rank {rank} of {size}"
+            return f"kept: entered the pool {where}{_confirmed(a)}"
+        return f"kept: entered the pool{_confirmed(a)}"
+    if strategy == "pareto":
+        return f"kept: a new genome on the per-task Pareto front{_confirmed(a)}"
+    evaluated = [s for s in siblings if s.get("delta") is not None]
+    if strategy == "branching" and len(evaluated) > 1:
+        return f"kept: best of {len(evaluated)} siblings and {gate} (Δ at or above it){_confirmed(a)}"
+    return f"kept: {gate} (Δ at or above it){_confirmed(a)}"
+
+
+def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, float],
+                   already: set[str], gate: str) -> str:
+    strategy = run.get("strategy")
+    if overturned(a):
+        return "rejected: " + str(a["error"])
+    if strategy in ("population", "pareto"):
+        twin = next((s for s in siblings if s.get("genome_hash") == a.get("genome_hash")
+                     and s.get("sibling", 0) < a.get("sibling", 0) and s.get("delta") is not None), None)
+        if twin is not None:
+            return f"rejected: sibling {twin['sibling']} produced the same genome first"
+        if a.get("genome_hash") in already:
+            where = "in the pool" if strategy == "population" else "scored in an earlier round"
+            return f"rejected: this genome was already {where} (it adds nothing new)"
+        if strategy == "pareto":
+            return "rejected: not on the per-task Pareto front (another genome leads each of its tasks)"
+        pool = _loads(a.get("pool_snapshot"), []) or []
+        size = int((run.get("strategy_opts") or {}).get("pool", len(pool) or POOL_DEFAULT))
+        last = composites.get(pool[-1]) if pool else None
+        mine = a.get("composite")
+        cut = f" (composite {mine:.4f} < {last:.4f}, the pool's last)" if mine is not None and last is not None else ""
+        return f"rejected: did not make the pool's top {size}{cut}"
+    passed = _passes(a)
+    if passed is False:
+        return f"rejected: {gate} (Δ below it)"
+    evaluated = [s for s in siblings if s.get("delta") is not None and s.get("composite") is not None]
+    if strategy == "branching" and len(evaluated) > 1:
+        best = max(evaluated, key=lambda s: (s["composite"], -s.get("sibling", 0)))
+        if best.get("sibling") != a.get("sibling"):
+            if _passes(best) is False:
+                return (f"rejected: sibling {best['sibling']} had the best composite but failed the gate, so the "
+                        f"round kept nothing")
+            return (f"rejected: sibling {best['sibling']} was better (composite {best['composite']:.4f} vs "
+                    f"{a['composite']:.4f}); {gate}")
+    return f"rejected: {gate}"
+
+
+def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict]) -> None:
+    """Set `reason` on each target attempt. `rows` are every attempt of the run (round, sibling order) with at
+    least the fields incumbents() reads plus delta and gate_threshold; targets carry critic/confirm too."""
+    by_round: dict[int, list[dict]] = {}
+    for r in rows:
+        by_round.setdefault(r["round"], []).append(r)
+    composites = genome_composites(rows)
+    population = run.get("strategy") == "population"
+    already: dict[int, set[str]] = {}
+    seen: set[str] = set()
+    pool: list[str] = []
+    for rnd in sorted(by_round):
+        # population: what the pool held before the round; pareto: every genome scored before it
+        already[rnd] = set(pool) if population else set(seen)
+        for r in by_round[rnd]:
+            if r["verdict"] == "SEED" and r.get("genome_hash"):
+                pool = pool or [r["genome_hash"]]
+            if r.get("val_evaluation_id") and r.get("genome_hash"):
+                seen.add(r["genome_hash"])
+        snapshot = next((_loads(r.get("pool_snapshot"), []) for r in by_round[rnd] if r.get("pool_snapshot")), [])
+        pool = snapshot or pool
+    by_key = {(r["round"], r.get("sibling", 0)): r for r in rows}
+    for a in targets:
+        full = {**by_key.get((a["round"], a.get("sibling", 0)), {}), **a}   # light fields a target may lack
+        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], set()))
