@@ -74,6 +74,7 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     expect(page.locator("pre.diff")).to_contain_text("diff --git a/")
     expect(page.locator("#gate")).to_contain_text("gate threshold")
     expect(page.locator("#test-grid tbody tr")).to_have_count(8)
+    expect(page.locator("#cell-failures")).to_have_text("no failed cells (16 cells)")   # 8 tasks × 2 replicates
     page.locator("#cell-grid td.cell").first.click()
     expect(page.locator("#drawer .cell-drawer")).to_contain_text("Agent stream")
     expect(page.locator("#drawer .cell-drawer .ev-result")).to_have_count(1)

@@ -112,7 +112,7 @@ export async function render(root, state, ui) {
     h('section', { class: 'cols' }, h('div', {}, h('h3', {}, `Scores on ${split} (${d.suite})`), figTable), h('div', {}, h('h3', {}, 'vs the seed'), barsBox)),
     d.evaluation ? [
       h('section', {}, h('h3', {}, 'Per-test grid (mean over replicates)'), grid),
-      h('section', {}, h('h3', {}, 'Cells (task × replicate) — click one'), cellGrid),
+      h('section', {}, h('h3', {}, 'Cells (task × replicate) — click one'), failureLine(d.cells), cellGrid),
       h('section', {}, h('h3', {}, 'Metric scatter over this round\'s cells'), h('div', { class: 'row' }, 'x ', axisPick('x'), ' y ', axisPick('y')), scatterBox),
     ] : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`));
   const keys = ['seed', 'parent', 'candidate'].filter((k) => f[k]);
@@ -134,4 +134,16 @@ export async function render(root, state, ui) {
       series: [{ label: ui.x }, { label: ui.y, stroke: '#8250df', paths: noLine, points: { show: true, size: 8, fill: '#8250df66' } }],
     }, [sorted.map((c) => c[ui.x] ?? 0), sorted.map((c) => c[ui.y] ?? null)], `${a.id}|${split}|${ui.x}|${ui.y}`);
   }
+}
+
+
+// Failure counts of the shown evaluation, by who failed (README "Failures"): agent_error and timeout are the
+// agent's (scored 0); grader_error and infra_error are nobody's verdict on the skill and are redone on resume.
+function failureLine(cells) {
+  const counts = {};
+  for (const c of cells) if (c.status !== 'ok') counts[c.status] = (counts[c.status] || 0) + 1;
+  const failed = Object.values(counts).reduce((a, b) => a + b, 0);
+  const kinds = Object.entries(counts).sort().map(([k, n]) => `${n} ${k}`).join(', ');
+  return h('p', { id: 'cell-failures', class: failed ? 'error' : 'hint', title: 'an evaluation with more failed cells than maxFailedShare gets no gate decision; grader_error and infra_error cells are re-graded / re-run when the run resumes' },
+    failed ? `failed cells: ${failed} of ${cells.length} (${kinds})` : `no failed cells (${cells.length} cells)`);
 }
