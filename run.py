@@ -49,7 +49,8 @@ def parser() -> argparse.ArgumentParser:
                     "with fake agents. Re-running the same command resumes the same run.",
         epilog="examples:\n"
                "  python run.py --suite clean-train --val clean-val --holdout clean-test --rounds 6 --replicates 4\n"
-               "  python run.py --test-run RUN_ID --suite clean-test\n"
+               "  python run.py --test-run RUN_ID          (on the run's --holdout, with its own agents)\n"
+               "  python run.py --lint SKILL_DIR [--against PARENT_DIR]\n"
                "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.")
     run = p.add_argument_group("what to run")
     run.add_argument("--suite", action=SuiteAction, help="train suite: a name from config.json 'suites' or a path "

@@ -203,7 +203,8 @@ def lint(skill: Path, limits: GateLimits = GateLimits()) -> list[Check]:
     problems = validate(skill)
     rows = [Check("spec", "fail", "; ".join(problems)) if problems else _ok("spec", "skills-ref: valid")]
     tree = Tree(skill)
-    for check in (check_frontmatter(tree, None, None), check_non_empty(tree, None), check_size(tree, None, limits),
+    extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]  # spec: above
+    for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None), check_size(tree, None, limits),
                   ratchet("references", reference_problems(tree), None),
                   ratchet("data-files", data_file_problems(tree), None),
                   ratchet("fences", fence_problems(tree), None), ratchet("placeholders", placeholder_problems(tree), None),
