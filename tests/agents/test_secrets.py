@@ -32,9 +32,7 @@ os.execv(sys.executable, [sys.executable, {fake!r}])
 """
 
 ENV_GRADER = """import os, subprocess, sys
-print("\\n".join(f"{k}={v}" for k, v in os.environ.items()), file=sys.stderr)
-if sys.argv[2] == {first!r}:
-    sys.exit(1)          # a grader error: its stderr (the environment) goes to the cell's error
+print("\\n".join(f"{k}={v}" for k, v in os.environ.items()), file=sys.stderr)   # kept as grade.stderr
 real = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "grade_real.py"),
                        *sys.argv[1:]], capture_output=True, text=True)
 sys.stdout.write(real.stdout)
@@ -68,7 +66,10 @@ def test_planted_key_is_nowhere_in_the_data_dir_nor_in_what_the_mutator_is_sent(
     assert done.returncode == 0, done.stderr[-4000:]
     db = connect_readonly(data / "mutator.db")
     cells = [dict(r) for r in db.query("select * from cells")]
-    assert any(c["status"] == "grader_error" and REDACTED in (c["error"] or "") for c in cells)  # the grader's env
+    assert cells and all(c["status"] == "ok" for c in cells)
+    # the grader printed its environment; what was kept of it is redacted (a grader_error would stop the run
+    # now, so the grader succeeds and its stderr log is what is checked)
+    assert any(REDACTED in p.read_text() for p in data.rglob("grade.stderr"))
     streams = b"".join(p.read_bytes() for p in data.rglob("stream.jsonl"))
     assert REDACTED.encode() in streams                    # the agent did print the values it was given
     assert b"MY_SERVICE_TOKEN" in streams                  # --pass-env passed it ...

@@ -53,7 +53,8 @@ def setup(tmp_path: Path):
     def command(*extra: str, body: str) -> subprocess.CompletedProcess:
         agent.write_text(COUNTING + body)
         return run_py("--suite", str(train), "--val", str(val), "--rounds", "0", "--replicates", "2", "--real",
-                      "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}", "--mutator-agent", "command",
+                      "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
+                      "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
                       "--no-solve", "--data-dir", str(tmp_path / "data"), *extra)
     return command, tmp_path / "data", tmp_path / RUNS, train
 
