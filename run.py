@@ -107,8 +107,9 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--pass-env", action="append", metavar="NAME",
                        help="pass the environment variable NAME to agents and graders (repeatable); they get only "
                             "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
-    where.add_argument("--sandbox", help="how agents are launched: none (default, bare processes) | bwrap "
-                                          "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
+    where.add_argument("--sandbox", help="how agents are launched: auto (default: bwrap when it is installed and "
+                                          "works, else none) | bwrap (bubblewrap: each agent sees only its cell) | "
+                                          "none (bare processes)")
     real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
     real.add_argument("--real", action="store_true", help="use real model agents instead of the zero-spend fakes")
     real.add_argument("--agent", choices=AGENT_IDS,
@@ -270,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
                              foreground=not (args.suite or args.val or args.test_run))
             if code is not None:
                 return code
-        launcher = get_launcher(settings.sandbox)
+        launcher = get_launcher(settings.sandbox, on_fallback=(lambda why: print(
+            f"warning: no sandbox: agents run as bare processes (--sandbox auto could not use bwrap: {why})",
+            file=sys.stderr)) if args.real else None)
         agents = real_agents(settings, args) if args.real else fake_agents()
         from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
