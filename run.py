@@ -25,7 +25,7 @@ from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from mutator.preflight import check_agent_flags, check_finite, check_seed_skill, check_split  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
-from mutator.store.db import StoreError, store_problem  # noqa: E402
+from mutator.store.db import DiskFull, StoreError, store_problem  # noqa: E402
 from mutator.store.lock import KEY, LockHeld, RunLock  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     except SolveAbort as err:
         print(f"error: {err}", file=sys.stderr)
         return 4
-    except BudgetStop as err:
+    except (BudgetStop, DiskFull) as err:
         print(f"stopped: {err}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
