@@ -26,7 +26,7 @@ from mutator.config import ConfigError, Settings, load_settings, resolve_suite_p
 from mutator.failures import EvaluationStop  # noqa: E402
 from mutator.preflight import check_agent_flags, check_finite, check_seed_skill, check_split  # noqa: E402
 from mutator.solve import SolveAbort  # noqa: E402
-from mutator.store.db import StoreError, store_problem  # noqa: E402
+from mutator.store.db import DiskFull, StoreError, store_problem  # noqa: E402
 from mutator.store.lock import KEY, LockHeld, RunLock  # noqa: E402
 from sandbox import SandboxError, get_launcher  # noqa: E402
 from strategies import StrategyError, make_strategy  # noqa: E402
@@ -128,8 +128,9 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--pass-env", action="append", metavar="NAME",
                        help="pass the environment variable NAME to agents and graders (repeatable); they get only "
                             "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
-    where.add_argument("--sandbox", help="how agents are launched: none (default, bare processes) | bwrap "
-                                          "(bubblewrap: each agent sees only its cell; needs `bwrap`)")
+    where.add_argument("--sandbox", help="how agents are launched: auto (default: bwrap when it is installed and "
+                                          "works, else none) | bwrap (bubblewrap: each agent sees only its cell) | "
+                                          "none (bare processes)")
     real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
     real.add_argument("--real", action="store_true", help="use real model agents instead of the zero-spend fakes")
     real.add_argument("--agent", choices=AGENT_IDS,
@@ -356,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
                              foreground=not (args.suite or args.val or args.test_run), allow_hosts=args.allow_host)
             if code is not None:
                 return code
-        launcher = get_launcher(settings.sandbox)
+        launcher = get_launcher(settings.sandbox, on_fallback=(lambda why: print(
+            f"warning: no sandbox: agents run as bare processes (--sandbox auto could not use bwrap: {why})",
+            file=sys.stderr)) if args.real else None)
         reap_orphans(settings.data_dir)
         if args.test_run:
             from mutator.validity.testrun import TestRunError, apply_run_defaults
@@ -460,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     except SolveAbort as err:
         print(f"error: {err}", file=sys.stderr)
         return 4
-    except BudgetStop as err:
+    except (BudgetStop, DiskFull) as err:
         print(f"stopped: {err}", file=sys.stderr)
         return 3
     except EvaluationStop as err:

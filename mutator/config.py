@@ -59,7 +59,7 @@ KEYS = (
     Key("seed", "seed", int, lambda v: True, "an integer"),
     Key("skillDir", "skill_dir", Path, lambda v: True, "a path to a skill folder"),
     Key("dataDir", "data_dir", Path, lambda v: True, "a path"),
-    Key("sandbox", "sandbox", str, bool, "none or bwrap"),
+    Key("sandbox", "sandbox", str, lambda v: v in ("auto", "none", "bwrap"), "auto, none or bwrap"),
     Key("graderTimeoutMs", "grader_timeout_ms", int, _positive, "milliseconds >= 1"),
     Key("watchdog.silenceMs", "build_timeout_ms", int, _positive, "milliseconds >= 1"),
     Key("watchdog.heartbeatMs", "build_heartbeat_ms", int, _positive, "milliseconds >= 1"),

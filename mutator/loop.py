@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import os
 import random
+import sqlite3
 from dataclasses import dataclass
 
 from skills_ref import read_properties
@@ -38,7 +39,7 @@ from mutator.score import (
 )
 from mutator.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.solve import store as store_solve
-from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store.db import DiskFull, connect, disk_full, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
@@ -201,6 +202,14 @@ class Loop(MutatorView):
             self._update_run(status="stopped", pid=None, error=str(err))
             raise
         except Exception as err:
+            if disk_full(err):  # not a bug of the run: stop it with the reason, so the same command resumes it
+                reason = (f"disk full ({err}); free space under {self.settings.data_dir}, then re-run the same "
+                          f"command to resume")
+                try:
+                    self._update_run(status="stopped", pid=None, error=reason)
+                except sqlite3.Error:
+                    pass  # the store cannot take even this: the message still reaches the user
+                raise DiskFull(reason) from err
             self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
             raise
         finally:

@@ -6,7 +6,7 @@ lifetime, watchdog and kill semantics for every launcher alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -28,12 +28,21 @@ class Launcher(Protocol):
         ...
 
 
-def get_launcher(launcher_id: str) -> Launcher:
+def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None = None) -> Launcher:
+    """A checked launcher. `auto` (the default) is bwrap when it is installed and works here, else none; the
+    fallback's reason goes to `on_fallback` (run.py warns for real runs)."""
     from sandbox.bwrap import BwrapLauncher
     from sandbox.none import NoneLauncher
     registry: dict[str, type] = {"none": NoneLauncher, "bwrap": BwrapLauncher}
+    if launcher_id == "auto":
+        try:
+            return get_launcher("bwrap")
+        except SandboxError as err:
+            if on_fallback:
+                on_fallback(str(err))
+            return get_launcher("none")
     if launcher_id not in registry:
-        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: {', '.join(registry)}")
+        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: auto, {', '.join(registry)}")
     launcher = registry[launcher_id]()
     launcher.check()
     return launcher

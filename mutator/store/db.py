@@ -6,6 +6,7 @@ versioned migrations applied in order; a released migration is never edited.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -167,6 +168,17 @@ def store_problem(path: Path, err: BaseException) -> StoreError | None:
         return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
                           f"writable --data-dir")
     return None
+
+
+class DiskFull(RuntimeError):
+    """The disk under the data dir is full: the run stops (status `stopped`, with the reason) and resumes later."""
+
+
+def disk_full(err: BaseException) -> bool:
+    """ENOSPC / EDQUOT from the OS, or SQLite's own 'database or disk is full'."""
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(err, sqlite3.OperationalError) and "disk is full" in str(err)
 
 
 @contextmanager
