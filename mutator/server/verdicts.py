@@ -9,18 +9,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 POOL_DEFAULT = 4
 
 
 def _loads(value: Any, default: Any = None) -> Any:
+    """Parsed JSON, read-only: a round's siblings carry the same pool snapshot text, so each is parsed once."""
     if isinstance(value, (list, dict)) or value is None:
         return default if value is None else value
+    found = _parse(value)
+    return default if found is _BAD else found
+
+
+_BAD = object()
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Any:
     try:
-        return json.loads(value)
+        return json.loads(text)
     except ValueError:
-        return default
+        return _BAD
 
 
 def overturned(row: dict) -> bool:

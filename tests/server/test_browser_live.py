@@ -213,6 +213,12 @@ def test_the_lineage_tree_draws_real_parents_and_refs(server, page, store):
     ref.click()
     ref_hash = crossed[2].split('"')[1]
     expect(page.locator(f'#tree li[data-key="{ref_hash}"] > .tlabel')).to_have_class("tlabel focus")
+    # a collapsed branch unfolds to show the node it centres: fold the branch holding the ref's genome
+    holder = page.locator(f'#tree li:has(> ul li[data-key="{ref_hash}"]) > .tlabel button.toggle').last
+    holder.click()
+    expect(page.locator(f'#tree li[data-key="{ref_hash}"]')).to_have_count(0)
+    page.locator(f'#tree li[data-attempt="{crossed[0]}"] a.ref').click()
+    expect(page.locator(f'#tree li[data-key="{ref_hash}"] > .tlabel')).to_have_class("tlabel focus")
     chain.last.click()                                   # the seed: centred in the tree
     expect(page.locator("#tree .tlabel.focus")).to_have_count(1)
     expect(page.locator(f'#tree li[data-key="{chain.last.get_attribute("data-hash")}"] > .tlabel.focus')).to_have_count(1)

@@ -142,3 +142,13 @@ async def test_errors_are_not_cached(aiohttp_client, dry_store):
     for _ in range(2):
         response = await client.get("/api/runs/run-000000000000", params={"store": store})
         assert response.status == 404 and "X-SM-Cache" not in response.headers
+
+
+@pytest.mark.parametrize("data", [{"a": 1.5, "b": [1, None, "x"], 3: {"nested": (1, 2)}}, [float("1e-9"), "é", True]])
+def test_the_encoder_writes_the_same_json_as_the_standard_library(data, monkeypatch):
+    import json
+
+    from mutator.server import common
+    fast = json.loads(common.encode(data))
+    monkeypatch.setattr(common, "orjson", None)
+    assert fast == json.loads(common.encode(data)) == json.loads(json.dumps(data, default=str))

@@ -18,6 +18,7 @@ function buildTree(nodes) {
   for (const n of nodes) {
     const parent = n.parent_hash && byKey.has(n.parent_hash) ? n.parent_hash : null;
     if (!parent || parent === n.key) { roots.push(n); continue; }
+    n.parentKey = parent;
     if (!children.has(parent)) children.set(parent, []);
     children.get(parent).push(n);
   }
@@ -110,6 +111,15 @@ export async function render(root, state, ui) {
     h('span', { class: 'hint' }, `${data.nodes.length} attempts · the champion's ancestry on the trunk, every other attempt under its parent`));
   mount(root, h('section', { class: 'lineage' }, chain, h('div', { class: 'tree-pane' }, h('h3', {}, 'Genome tree'), controls, viewport)));
   const apply = panZoom(viewport, canvas, ui);
-  centre = (key) => centreNode(viewport, canvas, ui, apply, key);
+  const byKey = new Map(data.nodes.map((n) => [n.key, n]));
+  centre = (key) => {
+    if (centreNode(viewport, canvas, ui, apply, key)) return true;
+    // inside a collapsed branch: unfold its ancestors, draw again, then centre
+    let at = byKey.get(key);
+    if (!at) return false;
+    while (at.parentKey) { ui.collapsed.delete(at.parentKey); at = byKey.get(at.parentKey); }
+    ui.focus = key;
+    return ui.rerender().then(() => centre(key));
+  };
   if (ui.focus) canvas.querySelector(`li[data-key="${CSS.escape(ui.focus)}"] > .tlabel`)?.classList.add('focus');
 }
