@@ -8,6 +8,7 @@ status, never an exception.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import shutil
@@ -102,6 +103,11 @@ async def run_cell(job: CellJob) -> CellResult:
     started = time.monotonic()
     try:
         return await _run_cell(job, started)
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise   # a full disk is the run's to stop (status stopped, the reason), not one cell's failure
+        return _result(job, status="infra_error", tests={}, metrics=None, started=started,
+                       error=redact(f"harness fault: {type(err).__name__}: {err}") or "harness fault")
     except Exception as err:
         return _result(job, status="infra_error", tests={}, metrics=None, started=started,
                        error=redact(f"harness fault: {type(err).__name__}: {err}") or "harness fault")

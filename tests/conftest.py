@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +77,15 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproce
     result = run_cli(*DEMO_ARGS, "--data-dir", str(data_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     return data_dir, result
+
+
+def copy_store(source: Path, target: Path) -> Path:
+    """A private copy of a data dir; the store itself through SQLite's backup API, since a reader closing
+    elsewhere may remove the WAL's -shm file while a plain file copy is walking the folder."""
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("mutator.db*"))
+    if (source / "mutator.db").is_file():
+        origin = sqlite3.connect(f"file:{source / 'mutator.db'}?mode=ro", uri=True)
+        with sqlite3.connect(target / "mutator.db") as copy:
+            origin.backup(copy)
+        origin.close()
+    return target

@@ -13,6 +13,7 @@ import pytest
 from mutator.after.spend import view
 from mutator.store.db import connect
 from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
+from tests.conftest import copy_store
 
 from .conftest import SEED, run_py
 
@@ -27,7 +28,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 def watched(dry_run, tmp_path) -> dict:
     """A copy of the dry run's store, a deployed skill folder with two health checks, a daily budget at ~90 %."""
     data = tmp_path / "project" / "data"
-    shutil.copytree(dry_run["data"], data)
+    copy_store(dry_run["data"], data)
     skill = tmp_path / "skills" / "csv-clean"
     shutil.copytree(SEED, skill)
     for _ in range(2):

@@ -8,12 +8,14 @@ import json
 import shutil
 import sqlite3
 
+from tests.conftest import copy_store
+
 from .conftest import SEED, run_py, snapshot
 
 
 def test_finished_run_proposes_then_accept_rollback_and_refusals(dry_run, tmp_path):
     data = tmp_path / "data"
-    shutil.copytree(dry_run["data"], data)
+    copy_store(dry_run["data"], data)
     assert "New proposal 1 (proposed)" in dry_run["stdout"]
     again = run_py("--propose", dry_run["run_id"], "--data-dir", str(data))
     assert again.returncode == 0 and again.stdout.startswith("Proposal 1 (proposed)")   # not duplicated

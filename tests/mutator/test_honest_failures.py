@@ -45,7 +45,8 @@ NO_RESULT = "import pathlib\npathlib.Path('output.txt').write_text('done')\n"
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    """Two tiny suites (train, val), a seed skill copy, and an agent script whose body a test swaps."""
+    """Two tiny suites (train, val), a seed skill copy, and an agent script whose body a test swaps. Bare
+    processes (--sandbox none): the agent counts its runs in a file beside it, outside any sandbox."""
     suites = tmp_path / "suites"
     train, val = make_suite(suites, "tiny-train", split="train"), make_suite(suites, "tiny-val", split="val")
     agent = tmp_path / "agent.py"
@@ -55,7 +56,7 @@ def setup(tmp_path: Path):
         return run_py("--suite", str(train), "--val", str(val), "--rounds", "0", "--replicates", "2", "--real",
                       "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
                       "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
-                      "--no-solve", "--data-dir", str(tmp_path / "data"), *extra)
+                      "--no-solve", "--sandbox", "none", "--data-dir", str(tmp_path / "data"), *extra)
     return command, tmp_path / "data", tmp_path / RUNS, train
 
 

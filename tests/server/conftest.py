@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import copy_store
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-123"
@@ -31,7 +32,6 @@ def dry_store(tmp_path_factory) -> Path:
 
 
 def _run_id(data_dir: Path) -> str:
-    import sqlite3
     with sqlite3.connect(data_dir / "mutator.db") as conn:
         return conn.execute("select id from runs").fetchone()[0]
 
@@ -45,13 +45,7 @@ def run_id(dry_store: Path) -> str:
 def store_copy(dry_store: Path, tmp_path: Path) -> Path:
     """A private copy for tests that write (launches, doctored rows)."""
     target = tmp_path / "project" / "data"
-    # the store itself through SQLite's backup API: a reader closing elsewhere may remove the WAL's -shm file
-    # while a plain file copy is walking the folder
-    shutil.copytree(dry_store, target, symlinks=True, ignore=shutil.ignore_patterns("mutator.db*"))
-    source = sqlite3.connect(f"file:{dry_store / 'mutator.db'}?mode=ro", uri=True)
-    with sqlite3.connect(target / "mutator.db") as copy:
-        source.backup(copy)
-    source.close()
+    copy_store(dry_store, target)
     return target
 
 
@@ -67,7 +61,6 @@ def mixed_store(tmp_path_factory) -> Path:
     for extra in (["--rounds", "5"], ["--rounds", "2", "--strategy", "branching"],
                   ["--rounds", "3", "--strategy", "population"], ["--aa", "3"]):
         subprocess.run([*base, *extra], cwd=ROOT, check=True, capture_output=True, timeout=600)
-    import sqlite3
     with sqlite3.connect(data_dir / "mutator.db") as conn:
         tested = [conn.execute(f"select id from runs where strategy = '{s}'").fetchone()[0] for s in ("greedy", "branching")]
     for run_id in tested:

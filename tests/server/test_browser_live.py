@@ -3,7 +3,6 @@ bars following the attempt, and a live update that keeps the reader's place and 
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
+from tests.conftest import copy_store
 
 from .conftest import TOKEN
 
@@ -23,7 +23,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 @pytest.fixture
 def store(mixed_store, tmp_path) -> Path:
     target = tmp_path / "project" / "data"
-    shutil.copytree(mixed_store, target, symlinks=True)
+    copy_store(mixed_store, target)
     return target
 
 

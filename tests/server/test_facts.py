@@ -10,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from mutator.server.app import create_app
+from tests.conftest import copy_store
 
 from .conftest import TOKEN
 
@@ -212,13 +213,12 @@ async def test_live_events_carry_signatures_of_the_run_list_and_the_shown_run(cl
 
 
 async def test_a_run_signature_moves_only_with_that_run(mixed_store, tmp_path, store_rows):
-    import shutil
 
     from mutator.server import queries as Q
     from mutator.store.db import connect_readonly
     runs, _, _ = store_rows
     copy = tmp_path / "data"
-    shutil.copytree(mixed_store, copy)
+    copy_store(mixed_store, copy)
     db = connect_readonly(copy / "mutator.db")
     first = Q.signatures(db, runs["greedy"]["id"])
     with sqlite3.connect(copy / "mutator.db") as conn:
