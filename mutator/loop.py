@@ -12,6 +12,7 @@ import hashlib
 import os
 import random
 import sqlite3
+from contextlib import suppress
 from dataclasses import dataclass
 
 from skills_ref import read_properties
@@ -39,7 +40,7 @@ from mutator.score import (
 )
 from mutator.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.solve import store as store_solve
-from mutator.store.db import DiskFull, connect, disk_full, dumps, loads, now, rows
+from mutator.store.db import DiskFull, connect, disk_full_reason, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
@@ -125,9 +126,8 @@ class Loop(MutatorView):
                 "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
 
     def open_run(self) -> dict:
-        # One writer per run: the lock is taken before the first write of the run (LockHeld names the holder).
-        self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(self.settings.skill_dir))),
-                                    what="this run")
+        self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
+            self.settings.skill_dir))), what="this run")  # locked before its first write (LockHeld names the holder)
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
         self.run_id = run_id_for(self.identity(seed_hash))
@@ -202,15 +202,12 @@ class Loop(MutatorView):
             self._update_run(status="stopped", pid=None, error=str(err))
             raise
         except Exception as err:
-            if disk_full(err):  # not a bug of the run: stop it with the reason, so the same command resumes it
-                reason = (f"disk full ({err}); free space under {self.settings.data_dir}, then re-run the same "
-                          f"command to resume")
-                try:
-                    self._update_run(status="stopped", pid=None, error=reason)
-                except sqlite3.Error:
-                    pass  # the store cannot take even this: the message still reaches the user
+            reason = disk_full_reason(err, self.settings.data_dir)  # a full disk stops the run; it resumes later
+            with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
+                self._update_run(status="stopped" if reason else "failed", pid=None,
+                                 error=reason or f"{type(err).__name__}: {err}")
+            if reason:
                 raise DiskFull(reason) from err
-            self._update_run(status="failed", pid=None, error=f"{type(err).__name__}: {err}")
             raise
         finally:
             heartbeat.stop()

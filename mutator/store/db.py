@@ -174,16 +174,17 @@ class DiskFull(RuntimeError):
     """The disk under the data dir is full: the run stops (status `stopped`, with the reason) and resumes later."""
 
 
-def disk_full(err: BaseException) -> bool:
-    """ENOSPC / EDQUOT from the OS, or SQLite's own 'database or disk is full'."""
-    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return isinstance(err, sqlite3.OperationalError) and "disk is full" in str(err)
+def disk_full_reason(err: BaseException, data_dir: Path) -> str | None:
+    """The stop reason when err is a full disk (ENOSPC / EDQUOT, or SQLite's 'database or disk is full')."""
+    full = (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        isinstance(err, sqlite3.OperationalError) and "disk is full" in str(err))
+    return f"disk full ({err}); free space under {data_dir}, then re-run the same command to resume" if full else None
 
 
 @contextmanager
-def _migration_lock(data_dir: Path) -> Iterator[None]:
-    """Two processes opening a fresh store at once must not both create its tables."""
+def store_lock(data_dir: Path) -> Iterator[None]:
+    """A short lock while a store's parts are created: two processes opening a fresh store at once must not
+    both create its tables (or its genome repository)."""
     (data_dir / "locks").mkdir(exist_ok=True)
     fd = os.open(data_dir / "locks" / "store.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -225,7 +226,7 @@ def connect(path: Path) -> sqlite_utils.Database:
                 probe.execute("select count(*) from sqlite_master").fetchone()
             finally:
                 probe.close()
-        with _migration_lock(path.parent):
+        with store_lock(path.parent):
             db = sqlite_utils.Database(path)
             db.execute("PRAGMA busy_timeout = 5000")
             db.enable_wal()

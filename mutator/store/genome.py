@@ -16,7 +16,7 @@ import git
 import sqlite_utils
 
 from eval.snapshot import copy_tree, hash_tree, tree_size
-from mutator.store.db import now
+from mutator.store.db import now, store_lock
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "skill-mutator", "GIT_AUTHOR_EMAIL": "mutator@localhost",
                 "GIT_COMMITTER_NAME": "skill-mutator", "GIT_COMMITTER_EMAIL": "mutator@localhost"}
@@ -28,7 +28,8 @@ class GenomeStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.db = db
         git_dir = data_dir / "genomes.git"
-        self.repo = git.Repo(git_dir) if git_dir.exists() else git.Repo.init(git_dir, bare=True)
+        with store_lock(data_dir):  # a fresh store opened by two processes at once gets one repository
+            self.repo = git.Repo(git_dir) if git_dir.exists() else git.Repo.init(git_dir, bare=True)
 
     def path(self, genome_hash: str) -> Path:
         return self.root / genome_hash
