@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from mutator.failures import account
 from mutator.score import Normalisers, compare, per_task
 from mutator.store.db import dumps, loads
 from strategies import Integration, Scored, State
@@ -27,7 +28,7 @@ def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integr
                                                label=f"round {round_no} · confirm {h[:12]} on fresh val",
                                                contract=fresh) for h in (new, old)]
         for outcome in evaluations:
-            loop._account(outcome, loop.suites.val, f"round {round_no} · confirmation")
+            account(loop, outcome, loop.suites.val, f"round {round_no} · confirmation")
         gate = compare(per_task(evaluations[0].cells, loop.weights, val_norm),
                        per_task(evaluations[1].cells, loop.weights, val_norm),
                        prior=loop.prior_comparisons(exclude=row["id"]),

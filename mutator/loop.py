@@ -24,7 +24,7 @@ from mutator import critic
 from mutator.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
 from mutator.config import Settings
 from mutator.confirm import confirm_keep
-from mutator.evaluations import Evaluator, Outcome, limits
+from mutator.evaluations import Evaluator, limits
 from mutator.failures import EvaluationStop, account, assess, describe_for, reopen_failed, seed_evaluation
 from mutator.mutate import mutate
 from mutator.progress import Progress
@@ -40,7 +40,17 @@ from mutator.score import (
 )
 from mutator.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.solve import store as store_solve
-from mutator.store.db import DiskFull, connect, disk_full_reason, dumps, loads, now, rows
+from mutator.store.db import (
+    DiskFull,
+    connect,
+    disk_full_reason,
+    dumps,
+    keep_reserve,
+    loads,
+    now,
+    release_reserve,
+    rows,
+)
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
@@ -176,17 +186,12 @@ class Loop(MutatorView):
             self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label)
         outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
                                           label=label)
-        return self._account(outcome, suite, label, seed=seed)
-
-    def _account(self, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
         return account(self, outcome, suite, label, seed=seed)
-
-    def _describe(self, outcome: Outcome, health, suite: Suite, label: str) -> str:
-        return describe_for(self, outcome, health, suite, label)
 
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
         run = self.open_run()
+        keep_reserve(self.settings.data_dir)
         heartbeat = Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?", [self.run_id])
         try:
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
@@ -203,6 +208,8 @@ class Loop(MutatorView):
             raise
         except Exception as err:
             reason = disk_full_reason(err, self.settings.data_dir)  # a full disk stops the run; it resumes later
+            if reason:
+                release_reserve(self.settings.data_dir)  # room for the status row, so it never stays `running`
             with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
                 self._update_run(status="stopped" if reason else "failed", pid=None,
                                  error=reason or f"{type(err).__name__}: {err}")
@@ -242,8 +249,8 @@ class Loop(MutatorView):
                 "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
                 "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
             attempt = self._attempt_row(0, 0)
-        val = self._seed_evaluation(attempt, seed, self.suites.val, "the seed on val")
-        train = self._seed_evaluation(attempt, seed, self.suites.train, "the seed on train")
+        val = seed_evaluation(self, attempt, seed, self.suites.val, "the seed on val")
+        train = seed_evaluation(self, attempt, seed, self.suites.train, "the seed on train")
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
         self.db["attempts"].update(attempt["id"], {
@@ -253,9 +260,6 @@ class Loop(MutatorView):
         self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
                          seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps)
         return val_norm
-
-    def _seed_evaluation(self, attempt: dict, seed: str, suite: Suite, what: str) -> Outcome:
-        return seed_evaluation(self, attempt, seed, suite, what)
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
         """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""
@@ -379,11 +383,10 @@ class Loop(MutatorView):
         outcome = self._evaluate(genome_hash, self.suites.val, f"round {round_no} · {genome_hash[:12]} on val")
         health = assess(outcome, self.settings.max_failed_share)
         if not health.healthy:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
-            error = "unhealthy evaluation, no gate decision: " + self._describe(
-                outcome, health, self.suites.val, "this candidate on val")
+            why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
             self.db["attempts"].update(row["id"], {
-                "status": "failed", "verdict": "FAILED", "error": error, "val_evaluation_id": outcome.evaluation_id,
-                "failures": dumps(outcome.failures), "finished_at": now()})
+                "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
+                "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures), "finished_at": now()})
             self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
             return Scored(sibling, spec, genome_hash, evaluated=False)
         candidate = per_task(outcome.cells, self.weights, val_norm)

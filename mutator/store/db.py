@@ -181,6 +181,26 @@ def disk_full_reason(err: BaseException, data_dir: Path) -> str | None:
     return f"disk full ({err}); free space under {data_dir}, then re-run the same command to resume" if full else None
 
 
+RESERVE_BYTES = 256 * 1024
+
+
+def keep_reserve(data_dir: Path) -> None:
+    """A small file of zeros beside the store, given back when the disk fills so the run can still record that
+    it stopped (SQLite needs room for a WAL frame even to write one row)."""
+    reserve = data_dir / "locks" / "disk-reserve"
+    if reserve.is_file() and reserve.stat().st_size == RESERVE_BYTES:
+        return
+    try:
+        reserve.parent.mkdir(exist_ok=True)
+        reserve.write_bytes(bytes(RESERVE_BYTES))
+    except OSError:
+        reserve.unlink(missing_ok=True)   # no room even for this: the run will say so when it writes
+
+
+def release_reserve(data_dir: Path) -> None:
+    (data_dir / "locks" / "disk-reserve").unlink(missing_ok=True)
+
+
 @contextmanager
 def store_lock(data_dir: Path) -> Iterator[None]:
     """A short lock while a store's parts are created: two processes opening a fresh store at once must not
