@@ -16,6 +16,7 @@ import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
+from mutator.budget import BudgetStop
 from mutator.store import cache
 from mutator.store.db import dumps, rows
 
@@ -120,7 +121,6 @@ def describe_for(loop, outcome: Outcome, health: Health, suite: Suite, label: st
 
 def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-    from mutator.budget import BudgetStop
     loop.cells_run += outcome.ran
     if outcome.ran_cost:
         loop._spend(outcome.ran_cost)

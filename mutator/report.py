@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
@@ -20,6 +21,43 @@ def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weig
     return summarise(cells, weights, norm) if cells else None
 
 
+@dataclass(frozen=True)
+class SeedVsChampion:
+    """What both renderings of the summary show: every attempt, the champion's, and the four figures."""
+    attempts: list[dict]
+    champion: dict
+    seed_val: object
+    seed_train: object
+    champion_val: object
+    champion_train: object
+
+
+def seed_vs_champion(db: sqlite_utils.Database, run: dict) -> SeedVsChampion:
+    weights = Weights(run["w_cost"], run["w_steps"])
+    val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
+    train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+    attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run["id"]])
+    seed = attempts[0]
+    champion = [a for a in attempts if a["genome_hash"] == run["incumbent_hash"] and a["val_evaluation_id"]][-1]
+    champ_train = [a["train_evaluation_id"] for a in attempts
+                   if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
+    return SeedVsChampion(
+        attempts, champion, _figures(db, seed["val_evaluation_id"], weights, val_norm),
+        _figures(db, seed["train_evaluation_id"], weights, train_norm),
+        _figures(db, champion["val_evaluation_id"], weights, val_norm),
+        _figures(db, champ_train[-1] if champ_train else None, weights, train_norm))
+
+
+def attempt_label(a: dict) -> str:
+    return f"{a['round']}" + (f".{a['sibling']}" if a["sibling"] else "")
+
+
+def attempt_note(a: dict) -> str:
+    """The attempt's summary, with the start of its error when it has one."""
+    note = a["summary"] or ""
+    return f"{note} [{a['error'][:100]}]".strip() if a["error"] else note
+
+
 def _line(label: str, val, train) -> str:
     def part(s) -> str:
         return "   —        —       —         —   " if s is None else \
@@ -30,32 +68,21 @@ def _line(label: str, val, train) -> str:
 def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
             data_dir: Path | None = None) -> str:
     run = mark_stale(db.conn, [dict(db["runs"].get(run_id))])[0]  # a dead writer's run shows as `stale`
-    weights = Weights(run["w_cost"], run["w_steps"])
-    val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
-    train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
-    attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id])
-    seed = attempts[0]
-    champion = [a for a in attempts if a["genome_hash"] == run["incumbent_hash"] and a["val_evaluation_id"]][-1]
-    champ_train = [a["train_evaluation_id"] for a in attempts
-                   if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
+    figures = seed_vs_champion(db, run)
+    attempts, champion = figures.attempts, figures.champion
     lines = [f"Run {run_id} · {run['strategy']} · {run['rounds_done']}/{run['rounds_target']} rounds · "
              f"model {run['model']} · {run['replicates']} replicates · status {run['status']}"
              + (f" ({run['stale_note']})" if run.get("stale_note") else ""),
              "                 val: composite  eval   cost/cell  steps │ train: composite  eval   cost/cell  steps",
-             _line("seed", _figures(db, seed["val_evaluation_id"], weights, val_norm),
-                   _figures(db, seed["train_evaluation_id"], weights, train_norm)),
-             _line("champion", _figures(db, champion["val_evaluation_id"], weights, val_norm),
-                   _figures(db, champ_train[-1] if champ_train else None, weights, train_norm)),
+             _line("seed", figures.seed_val, figures.seed_train),
+             _line("champion", figures.champion_val, figures.champion_train),
              f"  champion genome {run['incumbent_hash'][:12]} (round {champion['round']})", "",
              "  round  verdict  Δcomposite  gate threshold   summary"]
     for a in attempts[1:]:
         delta = "—" if a["delta"] is None else f"{a['delta']:+.4f}"
         threshold = "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}"
-        note = a["summary"] or ""
-        if a["error"]:
-            note = f"{note} [{a['error'][:100]}]".strip()
-        label = f"{a['round']}" + (f".{a['sibling']}" if a["sibling"] else "")
-        lines.append(f"  {label:<6} {a['verdict'] or a['status']:<8} {delta:>10}  {threshold:>14}   {note}")
+        lines.append(f"  {attempt_label(a):<6} {a['verdict'] or a['status']:<8} {delta:>10}  {threshold:>14}   "
+                     f"{attempt_note(a)}")
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
               f" · spend this run ${run['cost_usd']:.4f} ({spend_basis(run['agent'])})"]
@@ -66,8 +93,7 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
         if "n_failed" in {c.name for c in db["evaluations"].columns} else []
     for f in failed:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted((loads(f["failures"], {}) or {}).items()))
-        label = f"{f['round']}" + (f".{f['sibling']}" if f["sibling"] else "")
-        lines.append(f"  failed cells, round {label} on {f['suite']}: {f['n_failed']} of {f['n_cells']} ({kinds})")
+        lines.append(f"  failed cells, round {attempt_label(f)} on {f['suite']}: {f['n_failed']} of {f['n_cells']} ({kinds})")
     confirmed = [loads(a["confirm"]) for a in attempts if a["confirm"]]
     if confirmed:
         overturned = sum(1 for c in confirmed if not c["stands"])

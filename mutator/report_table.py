@@ -11,9 +11,7 @@ import sqlite_utils
 from rich.console import Console
 from rich.table import Table
 
-from mutator.report import _figures, summary
-from mutator.score import Normalisers, Weights
-from mutator.store.db import rows
+from mutator.report import attempt_label, attempt_note, seed_vs_champion, summary
 
 VERDICT_STYLE = {"KEEP": "green", "REJECT": "red", "CRITIC": "yellow", "FAILED": "magenta"}
 
@@ -25,36 +23,25 @@ def _cells(s) -> list[str]:
 def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
     """(seed vs champion on val and train, one row per attempt)."""
     run = dict(db["runs"].get(run_id))
-    weights = Weights(run["w_cost"], run["w_steps"])
-    val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
-    train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
-    attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id])
-    seed = attempts[0]
-    champion = [a for a in attempts if a["genome_hash"] == run["incumbent_hash"] and a["val_evaluation_id"]][-1]
-    champ_train = [a["train_evaluation_id"] for a in attempts
-                   if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
+    both = seed_vs_champion(db, run)
+    attempts, champion = both.attempts, both.champion
     figures = Table(title=f"{run_id} · seed vs champion {run['incumbent_hash'][:12]} (round {champion['round']})")
     figures.add_column("")
     for split in ("val", "train"):
         for name in ("composite", "eval", "cost/cell", "steps"):
             figures.add_column(f"{split} {name}", justify="right")
-    figures.add_row("seed", *_cells(_figures(db, seed["val_evaluation_id"], weights, val_norm)),
-                    *_cells(_figures(db, seed["train_evaluation_id"], weights, train_norm)))
-    figures.add_row("champion", *_cells(_figures(db, champion["val_evaluation_id"], weights, val_norm)),
-                    *_cells(_figures(db, champ_train[-1] if champ_train else None, weights, train_norm)))
+    figures.add_row("seed", *_cells(both.seed_val), *_cells(both.seed_train))
+    figures.add_row("champion", *_cells(both.champion_val), *_cells(both.champion_train))
     rounds = Table(title="attempts")
     for name, justify in (("round", "left"), ("verdict", "left"), ("Δcomposite", "right"),
                           ("gate threshold", "right"), ("summary", "left")):
         rounds.add_column(name, justify=justify, overflow="fold")
     for a in attempts[1:]:
         verdict = a["verdict"] or a["status"]
-        note = a["summary"] or ""
-        if a["error"]:
-            note = f"{note} [{a['error'][:100]}]".strip()
-        rounds.add_row(f"{a['round']}" + (f".{a['sibling']}" if a["sibling"] else ""),
+        rounds.add_row(attempt_label(a),
                        f"[{VERDICT_STYLE.get(verdict, 'default')}]{verdict}[/]",
                        "—" if a["delta"] is None else f"{a['delta']:+.4f}",
-                       "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}", note)
+                       "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}", attempt_note(a))
     return figures, rounds
 
 
