@@ -92,12 +92,17 @@ class Evaluator:
         return self.outcome(evaluation_id, ran, ran_cost, budget_stop)
 
     def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "") -> Outcome:
+        """The evaluation as stored: its cells, and from the same rows its failure counts and one error."""
         row = self.db["evaluations"].get(evaluation_id)
-        first = list(self.db.query("select error from cells where evaluation_id = ? and status != 'ok' and "
-                                   "error is not null order by id limit 1", [evaluation_id]))
-        return Outcome(evaluation_id, self.cells(evaluation_id), ran, ran_cost, complete=row["status"] == "done",
-                       failures=cache.failure_counts(self.db, evaluation_id), n_cells=row["n_cells"],
-                       budget_stop=budget_stop, first_error=first[0]["error"] if first else "")
+        cells = cache.cell_rows(self.db, evaluation_id)
+        failed = [c for c in cells if c["status"] != "ok"]
+        failures: dict[str, int] = {}
+        for c in failed:
+            failures[c["status"]] = failures.get(c["status"], 0) + 1
+        first = min((c for c in failed if c["error"]), key=lambda c: c["id"], default=None)
+        return Outcome(evaluation_id, _figures(cells), ran, ran_cost, complete=row["status"] == "done",
+                       failures=dict(sorted(failures.items())), n_cells=row["n_cells"], budget_stop=budget_stop,
+                       first_error=first["error"] if first else "")
 
     def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
              contract: Contract, key: str, label: str, price: Price, *,
@@ -141,10 +146,13 @@ class Evaluator:
         return len(results), spent, stop
 
     def cells(self, evaluation_id: int) -> tuple[CellFigures, ...]:
-        return tuple(
-            CellFigures(task_id=r["task_id"], replicate=r["replicate"], score=r["score"] or 0.0,
-                        cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok")
-            for r in cache.cell_rows(self.db, evaluation_id))
+        return _figures(cache.cell_rows(self.db, evaluation_id))
+
+
+def _figures(rows: list[dict]) -> tuple[CellFigures, ...]:
+    return tuple(CellFigures(task_id=r["task_id"], replicate=r["replicate"], score=r["score"] or 0.0,
+                             cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok")
+                 for r in rows)
 
 
 class _Starter:

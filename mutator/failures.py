@@ -32,8 +32,13 @@ class EvaluationStop(RuntimeError):
     exit_code = EXIT_INCOMPLETE
 
 
-class UnhealthySeed(EvaluationStop):
+class UnhealthyEvaluation(EvaluationStop):
+    """Too many failed cells for a verdict (a test run's report, a seed's baseline)."""
     exit_code = EXIT_UNHEALTHY_SEED
+
+
+class UnhealthySeed(UnhealthyEvaluation):
+    pass
 
 
 class IncompleteEvaluation(EvaluationStop):
@@ -145,3 +150,13 @@ def seed_evaluation(loop, attempt: dict, seed: str, suite: Suite, what: str) -> 
         raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
                             + describe_for(loop, outcome, health, suite, what))
     return outcome
+
+
+def refuse_sick(outcomes: list[tuple[Outcome, Suite, str]], *, max_failed_share: float, agent: str) -> None:
+    """Raise when any of these evaluations may carry no verdict: incomplete (exit 8) or unhealthy (exit 7)."""
+    for outcome, suite, what in outcomes:
+        health = assess(outcome, max_failed_share)
+        if not health.healthy:
+            text = describe(outcome, health, what=f"{what} ({suite.name})", max_failed_share=max_failed_share,
+                            agent=agent, grader=f"{suite.runner} in {suite.path}")
+            raise (UnhealthyEvaluation if health.complete else IncompleteEvaluation)(text)

@@ -16,6 +16,7 @@ from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.evaluations import Evaluator
+from mutator.failures import EvaluationStop, refuse_sick
 from mutator.progress import Progress
 from mutator.score import Normalisers, Weights, normalisers, summarise
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
@@ -120,6 +121,15 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
                                    label=f"test · champion on {suite.name}", contract=contract)
+    if seed.ran_cost + best.ran_cost:
+        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [seed.ran_cost + best.ran_cost, run_id])
+        db.conn.commit()
+    try:   # a test report never rests on cells that failed for reasons that are not the skill's
+        refuse_sick([(seed, suite, "the seed on the test suite"), (best, suite, "the champion on the test suite")],
+                    max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
+    except EvaluationStop:
+        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
+        raise
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
     train = _train_composite(db, evaluator, weights, run, champion)
@@ -129,9 +139,6 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
         "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
         "steps": figures.steps, "composite": figures.composite, "train_composite": train,
         "report": dumps(report), "finished_at": now()})
-    if seed.ran_cost + best.ran_cost:
-        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [seed.ran_cost + best.ran_cost, run_id])
-        db.conn.commit()
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,

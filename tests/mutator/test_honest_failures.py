@@ -156,3 +156,15 @@ def test_run_py_help_documents_the_failure_flags() -> None:
     for flag in ("--cell-timeout-ms", "--max-output-mb", "--infra-retries", "--max-failed-share",
                  "--propose-min-delta", "--retry-failed"):
         assert flag in text
+
+
+def test_a_test_run_on_a_broken_grader_reports_nothing(setup, tmp_path: Path) -> None:
+    command, data, runs, train = setup
+    assert command(body=AGENT_OK).returncode == 0
+    broken = make_suite(train.parent, "tiny-test", split="test",
+                        grader="import sys\nprint('grader bug', file=sys.stderr)\nsys.exit(3)\n")
+    [run] = rows(data, "select id from runs")
+    done = run_py("--test-run", run["id"], "--suite", str(broken), "--data-dir", str(data), "--sandbox", "none")
+    assert done.returncode == 8, done.stderr[-2000:]
+    assert "grader_error cells of 4 are not results" in done.stderr and "grader bug" in done.stderr
+    assert rows(data, "select status, report from test_runs") == [{"status": "failed", "report": None}]
