@@ -29,15 +29,7 @@ from mutator.failures import EvaluationStop, account, assess, describe_for, reop
 from mutator.mutate import mutate
 from mutator.progress import Progress
 from mutator.provenance import launch_columns
-from mutator.score import (
-    Comparison,
-    Normalisers,
-    Weights,
-    compare,
-    normalisers,
-    per_task,
-    summarise,
-)
+from mutator.score import Comparison, Normalisers, Weights, compare, normalisers, per_task, summarise
 from mutator.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.solve import store as store_solve
 from mutator.store.db import (
@@ -54,6 +46,7 @@ from mutator.store.db import (
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
+from mutator.tamper import seed_changed_since
 from mutator.view import MutatorView
 from sandbox import Launcher
 from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy
@@ -168,6 +161,8 @@ class Loop(MutatorView):
                 "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
             self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
                               f"train {self.suites.train.name}, val {self.suites.val.name}.")
+            if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
+                self.progress.say(f"warning: {drift}")
         self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
         return self.run()
 

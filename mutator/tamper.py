@@ -9,6 +9,8 @@ changed. Reads only; never repairs anything.
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -60,3 +62,20 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     paths = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     private = {label for label in PRIVATE for path in paths if path.startswith(label + "/")}
     return sorted({path for path in paths if path.split("/")[0] not in private} | {f"the {label}" for label in private})
+
+
+def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path, genomes_root: Path) -> str | None:
+    """Before a new run starts: an earlier run with these very suites and settings but another seed means the
+    seed folder changed since (an edit, or a mutator that wrote outside its workspace). A warning naming the
+    changed files, else None; the new run goes ahead (editing a seed is a new experiment)."""
+    same = json.dumps({k: v for k, v in identity.items() if k != "seed"}, sort_keys=True, default=str)
+    for run_id, seed_hash, config in conn.execute(
+            "select id, seed_hash, config from runs where kind = 'evolve' order by created_at desc"):
+        earlier = json.loads(config or "{}")
+        earlier.pop("seed", None)
+        if seed_hash != identity.get("seed") and json.dumps(earlier, sort_keys=True, default=str) == same:
+            files = [path.split("/", 1)[1] for path in changed(_tree(genomes_root / seed_hash, "seed"),
+                                                               _tree(seed_dir, "seed"))]
+            return (f"the seed skill {seed_dir} changed since {run_id} (same suites and settings): "
+                    f"{', '.join(files) or 'its files'}; this starts a new run. Restore the seed to resume {run_id}")
+    return None

@@ -29,8 +29,11 @@ BUILD_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
 MUTATOR_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
 MUTATOR_ALLOW = ("Read", "Glob", "Grep", "Edit(./skill/**)", "Write(./skill/**)", "Edit(./result.json)",
                  "Write(./result.json)")
+# CLAUDE_CODE_SUBPROCESS_ENV_SCRUB: the CLI keeps its key for its own API calls and strips it (and the other
+# credential variables) from the environments of its Bash commands, hooks and MCP servers, so a build agent
+# that runs `env` cannot print it into its stream.
 QUIET_ENV = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"}
 NOT_INSTALLED = ("the claude CLI is not installed (no `{bin}` on PATH); install it with "
                  "`npm install -g @anthropic-ai/claude-code`, or use --agent anthropic")
 

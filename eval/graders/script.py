@@ -1,13 +1,17 @@
 """The `script` runner: the suite's run-eval(.py) prints one JSON object of test name -> score.
 
-It runs as a helper process (timeout, process-group kill, logs) from the suite's folder; it gets the
-cell's working dir and the task id, never the skill.
+It runs as a helper process (timeout, process-group kill, logs) from a private copy of the suite's folder,
+made for this cell and removed after: a grader that writes (a log, a cache) never changes the suite the run
+hashed, nor another cell's grading. It gets the cell's working dir and the task id, never the skill.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import shutil
+import tempfile
 from pathlib import Path
 
 from eval.environment import allowed_env
@@ -42,12 +46,28 @@ def parse_grades(stdout: str) -> dict[str, float]:
     return grades
 
 
+def private_suite(job: CellJob) -> tuple[Path, list[str]]:
+    """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder."""
+    root = Path(tempfile.mkdtemp(prefix="grader-suite-", dir=job.cell_root))
+    copy = root / job.suite.path.name
+    shutil.copytree(job.suite.path, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    grader = job.suite.grader
+    if grader is not None and grader.is_relative_to(job.suite.path):
+        grader = copy / grader.relative_to(job.suite.path)
+    return root, dataclasses.replace(job.suite, path=copy, grader=grader).grader_argv()
+
+
 async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-    env = allowed_env(home=job.cell_root, extra={"SM_SUITE_DIR": str(job.suite.path), "SM_CELL_DIR": str(work),
-                                                 "SM_TASK_ID": job.task.id})
-    stdout, error = await run_helper([*job.suite.grader_argv(), str(work), job.task.id], payload=b"",
-                                     cwd=job.suite.path, env=env, timeout_s=job.grader_timeout_s,
-                                     log_dir=job.cell_root, what="grader")
+    root, argv = private_suite(job)
+    suite_dir = root / job.suite.path.name
+    try:
+        env = allowed_env(home=job.cell_root, extra={"SM_SUITE_DIR": str(suite_dir), "SM_CELL_DIR": str(work),
+                                                     "SM_TASK_ID": job.task.id})
+        stdout, error = await run_helper([*argv, str(work), job.task.id], payload=b"",
+                                         cwd=suite_dir, env=env, timeout_s=job.grader_timeout_s,
+                                         log_dir=job.cell_root, what="grader")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     if stdout is None:
         return None, error
     try:

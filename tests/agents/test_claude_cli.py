@@ -22,7 +22,8 @@ TRANSCRIPT = Path(__file__).with_name("claude_transcript.jsonl")
 FAKE_CLAUDE = """#!{python}
 import json, os, pathlib, sys
 pathlib.Path(os.environ["ARGS_OUT"]).write_text(json.dumps({{"argv": sys.argv[1:], "stdin": sys.stdin.read(),
-    "config": os.environ.get("CLAUDE_CONFIG_DIR"), "cwd": os.getcwd()}}))
+    "config": os.environ.get("CLAUDE_CONFIG_DIR"), "cwd": os.getcwd(),
+    "scrub": os.environ.get("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB")}}))
 sys.stdout.write(pathlib.Path(os.environ["TRANSCRIPT"]).read_text())
 """
 
@@ -55,6 +56,7 @@ def test_recorded_transcript_is_copied_and_read_like_every_backend(tmp_path: Pat
     assert "--dangerously-skip-permissions" not in argv and "Bash" in argv
     assert seen["stdin"] == "Clean input.csv into output.csv"
     assert seen["config"] == str(tmp_path / ".claude-config") and seen["cwd"] == str(work)
+    assert seen["scrub"] == "1"   # the CLI strips its key from its Bash tool's environment
     assert (tmp_path / "stream.jsonl").read_text() == TRANSCRIPT.read_text()
     metrics = read_stream(tmp_path / "stream.jsonl")
     assert metrics.has_result and not metrics.is_error and metrics.subtype == "success"

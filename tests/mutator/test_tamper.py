@@ -73,6 +73,23 @@ def test_under_none_the_attempt_is_failed_naming_what_it_wrote(tmp_path: Path) -
     with pytest.raises(SuiteError, match="suite clean-val changed on disk while the run was using it"):
         check_unchanged(val)  # so the run's next evaluation on val stops it
 
+    # the seed stays tampered: the same command now names a new run, and says why, naming the file
+    shutil.rmtree(val.path)
+    shutil.copytree(ROOT / "suites" / "clean-val", val.path)
+    settings = load_settings({"data_dir": data, "rounds": 1, "replicates": 1, "skill_dir": seed, "concurrency": 4})
+    said = tmp_path / "progress.txt"
+    loop = Loop(settings, Suites(train=load_suite(tmp_path / "suites" / "clean-train"), val=load_suite(val.path),
+                                 holdout=None),
+                Agents(build_argv=(sys.executable, str(ROOT / "fakes" / "fake_agent.py")), build_id="fake",
+                       mutator_id="evil", mutator_argv=()),
+                get_launcher("none"), make_strategy("greedy", {}), progress=Progress(said.open("w")))
+    loop.open_run()
+    loop.lock.release()
+    first = sqlite3.connect(data / "mutator.db").execute("select id from runs order by created_at").fetchone()[0]
+    assert loop.run_id != first
+    assert (f"warning: the seed skill {seed} changed since {first} (same suites and settings): SKILL.md; this "
+            f"starts a new run. Restore the seed to resume {first}") in said.read_text()
+
 
 @pytest.mark.skipif(not shutil.which("bwrap"), reason="needs bwrap")
 def test_under_bwrap_the_seed_and_suites_are_byte_identical(tmp_path: Path) -> None:
