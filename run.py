@@ -380,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             from mutator.after.cli import check_command
             skill = args.check.resolve()
-            hold(settings, "check-" + hashlib.sha256(str(skill).encode()).hexdigest()[:12],
+            from mutator.store.liveness import check_key
+            hold(settings, check_key(skill),
                  what=f"the health check of {skill}", beat_params=[str(skill)],
                  beat_sql="update health_checks set heartbeat_at = ? where skill_dir = ? and status = 'running'")
             return check_command(args, settings, agents, launcher, progress, daily)

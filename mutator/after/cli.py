@@ -139,7 +139,7 @@ def check_command(args: argparse.Namespace, settings, agents, launcher, progress
     check = HealthCheck(settings, agents.build_argv, agents.build_id, launcher,
                         parallel=args.parallel or settings.concurrency, progress=progress,
                         max_seconds=args.max_seconds, daily=daily)
-    result = check.run(Path(args.check), suites)
+    result = check.run(Path(args.check).resolve(), suites)  # the path its lock (run.py) was taken on
     print(render(result))
     if result["band"] == "REGRESSED":
         return EXIT_REGRESSED

@@ -14,6 +14,7 @@ import sqlite_utils
 from mutator.after import drift
 from mutator.after.spend import day_start
 from mutator.store.db import loads, rows
+from mutator.store.liveness import check_key, mark_stale_records
 
 MAX_DAYS = 365
 
@@ -41,8 +42,10 @@ def summary(db: sqlite_utils.Database, *, skill_dir: str | None = None, fingerpr
              "counts": {"checks": 0, "in_period": 0}}
     if target is None:
         return empty
-    checks = rows(db, "select * from health_checks where skill_dir = ? and fingerprint = ? order by id",
-                  [target["skill_dir"], target["fingerprint"]])
+    checks = mark_stale_records(db.conn, rows(db, "select * from health_checks where skill_dir = ? and "
+                                                  "fingerprint = ? order by id", [target["skill_dir"],
+                                                                                  target["fingerprint"]]),
+                                lambda c: check_key(c["skill_dir"]))   # a dead checker's `running` shows `stale`
     start = day_start(at) - (days - 1) * 86400
     period = [c for c in checks if (c["started_at"] or 0) >= start]
     latest = checks[-1]
@@ -56,7 +59,7 @@ def summary(db: sqlite_utils.Database, *, skill_dir: str | None = None, fingerpr
     return {**empty, "status": status,
             "latest": {k: latest[k] for k in ("id", "status", "partial", "score", "previous_score", "delta", "band",
                                               "summary", "n_done", "n_cells", "cost_usd", "genome_hash", "started_at",
-                                              "finished_at", "previous_id")},
+                                              "finished_at", "previous_id", "stale_note") if k in latest},
             "trend": [{"date": d, "avg_score": sum(v) / len(v), "checks": len(v)} for d, v in sorted(trend.items())],
             "covered_from": first, "complete": first <= _day(start),
             "tasks": loads(latest["tasks"], []) or [],

@@ -17,7 +17,7 @@ import sqlite_utils
 
 from mutator.server import verdicts as V
 from mutator.server.stores import pid_alive
-from mutator.store.liveness import mark_stale
+from mutator.store.liveness import mark_stale, mark_stale_records
 
 RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
             "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
@@ -237,7 +237,8 @@ def light_rows(db: sqlite_utils.Database, run_id: str) -> list[dict]:
 
 
 def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
-    found = q(db, "select * from test_runs where run_id = ? order by id", [run["id"]])
+    found = mark_stale_records(db.conn, q(db, "select * from test_runs where run_id = ? order by id", [run["id"]]),
+                               lambda t: t["run_id"])   # a test run holds its run's lock (run.py)
     for t in found:
         t["report"] = loads(t.get("report"), None)   # the honest test report (mutator/validity/report.py)
         t["progress"] = None

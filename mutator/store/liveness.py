@@ -7,9 +7,11 @@ re-running the same command resumes the record and sets it running again.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mutator.store.lock import holder_of
@@ -46,6 +48,11 @@ class Heartbeat:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=self.every_s + 5)
+
+
+def check_key(skill_dir: str | Path) -> str:
+    """The lock key of a health check of one skill folder (its writer holds it while it runs)."""
+    return "check-" + hashlib.sha256(str(skill_dir).encode()).hexdigest()[:12]
 
 
 def is_stale(status: str | None, heartbeat_at: float | None, *, lock_free: bool, now: float | None = None) -> bool:
@@ -85,3 +92,21 @@ def mark_stale(conn: sqlite3.Connection, runs: list[dict], *, now: float | None 
         if is_stale("running", beat, lock_free=holder_of(data_dir, run["id"]) is None, now=now):
             run.update(status="stale", alive=False, stale_note=stale_note(beat))
     return runs
+
+
+def store_dir(conn: sqlite3.Connection) -> Path | None:
+    """The data dir of the store `conn` reads (where its locks are), None for an in-memory one."""
+    files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main" and row[2]]
+    return Path(files[0]).parent if files else None
+
+
+def mark_stale_records(conn: sqlite3.Connection, records: list[dict], key_of: Callable[[dict], str], *,
+                       now: float | None = None) -> list[dict]:
+    """The same for test runs and health checks (rows holding their own heartbeat_at): a `running` record whose
+    writer is dead becomes `stale`, with a note. key_of names the lock its writer holds."""
+    data_dir = store_dir(conn) if any(r.get("status") == "running" for r in records) else None
+    for record in records:
+        if data_dir and record.get("status") == "running" and is_stale(
+                "running", record.get("heartbeat_at"), lock_free=holder_of(data_dir, key_of(record)) is None, now=now):
+            record.update(status="stale", stale_note=stale_note(record.get("heartbeat_at")))
+    return records

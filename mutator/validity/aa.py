@@ -36,6 +36,8 @@ from mutator.score import (
 )
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
+from mutator.store.liveness import Heartbeat
+from mutator.store.lock import RunLock
 from sandbox import Launcher
 
 KIND = "aa"
@@ -61,6 +63,7 @@ class AARun:
                                                 launcher=launcher, progress=self.progress)
         self.run_id = ""
         self.cells_run = 0
+        self.held: list = []   # release/stop of its lock and heartbeat
 
     def identity(self, seed_hash: str) -> dict:
         s = self.settings
@@ -74,6 +77,7 @@ class AARun:
                                      message=f"seed {self.skill_name}")
         identity = self.identity(seed_hash)
         self.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+        self.held = [RunLock.acquire(s.data_dir, self.run_id, what="this A/A run").release]  # one writer (LockHeld)
         found = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
         if found:
             self.db["runs"].update(self.run_id, {"rounds_target": max(copies, found[0]["rounds_done"] or 0),
@@ -109,6 +113,8 @@ class AARun:
         if copies < 1:
             raise ConfigError(f"--aa needs at least 1 copy, got {copies}; e.g. --aa 5")
         seed_hash = self._open(copies)
+        self.held.append(Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?",
+                                   [self.run_id]).stop)   # a killed A/A run shows `stale`, like any run
         try:
             self._copies(seed_hash, copies)
             self.db["runs"].update(self.run_id, {"status": "finished", "finished_at": now(), "pid": None,
@@ -117,6 +123,9 @@ class AARun:
             self.db["runs"].update(self.run_id, {"status": "stopped" if isinstance(err, KeyboardInterrupt)
                                                  else "failed", "pid": None, "error": f"{type(err).__name__}: {err}"})
             raise
+        finally:
+            for release in reversed(self.held):
+                release()
         return self.run_id
 
     def _copies(self, seed_hash: str, copies: int) -> None:

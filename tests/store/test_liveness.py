@@ -98,3 +98,61 @@ async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_clie
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"Resuming {run['id']}" in resumed.stdout + resumed.stderr
     assert run_row(data)["status"] == "finished"
+
+
+@pytest.mark.asyncio
+async def test_a_dead_test_run_and_health_check_show_stale_unless_their_lock_is_held(tmp_path: Path,
+                                                                                     aiohttp_client) -> None:
+    from mutator.store.db import connect
+    from mutator.store.liveness import check_key
+    from mutator.store.lock import RunLock
+    data = tmp_path / "data"
+    done = rerun([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--rounds",
+                  "0", "--replicates", "1", "--data-dir", str(data)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = run_row(data)
+    old = time.time() - STALE_AFTER_S - 5
+    db = connect(data / "mutator.db")
+    db["test_runs"].insert({"run_id": run["id"], "suite": "clean-test", "genome_hash": run["seed_hash"], "round": 0,
+                            "status": "running", "created_at": old, "heartbeat_at": old})
+    db["health_checks"].insert({"skill_dir": "/skills/csv-clean", "fingerprint": "f1", "status": "running",
+                                "suites": '["clean-val"]', "started_at": old, "heartbeat_at": old})
+    db.conn.close()
+
+    async def shown() -> tuple[str, str]:
+        client = await aiohttp_client(create_app(data_dir=data, project_root=data.parent, token="t"))  # fresh cache
+        store = (await (await client.get("/api/meta")).json())["stores"][0]["id"]
+        detail = await (await client.get(f"/api/runs/{run['id']}", params={"store": store})).json()
+        health = await (await client.get("/api/health-checks", params={"store": store})).json()
+        assert ("re-run the same command to resume" in detail["tests"][0].get("stale_note", "")) is (
+            detail["tests"][0]["status"] == "stale")
+        return detail["tests"][0]["status"], health["latest"]["status"]
+
+    assert await shown() == ("stale", "stale")
+    held = [RunLock.acquire(data, run["id"], what="a test run"), RunLock.acquire(data, check_key("/skills/csv-clean"),
+                                                                                  what="a health check")]
+    try:
+        assert await shown() == ("running", "running")   # a late beat with a live holder: a long stall, not dead
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def test_a_second_aa_run_of_the_same_settings_refuses_naming_the_first(tmp_path: Path) -> None:
+    from mutator.store.lock import RunLock
+    data = tmp_path / "data"
+    argv = [sys.executable, str(ROOT / "run.py"), "--aa", "1", "--val", "clean-val", "--replicates", "1",
+            "--data-dir", str(data)]
+    first = rerun(argv)
+    assert first.returncode == 0, first.stderr[-3000:]
+    aa_id = run_row(data)["id"]
+    assert aa_id.startswith("aa-")
+    lock = RunLock.acquire(data, aa_id, what="this A/A run")   # as if the first were still running
+    try:
+        second = rerun(argv)
+    finally:
+        lock.release()
+    assert second.returncode == 2
+    assert f"pid {os.getpid()}" in second.stderr
+    with sqlite3.connect(data / "mutator.db") as conn:
+        assert conn.execute("select status, pid from runs").fetchall() == [("finished", None)]   # untouched

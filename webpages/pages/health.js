@@ -49,6 +49,7 @@ export async function render(root, state, ui) {
           l.delta !== null && l.delta !== undefined ? h('span', { style: { fontSize: '14px', marginLeft: '8px' } }, `${signed(l.delta, 1)} · ${l.band}`) : null,
           l.partial ? h('span', { class: 'badge', style: { marginLeft: '8px', background: '#fff8c5' } }, 'PARTIAL') : null),
         h('div', { id: 'health-summary' }, l.summary || ''),
+        l.status === 'stale' ? h('div', { class: 'stale-note', id: 'health-stale' }, h('span', { class: 'badge r-stale' }, 'stale'), ' ', l.stale_note) : null,
         h('div', { class: 'hint' }, `check #${l.id} · ${when(l.started_at)} · genome ${short(l.genome_hash)} · ${l.n_done}/${l.n_cells} cells`))),
     h('h3', {}, 'Daily trend (UTC days, mean score of the day\'s checks)'),
     h('p', { id: 'health-reach', class: 'hint' }, reach),

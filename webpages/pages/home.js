@@ -87,7 +87,8 @@ function testCard(t) {
   const bars = (t.progress || []).map((p) => h('div', { class: 'progress', title: `${p.n_done}/${p.n_cells} cells graded` },
     h('span', {}, `${p.suite}: ${p.n_done}/${p.n_cells}`), h('div', { class: 'bar' }, h('div', { style: { width: `${100 * p.n_done / Math.max(1, p.n_cells)}%` } }))));
   return h('div', { class: `test-card t-${t.status}`, 'data-test': t.id },
-    h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: 'badge' }, t.status)),
+    h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: `badge r-${t.status}` }, t.status)),
+    t.stale_note ? h('div', { class: 'stale-note' }, t.stale_note) : null,
     t.status === 'done' ? h('div', { class: 'figures' },
       fig(`test ${num(t.composite)}`, TIPS.testComposite), fig(`train ${num(t.train_composite)}`, TIPS.trainComposite),
       fig(`eval ${num(t.eval, 3)}`, TIPS.eval + ', champion on the test suite'), fig(`cost/cell ${usd(t.cost)}`, TIPS.cost),
@@ -119,6 +120,7 @@ export async function render(root, state, ui) {
     h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, TIPS.spend), ' ', valQueries(run),
       run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
+    run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
     run.error ? h('p', { class: 'error' }, run.error) : null, launchButton);
   const extras = [solveView(run.solve), metaSkillView(run.meta_skill)];
   const shown = new Set(detail.attempts.map((a) => a.round)).size;
