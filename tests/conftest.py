@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,13 +73,36 @@ DEMO_ARGS = ("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean
              "--replicates", "2")
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder built once per test session, however many xdist workers run it: the first worker to ask builds
+    it under an OS lock, the others wait and reuse it (session fixtures are otherwise built once per worker).
+    Tests only read it; a test that writes takes a private copy (copy_store)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base   # pytest-N/, shared by popen-gwN/
+    target = root / f"built-once-{name}"
+    with open(root / f"built-once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / f"built-once-{name}.done").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir()
+            build(target)
+            (root / f"built-once-{name}.done").write_text("")
+    return target
+
+
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
     """One real 6-round dry run of the demo (fakes, greedy), shared by the tests that read its store."""
-    data_dir = tmp_path_factory.mktemp("demo") / "data"
-    result = run_cli(*DEMO_ARGS, "--data-dir", str(data_dir))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return data_dir, result
+    def build(folder: Path) -> None:
+        result = run_cli(*DEMO_ARGS, "--data-dir", str(folder / "data"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        (folder / "result.json").write_text(json.dumps({"args": result.args, "returncode": result.returncode,
+                                                        "stdout": result.stdout, "stderr": result.stderr}))
+
+    folder = built_once(tmp_path_factory, "demo", build)
+    kept = json.loads((folder / "result.json").read_text())
+    return folder / "data", subprocess.CompletedProcess(kept["args"], kept["returncode"], kept["stdout"],
+                                                        kept["stderr"])
 
 
 def copy_store(source: Path, target: Path) -> Path:

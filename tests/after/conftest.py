@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mutator.store.db import connect, now
+from tests.conftest import built_once
 from mutator.store.genome import GenomeStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,10 +66,14 @@ def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
 @pytest.fixture(scope="session")
 def dry_run(tmp_path_factory) -> dict:
     """A real run.py dry run (3 rounds x 2 replicates), which proposes its champion at the end."""
-    data = tmp_path_factory.mktemp("after") / "data"
-    done = run_py("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "3",
-                  "--replicates", "2", "--concurrency", "8", "--data-dir", str(data))
-    assert done.returncode == 0, done.stderr[-2000:]
+    def build(folder: Path) -> None:
+        done = run_py("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "3",
+                      "--replicates", "2", "--concurrency", "8", "--data-dir", str(folder / "data"))
+        assert done.returncode == 0, done.stderr[-2000:]
+        (folder / "stdout.txt").write_text(done.stdout)
+
+    folder = built_once(tmp_path_factory, "after-dry-run", build)
+    data = folder / "data"
     with sqlite3.connect(data / "mutator.db") as conn:
         run_id = conn.execute("select id from runs").fetchone()[0]
-    return {"data": data, "run_id": run_id, "stdout": done.stdout}
+    return {"data": data, "run_id": run_id, "stdout": (folder / "stdout.txt").read_text()}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import copy_store
+from tests.conftest import built_once, copy_store
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-123"
@@ -19,7 +19,11 @@ TOKEN = "test-token-123"
 def dry_store(tmp_path_factory) -> Path:
     """A store written by `run.py` itself: 3 rounds × 2 replicates of the demo with the winner's-curse guard,
     the meta skill every 2 rounds and a solve phase (min score 0: the fakes cannot solve bare), plus one test run."""
-    data_dir = tmp_path_factory.mktemp("store") / "data"
+    return built_once(tmp_path_factory, "dry-store", _build_dry_store) / "data"
+
+
+def _build_dry_store(folder: Path) -> None:
+    data_dir = folder / "data"
     common = ["--data-dir", str(data_dir), "--concurrency", "8"]
     extras = ["--confirm", "--meta-skill-every", "2", "--solve", "--solve-attempts", "2", "--solve-min-score", "0"]
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
@@ -28,7 +32,6 @@ def dry_store(tmp_path_factory) -> Path:
     run_id = _run_id(data_dir)
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
                     "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
-    return data_dir
 
 
 def _run_id(data_dir: Path) -> str:
@@ -55,7 +58,11 @@ def mixed_store(tmp_path_factory) -> Path:
     genome == parent; round 5 a broken reference), a branching run (siblings, a better sibling rejecting a
     gate-passing one), a population run (children off non-incumbent parents, crossover refs, KEEPs that are
     not the leader), an A/A run (`aa-…`, newest of all), and test runs of the greedy and branching runs after they proposed."""
-    data_dir = tmp_path_factory.mktemp("mixed") / "data"
+    return built_once(tmp_path_factory, "mixed-store", _build_mixed_store) / "data"
+
+
+def _build_mixed_store(folder: Path) -> None:
+    data_dir = folder / "data"
     base = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--replicates", "1",
             "--data-dir", str(data_dir), "--concurrency", "4"]
     for extra in (["--rounds", "5"], ["--rounds", "2", "--strategy", "branching"],
@@ -66,4 +73,3 @@ def mixed_store(tmp_path_factory) -> Path:
     for run_id in tested:
         subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
                         "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
-    return data_dir
