@@ -157,3 +157,26 @@ def write_fixture(root: Path, skill: Path) -> Path:
     ]
     plain.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json at all\n")
     return projects
+
+
+TOPICS = (
+    ("How should I write the {thing} dates in the {where} export?",
+     "Convert every date to ISO YYYY-MM-DD, like 2024-03-15."),
+    ("What should the amount column in the {where} export look like after cleaning the {thing} rows?",
+     "Drop currency symbols and thousands separators and write two decimals, like 1234.50."),
+    ("How should the {thing} headers of the {where} file be named?",
+     "Rewrite each header in lowercase snake_case, like order_date."),
+)
+THINGS = ("order", "invoice", "refund", "shipping", "signup", "renewal", "payment", "delivery", "return", "booking")
+PLACES = ("shop", "crm", "billing", "warehouse", "newsletter", "partner", "ledger", "support")
+
+
+def grow(projects: Path, first: int, count: int, *, start: datetime = START) -> None:
+    """`count` more one-request sessions that used the skill (numbered from `first`), each an hour apart;
+    dates and amounts questions the demo's fake mutator learns to answer, and headers ones it already can."""
+    for n in range(first, first + count):
+        prompt, answer = TOPICS[n % 5 % 3]
+        thing, where = THINGS[n % len(THINGS)], PLACES[(n // len(THINGS) + n) % len(PLACES)]
+        session = Session(f"{n:08d}-0000-4000-8000-{n:012d}", start + timedelta(hours=n))
+        session.ask(prompt.format(thing=thing, where=where)).tool("Skill", {"skill": "csv-clean"}).say(answer)
+        session.write(projects, f"-home-u-p{n % 3}")
