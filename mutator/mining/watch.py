@@ -12,16 +12,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.store.db import connect, rows
 
 RAN = ("proposed", "skipped-delta")   # ticks after which the next one counts new requests afresh
 LOG_TAIL = 400
+TAIL_LINES = 200
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,15 @@ def loop_argv(opts: WatchOptions) -> list[str]:
 
 
 def run_subprocess(argv: list[str]) -> tuple[int, str]:
-    done = subprocess.run(argv, capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    """Run the loop, passing its output through as it comes (a real run takes a while); returns the exit code and
+    the output's last lines."""
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+        for line in child.stdout or ():
+            sys.stdout.write(line)
+            tail.append(line)
+    sys.stdout.flush()
+    return child.returncode, "".join(tail)
 
 
 def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
@@ -109,7 +119,7 @@ def find_run(db, out: Path) -> str | None:
 
 def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Callable[[str], None],
            reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
-    row = {**row, "outcome": outcome, "reason": reason, "run_id": run_id, "proposal_id": proposal_id,
+    row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
            "finished_at": clock()}
     with db.conn:
         row["id"] = db["triggers"].insert(row).last_pk
