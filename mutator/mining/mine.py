@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from eval.suite import name_problem
@@ -56,7 +57,6 @@ class Collected:
 
 
 def skill_name(skill_dir: Path) -> str:
-    import re
     try:
         text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
     except OSError:
@@ -72,7 +72,7 @@ def parse_since(text: str | None) -> float | None:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise MiningError(f"--since {text!r}: expected a date or time like 2026-11-01 or 2026-11-01T12:00") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def clean(exchange: Exchange, redact: bool, found: Counter) -> Exchange | None:
@@ -163,7 +163,7 @@ def mine(opts: MineOptions) -> dict:
         splits["test"] = frozen["record"]
     record = {
         "skill": found.skill, "seed": opts.seed,
-        "since": datetime.fromtimestamp(opts.since, timezone.utc).isoformat() if opts.since is not None else None,
+        "since": datetime.fromtimestamp(opts.since, UTC).isoformat() if opts.since is not None else None,
         "redact": opts.redact, "read": found.read, "kept": sum(len(v) for v in by_split.values()),
         "dropped": {r: found.dropped[r] for r in REASONS if found.dropped[r]},
         "secrets": {k: found.secrets[k] for k in ("found", "dropped", "redacted")},

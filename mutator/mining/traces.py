@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 COMMAND = re.compile(r"<command-name>\s*/?([^<\s]+)\s*</command-name>")
@@ -118,7 +118,7 @@ def epoch(stamp: object, default: float) -> float:
             parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         except ValueError:
             return default
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
     return default
 
 

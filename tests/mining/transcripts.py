@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.conftest import ROOT
 
-START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 SECRETS = ("AKIAIOSFODNN7EXAMPLE", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "hunter2hunter",
            "sk-ant-api03-PLANTEDplantedPLANTED")
 
@@ -28,7 +28,7 @@ class Session:
     def __init__(self, sid: str, start: datetime, cwd: str = "/home/u/shop") -> None:
         self.sid, self.t, self.cwd, self.lines, self.n = sid, start, cwd, [], 0
 
-    def _line(self, kind: str, message: dict, **extra) -> "Session":
+    def _line(self, kind: str, message: dict, **extra) -> Session:
         self.n += 1
         self.t += timedelta(seconds=30)
         self.lines.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": self.cwd,
@@ -37,13 +37,13 @@ class Session:
                            "timestamp": self.t.isoformat().replace("+00:00", "Z"), **extra})
         return self
 
-    def ask(self, text: str) -> "Session":
+    def ask(self, text: str) -> Session:
         return self._line("user", {"role": "user", "content": text})
 
-    def meta(self, text: str) -> "Session":
+    def meta(self, text: str) -> Session:
         return self._line("user", {"role": "user", "content": [{"type": "text", "text": text}]}, isMeta=True)
 
-    def tool(self, name: str, args: dict, result: str = "ok") -> "Session":
+    def tool(self, name: str, args: dict, result: str = "ok") -> Session:
         tid = f"toolu_{self.sid}_{self.n}"
         self._line("assistant", {"id": f"msg_{self.n}", "type": "message", "role": "assistant", "model": "claude-x",
                                  "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}],
@@ -51,12 +51,12 @@ class Session:
         return self._line("user", {"role": "user", "content": [{"tool_use_id": tid, "type": "tool_result",
                                                                 "content": result}]}, toolUseResult={"stdout": result})
 
-    def say(self, text: str) -> "Session":
+    def say(self, text: str) -> Session:
         return self._line("assistant", {"id": f"msg_{self.n}", "type": "message", "role": "assistant",
                                         "model": "claude-x", "content": [{"type": "text", "text": text}],
                                         "usage": {"input_tokens": 10, "output_tokens": 5}})
 
-    def sidechain(self, text: str) -> "Session":
+    def sidechain(self, text: str) -> Session:
         self._line("user", {"role": "user", "content": text})
         self.lines[-1]["isSidechain"] = True
         return self
