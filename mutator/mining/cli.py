@@ -19,16 +19,24 @@ from mutator.mining.split import SplitError
 WATCH_ONLY = {"watch", "mine_traces", "once", "every", "min_traces", "redact", "judge", "since", "out", "suite",
               "val", "holdout", "skill_dir", "serve", "port", "host", "allow_host", "help"}
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# commands that are not a run: given with --watch or --mine-traces they would be ignored or hijack the tick's run
+OTHER_COMMANDS = ("import_evals", "test_run", "export", "aa", "lint", "plan", "propose", "accept", "reject",
+                  "rollback", "check", "audit")
 
 
 def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: bool) -> MineOptions:
     if not args.out:
         raise MiningError("--mine-traces and --watch need --out suites/NAME (the folder the mined suites go in)")
+    if args.mine_traces and args.watch:
+        raise MiningError("--mine-traces and --watch are two commands; give one (--watch mines on every tick)")
+    clash = [f"--{name.replace('_', '-')}" for name in OTHER_COMMANDS if getattr(args, name, None) not in (None, False)]
+    if clash:
+        raise MiningError(f"{', '.join(clash)} cannot go with --mine-traces or --watch; run it as its own command")
     judge = None
     if args.judge:
         judge = os.environ.get("SM_JUDGE") or ("anthropic" if args.real else "fake")
     return MineOptions(traces=traces.expanduser(), skill_dir=settings.skill_dir, out=args.out, seed=settings.seed,
-                       since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=settings.model,
+                       since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=os.environ.get("SM_JUDGE_MODEL") or settings.model,
                        rebuild=rebuild)
 
 

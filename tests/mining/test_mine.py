@@ -144,3 +144,12 @@ def test_the_cli_prints_the_report_and_the_next_command(traces, tmp_path: Path) 
     assert not [s for s in SECRETS if s in result.stdout + result.stderr]
     missing = run_cli("--mine-traces", str(tmp_path / "nowhere"), "--skill-dir", str(skill), "--out", str(out) + "2")
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--plan",), "--plan cannot go with"), (("--watch", "x"), "two commands"), ((), "need --out")])
+def test_the_mining_flags_refuse_what_they_cannot_do(traces, tmp_path: Path, extra, message) -> None:
+    projects, skill = traces
+    out = () if not extra else ("--out", str(tmp_path / "mined"))
+    result = run_cli("--mine-traces", str(projects), "--skill-dir", str(skill), *out, *extra)
+    assert result.returncode == 2 and message in result.stderr
