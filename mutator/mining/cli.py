@@ -35,9 +35,14 @@ def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: b
     judge = None
     if args.judge:
         judge = os.environ.get("SM_JUDGE") or ("anthropic" if args.real else "fake")
+    model = os.environ.get("SM_JUDGE_MODEL") or settings.model
+    price = None
+    if judge:
+        from eval.cost import price_for
+        price = price_for(settings.pricing, model)   # PricingError names the model and the config key
     return MineOptions(traces=traces.expanduser(), skill_dir=settings.skill_dir, out=args.out, seed=settings.seed,
-                       since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=os.environ.get("SM_JUDGE_MODEL") or settings.model,
-                       rebuild=rebuild)
+                       since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=model,
+                       judge_price=price, rebuild=rebuild)
 
 
 def mine_command(args: argparse.Namespace, settings) -> int:

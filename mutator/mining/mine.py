@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from eval.cost import Price
 from eval.suite import name_problem
 from mutator.after.importer import write_judge_suite
 from mutator.mining import secrets
@@ -43,6 +44,7 @@ class MineOptions:
     redact: bool = False
     judge: str | None = None          # judge backend for the judge pass (fake | anthropic); None = no pass
     judge_model: str = "claude-haiku-4-5"
+    judge_price: Price | None = None  # config.json pricing of judge_model, to report the pass's cost
     rebuild: bool = False             # the watch: replace train/val of an earlier mining, keep its test frozen
 
 
@@ -152,7 +154,7 @@ def mine(opts: MineOptions) -> dict:
             tasks.append(task)
     judged = None
     if opts.judge:
-        tasks, judged = judge_pass(tasks, backend=opts.judge, model=opts.judge_model)
+        tasks, judged = judge_pass(tasks, backend=opts.judge, model=opts.judge_model, price=opts.judge_price)
         found.dropped["judge"] += len(judged.dropped)
     side = split_sessions([t.session for t in tasks], seed=opts.seed, with_test=frozen is None)
     by_split = {s: [t for t in tasks if side[t.session] == s] for s in SPLITS}
@@ -168,7 +170,7 @@ def mine(opts: MineOptions) -> dict:
         "dropped": {r: found.dropped[r] for r in REASONS if found.dropped[r]},
         "secrets": {k: found.secrets[k] for k in ("found", "dropped", "redacted")},
         "judge": None if judged is None else {"backend": judged.backend, "model": judged.model, "calls": judged.calls,
-                                              "dropped": len(judged.dropped)},
+                                              "dropped": len(judged.dropped), "cost_usd": judged.cost_usd},
         "splits": splits, "test_frozen": frozen is not None,
         "test_inputs": sorted(frozen["inputs"]) if frozen else sorted(t.input_hash for t in by_split["test"]),
         "newest_request": max((t.at for t in found.tasks), default=None),
@@ -216,7 +218,8 @@ def render(record: dict, out: Path) -> str:
              f"{record['secrets']['redacted']} redacted"]
     if record["judge"]:
         j = record["judge"]
-        lines.append(f"  judge pass ({j['backend']}, {j['model']}): {j['calls']} call(s), {j['dropped']} dropped")
+        lines.append(f"  judge pass ({j['backend']}, {j['model']}): {j['calls']} call(s) priced ${j['cost_usd']:.4f}"
+                     f"{' (a fake judge: nothing real spent)' if j['backend'] == 'fake' else ''}, {j['dropped']} dropped")
     for split in SPLITS:
         part = record["splits"][split]
         where = out / f"{out.name}-{split}"

@@ -123,8 +123,10 @@ def test_since_leaves_older_requests_out(traces, tmp_path: Path) -> None:
 
 def test_the_judge_pass_drops_what_the_judge_cannot_grade(traces, tmp_path: Path) -> None:
     projects, skill = traces
-    record = mine(MineOptions(projects, skill, tmp_path / "mined", seed=1, judge="fake"))
-    assert record["judge"]["backend"] == "fake" and record["judge"]["calls"] == 6
+    from eval.cost import Price
+    price = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
+    record = mine(MineOptions(projects, skill, tmp_path / "mined", seed=1, judge="fake", judge_price=price))
+    assert record["judge"]["backend"] == "fake" and record["judge"]["calls"] == 6 and record["judge"]["cost_usd"] > 0
     assert record["kept"] + record["judge"]["dropped"] == 6
 
 
