@@ -9,6 +9,7 @@ Time and the child go through seams (`clock`, `run_child`) so tests control them
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.store.db import connect, rows
+from mutator.store.lock import RunLock
 
 RAN = ("proposed", "skipped-delta")   # ticks after which the next one counts new requests afresh
 LOG_TAIL = 400
@@ -128,12 +130,23 @@ def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Call
     return row
 
 
+def lock_key(out: Path) -> str:
+    return "watch-" + hashlib.sha256(suites_key(out).encode()).hexdigest()[:12]
+
+
 def watch(opts: WatchOptions, *, once: bool, clock: Callable[[], float] = time.time,
           sleep: Callable[[float], None] = time.sleep) -> int:
-    """Tick now, then every `every_s` seconds until interrupted (or once). Exit 1 when the last tick failed."""
-    while True:
-        row = tick(opts, clock=clock)
-        if once:
-            return 1 if row["outcome"] == "failed" else 0
-        sys.stdout.flush()
-        sleep(opts.every_s)
+    """Tick now, then every `every_s` seconds until interrupted (or once). Exit 1 when the last tick failed.
+
+    One watch per suites folder (an OS lock, LockHeld otherwise): a cron tick overlapping a long one would
+    rebuild the suites under the running loop, which stops a run whose suite changed on disk."""
+    lock = RunLock.acquire(opts.db_path.parent, lock_key(opts.mining.out), what=f"the watch of {opts.mining.out}")
+    try:
+        while True:
+            row = tick(opts, clock=clock)
+            if once:
+                return 1 if row["outcome"] == "failed" else 0
+            sys.stdout.flush()
+            sleep(opts.every_s)
+    finally:
+        lock.release()

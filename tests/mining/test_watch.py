@@ -84,3 +84,21 @@ def test_a_failing_loop_is_recorded_as_failed(tmp_path: Path) -> None:
     assert row["outcome"] == "skipped-trigger" and row["new_eligible"] == 0
     assert [r["outcome"] for r in connect(data / "mutator.db")["triggers"].rows] == \
         ["failed", "skipped-delta", "skipped-trigger"]
+
+
+def test_one_watch_per_suites_folder(tmp_path: Path) -> None:
+    import pytest
+
+    from mutator.mining.watch import lock_key, watch
+    from mutator.store.lock import LockHeld, RunLock
+    skill = seed_skill(tmp_path)
+    out, data = tmp_path / "suites" / "live", tmp_path / "data"
+    opts = WatchOptions(MineOptions(tmp_path / "projects", skill, out, rebuild=True), data / "mutator.db")
+    held = RunLock.acquire(data, lock_key(out), what="the other watch")
+    try:
+        with pytest.raises(LockHeld, match="the watch of"):
+            watch(opts, once=True)
+    finally:
+        held.release()
+    (tmp_path / "projects").mkdir()
+    assert watch(opts, once=True) == 0          # free again: one skipped-trigger tick
