@@ -192,16 +192,8 @@ def read_claude(path: Path, events: list[dict], marks: SkillMarks, mtime: float,
             message = event.get("message") if isinstance(event.get("message"), dict) else {}
             text, blocks = block_text(message.get("content"))
             if event.get("type") == "assistant":
-                if current is None:
-                    continue
-                if text.strip():
-                    current.answer = text.strip()
-                    current.texts.append(text)
-                for block in blocks:
-                    if block.get("type") == "tool_use":
-                        current.tool_calls += 1
-                        current.uses_skill |= marks.in_tool(str(block.get("name")), block.get("input"))
-                        current.texts.append(json.dumps(block.get("input"), ensure_ascii=False))
+                if current is not None:
+                    assistant_blocks(current, message.get("content"), marks)
                 continue
             for block in blocks:     # tool results ride on user lines
                 if current is not None and block.get("type") == "tool_result":
@@ -236,6 +228,21 @@ def read_claude(path: Path, events: list[dict], marks: SkillMarks, mtime: float,
             loaded |= exchange.uses_skill
             exchange.skill_used = loaded
         reading.exchanges.extend(exchanges)
+
+
+def assistant_blocks(current: Exchange, content: object, marks: SkillMarks) -> None:
+    """The answer is the text after the last tool call: text before one is narration ("Let me read it")."""
+    for block in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and str(block.get("text") or "").strip():
+            current.answer = str(block["text"]).strip()
+            current.texts.append(current.answer)
+        elif block.get("type") == "tool_use":
+            current.answer = ""
+            current.tool_calls += 1
+            current.uses_skill |= marks.in_tool(str(block.get("name")), block.get("input"))
+            current.texts.append(json.dumps(block.get("input"), ensure_ascii=False))
 
 
 def read_plain(path: Path, events: list[dict], marks: SkillMarks, mtime: float, reading: Reading) -> None:

@@ -126,7 +126,8 @@ def write_fixture(root: Path, skill: Path) -> Path:
            "<command-args>tidy the shipping report headers and dates</command-args>")
     s5.say("I trimmed whitespace, wrote the headers in snake_case and converted the dates to ISO.")
     s5.ask("ok do it").say("Done, the file is written.")
-    s5.ask("Now clean the refunds export in the same way as before").tool("Bash", {"command": "python clean.py"})
+    s5.ask("Now clean the refunds export in the same way as before").say("Let me run the cleaner on it.")
+    s5.tool("Bash", {"command": "python clean.py"})       # narration, then tool calls and no answer: tool noise
     s5.ask("how should the ORDER dates in my   sales export be written").say("As ISO dates, YYYY-MM-DD, always.")
     s5.ask("Explain the dedupe rule for repeated invoice rows").ask("[Request interrupted by user]")
     s5.sidechain("Subagent: search the repository for every CSV file and list them")
