@@ -42,6 +42,10 @@ def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params:
     HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
 
 
+def user_path(text: str) -> Path:
+    return Path(os.path.expanduser(text))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="run.py", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -81,6 +85,28 @@ def parser() -> argparse.ArgumentParser:
                                                                        "made from PARENT_DIR")
     run.add_argument("--plan", action="store_true", help="print the minimum detectable effect and estimated cost "
                                                          "of a run on --suite/--val/--holdout; spends nothing")
+    mining = p.add_argument_group("from real use: mine transcripts into suites (see README 'Mining traces')")
+    mining.add_argument("--mine-traces", type=user_path, metavar="DIR",
+                        help="mine agent transcripts (~/.claude/projects, a project folder, or plain trace JSONL) "
+                             "for requests where --skill-dir was used into judge-graded suites <out>-train/-val/-test "
+                             "plus <out>/mining.json; needs --out suites/NAME; split by --seed")
+    mining.add_argument("--since", metavar="DATE", help="--mine-traces/--watch: only requests at or after DATE "
+                                                       "(2026-11-01 or 2026-11-01T12:00, UTC unless given)")
+    mining.add_argument("--redact", action="store_true", help="--mine-traces/--watch: keep a request holding a "
+                                                              "secret-looking value with the value replaced by "
+                                                              "[REDACTED] (default: drop it)")
+    mining.add_argument("--judge", action="store_true", help="--mine-traces/--watch: keep only requests the judge can "
+                                                             "grade (the fake judge; the real one with --real, which "
+                                                             "spends)")
+    mining.add_argument("--watch", type=user_path, metavar="DIR",
+                        help="opt-in trigger: every --every, mine DIR; when --min-traces new eligible requests exist, "
+                             "rebuild the --out suites (test split frozen), run the loop with the other run flags "
+                             "given, and leave a proposal (never deploys); each tick is a row in 'triggers'")
+    mining.add_argument("--once", action="store_true", help="--watch: one tick, then exit (for cron)")
+    mining.add_argument("--every", default="6h", metavar="DURATION", help="--watch: time between ticks "
+                                                                          "(default 6h; 30m, 90s, 1d)")
+    mining.add_argument("--min-traces", type=int, default=20, metavar="N",
+                        help="--watch: new eligible requests needed to run (default 20)")
     loop = p.add_argument_group("the loop")
     loop.add_argument("--rounds", type=int, help="total rounds (a finished run with fewer is extended)")
     loop.add_argument("--replicates", type=int, help="cells per task per evaluation")
@@ -296,7 +322,7 @@ def import_evals_command(args: argparse.Namespace) -> int:
     return 0
 
 
-PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals")
+PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals", "mine_traces", "watch")
 
 
 def absolute_paths(args: argparse.Namespace) -> None:
@@ -325,6 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
         os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
+        if args.mine_traces or args.watch:
+            from mutator.mining.cli import mine_command, watch_command
+            if args.watch:
+                return watch_command(args, settings, parser()._actions, ROOT / "run.py")
+            return mine_command(args, settings)
         if args.against and not args.lint:
             raise ConfigError("--against PARENT_DIR goes with --lint SKILL_DIR (review SKILL_DIR as a candidate "
                               "made from PARENT_DIR)")

@@ -4,6 +4,10 @@ Run as `python fakes/fake_agent.py` with the cell dir as cwd and the prompt on s
 Writes a Claude Code stream-json transcript to SM_STREAM. Never reads the suite's answers and never
 touches anything outside its cwd and its stream. Test hooks: FAKE_AGENT_HANG=1, FAKE_AGENT_CRASH=1,
 FAKE_AGENT_EXPERT=1 (solving bare, it applies every useful rule).
+
+A task that names no CSV and stages none (a request mined from transcripts, a question) gets a text answer
+instead: the skill's guidance items that share a word stem with the request, so what the skill says is
+what the judge grades, deterministically.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ BASE_INPUT_TOKENS = 600
 OUTPUT_TOKENS = 80
 TOOLS = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill"]
 CSV_NAME = re.compile(r"[\w./-]*\w\.csv\b")
+ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(.*)$")
+STEM_STOP = {"this", "that", "with", "what", "when", "your", "from", "into", "have", "should", "every", "each",
+             "file", "task", "named", "write", "which", "would", "could", "about", "there", "them", "they"}
+MAX_ITEMS = 8
 
 
 class Stream:
@@ -116,6 +124,46 @@ def skill_bytes(skill_dir: Path) -> int:
     return sum(p.stat().st_size for p in skill_dir.rglob("*") if p.is_file())
 
 
+def stems(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9]+", text.casefold())
+    return {w[:4] for w in words if len(w) > 3 and w not in STEM_STOP}
+
+
+def guidance(skill_dir: Path | None) -> list[str]:
+    """SKILL.md's list items (bullets and numbered steps), each with its indented continuation lines."""
+    try:
+        text = (skill_dir / "SKILL.md").read_text(encoding="utf-8") if skill_dir else ""
+    except OSError:
+        return []
+    items: list[str] = []
+    for line in text.splitlines():
+        found = ITEM.match(line)
+        if found:
+            items.append(found.group(1).strip())
+        elif items and line.startswith("  ") and line.strip():
+            items[-1] += " " + line.strip()
+        elif not line.strip() and items and not items[-1].endswith("\n"):
+            items[-1] += "\n"
+    return [item.strip() for item in items]
+
+
+def text_answer(prompt: str, skill_dir: Path | None, stream: Stream, per_turn: int, started: float) -> int:
+    """A request with no CSV to clean: answer from the skill's items that share a stem with the request."""
+    if skill_dir is not None:
+        stream.step(f"cat {skill_dir}/SKILL.md", "read the skill", per_turn)
+    asked = stems(prompt)
+    chosen = [item for item in guidance(skill_dir) if stems(item) & asked][:MAX_ITEMS]
+    answer = "\n".join(f"- {item}" for item in chosen) if chosen else \
+        "I have no guidance for this request; I would ask what result you expect."
+    stream.turns += 1
+    stream.input_tokens += per_turn
+    stream.output_tokens += OUTPUT_TOKENS
+    stream.emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}],
+                                                  "usage": {"input_tokens": per_turn, "output_tokens": OUTPUT_TOKENS}}})
+    stream.finish("success", started)
+    return 0
+
+
 def main() -> int:
     started = time.monotonic()
     prompt = read_prompt()
@@ -150,6 +198,8 @@ def main() -> int:
     max_turns = int(os.environ.get("SM_MAX_TURNS") or 0) or None
     rng = random.Random(int(os.environ.get("SM_CELL_SEED") or 0))
     source, target = csv_files(prompt)
+    if not CSV_NAME.search(prompt) and not Path(source).is_file():
+        return text_answer(prompt, skill_dir, stream, per_turn, started)
 
     def out_of_turns() -> bool:
         return max_turns is not None and stream.turns >= max_turns

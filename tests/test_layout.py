@@ -112,14 +112,14 @@ def test_the_store_imports_no_loop_or_upper_room():
 def test_the_loop_room_never_imports_validity_after_or_server():
     edges = graph()
     top = {name for name in edges if name.count(".") == 1 and name.startswith("mutator.")}
-    top -= {"mutator.store", "mutator.validity", "mutator.after", "mutator.server"}
+    top -= {"mutator.store", "mutator.validity", "mutator.after", "mutator.server", "mutator.mining"}
     bad = sorted(f"{name} -> {t}" for name in top for t in edges[name]
-                 if t.startswith(("mutator.validity", "mutator.after", "mutator.server")))
+                 if t.startswith(("mutator.validity", "mutator.after", "mutator.server", "mutator.mining")))
     assert bad == []
 
 
 @pytest.mark.parametrize("room", ["mutator", "mutator/store", "mutator/validity", "mutator/after", "mutator/server",
-                                  "eval", "strategies", "sandbox", "fakes"])
+                                  "mutator/mining", "eval", "strategies", "sandbox", "fakes"])
 def test_each_room_says_what_it_is_for_and_holds_nothing_else(room):
     init = ROOT / room / "__init__.py"
     tree = ast.parse(init.read_text(encoding="utf-8"))
@@ -128,6 +128,13 @@ def test_each_room_says_what_it_is_for_and_holds_nothing_else(room):
     if room.startswith("mutator"):
         assert "import" in doc, f"{room}/__init__.py should say what the room may import"
         assert [type(n).__name__ for n in tree.body if not isinstance(n, ast.Expr)] == []
+
+
+def test_mining_never_drives_the_loop_in_process_nor_imports_the_server():
+    edges = graph()
+    bad = sorted(f"{name} -> {t}" for name, targets in edges.items() if name.startswith("mutator.mining")
+                 for t in targets if t in ("mutator.loop", "mutator.server") or t.startswith("mutator.server."))
+    assert bad == []
 
 
 def test_no_module_outside_tests_is_named_like_a_test():

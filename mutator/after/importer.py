@@ -114,6 +114,16 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
 
 def write_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path, str]]]], evals_json: Path,
                 skill_name: str, seed: int) -> Imported:
+    return write_judge_suite(path, split, tasks, f"Imported from `{evals_json}` (skill-creator eval set"
+                             f"{' for ' + skill_name if skill_name else ''}), split {split} by seed {seed}.")
+
+
+def write_judge_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path, str]]]],
+                      origin: str) -> Imported:
+    """Write one judge-graded suite folder (suite.md, tasks.jsonl, fixtures/<id>/) and load it back.
+
+    `origin` is the body's first sentence (where the tasks came from); shared by the evals.json import and
+    trace mining (mutator/mining/)."""
     (path / "fixtures").mkdir(parents=True)
     for task, files in tasks:
         fixture = path / "fixtures" / task["id"]
@@ -123,9 +133,8 @@ def write_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path,
     (path / "tasks.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t, _ in tasks),
                                       encoding="utf-8")
     (path / "suite.md").write_text(
-        f"---\nname: {path.name}\nsplit: {split}\nrunner: judge\n---\n\n# {path.name}\n\nImported from "
-        f"`{evals_json}` (skill-creator eval set{' for ' + skill_name if skill_name else ''}), split {split} "
-        f"by seed {seed}. Each task is graded by the judge against its expectation sentences.\n",
+        f"---\nname: {path.name}\nsplit: {split}\nrunner: judge\n---\n\n# {path.name}\n\n{origin} "
+        f"Each task is graded by the judge against its expectation sentences.\n",
         encoding="utf-8")
-    suite = load_suite(path)   # the import must load like any hand-written suite
+    suite = load_suite(path)   # the suite must load like any hand-written suite
     return Imported(split, path, tuple(t.id for t in suite.tasks))

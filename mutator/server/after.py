@@ -1,4 +1,5 @@
-"""Dashboard API for after the run: proposals (list, detail, accept/reject), health checks, spend.
+"""Dashboard API for after the run: proposals (list, detail, accept/reject), the watch's ticks, health checks,
+spend.
 
 Read-only like the rest of the server: accept and reject start `run.py --accept/--reject` as separate
 processes through the same token-guarded, same-origin POSTs as a launch, and only ever deploy into the
@@ -118,6 +119,28 @@ async def reject(request: web.Request) -> web.Response:
     return await _decide(request, "reject")
 
 
+TRIGGERS_SHOWN = 50
+
+
+async def triggers(request: web.Request) -> web.Response:
+    """The watch's ticks (run.py --watch), newest first, with counts per outcome; [] for a store without them."""
+    store = s.store_of(request)
+    key, cached = s.hit(request, store)
+    if cached:
+        return cached
+    db = s.db_of(request, store)
+    found: dict = {"ticks": [], "counts": {}}
+    if "triggers" in db.table_names():
+        found["ticks"] = Q.q(db, "select id, at, skill_dir, suites, traces_seen, eligible, new_eligible, min_traces, "
+                                    "outcome, run_id, proposal_id, reason, finished_at from triggers order by id desc "
+                                    "limit ?", [TRIGGERS_SHOWN])
+        found["counts"] = {r["outcome"]: r["n"] for r in Q.q(db, "select outcome, count(*) as n from triggers "
+                                                                    "group by outcome")}
+        for tick in found["ticks"]:
+            tick["suites_name"] = Path(tick["suites"]).name
+    return s.remember(request, key, found)
+
+
 async def health_checks(request: web.Request) -> web.Response:
     store = s.store_of(request)
     days = s.number(request, "days", 30, 1, health_view.MAX_DAYS, "days of checks shown")
@@ -140,4 +163,5 @@ def register(app: web.Application) -> None:
         web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:[0-9]{1,9}}", proposal),
         web.post(r"/api/proposals/{id:[0-9]{1,9}}/accept", accept), web.post(r"/api/proposals/{id:[0-9]{1,9}}/reject", reject),
         web.get("/api/health-checks", health_checks), web.get("/api/spend", spend_view),
+        web.get("/api/triggers", triggers),
     ])

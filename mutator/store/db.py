@@ -229,7 +229,21 @@ def _v8(db: sqlite_utils.Database) -> None:
         db["runs"].add_column(column, str)
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
+def _v10(db: sqlite_utils.Database) -> None:
+    # The opt-in watch (mutator/mining/watch.py): one row per tick, whatever it decided. Idempotent, like _v7:
+    # migrations are numbered by position, and this one is renumbered when the branches meet.
+    if "triggers" in db.table_names():
+        return
+    db["triggers"].create({
+        "id": int, "at": float, "skill_dir": str, "suites": str, "traces_seen": int, "eligible": int,
+        "new_eligible": int, "min_traces": int, "outcome": str, "run_id": str, "proposal_id": int, "reason": str,
+        "watermark": float, "finished_at": float,
+    }, pk="id", not_null={"at", "skill_dir", "suites", "outcome"})
+    db["triggers"].create_index(["suites", "id"])
+    db["triggers"].create_index(["at"])
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v10)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

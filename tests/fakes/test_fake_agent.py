@@ -180,3 +180,27 @@ def test_hang_hook_writes_init_then_keeps_running(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_request_with_no_csv_gets_a_text_answer_from_the_skill(tmp_path):
+    """Mined tasks (a question, nothing staged): the answer is the skill's items sharing a stem with the request,
+    so a skill that says more about dates answers a dates question better, deterministically."""
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    prompt = "How should I write the order dates in the shop export?"
+
+    def answer(skill: Path) -> str:
+        run_agent(cell, skill, prompt=prompt)
+        events = [json.loads(line) for line in (cell / "stream.jsonl").read_text().splitlines()]
+        (cell / "stream.jsonl").unlink()
+        assert events[-1]["type"] == "result" and events[-1]["subtype"] == "success"
+        return next(b["text"] for e in events if e["type"] == "assistant" for b in e["message"]["content"]
+                    if b["type"] == "text")
+
+    seed = make_skill(tmp_path, ["trim", "headers"])
+    before = answer(seed)
+    assert "order_date" in before and "YYYY-MM-DD" not in before and not list(cell.iterdir())
+    with (seed / "SKILL.md").open("a") as f:
+        f.write("\n- `dates`: convert every date column to ISO `YYYY-MM-DD`.\n")
+    after = answer(seed)
+    assert "YYYY-MM-DD" in after and after == answer(seed)

@@ -22,6 +22,30 @@ async function decide(state, ui, proposal, action) {
   } catch (err) { ui.message = `Could not ${action}: ${err.message}`; }
 }
 
+const TICK_COLOURS = { proposed: '#dafbe1', 'skipped-trigger': '#eaeef2', 'skipped-delta': '#fff8c5', failed: '#ffebe9' };
+
+// The watch's ticks (python run.py --watch DIR ...): each one counted the eligible requests newer than the last
+// run and either ran the loop (proposed / skipped-delta / failed) or waited for --min-traces (skipped-trigger).
+function triggersView(found) {
+  const ticks = found.ticks || [];
+  if (!ticks.length) {
+    return h('p', { id: 'triggers-empty', class: 'hint' }, 'No watch ticks yet: python run.py --watch ~/.claude/projects '
+      + '--skill-dir SKILL --out suites/NAME --once (opt-in; see the README, "Mining traces").');
+  }
+  const counts = Object.entries(found.counts || {}).map(([k, v]) => `${k} ${v}`).join(' · ');
+  return h('div', {},
+    h('p', { class: 'hint' }, `Every tick of the watch, newest first (${counts}). It rebuilds the mined suites and runs `
+      + 'the loop only past --min-traces new eligible requests; it never deploys.'),
+    table(['tick', 'when', 'suites', 'read', 'eligible', 'new', 'outcome', 'run', 'proposal', 'why'], ticks.map((t) => [
+      t.id, when(t.at), h('span', { title: t.suites }, t.suites_name),
+      h('span', { title: 'requests read from the transcripts' }, String(t.traces_seen)),
+      h('span', { title: 'requests that used the skill, held no secret and passed the low-signal filter' }, String(t.eligible)),
+      h('span', { title: `newer than the last run; the trigger needs ${t.min_traces}` }, `${t.new_eligible} / ${t.min_traces}`),
+      h('span', { class: `badge t-${t.outcome}`, style: { background: TICK_COLOURS[t.outcome] || '#eaeef2' } }, t.outcome),
+      t.run_id || '—', t.proposal_id ? `#${t.proposal_id}` : '—', t.reason || '',
+    ]), { id: 'triggers' }));
+}
+
 function detailView(d) {
   const val = d.val || {};
   return h('div', { class: 'proposal-detail', id: `proposal-detail-${d.id}` },
@@ -60,6 +84,7 @@ export async function render(root, state, ui) {
     ];
   });
   const detail = ui.open ? await api(`proposals/${ui.open}`, { store: state.store }).catch(() => null) : null;
+  const ticks = await api('triggers', { store: state.store }).catch(() => ({ ticks: [], counts: {} }));
   mount(root,
     h('h2', {}, 'Proposals'),
     h('p', { class: 'hint' }, 'A finished run\'s champion becomes a proposal; nothing is deployed until you accept it. '
@@ -67,5 +92,7 @@ export async function render(root, state, ui) {
     ui.message ? h('p', { id: 'proposal-message' }, ui.message) : null,
     list.length ? table(['id', 'run', 'champion', 'status', 'val composite', 'test composite', 'deploys into', 'proposed', 'decide'], rows, { id: 'proposals' })
       : h('p', { id: 'proposals-empty' }, 'No proposals yet: a run proposes its champion when it finishes (or python run.py --propose RUN).'),
-    detail ? detailView(detail) : null);
+    detail ? detailView(detail) : null,
+    h('h3', {}, 'Watch ticks'),
+    triggersView(ticks));
 }

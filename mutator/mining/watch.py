@@ -1,0 +1,152 @@
+"""The opt-in watch: every tick, count the eligible requests newer than the last run; past --min-traces,
+re-mine the suites (the test split frozen: the holdout stays a holdout), run the loop, and leave its
+proposal. Every tick is a row in `triggers` (proposed | skipped-trigger | skipped-delta | failed).
+
+The loop runs as a `run.py` child process, exactly the command a user would type, so the loop stays the
+only writer of runs, attempts and proposals; the watch writes only its `triggers` rows. Never deploys.
+Time and the child go through seams (`clock`, `run_child`) so tests control them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mutator.mining import secrets
+from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
+from mutator.mining.split import SplitError
+from mutator.store.db import connect, rows
+from mutator.store.lock import RunLock
+
+RAN = ("proposed", "skipped-delta")   # ticks after which the next one counts new requests afresh
+LOG_TAIL = 400
+TAIL_LINES = 200
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    mining: MineOptions               # rebuild=True
+    db_path: Path
+    min_traces: int = 20
+    every_s: float = 6 * 3600
+    run_argv: tuple[str, ...] = ()    # `python run.py <the user's run flags>`, suites and skill added per tick
+
+
+def suites_key(out: Path) -> str:
+    return str(out.resolve())
+
+
+def last_watermark(db, out: Path) -> float | None:
+    found = rows(db, "select watermark from triggers where suites = ? and outcome in (?, ?) and watermark is not null "
+                     "order by id desc limit 1", [suites_key(out), *RAN])
+    return found[0]["watermark"] if found else None
+
+
+def loop_argv(opts: WatchOptions) -> list[str]:
+    out = opts.mining.out
+    argv = [*opts.run_argv, "--suite", str(out / f"{out.name}-train"), "--val", str(out / f"{out.name}-val"),
+            "--skill-dir", str(opts.mining.skill_dir)]
+    if (out / f"{out.name}-test" / "tasks.jsonl").is_file():
+        argv += ["--holdout", str(out / f"{out.name}-test")]
+    return argv
+
+
+def run_subprocess(argv: list[str]) -> tuple[int, str]:
+    """Run the loop, passing its output through as it comes (a real run takes a while); returns the exit code and
+    the output's last lines."""
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+        for line in child.stdout or ():
+            sys.stdout.write(line)
+            tail.append(line)
+    sys.stdout.flush()
+    return child.returncode, "".join(tail)
+
+
+def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
+         run_child: Callable[[list[str]], tuple[int, str]] = run_subprocess,
+         say: Callable[[str], None] = print) -> dict:
+    """One tick; returns its triggers row."""
+    db = connect(opts.db_path)
+    out = opts.mining.out
+    row = {"at": clock(), "skill_dir": str(opts.mining.skill_dir), "suites": suites_key(out),
+           "min_traces": opts.min_traces, "traces_seen": 0, "eligible": 0, "new_eligible": 0}
+    since = last_watermark(db, out)
+    try:
+        found = collect(opts.mining)
+    except MiningError as err:
+        return record(db, row, "failed", reason=str(err), clock=clock, say=say)
+    newest = max((t.at for t in found.tasks), default=None)
+    new = [t for t in found.tasks if since is None or t.at > since]
+    row.update(traces_seen=found.read["requests"], eligible=len(found.tasks), new_eligible=len(new))
+    if len(new) < opts.min_traces:
+        return record(db, row, "skipped-trigger", clock=clock, say=say,
+                      reason=f"{len(new)} new eligible request(s) since the last run; the trigger needs "
+                             f"{opts.min_traces} (--min-traces)")
+    row["watermark"] = newest
+    try:
+        mined = mine(opts.mining)
+    except (MiningError, SplitError) as err:
+        return record(db, row, "failed", reason=f"mining: {err}", clock=clock, say=say)
+    say(render(mined, out))
+    argv = loop_argv(opts)
+    code, text = run_child(argv)
+    run_id = find_run(db, out)
+    if code != 0:
+        tail = text.strip()[-LOG_TAIL:]
+        return record(db, row, "failed", run_id=run_id, clock=clock, say=say,
+                      reason=f"the loop exited {code}: {tail}")
+    proposal = rows(db, "select id, status from proposals where run_id = ? order by id desc limit 1", [run_id]) \
+        if run_id and "proposals" in db.table_names() else []
+    if proposal and proposal[0]["status"] == "proposed":
+        return record(db, row, "proposed", run_id=run_id, proposal_id=proposal[0]["id"], clock=clock, say=say,
+                      reason=f"proposal {proposal[0]['id']} awaits review (run.py --accept/--reject); never deployed "
+                             f"by the watch")
+    why = next((line for line in text.splitlines() if line.startswith("No proposal:")), "no proposal was made")
+    return record(db, row, "skipped-delta", run_id=run_id, clock=clock, say=say, reason=why)
+
+
+def find_run(db, out: Path) -> str | None:
+    train = str((out / f"{out.name}-train").resolve())
+    found = rows(db, "select id from runs where suite_path = ? order by coalesce(updated_at, created_at) desc "
+                     "limit 1", [train]) if "runs" in db.table_names() else []
+    return found[0]["id"] if found else None
+
+
+def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Callable[[str], None],
+           reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
+    row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
+           "finished_at": clock()}
+    with db.conn:
+        row["id"] = db["triggers"].insert(row).last_pk
+    say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible request(s) "
+        f"({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "") + (f"; {reason}" if reason else ""))
+    return row
+
+
+def lock_key(out: Path) -> str:
+    return "watch-" + hashlib.sha256(suites_key(out).encode()).hexdigest()[:12]
+
+
+def watch(opts: WatchOptions, *, once: bool, clock: Callable[[], float] = time.time,
+          sleep: Callable[[float], None] = time.sleep) -> int:
+    """Tick now, then every `every_s` seconds until interrupted (or once). Exit 1 when the last tick failed.
+
+    One watch per suites folder (an OS lock, LockHeld otherwise): a cron tick overlapping a long one would
+    rebuild the suites under the running loop, which stops a run whose suite changed on disk."""
+    lock = RunLock.acquire(opts.db_path.parent, lock_key(opts.mining.out), what=f"the watch of {opts.mining.out}")
+    try:
+        while True:
+            row = tick(opts, clock=clock)
+            if once:
+                return 1 if row["outcome"] == "failed" else 0
+            sys.stdout.flush()
+            sleep(opts.every_s)
+    finally:
+        lock.release()

@@ -1,0 +1,104 @@
+"""--watch --once over a growing trace folder: below --min-traces a tick is skipped-trigger; past it the
+suites are rebuilt, the loop runs (dry run: the fakes and the fake judge, the real loop, store and graders)
+and leaves a proposal, never a deploy; the test split stays byte-identical across ticks."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from pathlib import Path
+
+from mutator.mining.mine import MineOptions
+from mutator.mining.watch import WatchOptions, tick
+from mutator.store.db import connect
+from tests.conftest import run_cli
+from tests.mining.transcripts import grow, seed_skill
+
+
+def triggers(data: Path) -> list[dict]:
+    db = sqlite3.connect(data / "mutator.db")
+    db.row_factory = sqlite3.Row
+    return [dict(r) for r in db.execute("select * from triggers order by id")]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_watch_once_skips_below_the_threshold_then_proposes_and_keeps_the_test_split(tmp_path: Path) -> None:
+    skill = seed_skill(tmp_path)
+    before = snapshot(skill)
+    projects, out, data = tmp_path / "projects", tmp_path / "suites" / "live", tmp_path / "data"
+    watch = ("--watch", str(projects), "--once", "--skill-dir", str(skill), "--out", str(out), "--min-traces", "6",
+             "--data-dir", str(data), "--seed", "3", "--replicates", "1")
+    grow(projects, 0, 4)
+    first = run_cli(*watch, "--rounds", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert [r["outcome"] for r in triggers(data)] == ["skipped-trigger"]
+    assert triggers(data)[0]["new_eligible"] == 4 and not out.exists()
+
+    grow(projects, 4, 8)
+    second = run_cli(*watch, "--rounds", "2")
+    assert second.returncode == 0, second.stderr[-3000:] + second.stdout[-3000:]
+    rows = triggers(data)
+    assert [r["outcome"] for r in rows] == ["skipped-trigger", "proposed"], rows[-1]["reason"]
+    assert rows[1]["new_eligible"] == 12 and rows[1]["run_id"] and rows[1]["proposal_id"]
+    db = sqlite3.connect(data / "mutator.db")
+    assert db.execute("select status, run_id from proposals where id = ?", [rows[1]["proposal_id"]]).fetchone() == \
+        ("proposed", rows[1]["run_id"])
+    assert db.execute("select count(*) from deployments").fetchone() == (0,)      # never deploys
+    assert snapshot(skill) == before
+    run = db.execute("select suite, val, holdout, rounds_done from runs where id = ?", [rows[1]["run_id"]]).fetchone()
+    assert run == ("live-train", "live-val", "live-test", 2)
+    names = {r[0] for r in db.execute("select distinct name from tests")}
+    assert names == {"rubric"}                                                   # judge-graded mined tasks
+    test_split = snapshot(out / "live-test")
+    assert test_split
+
+    grow(projects, 12, 6)
+    third = run_cli(*watch, "--rounds", "1")
+    assert third.returncode == 0, third.stderr[-3000:]
+    rows = triggers(data)
+    assert rows[2]["outcome"] in ("proposed", "skipped-delta") and rows[2]["new_eligible"] == 6
+    assert snapshot(out / "live-test") == test_split                             # the holdout stays a holdout
+    import json
+    record = json.loads((out / "mining.json").read_text())
+    assert record["test_frozen"] and record["kept"] > 12
+    assert not set(record["splits"]["test"]["sessions"]) & (set(record["splits"]["train"]["sessions"])
+                                                           | set(record["splits"]["val"]["sessions"]))
+
+
+def test_a_failing_loop_is_recorded_as_failed(tmp_path: Path) -> None:
+    skill = seed_skill(tmp_path)
+    projects, out, data = tmp_path / "projects", tmp_path / "suites" / "live", tmp_path / "data"
+    grow(projects, 0, 5)
+    opts = WatchOptions(MineOptions(projects, skill, out, seed=1, rebuild=True), data / "mutator.db", min_traces=5)
+    clock = map(float, itertools.count(100)).__next__
+    row = tick(opts, clock=clock, run_child=lambda argv: (3, "stopped: budget"), say=lambda text: None)
+    assert row["outcome"] == "failed" and "exited 3" in row["reason"] and row["at"] == 100.0
+    # a failed tick does not move the watermark: the next one counts the same requests as new
+    row = tick(opts, clock=clock, run_child=lambda argv: (0, "No proposal: the champion is the seed"),
+               say=lambda text: None)
+    assert row["outcome"] == "skipped-delta" and row["new_eligible"] == 5 and "No proposal" in row["reason"]
+    row = tick(opts, clock=clock, run_child=lambda argv: (0, ""), say=lambda text: None)
+    assert row["outcome"] == "skipped-trigger" and row["new_eligible"] == 0
+    assert [r["outcome"] for r in connect(data / "mutator.db")["triggers"].rows] == \
+        ["failed", "skipped-delta", "skipped-trigger"]
+
+
+def test_one_watch_per_suites_folder(tmp_path: Path) -> None:
+    import pytest
+
+    from mutator.mining.watch import lock_key, watch
+    from mutator.store.lock import LockHeld, RunLock
+    skill = seed_skill(tmp_path)
+    out, data = tmp_path / "suites" / "live", tmp_path / "data"
+    opts = WatchOptions(MineOptions(tmp_path / "projects", skill, out, rebuild=True), data / "mutator.db")
+    held = RunLock.acquire(data, lock_key(out), what="the other watch")
+    try:
+        with pytest.raises(LockHeld, match="the watch of"):
+            watch(opts, once=True)
+    finally:
+        held.release()
+    (tmp_path / "projects").mkdir()
+    assert watch(opts, once=True) == 0          # free again: one skipped-trigger tick
