@@ -229,7 +229,7 @@ def _v8(db: sqlite_utils.Database) -> None:
         db["runs"].add_column(column, str)
 
 
-def _v10(db: sqlite_utils.Database) -> None:
+def _v9(db: sqlite_utils.Database) -> None:
     # The opt-in watch (mutator/mining/watch.py): one row per tick, whatever it decided. Idempotent, like _v7:
     # migrations are numbered by position, and this one is renumbered when the branches meet.
     if "triggers" in db.table_names():
@@ -243,7 +243,7 @@ def _v10(db: sqlite_utils.Database) -> None:
     db["triggers"].create_index(["at"])
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v10)
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
