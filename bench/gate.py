@@ -53,8 +53,11 @@ def demo_store(workdir: Path) -> Path:
     common = ["--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--data-dir", str(workdir),
               "--sandbox", "none", "--config", str(ROOT / "config.json")]
     for extra in (["--rounds", "4"], ["--aa", "4"]):
-        subprocess.run([sys.executable, str(ROOT / "run.py"), *common, *extra], check=True, cwd=ROOT, env=env,
-                       stdout=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, str(ROOT / "run.py"), *common, *extra], cwd=ROOT, env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"the demo dry run for the 'real' family failed (exit {done.returncode}):\n"
+                             f"{done.stderr[-2000:]}")
     return workdir / "mutator.db"
 
 
@@ -142,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", type=Path, help="a mutator.db whose stored gate and A/A deltas feed the 'real' family "
                    "(default: run the demo dry run into a temporary dir)")
     p.add_argument("--no-real", action="store_true", help="skip the 'real' family (no demo run)")
+    p.add_argument("--families", default="normal,t3,real", help="which noise families to run, comma-separated "
+                   "(default normal,t3,real)")
     p.add_argument("--gate-z", type=float, default=None, help="gate_z to calibrate (default: config.json score.gateZ)")
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
@@ -151,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         gate_z = load_settings(config_file=ROOT / "config.json").gate_z
     started = time.perf_counter()
     bank = None
-    if not args.no_real:
+    wanted = {f.strip() for f in args.families.split(",") if f.strip()}
+    if not args.no_real and "real" in wanted:
         if args.store:
             bank, source = real_deltas(args.store), str(args.store)
         else:
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     print("-" * len(head))
     off = 0
-    for family in families(bank):
+    for family in (f for f in families(bank) if f.name in wanted):
         for n in TASK_COUNTS:
             scale_bank = np.array([robust_scale(family.noise(rng, n)) for _ in range(BANK)])
             for rounds in ROUNDS:
