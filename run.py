@@ -55,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
                "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.")
     run = p.add_argument_group("what to run")
     run.add_argument("--suite", action=SuiteAction, help="train suite: a name from config.json 'suites' or a path "
-                                                         "(with --test-run: the suite to test on; with --check: "
+                                                         "(with --test-run or --compare: the suite to test on; with --check: "
                                                          "repeat it to check on several suites)")
     run.add_argument("--val", help="validation suite (required for a run; must differ from --suite)")
     run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
@@ -75,8 +75,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
                      help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded suites "
                           "<out>/<name>-train, -val and -test, split by --seed; needs --out suites/NAME")
-    run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
-                                                         "on --val (fresh replicate seeds) to measure gate noise")
+    run.add_argument("--aa", type=int, metavar="N", help="A/A run: N byte-identical copies of the seed on --val, each "
+                                                         "gated against its own fresh re-evaluation of the seed; "
+                                                         "prints the false-reject and beat +t·SE rates with exact "
+                                                         "binomial 95%% CIs beside the design")
     run.add_argument("--allow-split-mismatch", action="store_true",
                      help="use a suite in a role its suite.md 'split:' does not name (e.g. a val suite as train)")
     run.add_argument("--lint", type=Path, metavar="SKILL_DIR", help="print the critic's rows for a skill and exit 0 "

@@ -399,6 +399,11 @@ def main(argv: list[str] | None = None) -> None:
               f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
               f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.")
+    pairs = len(LINES) * (len(LINES) - 1) // 2
+    floor = 2 / 2 ** args.seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
+    if floor >= 0.05 / pairs:
+        print(f"Note: with {args.seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
+              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / pairs:.2g}; run --seeds 32.")
     for name, metric in (("final TRUE test composite", lambda o: o.test_true),
                          ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = significant(rows, metric)
