@@ -54,17 +54,22 @@ def parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  python run.py --suite clean-train --val clean-val --holdout clean-test --rounds 6 --replicates 4\n"
                "  python run.py --test-run RUN_ID          (on the run's --holdout, with its own agents)\n"
+               "  python run.py --compare RUN_A RUN_B --suite clean-test   (both champions, paired by task)\n"
                "  python run.py --lint SKILL_DIR [--against PARENT_DIR]\n"
                "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.")
     run = p.add_argument_group("what to run")
     run.add_argument("--suite", action=SuiteAction, help="train suite: a name from config.json 'suites' or a path "
-                                                         "(with --test-run: the suite to test on; with --check: "
+                                                         "(with --test-run or --compare: the suite to test on; with --check: "
                                                          "repeat it to check on several suites)")
     run.add_argument("--val", help="validation suite (required for a run; must differ from --suite)")
     run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
     run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
     run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
                                                        "cached and appended to the run's test timeline")
+    run.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
+                     help="measure both runs' champions on --suite (default: RUN_A's --holdout) through the cached "
+                          "test run, and print the paired Δ (B − A) ± SE, 95%% CI, sign test and McNemar: the "
+                          "dashboard's Compare figures")
     run.add_argument("--export", metavar="RUN", help="write RUN's attempts, evaluations, cells, tests and test runs "
                                                      "as tables for notebooks (--format, --out); spends nothing")
     run.add_argument("--format", choices=("csv", "parquet"), default="csv",
@@ -74,8 +79,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
                      help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded suites "
                           "<out>/<name>-train, -val and -test, split by --seed; needs --out suites/NAME")
-    run.add_argument("--aa", type=int, metavar="N", help="A/A run: the seed against N byte-identical copies of itself "
-                                                         "on --val (fresh replicate seeds) to measure gate noise")
+    run.add_argument("--aa", type=int, metavar="N", help="A/A run: N byte-identical copies of the seed on --val, each "
+                                                         "gated against its own fresh re-evaluation of the seed; "
+                                                         "prints the false-reject and beat +t·SE rates with exact "
+                                                         "binomial 95%% CIs beside the design")
     run.add_argument("--allow-split-mismatch", action="store_true",
                      help="use a suite in a role its suite.md 'split:' does not name (e.g. a val suite as train)")
     run.add_argument("--lint", type=Path, metavar="SKILL_DIR", help="print the critic's rows for a skill and exit 0 "
@@ -385,13 +392,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.serve:
             from mutator.server.cli import dashboard
             code = dashboard(settings, host=args.host, port=args.port, config=args.config,
-                             foreground=not (args.suite or args.val or args.test_run), allow_hosts=args.allow_host)
+                             foreground=not (args.suite or args.val or args.test_run or args.compare), allow_hosts=args.allow_host)
             if code is not None:
                 return code
         launcher = get_launcher(settings.sandbox, on_fallback=(lambda why: print(
             f"warning: no sandbox: agents run as bare processes (--sandbox auto could not use bwrap: {why})",
             file=sys.stderr)) if args.real else None)
         reap_orphans(settings.data_dir)
+        if args.compare:
+            from mutator.validity.comparerun import apply_compare_defaults
+            from mutator.validity.testrun import TestRunError
+            try:
+                apply_compare_defaults(settings, args)  # RUN_A's holdout and agent flags, unless typed
+            except TestRunError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
         if args.test_run:
             from mutator.validity.testrun import TestRunError, apply_run_defaults
             try:
@@ -405,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
         if typed and not args.real:
             raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
                               f"(without it the zero-spend fakes run)")
-        agents = real_agents(settings, args, build_only=bool(args.test_run)) if args.real else fake_agents()
+        agents = real_agents(settings, args, build_only=bool(args.test_run or args.compare)) if args.real \
+            else fake_agents()
         from mutator.after.spend import combine, daily_guard
         daily = daily_guard(settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
         if args.check:
@@ -436,6 +452,23 @@ def main(argv: list[str] | None = None) -> int:
                   f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
             from mutator.validity.report import render
             print(render(result["report"]))
+            return 0
+        if args.compare:
+            from mutator.validity.comparerun import compare_runs, render
+            from mutator.validity.testrun import TestRunError
+            suite = load(settings, args.suite, "--compare --suite", allow_mismatch=split_ok)
+            for run_id in args.compare:   # fixed champions: never while either loop runs
+                if settings.db_path.is_file() and KEY.match(run_id):
+                    hold(settings, run_id, what=f"run {run_id}", beat_params=[run_id],
+                         beat_sql="update test_runs set heartbeat_at = ? where run_id = ? and status = 'running'")
+            try:
+                pair = compare_runs(settings, *args.compare, suite, agent_argv=list(agents.build_argv),
+                                    launcher=launcher, progress=progress, network=agents.network,
+                                    build_id=agents.build_id)
+            except TestRunError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+            print(render(pair))
             return 0
         if args.plan:
             from mutator.validity.plan import plan, render_plan

@@ -8,7 +8,11 @@ titlecase hurts, three rules only add turns (cost). The optimum is enumerated ex
 strategy classes and the REAL gate (mutator/score.py) run in a loop mirroring mutator/loop.py, with a
 simulated mutator shared by all strategies. Everything runs in-process: no agents, no database.
 
-    python bench/strategies.py [--seeds 8] [--budget 640] [--replicates 2]
+Every line gets the same rollout budget (val + train cells; best-of-N included) and stops before an evaluation
+would pass it. Beside the real gate, two greedy lines judge candidates without it: keep iff Δ > 0, and a raw
+threshold (keep iff Δ ≥ τ, gateZ 0). The last lines name the differences that are significant, paired over seeds.
+
+    python bench/strategies.py [--seeds 8] [--budget 640] [--replicates 2]     (--seeds 32 for the full run)
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import importlib.util
 import itertools
 import json
+import math
 import random
 import statistics
 import sys
@@ -40,6 +45,7 @@ WEIGHTS = Weights(0.1, 0.02)
 MUTATOR_USD = 3000 * 5e-6 + 400 * 25e-6            # one fake mutator call priced as claude-opus-4-5
 PER_TURN_IN, PER_TURN_OUT = 900, 80                 # fake agent tokens per turn (haiku: $1 / $5 per M)
 SMART = 0.5                                         # chance the mutator acts on its evidence, else a random change
+RAW_THRESHOLD = 0.02                                # the raw-threshold line: keep iff Δ ≥ this (gateZ 0)
 
 Genome = frozenset  # of (op, variant)
 
@@ -166,6 +172,19 @@ class Mutator:
         return parent | {(op, variant)}, op
 
 
+class OutOfBudget(Exception):
+    """The next evaluation would pass the line's rollout budget: the search ends where it stands."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One contender: a strategy and how its candidates are judged against the incumbent."""
+    label: str
+    strategy: str
+    opts: dict
+    keep: str = "gate"        # 'gate' (the real gate, gateZ 1) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0)
+
+
 @dataclass
 class Outcome:
     curve: list[tuple[int, float]]     # (rollouts so far, true val composite of the incumbent)
@@ -175,9 +194,11 @@ class Outcome:
     usd: float
 
 
-def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, replicates: int, seed: int) -> Outcome:
-    rng = random.Random(f"bench:{seed}:{strategy_id}")
-    mutator = Mutator(land, random.Random(f"mutator:{seed}:{strategy_id}"))
+def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,
+               raw_threshold: float = RAW_THRESHOLD) -> Outcome:
+    strategy_id, opts = line.strategy, line.opts
+    rng = random.Random(f"bench:{seed}:{line.label}")
+    mutator = Mutator(land, random.Random(f"mutator:{seed}:{line.label}"))
     norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
     val_cells: dict[Genome, list[CellFigures]] = {}
     train_cells: dict[Genome, list[CellFigures]] = {}
@@ -192,6 +213,8 @@ def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, repli
 
     def evaluate(g: Genome, split: str, store: dict) -> list[CellFigures]:
         if g not in store:  # the evaluation cache: same genome, same contract, no new spend
+            if spent["rollouts"] + replicates * len(land.suites[split]) > budget:
+                raise OutOfBudget  # every line stops at the same hard rollout cap
             store[g], failing_tests = land.cells(g, split, replicates, rng)
             if split == "train":
                 train_failing[g] = failing_tests
@@ -216,53 +239,60 @@ def run_search(land: Landscape, strategy_id: str, opts: dict, budget: int, repli
     evaluate(seed_genome, "train", train_cells)
     curve = [(spent["rollouts"], land.expected(seed_genome, "val", norms["val"]))]
 
-    if strategy_id == "best-of-n":
-        best = seed_genome
-        # independent mutants of the seed until the budget is spent; a duplicate is served from the cache
-        while spent["rollouts"] + val_size <= budget and calls["n"] < 3 * budget // val_size:
-            child, _ = mutator(seed_genome, objective=None, refs=[], failing=failing(seed_genome), targets=())
-            spent["usd"] += MUTATOR_USD
-            calls["n"] += 1
-            if child == seed_genome:
-                continue
-            evaluate(child, "val", val_cells)
-            if member(child).composite > member(best).composite:
-                best = child
-            curve.append((spent["rollouts"], land.expected(best, "val", norms["val"])))
-        incumbent = best
-    else:
-        strategy = make_strategy(strategy_id, opts)
-        incumbent, pool, prior = seed_genome, (), []
-        round_no = 0
-        # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
-        while spent["rollouts"] < budget and calls["n"] < 3 * budget // val_size:
-            round_no += 1
-            members = tuple(member(g) for g in val_cells)
-            state = State(round_no, member(incumbent), random.Random(f"{seed}:{strategy_id}:{round_no}"),
-                          members, pool)
-            scored, first_op = [], None
-            for sibling, spec in enumerate(strategy.plan(state)):
-                parent = by_name[spec.parent_hash]
-                child, op = mutator(parent, objective=first_op if spec.share_objective else None,
-                                    refs=[by_name[h] for h in spec.ref_hashes], failing=failing(parent),
-                                    targets=spec.target_tasks)
+    incumbent = seed_genome
+    try:
+        if strategy_id == "best-of-n":
+            # independent mutants of the seed until the budget is spent; a duplicate is served from the cache
+            while calls["n"] < 3 * budget // val_size:
+                child, _ = mutator(seed_genome, objective=None, refs=[], failing=failing(seed_genome), targets=())
                 spent["usd"] += MUTATOR_USD
                 calls["n"] += 1
-                first_op = op if sibling == 0 else first_op
-                if child == parent:  # the critic rejects a no-op without spending an evaluation
-                    scored.append(Scored(sibling, spec, None, evaluated=False))
+                if child == seed_genome:
                     continue
-                cand = per_task(evaluate(child, "val", val_cells), WEIGHTS, norms["val"])
-                gate = compare(cand, per_task(val_cells[incumbent], WEIGHTS, norms["val"]), prior=prior,
-                               min_improvement=0.0, gate_z=1.0)
-                prior.append(Comparison(gate.n, gate.s_r))
-                scored.append(Scored(sibling, spec, name(child), True, member(child).composite, gate.keep,
-                                     {t: f.composite for t, f in cand.items()}))
-            integration = strategy.integrate(state, scored)
-            incumbent, pool = by_name[integration.incumbent], integration.pool or pool
-            for h in integration.selected:
-                evaluate(by_name[h], "train", train_cells)
-            curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
+                evaluate(child, "val", val_cells)
+                if member(child).composite > member(incumbent).composite:
+                    incumbent = child
+                curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
+        else:
+            strategy = make_strategy(strategy_id, opts)
+            pool, prior = (), []
+            round_no = 0
+            # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
+            while calls["n"] < 3 * budget // val_size:
+                round_no += 1
+                members = tuple(member(g) for g in val_cells)
+                state = State(round_no, member(incumbent), random.Random(f"{seed}:{strategy_id}:{round_no}"),
+                              members, pool)
+                scored, first_op = [], None
+                for sibling, spec in enumerate(strategy.plan(state)):
+                    parent = by_name[spec.parent_hash]
+                    child, op = mutator(parent, objective=first_op if spec.share_objective else None,
+                                        refs=[by_name[h] for h in spec.ref_hashes], failing=failing(parent),
+                                        targets=spec.target_tasks)
+                    spent["usd"] += MUTATOR_USD
+                    calls["n"] += 1
+                    first_op = op if sibling == 0 else first_op
+                    if child == parent:  # the critic rejects a no-op without spending an evaluation
+                        scored.append(Scored(sibling, spec, None, evaluated=False))
+                        continue
+                    cand = per_task(evaluate(child, "val", val_cells), WEIGHTS, norms["val"])
+                    base = per_task(val_cells[incumbent], WEIGHTS, norms["val"])
+                    if line.keep == "raw":
+                        gate = compare(cand, base, prior=prior, min_improvement=raw_threshold, gate_z=0.0)
+                        keep = gate.keep
+                    else:
+                        gate = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=1.0)
+                        keep = gate.keep if line.keep == "gate" else gate.delta > 1e-12
+                    prior.append(Comparison(gate.n, gate.s_r))
+                    scored.append(Scored(sibling, spec, name(child), True, member(child).composite, keep,
+                                         {t: f.composite for t, f in cand.items()}))
+                integration = strategy.integrate(state, scored)
+                incumbent, pool = by_name[integration.incumbent], integration.pool or pool
+                curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
+                for h in integration.selected:
+                    evaluate(by_name[h], "train", train_cells)
+    except OutOfBudget:
+        curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
     return Outcome(curve, member(incumbent).composite, land.expected(incumbent, "test", norms["test"]),
                    spent["rollouts"], spent["usd"])
 
@@ -273,48 +303,113 @@ def mean_se(values: list[float]) -> str:
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) / len(values) ** 0.5:.4f}"
 
 
-def main() -> None:
+LINES = (
+    Line("greedy", "greedy", {}),
+    Line("greedy-nogate", "greedy", {}, keep="positive"),
+    Line("greedy-raw", "greedy", {}, keep="raw"),
+    Line("branching", "branching", {"width": 3}),
+    Line("population", "population", {}),
+    Line("pareto", "pareto", {}),
+    Line("best-of-n", "best-of-n", {}),
+)
+
+
+def to_target(outcome: Outcome, target: float) -> int | None:
+    """Rollouts spent when the incumbent's TRUE val composite first reached `target`; None = censored (never)."""
+    return next((r for r, v in outcome.curve if v >= target - 1e-12), None)
+
+
+def censored_median(hits: list[int | None], budget: int) -> str:
+    """The median of rollouts-to-target with the censored seeds counted as 'more than the budget'."""
+    ordered = sorted(math.inf if h is None else h for h in hits)
+    mid = ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
+    if math.isinf(mid[1]):
+        return f"> {budget}"
+    return f"{statistics.mean(mid):.0f}"
+
+
+def wilcoxon_p(a: list[float], b: list[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p over paired seeds; 1 when every pair ties."""
+    from scipy import stats
+    diffs = [x - y for x, y in zip(a, b, strict=True)]
+    if all(abs(d) < 1e-12 for d in diffs):
+        return 1.0
+    return float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
+
+
+def significant(rows: dict[str, list[Outcome]], metric, alpha: float = 0.05) -> list[str]:
+    """Every pair of lines whose paired difference in `metric` is significant after Holm's correction."""
+    labels = list(rows)
+    tests = []
+    for i, x in enumerate(labels):
+        for y in labels[i + 1:]:
+            a, b = [metric(o) for o in rows[x]], [metric(o) for o in rows[y]]
+            better, worse = (x, y) if statistics.mean(a) >= statistics.mean(b) else (y, x)
+            tests.append((wilcoxon_p(a, b), better, worse))
+    tests.sort()
+    found = []
+    for rank, (p, better, worse) in enumerate(tests):
+        if p * (len(tests) - rank) >= alpha:
+            break  # Holm: stop at the first pair that fails its step-down level
+        found.append(f"{better} > {worse} (p={p:.2g})")
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=8)
-    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train")
+    ap.add_argument("--seeds", type=int, default=8, help="landscapes (paired across lines); 32 for the full "
+                    "comparison (default 8 to stay quick)")
+    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every line "
+                    "stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
-    args = ap.parse_args()
+    ap.add_argument("--raw-threshold", type=float, default=RAW_THRESHOLD,
+                    help=f"the greedy-raw line keeps iff Δ ≥ this (gateZ 0; default {RAW_THRESHOLD})")
+    args = ap.parse_args(argv)
     started = time.monotonic()
-    contenders = [("greedy", {}), ("branching", {"width": 3}), ("population", {}), ("pareto", {}), ("best-of-n", {})]
-    rows: dict[str, list[Outcome]] = {c: [] for c, _ in contenders}
-    gaps, optima = [], []
+    rows: dict[str, list[Outcome]] = {line.label: [] for line in LINES}
+    targets, optima = [], []
     for seed in range(args.seeds):
         land = Landscape(random.Random(seed))
         val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
         seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
         optima.append((seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
                        land.optimum("test", test_norm)))
-        gaps.append(seed_val + 0.9 * (opt_val - seed_val))
-        for strategy_id, opts in contenders:
-            rows[strategy_id].append(run_search(land, strategy_id, opts, args.budget, args.replicates, seed))
-    print(f"Synthetic landscape from the fakes: {args.seeds} seeds, budget {args.budget} rollouts, "
-          f"{args.replicates} replicates, val {len(land.suites['val'])} tasks, test {len(land.suites['test'])} tasks.")
+        targets.append(seed_val + 0.9 * (opt_val - seed_val))
+        for line in LINES:
+            rows[line.label].append(run_search(land, line, args.budget, args.replicates, seed, args.raw_threshold))
+    print(f"Synthetic landscape from the fakes: {args.seeds} seeds, an equal budget of {args.budget} rollouts per "
+          f"line (val + train cells), {args.replicates} replicates, val {len(land.suites['val'])} tasks, "
+          f"test {len(land.suites['test'])} tasks.")
     print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in optima):.4f} → optimum "
           f"{statistics.mean(o[1] for o in optima):.4f}; seed test {statistics.mean(o[2] for o in optima):.4f} → "
           f"optimum {statistics.mean(o[3] for o in optima):.4f}.")
-    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap "
-          "(median over seeds that got there).\n")
-    header = (f"| {'strategy':<11} | {'reached 90%':>11} | {'rollouts to 90%':>15} | {'final val (measured)':>20} | "
+    print("Lines: greedy = the real gate (gateZ 1); greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff "
+          f"Δ ≥ {args.raw_threshold:g} (gateZ 0); best-of-N = independent mutants of the seed, best measured val.")
+    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
+          "median counts the seeds that never got there as censored at '> budget'.\n")
+    header = (f"| {'line':<13} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
               f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
     print(header)
-    print("|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|")
-    for strategy_id, outcomes in rows.items():
-        hits = []
-        for outcome, target in zip(outcomes, gaps, strict=True):
-            hit = next((r for r, v in outcome.curve if v >= target - 1e-12), None)
-            if hit is not None:
-                hits.append(hit)
-        to90 = f"{statistics.median(hits):.0f}" if hits else "never"
-        print(f"| {strategy_id:<11} | {len(hits):>5}/{len(outcomes):<5} | {to90:>15} | "
+    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
+    for label, outcomes in rows.items():
+        hits = [to_target(o, t) for o, t in zip(outcomes, targets, strict=True)]
+        reached = sum(h is not None for h in hits)
+        print(f"| {label:<13} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, args.budget):>13} | "
               f"{mean_se([o.val_measured for o in outcomes]):>20} | "
               f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
               f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.")
+    pairs = len(LINES) * (len(LINES) - 1) // 2
+    floor = 2 / 2 ** args.seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
+    if floor >= 0.05 / pairs:
+        print(f"Note: with {args.seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
+              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / pairs:.2g}; run --seeds 32.")
+    for name, metric in (("final TRUE test composite", lambda o: o.test_true),
+                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
+        found = significant(rows, metric)
+        print(f"Significant on {name} (Wilcoxon signed-rank, paired over {args.seeds} seeds, Holm-adjusted "
+              f"p < 0.05): " + ("; ".join(found) if found else "none") + (" — every other difference is not."
+                                                                          if found else "."))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from pathlib import Path
 from eval.suite import Suite
 from mutator.config import ConfigError
 
-ROLES = {"--suite": "train", "--val": "val", "--holdout": "test", "--test-run --suite": "test"}
+ROLES = {"--suite": "train", "--val": "val", "--holdout": "test", "--test-run --suite": "test",
+         "--compare --suite": "test"}
 
 
 def check_seed_skill(skill_dir: Path) -> None:

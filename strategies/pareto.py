@@ -3,7 +3,9 @@
 The front holds every scored genome that is best on at least one val task (ties included) and is not
 dominated by another; a parent is drawn weighted by how many tasks it leads. The mutator is pointed at
 the TRAIN tasks where that parent trails the front (it must never learn which val tasks moved).
-Kept = entered the front; incumbent = best mean val composite over everything scored.
+Kept = entered the front or became the champion. The champion (incumbent) changes only to this round's best newcomer by mean val
+composite, and only when that newcomer beats the champion's composite AND passes the noise gate against it: a
+lucky score must not take the lead on noise (the front keeps every member either way).
 """
 
 from __future__ import annotations
@@ -91,14 +93,21 @@ class Pareto:
                 newcomers[child.genome_hash] = child.sibling
                 members.append(Member(child.genome_hash, child.composite, dict(child.task_composites)))
         leads = front(members)
-        verdicts = {c.sibling: "KEEP" if newcomers.get(c.genome_hash or "") == c.sibling and c.genome_hash in leads
-                    else "REJECT" for c in scored if c.evaluated and c.genome_hash is not None}
         current = state.incumbent.genome_hash
-        # best mean composite; an exact tie keeps the current incumbent, then the earliest genome
         order = {m.genome_hash: i for i, m in enumerate(members)}
-        incumbent = max(members, key=lambda m: (m.composite, m.genome_hash == current, -order[m.genome_hash]))
+        # the new best must beat the champion's mean composite and pass the gate against it (the loop gates every
+        # candidate against the incumbent); an exact tie keeps the earliest sibling
+        challengers = [c for c in scored if c.evaluated and c.genome_hash in newcomers
+                       and newcomers[c.genome_hash] == c.sibling]
+        best = max(challengers, key=lambda c: (c.composite, -c.sibling), default=None)
+        incumbent = current
+        if best is not None and best.keep_by_gate and best.composite > state.incumbent.composite + TIE:
+            incumbent = best.genome_hash
+        verdicts = {c.sibling: "KEEP" if newcomers.get(c.genome_hash or "") == c.sibling
+                    and (c.genome_hash in leads or c.genome_hash == incumbent) else "REJECT"
+                    for c in scored if c.evaluated and c.genome_hash is not None}
         selected = [h for h in newcomers if h in leads]
-        if incumbent.genome_hash != current and incumbent.genome_hash not in selected:
-            selected.append(incumbent.genome_hash)
+        if incumbent != current and incumbent not in selected:
+            selected.append(incumbent)
         pool = tuple(sorted(leads, key=lambda h: (-leads[h], order[h])))
-        return Integration(verdicts=verdicts, incumbent=incumbent.genome_hash, selected=tuple(selected), pool=pool)
+        return Integration(verdicts=verdicts, incumbent=incumbent, selected=tuple(selected), pool=pool)

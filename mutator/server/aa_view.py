@@ -2,7 +2,8 @@
 
 Read-only over an A/A run's attempt rows (mutator/validity/aa.py writes them). A copy is byte-identical to the
 seed, so every called difference is a false call: a REJECT (Δ below minImprovement − t·SE) or a false
-improvement (Δ above minImprovement + t·SE). The rate gets an exact (Clopper–Pearson) binomial 95% CI.
+improvement (Δ above minImprovement + t·SE). Each rate gets an exact (Clopper–Pearson) binomial 95% CI
+(mutator/validity/stats.py binomial_rate) and the design rate 1 − Φ(gateZ) beside it.
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ from collections.abc import Sequence
 
 from scipy import stats
 
+from mutator.validity.stats import binomial_rate
+
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
     """Exact binomial CI for k successes in n trials; (None, None) when n is 0."""
-    if n <= 0:
-        return None, None
-    alpha = 1.0 - level
-    low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
-    high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return low, high
+    rate = binomial_rate(k, n, confidence=level)
+    return rate.ci_low, rate.ci_high
 
 
 def summary(run: dict, attempts: Sequence[dict]) -> dict:
@@ -38,14 +37,19 @@ def summary(run: dict, attempts: Sequence[dict]) -> dict:
         copies.append({"copy": a["round"], "attempt_id": a.get("id"), "delta": a["delta"],
                        "lower": a["gate_threshold"], "upper": upper, "se": a.get("gate_se"), "t": a.get("gate_t"),
                        "verdict": a["verdict"], "false_improvement": false_gain,
-                       "called": a["verdict"] == "REJECT" or false_gain})
+                       "called": a["verdict"] == "REJECT" or false_gain,
+                       "independent": bool(recorded.get("seed_evaluation_id"))})
     n = len(copies)
     called = sum(c["called"] for c in copies)
     low, high = clopper_pearson(called, n)
     gate_z = run.get("gate_z") or 0.0
     one_side = float(stats.norm.sf(gate_z)) if gate_z > 0 else None
+    rejects = sum(c["verdict"] == "REJECT" for c in copies)
+    gains = sum(c["false_improvement"] for c in copies)
     return {"copies": copies, "n": n, "false_calls": called, "rate": called / n if n else None,
-            "ci_low": low, "ci_high": high, "rejects": sum(c["verdict"] == "REJECT" for c in copies),
-            "false_improvements": sum(c["false_improvement"] for c in copies),
+            "ci_low": low, "ci_high": high, "rejects": rejects, "false_improvements": gains,
+            "reject_rate": binomial_rate(rejects, n).to_json(), "improvement_rate": binomial_rate(gains, n).to_json(),
+            # copies compared with their own fresh seed evaluation are independent trials; older runs shared one
+            "independent": bool(copies) and all(c["independent"] for c in copies),
             "design_one_side": one_side, "design_both": 2 * one_side if one_side is not None else None,
             "gate_z": gate_z, "min_improvement": min_improvement}

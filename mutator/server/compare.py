@@ -1,8 +1,9 @@
 """Compare runs: 2–4 runs of a skill side by side — their champion curves on one round axis, seed / champion /
 test figures, and for two runs whose champions were tested on the same suite, the paired test Δ between them.
 
-Read-only. The paired Δ scores both champions' cells with the first run's weights and the first run's seed
-on that suite as the normaliser, so both sides are on one scale (the same scale as that run's test report).
+Read-only. The paired Δ (mutator/validity/pairs.py, shared with `run.py --compare`) scores both champions' cells
+with the first run's weights and the first run's seed on that suite as the normaliser, so both sides are on one
+scale (the same scale as that run's test report); it carries the sign test and McNemar per pass/fail test too.
 """
 
 from __future__ import annotations
@@ -11,20 +12,11 @@ from itertools import combinations
 
 import sqlite_utils
 
-from mutator.score import CellFigures, Normalisers, Weights, normalisers, per_task
 from mutator.server import queries as Q
 from mutator.server import verdicts as V
-from mutator.validity.stats import paired, paired_delta
+from mutator.validity.pairs import champions_pair
 
 MAX_RUNS = 4
-
-
-def _cells(db: sqlite_utils.Database, evaluation_id: int | None) -> list[CellFigures]:
-    if not evaluation_id:
-        return []
-    return [CellFigures(r[0], r[1], r[2] or 0.0, r[3] or 0.0, r[4] or 0, r[5] == "ok") for r in db.conn.execute(
-        "select task_id, replicate, score, cost_usd, steps, status from cells where evaluation_id = ?",
-        [evaluation_id]).fetchall()]
 
 
 def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
@@ -61,18 +53,11 @@ def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
 
 def _pair(db: sqlite_utils.Database, a: dict, b: dict, suite: str) -> dict:
     ta, tb = a["latest_tests"][suite], b["latest_tests"][suite]
-    run = a["run"]
-    weights = Weights(run["w_cost"] or 0.0, run["w_steps"] or 0.0)
-    seed_cells = _cells(db, ta.get("seed_evaluation_id"))
-    norm = normalisers(seed_cells) if seed_cells else Normalisers(0.0, 0.0)
-    tasks_a = {t: f.composite for t, f in per_task(_cells(db, ta["evaluation_id"]), weights, norm).items()}
-    tasks_b = {t: f.composite for t, f in per_task(_cells(db, tb["evaluation_id"]), weights, norm).items()}
-    deltas = paired(tasks_b, tasks_a)
-    out = {"a": run["id"], "b": b["run"]["id"], "suite": suite, "same_genome": ta["genome_hash"] == tb["genome_hash"],
-           "test_runs": [ta["id"], tb["id"]], "n": len(deltas)}
-    if deltas:
-        d = paired_delta(deltas)
-        out.update(mean=d.mean, se=d.se, ci_low=d.ci_low, ci_high=d.ci_high, p_value=d.p_value)
+    out = champions_pair(db, a["run"], b["run"], suite=suite, eval_a=ta["evaluation_id"], eval_b=tb["evaluation_id"],
+                         seed_eval_a=ta.get("seed_evaluation_id"), genome_a=ta["genome_hash"],
+                         genome_b=tb["genome_hash"])
+    out.pop("deltas", None)
+    out["test_runs"] = [ta["id"], tb["id"]]
     return out
 
 

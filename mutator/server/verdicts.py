@@ -2,7 +2,8 @@
 
 Pure functions over attempt rows (no SQL, no HTTP). They restate each strategy's integrate rule in words
 and must agree with strategies/: greedy and branching keep the best gate-passing candidate, population's
-incumbent is its pool leader (the snapshot's first hash), pareto's is the best val composite so far.
+incumbent is its pool leader (the snapshot's first hash), pareto's changes to a round's best new genome when it
+beats the incumbent's val composite and passes the gate against it.
 """
 
 from __future__ import annotations
@@ -69,13 +70,19 @@ def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
             if snapshot and not kept_back:
                 current = snapshot[0]
         elif strategy == "pareto":
+            fresh = []
             for r in at:
                 if (r.get("val_evaluation_id") and r.get("composite") is not None and r["status"] != "failed"
                         and r["genome_hash"] not in scored):
                     scored[r["genome_hash"]] = (r["composite"], len(scored))
-            if any(r["verdict"] in ("KEEP", "REJECT") for r in at) and scored:
-                # the strategy's rule: best composite; a tie keeps the current incumbent, then the earliest
-                current = max(scored, key=lambda g: (scored[g][0], g == current, -scored[g][1]))
+                    fresh.append(r)
+            if any(r["verdict"] in ("KEEP", "REJECT") for r in at) and fresh:
+                # the strategy's rule: the round's best new genome (earliest sibling on a tie) takes over when it
+                # beats the incumbent's composite and passed the gate against it
+                best = max(fresh, key=lambda r: (r["composite"], -r.get("sibling", 0)))
+                mine = scored.get(current or "", (float("-inf"), 0))[0]
+                if best["composite"] > mine + 1e-12 and _passes(best):
+                    current = best["genome_hash"]
         else:
             for r in at:
                 if r["verdict"] == "KEEP" and r.get("genome_hash"):
@@ -152,7 +159,11 @@ def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str
             return f"kept: entered the pool {where}{_confirmed(a)}"
         return f"kept: entered the pool{_confirmed(a)}"
     if strategy == "pareto":
-        return f"kept: a new genome on the per-task Pareto front{_confirmed(a)}"
+        if _passes(a) and (a.get("delta") or 0) > 0:   # pareto plans one candidate a round: it is the round's best
+            return f"kept: the new champion — it beat the champion's val composite and passed the gate ({gate})" \
+                f"{_confirmed(a)}"
+        return f"kept: a new genome on the per-task Pareto front (the champion stays unless a new best passes the " \
+            f"gate){_confirmed(a)}"
     evaluated = [s for s in siblings if s.get("delta") is not None]
     if strategy == "branching" and len(evaluated) > 1:
         return f"kept: best of {len(evaluated)} siblings and {gate} (Δ at or above it){_confirmed(a)}"

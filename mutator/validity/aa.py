@@ -1,8 +1,11 @@
 """A/A mode: the seed against N byte-identical copies of itself through the full evaluate → gate path.
 
 Identical genomes share one hash, so each copy gets a fresh replicate salt (`Contract.salt`): new cell
-seeds, a new cache key, real cells. Any difference the gate calls is noise by construction, so the run
-measures the gate's false-alarm rate and the per-task noise that every other run's SE is built from.
+seeds, a new cache key, real cells. Each copy is gated against its OWN re-evaluation of the seed (a second
+fresh salt), so the copies are independent trials: their verdicts are not correlated through one shared seed
+evaluation, and the false-reject and "beat +t·SE" rates get honest exact binomial CIs. Any difference the gate
+calls is noise by construction, so the run measures the gate's false-alarm rate and the per-task noise that
+every other run's SE is built from.
 Stored as runs.kind = 'aa' with one attempts row per copy; never mutates, never reads a test suite.
 """
 
@@ -38,6 +41,7 @@ from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
+from mutator.validity.stats import Rate, binomial_rate
 from sandbox import Launcher
 
 KIND = "aa"
@@ -45,6 +49,11 @@ KIND = "aa"
 
 def salt(copy: int) -> str:
     return f"aa-{copy}"
+
+
+def seed_salt(copy: int) -> str:
+    """The salt of the seed's re-evaluation that copy `copy` is compared with (its own, fresh)."""
+    return f"aa-{copy}-seed"
 
 
 class AARun:
@@ -69,7 +78,7 @@ class AARun:
         s = self.settings
         return {"kind": KIND, "seed": seed_hash, "val": [self.val.name, self.val.content_hash],
                 "contract": self.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
-                "min_improvement": s.min_improvement, "gate_z": s.gate_z}
+                "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent"}
 
     def _open(self, copies: int) -> str:
         s = self.settings
@@ -140,9 +149,9 @@ class AARun:
             "val_evaluation_id": seed.evaluation_id, "composite": figures.composite, "eval": figures.eval,
             "cost": figures.cost, "steps": figures.steps, "finished_at": now()})
         self.db["runs"].update(self.run_id, {"seed_val_cost": norm.seed_cost, "seed_val_steps": norm.seed_steps})
-        incumbent = per_task(seed.cells, self.weights, norm)
         self.progress.say(f"A/A {self.run_id}: seed {seed_hash[:12]} vs {copies} identical copies on {self.val.name} "
-                          f"({len(self.val.tasks)} tasks × {self.contract.replicates} replicates)")
+                          f"({len(self.val.tasks)} tasks × {self.contract.replicates} replicates), each against "
+                          f"its own re-evaluation of the seed")
         for copy in range(1, copies + 1):
             row = self._attempt(copy)
             if row and row["verdict"]:
@@ -151,10 +160,14 @@ class AARun:
                 self.db["attempts"].insert({
                     "run_id": self.run_id, "round": copy, "sibling": 0, "parent_hash": seed_hash,
                     "genome_hash": seed_hash, "status": "pending", "started_at": now(),
-                    "summary": f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}"})
+                    "summary": f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}, "
+                               f"against the seed re-evaluated with salt {seed_salt(copy)}"})
                 row = self._attempt(copy)
+            base = self._evaluate(seed_hash, replace(self.contract, salt=seed_salt(copy)),
+                                  f"A/A · seed again for copy {copy}/{copies} on {self.val.name}")
             outcome = self._evaluate(seed_hash, replace(self.contract, salt=salt(copy)),
                                      f"A/A · copy {copy}/{copies} on {self.val.name}")
+            incumbent = per_task(base.cells, self.weights, norm)
             prior = [Comparison(r["gate_n"], loads(r["gate"])["s_r"]) for r in rows(
                 self.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
                          "gate is not null order by round", [self.run_id, copy - 1])]
@@ -168,7 +181,9 @@ class AARun:
                 "cost": summary.cost, "steps": summary.steps, "delta": gate.delta, "delta_eval": gate.delta_eval,
                 "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps, "gate_threshold": gate.threshold,
                 "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df, "gate_t": gate.t, "gate_n": gate.n,
-                "gate": dumps({**gate.to_json(), "aa": {"salt": salt(copy), "false_improvement": bool(gain)}}),
+                "gate": dumps({**gate.to_json(), "aa": {"salt": salt(copy), "seed_salt": seed_salt(copy),
+                                                        "seed_evaluation_id": base.evaluation_id,
+                                                        "false_improvement": bool(gain)}}),
                 "finished_at": now()})
             self.db["runs"].update(self.run_id, {"rounds_done": copy, "updated_at": now()})
             self.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
@@ -205,12 +220,16 @@ def figures(db: sqlite_utils.Database, run_id: str) -> dict:
     norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
     all_deltas = [d for c in copies for d in loads(c["gate"])["deltas"].values()]
     last = copies[-1] if copies else None
-    evaluations = [e for e in [seed[0]["val_evaluation_id"] if seed else None, *(c["val_evaluation_id"]
-                                                                                 for c in copies)] if e]
+    bases = [loads(c["gate"])["aa"].get("seed_evaluation_id") for c in copies]
+    evaluations = [e for e in [seed[0]["val_evaluation_id"] if seed else None, *bases,
+                               *(c["val_evaluation_id"] for c in copies)] if e]
+    rejects = sum(c["verdict"] == "REJECT" for c in copies)
+    gains = sum(bool(loads(c["gate"])["aa"]["false_improvement"]) for c in copies)
     return {
         "run": run, "copies": copies, "n": len(copies),
-        "rejects": sum(c["verdict"] == "REJECT" for c in copies),
-        "false_improvements": sum(bool(loads(c["gate"])["aa"]["false_improvement"]) for c in copies),
+        "rejects": rejects, "false_improvements": gains,
+        "reject_rate": binomial_rate(rejects, len(copies)), "improvement_rate": binomial_rate(gains, len(copies)),
+        "independent": bool(copies) and all(bases),
         "s": last["gate_s"] if last else None, "df": last["gate_df"] if last else None,
         "n_tasks": last["gate_n"] if last else None,
         "se": (last["gate_s"] / math.sqrt(last["gate_n"])) if last else None,
@@ -238,20 +257,29 @@ def summary(db: sqlite_utils.Database, run_id: str) -> str:
     d = "—" if design is None else f"{design:.1%}"
     lines += [
         "",
-        f"  The gate called a difference in {called} of {n} identical comparisons ({called / n:.0%}): "
-        f"REJECT {f['rejects']} ({f['rejects'] / n:.0%}; design {d} at gate_z {gate_z:g}, min_improvement 0) · "
-        f"false improvements (Δ > min_improvement + t·SE) {f['false_improvements']} "
-        f"({f['false_improvements'] / n:.0%}; design {d})",
+        f"  The gate called a difference in {called} of {n} identical comparisons ({called / n:.0%}); "
+        f"design {d} per side at gate_z {gate_z:g}" + (", min_improvement 0" if not run["min_improvement"] else
+                                                        f" (for min_improvement 0; this run's is {run['min_improvement']:g})"),
+        f"  false REJECT   {_rate(f['reject_rate'])}   design {d}",
+        f"  beat +t·SE     {_rate(f['improvement_rate'])}   design {d}   (Δ > min_improvement + t·SE: a false improvement)",
         f"  Per-task noise: pooled robust s = {f['s']:.4f} (df {f['df']}) · plain SD of all {n}×{f['n_tasks']} "
         f"copy−seed deltas = {_num(f['sd_deltas'])} → SE of one comparison on {f['n_tasks']} tasks = "
         f"s/√{f['n_tasks']} = {f['se']:.4f}",
         f"  Cell noise: within-task SD of one cell's composite = {_num(f['cell_sd'])} → a task delta at {reps} "
         f"replicates has SD ≈ σ_cell·√(2/{reps}) = {_num(f['cell_sd'] and f['cell_sd'] * math.sqrt(2 / reps))}",
-        "  Every copy is compared with the same seed evaluation (as candidates are with one incumbent "
-        "evaluation), so the verdicts are correlated; more copies tighten the rates.",
+        ("  Each copy is compared with its own fresh re-evaluation of the seed, so the copies are independent "
+         "trials and the CIs are exact binomial (Clopper–Pearson) intervals; more copies tighten them."
+         if f["independent"] else "  These copies share one seed evaluation (an A/A run from before independent "
+         "pairing), so their verdicts are correlated and the CIs are optimistic."),
         f"  Spend ${run['cost_usd']:.4f} ({spend_basis(run['agent'])}).",
     ]
     return "\n".join(lines)
+
+
+def _rate(rate: Rate) -> str:
+    if rate.rate is None:
+        return "—"
+    return f"{rate.k:>3}/{rate.n:<3} = {rate.rate:6.1%}  95% CI [{rate.ci_low:.1%}, {rate.ci_high:.1%}] (exact binomial)"
 
 
 def _num(value: float | None) -> str:

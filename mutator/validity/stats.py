@@ -156,3 +156,29 @@ def two_sided_critical(alpha: float, df: int | None = None) -> float:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     return float(stats.t.ppf(1 - alpha / 2, df)) if df else float(stats.norm.ppf(1 - alpha / 2))
+
+
+# --- rates ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rate:
+    """k events in n trials: the rate and its exact (Clopper–Pearson) binomial CI; None figures when n is 0."""
+
+    k: int
+    n: int
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float = 0.95
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def binomial_rate(k: int, n: int, *, confidence: float = 0.95) -> Rate:
+    """`scipy.stats.binomtest(k, n).proportion_ci(method='exact')`, the interval an A/A false-call rate is read with."""
+    if n <= 0:
+        return Rate(k, n, None, None, None, confidence)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    return Rate(k, n, k / n, float(ci.low), float(ci.high), confidence)

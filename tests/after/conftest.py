@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mutator.store.db import connect, now
-from tests.conftest import built_once
 from mutator.store.genome import GenomeStore
+from tests.conftest import built_once
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "suites" / "csv-clean"

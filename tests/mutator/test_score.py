@@ -129,10 +129,10 @@ def test_empty_cells_summary_is_zeros():
         ([], 0.0),  # empty deltas
         ([0.3], 0.0),  # one task
         ([0.1, 0.1, 0.1, 0.1], 0.0),  # all tie: MAD 0 and SD 0
-        # median -.3, |dev| = 0,.02,.02,.01,.01 -> MAD .01 -> 1.4826*.01
-        ([-0.30, -0.32, -0.28, -0.31, -0.29], 0.014826),
-        # MAD 0 (three ties) -> SD: mean .04, squares .0016*3+.0676+.0196=.092, /4=.023, sqrt
-        ([0.0, 0.0, 0.0, 0.3, -0.1], 0.1516575),
+        # median -.3, |dev| = 0,.02,.02,.01,.01 -> MAD .01 -> C_5·.01 (C_5 = 1.803927, Park et al. 2020)
+        ([-0.30, -0.32, -0.28, -0.31, -0.29], 0.01803927),
+        # MAD 0 (three ties) -> SD: mean .04, squares .0016*3+.0676+.0196=.092, /4=.023, sqrt -> ÷ c4(5) = .939986
+        ([0.0, 0.0, 0.0, 0.3, -0.1], 0.1613402),
     ],
     ids=["empty", "one-task", "all-tie", "mad", "zero-mad-falls-back-to-sd"],
 )
@@ -145,10 +145,10 @@ def test_robust_scale(deltas, expected):
     [
         ([], 0.0, 0),
         ([Comparison(n=1, s_r=0.0)], 0.0, 0),
-        # 4*.2² + 2*.5² = .16 + .5 = .66 over df 6 -> s² = .11
-        ([Comparison(n=5, s_r=0.2), Comparison(n=3, s_r=0.5)], 0.3316625, 6),
+        # (4*.2 + 2*.5) / 6 = 1.8 / 6 = .3: the weighted mean of unbiased scales
+        ([Comparison(n=5, s_r=0.2), Comparison(n=3, s_r=0.5)], 0.3, 6),
         # a single-task comparison adds nothing
-        ([Comparison(n=5, s_r=0.2), Comparison(n=3, s_r=0.5), Comparison(n=1, s_r=0.0)], 0.3316625, 6),
+        ([Comparison(n=5, s_r=0.2), Comparison(n=3, s_r=0.5), Comparison(n=1, s_r=0.0)], 0.3, 6),
     ],
     ids=["none", "one-task-only", "two", "two-plus-single"],
 )
@@ -190,10 +190,10 @@ def test_ties_are_kept(n_tasks, df, t):
 
 def test_decisive_loss_rejected():
     g = deltas_gate([-0.30, -0.32, -0.28, -0.31, -0.29])
-    # s_r .014826, SE .014826/√5 = .0066304, t(z=1, df=4) 1.1416 -> threshold -.0075695
+    # s_r .01803927, SE .01803927/√5 = .0080674, t(z=1, df=4) 1.1416 -> threshold -.0092100
     assert g.delta == approx(-0.30)
-    assert g.se == approx(0.0066304, abs=1e-6)
-    assert g.threshold == approx(-0.0075695, abs=1e-6)
+    assert g.se == approx(0.0080674, abs=1e-6)
+    assert g.threshold == approx(-0.0092100, abs=1e-6)
     assert not g.keep
 
 
@@ -201,15 +201,16 @@ def test_decisive_loss_rejected():
     ("gate_z", "t", "threshold", "keep"),
     [
         (0.0, 0.0, 0.0, False),  # raw gate: Δ -.02 < 0
-        # s_r 1.4826*.1 = .14826, SE .066304, t 1.141627 -> -.075695: Δ -.02 is within the noise
-        (1.0, 1.141627, -0.075695, True),
+        # s_r C_5*.1 = .1803927, SE .0806741, t 1.141627 -> -.0920997: Δ -.02 is within the noise
+        (1.0, 1.141627, -0.0920997, True),
     ],
     ids=["gate-z-0-raw", "gate-z-1"],
 )
 def test_gate_z_zero_gives_raw_threshold_even_with_noise(gate_z, t, threshold, keep):
     g = deltas_gate([0.2, -0.2, 0.1, -0.1, -0.1], gate_z=gate_z)  # mean -.02, MAD .1
     assert g.delta == approx(-0.02)
-    assert g.s_r == approx(0.14826, abs=1e-6)
+    assert g.s_r == approx(0.1803927, abs=1e-6)
+    assert (g.scale_method, g.scale_factor) == ("mad", approx(1.803927))
     assert g.t == approx(t, abs=1e-6)
     assert g.threshold == approx(threshold, abs=1e-6)
     assert g.keep is keep
@@ -217,7 +218,8 @@ def test_gate_z_zero_gives_raw_threshold_even_with_noise(gate_z, t, threshold, k
 
 def test_zero_mad_falls_back_to_sd():
     g = deltas_gate([0.0, 0.0, 0.0, 0.3, -0.1])
-    assert g.s_r == approx(0.1516575, abs=1e-6)  # sqrt(.023), see test_robust_scale
+    assert g.s_r == approx(0.1613402, abs=1e-6)  # sqrt(.023) / c4(5), see test_robust_scale
+    assert g.scale_method == "sd"
     assert g.delta == approx(0.04)
     assert g.keep
 
@@ -240,7 +242,7 @@ def test_single_task_contributes_no_df(prior, df, threshold):
 
 def test_band_narrows_as_df_grows():
     deltas = [0.2, -0.2, 0.1, -0.1, -0.1]
-    same = Comparison(n=5, s_r=0.14826)  # this comparison's own figures, so s stays put
+    same = Comparison(n=5, s_r=0.1803927)  # this comparison's own figures, so s stays put
     gates = [deltas_gate(deltas, prior=[same] * k) for k in range(4)]
     assert [g.df for g in gates] == [4, 8, 12, 16]
     ts = [g.t for g in gates]
@@ -317,6 +319,9 @@ def test_to_json_has_every_figure():
         "min_improvement",
         "gate_z",
         "keep",
+        "scale_method",
+        "scale_factor",
+        "pooling",
     }
     assert data["deltas"] == {"t0": 0.2, "t1": -0.2, "t2": 0.1, "t3": -0.1, "t4": -0.1}
     assert data["df"] == 6 and data["keep"] is True
@@ -326,7 +331,10 @@ def test_to_json_has_every_figure():
 @pytest.mark.parametrize("deltas", [[0.1, -0.2, 0.05, 0.3, 0.0, -0.1, 0.22, 0.07], [1.0, 2.0, 4.0], [0.5, 0.5, 0.1, -3.0]])
 def test_robust_scale_matches_scipy_stats(deltas) -> None:
     from scipy import stats
-    assert robust_scale(deltas) == pytest.approx(float(stats.median_abs_deviation(deltas, scale="normal")), rel=1e-12)
+
+    from mutator.mad import mad_constant
+    raw = float(stats.median_abs_deviation(deltas, scale=1.0))
+    assert robust_scale(deltas) == pytest.approx(mad_constant(len(deltas)) * raw, rel=1e-12)
 
 
 @pytest.mark.parametrize("z, df", [(1.0, 4), (1.0, 9), (0.5, 2), (2.0, 30), (1.0, 10_000)])

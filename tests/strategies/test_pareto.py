@@ -46,8 +46,8 @@ def test_integrate_keeps_front_entrants_and_makes_the_best_mean_incumbent():
     b = member("b", 0.55, {"t1": 0.3, "t2": 0.8})
     spec = CandidateSpec("a")
     out = Pareto().integrate(state(a, [a, b]), [
-        scored(0, spec, "c", 0.65, tasks={"t1": 0.65, "t2": 0.65})])   # leads nothing, best mean
-    assert out.verdicts == {0: "REJECT"} and out.incumbent == "c" and out.selected == ("c",)
+        scored(0, spec, "c", 0.65, keep=True, tasks={"t1": 0.65, "t2": 0.65})])   # leads nothing, best mean
+    assert out.verdicts == {0: "KEEP"} and out.incumbent == "c" and out.selected == ("c",)
     out = Pareto().integrate(state(a, [a, b]), [
         scored(0, spec, "d", 0.58, tasks={"t1": 0.95, "t2": 0.2})])    # leads t1, dominates nothing
     assert out.verdicts == {0: "KEEP"} and out.incumbent == "a" and out.selected == ("d",)
@@ -58,3 +58,26 @@ def test_integrate_rejects_a_child_equal_to_a_known_genome_and_keeps_the_incumbe
     a = member("a", 0.6, {"t1": 0.6})
     out = Pareto().integrate(state(a, [a]), [scored(0, CandidateSpec("a"), "a", 0.6, tasks={"t1": 0.6})])
     assert out.verdicts == {0: "REJECT"} and out.incumbent == "a" and out.selected == ()
+
+
+def test_the_champion_changes_only_through_the_gate_and_the_front_keeps_its_members():
+    a = member("a", 0.60, {"t1": 0.6, "t2": 0.6})
+    spec = CandidateSpec("a")
+    lucky = scored(0, spec, "c", 0.70, keep=False, tasks={"t1": 0.95, "t2": 0.45})   # best mean, fails the gate
+    out = Pareto().integrate(state(a, [a]), [lucky])
+    assert out.incumbent == "a"                              # a lucky score does not take the lead
+    assert out.verdicts == {0: "KEEP"} and set(out.pool) == {"a", "c"}   # but it is on the front (leads t1)
+    assert out.selected == ("c",)
+    out = Pareto().integrate(state(a, [a]), [scored(0, spec, "c", 0.70, keep=True, tasks=lucky.task_composites)])
+    assert out.incumbent == "c"                              # the same figures through the gate: new champion
+
+
+def test_the_best_new_genome_must_pass_not_just_any_sibling():
+    a = member("a", 0.60, {"t1": 0.6})
+    spec = CandidateSpec("a")
+    out = Pareto().integrate(state(a, [a]), [
+        scored(0, spec, "b", 0.62, keep=True, tasks={"t1": 0.62}),
+        scored(1, spec, "c", 0.70, keep=False, tasks={"t1": 0.70})])
+    assert out.incumbent == "a"              # the new best (c) failed the gate; b passing does not promote b
+    out = Pareto().integrate(state(a, [a]), [scored(0, spec, "d", 0.60, keep=True, tasks={"t1": 0.60})])
+    assert out.incumbent == "a"              # passing the gate while not beating the champion: no change

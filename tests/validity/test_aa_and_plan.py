@@ -40,11 +40,14 @@ def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
     assert {a["genome_hash"] for a in attempts} == {run["seed_hash"]}       # byte-identical copies
     evaluation_ids = [a["val_evaluation_id"] for a in attempts]
     assert len(set(evaluation_ids)) == 4                                       # ...each really evaluated
-    salts = [json.loads(e["contract"])["salt"] for e in
-             _rows(data_dir, f"select contract from evaluations where id in ({','.join('?' * 4)}) order by id",
-                   evaluation_ids)]
-    assert salts == ["", "aa-1", "aa-2", "aa-3"]
-    assert _rows(data_dir, "select count(*) as n from cells")[0]["n"] == 4 * 8 * 2
+    bases = [loads(a["gate"])["aa"]["seed_evaluation_id"] for a in attempts[1:]]
+    assert len(set(bases) | set(evaluation_ids)) == 7                          # each copy has its own seed re-run
+    ids = evaluation_ids + bases
+    salts = {e["id"]: json.loads(e["contract"])["salt"] for e in
+             _rows(data_dir, f"select id, contract from evaluations where id in ({','.join('?' * 7)})", ids)}
+    assert [salts[i] for i in evaluation_ids] == ["", "aa-1", "aa-2", "aa-3"]
+    assert [salts[i] for i in bases] == ["aa-1-seed", "aa-2-seed", "aa-3-seed"]
+    assert _rows(data_dir, "select count(*) as n from cells")[0]["n"] == 7 * 8 * 2
     for copy in attempts[1:]:
         gate = loads(copy["gate"])
         assert copy["verdict"] in ("KEEP", "REJECT") and (copy["verdict"] == "KEEP") == gate["keep"]
@@ -56,7 +59,7 @@ def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
     out = result.stdout
     assert f"A/A run {run['id']}" in out and "vs 3 byte-identical copies" in out
     rejects = sum(a["verdict"] == "REJECT" for a in attempts[1:])
-    assert f"REJECT {rejects} " in out and "design 15.9% at gate_z 1" in out
+    assert f"false REJECT   {rejects:>3}/3" in out and "design 15.9% per side at gate_z 1" in out
     assert f"pooled robust s = {attempts[-1]['gate_s']:.4f} (df 21)" in out
     assert f"s/√8 = {attempts[-1]['gate_s'] / math.sqrt(8):.4f}" in out
 

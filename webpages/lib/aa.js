@@ -6,7 +6,8 @@ import { fig } from './tips.js';
 
 const TIP = {
   falseCalls: 'copies where the gate called a difference between identical skills: a REJECT (Δ < minImprovement − t·SE) or a false improvement (Δ > minImprovement + t·SE)',
-  ci: 'exact (Clopper–Pearson) binomial 95% interval of the false-call rate over these copies; copies share one seed evaluation, so they are correlated and the interval is optimistic',
+  ci: 'exact (Clopper–Pearson) binomial 95% interval over these copies (scipy binomtest, method exact); each copy is compared with its own fresh re-evaluation of the seed, so the copies are independent trials (runs from before that change shared one seed evaluation: correlated, the interval is optimistic)',
+  side: 'share of copies with this false call, its exact binomial 95% CI, and the design rate 1 − Φ(gateZ) it should match',
   design: (z) => `what the gate is built for: P(Z > gateZ = ${z}) per side, 2× for both sides (gateZ 0 = the raw minImprovement gate, no noise calibration)`,
   delta: 'Δ = mean over val tasks of the paired per-task composite deltas (copy − seed)',
   band: 'the gate band: REJECT below minImprovement − t·SE, a false improvement above minImprovement + t·SE',
@@ -23,6 +24,11 @@ export function aaView(aa) {
       fig(aa.ci_low === null ? '—' : `[${pct(aa.ci_low)}, ${pct(aa.ci_high)}]`, TIP.ci), ' · ',
       fig(`REJECT ${aa.rejects} · false improvements ${aa.false_improvements}`, TIP.falseCalls), ' · design ',
       fig(aa.design_both === null ? 'none (gateZ 0)' : `${pct(aa.design_one_side)} per side, ${pct(aa.design_both)} both`, TIP.design(aa.gate_z))),
+    aa.reject_rate ? h('p', { id: 'aa-sides' },
+      [['false REJECT', aa.reject_rate], ['beat +t·SE', aa.improvement_rate]].map(([label, r], i) => h('span', {},
+        i ? ' · ' : '', fig(`${label} ${pct(r.rate)} [${pct(r.ci_low)}, ${pct(r.ci_high)}]`, TIP.side),
+        ` (design ${pct(aa.design_one_side)})`)),
+      aa.independent ? '' : ' · copies share one seed evaluation (an older A/A run): correlated') : '',
     box,
     h('table', { class: 'figs', id: 'aa-copies' }, h('thead', {}, h('tr', {}, ['copy', 'Δ', 'band', 'SE', 'verdict', 'called'].map((x) => h('th', {}, x)))),
       h('tbody', {}, aa.copies.map((c) => h('tr', { 'data-copy': c.copy, class: c.called ? 'below' : '' }, h('th', {}, c.copy),

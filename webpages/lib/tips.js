@@ -14,7 +14,7 @@ export const TIPS = {
   confirmDelta: 'fresh Δ = mean over val tasks of the paired per-task composite deltas (new incumbent − old incumbent), both re-evaluated on fresh val replicates (a new salt)',
   confirmThreshold: 'the same noise gate as the round: keep stands unless fresh Δ < minImprovement − t·SE',
   confirmSe: 'SE = s/√n, s pooled over this run\'s comparisons including this one',
-  confirmSr: 's_r = 1.4826·MAD of the fresh per-task deltas (sample SD when MAD is 0)',
+  confirmSr: 's_r = C_n·MAD of the fresh per-task deltas (finite-sample factor; SD/c4(n) when MAD is 0)',
   confirmT: 't = Student-t quantile of Φ(gateZ) at the pooled df',
   confirmDf: 'pooled degrees of freedom Σ(n_r − 1) over this run\'s comparisons',
   confirmN: 'val tasks paired in the fresh comparison',

@@ -9,6 +9,8 @@ import { TIPS, fig } from '../lib/tips.js';
 const COLOURS = ['#1f6feb', '#d1242f', '#2da44e', '#8250df'];
 const MAX = 4;
 const TIP = {
+  sign: 'sign test over tasks: B better / A better / tied, exact two-sided binomial p at 1/2 (the same report as run.py --compare)',
+  mcnemar: 'McNemar exact test per pass/fail test: cells paired by task × replicate; +B-only / −A-only passes and the exact two-sided p',
   pair: 'paired test Δ = mean over the suite\'s tasks of (B − A) per-task composite of the two champions\' test cells, both scored with run A\'s weights and normalised to run A\'s seed on that suite; 95% t interval Δ ± t.ppf(0.975, n−1)·SE, SE = SD of the deltas / √n',
   vsSeed: 'the champion\'s test Δ vs its own seed (the run\'s honest test report): mean ± SE',
   kept: 'KEEP verdicts / candidate attempts',
@@ -53,12 +55,15 @@ function figuresTable(data) {
 function pairsView(data) {
   if (!data.pairs.length) return h('p', { class: 'hint', id: 'compare-pairs' }, 'No two of these runs have their current champions tested on the same suite yet (▶ Run test on Home).');
   return h('table', { class: 'figs', id: 'compare-pairs' },
-    h('thead', {}, h('tr', {}, ['A', 'B', 'suite', 'tasks', 'Δ (B − A) ± SE', '95% CI', 'p'].map((x) => h('th', { title: TIP.pair }, x)))),
+    h('thead', {}, h('tr', {}, ['A', 'B', 'suite', 'tasks', 'Δ (B − A) ± SE', '95% CI', 'p', 'sign B/A/tie', 'McNemar'].map((x) => h('th', { title: TIP.pair }, x)))),
     h('tbody', {}, data.pairs.map((p) => h('tr', { 'data-pair': `${p.a}|${p.b}|${p.suite}` },
       h('td', {}, p.a), h('td', {}, p.b), h('td', {}, p.suite), h('td', {}, String(p.n)),
       h('td', {}, fig(p.same_genome ? 'same genome: 0' : `${signed(p.mean)} ± ${num(p.se)}`, TIP.pair)),
       h('td', {}, fig(p.ci_low === null || p.ci_low === undefined ? '—' : `[${signed(p.ci_low)}, ${signed(p.ci_high)}]`, TIP.pair)),
-      h('td', {}, fig(p.p_value === null || p.p_value === undefined ? '—' : num(p.p_value, 3), 'two-sided paired t test of Δ = 0'))))));
+      h('td', {}, fig(p.p_value === null || p.p_value === undefined ? '—' : num(p.p_value, 3), 'two-sided paired t test of Δ = 0')),
+      h('td', {}, p.sign ? fig(`${p.sign.wins}/${p.sign.losses}/${p.sign.ties} p ${num(p.sign.p_value, 3)}`, TIP.sign) : '—'),
+      h('td', {}, p.mcnemar && Object.keys(p.mcnemar).length
+        ? fig(Object.entries(p.mcnemar).map(([name, m]) => `${name} +${m.only_a}/−${m.only_b} p ${num(m.p_value, 3)}`).join(' · '), TIP.mcnemar) : '—')))));
 }
 
 export async function render(root, state) {

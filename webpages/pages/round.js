@@ -11,12 +11,12 @@ const GATE_TIPS = {
   delta: 'Δ = mean over tasks of the paired per-task composite deltas (candidate − incumbent)',
   threshold: 'keep unless Δ < minImprovement − t·SE',
   se: 'SE = s/√n, s pooled over this run\'s comparisons',
-  s_r: 's_r = 1.4826·MAD of this comparison\'s deltas (sample SD when MAD is 0)',
+  s_r: 's_r = C_n·MAD of this comparison\'s n deltas, C_n the finite-sample factor (Park, Kim & Wang 2020) that makes it unbiased for σ; SD/c4(n) when MAD is 0',
   df: 'pooled degrees of freedom Σ(n_r − 1)', t: 't = Student-t quantile of Φ(gateZ) at df',
   delta_eval: 'the eval part of Δ: mean over tasks of the paired per-task eval deltas',
   delta_cost: 'the cost part of Δ: −wCost·(paired per-task cost delta)/seedCost, averaged over tasks',
   delta_steps: 'the steps part of Δ: −wSteps·(paired per-task steps delta)/seedSteps, averaged over tasks',
-  s: 's = √(Σ(n_r−1)s_r² / Σ(n_r−1)), pooled over every comparison of this run so far',
+  s: 's = Σ(n_r−1)s_r / Σ(n_r−1), the df-weighted mean of the (unbiased) s_r over every comparison of this run so far',
   n: 'val tasks paired in this comparison', z: 'gateZ and minImprovement as configured for this run',
 };
 

@@ -1,0 +1,61 @@
+"""`run.py --compare RUN_A RUN_B --suite TEST` on two dry runs with the fakes: both champions measured through the
+cached test run, the paired report printed, and the same figures as the dashboard's Compare page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mutator.server.compare import compare
+from mutator.store.db import connect_readonly
+from tests.conftest import run_cli
+
+RUN = ("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "2", "--replicates", "1")
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    data_dir = tmp_path_factory.mktemp("compare") / "data"
+    for extra in (("--seed", "1"), ("--seed", "2", "--strategy", "branching", "--strategy-opts", '{"width": 2}')):
+        result = run_cli(*RUN, *extra, "--data-dir", str(data_dir))
+        assert result.returncode == 0, result.stderr[-3000:]
+    db = connect_readonly(data_dir / "mutator.db")
+    ids = [r["id"] for r in db.query("select id from runs order by created_at")]
+    db.conn.close()
+    assert len(ids) == 2
+    return data_dir, ids
+
+
+def test_compare_measures_both_champions_and_prints_the_paired_report(two_runs):
+    data_dir, (a, b) = two_runs
+    result = run_cli("--compare", a, b, "--suite", "clean-test", "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert f"Champions compared on clean-test · B {b}" in out and f"A {a}" in out
+    assert "Δcomposite (B − A)" in out and "95% CI (t)" in out and "sign test: B wins" in out
+    assert "McNemar exact" in out
+    db = connect_readonly(data_dir / "mutator.db")
+    tests = list(db.query("select run_id, suite, status from test_runs order by id"))
+    assert [(t["run_id"], t["suite"], t["status"]) for t in tests] == [(a, "clean-test", "done"), (b, "clean-test", "done")]
+    # the dashboard's Compare page computes the same pair from the same test runs
+    [pair] = compare(db, [a, b])["pairs"]
+    assert f"Δcomposite (B − A) {pair['mean']:+.4f} ± {pair['se']:.4f} (SE)" in out
+    assert f"[{pair['ci_low']:+.4f}, {pair['ci_high']:+.4f}]" in out
+    sign = pair["sign"]
+    assert f"B wins {sign['wins']}, A wins {sign['losses']}, ties {sign['ties']}" in out
+    assert pair["n"] == 8 and pair["mcnemar"]
+    db.conn.close()
+    again = run_cli("--compare", a, b, "--suite", "clean-test", "--data-dir", str(data_dir))
+    assert again.returncode == 0 and "(0 cells run by this command, all cached)" in again.stdout
+
+
+def test_compare_defaults_to_run_a_holdout_and_refuses_one_run_twice(two_runs):
+    data_dir, (a, b) = two_runs
+    result = run_cli("--compare", a, b, "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Champions compared on clean-test" in result.stdout
+    same = run_cli("--compare", a, a, "--data-dir", str(data_dir))
+    assert same.returncode == 2 and "two different runs" in same.stderr
+    unknown = run_cli("--compare", a, "run-000000000000", "--suite", "clean-test", "--data-dir", str(data_dir))
+    assert unknown.returncode == 2 and "no run 'run-000000000000'" in unknown.stderr
