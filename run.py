@@ -128,6 +128,13 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--pass-env", action="append", metavar="NAME",
                        help="pass the environment variable NAME to agents and graders (repeatable); they get only "
                             "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
+    where.add_argument("--executor", choices=("local", "ray"),
+                       help="where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
+                            "task with its own bundle of inputs; see README 'Past one machine'); the run id and "
+                            "the cells are the same either way")
+    where.add_argument("--ray-address", metavar="ADDRESS",
+                       help="--executor ray: '' (default) starts a private local Ray instance; 'auto' or HOST:PORT "
+                            "joins a running cluster (`ray start --head`)")
     where.add_argument("--sandbox", help="how agents are launched: auto (default: bwrap when it is installed and "
                                           "works, else none) | bwrap (bubblewrap: each agent sees only its cell) | "
                                           "none (bare processes)")
@@ -184,7 +191,7 @@ FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvem
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
               "meta_skill_every", "confirm", "cell_timeout_ms", "max_output_mb", "infra_retries", "max_failed_share",
-              "propose_min_delta", "pass_env")
+              "propose_min_delta", "pass_env", "executor", "ray_address")
 
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")

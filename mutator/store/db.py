@@ -229,7 +229,14 @@ def _v8(db: sqlite_utils.Database) -> None:
         db["runs"].add_column(column, str)
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
+def _v11(db: sqlite_utils.Database) -> None:
+    # Which machine ran each cell: "local", or the Ray node id under --executor ray (eval/executors).
+    # Idempotent, and listed after _v8 for now: renumber on merge beside _v9, _v10 and _v12.
+    if "node" not in db["cells"].columns_dict:
+        db["cells"].add_column("node", str)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v11)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
