@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from eval.executors import ExecutorError
-from eval.executors.bundle import ROOT, CellBundle, Tree, make_bundle, read_tree, run_bundle, suite_tree, unpack_logs
+from eval.executors.bundle import (
+    ROOT,
+    CellBundle,
+    Tree,
+    make_bundle,
+    read_tree,
+    run_bundle,
+    suite_tree,
+    unpack_logs,
+)
 from eval.jobs import CellJob, CellResult
 from eval.runner import infra_result, regrade_cell
 from eval.snapshot import hash_tree

@@ -13,46 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from eval.cells import Contract, enumerate_cells
-from eval.cost import Price
 from eval.evaluate import EvalRequest, evaluate_async
 from eval.executors import EXECUTOR_IDS, ExecutorError, get_executor
 from eval.executors.bundle import make_bundle, portable_argv, read_tree, run_bundle, suite_tree, unpack_logs
 from eval.jobs import CellJob, CellResult
 from eval.runner import run_cell
-from eval.snapshot import copy_tree, hash_tree
+from eval.snapshot import hash_tree
 from eval.suite import load_suite
 from sandbox import get_launcher
 from tests.conftest import ROOT
-
-FAKE = [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
-CONTRACT = Contract(model="claude-haiku-4-5", replicates=1, max_turns=30, agent="fake", silence_ms=600_000,
-                    heartbeat_ms=300_000)
-PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10)
-
-
-@pytest.fixture
-def driver(tmp_path: Path) -> dict:
-    """A driver's world: its own copy of a demo suite and of the seed skill, and a data dir."""
-    suites, data = tmp_path / "driver-suites", tmp_path / "driver-data"
-    copy_tree(ROOT / "suites" / "clean-val", suites / "clean-val")
-    copy_tree(ROOT / "suites" / "csv-clean", data / "genomes" / "csv-clean")
-    return {"suite": load_suite(suites / "clean-val"), "skill": data / "genomes" / "csv-clean", "data": data}
-
-
-def job_for(driver: dict, cells_root: Path, index: int = 0) -> CellJob:
-    suite = driver["suite"]
-    spec = enumerate_cells(suite, CONTRACT, "key")[index]
-    task = next(t for t in suite.tasks if t.id == spec.task_id)
-    return CellJob(spec=spec, task=task, suite=suite, skill_dir=driver["skill"], skill_name="csv-clean",
-                   contract=CONTRACT, agent_argv=FAKE, launcher=get_launcher("none"), cell_root=cells_root / spec.name,
-                   price=PRICE, grader_timeout_s=60)
-
-
-def same_outcome(a: CellResult, b: CellResult) -> tuple:
-    pick = lambda c: (c.task_id, c.replicate, c.status, c.score, c.tests, c.cost_usd, c.steps, c.input_tokens,  # noqa: E731
-                      c.output_tokens, c.error)
-    return pick(a), pick(b)
+from tests.eval.executor_support import CONTRACT, FAKE, PRICE, job_for, same_outcome
 
 
 def test_registry() -> None:

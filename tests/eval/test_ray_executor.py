@@ -27,7 +27,7 @@ from eval.executors.ray import RayExecutor  # noqa: E402
 from eval.snapshot import hash_tree  # noqa: E402
 from sandbox import get_launcher  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
-from tests.eval.test_executors import CONTRACT, FAKE, PRICE, driver, job_for, same_outcome  # noqa: E402, F401
+from tests.eval.executor_support import CONTRACT, FAKE, PRICE, job_for, same_outcome  # noqa: E402
 
 GATED = [sys.executable, str(ROOT / "tests" / "eval" / "gated_agent.py")]
 PATIENCE_S = 300        # a bound on waiting for a condition (a hung test fails), never a measured duration
