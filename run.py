@@ -24,7 +24,13 @@ from mutator.after.cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from mutator.failures import EvaluationStop  # noqa: E402
-from mutator.preflight import check_agent_flags, check_finite, check_seed_skill, check_split  # noqa: E402
+from mutator.preflight import (  # noqa: E402
+    check_agent_flags,
+    check_executor,
+    check_finite,
+    check_seed_skill,
+    check_split,
+)
 from mutator.solve import SolveAbort  # noqa: E402
 from mutator.store.db import DiskFull, StoreError, store_problem  # noqa: E402
 from mutator.store.lock import KEY, LockHeld, RunLock  # noqa: E402
@@ -332,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
         os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
+        check_executor(settings.executor)
         if args.against and not args.lint:
             raise ConfigError("--against PARENT_DIR goes with --lint SKILL_DIR (review SKILL_DIR as a candidate "
                               "made from PARENT_DIR)")

@@ -190,7 +190,7 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
     cells = len(suite.tasks) * args.replicates
     print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} cells, "
           f"{args.node_cpus} CPU(s) per node, concurrency = nodes x node CPUs, median of {args.repeats}")
-    print(f"  {'nodes':>5} {'concurrency':>11} {'cells/s':>8}  {'cells per node':<24} runs")
+    print(f"  {'nodes':>5} {'concurrency':>11} {'cells/s':>8}  {'cells per node (all runs)':<24} runs")
     for nodes in args.nodes:
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
         try:
@@ -215,7 +215,7 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
                     rates.append(len(done) / (time.perf_counter() - started))
                     for cell in placed:
                         spread[cell.extra["node"]] = spread.get(cell.extra["node"], 0) + 1
-            per_node = "/".join(str(n // args.repeats) for n in sorted(spread.values(), reverse=True))
+            per_node = "/".join(str(n) for n in sorted(spread.values(), reverse=True))   # over all repeats
             print(f"  {nodes:>5} {concurrency:>11} {statistics.median(rates):8.2f}  {per_node:<24} "
                   + ", ".join(f"{r:.2f}" for r in rates))
         finally:

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,8 @@ class RayExecutor:
         try:
             reply = await ref
         except asyncio.CancelledError:
-            ray.cancel(ref, force=True)   # Ctrl-C or a stopped evaluation: the cell stops where it runs
+            with suppress(Exception):     # a cluster already gone has nothing left to stop
+                ray.cancel(ref, force=True)   # Ctrl-C or a stopped evaluation: the cell stops where it runs
             raise
         except RayTaskError as err:       # our code failed on the worker (its disk, a bug): a harness fault
             return infra_result(job, f"harness fault on a Ray worker: {_first_line(err.cause or err)}", started)

@@ -117,3 +117,33 @@ def test_the_executor_is_not_part_of_the_run(tmp_path: Path) -> None:
         loop.db.conn.close()
         assert executor_for(settings).id == settings.executor
     assert len(ids) == 1 and kinds == ["local", "ray"]   # building the ray executor starts nothing (lazy)
+
+
+@pytest.mark.parametrize("flags, environ, message", [
+    ({"executor": "k8s"}, {}, "'executor' must be local or ray, got 'k8s'"),
+    ({}, {"SKILL_MUTATOR_CELL_RESOURCES": '{"num_cpus": -1}'}, "'cellResources' must be an object of Ray resource"),
+    ({}, {"SKILL_MUTATOR_CELL_RESOURCES": '{"num_cpus": true}'}, "'cellResources' must be an object of Ray resource"),
+])
+def test_executor_settings_are_checked(tmp_path: Path, flags: dict, environ: dict, message: str) -> None:
+    from mutator.config import ConfigError, load_settings
+    with pytest.raises(ConfigError, match=message):
+        load_settings(flags, environ=environ)
+
+
+def test_executor_settings_default_to_local(tmp_path: Path) -> None:
+    from mutator.config import load_settings
+    settings = load_settings({}, environ={"SKILL_MUTATOR_CELL_RESOURCES": '{"num_cpus": 2, "agent": 0.5}'})
+    assert (settings.executor, settings.ray_address) == ("local", "")
+    assert settings.cell_resources == {"num_cpus": 2, "agent": 0.5}
+
+
+def test_ray_missing_is_said_before_the_run_opens(monkeypatch) -> None:
+    import importlib.util
+
+    from mutator.config import ConfigError
+    from mutator.preflight import check_executor
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    check_executor("local")
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'"):
+        check_executor("ray")
