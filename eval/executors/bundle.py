@@ -12,6 +12,7 @@ the result with the cell's files; `unpack_logs` writes them where a local cell w
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -126,7 +127,9 @@ def write_tree(tree: Tree, target: Path) -> Path:
     return target
 
 
+@functools.cache
 def _launcher(launcher_id: str):
+    """The launcher by id, checked once per worker process (a bwrap check starts a process)."""
     from sandbox import get_launcher
     return get_launcher(launcher_id)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from eval.cells import enumerate_cells
 from eval.evaluate import EvalRequest, evaluate_async
 from eval.executors import EXECUTOR_IDS, ExecutorError, get_executor
 from eval.executors.bundle import make_bundle, portable_argv, read_tree, run_bundle, suite_tree, unpack_logs
@@ -147,3 +148,22 @@ def test_ray_missing_is_said_before_the_run_opens(monkeypatch) -> None:
     check_executor("local")
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'"):
         check_executor("ray")
+
+
+def test_a_remote_grader_error_keeps_its_working_dir_so_the_driver_regrades_it(tmp_path: Path) -> None:
+    from eval.runner import regrade_cell
+    from tests.conftest import AGENT_OK, GRADER_OK, make_suite
+    agent = tmp_path / "agent_ok.py"
+    agent.write_text(AGENT_OK)
+    suite_dir = make_suite(tmp_path / "suites", grader="import sys; sys.exit(3)\n")
+    suite = load_suite(suite_dir)
+    spec = enumerate_cells(suite, CONTRACT, "k")[0]
+    job = CellJob(spec=spec, task=suite.tasks[0], suite=suite, skill_dir=None, skill_name="csv-clean",
+                  contract=CONTRACT, agent_argv=[sys.executable, str(agent)], launcher=get_launcher("none"),
+                  cell_root=tmp_path / "data" / "evals" / "k" / spec.name, price=PRICE, grader_timeout_s=60)
+    remote, files = run_bundle(make_bundle(job, ""), None, suite_tree(suite), tmp_path / "worker")
+    assert remote.status == "grader_error" and "work/output.txt" in files
+    unpack_logs(files, remote, job.cell_root)
+    (suite_dir / "run-eval.py").write_text(GRADER_OK)        # the grader fixed: re-graded, the agent not re-run
+    regraded = asyncio.run(regrade_cell(job))
+    assert regraded is not None and regraded.status == "ok" and regraded.tests == {"exists": 1.0, "says_done": 1.0}
