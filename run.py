@@ -24,7 +24,13 @@ from mutator.after.cli import SuiteAction, decide, wants_decision  # noqa: E402
 from mutator.budget import BudgetStop  # noqa: E402
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path  # noqa: E402
 from mutator.failures import EvaluationStop  # noqa: E402
-from mutator.preflight import check_agent_flags, check_finite, check_seed_skill, check_split  # noqa: E402
+from mutator.preflight import (  # noqa: E402
+    check_agent_flags,
+    check_executor,
+    check_finite,
+    check_seed_skill,
+    check_split,
+)
 from mutator.solve import SolveAbort  # noqa: E402
 from mutator.store.db import DiskFull, StoreError, store_problem  # noqa: E402
 from mutator.store.lock import KEY, LockHeld, RunLock  # noqa: E402
@@ -161,6 +167,13 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--pass-env", action="append", metavar="NAME",
                        help="pass the environment variable NAME to agents and graders (repeatable); they get only "
                             "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
+    where.add_argument("--executor", choices=("local", "ray"),
+                       help="where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
+                            "task with its own bundle of inputs; see README 'Past one machine'); the run id and "
+                            "the cells are the same either way")
+    where.add_argument("--ray-address", metavar="ADDRESS",
+                       help="--executor ray: '' (default) starts a private local Ray instance; 'auto' or HOST:PORT "
+                            "joins a running cluster (`ray start --head`)")
     where.add_argument("--sandbox", help="how agents are launched: auto (default: bwrap when it is installed and "
                                           "works, else none) | bwrap (bubblewrap: each agent sees only its cell) | "
                                           "none (bare processes)")
@@ -217,7 +230,7 @@ FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvem
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
               "meta_skill_every", "confirm", "cell_timeout_ms", "max_output_mb", "infra_retries", "max_failed_share",
-              "propose_min_delta", "pass_env")
+              "propose_min_delta", "pass_env", "executor", "ray_address")
 
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
@@ -358,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
         settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
         os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
+        check_executor(settings.executor)
         if args.mine_traces or args.watch:
             from mutator.mining.cli import mine_command, watch_command
             if args.watch:

@@ -2,12 +2,18 @@
 
 Usage: python bench/overhead.py [--sandbox none|bwrap] [--suite clean-train] [--replicates 4]
        [--concurrency 4] [--repeats 3] [--caching-model claude-sonnet-4-5]
+       python bench/overhead.py --executor ray [--nodes 1,2,4] [--node-cpus 1]
 The harness side runs `eval.evaluate.evaluate` (staging, launcher, watchdog, stream metrics, grading,
 cell.json) with the fake build agent; the raw side stages the same inputs and runs the same two
 processes per cell from a plain thread pool. With --sandbox bwrap the harness also runs under none,
 so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
 bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
 which a busy machine's noise blurs far less than whole-cell throughput does.
+
+With --executor ray: the Ray executor (a private local instance, each cell a Ray task with its bundle)
+against local at the same concurrency, interleaved; then a simulated multi-node cluster
+(ray.cluster_utils.Cluster: a head that runs no cell and N worker nodes of --node-cpus CPUs, all on this
+machine, so their CPUs are this machine's) with cells/s per node count at concurrency N x node CPUs.
 
 The real-backend line runs our SDK agent (eval/agents/anthropic_agent.py) on the suite's cells against
 the local Messages-API test server, which bills like the API with prompt caching (the model's minimum
@@ -48,18 +54,19 @@ def contract(replicates: int) -> Contract:
                     silence_ms=600_000, heartbeat_ms=300_000)
 
 
-def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path) -> float:
-    """Cells per second through the real evaluation core."""
+def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path, executor=None) -> float:
+    """Cells per second through the real evaluation core (on `executor`, local by default)."""
     request = EvalRequest(skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(replicates),
                           key=KEY, cells_root=scratch / f"harness-{sandbox}", agent_argv=AGENT,
                           launcher=get_launcher(sandbox), price=PRICE, concurrency=concurrency,
                           grader_timeout_s=60)
     started = time.perf_counter()
-    cells = evaluate(request)
+    cells = evaluate(request, executor=executor)
     elapsed = time.perf_counter() - started
     bad = [c for c in cells if not c.ok]
     if bad:
-        raise SystemExit(f"harness ({sandbox}): {len(bad)} cells failed, e.g. {bad[0].error}")
+        raise SystemExit(f"harness ({sandbox}, {getattr(executor, 'id', 'local')}): {len(bad)} cells failed, "
+                         f"e.g. {bad[0].error}")
     return len(cells) / elapsed
 
 
@@ -146,6 +153,76 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
     return found
 
 
+def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
+    """The Ray executor on a private local instance against local, same concurrency, interleaved repeats."""
+    import ray
+
+    from eval.executors.ray import RayExecutor
+    executor = RayExecutor(concurrency=args.concurrency)
+    executor.connect()
+    cells = len(suite.tasks) * args.replicates
+    rates: dict[str, list[float]] = {"local": [], "ray": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:   # untimed: Ray starts its workers
+            harness(suite, "none", 1, args.concurrency, Path(scratch), executor)
+        for _ in range(args.repeats):
+            for side in rates:
+                with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+                    rates[side].append(harness(suite, "none", args.replicates, args.concurrency, Path(scratch),
+                                               executor if side == "ray" else None))
+    finally:
+        ray.shutdown()
+    median = {side: statistics.median(values) for side, values in rates.items()}
+    print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, median of {args.repeats} "
+          f"interleaved repeats, this machine ({os.cpu_count()} CPUs)")
+    for side, values in rates.items():
+        label = "--executor local" if side == "local" else "--executor ray (private)"
+        print(f"  {label:<26} {median[side]:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in values))
+    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}")
+
+
+def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
+    """Cells/s per node count on a simulated cluster (all nodes on this machine)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from eval.executors.ray import RayExecutor
+    cells = len(suite.tasks) * args.replicates
+    print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} cells, "
+          f"{args.node_cpus} CPU(s) per node, concurrency = nodes x node CPUs, median of {args.repeats}")
+    print(f"  {'nodes':>5} {'concurrency':>11} {'cells/s':>8}  {'cells per node (all runs)':<24} runs")
+    for nodes in args.nodes:
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+        try:
+            for _ in range(nodes):
+                cluster.add_node(num_cpus=args.node_cpus)
+            cluster.wait_for_nodes()
+            concurrency = nodes * args.node_cpus
+            executor = RayExecutor(address=cluster.address, concurrency=concurrency)
+            executor.connect()
+            with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:   # untimed warm-up
+                harness(suite, "none", 1, concurrency, Path(scratch), executor)
+            rates, spread = [], {}
+            for _ in range(args.repeats):
+                with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+                    placed: list = []
+                    request = EvalRequest(
+                        skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(args.replicates),
+                        key=KEY, cells_root=Path(scratch), agent_argv=AGENT, launcher=get_launcher("none"),
+                        price=PRICE, concurrency=concurrency, grader_timeout_s=60)
+                    started = time.perf_counter()
+                    done = evaluate(request, executor=executor, on_cell=placed.append)
+                    rates.append(len(done) / (time.perf_counter() - started))
+                    for cell in placed:
+                        spread[cell.extra["node"]] = spread.get(cell.extra["node"], 0) + 1
+            per_node = "/".join(str(n) for n in sorted(spread.values(), reverse=True))   # over all repeats
+            print(f"  {nodes:>5} {concurrency:>11} {statistics.median(rates):8.2f}  {per_node:<24} "
+                  + ", ".join(f"{r:.2f}" for r in rates))
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
@@ -155,8 +232,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--caching-model", default="claude-sonnet-4-5",
                    help="the model of the real-backend caching line ('' skips it)")
+    p.add_argument("--executor", default="local", choices=("local", "ray"),
+                   help="ray: the Ray executor against local, then a simulated multi-node scaling table")
+    p.add_argument("--nodes", default="1,2,4", type=lambda v: [int(n) for n in v.split(",")],
+                   help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
+    p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
     args = p.parse_args(argv)
     suite = load_suite(ROOT / "suites" / args.suite)
+    if args.executor == "ray":
+        ray_versus_local(suite, args)
+        ray_scaling(suite, args)
+        return 0
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
     cells = len(suite.tasks) * args.replicates

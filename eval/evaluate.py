@@ -14,8 +14,9 @@ from pathlib import Path
 
 from eval.cells import CellSpec, Contract, enumerate_cells
 from eval.cost import Price
+from eval.executors import Executor
+from eval.executors.local import LocalExecutor
 from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellJob, CellResult
-from eval.runner import regrade_cell, run_cell
 from eval.scheduler import pump
 from eval.suite import Suite, check_unchanged
 from sandbox import Launcher
@@ -51,10 +52,13 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
                          on_cell: Callable[[CellResult], None] = lambda cell: None,
                          regrade: set[tuple[str, int]] = frozenset(), limit: int | None = None,
-                         may_start: Callable[[], bool] | None = None) -> list[CellResult]:
+                         may_start: Callable[[], bool] | None = None,
+                         executor: Executor | None = None) -> list[CellResult]:
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
     (run afresh when it is gone). An infra_error cell is retried `infra_retries` times; the count is on
-    its result. `limit` runs only the first N pending cells (a budget's pilot)."""
+    its result (with the executor's own retries, e.g. Ray's for a lost node). `limit` runs only the first N
+    pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default)."""
+    executor = executor or LocalExecutor()
     check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
 
@@ -69,14 +73,15 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
 
     async def work(spec: CellSpec) -> CellResult:
         if (spec.task_id, spec.replicate) in regrade:
-            regraded = await regrade_cell(job(spec))
+            regraded = await executor.regrade_cell(job(spec))
             if regraded is not None:
                 return regraded
-        tries = 0
+        tries, earlier = 0, 0   # our re-runs; the executor's own retries inside the earlier tries
         while True:
-            result = await run_cell(job(spec))
+            result = await executor.run_cell(job(spec))
             if result.status != "infra_error" or tries >= request.infra_retries:
-                return replace(result, retries=tries)
+                return replace(result, retries=result.retries + earlier + tries)
+            earlier += result.retries
             tries += 1
             await asyncio.sleep(request.infra_backoff_s * tries)
 
@@ -87,5 +92,5 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
 
 def evaluate(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
              on_cell: Callable[[CellResult], None] = lambda cell: None,
-             regrade: set[tuple[str, int]] = frozenset()) -> list[CellResult]:
-    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade))
+             regrade: set[tuple[str, int]] = frozenset(), executor: Executor | None = None) -> list[CellResult]:
+    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade, executor=executor))

@@ -146,6 +146,11 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
     return replace(result, extra={**result.extra, "regraded": True})
 
 
+def infra_result(job: CellJob, error: str, started: float) -> CellResult:
+    """A cell the infrastructure failed (a harness fault, a lost worker): nobody's verdict on the skill."""
+    return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error) or error)
+
+
 def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
             started: float, error: str) -> CellResult:
     usage = metrics.usage if metrics else Usage()

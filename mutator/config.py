@@ -46,6 +46,11 @@ def _positive(value: Any) -> bool:
     return value > 0
 
 
+def _resources(value: Any) -> bool:
+    return all(isinstance(k, str) and k and isinstance(v, (int, float)) and not isinstance(v, bool)
+               and math.isfinite(v) and v >= 0 for k, v in value.items())
+
+
 KEYS = (
     Key("model", "model", str, bool, "a non-empty model id"),
     Key("mutatorModel", "mutator_model", str, bool, "a non-empty model id"),
@@ -84,6 +89,11 @@ KEYS = (
     Key("passEnv", "pass_env", list, lambda v: all(isinstance(n, str) and ENV_NAME.match(n) for n in v),
         "a list of environment variable names to pass to agents and graders"),
     Key("critic.minGrowthBytes", "critic_min_growth_bytes", int, lambda v: v >= 0, "an integer >= 0"),
+    Key("executor", "executor", str, lambda v: v in ("local", "ray"), "local or ray", "local"),
+    Key("rayAddress", "ray_address", str, lambda v: True, "'' (a private local Ray instance), 'auto' or HOST:PORT",
+        ""),
+    Key("cellResources", "cell_resources", dict, _resources,
+        'an object of Ray resource -> amount >= 0 per cell, e.g. {"num_cpus": 1}', {"num_cpus": 1}),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -131,6 +141,9 @@ class Settings:
     suites: dict[str, Path]
     pricing: dict[str, Price] = field(repr=False)
     config_file: Path = CONFIG_FILE
+    executor: str = "local"            # where cells run: local | ray (eval/executors); never part of a run id
+    ray_address: str = ""
+    cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
 
     @property
     def db_path(self) -> Path:

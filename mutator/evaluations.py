@@ -17,6 +17,7 @@ import sqlite_utils
 from eval.cells import Contract, evaluation_key
 from eval.cost import Price, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
+from eval.executors import Executor, get_executor
 from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellResult
 from eval.suite import Suite
 from mutator.progress import Progress
@@ -64,6 +65,7 @@ class Evaluator:
     max_output_bytes: int = MAX_OUTPUT_BYTES
     infra_retries: int = 1
     spend_gate: SpendGate | None = None
+    executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
     # evaluations already given a pass by this process: a partial one is not re-run over and over
     _passed: set[int] = field(default_factory=set)
 
@@ -132,10 +134,11 @@ class Evaluator:
         if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
             # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
             results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell, limit=1,
-                                                  may_start=gate.may_start))
+                                                  may_start=gate.may_start, executor=self.executor))
             done = done | {(c.task_id, c.replicate) for c in results}
         results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell,
-                                              may_start=gate.may_start if self.spend_gate else None))
+                                              may_start=gate.may_start if self.spend_gate else None,
+                                              executor=self.executor))
         self.progress.finish()
         cache.close_evaluation(self.db, evaluation_id)
         # an LLM judge's own calls are spend too (budget, run total), though not part of the composite
@@ -181,6 +184,17 @@ class _Starter:
 
 
 def limits(settings) -> dict:
-    """The per-cell caps and retries a command's settings give every evaluation."""
+    """The per-cell caps and retries a command's settings give every evaluation, and where its cells run."""
     return {"cell_timeout_ms": settings.cell_timeout_ms, "max_output_bytes": int(settings.max_output_mb * 2**20),
-            "infra_retries": settings.infra_retries}
+            "infra_retries": settings.infra_retries, "executor": executor_for(settings)}
+
+
+def executor_for(settings) -> Executor:
+    """--executor local (the default) or ray; the same run and the same cells either way (not in any key)."""
+    executor_id = getattr(settings, "executor", "local")
+    if executor_id != "ray":
+        return get_executor(executor_id)
+    # a lost worker or node is retried by Ray as often as an infra_error cell is retried here
+    return get_executor("ray", address=settings.ray_address, resources=settings.cell_resources,
+                        max_retries=settings.infra_retries, concurrency=settings.concurrency,
+                        exclude=(settings.data_dir,))

@@ -55,3 +55,11 @@ def check_finite(**flags: float | None) -> None:
         if value is not None and not math.isfinite(value):
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must be a finite number, got {value!r}; pass a number such as {flag} 1")
+
+
+def check_executor(executor: str) -> None:
+    """--executor ray needs the optional ray package; say so before the run is opened, not at its first cell."""
+    import importlib.util
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("--executor ray needs the ray package, which is not installed; pip install -e '.[ray]' "
+                          "(on this machine and every worker), or use --executor local")

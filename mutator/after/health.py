@@ -23,7 +23,7 @@ from eval.suite import Suite
 from mutator.after import drift
 from mutator.budget import BudgetStop
 from mutator.config import ConfigError, Settings
-from mutator.evaluations import Evaluator
+from mutator.evaluations import Evaluator, executor_for
 from mutator.progress import Progress
 from mutator.store.db import connect, dumps, loads, now, rows
 from sandbox import Launcher
@@ -89,7 +89,8 @@ class HealthCheck:
         contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
         evaluator = Evaluator(db=db, data_dir=s.data_dir, contract=contract, agent_argv=self.build_argv,
                               launcher=self.launcher, price=price_for(s.pricing, s.model), concurrency=self.parallel,
-                              grader_timeout_s=s.grader_timeout_ms / 1000, progress=self.progress)
+                              grader_timeout_s=s.grader_timeout_ms / 1000, progress=self.progress,
+                              executor=executor_for(s))
         deadline = Deadline(self.max_seconds)
         stopped: tuple[str, str] | None = None  # (status, reason)
         deadline.start()

@@ -79,7 +79,7 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) 
            "cell_dir": cell.cell_dir, "finished_at": now(), "retries": retries, "prior_cost_usd": prior,
            "grader_cost_usd": float(cell.extra.get("grader_cost_usd", 0.0)),
            **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
-                                         "grader_output_tokens") if k in cell.extra}}
+                                         "grader_output_tokens", "node") if k in cell.extra}}
     conn = db.conn
     with conn:
         if old:

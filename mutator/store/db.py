@@ -230,8 +230,7 @@ def _v8(db: sqlite_utils.Database) -> None:
 
 
 def _v9(db: sqlite_utils.Database) -> None:
-    # The opt-in watch (mutator/mining/watch.py): one row per tick, whatever it decided. Idempotent, like _v7:
-    # migrations are numbered by position, and this one is renumbered when the branches meet.
+    # The opt-in watch (mutator/mining/watch.py): one row per tick, whatever it decided.
     if "triggers" in db.table_names():
         return
     db["triggers"].create({
@@ -243,7 +242,14 @@ def _v9(db: sqlite_utils.Database) -> None:
     db["triggers"].create_index(["at"])
 
 
-MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)
+def _v10(db: sqlite_utils.Database) -> None:
+    # Which machine ran each cell: "local", or the Ray node id under --executor ray (eval/executors).
+    if "node" not in db["cells"].columns_dict:
+        db["cells"].add_column("node", str)
+
+
+MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
+                                                                   _v10)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
