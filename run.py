@@ -60,7 +60,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
     run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
     run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
-                                                       "cached and appended to the run's test timeline")
+                                                       "cached and appended to the run's test timeline; also "
+                                                       "measures the suite with no skill installed (the control)")
+    run.add_argument("--no-control", action="store_true",
+                     help="with --test-run: skip the no-skill control (seed vs none, champion vs none)")
     run.add_argument("--export", metavar="RUN", help="write RUN's attempts, evaluations, cells, tests and test runs "
                                                      "as tables for notebooks (--format, --out); spends nothing")
     run.add_argument("--format", choices=("csv", "parquet"), default="csv",
@@ -393,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                                   launcher=launcher, progress=progress, network=agents.network,
-                                  build_id=agents.build_id)
+                                  build_id=agents.build_id, control=not args.no_control)
             except TestRunError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 2
