@@ -201,8 +201,8 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
     from eval.agents.choice import backend_for, choose
     from eval.cost import price_for
     from mutator.loop import Agents
-    for model, attr, key in ((settings.model, "model", "model"), (settings.mutator_model, "mutator_model",
-                                                                   "mutatorModel")):
+    for model, attr, key in (*((m, "model", "model") for m in settings.models),   # every eval model is priced
+                             (settings.mutator_model, "mutator_model", "mutatorModel")):
         flag = "--" + attr.replace("_", "-")
         try:
             price_for(settings.pricing, model)  # PricingError names the model and the config key to add

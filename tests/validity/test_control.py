@@ -65,3 +65,23 @@ def test_control_reports_seed_and_champion_against_no_skill(tmp_path: Path) -> N
 
 def test_render_control_says_nothing_when_skipped() -> None:
     assert render_control(None) == []
+
+
+def test_plan_counts_every_models_cells_and_the_control() -> None:
+    from mutator.config import load_settings
+    from mutator.validity.plan import plan
+    from run import load
+
+    def planned(model: str):
+        settings = load_settings({"model": model, "replicates": 1, "rounds": 2, "data_dir": "/nonexistent-i18a"})
+        return plan(settings, train=load(settings, "clean-train", "--suite", allow_mismatch=False),
+                    val=load(settings, "clean-val", "--val", allow_mismatch=False),
+                    holdout=load(settings, "clean-test", "--holdout", allow_mismatch=False), build_id="fake@x")
+
+    one, two = planned("claude-haiku-4-5"), planned("claude-haiku-4-5,claude-sonnet-4-5")
+    assert (two.n_val, two.n_train, two.n_test) == (2 * one.n_val, 2 * one.n_train, 2 * one.n_test)
+    assert two.df_first == one.n_val * 2 - 1 and one.df_first == one.n_val - 1
+    # no store: each model's cell estimated at its own price; sonnet is 3x haiku, so the mean cell is 2x
+    assert two.cell_usd == pytest.approx(2 * one.cell_usd)
+    assert one.test_usd == pytest.approx(3 * one.n_test * one.cell_usd)          # seed, champion, control
+    assert two.test_usd == pytest.approx(3 * two.n_test * two.cell_usd)
