@@ -92,7 +92,10 @@ def parser() -> argparse.ArgumentParser:
     loop.add_argument("--min-improvement", type=float, help="centre of the keep gate (score.minImprovement)")
     loop.add_argument("--gate-z", type=float, help="noise calibration of the gate; 0 = raw minImprovement gate")
     loop.add_argument("--seed", type=int, help="seed of the run's random choices")
-    loop.add_argument("--model", help="build model id (priced from config.json 'pricing')")
+    loop.add_argument("--model", help="build model id (priced from config.json 'pricing'); several, comma-separated "
+                                      "(a,b), measure every cell on each model: each model's composite against the "
+                                      "seed on that model, the run's the mean over models, the gate paired per "
+                                      "(task, model)")
     loop.add_argument("--mutator-model", help="mutator model id")
     loop.add_argument("--max-turns", type=int, help="turn cap for each agent")
     loop.add_argument("--concurrency", type=int, help="cells run at once")

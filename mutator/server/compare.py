@@ -14,6 +14,7 @@ import sqlite_utils
 from mutator.score import CellFigures, Normalisers, Weights, normalisers, per_task
 from mutator.server import queries as Q
 from mutator.server import verdicts as V
+from mutator.server.models_view import cell_sources
 from mutator.validity.stats import paired, paired_delta
 
 MAX_RUNS = 4
@@ -22,9 +23,11 @@ MAX_RUNS = 4
 def _cells(db: sqlite_utils.Database, evaluation_id: int | None) -> list[CellFigures]:
     if not evaluation_id:
         return []
-    return [CellFigures(r[0], r[1], r[2] or 0.0, r[3] or 0.0, r[4] or 0, r[5] == "ok") for r in db.conn.execute(
-        "select task_id, replicate, score, cost_usd, steps, status from cells where evaluation_id = ?",
-        [evaluation_id]).fetchall()]
+    # a several-model evaluation's cells are its members', tagged with their model (scored per model)
+    return [CellFigures(r[0], r[1], r[2] or 0.0, r[3] or 0.0, r[4] or 0, r[5] == "ok", model)
+            for model, source in cell_sources(db, evaluation_id) for r in db.conn.execute(
+                "select task_id, replicate, score, cost_usd, steps, status from cells where evaluation_id = ?",
+                [source]).fetchall()]
 
 
 def _run_view(db: sqlite_utils.Database, run: dict) -> dict:

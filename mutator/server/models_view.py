@@ -7,6 +7,7 @@ A group evaluation (evaluations.members) is scored model by model against the se
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import sqlite_utils
 
@@ -22,7 +23,10 @@ def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, i
     """{model: one-model evaluation id} of a group evaluation; {} for a one-model one (or none)."""
     if not evaluation_id:
         return {}
-    found = db.conn.execute("select members from evaluations where id = ?", [evaluation_id]).fetchone()
+    try:
+        found = db.conn.execute("select members from evaluations where id = ?", [evaluation_id]).fetchone()
+    except sqlite3.OperationalError:   # a store no _v9 loop has opened: every evaluation is one-model
+        return {}
     return _loads(found[0]) if found else {}
 
 

@@ -125,19 +125,14 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
                                    label=f"test · champion on {suite.name}", contract=contract)
-    none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite, label=f"test · no skill on {suite.name}",
-                              contract=contract) if control else None
     measured = [(seed, suite, "the seed on the test suite"), (best, suite, "the champion on the test suite")]
-    measured += [(none, suite, "no skill on the test suite")] if none else []
-    spent = sum(o.ran_cost for o, _, _ in measured)
-    if spent:
-        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [spent, run_id])
-        db.conn.commit()
-    try:   # a test report never rests on cells that failed for reasons that are not the skill's
-        refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
-    except EvaluationStop:
-        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
-        raise
+    _settle(db, settings, run_id, test_id, measured, agent_argv)
+    none = None
+    if control:   # only once seed and champion are sound: a sick test suite spends nothing more
+        none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite, label=f"test · no skill on {suite.name}",
+                                  contract=contract)
+        _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv)
+        measured.append((none, suite, "no skill on the test suite"))
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
     train = _train_composite(db, evaluator, weights, run, champion)
@@ -152,6 +147,20 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
             "train_composite": train, "cells_run": sum(o.ran for o, _, _ in measured), "report": report}
+
+
+def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
+    """Add what these evaluations spent to the run; a test report never rests on cells that failed for
+    reasons that are not the skill's (the test run is then recorded failed)."""
+    spent = sum(o.ran_cost for o, _, _ in measured)
+    if spent:
+        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [spent, run_id])
+        db.conn.commit()
+    try:
+        refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
+    except EvaluationStop:
+        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
+        raise
 
 
 def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, genome_hash: str) -> float | None:
