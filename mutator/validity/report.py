@@ -12,7 +12,7 @@ import math
 import sqlite_utils
 
 from mutator.models import stored_normalisers
-from mutator.score import CellFigures, Normalisers, Weights, per_task
+from mutator.score import CellFigures, Normalisers, Weights, per_task, split_key
 from mutator.store import cache
 from mutator.store.db import rows
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
@@ -70,6 +70,7 @@ def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eva
         return None
     shared = list(deltas)
     return {
+        **({"by_model": by_model} if (by_model := _by_model(deltas, champ, seed)) else {}),
         "n_tasks": len(deltas),
         "champion_composite": sum(champ[t].composite for t in shared) / len(shared),
         "seed_composite": sum(seed[t].composite for t in shared) / len(shared),
@@ -82,6 +83,18 @@ def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eva
         "champion_evaluation_id": champion_eval,
         "seed_evaluation_id": seed_eval,
     }
+
+
+def _by_model(deltas: dict[str, float], champ: dict, seed: dict) -> dict[str, dict]:
+    """Several eval models: each model's own paired Δ (its 'task@model' pairs) and composites ({} for one)."""
+    groups: dict[str, list[str]] = {}
+    for key in deltas:
+        groups.setdefault(split_key(key)[1], []).append(key)
+    if len(groups) < 2:
+        return {}
+    return {m: {"n_tasks": len(keys), "delta": paired_delta({k: deltas[k] for k in keys}).to_json(),
+                "champion_composite": sum(champ[k].composite for k in keys) / len(keys),
+                "seed_composite": sum(seed[k].composite for k in keys) / len(keys)} for m, keys in groups.items()}
 
 
 def gap(split: dict | None, test: dict | None) -> dict | None:
@@ -161,6 +174,10 @@ def render(report: dict) -> str:
         lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
                      f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
                      f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
+        for model, m in (s.get("by_model") or {}).items():
+            md = m["delta"]
+            lines.append(f"    · {model}: {m['n_tasks']} tasks, seed {m['seed_composite']:.4f}, champion "
+                         f"{m['champion_composite']:.4f}, Δ {md['mean']:+.4f} ± {_fmt(md['se'], '.4f')}")
     names = sorted({n for s in report["splits"].values() if s for n in s["mcnemar"]})
     if names:
         lines.append("  McNemar exact, pass/fail tests (cells paired by task × replicate; "

@@ -44,6 +44,10 @@ def test_run_detail_shows_each_model_beside_the_mean(two_model_store) -> None:
     test = detail["tests"][0]["report"]
     assert test["splits"]["test"]["n_tasks"] == 16                   # clean-test: 8 tasks x 2 models
     assert test["control"]["champion"]["n_tasks"] == 16 and test["control"]["seed"]["delta"]["mean"] is not None
+    per_model = test["splits"]["test"]["by_model"]                     # each model's own test Δ beside the mean
+    assert list(per_model) == list(TWO) and all(m["n_tasks"] == 8 for m in per_model.values())
+    assert test["splits"]["test"]["delta"]["mean"] == pytest.approx(
+        sum(m["delta"]["mean"] for m in per_model.values()) / 2)
 
 
 def test_round_analysis_has_every_models_cells_and_figures(two_model_store) -> None:
