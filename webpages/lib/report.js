@@ -63,7 +63,7 @@ function controlView(control) {
       h('td', {}, fig(d.ci_low === null ? '—' : `[${signed(d.ci_low)}, ${signed(d.ci_high)}]`, TIPS.reportCi)),
       h('td', {}, fig(`${s.sign.wins}/${s.sign.losses}/${s.sign.ties} p ${p(s.sign.p_value)}`, TIPS.reportSign)));
   };
-  return h('table', { class: 'figs report-table control', id: 'control-table' },
+  return h('table', { class: 'figs control-table', 'data-control-table': '' },
     h('thead', {}, h('tr', {}, h('th', { title: TIPS.controlNone }, 'no-skill control (test)'), h('th', {}, 'tasks'),
       h('th', { title: TIPS.controlNone }, 'none'), h('th', { title: TIPS.controlSkill }, 'with skill'),
       h('th', { title: TIPS.controlDelta }, 'Δ ± SE'), h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportSign }, 'sign W/L/T'))),
