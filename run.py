@@ -71,7 +71,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
     run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
     run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
-                                                       "cached and appended to the run's test timeline")
+                                                       "cached and appended to the run's test timeline; also "
+                                                       "measures the suite with no skill installed (the control)")
+    run.add_argument("--no-control", action="store_true",
+                     help="with --test-run: skip the no-skill control (seed vs none, champion vs none)")
     run.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                      help="measure both runs' champions on --suite (default: RUN_A's --holdout) through the cached "
                           "test run, and print the paired Δ (B − A) ± SE, 95%% CI, sign test and McNemar: the "
@@ -128,7 +131,10 @@ def parser() -> argparse.ArgumentParser:
     loop.add_argument("--min-improvement", type=float, help="centre of the keep gate (score.minImprovement)")
     loop.add_argument("--gate-z", type=float, help="noise calibration of the gate; 0 = raw minImprovement gate")
     loop.add_argument("--seed", type=int, help="seed of the run's random choices")
-    loop.add_argument("--model", help="build model id (priced from config.json 'pricing')")
+    loop.add_argument("--model", help="build model id (priced from config.json 'pricing'); several, comma-separated "
+                                      "(a,b), measure every cell on each model: each model's composite against the "
+                                      "seed on that model, the run's the mean over models, the gate paired per "
+                                      "(task, model)")
     loop.add_argument("--mutator-model", help="mutator model id")
     loop.add_argument("--max-turns", type=int, help="turn cap for each agent")
     loop.add_argument("--concurrency", type=int, help="cells run at once")
@@ -244,8 +250,8 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
     from eval.agents.choice import backend_for, choose
     from eval.cost import price_for
     from mutator.loop import Agents
-    for model, attr, key in ((settings.model, "model", "model"), (settings.mutator_model, "mutator_model",
-                                                                   "mutatorModel")):
+    for model, attr, key in (*((m, "model", "model") for m in settings.models),   # every eval model is priced
+                             (settings.mutator_model, "mutator_model", "mutatorModel")):
         flag = "--" + attr.replace("_", "-")
         try:
             price_for(settings.pricing, model)  # PricingError names the model and the config key to add
@@ -455,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 result = test_run(settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                                   launcher=launcher, progress=progress, network=agents.network,
-                                  build_id=agents.build_id)
+                                  build_id=agents.build_id, control=not args.no_control)
             except TestRunError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 2
@@ -493,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
                                    build_id=agents.build_id)))
             return 0
         if args.aa is not None:
+            if len(settings.models) > 1:
+                raise ConfigError(f"--aa measures the gate on one eval model; --model lists {len(settings.models)} "
+                                  f"({', '.join(settings.models)}): run one --aa per model")
             from mutator.validity.aa import AARun
             from mutator.validity.aa import summary as aa_summary
             check_seed_skill(settings.skill_dir)

@@ -172,9 +172,20 @@ def apply_rules(rows: Rows, ops: list[str]) -> Rows:
     return out
 
 
-def load_rule_ops(rules_file: Path) -> list[str]:
-    """The ops of a rules.json (a list of rules, or {"rules": [...]}); [] when missing or malformed."""
+# How each build model reads a skill's rules, so two models give different (still seeded) cells. Any model
+# not listed (the default claude-haiku-4-5 among them) reads each rule once, exactly as before; a thorough
+# model reads each rule twice, so it rarely fumbles one (the agent's skip chance is squared) but spends a
+# turn on every re-read (more steps, and more cost at its dearer price).
+READS_PER_RULE = {"claude-sonnet-4-5": 2, "claude-opus-4-5": 2}
+
+
+def load_rule_ops(rules_file: Path, model: str | None = None) -> list[str]:
+    """The ops of a rules.json (a list of rules, or {"rules": [...]}) as `model` reads them (default: the
+    agent contract's SM_MODEL; see READS_PER_RULE); [] when missing or malformed."""
     import json
+    import os
+
+    reads = READS_PER_RULE.get(os.environ.get("SM_MODEL", "") if model is None else model, 1)
 
     try:
         data = json.loads(rules_file.read_text(encoding="utf-8"))
@@ -183,7 +194,8 @@ def load_rule_ops(rules_file: Path) -> list[str]:
     rules = data.get("rules", []) if isinstance(data, dict) else data
     if not isinstance(rules, list):
         return []
-    return [str(rule.get("op")) for rule in rules if isinstance(rule, dict) and rule.get("op")]
+    return [str(rule.get("op")) for rule in rules if isinstance(rule, dict) and rule.get("op")
+            for _ in range(reads)]
 
 
 def read_csv(path: Path) -> Rows:

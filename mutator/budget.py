@@ -17,6 +17,7 @@ import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
+from mutator.models import members
 from mutator.store.db import dumps
 
 
@@ -72,11 +73,13 @@ class Budget:
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
                           contract: Contract, label: str) -> None:
-        key = evaluation_key(genome_hash, suite, contract)
-        pending = pending_cells(db, key, len(suite.tasks) * contract.replicates)
+        # several eval models: each model's cells at its own mean cost
+        pending, next_usd = 0, 0.0
+        for member in members(contract):
+            todo = pending_cells(db, evaluation_key(genome_hash, suite, member), len(suite.tasks) * member.replicates)
+            pending, next_usd = pending + todo, next_usd + todo * mean_cell_cost(db, member)
         if pending:
-            self.check(spent=run_spent(db, run_id), next_usd=pending * mean_cell_cost(db, contract),
-                       what=f"{label} ({pending} cells)")
+            self.check(spent=run_spent(db, run_id), next_usd=next_usd, what=f"{label} ({pending} cells)")
 
     def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
         """`first_usd` stands in for the mean before this run has made a real mutator call."""

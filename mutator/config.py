@@ -52,7 +52,7 @@ def _resources(value: Any) -> bool:
 
 
 KEYS = (
-    Key("model", "model", str, bool, "a non-empty model id"),
+    Key("model", "model", str, lambda v: all(v.split(",")), "a model id, or several: a list or 'a,b'"),
     Key("mutatorModel", "mutator_model", str, bool, "a non-empty model id"),
     Key("mutatorCmd", "mutator_cmd", str, lambda v: True, "your mutator's command line ('' = none)"),
     Key("replicates", "replicates", int, _positive, "an integer >= 1"),
@@ -146,6 +146,11 @@ class Settings:
     cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
 
     @property
+    def models(self) -> tuple[str, ...]:
+        """The eval models: one for a plain run; several ('a,b') measure every cell on each of them."""
+        return tuple(self.model.split(","))
+
+    @property
     def db_path(self) -> Path:
         return self.data_dir / "mutator.db"
 
@@ -217,6 +222,16 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
     return value
 
 
+def _model_list(value: Any) -> Any:
+    """'a, b' or ["a", "b"] -> 'a,b' (order kept, repeats dropped): one string keeps a one-model run's id."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
+    if not isinstance(value, str):
+        return value
+    names = [name.strip() for name in value.split(",")]
+    return ",".join(dict.fromkeys(names)) if all(names) else value
+
+
 def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
                   environ: Mapping[str, str] | None = None) -> Settings:
     """Merge config.json < environment < flags (flags given as {attr: value}; None means unset)."""
@@ -244,6 +259,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, config_file: Path |
             value, source = flag, f"flag --{key.attr.replace('_', '-')}"
         if value is None:
             value = key.default
+        if key.attr == "model":
+            value = _model_list(value)
         if value is None:
             raise ConfigError(f"{config_file}: '{key.path}' is missing; add it ({key.rule})")
         values[key.attr] = _coerce(key, value, source)

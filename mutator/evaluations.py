@@ -20,6 +20,7 @@ from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.executors import Executor, get_executor
 from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellResult
 from eval.suite import Suite
+from mutator.models import first_model, is_group, members
 from mutator.progress import Progress
 from mutator.score import CellFigures
 from mutator.store import cache
@@ -66,6 +67,7 @@ class Evaluator:
     infra_retries: int = 1
     spend_gate: SpendGate | None = None
     executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
+    pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
     # evaluations already given a pass by this process: a partial one is not re-run over and over
     _passed: set[int] = field(default_factory=set)
 
@@ -75,7 +77,8 @@ class Evaluator:
                      concurrency: int | None = None) -> Evaluator:
         """The evaluator a command builds from its settings: priced by the contract's model."""
         return cls(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv, launcher=launcher,
-                   price=price_for(settings.pricing, contract.model), concurrency=concurrency or settings.concurrency,
+                   price=price_for(settings.pricing, first_model(contract.model)),
+                   concurrency=concurrency or settings.concurrency,
                    grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network,
                    **limits(settings))
 
@@ -83,6 +86,9 @@ class Evaluator:
                  contract: Contract | None = None, price: Price | None = None) -> Outcome:
         """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build model's."""
         contract = contract or self.contract
+        if is_group(contract):
+            return self._evaluate_group(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract,
+                                        price=price)
         key = evaluation_key(genome_hash, suite, contract)
         row = cache.open_evaluation(self.db, key, genome_hash, suite, contract)
         evaluation_id = row["id"]
@@ -92,6 +98,21 @@ class Evaluator:
             ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key,
                                                    label, price or self.price, retry_failed=row["status"] == "retry")
         return self.outcome(evaluation_id, ran, ran_cost, budget_stop)
+
+    def _evaluate_group(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
+                        label: str, contract: Contract, price: Price | None) -> Outcome:
+        """Several eval models: each model's one-model evaluation (cached under its own key), then the group
+        row over them. Each member's cells are priced at its own model's prices."""
+        parts = {}
+        for member in members(contract):
+            own = price_for(self.pricing, member.model) if self.pricing else (price or self.price)
+            parts[member.model] = self.evaluate(genome_dir, genome_hash, skill_name, suite,
+                                                label=f"{label} · {member.model}", contract=member, price=own)
+        group = cache.open_group(self.db, evaluation_key(genome_hash, suite, contract), genome_hash, suite, contract,
+                                 {m: o.evaluation_id for m, o in parts.items()})
+        cache.close_group(self.db, group)
+        return self.outcome(group, sum(o.ran for o in parts.values()), sum(o.ran_cost for o in parts.values()),
+                            "; ".join(o.budget_stop for o in parts.values() if o.budget_stop))
 
     def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "") -> Outcome:
         """The evaluation as stored: its cells, and from the same rows its failure counts and one error."""
@@ -154,7 +175,8 @@ class Evaluator:
 
 def _figures(rows: list[dict]) -> tuple[CellFigures, ...]:
     return tuple(CellFigures(task_id=r["task_id"], replicate=r["replicate"], score=r["score"] or 0.0,
-                             cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok")
+                             cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok",
+                             model=r.get("model") or "")
                  for r in rows)
 
 
@@ -184,9 +206,10 @@ class _Starter:
 
 
 def limits(settings) -> dict:
-    """The per-cell caps and retries a command's settings give every evaluation, and where its cells run."""
+    """The per-cell caps and retries a command's settings give every evaluation, its prices (per model) and
+    where its cells run."""
     return {"cell_timeout_ms": settings.cell_timeout_ms, "max_output_bytes": int(settings.max_output_mb * 2**20),
-            "infra_retries": settings.infra_retries, "executor": executor_for(settings)}
+            "infra_retries": settings.infra_retries, "pricing": settings.pricing, "executor": executor_for(settings)}
 
 
 def executor_for(settings) -> Executor:

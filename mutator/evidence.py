@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite
+from mutator.store import cache
 
 INPUT_CLIP = 4000
 
@@ -101,9 +102,9 @@ class Evidence:
         return [dict(r) for r in self.db.query(sql, params)]
 
     def _cells(self, evaluation_id: int) -> list[tuple[str, str]]:
-        return [(f"{r['task_id']}__r{r['replicate']}", r["cell_dir"]) for r in self._rows(
-            "select task_id, replicate, cell_dir from cells where evaluation_id = ? order by task_id, replicate",
-            [evaluation_id])]
+        # several eval models: each model's cells, named by model too
+        return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""), r["cell_dir"])
+                for r in cache.cell_rows(self.db, evaluation_id)]
 
     def train_evaluation(self, genome_hash: str) -> int | None:
         found = self._rows("select train_evaluation_id from attempts where run_id = ? and genome_hash = ? and "

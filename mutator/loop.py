@@ -26,6 +26,7 @@ from mutator.config import Settings
 from mutator.confirm import confirm_keep
 from mutator.evaluations import Evaluator, limits
 from mutator.failures import EvaluationStop, account, assess, describe_for, reopen_failed, seed_evaluation
+from mutator.models import first_model, seed_columns, stored_normalisers
 from mutator.mutate import mutate
 from mutator.progress import Progress
 from mutator.provenance import launch_columns
@@ -253,7 +254,7 @@ class Loop(MutatorView):
             "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
             "finished_at": attempt["finished_at"] or now()})
         self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
-                         seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps)
+                         seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps, **seed_columns(val_norm, train_norm))
         return val_norm
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
@@ -281,8 +282,7 @@ class Loop(MutatorView):
                     [evaluation_key(genome_hash, self.suites.train, self.contract)])
         if not done:
             return {}
-        run = self.run()
-        norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+        norm = stored_normalisers(self.run(), "train")
         return {t: f.composite for t, f in per_task(self.evaluator.cells(done[0]["id"]), self.weights, norm).items()}
 
     def round(self, round_no: int, val_norm: Normalisers) -> None:
@@ -442,4 +442,4 @@ class Loop(MutatorView):
 
 def _price(settings: Settings, model: str):
     from eval.cost import price_for
-    return price_for(settings.pricing, model)
+    return price_for(settings.pricing, first_model(model))  # several models: each member is priced by its own

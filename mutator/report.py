@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlite_utils
 
-from mutator.score import CellFigures, Normalisers, Weights, summarise
+from mutator.models import stored_normalisers
+from mutator.score import CellFigures, Normalisers, Weights, by_model, summarise
+from mutator.store import cache
 from mutator.store.db import loads, rows
 from mutator.store.liveness import mark_stale
 
 
-def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weights, norm: Normalisers):
+def stored_cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
+    """An evaluation's cells as the scorer sees them (a several-model one's tagged with each cell's model)."""
+    return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
+                        r["status"] == "ok", r.get("model") or "") for r in cache.cell_rows(db, evaluation_id)]
+
+
+def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weights, norm: Normalisers,
+             model: str | None = None):
+    """The evaluation's summary (mean over models); with `model`, that eval model's own."""
     if evaluation_id is None:
         return None
-    cells = [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
-                         r["status"] == "ok")
-             for r in rows(db, "select * from cells where evaluation_id = ?", [evaluation_id])]
+    cells = stored_cells(db, evaluation_id)
+    if model is not None:
+        return by_model(cells, weights, norm).get(model)
     return summarise(cells, weights, norm) if cells else None
 
 
@@ -30,22 +40,30 @@ class SeedVsChampion:
     seed_train: object
     champion_val: object
     champion_train: object
+    models: dict = field(default_factory=dict)  # several eval models: {model: (seed val, seed train, champion val, train)}
 
 
 def seed_vs_champion(db: sqlite_utils.Database, run: dict) -> SeedVsChampion:
     weights = Weights(run["w_cost"], run["w_steps"])
-    val_norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
-    train_norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+    val_norm, train_norm = stored_normalisers(run, "val"), stored_normalisers(run, "train")
     attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run["id"]])
     seed = attempts[0]
     champion = [a for a in attempts if a["genome_hash"] == run["incumbent_hash"] and a["val_evaluation_id"]][-1]
     champ_train = [a["train_evaluation_id"] for a in attempts
                    if a["genome_hash"] == run["incumbent_hash"] and a["train_evaluation_id"]]
-    return SeedVsChampion(
-        attempts, champion, _figures(db, seed["val_evaluation_id"], weights, val_norm),
-        _figures(db, seed["train_evaluation_id"], weights, train_norm),
-        _figures(db, champion["val_evaluation_id"], weights, val_norm),
-        _figures(db, champ_train[-1] if champ_train else None, weights, train_norm))
+    ids = (seed["val_evaluation_id"], seed["train_evaluation_id"], champion["val_evaluation_id"],
+           champ_train[-1] if champ_train else None)
+    norms = (val_norm, train_norm, val_norm, train_norm)
+    models = {m: tuple(_figures(db, i, weights, n, m) for i, n in zip(ids, norms, strict=True))
+              for m, _, _ in val_norm.by_model}
+    return SeedVsChampion(attempts, champion, *(_figures(db, i, weights, n) for i, n in zip(ids, norms, strict=True)),
+                          models=models)
+
+
+def model_deltas(a: dict) -> str:
+    """Each eval model's own paired Δ of an attempt, from its stored gate ('' for one model)."""
+    found = (loads(a.get("gate"), {}) or {}).get("by_model") or {}
+    return ", ".join(f"{m} {f['delta']:+.4f}" for m, f in found.items())
 
 
 def attempt_label(a: dict) -> str:
@@ -76,6 +94,8 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
              "                 val: composite  eval   cost/cell  steps │ train: composite  eval   cost/cell  steps",
              _line("seed", figures.seed_val, figures.seed_train),
              _line("champion", figures.champion_val, figures.champion_train),
+             *(line for m, (sv, st, cv, ct) in figures.models.items()
+               for line in (f"  · {m}", _line(" seed", sv, st), _line(" champion", cv, ct))),
              f"  champion genome {run['incumbent_hash'][:12]} (round {champion['round']})", "",
              "  round  verdict  Δcomposite  gate threshold   summary"]
     for a in attempts[1:]:
@@ -83,6 +103,8 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
         threshold = "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}"
         lines.append(f"  {attempt_label(a):<6} {a['verdict'] or a['status']:<8} {delta:>10}  {threshold:>14}   "
                      f"{attempt_note(a)}")
+        if model_deltas(a):
+            lines.append(f"  {'':<6} {'':<8} per model Δ: {model_deltas(a)}")
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
               f" · spend this run ${run['cost_usd']:.4f} ({spend_basis(run['agent'])})"]
@@ -122,9 +144,10 @@ def spend_basis(agent: str | None) -> str:
 
 def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
     """Bytes on disk of the cell dirs of every evaluation this run's attempts used, and their count."""
-    dirs = [r["cell_dir"] for r in db.query(
-        "select distinct c.cell_dir from cells c join attempts a on c.evaluation_id in "
-        "(a.val_evaluation_id, a.train_evaluation_id) where a.run_id = ?", [run_id])]
+    dirs = [r["cell_dir"] for r in db.query(   # a several-model evaluation's cells are its members'
+        "select distinct c.cell_dir from cells c join evaluations e on c.evaluation_id = e.id or c.evaluation_id in "
+        "(select value from json_each(e.members)) join attempts a on e.id in (a.val_evaluation_id, "
+        "a.train_evaluation_id) where a.run_id = ?", [run_id])]
     total = 0
     for cell_dir in dirs:
         for path in Path(cell_dir).rglob("*"):

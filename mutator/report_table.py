@@ -11,7 +11,7 @@ import sqlite_utils
 from rich.console import Console
 from rich.table import Table
 
-from mutator.report import attempt_label, attempt_note, seed_vs_champion, summary
+from mutator.report import attempt_label, attempt_note, model_deltas, seed_vs_champion, summary
 
 VERDICT_STYLE = {"KEEP": "green", "REJECT": "red", "CRITIC": "yellow", "FAILED": "magenta"}
 
@@ -32,6 +32,9 @@ def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
             figures.add_column(f"{split} {name}", justify="right")
     figures.add_row("seed", *_cells(both.seed_val), *_cells(both.seed_train))
     figures.add_row("champion", *_cells(both.champion_val), *_cells(both.champion_train))
+    for model, (seed_val, seed_train, champion_val, champion_train) in both.models.items():
+        figures.add_row(f"· {model}: seed", *_cells(seed_val), *_cells(seed_train))
+        figures.add_row(f"· {model}: champion", *_cells(champion_val), *_cells(champion_train))
     rounds = Table(title="attempts")
     for name, justify in (("round", "left"), ("verdict", "left"), ("Δcomposite", "right"),
                           ("gate threshold", "right"), ("summary", "left")):
@@ -41,7 +44,8 @@ def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
         rounds.add_row(attempt_label(a),
                        f"[{VERDICT_STYLE.get(verdict, 'default')}]{verdict}[/]",
                        "—" if a["delta"] is None else f"{a['delta']:+.4f}",
-                       "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}", attempt_note(a))
+                       "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}",
+                       attempt_note(a) + (f" (per model Δ: {model_deltas(a)})" if model_deltas(a) else ""))
     return figures, rounds
 
 

@@ -48,6 +48,7 @@ class CellFigures:
     cost_usd: float
     steps: float
     ok: bool
+    model: str = ""     # the eval model, set only when an evaluation spans several
 
     def __post_init__(self) -> None:
         if not self.ok:
@@ -56,10 +57,25 @@ class CellFigures:
 
 @dataclass(frozen=True)
 class Normalisers:
-    """Per-cell mean cost (USD) and steps of the SEED on the same suite."""
+    """Per-cell mean cost (USD) and steps of the SEED on the same suite.
+
+    With several eval models each model has its own (`by_model`: (model, seed_cost, seed_steps) rows), so
+    a dear model's cost is measured against the seed on that model; seed_cost/seed_steps are then the
+    mean over models, for display only.
+    """
 
     seed_cost: float
     seed_steps: float
+    by_model: tuple[tuple[str, float, float], ...] = ()
+
+    def for_model(self, model: str) -> Normalisers:
+        for name, cost, steps in self.by_model:
+            if name == model:
+                return Normalisers(cost, steps)
+        if self.by_model:
+            raise ScoreError(f"no seed normalisers for model {model!r}; the seed was measured on "
+                             f"{[m for m, _, _ in self.by_model]}")
+        return self
 
 
 @dataclass(frozen=True)
@@ -111,9 +127,20 @@ def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) 
     return eval_, cost, steps, eval_ + cost_term + steps_term, cost_term, steps_term
 
 
+def models_of(cells: Iterable[CellFigures]) -> list[str]:
+    """The eval models of these cells, in first-seen order ([""] for a one-model evaluation)."""
+    return list(dict.fromkeys(c.model for c in cells))
+
+
 def normalisers(seed_cells: Iterable[CellFigures]) -> Normalisers:
-    """The seed's per-cell mean cost and steps; zeros when it has no cells (no penalty then)."""
+    """The seed's per-cell mean cost and steps (per model when the cells span several); zeros when it has
+    no cells (no penalty then)."""
     cells = list(seed_cells)
+    models = models_of(cells)
+    if len(models) > 1:
+        rows = tuple((m, *_means([c for c in cells if c.model == m])) for m in models)
+        return Normalisers(seed_cost=sum(r[1] for r in rows) / len(rows),
+                           seed_steps=sum(r[2] for r in rows) / len(rows), by_model=rows)
     if not cells:
         return Normalisers(seed_cost=0.0, seed_steps=0.0)
     return Normalisers(
@@ -122,8 +149,43 @@ def normalisers(seed_cells: Iterable[CellFigures]) -> Normalisers:
     )
 
 
+def _means(cells: Sequence[CellFigures]) -> tuple[float, float]:
+    return sum(c.cost_usd for c in cells) / len(cells), sum(c.steps for c in cells) / len(cells)
+
+
+def by_model(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) -> dict[str, Summary]:
+    """Each eval model's own summary, scored against the seed on that model ({} for one model)."""
+    cells = list(cells)
+    models = models_of(cells)
+    if len(models) < 2:
+        return {}
+    return {m: summarise([c for c in cells if c.model == m], weights, norm.for_model(m)) for m in models}
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """'task@model' -> (task, model); a one-model key 'task' -> (task, '')."""
+    task, _, model = key.partition("@")
+    return task, model
+
+
 def per_task(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) -> dict[str, TaskFigures]:
-    """Each task's figures as means over its replicate cells, keyed and ordered by task id."""
+    """Each task's figures as means over its replicate cells, keyed and ordered by task id.
+
+    Cells of several eval models are scored per (task, model), keyed 'task@model', each against the
+    seed on its own model: the gate then pairs candidate and incumbent per (task, model).
+    """
+    cells = list(cells)
+    models = models_of(cells)
+    if len(models) > 1:
+        out: dict[str, TaskFigures] = {}
+        for model in models:
+            for task_id, f in per_task([c for c in cells if c.model == model], weights,
+                                       norm.for_model(model)).items():
+                out[f"{task_id}@{model}"] = TaskFigures(f"{task_id}@{model}", f.eval, f.cost, f.steps, f.composite,
+                                                        f.n_cells, f.cost_term, f.steps_term)
+        return dict(sorted(out.items()))
+    if norm.by_model and models:
+        norm = norm.for_model(models[0])
     by_task: dict[str, list[CellFigures]] = {}
     for cell in cells:
         by_task.setdefault(cell.task_id, []).append(cell)
@@ -145,9 +207,20 @@ def per_task(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) 
 
 
 def summarise(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) -> Summary:
-    """Per-cell means and the composite eval − wCost·cost/seedCost − wSteps·steps/seedSteps."""
+    """Per-cell means and the composite eval − wCost·cost/seedCost − wSteps·steps/seedSteps.
+
+    With several eval models every figure is the mean over the models of that model's own figure.
+    """
     cells = list(cells)
     tasks = tuple(per_task(cells, weights, norm).values())
+    models = by_model(cells, weights, norm)
+    if models:
+        k = len(models)
+        return Summary(eval=sum(m.eval for m in models.values()) / k, cost=sum(m.cost for m in models.values()) / k,
+                       steps=sum(m.steps for m in models.values()) / k,
+                       composite=sum(m.composite for m in models.values()) / k, n_cells=len(cells), tasks=tasks)
+    if norm.by_model and cells:
+        norm = norm.for_model(cells[0].model)
     if not cells:
         return Summary(eval=0.0, cost=0.0, steps=0.0, composite=0.0, n_cells=0, tasks=tasks)
     eval_, cost, steps, composite, _, _ = _figures(cells, weights, norm)
@@ -199,8 +272,19 @@ class Gate:
         """This gate's noise figures, to pass in `prior` of the run's later gates."""
         return Comparison(n=self.n, s_r=self.s_r)
 
+    def by_model(self) -> dict[str, dict]:
+        """{model: {"delta", "n"}}: each eval model's mean paired Δ ({} for a one-model gate)."""
+        groups: dict[str, list[float]] = {}
+        for key, d in self.deltas.items():
+            groups.setdefault(split_key(key)[1], []).append(d)
+        if len(groups) < 2:
+            return {}
+        return {m: {"delta": float(sum(ds) / len(ds)), "n": len(ds)} for m, ds in groups.items()}
+
     def to_json(self) -> dict:
+        models = self.by_model()
         return {
+            **({"by_model": models} if models else {}),
             "deltas": {task_id: float(d) for task_id, d in self.deltas.items()},
             "n": int(self.n),
             "delta": float(self.delta),

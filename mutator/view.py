@@ -12,7 +12,9 @@ from pathlib import Path
 from mutator.briefing import BriefingInput, render
 from mutator.evidence import Evidence
 from mutator.meta import distil
-from mutator.score import Normalisers, gate_t, per_task, pooled, summarise
+from mutator.models import stored_normalisers
+from mutator.score import gate_t, per_task, pooled, split_key, summarise
+from mutator.store import cache
 from mutator.store.db import dumps, loads, rows
 from strategies import CandidateSpec, State
 
@@ -55,8 +57,7 @@ class MutatorView:
 
     def train_composite(self, evaluation_id: int) -> float:
         """A train evaluation's composite, normalised by the seed's train cost and steps."""
-        run = self.run()
-        norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
+        norm = stored_normalisers(self.run(), "train")
         return summarise(self.evaluator.cells(evaluation_id), self.weights, norm).composite
 
     def briefing(self, round_no: int, sibling: int, state: State, objective: str,
@@ -72,16 +73,17 @@ class MutatorView:
                                    "and train_evaluation_id is not null order by id desc limit 1",
                           [self.run_id, parent])
         if train_eval:
-            run = self.run()
-            norm = Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)
-            cells = self.evaluator.cells(train_eval[0]["train_evaluation_id"])
+            norm = stored_normalisers(self.run(), "train")
+            evaluation_id = train_eval[0]["train_evaluation_id"]
+            cells = self.evaluator.cells(evaluation_id)
             failing: dict[str, set[str]] = {}
-            for r in rows(self.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id "
-                                   "where c.evaluation_id = ? and t.score < 1", [train_eval[0]["train_evaluation_id"]]):
+            ids = list(cache.member_ids(self.db, evaluation_id).values()) or [evaluation_id]  # several models: all
+            for r in rows(self.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
+                                   f"c.evaluation_id in ({', '.join('?' * len(ids))}) and t.score < 1", ids):
                 failing.setdefault(r["task_id"], set()).add(r["name"])
             for task_id, f in per_task(cells, self.weights, norm).items():
-                train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps,
-                                    "composite": f.composite, "failing": sorted(failing.get(task_id, ()))})
+                train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps, "composite":
+                                    f.composite, "failing": sorted(failing.get(split_key(task_id)[0], ()))})
         attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows()]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.skill_name,

@@ -6,6 +6,7 @@ pyarrow; CSV needs nothing beyond pandas. Never writes to the database.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -34,6 +35,11 @@ def frames(db_path: Path, run_id: str) -> dict[str, pd.DataFrame]:
         test_runs = pd.read_sql_query("select * from test_runs where run_id = ? order by id", conn, params=[run_id])
         ids = sorted({int(i) for column in (attempts["val_evaluation_id"], attempts["train_evaluation_id"],
                                             test_runs["evaluation_id"]) for i in column.dropna()})
+        grouped = any(r[1] == "members" for r in conn.execute("PRAGMA table_info(evaluations)"))   # _v9
+        for group in list(ids) if grouped else []:   # a several-model evaluation: its members hold the cells
+            found = conn.execute("select members from evaluations where id = ?", [group]).fetchone()
+            ids += sorted(json.loads(found[0]).values()) if found and found[0] else []
+        ids = sorted(set(ids))
         marks = ",".join("?" * len(ids)) or "null"
         evaluations = pd.read_sql_query(f"select * from evaluations where id in ({marks}) order by id", conn,
                                         params=ids)

@@ -88,9 +88,9 @@ class HealthCheck:
         copy_tree(skill_dir, snapshot)   # the check scores this copy even if the folder changes meanwhile
         contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
         evaluator = Evaluator(db=db, data_dir=s.data_dir, contract=contract, agent_argv=self.build_argv,
-                              launcher=self.launcher, price=price_for(s.pricing, s.model), concurrency=self.parallel,
-                              grader_timeout_s=s.grader_timeout_ms / 1000, progress=self.progress,
-                              executor=executor_for(s))
+                              launcher=self.launcher, price=price_for(s.pricing, s.models[0]), pricing=s.pricing,
+                              concurrency=self.parallel, grader_timeout_s=s.grader_timeout_ms / 1000,
+                              progress=self.progress, executor=executor_for(s))
         deadline = Deadline(self.max_seconds)
         stopped: tuple[str, str] | None = None  # (status, reason)
         deadline.start()

@@ -16,6 +16,7 @@ from typing import Any
 import sqlite_utils
 
 from mutator.server import verdicts as V
+from mutator.server.models_view import attempt_models, by_model, cell_sources, mean_composite, train_composite
 from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale, mark_stale_records
 
@@ -203,6 +204,8 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
             best_s[-1] = value
         if t_eval is not None:
             train_s[-1] = composite({"eval": t_eval, "cost": t_cost, "steps": t_steps}, run, split="train")
+            if run.get("seed_models"):   # several eval models: the mean over models of each model's own
+                train_s[-1] = train_composite(db, run, row["round"], row["sibling"]) or train_s[-1]
     test_s: list[float | None] = [None] * len(rounds)
     index = {rnd: i for i, rnd in enumerate(rounds)}
     for t in tests:
@@ -220,6 +223,7 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         a["stages"] = stages(db, a, run, evals, data_dir)
         train = evals.get(a["train_evaluation_id"]) if a["train_evaluation_id"] else None
         a["train_composite"] = composite(train, run, split="train")
+        attempt_models(db, run, a)   # several eval models: each model's figures beside the mean
         a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
     V.annotate(run, rows, attempts)
     found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
@@ -280,14 +284,19 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
         figures[name] = None if e is None or e.get("eval") is None else {
             "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split=split),
             "evaluation_id": e["id"]}
+        grouped = by_model(db, e["id"], run, split) if figures[name] else None
+        if grouped:   # several eval models: the composite is the mean of each model's own, shown beside it
+            figures[name].update(composite=mean_composite(grouped), by_model=grouped)
     cells, grid, test_names = [], {}, []
-    if ev:
-        cells = q(db, "select id, task_id, replicate, status, score, cost_usd, steps, duration_ms, input_tokens, "
-                      "output_tokens, agent_subtype, error from cells where evaluation_id = ? "
-                      "order by task_id, replicate", [ev["id"]])
-        for row in q(db, "select c.task_id, t.name, avg(t.score) as score from tests t join cells c on "
-                         "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [ev["id"]]):
-            grid.setdefault(row["task_id"], {})[row["name"]] = row["score"]
+    if ev:   # a several-model evaluation's cells are its members', each with its model ('task@model' in the grid)
+        for model, source in cell_sources(db, ev["id"]):
+            cells += [{**c, "model": model or None} for c in q(
+                db, "select id, task_id, replicate, status, score, cost_usd, steps, duration_ms, input_tokens, "
+                    "output_tokens, agent_subtype, error from cells where evaluation_id = ? "
+                    "order by task_id, replicate", [source])]
+            for row in q(db, "select c.task_id, t.name, avg(t.score) as score from tests t join cells c on "
+                             "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [source]):
+                grid.setdefault(row["task_id"] + (f"@{model}" if model else ""), {})[row["name"]] = row["score"]
         test_names = sorted({n for per in grid.values() for n in per})
     siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite from attempts where run_id = ? "
                      "and round = ? order by sibling", [run["id"], a["round"]])

@@ -9,6 +9,8 @@ replaced (retries counted, the earlier tries' cost kept). Never runs a cell itse
 
 from __future__ import annotations
 
+import json
+
 import sqlite_utils
 
 from eval.cells import Contract
@@ -93,9 +95,48 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) 
         conn.execute("update evaluations set n_done = n_done + 1 where id = ?", [evaluation_id])
 
 
+def member_ids(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, int]:
+    """A group evaluation's {model: one-model evaluation id}; {} for a one-model evaluation."""
+    found = list(db.query("select members from evaluations where id = ?", [evaluation_id]))
+    return json.loads(found[0]["members"]) if found and found[0].get("members") else {}
+
+
 def cell_rows(db: sqlite_utils.Database, evaluation_id: int) -> list[dict]:
-    return list(db.query("select * from cells where evaluation_id = ? order by task_id, replicate",
-                         [evaluation_id]))
+    """The evaluation's cells; a group's are its members' cells, each row with its `model`, model by model."""
+    members = member_ids(db, evaluation_id)
+    if not members:
+        return list(db.query("select * from cells where evaluation_id = ? order by task_id, replicate",
+                             [evaluation_id]))
+    return [{**row, "model": model} for model, member in members.items()
+            for row in db.query("select * from cells where evaluation_id = ? order by task_id, replicate", [member])]
+
+
+def open_group(db: sqlite_utils.Database, key: str, genome_hash: str, suite: Suite, contract: Contract,
+               members: dict[str, int]) -> int:
+    """The group row of an evaluation over several models (its cells are its members'); returns its id."""
+    row = open_evaluation(db, key, genome_hash, suite, contract)
+    n_cells = sum(db["evaluations"].get(m)["n_cells"] for m in members.values())
+    db["evaluations"].update(row["id"], {"members": dumps(members), "n_cells": n_cells})
+    return row["id"]
+
+
+def close_group(db: sqlite_utils.Database, evaluation_id: int) -> str:
+    """`done` when every member is; its counts and per-cell means over all members' cells."""
+    members = member_ids(db, evaluation_id)
+    statuses = [db["evaluations"].get(m)["status"] for m in members.values()]
+    status = "done" if all(s == "done" for s in statuses) else "partial"
+    rows = cell_rows(db, evaluation_id)
+    n = max(len(rows), 1)
+    failures: dict[str, int] = {}
+    for r in rows:
+        if r["status"] != "ok":
+            failures[r["status"]] = failures.get(r["status"], 0) + 1
+    db["evaluations"].update(evaluation_id, {
+        "status": status, "n_done": len(rows), "finished_at": now(), "n_failed": sum(failures.values()),
+        "failures": dumps(dict(sorted(failures.items()))), "eval": sum(r["score"] or 0.0 for r in rows) / n,
+        "cost": sum(r["cost_usd"] or 0.0 for r in rows) / n, "steps": sum(r["steps"] or 0 for r in rows) / n,
+        "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows)})
+    return status
 
 
 def close_evaluation(db: sqlite_utils.Database, evaluation_id: int) -> str:
@@ -119,7 +160,11 @@ def reopen_failed(db: sqlite_utils.Database, evaluation_ids: list[int]) -> int:
     """--retry-failed: mark these evaluations so their failed cells run again; returns how many failed
     cells that covers."""
     n = 0
+    for group in list(evaluation_ids):     # a group's failed cells are its members'
+        evaluation_ids = [*evaluation_ids, *member_ids(db, group).values()]
     for evaluation_id in evaluation_ids:
+        if member_ids(db, evaluation_id):
+            continue
         failed = sum(failure_counts(db, evaluation_id).values())
         if failed:
             db["evaluations"].update(evaluation_id, {"status": "retry"})

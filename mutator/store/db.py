@@ -248,8 +248,19 @@ def _v10(db: sqlite_utils.Database) -> None:
         db["cells"].add_column("node", str)
 
 
+def _v11(db: sqlite_utils.Database) -> None:
+    # Several eval models: an evaluation over models a,b is a group row whose `members` = {model: evaluation id}
+    # of the one-model evaluations it is made of (each cached under its own key, so a later one-model or
+    # two-model run reuses them); its cells are theirs. A run's per-model seed normalisers
+    # ({"val"|"train": [[model, seed_cost, seed_steps], ...]}), so each model's composite re-derives.
+    db["evaluations"].add_column("members", str)
+    db["runs"].add_column("seed_models", str)
+    # The no-skill control of a test run: the suite measured with no skill installed.
+    db["test_runs"].add_column("control_evaluation_id", int)
+
+
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
-                                                                   _v10)
+                                                                   _v10, _v11)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

@@ -57,6 +57,7 @@ class Plan:
     round_usd: float
     run_usd: float
     test_usd: float | None
+    models: tuple[str, ...] = ()   # the eval models: every cell is measured on each
 
 
 def _store(settings: Settings):
@@ -91,7 +92,7 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
     return Noise(sigma, measured, reps, source)
 
 
-def _seed_cell_usd(settings: Settings, build_id: str) -> tuple[float | None, str]:
+def _seed_cell_usd(settings: Settings, build_id: str, model: str) -> tuple[float | None, str]:
     db = _store(settings)
     if db is None or "evaluations" not in db.table_names():
         return None, ""
@@ -100,7 +101,7 @@ def _seed_cell_usd(settings: Settings, build_id: str) -> tuple[float | None, str
            "and model = ? and status = 'done' and contract like ?")
     # the same build agent first; another implementation of it (e.g. an edited fake) says so
     for agent, note in ((build_id, ""), ("%", " by another build-agent implementation")):
-        found = rows(db, sql, [seed, settings.model, f'%"agent": "{agent}"%'])
+        found = rows(db, sql, [seed, model, f'%"agent": "{agent}"%'])
         if found and found[0]["cells"]:
             return found[0]["usd"] / found[0]["cells"], f"measured: the seed's {found[0]['cells']} cells{note} in the store"
     return None, ""
@@ -124,8 +125,12 @@ def candidates_per_round(settings: Settings) -> int:
 
 def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None, build_id: str) -> Plan:
     noise = noise_estimate(settings, val)
-    n_train, n_val, reps = len(train.tasks), len(val.tasks), settings.replicates
-    n_test = len(holdout.tasks) if holdout else None
+    models = settings.models
+    # several eval models: every task x replicate is measured on each model, so each suite holds k times the
+    # cells, and the gate pairs (task, model): n_val·k pairs per comparison
+    k = len(models)
+    n_train, n_val, reps = len(train.tasks) * k, len(val.tasks) * k, settings.replicates
+    n_test = len(holdout.tasks) * k if holdout else None
     candidates = candidates_per_round(settings)
     rounds = max(settings.rounds, 1)
     # the gate at round r pools every comparison so far: df = (comparisons so far)·(n_val − 1)
@@ -139,11 +144,16 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
         df_test = n_test - 1
         mde_test = mde(noise.sigma, n_test, critical=two_sided_critical(TEST_ALPHA, df_test or None), power=POWER,
                        df=df_test or None)
-    cell, cell_source = _seed_cell_usd(settings, build_id)
-    if cell is None:
-        cell = usd(price_for(settings.pricing, settings.model), CELL_TOKENS)
-        cell_source = (f"estimated: {CELL_TOKENS.input_tokens:,} input + {CELL_TOKENS.output_tokens:,} output tokens "
-                       f"per cell at {settings.model} prices (no seed evaluation in the store)")
+    cells, sources = [], []
+    for model in models:    # each model's cells at its own measured (or estimated) price
+        cell, cell_source = _seed_cell_usd(settings, build_id, model)
+        if cell is None:
+            cell = usd(price_for(settings.pricing, model), CELL_TOKENS)
+            cell_source = (f"estimated: {CELL_TOKENS.input_tokens:,} input + {CELL_TOKENS.output_tokens:,} output "
+                           f"tokens per cell at {model} prices (no seed evaluation in the store)")
+        cells.append(cell)
+        sources.append(cell_source if k == 1 else f"{model}: ${cell:.5f}, {cell_source}")
+    cell, cell_source = sum(cells) / k, sources[0] if k == 1 else "the mean over models; " + "; ".join(sources)
     mutator, mutator_source = _mutator_usd(settings)
     if mutator is None:
         mutator = usd(price_for(settings.pricing, settings.mutator_model), MUTATOR_TOKENS)
@@ -158,13 +168,17 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
                 mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
                 cell_source=cell_source, mutator_usd=mutator, mutator_source=mutator_source, confirm=confirm,
-                round_usd=round_usd, run_usd=run_usd, test_usd=2 * n_test * reps * cell if n_test else None)
+                round_usd=round_usd, run_usd=run_usd, models=models,
+                # a test run measures the seed, the champion and the no-skill control
+                test_usd=3 * n_test * reps * cell if n_test else None)
 
 
 def render_plan(p: Plan) -> str:
     lines = [
-        f"Plan · {p.rounds} rounds × {p.candidates} candidate(s) · {p.replicates} replicates · train {p.n_train} tasks, "
-        f"val {p.n_val} tasks" + (f", test {p.n_test} tasks" if p.n_test else ", no --holdout"),
+        f"Plan · {p.rounds} rounds × {p.candidates} candidate(s) · {p.replicates} replicates · "
+        + (f"{len(p.models)} eval models ({', '.join(p.models)}), counted as task × model pairs · "
+           if len(p.models) > 1 else "")
+        + f"train {p.n_train} tasks, val {p.n_val} tasks" + (f", test {p.n_test} tasks" if p.n_test else ", no --holdout"),
         f"  noise σ (SD of a per-task composite delta) = {p.noise.sigma:.4f} — from {p.noise.source}",
         f"  Minimum detectable effect at {POWER:.0%} power (true mean Δcomposite):",
         f"    one round's gate (gate_z {p.gate_z:g}): {p.mde_gate_first:.4f} at round 1 (df {p.df_first}), "
@@ -184,6 +198,7 @@ def render_plan(p: Plan) -> str:
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
                                                                      else "") + f", {p.candidates} mutator call(s))",
         f"    per run ≤ ${p.run_usd:.4f} (round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
-        + (f"; a test run ≈ ${p.test_usd:.4f}" if p.test_usd is not None else ""),
+        + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
+           if p.test_usd is not None else ""),
     ]
     return "\n".join(lines)

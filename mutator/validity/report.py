@@ -11,7 +11,9 @@ import math
 
 import sqlite_utils
 
-from mutator.score import CellFigures, Normalisers, Weights, per_task
+from mutator.models import stored_normalisers
+from mutator.score import CellFigures, Normalisers, Weights, per_task, split_key
+from mutator.store import cache
 from mutator.store.db import rows
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
 
@@ -21,19 +23,20 @@ GAP_Z = 2.0
 
 def _cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
     return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
-                        r["status"] == "ok")
-            for r in rows(db, "select * from cells where evaluation_id = ? order by task_id, replicate",
-                          [evaluation_id])]
+                        r["status"] == "ok", r.get("model") or "") for r in cache.cell_rows(db, evaluation_id)]
 
 
 def _tests(db: sqlite_utils.Database, evaluation_id: int) -> dict[tuple[str, int], dict[str, float]]:
-    """{(task, replicate): {test name: score}}; a failed cell with no test rows maps to {}."""
+    """{(task, replicate): {test name: score}}; a failed cell with no test rows maps to {}. Several eval
+    models: the task is 'task@model', as the composite pairs them."""
     out: dict[tuple[str, int], dict[str, float]] = {}
-    for r in rows(db, "select c.task_id, c.replicate, c.status, t.name, t.score from cells c left join tests t "
-                      "on t.cell_id = c.id where c.evaluation_id = ?", [evaluation_id]):
-        scores = out.setdefault((r["task_id"], r["replicate"]), {})
-        if r["name"] is not None:
-            scores[r["name"]] = 0.0 if r["status"] != "ok" else float(r["score"] or 0.0)
+    parts = cache.member_ids(db, evaluation_id) or {"": evaluation_id}
+    for model, member in parts.items():
+        for r in rows(db, "select c.task_id, c.replicate, c.status, t.name, t.score from cells c left join tests t "
+                          "on t.cell_id = c.id where c.evaluation_id = ?", [member]):
+            scores = out.setdefault((r["task_id"] + (f"@{model}" if model else ""), r["replicate"]), {})
+            if r["name"] is not None:
+                scores[r["name"]] = 0.0 if r["status"] != "ok" else float(r["score"] or 0.0)
     return out
 
 
@@ -67,6 +70,7 @@ def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eva
         return None
     shared = list(deltas)
     return {
+        **({"by_model": by_model} if (by_model := _by_model(deltas, champ, seed)) else {}),
         "n_tasks": len(deltas),
         "champion_composite": sum(champ[t].composite for t in shared) / len(shared),
         "seed_composite": sum(seed[t].composite for t in shared) / len(shared),
@@ -79,6 +83,18 @@ def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eva
         "champion_evaluation_id": champion_eval,
         "seed_evaluation_id": seed_eval,
     }
+
+
+def _by_model(deltas: dict[str, float], champ: dict, seed: dict) -> dict[str, dict]:
+    """Several eval models: each model's own paired Δ (its 'task@model' pairs) and composites ({} for one)."""
+    groups: dict[str, list[str]] = {}
+    for key in deltas:
+        groups.setdefault(split_key(key)[1], []).append(key)
+    if len(groups) < 2:
+        return {}
+    return {m: {"n_tasks": len(keys), "delta": paired_delta({k: deltas[k] for k in keys}).to_json(),
+                "champion_composite": sum(champ[k].composite for k in keys) / len(keys),
+                "seed_composite": sum(seed[k].composite for k in keys) / len(keys)} for m, keys in groups.items()}
 
 
 def gap(split: dict | None, test: dict | None) -> dict | None:
@@ -97,9 +113,30 @@ def _latest(db: sqlite_utils.Database, run_id: str, genome_hash: str, column: st
     return found[0][column] if found else None
 
 
+def against_none(db: sqlite_utils.Database, skill_eval: int, none_eval: int | None, weights: Weights,
+                 norm: Normalisers) -> dict | None:
+    """A skill − no skill on the test suite, paired by task like champion − seed (skill_* / none_* figures)."""
+    split = compare_split(db, skill_eval, none_eval, weights, norm)
+    if split is None:
+        return None
+    names = {"champion_composite": "skill_composite", "seed_composite": "none_composite",
+             "champion_evaluation_id": "skill_evaluation_id", "seed_evaluation_id": "none_evaluation_id"}
+    return {names.get(k, k): v for k, v in split.items()}
+
+
+def control(db: sqlite_utils.Database, *, champion_eval: int, seed_eval: int, none_eval: int | None,
+            weights: Weights, norm: Normalisers) -> dict | None:
+    """The no-skill control: seed vs none and champion vs none (None when it was not measured)."""
+    if none_eval is None:
+        return None
+    return {"evaluation_id": none_eval, "seed": against_none(db, seed_eval, none_eval, weights, norm),
+            "champion": against_none(db, champion_eval, none_eval, weights, norm)}
+
+
 def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: int, seed_eval: int,
-          test_norm: Normalisers) -> dict:
-    """The whole report for one test run; train and val come from the run's stored evaluations."""
+          test_norm: Normalisers, control_eval: int | None = None) -> dict:
+    """The whole report for one test run; train and val come from the run's stored evaluations. With
+    `control_eval` (the suite measured with no skill) it adds seed vs none and champion vs none."""
     weights = Weights(run["w_cost"], run["w_steps"])
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     seed_row = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
@@ -107,15 +144,15 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
     seed_row = seed_row[0] if seed_row else {"val_evaluation_id": None, "train_evaluation_id": None}
     splits = {
         "train": compare_split(db, _latest(db, run["id"], champion, "train_evaluation_id"),
-                               seed_row["train_evaluation_id"], weights,
-                               Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)),
+                               seed_row["train_evaluation_id"], weights, stored_normalisers(run, "train")),
         "val": compare_split(db, _latest(db, run["id"], champion, "val_evaluation_id"), seed_row["val_evaluation_id"],
-                             weights, Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)),
+                             weights, stored_normalisers(run, "val")),
         "test": compare_split(db, champion_eval, seed_eval, weights, test_norm),
     }
     return {"suite": suite, "champion": champion, "seed": seed_hash, "splits": splits,
             "gap": {"train": gap(splits["train"], splits["test"]), "val": gap(splits["val"], splits["test"])},
-            "gap_z": GAP_Z}
+            "gap_z": GAP_Z, "control": control(db, champion_eval=champion_eval, seed_eval=seed_eval,
+                                               none_eval=control_eval, weights=weights, norm=test_norm)}
 
 
 def _fmt(value: float | None, spec: str = "+.4f") -> str:
@@ -137,6 +174,10 @@ def render(report: dict) -> str:
         lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
                      f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
                      f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
+        for model, m in (s.get("by_model") or {}).items():
+            md = m["delta"]
+            lines.append(f"    · {model}: {m['n_tasks']} tasks, seed {m['seed_composite']:.4f}, champion "
+                         f"{m['champion_composite']:.4f}, Δ {md['mean']:+.4f} ± {_fmt(md['se'], '.4f')}")
     names = sorted({n for s in report["splits"].values() if s for n in s["mcnemar"]})
     if names:
         lines.append("  McNemar exact, pass/fail tests (cells paired by task × replicate; "
@@ -147,6 +188,7 @@ def render(report: dict) -> str:
                 m = (report["splits"][split] or {}).get("mcnemar", {}).get(n)
                 parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} p={m['p_value']:.3g}"))
             lines.append(f"    {n:<16} " + "   ".join(parts))
+    lines += render_control(report.get("control"))
     for split in ("train", "val"):
         g = report["gap"][split]
         if g and g["flag"]:
@@ -156,3 +198,21 @@ def render(report: dict) -> str:
     lines.append("  (val Δ is the champion's selection score: it is biased up by the choice itself; test is not.)")
     return "\n".join(lines)
 
+
+
+def render_control(found: dict | None) -> list[str]:
+    """The no-skill control lines (test suite, Δ = with the skill − with none); [] when it was skipped."""
+    if not found:
+        return []
+    lines = ["  No-skill control on test (the suite measured with no skill installed; Δ = skill − none):"]
+    for name in ("seed", "champion"):
+        s = found.get(name)
+        if s is None:
+            lines.append(f"    {name:<8} vs none  —  (no paired tasks)")
+            continue
+        d, sign = s["delta"], s["sign"]
+        ci = "—" if d["ci_low"] is None else f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+        lines.append(f"    {name:<8} vs none {s['n_tasks']:>3} tasks   none {s['none_composite']:.4f}   {name} "
+                     f"{s['skill_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {ci}   "
+                     f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
+    return lines

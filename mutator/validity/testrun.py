@@ -17,8 +17,10 @@ from eval.suite import Suite
 from mutator.config import Settings
 from mutator.evaluations import Evaluator
 from mutator.failures import EvaluationStop, refuse_sick
+from mutator.models import stored_normalisers
 from mutator.progress import Progress
-from mutator.score import Normalisers, Weights, normalisers, summarise
+from mutator.score import Weights, normalisers, summarise
+from mutator.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
 from mutator.store.genome import GenomeStore
 from mutator.validity import report as test_report
@@ -89,7 +91,9 @@ def _alive(pid: int | None) -> bool:
 
 
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
-             progress: Progress, network: bool = False, build_id: str | None = None) -> dict:
+             progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True) -> dict:
+    """`control`: also measure the suite with no skill installed (the genome NO_SKILL, cached like any
+    evaluation) and report seed vs none and champion vs none beside champion vs seed."""
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
@@ -121,28 +125,42 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
                                    label=f"test · champion on {suite.name}", contract=contract)
-    if seed.ran_cost + best.ran_cost:
-        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [seed.ran_cost + best.ran_cost, run_id])
-        db.conn.commit()
-    try:   # a test report never rests on cells that failed for reasons that are not the skill's
-        refuse_sick([(seed, suite, "the seed on the test suite"), (best, suite, "the champion on the test suite")],
-                    max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
-    except EvaluationStop:
-        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
-        raise
+    measured = [(seed, suite, "the seed on the test suite"), (best, suite, "the champion on the test suite")]
+    _settle(db, settings, run_id, test_id, measured, agent_argv)
+    none = None
+    if control:   # only once seed and champion are sound: a sick test suite spends nothing more
+        none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite, label=f"test · no skill on {suite.name}",
+                                  contract=contract)
+        _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv)
+        measured.append((none, suite, "no skill on the test suite"))
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
     train = _train_composite(db, evaluator, weights, run, champion)
     report = test_report.build(db, run, suite=suite.name, champion_eval=best.evaluation_id,
-                               seed_eval=seed.evaluation_id, test_norm=norm)
-    db["test_runs"].update(test_id, {
+                               seed_eval=seed.evaluation_id, test_norm=norm,
+                               control_eval=none.evaluation_id if none else None)
+    db["test_runs"].update(test_id, {"control_evaluation_id": none.evaluation_id if none else None,
         "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
         "steps": figures.steps, "composite": figures.composite, "train_composite": train,
         "report": dumps(report), "finished_at": now()})
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
-            "train_composite": train, "cells_run": seed.ran + best.ran, "report": report}
+            "train_composite": train, "cells_run": sum(o.ran for o, _, _ in measured), "report": report}
+
+
+def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
+    """Add what these evaluations spent to the run; a test report never rests on cells that failed for
+    reasons that are not the skill's (the test run is then recorded failed)."""
+    spent = sum(o.ran_cost for o, _, _ in measured)
+    if spent:
+        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [spent, run_id])
+        db.conn.commit()
+    try:
+        refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
+    except EvaluationStop:
+        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
+        raise
 
 
 def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, genome_hash: str) -> float | None:
@@ -152,4 +170,4 @@ def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, geno
     if not found:
         return None
     cells = evaluator.cells(found[0]["train_evaluation_id"])
-    return summarise(cells, weights, Normalisers(run["seed_cost"] or 0.0, run["seed_steps"] or 0.0)).composite
+    return summarise(cells, weights, stored_normalisers(run, "train")).composite

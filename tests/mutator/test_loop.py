@@ -110,7 +110,7 @@ def test_test_run_is_cached_and_appended(demo_store, tmp_path: Path) -> None:
     run_id = attempts(data_dir)[0]["run_id"]
     first = run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data_dir))
     assert first.returncode == 0, first.stderr
-    assert "32 cells run" in first.stdout  # champion + seed, 8 tasks x 2 replicates each
+    assert "48 cells run" in first.stdout  # champion + seed + the no-skill control, 8 tasks x 2 replicates each
     second = run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data_dir))
     assert "0 cells run (all cached)" in second.stdout
     db = connect_readonly(data_dir / "mutator.db")

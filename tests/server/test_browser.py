@@ -61,6 +61,8 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     expect(page.locator('#meta-skill .lesson[data-round="2"]')).to_contain_text("after round 2")
     expect(page.locator('.test-card .report-table tr[data-split="test"]')).to_be_visible()
     expect(page.locator(".test-card .report-table tbody tr")).to_have_count(3)
+    expect(page.locator(".test-card .control-table tbody tr")).to_have_count(2)    # seed and champion vs no skill
+    expect(page.locator('.test-card .control-table tr[data-control="champion"]')).to_contain_text("champion vs none")
     expect(page.locator("#timeline .confirm-mark").first).to_contain_text("confirmed")
     assert _untitled_figures(page) == 0
     # a timeline node opens its drawer

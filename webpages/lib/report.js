@@ -43,5 +43,29 @@ export function reportView(report) {
           const m = report.splits[s]?.mcnemar?.[n];
           return h('td', {}, m ? fig(`+${m.only_a}/−${m.only_b} p ${p(m.p_value)}`, TIPS.reportMcnemar) : '—');
         })))))) : null,
+    controlView(report.control),
     h('p', { class: 'hint' }, 'val Δ is the champion\'s selection score: it is biased up by the choice itself; test is not.'));
+}
+
+// The no-skill control (report.control): the test suite measured with no skill installed; seed − none and
+// champion − none, paired by task like champion − seed. Absent when the test ran with --no-control.
+function controlView(control) {
+  if (!control) return null;
+  const row = (name) => {
+    const s = control[name];
+    if (!s) return h('tr', {}, h('th', {}, `${name} vs none`), h('td', { colspan: 6, class: 'hint' }, 'no paired tasks'));
+    const d = s.delta;
+    return h('tr', { 'data-control': name }, h('th', {}, `${name} vs none`),
+      h('td', {}, fig(String(s.n_tasks), TIPS.reportTasks)),
+      h('td', {}, fig(num(s.none_composite), TIPS.controlNone)),
+      h('td', {}, fig(num(s.skill_composite), TIPS.controlSkill)),
+      h('td', {}, fig(`${signed(d.mean)} ± ${num(d.se)}`, TIPS.controlDelta)),
+      h('td', {}, fig(d.ci_low === null ? '—' : `[${signed(d.ci_low)}, ${signed(d.ci_high)}]`, TIPS.reportCi)),
+      h('td', {}, fig(`${s.sign.wins}/${s.sign.losses}/${s.sign.ties} p ${p(s.sign.p_value)}`, TIPS.reportSign)));
+  };
+  return h('table', { class: 'figs control-table', 'data-control-table': '' },
+    h('thead', {}, h('tr', {}, h('th', { title: TIPS.controlNone }, 'no-skill control (test)'), h('th', {}, 'tasks'),
+      h('th', { title: TIPS.controlNone }, 'none'), h('th', { title: TIPS.controlSkill }, 'with skill'),
+      h('th', { title: TIPS.controlDelta }, 'Δ ± SE'), h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportSign }, 'sign W/L/T'))),
+    h('tbody', {}, ['seed', 'champion'].map(row)));
 }

@@ -17,7 +17,8 @@ const GATE_TIPS = {
   delta_cost: 'the cost part of Δ: −wCost·(paired per-task cost delta)/seedCost, averaged over tasks',
   delta_steps: 'the steps part of Δ: −wSteps·(paired per-task steps delta)/seedSteps, averaged over tasks',
   s: 's = Σ(n_r−1)s_r / Σ(n_r−1), the df-weighted mean of the (unbiased) s_r over every comparison of this run so far',
-  n: 'val tasks paired in this comparison', z: 'gateZ and minImprovement as configured for this run',
+  n: 'val tasks paired in this comparison (with several eval models: task × model pairs)', z: 'gateZ and minImprovement as configured for this run',
+  by_model: 'this eval model\'s own Δ: the mean of its paired per-task deltas, each composite against the seed on that model; Δ is the mean over models',
 };
 
 function diffView(text) {
@@ -78,20 +79,22 @@ export async function render(root, state, ui) {
     ['Δsteps term', signed(a.delta_steps), GATE_TIPS.delta_steps],
     ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s), GATE_TIPS.s], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
     ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
-    ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z]];
+    ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z],
+    ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
   const f = d.figures;
   const figTable = h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, ''), ['composite', 'eval', 'cost/cell', 'steps'].map((x) => h('th', {}, x)))),
-    h('tbody', {}, ['seed', 'parent', 'candidate'].map((k) => h('tr', {}, h('th', {}, k), f[k] ? [fig(num(f[k].composite), TIPS.composite), fig(num(f[k].eval, 3), TIPS.eval), fig(usd(f[k].cost), TIPS.cost), fig(num(f[k].steps, 2), TIPS.steps)].map((x) => h('td', {}, x)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
+    h('tbody', {}, ['seed', 'parent', 'candidate'].flatMap((k) => [[k, f[k]], ...Object.entries(f[k]?.by_model || {}).map(([m, x]) => [`${k} · ${m}`, x])]).map(([k, x]) => h('tr', { class: k.includes(' · ') ? 'per-model' : '' }, h('th', {}, k), x ? [fig(num(x.composite), TIPS.composite), fig(num(x.eval, 3), TIPS.eval), fig(usd(x.cost), TIPS.cost), fig(num(x.steps, 2), TIPS.steps)].map((y) => h('td', {}, y)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
   const barsBox = h('div', { class: 'chart small', id: 'bars' });
   const names = d.tests.names;
   const grid = h('table', { class: 'grid', id: 'test-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), names.map((n) => h('th', {}, n)))),
     h('tbody', {}, Object.entries(d.tests.grid).map(([task, per]) => h('tr', {}, h('th', {}, task),
       names.map((n) => h('td', { style: { background: scoreColour(per[n]) }, title: `${task} · ${n}: mean over replicates` }, num(per[n], 2)))))));
-  const tasks = [...new Set(d.cells.map((c) => c.task_id))];
+  const rowOf = (c) => (c.model ? `${c.task_id}@${c.model}` : c.task_id);   // several eval models: a row per (task, model)
+  const tasks = [...new Set(d.cells.map(rowOf))];
   const reps = [...new Set(d.cells.map((c) => c.replicate))].sort((x, y) => x - y);
   const cellGrid = h('table', { class: 'grid cells', id: 'cell-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), reps.map((r) => h('th', {}, `r${r}`)))),
     h('tbody', {}, tasks.map((t) => h('tr', {}, h('th', {}, t), reps.map((r) => {
-      const c = d.cells.find((x) => x.task_id === t && x.replicate === r);
+      const c = d.cells.find((x) => rowOf(x) === t && x.replicate === r);
       return c ? h('td', { class: `cell c-${c.status}`, 'data-cell': c.id, style: { background: c.status === 'ok' ? scoreColour(c.score) : '#f3b5b5' }, title: `${t} r${r}: ${c.status} · score ${num(c.score, 3)} — click for the stream, grader result and errors`, onclick: () => openDrawer(cellDrawer(state.store, c.id), { live: false }) }, c.status === 'ok' ? num(c.score, 2) : c.status) : h('td', {}, '·');
     })))));
   ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';

@@ -1,0 +1,90 @@
+"""Several eval models on the dashboard: each model's figures beside the mean, from the store alone.
+
+A group evaluation (evaluations.members) is scored model by model against the seed on that model
+(runs.seed_models); its composite is the mean over models. Pure reads; never writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import sqlite_utils
+
+
+def _loads(text: str | None) -> dict:
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return {}
+
+
+def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, int]:
+    """{model: one-model evaluation id} of a group evaluation; {} for a one-model one (or none)."""
+    if not evaluation_id:
+        return {}
+    try:
+        found = db.conn.execute("select members from evaluations where id = ?", [evaluation_id]).fetchone()
+    except sqlite3.OperationalError:   # a store no _v9 loop has opened: every evaluation is one-model
+        return {}
+    return _loads(found[0]) if found else {}
+
+
+def _composite(row: dict, run: dict, cost_norm: float, steps_norm: float) -> float:
+    value = row["eval"]
+    if cost_norm:
+        value -= run["w_cost"] * (row["cost"] or 0) / cost_norm
+    if steps_norm:
+        value -= run["w_steps"] * (row["steps"] or 0) / steps_norm
+    return value
+
+
+def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict, split: str) -> dict[str, dict] | None:
+    """{model: {eval, cost, steps, composite, evaluation_id}} of a group evaluation, each model against the seed
+    on that model; None for a one-model evaluation or when a member has no figures yet."""
+    parts = members(db, evaluation_id)
+    if not parts:
+        return None
+    norms = {m: (c, s) for m, c, s in _loads(run.get("seed_models")).get(split, [])}
+    out = {}
+    for model, member in parts.items():
+        found = db.conn.execute("select eval, cost, steps from evaluations where id = ?", [member]).fetchone()
+        if found is None or found[0] is None:
+            return None
+        row = {"eval": found[0], "cost": found[1], "steps": found[2]}
+        cost_norm, steps_norm = norms.get(model, (0.0, 0.0))
+        out[model] = {**row, "composite": _composite(row, run, cost_norm, steps_norm), "evaluation_id": member}
+    return out
+
+
+def mean_composite(figures: dict[str, dict]) -> float:
+    return sum(f["composite"] for f in figures.values()) / len(figures)
+
+
+def cell_sources(db: sqlite_utils.Database, evaluation_id: int) -> list[tuple[str, int]]:
+    """[(model, evaluation id)] whose cells make up this evaluation: its members, or itself ('' model)."""
+    return list(members(db, evaluation_id).items()) or [("", evaluation_id)]
+
+
+def train_composite(db: sqlite_utils.Database, run: dict, round_no: int, sibling: int) -> float | None:
+    """The mean over models of an attempt's train evaluation (the curve's train point)."""
+    found = db.conn.execute("select train_evaluation_id from attempts where run_id = ? and round = ? and sibling = ?",
+                            [run["id"], round_no, sibling]).fetchone()
+    grouped = by_model(db, found[0], run, "train") if found else None
+    return mean_composite(grouped) if grouped else None
+
+
+def attempt_models(db: sqlite_utils.Database, run: dict, attempt: dict) -> None:
+    """Set attempt['models'] = {model: {val, train, delta}} (None for a one-model run) and its train composite
+    to the mean over models."""
+    attempt["models"] = None
+    if not run.get("seed_models"):
+        return
+    val = by_model(db, attempt["val_evaluation_id"], run, "val") or {}
+    train = by_model(db, attempt["train_evaluation_id"], run, "train")
+    if train:
+        attempt["train_composite"] = mean_composite(train)
+    found = db.conn.execute("select gate from attempts where id = ?", [attempt["id"]]).fetchone()
+    deltas = _loads(found[0] if found else None).get("by_model") or {}
+    attempt["models"] = {m: {"val": f, "train": (train or {}).get(m), "delta": deltas.get(m, {}).get("delta")}
+                         for m, f in val.items()} or None
