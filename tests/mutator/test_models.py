@@ -64,10 +64,11 @@ def test_gate_pairs_per_task_and_model() -> None:
     assert gate.deltas == pytest.approx({"t1@a": 0.5, "t1@b": 0.5, "t2@a": -0.1, "t2@b": -0.6})
     assert gate.delta == pytest.approx(0.075)                    # = 0.475 - 0.4, the change in the mean composite
     assert gate.by_model() == {"a": {"delta": pytest.approx(0.2), "n": 2}, "b": {"delta": pytest.approx(-0.05), "n": 2}}
-    # MAD of (0.5, -0.1, 0.5, -0.6) about its median 0.2 is 0.3; df = 3; t = t.ppf(Φ(1), 3)
-    assert gate.s_r == pytest.approx(0.3 * 1.4826, rel=1e-4) and gate.df == 3
-    assert gate.se == pytest.approx(0.2223903, rel=1e-6) and gate.t == pytest.approx(1.1968814, rel=1e-6)
-    assert gate.threshold == pytest.approx(-0.2661748, rel=1e-6) and gate.keep
+    # MAD of (0.5, -0.1, 0.5, -0.6) about its median 0.2 is 0.3; C_4 = 2.016673 (Park, Kim & Wang's n = 4 factor,
+    # mutator/mad.py), so s_r = 0.6050019; df = 3; SE = s_r/√4; t = t.ppf(Φ(1), 3)
+    assert gate.s_r == pytest.approx(0.3 * 2.016673, rel=1e-6) and gate.df == 3
+    assert gate.se == pytest.approx(0.30250095, rel=1e-6) and gate.t == pytest.approx(1.1968814, rel=1e-6)
+    assert gate.threshold == pytest.approx(-0.3620577, rel=1e-6) and gate.keep
     assert gate.to_json()["by_model"]["b"]["delta"] == pytest.approx(-0.05)
 
 
