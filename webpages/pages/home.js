@@ -47,6 +47,29 @@ function attemptDrawer(ui, attemptId) {
   };
 }
 
+// A real run spends money: it needs a backend and a budget cap, and starts only after a dialog that states the
+// estimated cost (the server's --plan for the same request) is confirmed; the server refuses it otherwise.
+function confirmCost(plan) {
+  return new Promise((resolve) => {
+    const over = plan.over_budget ? h('p', { class: 'error', id: 'cost-over' },
+      `The estimate is above your budget: the run stops cleanly once its spend would pass ${usd(plan.budget_usd)}.`) : null;
+    const dialog = h('dialog', { id: 'cost-dialog', class: 'cost-dialog' },
+      h('h3', {}, 'Start a real run?'),
+      h('p', {}, 'Real agents (', h('b', {}, plan.backend), ', model ', h('b', {}, plan.model), ') spend money on your API account.'),
+      h('p', { class: 'estimate' }, 'Estimated cost: ', h('b', { id: 'cost-estimate', title: 'an upper bound from run.py --plan: every candidate evaluated on val, the selected genome on train, each mutator call; cached evaluations cost nothing' }, `≤ ${usd(plan.run_usd)}`),
+        ` for round 0 + ${plan.rounds} round(s) (≤ ${usd(plan.round_usd)} a round)`,
+        plan.test_usd !== null ? `; a test run ≈ ${usd(plan.test_usd)}` : '', '. Budget cap: ', h('b', { id: 'cost-budget' }, usd(plan.budget_usd)), '.'),
+      over,
+      h('details', {}, h('summary', {}, 'The plan in full (run.py --plan)'), h('pre', {}, plan.text)),
+      h('div', { class: 'row' },
+        h('button', { type: 'button', id: 'cost-cancel', onclick: () => { dialog.close(); } }, 'Cancel'),
+        h('button', { type: 'button', class: 'primary', id: 'cost-confirm', onclick: () => { dialog.returnValue = 'yes'; dialog.close(); } }, `Spend up to ${usd(plan.budget_usd)} and launch`)));
+    dialog.addEventListener('close', () => { const yes = dialog.returnValue === 'yes'; dialog.remove(); resolve(yes); });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
+
 function launchForm(ui) {
   const o = appState.meta.options;
   const d = o.defaults;
@@ -55,13 +78,27 @@ function launchForm(ui) {
       items.map((x) => h('option', { value: x, selected: x === value }, x))));
   const number = (name, value, min, max) => h('label', {}, name, h('input', { name, type: 'number', value, min, max }));
   const status = h('p', { class: 'launch-status' });
+  const realBox = h('input', { type: 'checkbox', name: 'real', id: 'launch-real' });
+  const realFields = h('fieldset', { class: 'real-fields', id: 'real-fields', disabled: true, hidden: true },
+    h('legend', {}, 'Real agents (they spend money)'),
+    select('backend', o.backends || [], (o.backends || [])[0]),
+    h('label', {}, 'budget (USD)', h('input', { name: 'budget_usd', id: 'launch-budget', type: 'number', min: '0.01', step: '0.01', placeholder: 'required', title: 'run.py --budget-usd: the run stops cleanly before its spend would pass this' })));
+  realBox.addEventListener('change', () => { realFields.disabled = realFields.hidden = !realBox.checked; });
   const form = h('form', { class: 'launch', onsubmit: async (e) => {
     e.preventDefault();
     const body = Object.fromEntries(new FormData(form).entries());
     body.replicates = Number(body.replicates); body.rounds = Number(body.rounds);
+    body.real = realBox.checked;
     body.store = appState.store;
-    status.textContent = 'starting…';
     try {
+      if (body.real) {
+        status.textContent = 'estimating the cost…';
+        const plan = await post('launch/plan', body);
+        status.textContent = 'waiting for your confirmation…';
+        if (!await confirmCost(plan)) { status.textContent = 'cancelled: nothing started'; return; }
+        body.confirmed = true;
+      }
+      status.textContent = 'starting…';
       const res = await post('launch', body);
       ui.launchedAt = Date.now() / 1000 - 5;
       ui.knownRuns = new Set(appState.runs.map((r) => r.id));
@@ -70,11 +107,12 @@ function launchForm(ui) {
     } catch (err) { status.textContent = `refused: ${err.message}`; }
   } },
   h('h3', {}, 'Launch a run'),
-  h('p', { class: 'hint' }, 'Starts python run.py as a separate process (a zero-spend dry run with the fake agents) in this store\'s data dir.'),
+  h('p', { class: 'hint' }, 'Starts python run.py as a separate process in this store\'s data dir: a zero-spend dry run with the fake agents, or with "real agents" a run that spends, after a confirmation stating its estimated cost.'),
   select('seed', o.seeds, d.seed), select('suite', o.suites, d.suite), select('val', o.suites, d.val),
   select('holdout', o.suites, d.holdout, true), select('strategy', o.strategies, d.strategy),
   select('model', o.models, d.model), number('replicates', d.replicates, 1, 20), number('rounds', d.rounds, 0, 200),
-  h('button', { type: 'submit', class: 'primary' }, '▶ Launch'), status);
+  h('label', { class: 'check' }, realBox, ' real agents (--real)'), realFields,
+  h('button', { type: 'submit', class: 'primary', id: 'launch-submit' }, '▶ Launch'), status);
   return form;
 }
 
