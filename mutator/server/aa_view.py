@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 
 from scipy import stats
 
@@ -18,6 +19,7 @@ except ImportError:  # pragma: no cover
     _decode = json.loads
 
 
+@lru_cache(maxsize=1024)   # a pure function of three numbers, and scipy's beta.ppf costs milliseconds a call
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
     """Exact binomial CI for k successes in n trials; (None, None) when n is 0."""
     if n <= 0:
@@ -26,6 +28,11 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float | None, 
     low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
     high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return low, high
+
+
+@lru_cache(maxsize=64)
+def _one_side(gate_z: float) -> float:
+    return float(stats.norm.sf(gate_z))
 
 
 def summary(run: dict, attempts: Sequence[dict]) -> dict:
@@ -48,7 +55,7 @@ def summary(run: dict, attempts: Sequence[dict]) -> dict:
     called = sum(c["called"] for c in copies)
     low, high = clopper_pearson(called, n)
     gate_z = run.get("gate_z") or 0.0
-    one_side = float(stats.norm.sf(gate_z)) if gate_z > 0 else None
+    one_side = _one_side(gate_z) if gate_z > 0 else None
     return {"copies": copies, "n": n, "false_calls": called, "rate": called / n if n else None,
             "ci_low": low, "ci_high": high, "rejects": sum(c["verdict"] == "REJECT" for c in copies),
             "false_improvements": sum(c["false_improvement"] for c in copies),
