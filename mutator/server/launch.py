@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,6 @@ def parse_launch(body: dict, s: Settings) -> Launch:
                     rounds=_int(body, "rounds", 0, 200), real=real)
     if not real:
         return launch
-    from dataclasses import replace
     return replace(launch, backend=_choice(body, "backend", list(SOLVERS)), budget_usd=_budget(body))
 
 
@@ -149,7 +148,7 @@ def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
     if s.config_file != ROOT / "config.json":
         argv += ["--config", str(s.config_file)]
     if r.real:
-        argv += ["--real", "--agent", r.backend, "--budget-usd", f"{r.budget_usd:g}"]
+        argv += ["--real", "--agent", r.backend, "--budget-usd", str(r.budget_usd)]   # str: no digits lost
     return argv + (["--holdout", r.holdout] if r.holdout else [])
 
 
