@@ -122,3 +122,25 @@ def test_round_analysis_rebuilds_only_the_attempt_part_that_moved(server, page, 
     assert _still_marked(page, kept) == [True] * len(kept)
     assert _still_marked(page, ["#round-verdict"]) == [False]
     assert page.console_errors == []
+
+
+def test_the_lineage_tree_stays_drawn_when_its_run_did_not_change(server, page, store):
+    expect = sync_api.expect
+    with sqlite3.connect(store / "mutator.db") as conn:
+        run_id = conn.execute("select id from runs where strategy = 'population'").fetchone()[0]
+    page.goto(server.url + f"/#/lineage?run={run_id}")
+    expect(page.locator("#tree .tnode").first).to_be_visible()
+    time.sleep(1.5)   # the live stream's first event is its baseline
+    page.click("#zoom-in")
+    transform = page.locator("#tree").evaluate("el => el.style.transform")
+    _mark(page, ["#tree", "#chain"])
+    before = int(page.evaluate("document.body.dataset.renders"))
+    _spend(store, run_id, 0.5)   # the run moved, its lineage did not
+    expect(page.locator("body")).to_have_attribute("data-renders", str(before + 1), timeout=10_000)
+    assert _still_marked(page, ["#tree", "#chain"]) == [True, True]
+    assert page.locator("#tree").evaluate("el => el.style.transform") == transform
+    page.click("#collapse-all")                   # a fold is a change: the tree is drawn anew, zoom kept
+    expect(page.locator("#tree")).to_have_count(1)
+    assert _still_marked(page, ["#tree"]) == [False]
+    assert page.locator("#tree").evaluate("el => el.style.transform") == transform
+    assert page.console_errors == []
