@@ -43,7 +43,15 @@ from mutator.server.common import (
     store_of,
 )
 from mutator.server.files import cell_files, genome_diff
-from mutator.server.launch import Children, LaunchError, argv_for_test, launch_argv, options, settings
+from mutator.server.launch import (
+    Children,
+    LaunchError,
+    argv_for_test,
+    launch_argv,
+    options,
+    plan_estimate,
+    settings,
+)
 from mutator.server.stores import Stores, inside
 
 CODE = web.AppKey("code", "CodeWatch")
@@ -325,6 +333,18 @@ async def launch(request: web.Request) -> web.Response:
     return ok({"process": process, "data_dir": str(data_dir)})
 
 
+async def launch_plan(request: web.Request) -> web.Response:
+    """The launch drawer's cost estimate (what `run.py --plan` says for the same request): shown in the
+    confirmation a real run needs. Spends nothing; a POST only to share the launch body and its checks."""
+    body = await read_body(request)
+    data_dir = target_dir(request, body)
+    try:
+        estimate = await asyncio.to_thread(plan_estimate, body, request.app[SETTINGS], data_dir)
+    except LaunchError as err:
+        raise fail(400, str(err)) from None
+    return ok(estimate)
+
+
 async def test_run(request: web.Request) -> web.Response:
     process, _ = await _spawn(request, "test", argv_for_test)
     return ok({"process": process})
@@ -413,7 +433,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/compare", compare_runs),
         web.get(r"/api/attempts/{id:[0-9]{1,12}}", attempt), web.get(r"/api/attempts/{id:[0-9]{1,12}}/diff", attempt_diff),
         web.get(r"/api/cells/{id:[0-9]{1,12}}", cell), web.get("/api/processes", processes),
-        web.get("/api/events", events), web.post("/api/launch", launch), web.post("/api/test-run", test_run),
+        web.get("/api/events", events), web.post("/api/launch", launch),
+        web.post("/api/launch/plan", launch_plan), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
     from mutator.server import after as server_after  # proposals, health checks, spend

@@ -1,26 +1,31 @@
 """Start `run.py` from the dashboard as a separate process: a run (launch) or a test run.
 
 Every field is checked against what config.json and the project offer (suite names, seed folders,
-strategies, priced models, bounded integers) — a request never passes a path or a free-form flag.
+strategies, priced models, backends, bounded numbers) — a request never passes a path or a free-form flag.
+A real run needs a budget cap and an explicit `confirmed` of the cost estimate (`plan_estimate`, as --plan).
 Children are detached (own session) so stopping the dashboard never stops a run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from eval.agents.choice import SOLVERS
 from mutator.config import ROOT, ConfigError, Settings, load_settings
 
 RUN_ID = re.compile(r"^run-[0-9a-f]{6,64}$")
 STRATEGIES = ("greedy", "branching", "population", "pareto")
 LOG_TAIL = 4000
+MAX_BUDGET_USD = 10_000.0
+BUDGET = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,4})?$")   # ASCII only: never '²' or '١'
 
 
 class LaunchError(ValueError):
@@ -56,7 +61,7 @@ def available_strategies() -> list[str]:
 
 def options(s: Settings) -> dict[str, Any]:
     return {"suites": sorted(s.suites), "seeds": sorted(seeds(s)), "strategies": available_strategies(),
-            "models": sorted(s.pricing), "defaults": {
+            "models": sorted(s.pricing), "backends": list(SOLVERS), "defaults": {
                 "seed": s.skill_dir.name, "strategy": s.strategy, "model": s.model, "replicates": s.replicates,
                 "rounds": s.rounds, "suite": "clean-train" if "clean-train" in s.suites else "",
                 "val": "clean-val" if "clean-val" in s.suites else "",
@@ -81,8 +86,36 @@ def _int(body: dict, key: str, low: int, high: int) -> int:
     return value
 
 
-def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
-    """The run.py command line for a launch request (dry run: run.py has no --real here)."""
+def _budget(body: dict) -> float:
+    value = body.get("budget_usd")
+    if isinstance(value, str) and BUDGET.match(value.strip()):
+        value = float(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, float) or not 0 < value <= MAX_BUDGET_USD:
+        raise LaunchError(f"budget_usd: a real run needs a spend cap in USD, a number above 0 and at most "
+                          f"{MAX_BUDGET_USD:g} (run.py --budget-usd); got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A checked launch request."""
+    suite: str
+    val: str
+    holdout: str | None
+    seed: str
+    strategy: str
+    model: str
+    replicates: int
+    rounds: int
+    real: bool
+    backend: str | None = None
+    budget_usd: float | None = None
+
+
+def parse_launch(body: dict, s: Settings) -> Launch:
+    """Check every field of a launch request (LaunchError names the field and the allowed values)."""
     suites = sorted(s.suites)
     suite, val = _choice(body, "suite", suites), _choice(body, "val", suites)
     holdout = _choice(body, "holdout", suites, optional=True)
@@ -90,15 +123,59 @@ def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
         raise LaunchError("val: must differ from suite (the gate would otherwise score on the mutator's evidence)")
     if holdout in (suite, val):
         raise LaunchError("holdout: must differ from both suite and val")
-    seed = _choice(body, "seed", sorted(seeds(s)))
-    strategy = _choice(body, "strategy", available_strategies())
-    model = _choice(body, "model", sorted(s.pricing))
-    argv = [sys.executable, str(ROOT / "run.py"), "--suite", suite, "--val", val, "--skill-dir", str(seeds(s)[seed]),
-            "--strategy", strategy, "--model", model, "--replicates", str(_int(body, "replicates", 1, 20)),
-            "--rounds", str(_int(body, "rounds", 0, 200)), "--data-dir", str(data_dir)]
+    real = body.get("real", False)
+    if not isinstance(real, bool):
+        raise LaunchError(f"real: must be true or false; got {real!r}")
+    launch = Launch(suite=suite, val=val, holdout=holdout, seed=_choice(body, "seed", sorted(seeds(s))),
+                    strategy=_choice(body, "strategy", available_strategies()),
+                    model=_choice(body, "model", sorted(s.pricing)), replicates=_int(body, "replicates", 1, 20),
+                    rounds=_int(body, "rounds", 0, 200), real=real)
+    if not real:
+        return launch
+    return replace(launch, backend=_choice(body, "backend", list(SOLVERS)), budget_usd=_budget(body))
+
+
+def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
+    """The run.py command line for a launch request: a zero-spend dry run, or with `real` a run of real agents
+    (--real --agent BACKEND --budget-usd USD) once the request says `confirmed` (the user saw the estimate)."""
+    r = parse_launch(body, s)
+    if r.real and body.get("confirmed") is not True:
+        raise LaunchError("confirmed: a real run spends money; show its estimated cost (POST /api/launch/plan) "
+                          "and send confirmed: true once the user has agreed to it")
+    argv = [sys.executable, str(ROOT / "run.py"), "--suite", r.suite, "--val", r.val, "--skill-dir",
+            str(seeds(s)[r.seed]), "--strategy", r.strategy, "--model", r.model, "--replicates", str(r.replicates),
+            "--rounds", str(r.rounds), "--data-dir", str(data_dir)]
     if s.config_file != ROOT / "config.json":
         argv += ["--config", str(s.config_file)]
-    return argv + (["--holdout", holdout] if holdout else [])
+    if r.real:
+        argv += ["--real", "--agent", r.backend, "--budget-usd", str(r.budget_usd)]   # str: no digits lost
+    return argv + (["--holdout", r.holdout] if r.holdout else [])
+
+
+def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
+    """What `run.py --plan` prints for this launch request (same settings, same store), as data plus its text."""
+    from eval.agents import AgentSetupError, make_backend
+    from eval.suite import load_suite
+    from mutator.validity.plan import plan, render_plan
+    r = parse_launch(body, s)
+    run_settings = load_settings({"skill_dir": seeds(s)[r.seed], "strategy": r.strategy, "model": r.model,
+                                  "replicates": r.replicates, "rounds": r.rounds, "data_dir": data_dir},
+                                 config_file=s.config_file, environ={})
+    build_id = "%"   # a seed cell by any build agent, when the backend cannot say what it is
+    if r.real:
+        try:
+            build_id = make_backend(r.backend, command="", config_file=s.config_file).implementation("build")
+        except (AgentSetupError, OSError):
+            pass
+    else:   # run.py's fake build agent id (fake_agents())
+        build_id = f"fake@{hashlib.sha256((ROOT / 'fakes' / 'fake_agent.py').read_bytes()).hexdigest()[:10]}"
+    p = plan(run_settings, train=load_suite(s.suites[r.suite]), val=load_suite(s.suites[r.val]),
+             holdout=load_suite(s.suites[r.holdout]) if r.holdout else None, build_id=build_id)
+    return {"real": r.real, "backend": r.backend, "model": r.model, "budget_usd": r.budget_usd,
+            "run_usd": p.run_usd, "round_usd": p.round_usd, "test_usd": p.test_usd, "cell_usd": p.cell_usd,
+            "cell_source": p.cell_source, "mutator_usd": p.mutator_usd, "mutator_source": p.mutator_source,
+            "rounds": p.rounds, "candidates": p.candidates, "over_budget": r.real and p.run_usd > r.budget_usd,
+            "text": render_plan(p)}
 
 
 def argv_for_test(body: dict, s: Settings, data_dir: Path) -> list[str]:

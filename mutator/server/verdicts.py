@@ -27,10 +27,16 @@ def _loads(value: Any, default: Any = None) -> Any:
 _BAD = object()
 
 
+try:   # a faster decoder when installed (a dependency of the dashboard); same values out
+    from orjson import loads as _decode
+except ImportError:  # pragma: no cover
+    _decode = json.loads
+
+
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> Any:
     try:
-        return json.loads(text)
+        return _decode(text)
     except ValueError:
         return _BAD
 
@@ -116,6 +122,10 @@ def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, f
     included), `composites` the val composite per genome, `already` the genomes that were in the pool
     (population) or already scored (pareto) before this round."""
     verdict = a.get("verdict")
+    if verdict in ("SEED", "CRITIC", "FAILED"):   # the common verdicts that need no gate figures
+        return ("seed: the baseline the first candidates are compared with" if verdict == "SEED" else
+                _critic_reason(a) if verdict == "CRITIC" else
+                "failed: " + (str(a.get("error") or "no reason recorded").splitlines() or [""])[0])
     gate = f"Δ {_f(a.get('delta'))} vs gate threshold {_f(a.get('gate_threshold'))}"
     if verdict is None:
         if a.get("status") == "scored":
@@ -206,28 +216,36 @@ def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dic
     return f"rejected: {gate}"
 
 
-def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict]) -> None:
+def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
+             composites: dict[str, float] | None = None) -> None:
     """Set `reason` on each target attempt. `rows` are every attempt of the run (round, sibling order) with at
-    least the fields incumbents() reads plus delta and gate_threshold; targets carry critic/confirm too."""
+    least the fields incumbents() reads plus delta and gate_threshold; targets carry critic/confirm too.
+    `composites` is genome_composites(rows) when the caller has it already."""
     by_round: dict[int, list[dict]] = {}
     for r in rows:
         by_round.setdefault(r["round"], []).append(r)
-    composites = genome_composites(rows)
-    population = run.get("strategy") == "population"
-    already: dict[int, set[str]] = {}
-    seen: set[str] = set()
-    pool: list[str] = []
-    for rnd in sorted(by_round):
-        # population: what the pool held before the round; pareto: every genome scored before it
-        already[rnd] = set(pool) if population else set(seen)
-        for r in by_round[rnd]:
-            if r["verdict"] == "SEED" and r.get("genome_hash"):
-                pool = pool or [r["genome_hash"]]
-            if r.get("val_evaluation_id") and r.get("genome_hash"):
-                seen.add(r["genome_hash"])
-        snapshot = next((_loads(r.get("pool_snapshot"), []) for r in by_round[rnd] if r.get("pool_snapshot")), [])
-        pool = snapshot or pool
+    composites = genome_composites(rows) if composites is None else composites
+    already: dict[int, set[str]] = {}   # only population and pareto reasons read what came before a round
+    if run.get("strategy") == "population":   # what the pool held before the round
+        pool: list[str] = []
+        held: set[str] = set()
+        for rnd in sorted(by_round):
+            already[rnd] = held
+            for r in by_round[rnd]:
+                if r["verdict"] == "SEED" and r.get("genome_hash"):
+                    pool = pool or [r["genome_hash"]]
+            snapshot = next((r["pool_snapshot"] for r in by_round[rnd] if r.get("pool_snapshot")), None)
+            pool = (_loads(snapshot, []) if snapshot else []) or pool
+            if len(pool) != len(held) or not held.issuperset(pool):
+                held = set(pool)      # rounds with the same pool share one set
+    elif run.get("strategy") == "pareto":   # every genome scored before the round
+        seen: set[str] = set()
+        for rnd in sorted(by_round):
+            already[rnd] = set(seen)
+            seen.update(r["genome_hash"] for r in by_round[rnd] if r.get("val_evaluation_id") and r.get("genome_hash"))
     by_key = {(r["round"], r.get("sibling", 0)): r for r in rows}
+    none: set[str] = set()
     for a in targets:
-        full = {**by_key.get((a["round"], a.get("sibling", 0)), {}), **a}   # light fields a target may lack
-        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], set()))
+        # light fields a target may lack (a run detail's attempts carry no pool snapshot)
+        full = a if "pool_snapshot" in a else {**by_key.get((a["round"], a.get("sibling", 0)), {}), **a}
+        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], none))

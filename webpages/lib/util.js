@@ -76,7 +76,15 @@ export function table(headers, rows, attrs = {}) {
     h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => (c instanceof Node && c.tagName === 'TD' ? c : h('td', {}, c)))))));
 }
 
-// Replace root's content with children (arrays flattened, empty values dropped) in one step.
+// Make root's content the children (arrays flattened, empty values dropped). A child already in place stays
+// where it is, never detached and re-attached, so a section kept by a live update (lib/keyed.js) keeps its state.
 export function mount(root, ...children) {
-  root.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false && c !== ''));
+  const wanted = children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false && c !== '')
+    .map((c) => (c instanceof Node ? c : document.createTextNode(String(c))));
+  let at = root.firstChild;
+  for (const child of wanted) {
+    if (child === at) { at = at.nextSibling; continue; }
+    root.insertBefore(child, at);
+  }
+  while (at) { const next = at.nextSibling; at.remove(); at = next; }
 }

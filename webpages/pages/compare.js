@@ -22,7 +22,9 @@ function picked(state) {
 
 function picker(state, chosen) {
   const choose = (id, on) => {
-    const next = on ? [...chosen, id].slice(-MAX) : chosen.filter((x) => x !== id);
+    // the URL as it is now: a second tick may land before the first one's re-render replaced this picker
+    const now = (new URLSearchParams(location.hash.split('?')[1] || '').get('runs') || '').split(',').filter(Boolean);
+    const next = on ? [...now.filter((x) => x !== id), id].slice(-MAX) : now.filter((x) => x !== id);
     go('compare', null, { runs: next.join(',') });
   };
   return h('fieldset', { class: 'compare-pick', id: 'compare-pick' }, h('legend', {}, `Runs of ${state.skill} (pick 2 to ${MAX})`),

@@ -6,6 +6,7 @@ import { chart, resetZoom, noLine } from '../lib/charts.js';
 import { reportView } from '../lib/report.js';
 import { metaSkillView, solveView, valQueries } from '../lib/runinfo.js';
 import { aaView } from '../lib/aa.js';
+import { sections } from '../lib/keyed.js';
 import { TIPS, fig } from '../lib/tips.js';
 
 const STAGE_TIPS = {
@@ -47,6 +48,29 @@ function attemptDrawer(ui, attemptId) {
   };
 }
 
+// A real run spends money: it needs a backend and a budget cap, and starts only after a dialog that states the
+// estimated cost (the server's --plan for the same request) is confirmed; the server refuses it otherwise.
+function confirmCost(plan) {
+  return new Promise((resolve) => {
+    const over = plan.over_budget ? h('p', { class: 'error', id: 'cost-over' },
+      `The estimate is above your budget: the run stops cleanly once its spend would pass ${usd(plan.budget_usd)}.`) : null;
+    const dialog = h('dialog', { id: 'cost-dialog', class: 'cost-dialog' },
+      h('h3', {}, 'Start a real run?'),
+      h('p', {}, 'Real agents (', h('b', {}, plan.backend), ', model ', h('b', {}, plan.model), ') spend money on your API account.'),
+      h('p', { class: 'estimate' }, 'Estimated cost: ', h('b', { id: 'cost-estimate', title: 'an upper bound from run.py --plan: every candidate evaluated on val, the selected genome on train, each mutator call; cached evaluations cost nothing' }, `≤ ${usd(plan.run_usd)}`),
+        ` for round 0 + ${plan.rounds} round(s) (≤ ${usd(plan.round_usd)} a round)`,
+        plan.test_usd !== null ? `; a test run ≈ ${usd(plan.test_usd)}` : '', '. Budget cap: ', h('b', { id: 'cost-budget' }, usd(plan.budget_usd)), '.'),
+      over,
+      h('details', {}, h('summary', {}, 'The plan in full (run.py --plan)'), h('pre', {}, plan.text)),
+      h('div', { class: 'row' },
+        h('button', { type: 'button', id: 'cost-cancel', onclick: () => { dialog.close(); } }, 'Cancel'),
+        h('button', { type: 'button', class: 'primary', id: 'cost-confirm', onclick: () => { dialog.returnValue = 'yes'; dialog.close(); } }, `Spend up to ${usd(plan.budget_usd)} and launch`)));
+    dialog.addEventListener('close', () => { const yes = dialog.returnValue === 'yes'; dialog.remove(); resolve(yes); });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
+
 function launchForm(ui) {
   const o = appState.meta.options;
   const d = o.defaults;
@@ -55,13 +79,27 @@ function launchForm(ui) {
       items.map((x) => h('option', { value: x, selected: x === value }, x))));
   const number = (name, value, min, max) => h('label', {}, name, h('input', { name, type: 'number', value, min, max }));
   const status = h('p', { class: 'launch-status' });
+  const realBox = h('input', { type: 'checkbox', name: 'real', id: 'launch-real' });
+  const realFields = h('fieldset', { class: 'real-fields', id: 'real-fields', disabled: true, hidden: true },
+    h('legend', {}, 'Real agents (they spend money)'),
+    select('backend', o.backends || [], (o.backends || [])[0]),
+    h('label', {}, 'budget (USD)', h('input', { name: 'budget_usd', id: 'launch-budget', type: 'number', min: '0.01', step: '0.01', placeholder: 'required', title: 'run.py --budget-usd: the run stops cleanly before its spend would pass this' })));
+  realBox.addEventListener('change', () => { realFields.disabled = realFields.hidden = !realBox.checked; });
   const form = h('form', { class: 'launch', onsubmit: async (e) => {
     e.preventDefault();
     const body = Object.fromEntries(new FormData(form).entries());
     body.replicates = Number(body.replicates); body.rounds = Number(body.rounds);
+    body.real = realBox.checked;
     body.store = appState.store;
-    status.textContent = 'starting…';
     try {
+      if (body.real) {
+        status.textContent = 'estimating the cost…';
+        const plan = await post('launch/plan', body);
+        status.textContent = 'waiting for your confirmation…';
+        if (!await confirmCost(plan)) { status.textContent = 'cancelled: nothing started'; return; }
+        body.confirmed = true;
+      }
+      status.textContent = 'starting…';
       const res = await post('launch', body);
       ui.launchedAt = Date.now() / 1000 - 5;
       ui.knownRuns = new Set(appState.runs.map((r) => r.id));
@@ -70,11 +108,12 @@ function launchForm(ui) {
     } catch (err) { status.textContent = `refused: ${err.message}`; }
   } },
   h('h3', {}, 'Launch a run'),
-  h('p', { class: 'hint' }, 'Starts python run.py as a separate process (a zero-spend dry run with the fake agents) in this store\'s data dir.'),
+  h('p', { class: 'hint' }, 'Starts python run.py as a separate process in this store\'s data dir: a zero-spend dry run with the fake agents, or with "real agents" a run that spends, after a confirmation stating its estimated cost.'),
   select('seed', o.seeds, d.seed), select('suite', o.suites, d.suite), select('val', o.suites, d.val),
   select('holdout', o.suites, d.holdout, true), select('strategy', o.strategies, d.strategy),
   select('model', o.models, d.model), number('replicates', d.replicates, 1, 20), number('rounds', d.rounds, 0, 200),
-  h('button', { type: 'submit', class: 'primary' }, '▶ Launch'), status);
+  h('label', { class: 'check' }, realBox, ' real agents (--real)'), realFields,
+  h('button', { type: 'submit', class: 'primary', id: 'launch-submit' }, '▶ Launch'), status);
   return form;
 }
 
@@ -97,6 +136,11 @@ function testCard(t) {
     h('small', {}, when(t.created_at)));
 }
 
+// The attempt open in the drawer is marked in the timeline (a class, so the timeline's DOM stays as built).
+function markSelected(ui) {
+  for (const node of document.querySelectorAll('#timeline .node')) node.classList.toggle('selected', Number(node.dataset.attempt) === ui.selected);
+}
+
 export async function render(root, state, ui) {
   if (ui.launchedAt) {
     const fresh = state.runs.find((r) => !ui.knownRuns?.has(r.id) && r.created_at >= ui.launchedAt);
@@ -105,60 +149,73 @@ export async function render(root, state, ui) {
   const [detail, processes] = await Promise.all([
     state.run ? api(`runs/${state.run}`, { store: state.store, window: ui.all ? 0 : 60 }) : null, api('processes')]);
   ui.detail = detail;
-  const launchButton = h('button', { class: 'primary', id: 'open-launch', onclick: () => openDrawer(() => launchForm(ui), { live: false }) }, '+ Launch a run');
-  const procs = processes.length ? h('details', { class: 'processes', open: processes.some((p) => p.status === 'running') },
+  // Each section is rebuilt only when its own data moved (lib/keyed.js); the others keep their DOM.
+  const S = sections(ui);
+  const launchButton = () => h('button', { class: 'primary', id: 'open-launch', onclick: () => openDrawer(() => launchForm(ui), { live: false }) }, '+ Launch a run');
+  const procs = S.get('processes', processes, () => processes.length ? h('details', { class: 'processes', open: processes.some((p) => p.status === 'running') },
     h('summary', {}, `Started from this dashboard (${processes.length})`),
     processes.map((p) => h('div', { class: 'proc' }, h('b', {}, `${p.kind} pid ${p.pid} · ${p.status}${p.returncode !== null ? ' (' + p.returncode + ')' : ''}`),
-      h('code', {}, p.argv.join(' ')), h('pre', {}, p.log_tail.split('\n').slice(-6).join('\n'))))) : null;
+      h('code', {}, p.argv.join(' ')), h('pre', {}, p.log_tail.split('\n').slice(-6).join('\n'))))) : null);
   if (!detail) {
-    mount(root, h('section', {}, h('h2', {}, 'No run yet'), h('p', {}, 'Launch one, or start python run.py with --data-dir of a store.'), launchButton), procs || '');
+    mount(root, S.get('empty', null, () => h('section', {}, h('h2', {}, 'No run yet'), h('p', {}, 'Launch one, or start python run.py with --data-dir of a store.'), launchButton())), procs || '');
     return;
   }
   const run = detail.run;
-  const header = h('section', { class: 'run-head' },
+  const header = S.get('head', run, () => h('section', { class: 'run-head', id: 'run-head' },
     h('h2', {}, run.id, ' ', h('span', { class: `badge r-${run.alive ? 'running' : run.status}` }, run.alive ? 'running' : run.status)),
     h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, TIPS.spend), ' ', valQueries(run),
       run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
-    run.error ? h('p', { class: 'error' }, run.error) : null, launchButton);
-  const extras = [solveView(run.solve), metaSkillView(run.meta_skill)];
+    run.error ? h('p', { class: 'error' }, run.error) : null, launchButton()));
+  const extras = [S.get('solve', run.solve ?? null, () => solveView(run.solve)), S.get('meta-skill', run.meta_skill ?? null, () => metaSkillView(run.meta_skill))];
   const shown = new Set(detail.attempts.map((a) => a.round)).size;
-  const timeline = h('section', {}, h('h3', {}, 'Round timeline ',
+  const timeline = S.get('timeline', [run.id, detail.attempts, detail.n_rounds, !!ui.all], () => h('section', { id: 'timeline-section' }, h('h3', {}, 'Round timeline ',
     detail.n_rounds > shown || ui.all ? h('small', {}, `showing ${shown} of ${detail.n_rounds} rounds `,
       h('button', { class: 'small', onclick: () => { ui.all = !ui.all; refresh(); } }, ui.all ? 'last 60 only' : 'show all')) : null),
     h('div', { class: 'timeline', id: 'timeline' }, detail.attempts.map((a) => h('div', {
       class: `node n-${(a.verdict || 'pending').toLowerCase()}`, 'data-attempt': a.id, 'data-round': a.round, tabindex: 0,
       title: a.reason || '',
-      onclick: () => openDrawer(attemptDrawer(ui, a.id)),
+      onclick: () => {
+        ui.selected = a.id;
+        markSelected(ui);
+        openDrawer(attemptDrawer(ui, a.id));
+      },
     }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
     h('small', { title: 'val composite of this candidate: ' + TIPS.composite }, num(a.composite)),
-    a.confirm ? h('small', { class: `confirm-mark ${a.confirm.stands ? 'ok' : 'bad'}`, title: 'winner\'s-curse confirmation on fresh val replicates: ' + (a.confirm.stands ? 'the keep stands' : 'the keep was overturned') }, a.confirm.stands ? ' ✓ confirmed' : ' ✗ overturned') : null))));
-  const curveBox = h('div', { class: 'chart', id: 'curve' });
-  const curve = h('section', {}, h('h3', {}, 'Optimisation curve ',
-    h('small', { title: 'composite = eval − wCost·cost/seedCost − wSteps·steps/seedSteps, per split normalised to the seed on that split' }, 'composite on val (champion, best candidate), train, test'),
-    h('button', { class: 'small', onclick: () => resetZoom('home-curve') }, 'reset zoom')), curveBox);
+    a.confirm ? h('small', { class: `confirm-mark ${a.confirm.stands ? 'ok' : 'bad'}`, title: 'winner\'s-curse confirmation on fresh val replicates: ' + (a.confirm.stands ? 'the keep stands' : 'the keep was overturned') }, a.confirm.stands ? ' ✓ confirmed' : ' ✗ overturned') : null)))));
+  const aa = detail.aa ? S.get('aa', detail.aa, () => aaView(detail.aa)) : null;   // an A/A run: the gate's false calls, not an evolution
+  const curve = aa ? null : S.get('curve', [run.id, detail.curve], () => {
+    const box = h('div', { class: 'chart', id: 'curve' });
+    const section = h('section', { id: 'curve-section' }, h('h3', {}, 'Optimisation curve ',
+      h('small', { title: 'composite = eval − wCost·cost/seedCost − wSteps·steps/seedSteps, per split normalised to the seed on that split' }, 'composite on val (champion, best candidate), train, test'),
+      h('button', { class: 'small', onclick: () => resetZoom('home-curve') }, 'reset zoom')), box);
+    section.box = box;
+    return section;
+  });
   const suites = state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val);
-  const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s)));
-  suitePick.addEventListener('change', () => { ui.testSuite = suitePick.value; });
-  const testStatus = h('span', { class: 'hint' });
-  const tests = h('section', {}, h('h3', {}, 'Test timeline'),
-    h('div', { class: 'row' }, suitePick, h('button', { class: 'primary', id: 'run-test', disabled: run.alive, title: run.alive ? 'testing waits until the loop stops' : 'measure the current champion on this suite', onclick: async () => {
-      testStatus.textContent = 'starting…';
-      try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
-    } }, '▶ Run test'), testStatus),
-    h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
-  const aa = detail.aa ? aaView(detail.aa) : null;   // an A/A run: the gate's false calls, not an evolution
-  mount(root, header, extras, procs || '', aa ? aa.section : null, timeline, aa ? null : curve, aa ? null : tests);
-  if (aa) { aa.draw(); return; }
-  const data = curveData(detail);
-  chart('home-curve', curveBox, {
+  const tests = aa ? null : S.get('tests', [state.store, run.id, run.alive, run.holdout, suites, detail.tests], () => {
+    const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s)));
+    suitePick.addEventListener('change', () => { ui.testSuite = suitePick.value; });
+    const testStatus = h('span', { class: 'hint' });
+    return h('section', { id: 'tests-section' }, h('h3', {}, 'Test timeline'),
+      h('div', { class: 'row' }, suitePick, h('button', { class: 'primary', id: 'run-test', disabled: run.alive, title: run.alive ? 'testing waits until the loop stops' : 'measure the current champion on this suite', onclick: async () => {
+        testStatus.textContent = 'starting…';
+        try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
+      } }, '▶ Run test'), testStatus),
+      h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
+  });
+  mount(root, header, extras, procs || '', aa ? aa.section : null, timeline, curve, tests);
+  markSelected(ui);
+  if (aa) { if (S.fresh('aa')) aa.draw(); return; }
+  if (!S.fresh('curve')) return;   // the same curve: its chart (and the reader's zoom) stays as drawn
+  chart('home-curve', curve.box, {
     height: 260, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: 'composite' }],
     series: [{ label: 'round' },
       { label: 'champion (val)', stroke: '#1f6feb', width: 2 },
       { label: 'best candidate (val)', stroke: '#8250df', paths: noLine, points: { show: true, size: 7, fill: '#8250df' } },
       { label: 'train', stroke: '#2da44e', paths: noLine, points: { show: true, size: 7, fill: '#2da44e' } },
       { label: 'test', stroke: '#d1242f', paths: noLine, points: { show: true, size: 11, fill: '#fff', width: 2 } }],
-  }, data);
+  }, curveData(detail));
 }

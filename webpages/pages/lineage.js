@@ -4,6 +4,7 @@
 import { go } from '../app.js';
 import { api, mount, h, num, short, signed, verdictBadge } from '../lib/util.js';
 import { TIPS, fig } from '../lib/tips.js';
+import { sections } from '../lib/keyed.js';
 
 function buildTree(nodes) {
   const byKey = new Map();
@@ -89,28 +90,36 @@ export async function render(root, state, ui) {
   ui.collapsed = ui.collapsed || new Set();
   if (ui.zoom === undefined) Object.assign(ui, { zoom: 1, tx: 0, ty: 0 });
   ui.rerender = () => render(root, state, ui);
-  const { roots, children } = buildTree(data.nodes);
-  const chain = h('div', { class: 'chain', id: 'chain' }, h('h3', {}, 'Champion → seed'),
-    h('pre', {}, data.chain.map((c, i) => [
-      h('a', { href: '#', class: 'hash', 'data-hash': c.genome_hash, title: 'centre this genome in the tree (its round: the r link)',
-        onclick: (e) => { e.preventDefault(); centre(c.genome_hash); } }, short(c.genome_hash)),
-      ' ', c.attempt_id ? h('a', { href: '#', class: 'round-link', title: 'open in Round Analysis', onclick: (e) => { e.preventDefault(); go('round', c.attempt_id); } }, `r${c.round}`) : 'r?',
-      ' ', fig(num(c.composite), `val ${TIPS.composite}`), `  ${i === 0 ? '★ champion' : i === data.chain.length - 1 ? '● seed' : ''}\n`,
-      h('span', { class: 'tsummary' }, `   ${(c.summary || '').slice(0, 70)}\n`),
-      i < data.chain.length - 1 ? '   │\n   ▼\n' : '',
-    ])));
-  const canvas = h('ul', { class: 'tree', id: 'tree' }, roots.map((r) => nodeViews(r, children, ui)));
-  const viewport = h('div', { class: 'tree-viewport', title: 'drag to pan, wheel to zoom' }, canvas);
-  const allKeys = data.nodes.filter((n) => (children.get(n.key) || []).some((k) => !k.on_chain)).map((n) => n.key);
-  const controls = h('div', { class: 'row' },
-    h('button', { class: 'small', id: 'zoom-in', onclick: () => { ui.zoom = Math.min(3, ui.zoom * 1.2); apply(); } }, '+'),
-    h('button', { class: 'small', id: 'zoom-out', onclick: () => { ui.zoom = Math.max(0.3, ui.zoom / 1.2); apply(); } }, '−'),
-    h('button', { class: 'small', onclick: () => { Object.assign(ui, { zoom: 1, tx: 0, ty: 0 }); apply(); } }, 'reset'),
-    h('button', { class: 'small', id: 'collapse-all', onclick: () => { ui.collapsed = new Set(allKeys); ui.rerender(); } }, 'collapse all'),
-    h('button', { class: 'small', id: 'expand-all', onclick: () => { ui.collapsed = new Set(); ui.rerender(); } }, 'expand all'),
-    h('span', { class: 'hint' }, `${data.nodes.length} attempts · the champion's ancestry on the trunk, every other attempt under its parent`));
-  mount(root, h('section', { class: 'lineage' }, chain, h('div', { class: 'tree-pane' }, h('h3', {}, 'Genome tree'), controls, viewport)));
-  const apply = panZoom(viewport, canvas, ui);
+  // A live update whose lineage and folds are unchanged keeps the drawn tree as it is (lib/keyed.js)
+  const S = sections(ui);
+  const built = S.get('lineage', [state.store, state.run, data, [...ui.collapsed].sort()], () => {
+    const { roots, children } = buildTree(data.nodes);
+    const chain = h('div', { class: 'chain', id: 'chain' }, h('h3', {}, 'Champion → seed'),
+      h('pre', {}, data.chain.map((c, i) => [
+        h('a', { href: '#', class: 'hash', 'data-hash': c.genome_hash, title: 'centre this genome in the tree (its round: the r link)',
+          onclick: (e) => { e.preventDefault(); centre(c.genome_hash); } }, short(c.genome_hash)),
+        ' ', c.attempt_id ? h('a', { href: '#', class: 'round-link', title: 'open in Round Analysis', onclick: (e) => { e.preventDefault(); go('round', c.attempt_id); } }, `r${c.round}`) : 'r?',
+        ' ', fig(num(c.composite), `val ${TIPS.composite}`), `  ${i === 0 ? '★ champion' : i === data.chain.length - 1 ? '● seed' : ''}\n`,
+        h('span', { class: 'tsummary' }, `   ${(c.summary || '').slice(0, 70)}\n`),
+        i < data.chain.length - 1 ? '   │\n   ▼\n' : '',
+      ])));
+    const canvas = h('ul', { class: 'tree', id: 'tree' }, roots.map((r) => nodeViews(r, children, ui)));
+    const viewport = h('div', { class: 'tree-viewport', title: 'drag to pan, wheel to zoom' }, canvas);
+    const allKeys = data.nodes.filter((n) => (children.get(n.key) || []).some((k) => !k.on_chain)).map((n) => n.key);
+    const controls = h('div', { class: 'row' },
+      h('button', { class: 'small', id: 'zoom-in', onclick: () => { ui.zoom = Math.min(3, ui.zoom * 1.2); apply(); } }, '+'),
+      h('button', { class: 'small', id: 'zoom-out', onclick: () => { ui.zoom = Math.max(0.3, ui.zoom / 1.2); apply(); } }, '−'),
+      h('button', { class: 'small', onclick: () => { Object.assign(ui, { zoom: 1, tx: 0, ty: 0 }); apply(); } }, 'reset'),
+      h('button', { class: 'small', id: 'collapse-all', onclick: () => { ui.collapsed = new Set(allKeys); ui.rerender(); } }, 'collapse all'),
+      h('button', { class: 'small', id: 'expand-all', onclick: () => { ui.collapsed = new Set(); ui.rerender(); } }, 'expand all'),
+      h('span', { class: 'hint' }, `${data.nodes.length} attempts · the champion's ancestry on the trunk, every other attempt under its parent`));
+    const section = h('section', { class: 'lineage' }, chain, h('div', { class: 'tree-pane' }, h('h3', {}, 'Genome tree'), controls, viewport));
+    return { section, canvas, viewport };
+  });
+  mount(root, built.section);
+  if (!S.fresh('lineage')) return;
+  const { canvas, viewport } = built;
+  const apply = panZoom(viewport, canvas, ui);   // the controls built above call this one
   const byKey = new Map(data.nodes.map((n) => [n.key, n]));
   centre = (key) => {
     if (centreNode(viewport, canvas, ui, apply, key)) return true;

@@ -5,6 +5,7 @@ import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } fro
 import { bars, chart, destroyCharts, noLine } from '../lib/charts.js';
 import { confirmView, criticTable } from '../lib/checks.js';
 import { TIPS, fig } from '../lib/tips.js';
+import { sections } from '../lib/keyed.js';
 
 const METRICS = ['score', 'cost_usd', 'steps', 'duration_ms', 'output_tokens', 'input_tokens'];
 const GATE_TIPS = {
@@ -69,40 +70,26 @@ export async function render(root, state, ui) {
   }
   const [d, diff] = await Promise.all([api(`attempts/${id}`, { store: state.store, split }), api(`attempts/${id}/diff`, { store: state.store })]);
   const a = d.attempt;
-  const picker = h('select', { id: 'attempt-picker', onchange: (e) => go('round', e.target.value, { split }) },
-    runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.status} · ${short(x.genome_hash)}`)));
-  const splitPick = h('select', { id: 'split-picker', onchange: (e) => go('round', id, { split: e.target.value }) },
-    ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
-  const g = a.gate || {};
-  const gateRows = [['Δcomposite', signed(a.delta), GATE_TIPS.delta], ['gate threshold', signed(a.gate_threshold), GATE_TIPS.threshold],
-    ['Δeval', signed(a.delta_eval), GATE_TIPS.delta_eval], ['Δcost term', signed(a.delta_cost), GATE_TIPS.delta_cost],
-    ['Δsteps term', signed(a.delta_steps), GATE_TIPS.delta_steps],
-    ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s), GATE_TIPS.s], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
-    ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
-    ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z],
-    ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
-  const f = d.figures;
-  const figTable = h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, ''), ['composite', 'eval', 'cost/cell', 'steps'].map((x) => h('th', {}, x)))),
-    h('tbody', {}, ['seed', 'parent', 'candidate'].flatMap((k) => [[k, f[k]], ...Object.entries(f[k]?.by_model || {}).map(([m, x]) => [`${k} · ${m}`, x])]).map(([k, x]) => h('tr', { class: k.includes(' · ') ? 'per-model' : '' }, h('th', {}, k), x ? [fig(num(x.composite), TIPS.composite), fig(num(x.eval, 3), TIPS.eval), fig(usd(x.cost), TIPS.cost), fig(num(x.steps, 2), TIPS.steps)].map((y) => h('td', {}, y)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
-  const barsBox = h('div', { class: 'chart small', id: 'bars' });
-  const names = d.tests.names;
-  const grid = h('table', { class: 'grid', id: 'test-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), names.map((n) => h('th', {}, n)))),
-    h('tbody', {}, Object.entries(d.tests.grid).map(([task, per]) => h('tr', {}, h('th', {}, task),
-      names.map((n) => h('td', { style: { background: scoreColour(per[n]) }, title: `${task} · ${n}: mean over replicates` }, num(per[n], 2)))))));
-  const rowOf = (c) => (c.model ? `${c.task_id}@${c.model}` : c.task_id);   // several eval models: a row per (task, model)
-  const tasks = [...new Set(d.cells.map(rowOf))];
-  const reps = [...new Set(d.cells.map((c) => c.replicate))].sort((x, y) => x - y);
-  const cellGrid = h('table', { class: 'grid cells', id: 'cell-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), reps.map((r) => h('th', {}, `r${r}`)))),
-    h('tbody', {}, tasks.map((t) => h('tr', {}, h('th', {}, t), reps.map((r) => {
-      const c = d.cells.find((x) => rowOf(x) === t && x.replicate === r);
-      return c ? h('td', { class: `cell c-${c.status}`, 'data-cell': c.id, style: { background: c.status === 'ok' ? scoreColour(c.score) : '#f3b5b5' }, title: `${t} r${r}: ${c.status} · score ${num(c.score, 3)} — click for the stream, grader result and errors`, onclick: () => openDrawer(cellDrawer(state.store, c.id), { live: false }) }, c.status === 'ok' ? num(c.score, 2) : c.status) : h('td', {}, '·');
-    })))));
-  ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';
-  const axisPick = (key) => h('select', { onchange: (e) => { ui[key] = e.target.value; render(root, state, ui); } }, METRICS.map((m) => h('option', { value: m, selected: m === ui[key] }, m)));
-  const scatterBox = h('div', { class: 'chart', id: 'scatter' });
-  mount(root, 
-    h('section', { class: 'row' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →')),
-    h('section', { class: 'cols' },
+  // Each section is rebuilt only when its own data moved (lib/keyed.js); the others keep their DOM.
+  const S = sections(ui);
+  const options = runDetail.attempts.map((x) => [x.id, x.round, x.sibling, x.verdict, x.status, x.genome_hash]);
+  const top = S.get('top', [options, id, split, d.run.val, d.run.suite], () => {
+    const picker = h('select', { id: 'attempt-picker', onchange: (e) => go('round', e.target.value, { split }) },
+      runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.status} · ${short(x.genome_hash)}`)));
+    const splitPick = h('select', { id: 'split-picker', onchange: (e) => go('round', id, { split: e.target.value }) },
+      ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
+    return h('section', { class: 'row', id: 'round-top' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →'));
+  });
+  const verdict = S.get('verdict', [a, d.siblings, d.run, split], () => {
+    const g = a.gate || {};
+    const gateRows = [['Δcomposite', signed(a.delta), GATE_TIPS.delta], ['gate threshold', signed(a.gate_threshold), GATE_TIPS.threshold],
+      ['Δeval', signed(a.delta_eval), GATE_TIPS.delta_eval], ['Δcost term', signed(a.delta_cost), GATE_TIPS.delta_cost],
+      ['Δsteps term', signed(a.delta_steps), GATE_TIPS.delta_steps],
+      ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s), GATE_TIPS.s], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
+      ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
+      ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z],
+      ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
+    return h('section', { class: 'cols', id: 'round-verdict' },
       h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
         h('p', { class: 'reason', id: 'verdict-reason' }, a.reason || ''),
         h('p', { class: 'summary' }, a.summary || '—'), h('h4', {}, 'Reasoning'), h('p', { class: 'reasoning' }, a.reasoning || '—'),
@@ -110,19 +97,52 @@ export async function render(root, state, ui) {
         h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
         d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); }, title: s.reason || '' }, `.${s.sibling} ${s.verdict || ''} `))) : null),
       h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
-        confirmView(a.confirm, a, d.run), criticTable(a.critic))),
-    h('section', {}, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null),
-    h('section', { class: 'cols' }, h('div', {}, h('h3', {}, `Scores on ${split} (${d.suite})`), figTable), h('div', {}, h('h3', {}, 'vs the seed'), barsBox)),
-    d.evaluation ? [
-      h('section', {}, h('h3', {}, 'Per-test grid (mean over replicates)'), grid),
-      h('section', {}, h('h3', {}, 'Cells (task × replicate) — click one'), failureLine(d.cells), cellGrid),
-      h('section', {}, h('h3', {}, 'Metric scatter over this round\'s cells'), h('div', { class: 'row' }, 'x ', axisPick('x'), ' y ', axisPick('y')), scatterBox),
-    ] : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`));
+        confirmView(a.confirm, a, d.run), criticTable(a.critic)));
+  });
+  const diffSection = S.get('diff', diff, () => h('section', { id: 'round-diff' }, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null));
+  const f = d.figures;
   const keys = ['seed', 'parent', 'candidate'].filter((k) => f[k]);
+  const scores = S.get('scores', [a.id, split, d.suite, f], () => {
+    const figTable = h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, ''), ['composite', 'eval', 'cost/cell', 'steps'].map((x) => h('th', {}, x)))),
+      h('tbody', {}, ['seed', 'parent', 'candidate'].flatMap((k) => [[k, f[k]], ...Object.entries(f[k]?.by_model || {}).map(([m, x]) => [`${k} · ${m}`, x])]).map(([k, x]) => h('tr', { class: k.includes(' · ') ? 'per-model' : '' }, h('th', {}, k), x ? [fig(num(x.composite), TIPS.composite), fig(num(x.eval, 3), TIPS.eval), fig(usd(x.cost), TIPS.cost), fig(num(x.steps, 2), TIPS.steps)].map((y) => h('td', {}, y)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
+    const barsBox = h('div', { class: 'chart small', id: 'bars' });
+    const section = h('section', { class: 'cols', id: 'round-scores' }, h('div', {}, h('h3', {}, `Scores on ${split} (${d.suite})`), figTable), h('div', {}, h('h3', {}, 'vs the seed'), barsBox));
+    section.box = barsBox;
+    return section;
+  });
+  ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';
+  const evaluated = d.evaluation ? [
+    S.get('grid', d.tests, () => {
+      const names = d.tests.names;
+      return h('section', { id: 'round-grid' }, h('h3', {}, 'Per-test grid (mean over replicates)'), h('table', { class: 'grid', id: 'test-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), names.map((n) => h('th', {}, n)))),
+        h('tbody', {}, Object.entries(d.tests.grid).map(([task, per]) => h('tr', {}, h('th', {}, task),
+          names.map((n) => h('td', { style: { background: scoreColour(per[n]) }, title: `${task} · ${n}: mean over replicates` }, num(per[n], 2))))))));
+    }),
+    S.get('cells', [state.store, d.cells], () => {
+      const rowOf = (c) => (c.model ? `${c.task_id}@${c.model}` : c.task_id);   // several eval models: a row per (task, model)
+      const tasks = [...new Set(d.cells.map(rowOf))];
+      const reps = [...new Set(d.cells.map((c) => c.replicate))].sort((x, y) => x - y);
+      const cellGrid = h('table', { class: 'grid cells', id: 'cell-grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), reps.map((r) => h('th', {}, `r${r}`)))),
+        h('tbody', {}, tasks.map((t) => h('tr', {}, h('th', {}, t), reps.map((r) => {
+          const c = d.cells.find((x) => rowOf(x) === t && x.replicate === r);
+          return c ? h('td', { class: `cell c-${c.status}`, 'data-cell': c.id, style: { background: c.status === 'ok' ? scoreColour(c.score) : '#f3b5b5' }, title: `${t} r${r}: ${c.status} · score ${num(c.score, 3)} — click for the stream, grader result and errors`, onclick: () => openDrawer(cellDrawer(state.store, c.id), { live: false }) }, c.status === 'ok' ? num(c.score, 2) : c.status) : h('td', {}, '·');
+        })))));
+      return h('section', { id: 'round-cells' }, h('h3', {}, 'Cells (task × replicate) — click one'), failureLine(d.cells), cellGrid);
+    }),
+    S.get('scatter', [a.id, split, ui.x, ui.y, d.cells], () => {
+      const axisPick = (key) => h('select', { onchange: (e) => { ui[key] = e.target.value; render(root, state, ui); } }, METRICS.map((m) => h('option', { value: m, selected: m === ui[key] }, m)));
+      const box = h('div', { class: 'chart', id: 'scatter' });
+      const section = h('section', { id: 'round-scatter' }, h('h3', {}, 'Metric scatter over this round\'s cells'), h('div', { class: 'row' }, 'x ', axisPick('x'), ' y ', axisPick('y')), box);
+      section.box = box;
+      return section;
+    }),
+  ] : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`);
+  mount(root, top, verdict, diffSection, scores, evaluated);
   if (!keys.length) destroyCharts('round-bars');
+  const barsBox = scores.box;
   barsBox.dataset.labels = keys.join(',');
   barsBox.dataset.attempt = a.id;
-  if (keys.length) {
+  if (keys.length && S.fresh('scores')) {   // the same figures: the drawn bars stay as they are
     barsBox.uplot = chart('round-bars', barsBox, {
       height: 200, scales: { x: { time: false, range: [-0.5, keys.length - 0.5] }, y: { range: (u, lo, hi) => [Math.min(0, lo), Math.max(1, hi)] } },
       axes: [{ values: (u, ticks) => ticks.map((t) => keys[t] ?? '') , splits: () => keys.map((_, i) => i) }, { label: 'score' }],
@@ -130,15 +150,14 @@ export async function render(root, state, ui) {
         { label: 'eval', fill: '#2da44e99', stroke: '#2da44e', paths: bars({ size: [0.35], align: 1 }) }],
     }, [keys.map((_, i) => i), keys.map((k) => f[k].composite), keys.map((k) => f[k].eval)], `${a.id}|${split}|${keys.join(',')}`);
   }
-  if (d.evaluation && d.cells.length) {
+  if (d.evaluation && d.cells.length && S.fresh('scatter')) {
     const sorted = d.cells.slice().sort((p, q) => (p[ui.x] ?? 0) - (q[ui.x] ?? 0));
-    chart("round-scatter", scatterBox, {
+    chart("round-scatter", evaluated[2].box, {
       height: 260, scales: { x: { time: false } }, axes: [{ label: ui.x }, { label: ui.y }],
       series: [{ label: ui.x }, { label: ui.y, stroke: '#8250df', paths: noLine, points: { show: true, size: 8, fill: '#8250df66' } }],
     }, [sorted.map((c) => c[ui.x] ?? 0), sorted.map((c) => c[ui.y] ?? null)], `${a.id}|${split}|${ui.x}|${ui.y}`);
   }
 }
-
 
 // Failure counts of the shown evaluation, by who failed (README "Failures"): agent_error and timeout are the
 // agent's (scored 0); grader_error and infra_error are nobody's verdict on the skill and are redone on resume.
