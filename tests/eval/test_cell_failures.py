@@ -113,13 +113,14 @@ def test_a_harness_fault_is_an_infra_error_not_a_crash(tiny_suite: Path, tmp_pat
 
 
 SLOW_GRADER = """import json, pathlib, sys, time
-time.sleep(float(pathlib.Path(sys.argv[0]).parent.parent.joinpath("delay").read_text()))   # beside the suite
+time.sleep(float(pathlib.Path(DELAY).read_text()))   # beside the suite (graders run from a copy of it)
 print(json.dumps({"exists": float((pathlib.Path(sys.argv[1]) / "output.txt").exists())}))
 """
 
 
 def test_a_grader_error_cell_keeps_its_work_dir_and_is_regraded_without_the_agent(tmp_path: Path) -> None:
-    suite = make_suite(tmp_path / "suites", grader=SLOW_GRADER, tasks=1)
+    suite = make_suite(tmp_path / "suites", grader=SLOW_GRADER.replace("DELAY", repr(str(tmp_path / "suites" / "delay"))),
+                       tasks=1)
     (suite.parent / "delay").write_text("5")
     script = tmp_path / "counting.py"
     script.write_text(HEAD + 'pathlib.Path("output.txt").write_text("done")\n'
