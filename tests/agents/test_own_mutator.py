@@ -137,7 +137,7 @@ def test_printed_next_steps_work_when_pasted(tmp_path: Path) -> None:
     assert test_cmd[1].endswith("run.py") and "--suite" not in test_cmd and "--agent-cmd" not in test_cmd
     tested = run_py(*test_cmd[2:], env=clean_env())
     assert tested.returncode == 0, tested.stderr[-4000:]
-    assert "on shout-test:" in tested.stdout and "4 cells run" in tested.stdout
+    assert "on shout-test:" in tested.stdout and "6 cells run" in tested.stdout   # seed, champion, no-skill control
     db = connect_readonly(data / "mutator.db")
     run = dict(next(iter(db.query("select * from runs"))))
     assert run["holdout_path"] == str(own["test"].resolve()) and run["suite_path"] == str(own["train"].resolve())
