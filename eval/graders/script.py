@@ -50,7 +50,13 @@ def private_suite(job: CellJob) -> tuple[Path, list[str]]:
     """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder."""
     root = Path(tempfile.mkdtemp(prefix="grader-suite-", dir=job.cell_root))
     copy = root / job.suite.path.name
-    shutil.copytree(job.suite.path, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    fixtures = job.suite.path / "fixtures"
+
+    def skip(folder: str, names: list[str]) -> set[str]:   # only this task's fixtures: one task's copy, not all
+        return {"__pycache__"} & set(names) | ({n for n in names if n != job.task.id}
+                                               if Path(folder) == fixtures else set())
+
+    shutil.copytree(job.suite.path, copy, symlinks=True, ignore=skip)
     grader = job.suite.grader
     if grader is not None and grader.is_relative_to(job.suite.path):
         grader = copy / grader.relative_to(job.suite.path)

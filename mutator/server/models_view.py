@@ -30,7 +30,8 @@ def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, i
     return _loads(found[0]) if found else {}
 
 
-def _composite(row: dict, run: dict, cost_norm: float, steps_norm: float) -> float:
+def composite_of(row: dict, run: dict, cost_norm: float, steps_norm: float) -> float:
+    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers."""
     value = row["eval"]
     if cost_norm:
         value -= run["w_cost"] * (row["cost"] or 0) / cost_norm
@@ -53,7 +54,7 @@ def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict, sp
             return None
         row = {"eval": found[0], "cost": found[1], "steps": found[2]}
         cost_norm, steps_norm = norms.get(model, (0.0, 0.0))
-        out[model] = {**row, "composite": _composite(row, run, cost_norm, steps_norm), "evaluation_id": member}
+        out[model] = {**row, "composite": composite_of(row, run, cost_norm, steps_norm), "evaluation_id": member}
     return out
 
 

@@ -16,7 +16,14 @@ from typing import Any
 import sqlite_utils
 
 from mutator.server import verdicts as V
-from mutator.server.models_view import attempt_models, by_model, cell_sources, mean_composite, train_composite
+from mutator.server.models_view import (
+    attempt_models,
+    by_model,
+    cell_sources,
+    composite_of,
+    mean_composite,
+    train_composite,
+)
 from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale, mark_stale_records
 
@@ -78,12 +85,7 @@ def composite(ev: dict | None, run: dict, *, split: str) -> float | None:
         return None
     seed_cost = run["seed_val_cost"] if split == "val" else run["seed_cost"]
     seed_steps = run["seed_val_steps"] if split == "val" else run["seed_steps"]
-    value = ev["eval"]
-    if seed_cost:
-        value -= run["w_cost"] * (ev["cost"] or 0) / seed_cost
-    if seed_steps:
-        value -= run["w_steps"] * (ev["steps"] or 0) / seed_steps
-    return value
+    return composite_of(ev, run, seed_cost, seed_steps)
 
 
 # ---- stores, skills, runs ------------------------------------------------------------------------

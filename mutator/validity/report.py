@@ -170,7 +170,7 @@ def render(report: dict) -> str:
             lines.append(f"  {name:<6}  —  (no stored evaluation of both genomes)")
             continue
         d, sign = s["delta"], s["sign"]
-        ci = "—" if d["ci_low"] is None else f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+        ci = _ci(d)
         lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
                      f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
                      f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
@@ -199,6 +199,9 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _ci(d: dict) -> str:
+    return "—" if d["ci_low"] is None else f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+
 
 def render_control(found: dict | None) -> list[str]:
     """The no-skill control lines (test suite, Δ = with the skill − with none); [] when it was skipped."""
@@ -211,7 +214,7 @@ def render_control(found: dict | None) -> list[str]:
             lines.append(f"    {name:<8} vs none  —  (no paired tasks)")
             continue
         d, sign = s["delta"], s["sign"]
-        ci = "—" if d["ci_low"] is None else f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+        ci = _ci(d)
         lines.append(f"    {name:<8} vs none {s['n_tasks']:>3} tasks   none {s['none_composite']:.4f}   {name} "
                      f"{s['skill_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {ci}   "
                      f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")

@@ -147,7 +147,8 @@ here = pathlib.Path(__file__).parent
 (here / "grader.log").write_text("graded " + sys.argv[2])        # beside the grader script
 pathlib.Path("cache.json").write_text("{}")                      # into its working directory
 seen = sorted(p.name for p in pathlib.Path(os.environ["SM_SUITE_DIR"]).iterdir())
-print(json.dumps({"first_to_write": float(len(seen) == 6)}))
+only_mine = sorted(os.listdir(pathlib.Path(os.environ["SM_SUITE_DIR"]) / "fixtures")) == [sys.argv[2]]
+print(json.dumps({"first_to_write": float(len(seen) == 6 and only_mine)}))
 """
 
 
@@ -156,7 +157,7 @@ def test_a_grader_writing_into_its_folder_leaves_the_suite_unchanged(tmp_path: P
     suite_dir = make_suite(tmp_path / "suites", grader=GRADER_WRITES_ITS_FOLDER)
     req = request(suite_dir, tmp_path, ok_agent, replicates=2)
     cells = evaluate(req)
-    # each cell's grader ran in a private copy: the suite's 4 entries plus its own 2 writes
+    # each cell's grader ran in a private copy: the suite's 4 entries (fixtures: its task's only) plus its 2 writes
     assert [c.status for c in cells] == ["ok"] * 4 and all(c.tests == {"first_to_write": 1.0} for c in cells)
     assert sorted(p.name for p in suite_dir.iterdir()) == ["fixtures", "run-eval.py", "suite.md", "tasks.jsonl"]
     check_unchanged(req.suite)   # the hash the run took still holds

@@ -13,6 +13,7 @@ from tests.conftest import built_once, copy_store
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-123"
+ARTIFACTS = Path(__file__).parent / "artifacts"   # the browser tests' screenshots
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +74,27 @@ def _build_mixed_store(folder: Path) -> None:
     for run_id in tested:
         subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
                         "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
+
+
+# ---- the browser tests' fixtures (a module with its own `store` or `server` overrides these) ----------------
+@pytest.fixture
+def page():
+    """A page of the system Chromium (tests/browser_support.py); console errors collected on it."""
+    from tests.browser_support import chromium_page
+    with chromium_page(ARTIFACTS) as pg:
+        yield pg
+
+
+@pytest.fixture
+def store(mixed_store: Path, tmp_path: Path) -> Path:
+    """A private copy of the mixed store, for browser tests that write to it (live updates)."""
+    return copy_store(mixed_store, tmp_path / "project" / "data")
+
+
+@pytest.fixture
+def server(store: Path):
+    """The dashboard over `store`, on a real loopback port."""
+    from tests.browser_support import Server
+    srv = Server(store, token=TOKEN)
+    yield srv
+    srv.stop()

@@ -6,15 +6,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server
 
-from .conftest import TOKEN
-
-ARTIFACTS = Path(__file__).parent / "artifacts"
+from .conftest import ARTIFACTS, TOKEN
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -28,12 +25,6 @@ def server(store_copy):
         if proc["status"] == "running":
             os.kill(proc["pid"], 15)
     srv.stop()
-
-
-@pytest.fixture
-def page():
-    with chromium_page(ARTIFACTS) as pg:
-        yield pg
 
 
 def _untitled_figures(page) -> int:

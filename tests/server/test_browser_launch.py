@@ -3,18 +3,14 @@ starts nothing until the user confirms (the spawn is recorded, never run: a real
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from mutator.server.common import CHILDREN, SETTINGS
 from mutator.server.launch import plan_estimate
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server
 
-from .conftest import TOKEN
+from .conftest import ARTIFACTS, TOKEN
 from .test_launch_real import Spawned
-
-ARTIFACTS = Path(__file__).parent / "artifacts"
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -27,12 +23,6 @@ def server(store_copy):
     srv.app[CHILDREN].spawn = srv.spawned
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page():
-    with chromium_page(ARTIFACTS) as pg:
-        yield pg
 
 
 def test_a_real_launch_states_the_estimate_and_waits_for_confirmation(server, page, store_copy):

@@ -9,35 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
-from tests.conftest import copy_store
+from tests.browser_support import CHROMIUM, SKIP_REASON
 
-from .conftest import TOKEN
-
-ARTIFACTS = Path(__file__).parent / "artifacts"
+from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-
-
-@pytest.fixture
-def store(mixed_store, tmp_path) -> Path:
-    target = tmp_path / "project" / "data"
-    copy_store(mixed_store, target)
-    return target
-
-
-@pytest.fixture
-def server(store):
-    srv = Server(store, token=TOKEN)
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def page():
-    with chromium_page(ARTIFACTS) as pg:
-        yield pg
 
 
 def _runs(store: Path) -> dict[str, str]:
