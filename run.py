@@ -130,6 +130,9 @@ def parser() -> argparse.ArgumentParser:
     loop.add_argument("--strategy-opts", type=json.loads, metavar="JSON", help="strategy options as a JSON object")
     loop.add_argument("--min-improvement", type=float, help="centre of the keep gate (score.minImprovement)")
     loop.add_argument("--gate-z", type=float, help="noise calibration of the gate; 0 = raw minImprovement gate")
+    loop.add_argument("--gate-method", choices=("signflip", "t"), help="how the gate's critical value t is made: "
+                      "signflip (default; sign flips of the candidate's own deltas, a false-reject rate of "
+                      "1 − Φ(gateZ) for any symmetric noise) or t (the Student-t quantile, exact for normal deltas)")
     loop.add_argument("--seed", type=int, help="seed of the run's random choices")
     loop.add_argument("--model", help="build model id (priced from config.json 'pricing'); several, comma-separated "
                                       "(a,b), measure every cell on each model: each model's composite against the "
@@ -232,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "seed", "model",
+FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "gate_method", "seed", "model",
               "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
               "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
               "meta_skill_every", "confirm", "cell_timeout_ms", "max_output_mb", "infra_retries", "max_failed_share",

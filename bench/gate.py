@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Gate calibration: changes of known true effect drawn through the real gate (mutator/score.py), for three
-noise families and several task counts, observed beside the design.
+noise families and several task counts, observed beside the design; the Student-t gate's k=0 rate beside it.
 
 Each simulated comparison has per-task deltas d_t = k·σ/√n + ε_t (a true change of k standard errors, σ the SD
 of ε) and the run's earlier comparisons (rounds − 1 of them, same family) are pooled in through `prior`,
@@ -12,7 +12,7 @@ exactly as the loop does. Noise families:
 The design is what the gate's construction promises: P(keep) = P(T ≥ −t), T ~ noncentral t(df, k),
 t = gate_t(gate_z, df); at k = 0 the false-reject rate is 1 − Φ(gate_z) at every df.
 
-    python bench/gate.py [--runs 1000] [--store data/mutator.db] [--gate-z 1.0] [--seed 7]
+    python bench/gate.py [--runs 1000] [--store data/mutator.db] [--gate-z 1.0] [--method signflip|t] [--seed 7]
 
 Without --store, the demo's dry run (4 rounds, then --aa 4, 2 replicates) is run into a temporary data dir to make
 one (about a minute); pass --store data/mutator.db after the README's demo to reuse yours.
@@ -112,17 +112,17 @@ def design_gain(gate_z: float, df: int) -> float:
 
 
 def simulate(family: Family, n: int, rounds: int, gate_z: float, runs: int, rng: np.random.Generator,
-             bank: np.ndarray) -> dict[float, tuple[float, float]]:
+             bank: np.ndarray, method: str, effects=EFFECTS) -> dict[float, tuple[float, float]]:
     """{effect: (P(keep), P(Δ > t·SE))} over `runs` gates at round `rounds` of a run with n tasks."""
     incumbent = figures(np.full(n, 0.5))
     se_true = SIGMA / math.sqrt(n)
     out = {}
-    for k in EFFECTS:
+    for k in effects:
         keeps = gains = 0
         for _ in range(runs):
             prior = [Comparison(n, float(s)) for s in rng.choice(bank, size=rounds - 1)]
             candidate = figures(0.5 + k * se_true + family.noise(rng, n))
-            gate = compare(candidate, incumbent, prior=prior, min_improvement=0.0, gate_z=gate_z)
+            gate = compare(candidate, incumbent, prior=prior, min_improvement=0.0, gate_z=gate_z, method=method)
             keeps += gate.keep
             gains += gate.delta > gate.t * gate.se
         out[k] = (keeps / runs, gains / runs)
@@ -148,12 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--families", default="normal,t3,real", help="which noise families to run, comma-separated "
                    "(default normal,t3,real)")
     p.add_argument("--gate-z", type=float, default=None, help="gate_z to calibrate (default: config.json score.gateZ)")
+    p.add_argument("--method", choices=("signflip", "t"), default=None,
+                   help="the gate's critical value (default: config.json score.gateMethod)")
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
-    gate_z = args.gate_z
-    if gate_z is None:
-        from mutator.config import load_settings
-        gate_z = load_settings(config_file=ROOT / "config.json").gate_z
+    from mutator.config import load_settings
+    settings = load_settings(config_file=ROOT / "config.json")
+    gate_z = settings.gate_z if args.gate_z is None else args.gate_z
+    method = args.method or settings.gate_method
+    other = "t" if method == "signflip" else "signflip"
     started = time.perf_counter()
     bank = None
     wanted = {f.strip() for f in args.families.split(",") if f.strip()}
@@ -166,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     design0 = float(stats.norm.sf(gate_z))
     mc = math.sqrt(design0 * (1 - design0) / args.runs)
-    print(f"Gate calibration · gate_z {gate_z} · min_improvement 0 · {args.runs} simulated gates per cell "
+    print(f"Gate calibration · method {method} · gate_z {gate_z} · min_improvement 0 · {args.runs} simulated gates per cell "
           f"(Monte-Carlo SE ≈ {mc:.1%} at {design0:.1%})", flush=True)
     if bank is not None:
         values, counts = np.unique(np.round(np.abs(bank), 9), return_counts=True)
@@ -174,9 +177,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{counts.max() / bank.size:.0%} of them at the commonest")
     print("Each cell: observed / design. Effects k are true Δ in SE units (σ/√n): k<0 FALSE-KEEP (a worse change "
           "kept), k≥0 FALSE-REJECT (a change that is not worse rejected). 'beat' = share of null changes (k=0) "
-          "whose Δ clears +t·SE. '!' marks k=0 off design by more than 3 Monte-Carlo SE.")
+          "whose Δ clears +t·SE. '!' marks k=0 off design by more than 3 Monte-Carlo SE. "
+          f"'k=0 {other}' is the same null through the {other} gate; 'k=0 before' the gate before the small-n "
+          "correction (1.4826·MAD, squares pooled, Student t), normal noise only.")
     head = (f"{'family':<7}{'n':>3} {'rnd':>4} {'df':>4} {'t':>6}  "
-            + "  ".join(f"{f'k={k:+g}':^15}" for k in EFFECTS) + f"  {'beat +t·SE':^15}  {'k=0 before':>10}")
+            + "  ".join(f"{f'k={k:+g}':^15}" for k in EFFECTS) + f"  {'beat +t·SE':^15}  {f'k=0 {other}':>12}"
+            + f"  {'k=0 before':>10}")
     print(head)
     print("-" * len(head))
     off = 0
@@ -185,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             scale_bank = np.array([robust_scale(family.noise(rng, n)) for _ in range(BANK)])
             for rounds in ROUNDS:
                 df = rounds * (n - 1)
-                observed = simulate(family, n, rounds, gate_z, args.runs, rng, scale_bank)
+                observed = simulate(family, n, rounds, gate_z, args.runs, rng, scale_bank, method)
+                contrast = 1 - simulate(family, n, rounds, gate_z, args.runs, rng, scale_bank, other, (0.0,))[0.0][0]
                 cells = []
                 for k in EFFECTS:
                     keep = observed[k][0]
@@ -196,12 +203,15 @@ def main(argv: list[str] | None = None) -> int:
                 before = f"{uncorrected_reject(n, rounds, gate_z, args.runs, rng):10.1%}" if family.name == "normal" \
                     else f"{'':>10}"
                 print(f"{family.name:<7}{n:>3} {rounds:>4} {df:>4} {gate_t(gate_z, df):6.3f}  " + " ".join(cells)
-                      + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {before}", flush=True)
-    print(f"\nk=0 design false-reject 1 − Φ(gate_z) = {design0:.1%} at every df. 'k=0 before' is the gate before the "
-          "finite-sample correction (1.4826·MAD, squares pooled) on the same normal noise.")
+                      + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  {before}",
+                      flush=True)
+    print(f"\nk=0 design false-reject 1 − Φ(gate_z) = {design0:.1%} at every df.")
     print("The scale is C_n·MAD (Park, Kim & Wang 2020 factors; mutator/mad.py), unbiased for σ under normal noise, "
-          "pooled as a df-weighted mean. t3: the MAD measures the centre of a heavy-tailed distribution, not its SD, "
-          "so SE is smaller than the mean's real spread; real: ties make the MAD 0 often (SD/c4 fallback).")
+          "pooled as a df-weighted mean. The Student-t critical value is exact for normal deltas only: under t3 the "
+          "MAD measures the centre of a heavy-tailed distribution, not its SD, and on real deltas ties make the MAD 0 "
+          "often. The sign-flip critical value (mutator/signflip.py) is exact for any symmetric noise: it takes t "
+          "from the candidate's own deltas with their signs flipped, and decides a Δ exactly on the threshold by a "
+          "stored coin. The k=±1 design columns are the normal-theory (noncentral t) figures, for reference.")
     print(f"{off} k=0 cells off design beyond 3 Monte-Carlo SE. [{time.perf_counter() - started:.1f} s]")
     return 0
 

@@ -94,6 +94,8 @@ KEYS = (
         ""),
     Key("cellResources", "cell_resources", dict, _resources,
         'an object of Ray resource -> amount >= 0 per cell, e.g. {"num_cpus": 1}', {"num_cpus": 1}),
+    Key("score.gateMethod", "gate_method", str, lambda v: v in ("signflip", "t"),
+        "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)", "signflip"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -144,6 +146,7 @@ class Settings:
     executor: str = "local"            # where cells run: local | ray (eval/executors); never part of a run id
     ray_address: str = ""
     cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
+    gate_method: str = "signflip"      # how the gate's critical value is made (mutator/signflip.py, score.compare)
 
     @property
     def models(self) -> tuple[str, ...]:

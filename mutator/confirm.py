@@ -32,7 +32,8 @@ def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integr
         gate = compare(per_task(evaluations[0].cells, loop.weights, val_norm),
                        per_task(evaluations[1].cells, loop.weights, val_norm),
                        prior=loop.prior_comparisons(exclude=row["id"]),
-                       min_improvement=loop.settings.min_improvement, gate_z=loop.settings.gate_z)
+                       min_improvement=loop.settings.min_improvement, gate_z=loop.settings.gate_z,
+                       method=loop.settings.gate_method)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}

@@ -127,7 +127,7 @@ class Loop(MutatorView):
                 "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
                 "mutator": self.agents.mutator_id, "contract": self.contract.to_json(), "w_cost": s.w_cost,
                 "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
-                "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
+                **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
@@ -389,7 +389,8 @@ class Loop(MutatorView):
             incumbent_cells = self._evaluate(state.incumbent.genome_hash, self.suites.val, "val (cached)").cells
             gate = compare(candidate, per_task(incumbent_cells, self.weights, val_norm),
                            prior=self.prior_comparisons(exclude=row["id"]),
-                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z)
+                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z,
+                           method=self.settings.gate_method)
             summary = summarise(outcome.cells, self.weights, val_norm)
             self.db["attempts"].update(row["id"], {
                 "status": "scored", "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,

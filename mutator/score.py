@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from scipy import special
 
+from mutator import signflip
 from mutator.mad import robust_scale_of
 
 # scipy.special carries the same distribution functions as scipy.stats without its ~2 s import, which every
@@ -22,6 +23,11 @@ KEEP_TOLERANCE = 1e-12
 # TaskFigures whose composite disagrees with eval + cost_term + steps_term by more than this were
 # not built by per_task(), so their Δ split would be wrong.
 _SPLIT_TOLERANCE = 1e-9
+
+
+# How the gate's critical value t is made: 'signflip' (exact for any symmetric noise; mutator/signflip.py) or 't'
+# (the Student-t quantile t.ppf(Φ(gateZ), df) of DESIGN.md, exact only for normal deltas).
+GATE_METHODS = ("signflip", "t")
 
 
 class ScoreError(ValueError):
@@ -266,6 +272,11 @@ class Gate:
     # scale_factor·SD(d) ('sd', when the MAD is 0); stored so every figure re-derives from the store
     scale_method: str = "mad"
     scale_factor: float = 0.0
+    # how t was made: 'signflip' (t = −q, q the sign-flip critical value; `flip` holds its boundary rule) or 't'
+    # (Student t); t_student is the Student-t value for the same df either way, for reference
+    method: str = "t"
+    t_student: float = 0.0
+    flip: dict | None = None
 
     @property
     def comparison(self) -> Comparison:
@@ -303,6 +314,9 @@ class Gate:
             "scale_method": self.scale_method,
             "scale_factor": float(self.scale_factor),
             "pooling": "mean",
+            "method": self.method,
+            "t_student": float(self.t_student),
+            "flip": self.flip,    # None: Student t, or the raw gate (gateZ 0, df 0, s 0)
         }
 
 
@@ -350,12 +364,18 @@ def compare(
     prior: Sequence[Comparison],
     min_improvement: float,
     gate_z: float,
+    method: str = "signflip",
 ) -> Gate:
     """Gate a candidate against the incumbent on the tasks both were evaluated on.
 
     Keep unless Δ < min_improvement − t·SE: statistical ties drift forward, only decisive losses are
     rejected. `prior` holds the earlier comparisons of this run; the current one is pooled in here.
+    With method 'signflip' t comes from sign flips of the deltas (and a Δ exactly on the threshold is decided
+    by the comparison's stored coin); with 't' from Student t. gate_z 0, df 0 or s 0 give the raw gate either way.
     """
+    if method not in GATE_METHODS:
+        raise ScoreError(f"unknown gate method {method!r}: use one of {', '.join(GATE_METHODS)} "
+                         "('score.gateMethod' in config.json)")
     paired = sorted(set(candidate) & set(incumbent))
     if not paired:
         raise ScoreError(
@@ -382,8 +402,18 @@ def compare(
     s_r = scale.s_r
     s, df = pooled([*prior, Comparison(n=n, s_r=s_r)])
     se = s / math.sqrt(n)
-    t = gate_t(gate_z, df)
+    t_student = gate_t(gate_z, df)
+    t, flip, keep = t_student, None, None
+    if method == "signflip" and t_student > 0 and s > 0:
+        prior_df = sum(max(int(c.n) - 1, 0) for c in prior)
+        prior_weight = sum(max(int(c.n) - 1, 0) * float(c.s_r) for c in prior)
+        critical = signflip.critical([d - min_improvement for d in deltas.values()], prior_weight, prior_df,
+                                     float(special.ndtr(-gate_z)))
+        if math.isfinite(critical.t):
+            t, flip, keep = critical.t, critical.to_json(), critical.keep
     threshold = min_improvement - t * se
+    if keep is None:
+        keep = delta >= threshold - KEEP_TOLERANCE
     return Gate(
         deltas=deltas,
         n=n,
@@ -399,7 +429,10 @@ def compare(
         threshold=threshold,
         min_improvement=min_improvement,
         gate_z=gate_z,
-        keep=delta >= threshold - KEEP_TOLERANCE,
+        keep=keep,
         scale_method=scale.method,
         scale_factor=scale.factor,
+        method=method,
+        t_student=t_student,
+        flip=flip,
     )

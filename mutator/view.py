@@ -105,7 +105,10 @@ class MutatorView:
         return (f"A candidate is kept unless its Δcomposite vs the incumbent (mean of paired per-task deltas on "
                 f"the validation suite) < minImprovement − t·SE. Now: minImprovement {s.min_improvement}, gateZ "
                 f"{s.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t {t:.3f} → a change "
-                f"is rejected only if Δ < {s.min_improvement - t * se:+.4f}. Statistical ties are kept.")
+                f"is rejected only if Δ < {s.min_improvement - t * se:+.4f}. Statistical ties are kept."
+                + (" (t here is the Student-t value; the gate itself takes t from sign flips of the candidate's "
+                   "own per-task deltas, so one task's large swing widens it.)" if s.gate_method == "signflip"
+                   and t > 0 else ""))
 
     def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:
         """This round's earlier implementations (summary + diff), for a sibling sharing the objective."""

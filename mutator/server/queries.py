@@ -38,11 +38,13 @@ RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model,
 ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
                 "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
                 "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
-                "mutator_cost_usd, started_at, finished_at")
+                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep")
 # What the curve, the incumbent per round and the verdict reasons read for every attempt of a run.
 LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "delta", "gate_threshold",
-               "val_evaluation_id", "pool_snapshot", "error")
-LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
+               "val_evaluation_id", "pool_snapshot", "error", "gate_keep")
+# gate_keep: the gate's own decision, which differs from Δ ≥ threshold only for a sign-flip gate's Δ exactly on
+# its threshold (decided by the stored coin, mutator/signflip.py)
+LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES[:-1]) + ", json_extract(a.gate, '$.keep')"
 EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
 
 
@@ -356,8 +358,8 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     if run is None:
         return None
     nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
-                  "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
-                  "from attempts where run_id = ? order by round, sibling", [run_id])
+                  "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic, "
+                  "json_extract(gate, '$.keep') as gate_keep from attempts where run_id = ? order by round, sibling", [run_id])
     origin: dict[str, dict] = {}
     for n in nodes:
         g = n["genome_hash"]
@@ -383,7 +385,7 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
         if n["parent_hash"]:
             edges.append({"attempt_id": n["attempt_id"], "from": n["parent_hash"], "kind": "parent"})
         edges += [{"attempt_id": n["attempt_id"], "from": ref, "kind": "ref"} for ref in n["ref_hashes"]]
-        for key in ("pool_snapshot", "critic", "val_evaluation_id", "error", "gate_threshold"):
+        for key in ("pool_snapshot", "critic", "val_evaluation_id", "error", "gate_threshold", "gate_keep"):
             n.pop(key)
     return {"run": {k: run[k] for k in ("id", "kind", "strategy", "seed_hash", "incumbent_hash", "skill_name",
                                         "status")},

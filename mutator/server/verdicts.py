@@ -113,7 +113,21 @@ def _f(value: float | None) -> str:
 def _passes(a: dict) -> bool | None:
     if a.get("delta") is None or a.get("gate_threshold") is None:
         return None
+    if _on_threshold(a):
+        return bool(a["gate_keep"])   # Δ on a sign-flip threshold: the gate's stored coin decided
     return not a["delta"] < a["gate_threshold"]
+
+
+def _on_threshold(a: dict) -> bool:
+    """Δ exactly on a sign-flip gate's threshold: the comparison's stored coin made the call (mutator/signflip.py)."""
+    return (a.get("gate_keep") is not None and a.get("delta") is not None and a.get("gate_threshold") is not None
+            and abs(a["delta"] - a["gate_threshold"]) <= 1e-9)
+
+
+def _side(a: dict, kept: bool) -> str:
+    if _on_threshold(a):
+        return "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
+    return "(Δ at or above it)" if kept else "(Δ below it)"
 
 
 def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, float],
@@ -176,8 +190,8 @@ def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str
             f"gate){_confirmed(a)}"
     evaluated = [s for s in siblings if s.get("delta") is not None]
     if strategy == "branching" and len(evaluated) > 1:
-        return f"kept: best of {len(evaluated)} siblings and {gate} (Δ at or above it){_confirmed(a)}"
-    return f"kept: {gate} (Δ at or above it){_confirmed(a)}"
+        return f"kept: best of {len(evaluated)} siblings and {gate} {_side(a, True)}{_confirmed(a)}"
+    return f"kept: {gate} {_side(a, True)}{_confirmed(a)}"
 
 
 def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, float],
@@ -203,7 +217,7 @@ def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dic
         return f"rejected: did not make the pool's top {size}{cut}"
     passed = _passes(a)
     if passed is False:
-        return f"rejected: {gate} (Δ below it)"
+        return f"rejected: {gate} {_side(a, False)}"
     evaluated = [s for s in siblings if s.get("delta") is not None and s.get("composite") is not None]
     if strategy == "branching" and len(evaluated) > 1:
         best = max(evaluated, key=lambda s: (s["composite"], -s.get("sibling", 0)))

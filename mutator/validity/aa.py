@@ -78,7 +78,8 @@ class AARun:
         s = self.settings
         return {"kind": KIND, "seed": seed_hash, "val": [self.val.name, self.val.content_hash],
                 "contract": self.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
-                "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent"}
+                "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent",
+                **({"gate_method": s.gate_method} if s.gate_method != "t" else {})}
 
     def _open(self, copies: int) -> str:
         s = self.settings
@@ -172,7 +173,8 @@ class AARun:
                 self.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
                          "gate is not null order by round", [self.run_id, copy - 1])]
             gate = compare(per_task(outcome.cells, self.weights, norm), incumbent, prior=prior,
-                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z)
+                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z,
+                           method=self.settings.gate_method)
             gain = gate.delta > gate.min_improvement + gate.t * gate.se
             summary = summarise(outcome.cells, self.weights, norm)
             self.db["attempts"].update(row["id"], {

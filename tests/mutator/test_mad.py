@@ -56,9 +56,10 @@ def test_scale_says_how_it_was_made(deltas, method):
         assert scale.s_r == 0.0
 
 
+@pytest.mark.parametrize("method", ["t", "signflip"])
 @pytest.mark.parametrize("n", [4, 8])
-def test_null_change_is_rejected_at_the_designed_rate(n):
-    """k = 0 through the real gate, one comparison (df = n − 1): design 1 − Φ(1) = 15.9%."""
+def test_null_change_is_rejected_at_the_designed_rate(n, method):
+    """k = 0 through the real gate, one comparison (df = n − 1), normal deltas: design 1 − Φ(1) = 15.9%."""
     rng = np.random.default_rng(7 + n)
     runs = 3000
     incumbent = {f"t{i}": TaskFigures(f"t{i}", 0.5, 0.0, 0.0, 0.5, 1) for i in range(n)}
@@ -66,13 +67,14 @@ def test_null_change_is_rejected_at_the_designed_rate(n):
     for _ in range(runs):
         cand = {f"t{i}": TaskFigures(f"t{i}", float(v), 0.0, 0.0, float(v), 1)
                 for i, v in enumerate(0.5 + rng.normal(0.0, 0.1, n))}
-        rejects += not compare(cand, incumbent, prior=[], min_improvement=0.0, gate_z=1.0).keep
+        rejects += not compare(cand, incumbent, prior=[], min_improvement=0.0, gate_z=1.0, method=method).keep
     design = float(stats.norm.sf(1.0))
     mc = math.sqrt(design * (1 - design) / runs)
     assert abs(rejects / runs - design) < 3 * mc
 
 
-def test_pooling_keeps_the_rate_after_many_rounds():
+@pytest.mark.parametrize("method", ["t", "signflip"])
+def test_pooling_keeps_the_rate_after_many_rounds(method):
     """Ten rounds pooled at n = 4 (df 30): still the designed rate (squares pooled gave ~12.5%)."""
     rng = np.random.default_rng(11)
     n, runs = 4, 3000
@@ -82,6 +84,6 @@ def test_pooling_keeps_the_rate_after_many_rounds():
         prior = [Comparison(n, robust_scale_of(rng.normal(0.0, 0.1, n)).s_r) for _ in range(9)]
         cand = {f"t{i}": TaskFigures(f"t{i}", float(v), 0.0, 0.0, float(v), 1)
                 for i, v in enumerate(0.5 + rng.normal(0.0, 0.1, n))}
-        rejects += not compare(cand, incumbent, prior=prior, min_improvement=0.0, gate_z=1.0).keep
+        rejects += not compare(cand, incumbent, prior=prior, min_improvement=0.0, gate_z=1.0, method=method).keep
     design = float(stats.norm.sf(1.0))
     assert abs(rejects / runs - design) < 3 * math.sqrt(design * (1 - design) / runs)

@@ -59,7 +59,7 @@ def test_composite_is_the_mean_over_models_of_each_models_own() -> None:
 
 def test_gate_pairs_per_task_and_model() -> None:
     norm = normalisers(SEED)
-    gate = compare(per_task(CANDIDATE, W, norm), per_task(SEED, W, norm), prior=[], min_improvement=0.0, gate_z=1.0)
+    gate = compare(per_task(CANDIDATE, W, norm), per_task(SEED, W, norm), prior=[], min_improvement=0.0, gate_z=1.0, method="t")
     assert gate.n == 4
     assert gate.deltas == pytest.approx({"t1@a": 0.5, "t1@b": 0.5, "t2@a": -0.1, "t2@b": -0.6})
     assert gate.delta == pytest.approx(0.075)                    # = 0.475 - 0.4, the change in the mean composite

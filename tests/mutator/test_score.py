@@ -48,7 +48,8 @@ def tasks(composites):
 
 
 def gate(cand, inc, prior=(), min_improvement=0.0, gate_z=1.0):
-    return compare(tasks(cand), tasks(inc), prior=list(prior), min_improvement=min_improvement, gate_z=gate_z)
+    return compare(tasks(cand), tasks(inc), prior=list(prior), min_improvement=min_improvement, gate_z=gate_z,
+                   method="t")
 
 
 def deltas_gate(deltas, **kw):
@@ -322,6 +323,9 @@ def test_to_json_has_every_figure():
         "scale_method",
         "scale_factor",
         "pooling",
+        "method",
+        "t_student",
+        "flip",
     }
     assert data["deltas"] == {"t0": 0.2, "t1": -0.2, "t2": 0.1, "t3": -0.1, "t4": -0.1}
     assert data["df"] == 6 and data["keep"] is True

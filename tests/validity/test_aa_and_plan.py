@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from mutator import signflip
 from mutator.store.db import connect_readonly, loads
 from tests.conftest import run_cli
 
@@ -48,12 +49,18 @@ def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
     assert [salts[i] for i in evaluation_ids] == ["", "aa-1", "aa-2", "aa-3"]
     assert [salts[i] for i in bases] == ["aa-1-seed", "aa-2-seed", "aa-3-seed"]
     assert _rows(data_dir, "select count(*) as n from cells")[0]["n"] == 7 * 8 * 2
+    prior_weight = 0.0
     for copy in attempts[1:]:
         gate = loads(copy["gate"])
         assert copy["verdict"] in ("KEEP", "REJECT") and (copy["verdict"] == "KEEP") == gate["keep"]
         assert copy["delta"] == pytest.approx(sum(gate["deltas"].values()) / 8)
         assert copy["gate_df"] == 7 * copy["round"]                             # pooled like a run's rounds
-        assert copy["gate_t"] == pytest.approx(stats.t.ppf(stats.norm.cdf(1.0), copy["gate_df"]))
+        assert gate["t_student"] == pytest.approx(stats.t.ppf(stats.norm.cdf(1.0), copy["gate_df"]))
+        if gate["flip"] is not None:    # the sign-flip critical value re-derives from the stored deltas and prior
+            assert gate["method"] == "signflip"
+            assert copy["gate_t"] == pytest.approx(signflip.critical(
+                list(gate["deltas"].values()), prior_weight, copy["gate_df"] - 7, stats.norm.sf(1.0)).t)
+        prior_weight += 7 * gate["s_r"]
         assert copy["gate_se"] == pytest.approx(copy["gate_s"] / math.sqrt(8))
         assert gate["aa"]["false_improvement"] == (copy["delta"] > copy["gate_t"] * copy["gate_se"])
     out = result.stdout

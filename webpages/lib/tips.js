@@ -15,7 +15,7 @@ export const TIPS = {
   confirmThreshold: 'the same noise gate as the round: keep stands unless fresh Δ < minImprovement − t·SE',
   confirmSe: 'SE = s/√n, s pooled over this run\'s comparisons including this one',
   confirmSr: 's_r = C_n·MAD of the fresh per-task deltas (finite-sample factor; SD/c4(n) when MAD is 0)',
-  confirmT: 't = Student-t quantile of Φ(gateZ) at the pooled df',
+  confirmT: 'the critical value: from sign flips of the fresh deltas (method signflip) or the Student-t quantile of Φ(gateZ) at the pooled df (method t)',
   confirmDf: 'pooled degrees of freedom Σ(n_r − 1) over this run\'s comparisons',
   confirmN: 'val tasks paired in the fresh comparison',
   confirmComposite: 'composite of that genome\'s fresh val evaluation (normalised to the seed on val)',
