@@ -218,4 +218,9 @@ def render_control(found: dict | None) -> list[str]:
         lines.append(f"    {name:<8} vs none {s['n_tasks']:>3} tasks   none {s['none_composite']:.4f}   {name} "
                      f"{s['skill_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {ci}   "
                      f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
+        for model, m in (s.get("by_model") or {}).items():   # does the skill help at all, on each model
+            md = m["delta"]
+            lines.append(f"      · {model}: {m['n_tasks']} tasks, none {m['seed_composite']:.4f}, {name} "
+                         f"{m['champion_composite']:.4f}, Δ {md['mean']:+.4f} ± {_fmt(md['se'], '.4f')}   "
+                         f"95% CI {_ci(md)}")
     return lines

@@ -85,3 +85,19 @@ def test_plan_counts_every_models_cells_and_the_control() -> None:
     assert two.cell_usd == pytest.approx(2 * one.cell_usd)
     assert one.test_usd == pytest.approx(3 * one.n_test * one.cell_usd)          # seed, champion, control
     assert two.test_usd == pytest.approx(3 * two.n_test * two.cell_usd)
+
+
+def test_render_control_answers_per_model_whether_the_skill_helps() -> None:
+    """Several eval models: under each side's line, each model's own skill − none with its CI."""
+    def delta(mean, se, low, high):
+        return {"mean": mean, "se": se, "ci_low": low, "ci_high": high}
+    side = {"n_tasks": 4, "none_composite": 0.4, "skill_composite": 0.5, "delta": delta(0.1, 0.02, 0.04, 0.16),
+            "sign": {"wins": 3, "losses": 0, "ties": 1, "p_value": 0.25},
+            "by_model": {"haiku": {"n_tasks": 2, "seed_composite": 0.3, "champion_composite": 0.5,
+                                   "delta": delta(0.2, 0.05, -0.44, 0.84)},
+                         "sonnet": {"n_tasks": 2, "seed_composite": 0.5, "champion_composite": 0.5,
+                                    "delta": delta(0.0, 0.0, None, None)}}}
+    lines = render_control({"seed": side, "champion": side})
+    assert "      · haiku: 2 tasks, none 0.3000, seed 0.5000, Δ +0.2000 ± 0.0500   95% CI [-0.4400, +0.8400]" in lines
+    assert "      · sonnet: 2 tasks, none 0.5000, champion 0.5000, Δ +0.0000 ± 0.0000   95% CI —" in lines
+    assert len(lines) == 1 + 2 * 3

@@ -63,9 +63,15 @@ function controlView(control) {
       h('td', {}, fig(d.ci_low === null ? '—' : `[${signed(d.ci_low)}, ${signed(d.ci_high)}]`, TIPS.reportCi)),
       h('td', {}, fig(`${s.sign.wins}/${s.sign.losses}/${s.sign.ties} p ${p(s.sign.p_value)}`, TIPS.reportSign)));
   };
+  // several eval models: each model's own skill − none (in by_model, 'seed' is the no-skill side)
+  const models = (name) => Object.entries(control[name]?.by_model || {}).map(([model, m]) =>
+    h('tr', { 'data-control': name, 'data-model': model, class: 'sub' }, h('th', {}, `· ${model}`),
+      h('td', {}, String(m.n_tasks)), h('td', {}, num(m.seed_composite)), h('td', {}, num(m.champion_composite)),
+      h('td', {}, fig(`${signed(m.delta.mean)} ± ${num(m.delta.se)}`, TIPS.controlDelta)),
+      h('td', {}, m.delta.ci_low === null ? '—' : `[${signed(m.delta.ci_low)}, ${signed(m.delta.ci_high)}]`), h('td', {}, '')));
   return h('table', { class: 'figs control-table', 'data-control-table': '' },
     h('thead', {}, h('tr', {}, h('th', { title: TIPS.controlNone }, 'no-skill control (test)'), h('th', {}, 'tasks'),
       h('th', { title: TIPS.controlNone }, 'none'), h('th', { title: TIPS.controlSkill }, 'with skill'),
       h('th', { title: TIPS.controlDelta }, 'Δ ± SE'), h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportSign }, 'sign W/L/T'))),
-    h('tbody', {}, ['seed', 'champion'].map(row)));
+    h('tbody', {}, ['seed', 'champion'].flatMap((name) => [row(name), ...models(name)])));
 }
