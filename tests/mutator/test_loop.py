@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from mutator import signflip
 from mutator.store.db import connect_readonly, loads
 from tests.conftest import DEMO_ARGS, ROOT, run_cli
 
@@ -49,6 +50,7 @@ def test_rejected_change_is_not_the_next_parent(demo_store) -> None:
 
 
 def test_gate_figures_rederive_from_the_row(demo_store) -> None:
+    prior_weight, prior_df, flipped = 0.0, 0, 0
     for row in attempts(demo_store[0]):
         if row["gate"] is None:
             continue
@@ -56,10 +58,20 @@ def test_gate_figures_rederive_from_the_row(demo_store) -> None:
         assert len(gate["deltas"]) == row["gate_n"] == 8
         assert row["delta"] == pytest.approx(sum(gate["deltas"].values()) / 8)
         assert row["delta"] == pytest.approx(row["delta_eval"] + row["delta_cost"] + row["delta_steps"])
-        t = stats.t.ppf(stats.norm.cdf(gate["gate_z"]), row["gate_df"]) if row["gate_df"] else 0.0
+        t_student = stats.t.ppf(stats.norm.cdf(gate["gate_z"]), row["gate_df"]) if row["gate_df"] else 0.0
+        assert gate["t_student"] == pytest.approx(t_student) and gate["method"] == "signflip"
+        if gate["flip"] is None:
+            t, keep = t_student, row["delta"] >= row["gate_threshold"]
+        else:   # the sign-flip critical value, from the stored deltas and the earlier comparisons alone
+            flip = signflip.critical([d - gate["min_improvement"] for d in gate["deltas"].values()], prior_weight,
+                                     prior_df, stats.norm.sf(gate["gate_z"]))
+            t, keep, flipped = flip.t, flip.keep, flipped + 1
+            assert flip.to_json() == gate["flip"]
         assert row["gate_t"] == pytest.approx(t)
         assert row["gate_threshold"] == pytest.approx(gate["min_improvement"] - t * row["gate_se"])
-        assert (row["verdict"] == "KEEP") == (row["delta"] >= row["gate_threshold"])
+        assert (row["verdict"] == "KEEP") == keep == gate["keep"]
+        prior_weight, prior_df = prior_weight + 7 * gate["s_r"], prior_df + 7
+    assert flipped == 4
     evaluated = [r for r in attempts(demo_store[0]) if r["gate_df"] is not None]
     assert [r["gate_df"] for r in evaluated] == [7, 14, 21, 28]  # pooled over every comparison so far
 

@@ -84,8 +84,11 @@ async def test_lineage_edges_include_population_parents_and_crossover_refs(clien
             expected += [{"attempt_id": a["id"], "from": r, "kind": "ref"} for r in json.loads(a["ref_hashes"] or "[]")]
     assert sorted(lineage["edges"], key=str) == sorted(expected, key=str)
     assert any(e["kind"] == "ref" for e in expected), "the demo population run has a crossover"
-    incumbents = {a["parent_hash"] for a in attempts if a["run_id"] == run["id"] and a["round"] == 3}
-    assert len(incumbents) > 1 or incumbents != {run["incumbent_hash"]}  # parents other than the leader
+    parents: dict[int, set[str]] = {}
+    for a in attempts:
+        if a["run_id"] == run["id"] and a["round"] >= 2:
+            parents.setdefault(a["round"], set()).add(a["parent_hash"])
+    assert any(len(p) > 1 for p in parents.values()), parents   # a round bred off a pool member besides the leader
 
 
 async def test_aa_runs_are_readable_and_listed_after_the_ordinary_runs(client, store_rows):
