@@ -10,14 +10,20 @@ import pytest
 
 from mutator.server import queries
 from mutator.store.db import connect_readonly, loads
-from tests.conftest import run_cli
+from tests.conftest import built_once, run_cli
 
 TWO = ("claude-haiku-4-5", "claude-sonnet-4-5")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def two_model_store(tmp_path_factory) -> tuple[Path, str]:
-    data = tmp_path_factory.mktemp("models") / "data"
+    """A two-model run and its test run, built once per test session; the tests only read it."""
+    data = built_once(tmp_path_factory, "two-models", _build_two_models) / "data"
+    return data, (data.parent / "run_id").read_text()
+
+
+def _build_two_models(folder: Path) -> None:
+    data = folder / "data"
     done = run_cli("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "1",
                    "--replicates", "1", "--model", ",".join(TWO), "--data-dir", str(data))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -25,7 +31,7 @@ def two_model_store(tmp_path_factory) -> tuple[Path, str]:
     tested = run_cli("--test-run", run_id, "--data-dir", str(data))
     assert tested.returncode == 0, tested.stderr[-2000:]
     assert "champion vs none" in tested.stdout
-    return data, run_id
+    (folder / "run_id").write_text(run_id)
 
 
 def test_run_detail_shows_each_model_beside_the_mean(two_model_store) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,18 +13,22 @@ from scipy import stats
 
 from mutator import signflip
 from mutator.store.db import connect_readonly, loads
-from tests.conftest import run_cli
+from tests.conftest import built_once, copy_store, run_cli
 
 AA_ARGS = ("--aa", "3", "--suite", "clean-train", "--val", "clean-val", "--replicates", "2")
 PLAN_ARGS = ("--plan", "--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "6")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def aa_store(tmp_path_factory: pytest.TempPathFactory):
-    data_dir = tmp_path_factory.mktemp("aa") / "data"
-    result = run_cli(*AA_ARGS, "--data-dir", str(data_dir))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return data_dir, result
+    """One A/A run, built once per test session and only read; a test that writes takes a copy_store."""
+    def build(folder: Path) -> None:
+        result = run_cli(*AA_ARGS, "--data-dir", str(folder / "data"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        (folder / "stdout.txt").write_text(result.stdout)
+
+    folder = built_once(tmp_path_factory, "aa-store", build)
+    return folder / "data", subprocess.CompletedProcess(AA_ARGS, 0, (folder / "stdout.txt").read_text(), "")
 
 
 def _rows(data_dir: Path, sql: str, params=()) -> list[dict]:
@@ -71,15 +76,15 @@ def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
     assert f"s/√8 = {attempts[-1]['gate_s'] / math.sqrt(8):.4f}" in out
 
 
-def test_aa_rerun_resumes_from_the_cache(aa_store) -> None:
-    data_dir, _ = aa_store
+def test_aa_rerun_resumes_from_the_cache(aa_store, tmp_path: Path) -> None:
+    data_dir = copy_store(aa_store[0], tmp_path / "data")
     again = run_cli(*AA_ARGS, "--data-dir", str(data_dir))
     assert again.returncode == 0 and "0 cells run by this command" in again.stdout
     assert len(_rows(data_dir, "select * from runs")) == 1
 
 
-def test_plan_uses_the_aa_noise_and_rescales_replicates(aa_store) -> None:
-    data_dir, _ = aa_store
+def test_plan_uses_the_aa_noise_and_rescales_replicates(aa_store, tmp_path: Path) -> None:
+    data_dir = copy_store(aa_store[0], tmp_path / "data")
     s = _rows(data_dir, "select gate_s from attempts where round = 3")[0]["gate_s"]
     (run,) = _rows(data_dir, "select id from runs")
     result = run_cli(*PLAN_ARGS, "--replicates", "4", "--data-dir", str(data_dir))

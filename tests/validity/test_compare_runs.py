@@ -9,22 +9,30 @@ import pytest
 
 from mutator.server.compare import compare
 from mutator.store.db import connect_readonly
-from tests.conftest import run_cli
+from tests.conftest import built_once, copy_store, run_cli
 
 RUN = ("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "2", "--replicates", "1")
 
 
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    data_dir = tmp_path_factory.mktemp("compare") / "data"
-    for extra in (("--seed", "1"), ("--seed", "2", "--strategy", "branching", "--strategy-opts", '{"width": 2}')):
-        result = run_cli(*RUN, *extra, "--data-dir", str(data_dir))
-        assert result.returncode == 0, result.stderr[-3000:]
+@pytest.fixture(scope="session")
+def two_runs_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Two dry runs in one store, built once per test session; each test works on its own copy."""
+    def build(folder: Path) -> None:
+        for extra in (("--seed", "1"), ("--seed", "2", "--strategy", "branching", "--strategy-opts", '{"width": 2}')):
+            result = run_cli(*RUN, *extra, "--data-dir", str(folder / "data"))
+            assert result.returncode == 0, result.stderr[-3000:]
+
+    data_dir = built_once(tmp_path_factory, "compare-runs", build) / "data"
     db = connect_readonly(data_dir / "mutator.db")
     ids = [r["id"] for r in db.query("select id from runs order by created_at")]
     db.conn.close()
     assert len(ids) == 2
     return data_dir, ids
+
+
+@pytest.fixture
+def two_runs(two_runs_built, tmp_path: Path) -> tuple[Path, list[str]]:
+    return copy_store(two_runs_built[0], tmp_path / "data"), two_runs_built[1]
 
 
 def test_compare_measures_both_champions_and_prints_the_paired_report(two_runs):
