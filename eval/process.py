@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval import reaper
-from eval.supervisor import kill_group, supervise
+from eval.supervisor import kill_and_reap, supervise
 from sandbox import Launcher
 
 TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
@@ -69,7 +69,7 @@ async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str,
                                     wall_ms=wall_ms, outputs=(log_dir / "agent.stdout", stderr_path),
                                     max_output_bytes=max_output_bytes)
         finally:
-            kill_group(proc.pid)  # also reaps anything the agent left running
+            await kill_and_reap(proc)  # also kills anything the agent left running
             reaper.unregister(proc.pid)
     if max_output_bytes:
         for path in (stream, log_dir / "agent.stdout", stderr_path):

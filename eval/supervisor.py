@@ -31,6 +31,18 @@ def kill_group(pid: int) -> None:
         pass
 
 
+async def kill_and_reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill the process group and wait for the process itself, so its exit reaches the event loop before the loop
+    closes: a cancelled evaluation (a budget stop, a full disk, Ctrl-C) otherwise ends with asyncio's warning
+    "Loop ... that handles pid N is closed" as the run's last line."""
+    kill_group(proc.pid)
+    if proc.returncode is None:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=5)
+        except TimeoutError:
+            pass   # SIGKILLed and still not reaped: the reaper (eval/reaper.py) owns it from here
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size

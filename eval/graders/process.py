@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.supervisor import kill_group
+from eval.supervisor import kill_and_reap, kill_group
 
 OUTPUT_CAP = 1 << 20      # bytes of a grader's stdout that are read; the rest is ignored
 STDERR_KEEP = 4000
@@ -39,7 +39,7 @@ async def run_helper(argv: Sequence[str], *, payload: bytes, cwd: Path, env: dic
             await proc.wait()
             return None, f"{what} timed out after {timeout_s:g} s and was killed"
     finally:
-        kill_group(proc.pid)   # anything the grader left running goes with it
+        await kill_and_reap(proc)   # anything the grader left running goes with it
     err_text = _read(err_path, 1 << 20)[-STDERR_KEEP:]
     err_path.write_text(err_text, encoding="utf-8")
     if proc.returncode != 0:
