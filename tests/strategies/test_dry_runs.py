@@ -111,7 +111,7 @@ def snapshot(db: Path) -> dict:
 
 def test_population_run_killed_mid_generation_resumes_without_rescoring(tmp_path):
     cmd = command(tmp_path, "population", {"pool": 3, "children": 2, "crossoverRate": 1.0}, rounds=3,
-                  replicates=2)
+                  replicates=1)
     db = tmp_path / "mutator.db"
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
