@@ -1,4 +1,5 @@
-"""Composite score, paired per-task deltas and the Student-t noise gate (DESIGN.md "Composite", "Noise gate").
+"""Composite score, paired per-task deltas and the noise gate, its critical value from sign flips (mutator/signflip.py)
+or Student t (DESIGN.md "Composite", "Noise gate").
 
 Pure functions over figures handed in by the loop: this module never touches the database, never
 starts a process and never reads the test suite.

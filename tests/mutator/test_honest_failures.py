@@ -140,7 +140,7 @@ def test_a_champion_below_propose_min_delta_is_not_proposed(tmp_path: Path) -> N
 
 def test_a_newer_champion_supersedes_the_open_proposal(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    args = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--data-dir", str(data))
+    args = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "1", "--data-dir", str(data))
     assert run_py(*args, "--rounds", "2").returncode == 0
     later = run_py(*args, "--rounds", "6")
     assert later.returncode == 0, later.stderr[-2000:]
