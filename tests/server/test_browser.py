@@ -66,6 +66,8 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     page.click("text=Open in Round Analysis")
     expect(page.locator("pre.diff")).to_contain_text("diff --git a/")
     expect(page.locator("#gate")).to_contain_text("gate threshold")
+    expect(page.locator("#gate")).to_contain_text(re.compile(r"sign flips \(Student t would be \d\.\d{3}\)"))
+    expect(page.locator("#gate")).to_contain_text(re.compile(r"256 \(all\) · on the threshold: reject w\.p\. ρ"))
     expect(page.locator("#test-grid tbody tr")).to_have_count(8)
     expect(page.locator("#cell-failures")).to_have_text("no failed cells (16 cells)")   # 8 tasks × 2 replicates
     page.locator("#cell-grid td.cell").first.click()
