@@ -60,7 +60,7 @@ def demo_subset(tmp_path: Path, name: str, tasks: int) -> Path:
 def test_two_round_real_demo_against_the_local_server(server, tmp_path: Path) -> None:
     server.responder = demo_agent
     data = tmp_path / "data"
-    train, val = demo_subset(tmp_path, "clean-train", 2), demo_subset(tmp_path, "clean-val", 4)
+    train, val = demo_subset(tmp_path, "clean-train", 2), demo_subset(tmp_path, "clean-val", 3)
     env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
     done = run_py("--suite", str(train), "--val", str(val), "--holdout", "clean-test", "--real", "--agent",
                   "anthropic", "--rounds", "2", "--replicates", "1", "--concurrency", "4", "--data-dir", str(data),
