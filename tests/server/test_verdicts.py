@@ -75,3 +75,23 @@ def test_aa_copies_say_whether_the_gate_called_a_difference():
     assert "a false improvement" in rows[2]["reason"]
     assert "no difference called" in rows[3]["reason"]
     assert set(incumbents(run, rows).values()) == {"s"}
+
+
+def test_a_delta_on_a_sign_flip_threshold_says_the_coin_decided():
+    """Δ exactly on the threshold: the stored gate decision (gate_keep) stands, and the reason says a coin made it;
+    a greedy REJECT there is not 'below' the threshold, and a branching best that lost the coin failed the gate."""
+    run = {"strategy": "greedy", "kind": "evolve"}
+    on = row(1, 0, "a", "REJECT", parent="s", composite=0.45, delta=-0.0324, threshold=-0.0324)
+    kept_on = row(2, 0, "b", "KEEP", parent="s", composite=0.46, delta=-0.0324, threshold=-0.0324)
+    rows = [SEED, {**on, "gate_keep": 0}, {**kept_on, "gate_keep": 1}]
+    annotate(run, rows, rows)
+    coin = "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
+    assert rows[1]["reason"] == f"rejected: Δ -0.0324 vs gate threshold -0.0324 {coin}"
+    assert rows[2]["reason"] == f"kept: Δ -0.0324 vs gate threshold -0.0324 {coin}"
+    branching = {"strategy": "branching", "kind": "evolve"}
+    best = {**row(1, 0, "a", "REJECT", parent="s", composite=0.6, delta=-0.02, threshold=-0.02), "gate_keep": 0}
+    other = row(1, 1, "b", "REJECT", parent="s", composite=0.5, delta=-0.01, threshold=-0.03)
+    rows = [SEED, best, other]
+    annotate(branching, rows, rows)
+    assert rows[2]["reason"] == ("rejected: sibling 0 had the best composite but failed the gate, so the round "
+                                 "kept nothing")
