@@ -116,6 +116,8 @@ def test_the_lineage_tree_stays_drawn_when_its_run_did_not_change(server, page, 
     assert _still_marked(page, ["#tree", "#chain"]) == [True, True]
     assert page.locator("#tree").evaluate("el => el.style.transform") == transform
     page.click("#collapse-all")                   # a fold is a change: the tree is drawn anew, zoom kept
+    page.wait_for_function("() => document.querySelector('#tree') && document.querySelector('#tree').__kept "
+                           "!== '#tree'", timeout=10_000)   # the click redraws asynchronously: wait for it
     expect(page.locator("#tree")).to_have_count(1)
     assert _still_marked(page, ["#tree"]) == [False]
     assert page.locator("#tree").evaluate("el => el.style.transform") == transform
