@@ -335,15 +335,21 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
     10 rounds) and reject too rarely; with the mean, bench/gate.py measures the designed 1 − Φ(gateZ) at every
     task count and round.
     """
-    df = 0
-    weighted = 0.0
-    for comp in prior_plus_current:
-        k = max(int(comp.n) - 1, 0)
-        df += k
-        weighted += k * float(comp.s_r)
+    weighted, df = pooling_sums(prior_plus_current)
     if df == 0:
         return 0.0, 0
     return weighted / df, df
+
+
+def pooling_sums(comparisons: Sequence[Comparison]) -> tuple[float, int]:
+    """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip gate pools each pattern with."""
+    df = 0
+    weighted = 0.0
+    for comp in comparisons:
+        k = max(int(comp.n) - 1, 0)
+        df += k
+        weighted += k * float(comp.s_r)
+    return weighted, df
 
 
 def gate_t(gate_z: float, df: int) -> float:
@@ -406,8 +412,7 @@ def compare(
     t_student = gate_t(gate_z, df)
     t, flip, keep = t_student, None, None
     if method == "signflip" and t_student > 0 and s > 0:
-        prior_df = sum(max(int(c.n) - 1, 0) for c in prior)
-        prior_weight = sum(max(int(c.n) - 1, 0) * float(c.s_r) for c in prior)
+        prior_weight, prior_df = pooling_sums(prior)
         critical = signflip.critical([d - min_improvement for d in deltas.values()], prior_weight, prior_df,
                                      float(special.ndtr(-gate_z)))
         if math.isfinite(critical.t):

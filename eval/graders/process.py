@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.supervisor import kill_and_reap, kill_group
+from eval.supervisor import kill_and_reap
 
 OUTPUT_CAP = 1 << 20      # bytes of a grader's stdout that are read; the rest is ignored
 STDERR_KEEP = 4000
@@ -35,8 +35,7 @@ async def run_helper(argv: Sequence[str], *, payload: bytes, cwd: Path, env: dic
         try:
             await asyncio.wait_for(proc.wait(), timeout=timeout_s)
         except TimeoutError:
-            kill_group(proc.pid)
-            await proc.wait()
+            await kill_and_reap(proc)
             return None, f"{what} timed out after {timeout_s:g} s and was killed"
     finally:
         await kill_and_reap(proc)   # anything the grader left running goes with it

@@ -174,10 +174,7 @@ def render(report: dict) -> str:
         lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
                      f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
                      f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
-        for model, m in (s.get("by_model") or {}).items():
-            md = m["delta"]
-            lines.append(f"    · {model}: {m['n_tasks']} tasks, seed {m['seed_composite']:.4f}, champion "
-                         f"{m['champion_composite']:.4f}, Δ {md['mean']:+.4f} ± {_fmt(md['se'], '.4f')}")
+        lines += _model_lines(s, "    ", "seed", "champion")
     names = sorted({n for s in report["splits"].values() if s for n in s["mcnemar"]})
     if names:
         lines.append("  McNemar exact, pass/fail tests (cells paired by task × replicate; "
@@ -199,6 +196,17 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _model_lines(split: dict, indent: str, base: str, other: str, *, with_ci: bool = False) -> list[str]:
+    """One line per eval model of a paired comparison (by_model; its 'seed' side is `base`, 'champion' `other`)."""
+    out = []
+    for model, m in (split.get("by_model") or {}).items():
+        md = m["delta"]
+        out.append(f"{indent}· {model}: {m['n_tasks']} tasks, {base} {m['seed_composite']:.4f}, {other} "
+                   f"{m['champion_composite']:.4f}, Δ {md['mean']:+.4f} ± {_fmt(md['se'], '.4f')}"
+                   + (f"   95% CI {_ci(md)}" if with_ci else ""))
+    return out
+
+
 def _ci(d: dict) -> str:
     return "—" if d["ci_low"] is None else f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
 
@@ -218,9 +226,5 @@ def render_control(found: dict | None) -> list[str]:
         lines.append(f"    {name:<8} vs none {s['n_tasks']:>3} tasks   none {s['none_composite']:.4f}   {name} "
                      f"{s['skill_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {ci}   "
                      f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
-        for model, m in (s.get("by_model") or {}).items():   # does the skill help at all, on each model
-            md = m["delta"]
-            lines.append(f"      · {model}: {m['n_tasks']} tasks, none {m['seed_composite']:.4f}, {name} "
-                         f"{m['champion_composite']:.4f}, Δ {md['mean']:+.4f} ± {_fmt(md['se'], '.4f')}   "
-                         f"95% CI {_ci(md)}")
+        lines += _model_lines(s, "      ", "none", name, with_ci=True)   # does the skill help, on each model
     return lines
