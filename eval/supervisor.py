@@ -57,7 +57,7 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
     the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output file passes `max_output_bytes`."""
     last_size = _size(stream)
     started = last_growth = clock()
-    grown = False
+    grown = last_size > 0   # a fast agent may have written its first event before the watch began
     watched = [stream, *outputs]
     while True:
         try:
