@@ -7,15 +7,37 @@ process-group kill and the same stderr capture.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval import reaper
+from eval.environment import runs_our_backend
 from eval.supervisor import kill_and_reap, supervise
 from sandbox import Launcher
 
 TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
+# Handed to our backends through a pipe, never in their environment: an environment is readable in
+# /proc/PID/environ by every process of the sandbox (bwrap's own pid 1 included), and printed by `env`.
+CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+SECRETS_FD = "SM_SECRETS_FD"   # eval/agents/hide.py::take_secrets reads it
+
+
+def secret_pipe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
+    """The env without the credentials and the read end of a pipe holding them (None when there are none)."""
+    env = dict(env)
+    if not runs_our_backend(argv):
+        return env, None
+    held = {name: env.pop(name) for name in CREDENTIALS if name in env}
+    if not held:
+        return env, None
+    read, write = os.pipe()
+    with os.fdopen(write, "w", encoding="utf-8") as pipe:
+        pipe.write(json.dumps(held))   # a few hundred bytes: within the pipe's buffer, so no reader is needed yet
+    env[SECRETS_FD] = str(read)
+    return env, read
 
 
 @dataclass(frozen=True)
@@ -52,10 +74,15 @@ async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str,
                             max_output_bytes: int = 0) -> AgentRun:
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network)
     stderr_path = log_dir / "agent.stderr"
+    env, secrets = secret_pipe(argv, env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "wb") as err:
-        proc = await asyncio.create_subprocess_exec(
-            *wrapped, cwd=cwd, env=dict(env), stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=reaper.die_with_parent)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
+                start_new_session=True, preexec_fn=reaper.die_with_parent, pass_fds=(secrets,) if secrets else ())
+        finally:
+            if secrets is not None:
+                os.close(secrets)
         reaper.register(proc.pid)
         try:
             assert proc.stdin is not None

@@ -75,7 +75,8 @@ class AnthropicBackend:
 
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
-        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py", "caching.py"),
+        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py", "caching.py",
+                                "hide.py"),
                        sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
 
@@ -102,7 +103,8 @@ class ClaudeCliBackend:
         return done.stdout.strip() or "unknown"
 
     def implementation(self, role: str) -> str:
-        code = _digest(*_sources("claude_cli.py", "result_json.py"), self.version().encode())
+        code = _digest(*_sources("claude_cli.py", "result_json.py", "key_proxy.py", "hide.py"),
+                       self.version().encode())
         return f"claude-cli{'-mutator' if role == 'mutator' else ''}@{code}"
 
     def check(self, environ: Mapping[str, str]) -> None:

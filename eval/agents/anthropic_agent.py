@@ -22,11 +22,13 @@ if not __package__:  # run as a script: the project root, when this process can 
 
 try:
     from eval.agents.caching import cached_request
+    from eval.agents.hide import take_secrets, undumpable
     from eval.agents.result_json import settle_mutator_result
     from eval.agents.stream import StreamWriter, usage_dict
     from eval.agents.tools import Toolbox, ToolError, build_toolbox, mutator_toolbox
 except ImportError:  # run as a script, e.g. in a sandbox that shows only this folder: siblings are top-level
     from caching import cached_request  # type: ignore[no-redef]
+    from hide import take_secrets, undumpable  # type: ignore[no-redef]
     from result_json import settle_mutator_result  # type: ignore[no-redef]
     from stream import StreamWriter, usage_dict  # type: ignore[no-redef]
     from tools import Toolbox, ToolError, build_toolbox, mutator_toolbox  # type: ignore[no-redef]
@@ -228,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args.add_argument("--role", choices=("build", "mutator"), default="build")
     args.add_argument("--config", type=Path, help="config.json whose pricing gives the result's total_cost_usd")
     parsed = args.parse_args(argv)
+    take_secrets()
+    undumpable()   # this process holds the key: its tools may not read /proc/PID/environ
     options = options_from_env(parsed.role)
     cwd = Path.cwd().resolve()
     stream_path = os.environ.get("SM_STREAM")

@@ -20,8 +20,12 @@ if not __package__:  # run as a script: the project root, when this process can 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 try:
+    from eval.agents.hide import take_secrets, undumpable
+    from eval.agents.key_proxy import KeyProxy, credentials
     from eval.agents.result_json import settle_mutator_result
 except ImportError:  # run as a script, e.g. in a sandbox that shows only this folder: siblings are top-level
+    from hide import take_secrets, undumpable  # type: ignore[no-redef]
+    from key_proxy import KeyProxy, credentials  # type: ignore[no-redef]
     from result_json import settle_mutator_result  # type: ignore[no-redef]
 
 BUILD_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
@@ -29,11 +33,14 @@ BUILD_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
 MUTATOR_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
 MUTATOR_ALLOW = ("Read", "Glob", "Grep", "Edit(./skill/**)", "Write(./skill/**)", "Edit(./result.json)",
                  "Write(./result.json)")
-# CLAUDE_CODE_SUBPROCESS_ENV_SCRUB: the CLI keeps its key for its own API calls and strips it (and the other
-# credential variables) from the environments of its Bash commands, hooks and MCP servers, so a build agent
-# that runs `env` cannot print it into its stream.
+# The key never reaches the CLI (key_proxy.py), so its Bash tool has none to print. The CLI's own scrub is off:
+# it would run every Bash command in a bubblewrap sandbox of its own (needing socat), which cannot start
+# inside our bwrap sandbox ("Creating new namespace failed"), so every Bash call of a build agent would fail.
 QUIET_ENV = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"}
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "0"}
+# Never in the CLI's environment: the credentials, and the network proxies (it talks only to 127.0.0.1).
+WITHHELD = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
+            "https_proxy", "http_proxy", "all_proxy")
 NOT_INSTALLED = ("the claude CLI is not installed (no `{bin}` on PATH); install it with "
                  "`npm install -g @anthropic-ai/claude-code`, or use --agent anthropic")
 
@@ -92,9 +99,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"claude_cli: {message}", file=sys.stderr)
         error_result(stream, message)
         return 127
+    take_secrets()
+    undumpable()   # this process holds the key: its tools' tools may not read /proc/PID/environ
     cwd = Path.cwd()
     config_dir, temporary = config_home(stream.parent if stream else cwd)
-    env = {**os.environ, **QUIET_ENV, "CLAUDE_CONFIG_DIR": str(config_dir)}
+    env = {k: v for k, v in os.environ.items() if k not in WITHHELD}
+    env.update(QUIET_ENV, CLAUDE_CONFIG_DIR=str(config_dir))
+    auth = credentials(os.environ)
+    proxy = KeyProxy(os.environ.get("ANTHROPIC_BASE_URL", ""), auth).start() if auth else None
+    if proxy is not None:
+        env.update(ANTHROPIC_BASE_URL=proxy.base_url, ANTHROPIC_API_KEY=proxy.nonce)
     command = claude_argv(binary, role, model=os.environ.get("SM_MODEL") or "claude-haiku-4-5",
                           max_turns=int(os.environ.get("SM_MAX_TURNS") or 30))
     final_text = ""
@@ -123,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if out:
             out.close()
+        if proxy is not None:
+            proxy.close()
         if temporary:
             shutil.rmtree(config_dir, ignore_errors=True)
     if role == "mutator" and code == 0:

@@ -65,6 +65,7 @@ def error(status: int, kind: str, headers: dict | None = None) -> Reply:
 class MessagesServer:
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.auth_keys: list[str] = []        # the key every /v1/messages request carried (x-api-key or Bearer)
         self.served: list[dict] = []          # usage of every message answered
         self.queue: list[Reply] = []
         self.responder: Callable[[dict], Reply] | None = None
@@ -138,6 +139,9 @@ class MessagesServer:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        with self.lock:
+            self.auth_keys.append(request.headers.get("x-api-key")
+                                  or request.headers.get("authorization", "").removeprefix("Bearer "))
         reply = await asyncio.get_running_loop().run_in_executor(None, self._next, body)
         if reply.hang_s:
             await asyncio.sleep(reply.hang_s)

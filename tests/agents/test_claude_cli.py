@@ -14,6 +14,7 @@ import pytest
 
 from eval.stream_metrics import read_stream
 from tests.agents.messages_server import message, text, tool_history, tool_use, usage
+from tests.agents.sandboxed import ENV_ONLY, EVERY_ENVIRON, launcher_or_skip, leaks, run_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 ADAPTER = ROOT / "eval" / "agents" / "claude_cli.py"
@@ -23,7 +24,8 @@ FAKE_CLAUDE = """#!{python}
 import json, os, pathlib, sys
 pathlib.Path(os.environ["ARGS_OUT"]).write_text(json.dumps({{"argv": sys.argv[1:], "stdin": sys.stdin.read(),
     "config": os.environ.get("CLAUDE_CONFIG_DIR"), "cwd": os.getcwd(),
-    "scrub": os.environ.get("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB")}}))
+    "scrub": os.environ.get("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"), "key": os.environ.get("ANTHROPIC_API_KEY"),
+    "base": os.environ.get("ANTHROPIC_BASE_URL")}}))
 sys.stdout.write(pathlib.Path(os.environ["TRANSCRIPT"]).read_text())
 """
 
@@ -44,7 +46,8 @@ def test_recorded_transcript_is_copied_and_read_like_every_backend(tmp_path: Pat
     work = tmp_path / "work"
     work.mkdir()
     env = adapter_env(tmp_path, PATH=f"{fake.parent}:{os.environ['PATH']}", ARGS_OUT=str(tmp_path / "args.json"),
-                      TRANSCRIPT=str(TRANSCRIPT))
+                      TRANSCRIPT=str(TRANSCRIPT), ANTHROPIC_API_KEY="sk-ant-REAL-0000",
+                      ANTHROPIC_BASE_URL="http://127.0.0.1:9")
     proc = subprocess.run([sys.executable, str(ADAPTER), "--role", "build"], cwd=work, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -56,7 +59,10 @@ def test_recorded_transcript_is_copied_and_read_like_every_backend(tmp_path: Pat
     assert "--dangerously-skip-permissions" not in argv and "Bash" in argv
     assert seen["stdin"] == "Clean input.csv into output.csv"
     assert seen["config"] == str(tmp_path / ".claude-config") and seen["cwd"] == str(work)
-    assert seen["scrub"] == "1"   # the CLI strips its key from its Bash tool's environment
+    assert seen["scrub"] == "0"   # its own scrub needs a bwrap sandbox of its own, which cannot nest in ours
+    # The CLI never holds the key: it talks to the adapter's loopback proxy with a one-cell nonce.
+    assert seen["key"].startswith("sm-proxy-") and seen["base"].startswith("http://127.0.0.1:")
+    assert seen["base"] != "http://127.0.0.1:9"
     assert (tmp_path / "stream.jsonl").read_text() == TRANSCRIPT.read_text()
     metrics = read_stream(tmp_path / "stream.jsonl")
     assert metrics.has_result and not metrics.is_error and metrics.subtype == "success"
@@ -153,3 +159,38 @@ def test_real_claude_cli_mutator_cannot_write_outside_skill(server, tmp_path: Pa
     result = json.loads((tmp_path / "stream.jsonl").read_text().splitlines()[-1])
     denied = {d["tool_input"].get("file_path") for d in result.get("permission_denials", [])}
     assert str(ws / "evil.txt") in denied and str(ws / "briefing.md") in denied
+
+
+
+
+@needs_claude
+@pytest.mark.parametrize("launcher_id", ["none", "bwrap"])
+def test_real_claude_cli_bash_tool_never_sees_the_key(server, tmp_path: Path, launcher_id: str) -> None:
+    """The CLI's requests reach the API with the key, but the key never enters the CLI: its Bash tool's
+    `env` shows only a one-cell nonce. Under bwrap the tool cannot read it from any process's
+    /proc/PID/environ either: it reached the adapter through a pipe, and the adapter is not dumpable."""
+    launcher = launcher_or_skip(launcher_id)
+    work = tmp_path / "work"
+    work.mkdir()
+    planted = "sk-ant-PLANTED-cli-0123456789abcdef"
+    scan = EVERY_ENVIRON if launcher_id == "bwrap" else ENV_ONLY
+
+    def model(body: dict) -> object:
+        if not body.get("tools"):
+            return message(text("ok"), use=usage(1, 1))
+        if not tool_history(body):
+            return message(tool_use("Bash", {"command": scan, "description": "show env"}),
+                           stop="tool_use", use=usage(10, 5))
+        return message(text("Done."), use=usage(10, 2))
+    server.responder = model
+    agent = [sys.executable, str(ADAPTER), "--role", "build"]
+    env = adapter_env(tmp_path, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=planted)
+    proc = run_backend(agent, env, launcher=launcher, cwd=work, writable=[tmp_path],
+                       readable=[ROOT, Path(shutil.which("claude")).resolve().parent.parent])
+    assert proc.returncode == 0, proc.stderr
+    results = [r for body in server.requests for _call, r, _err in tool_history(body)]
+    assert results and "ENV-DONE" in results[-1]      # the command ran and its output came back
+    assert "PATH=" in results[-1] and "ANTHROPIC_API_KEY=sm-proxy-" in results[-1]
+    assert not leaks(results, planted), f"the key is readable in: {leaks(results, planted)}"
+    assert set(server.auth_keys) == {planted}          # every request reached the API with the real key
+    assert planted not in (tmp_path / "stream.jsonl").read_text()

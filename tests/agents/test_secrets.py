@@ -7,11 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from eval.agents.tools import build_toolbox
 from eval.environment import allowed_env
 from eval.redact import REDACTED, redact
 from mutator.store.db import connect_readonly
-from tests.agents.messages_server import demo_agent
+from tests.agents.messages_server import demo_agent, message, text, tool_history, tool_use, usage
+from tests.agents.sandboxed import ENV_ONLY, EVERY_ENVIRON, launcher_or_skip, leaks, run_backend
 from tests.agents.test_real_run import ROOT, clean_env, demo_subset, run_py
 
 PLANTED_KEY = "sk-ant-PLANTED-0123456789abcdef"
@@ -109,3 +112,30 @@ def test_redact_names_shapes_and_leaves_ordinary_text() -> None:
     text = "key abcdefgh12345678 pw hunter2hunter2 bare sk-ant-api03-XYZxyz_123-abc token 1 path /usr/bin/secretish"
     assert redact(text, source) == (f"key {REDACTED} pw {REDACTED} bare {REDACTED} token 1 path /usr/bin/secretish")
     assert redact(None, source) is None and redact("", source) == ""
+
+
+@pytest.mark.parametrize("launcher_id", ["none", "bwrap"])
+def test_the_sdk_agents_bash_tool_finds_the_key_in_no_environment(server, tmp_path: Path, launcher_id: str) -> None:
+    """Launched as the harness launches it (the key through the secret pipe), the SDK agent calls the API with
+    the key, while its bash tool finds it neither in `env` nor, under bwrap, in any /proc/PID/environ."""
+    launcher = launcher_or_skip(launcher_id)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def model(body: dict) -> object:
+        if not tool_history(body):
+            return message(tool_use("bash", {"command": EVERY_ENVIRON if launcher_id == "bwrap" else ENV_ONLY}),
+                           stop="tool_use", use=usage(10, 5))
+        return message(text("Done."), use=usage(10, 2))
+    server.responder = model
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("Show the environment.")
+    env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=PLANTED_KEY, SM_MODEL="claude-haiku-4-5",
+                    SM_STREAM=str(tmp_path / "stream.jsonl"), SM_PROMPT_FILE=str(prompt), SM_MAX_TURNS="4")
+    agent = [sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py"), "--role", "build"]
+    proc = run_backend(agent, env, launcher=launcher, cwd=work, writable=[tmp_path], readable=[ROOT])
+    assert proc.returncode == 0, proc.stderr
+    results = [r for body in server.requests for _call, r, _err in tool_history(body)]
+    assert results and "ENV-DONE" in results[-1] and "SM_MODEL=claude-haiku-4-5" in results[-1]
+    assert not leaks(results, PLANTED_KEY), f"the key is readable in: {leaks(results, PLANTED_KEY)}"
+    assert set(server.auth_keys) == {PLANTED_KEY}      # the agent itself did call the API with it
