@@ -179,17 +179,29 @@ function connect() {
 // ---- drawer -------------------------------------------------------------------------------------------
 // A live drawer re-renders on every refresh (an attempt's stages move); a form is opened with
 // { live: false } so a refresh never wipes what the user typed or the status it shows.
+// onClose runs when this drawer goes (closed, or replaced by another): e.g. the timeline unmarks its node.
 let drawerRender = null;
-export function openDrawer(render, { live = true } = {}) {
+let drawerClosed = null;
+export function openDrawer(render, { live = true, onClose = null } = {}) {
+  const before = drawerClosed;
+  drawerClosed = null;
+  if (before) before();
   const draw = async () => {
     const content = await render();
     $('drawer-body').replaceChildren(content);
   };
   drawerRender = live ? draw : null;
+  drawerClosed = onClose;
   $('drawer').hidden = false;
   return draw();
 }
-export function closeDrawer() { drawerRender = null; $('drawer').hidden = true; }
+export function closeDrawer() {
+  const closed = drawerClosed;
+  drawerRender = null;
+  drawerClosed = null;
+  $('drawer').hidden = true;
+  if (closed) closed();
+}
 
 // ---- wiring -------------------------------------------------------------------------------------------
 function pick(key, value) {

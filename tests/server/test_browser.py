@@ -60,6 +60,11 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     page.click('#timeline .node[data-round="1"]')
     drawer = page.locator("#drawer .attempt-drawer")
     expect(drawer).to_be_visible()
+    expect(page.locator("#timeline .node.selected")).to_have_attribute("data-round", "1")
+    page.click("#drawer-close")                       # closing the drawer unmarks its timeline node
+    expect(page.locator("#timeline .node.selected")).to_have_count(0)
+    page.click('#timeline .node[data-round="1"]')
+    expect(drawer).to_be_visible()
     expect(drawer).to_contain_text("Round 1")
     page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
     # ... and from the drawer into Round Analysis, with the diff text
@@ -73,6 +78,7 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     page.locator("#cell-grid td.cell").first.click()
     expect(page.locator("#drawer .cell-drawer")).to_contain_text("Agent stream")
     expect(page.locator("#drawer .cell-drawer .ev-result")).to_have_count(1)
+    expect(page.locator("#drawer .cell-drawer .cell-where")).to_have_text("ran on this machine")   # cells.node
     # round 1 was a keep: its winner's-curse confirmation and every critic gate row
     expect(page.locator("#confirm")).to_contain_text("fresh Δcomposite")
     expect(page.locator("#confirm .badge")).to_have_text(re.compile("stands|OVERTURNED"))

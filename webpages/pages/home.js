@@ -177,9 +177,9 @@ export async function render(root, state, ui) {
       class: `node n-${(a.verdict || 'pending').toLowerCase()}`, 'data-attempt': a.id, 'data-round': a.round, tabindex: 0,
       title: a.reason || '',
       onclick: () => {
+        openDrawer(attemptDrawer(ui, a.id), { onClose: () => { ui.selected = null; markSelected(ui); } });
         ui.selected = a.id;
         markSelected(ui);
-        openDrawer(attemptDrawer(ui, a.id));
       },
     }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),

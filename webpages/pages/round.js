@@ -52,6 +52,7 @@ function cellDrawer(store, cellId) {
     return h('div', { class: 'cell-drawer', 'data-cell': c.id },
       h('h3', {}, `${c.task_id} · replicate ${c.replicate} `, h('span', { class: `badge c-${c.status}` }, c.status)),
       h('p', {}, `score ${num(c.score, 3)} · cost ${usd(c.cost_usd)} · ${c.steps} steps · ${c.duration_ms} ms · ${c.agent_subtype || ''}`),
+      h('p', { class: 'hint cell-where' }, `ran on ${c.node === 'local' || !c.node ? 'this machine' : `Ray node ${c.node}`}`, c.retries ? ` · ${c.retries} infrastructure ${c.retries === 1 ? 'retry' : 'retries'} (not the skill's doing)` : ''),
       c.error ? h('p', { class: 'error' }, c.error) : null,
       h('h4', {}, 'Grader result'), h('div', { class: 'tests-row' }, Object.entries(c.tests).map(([n, s]) => h('span', { class: 'chip', style: { background: scoreColour(s) } }, `${n} ${num(s, 2)}`))),
       file('grade.stdout'),
