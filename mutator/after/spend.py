@@ -98,6 +98,12 @@ def calls(db: sqlite_utils.Database, since: float = 0.0) -> list[dict]:
                       "where mutator_cost_usd > 0 and coalesce(finished_at, started_at, 0) >= ?", [since]):
         out.append({"at": a["at"] or 0.0, "usd": a["mutator_cost_usd"], "run": a["run_id"],
                     "model": models.get(a["run_id"], {}).get("mutator_model") or "?", "kind": "mutator"})
+    if "triggers" in db.table_names() and "judge_cost_usd" in db["triggers"].columns_dict:
+        # a watch tick's judge pass over the mined requests, before its loop ran (its run, when there was one)
+        for t in rows(db, "select run_id, judge_cost_usd, coalesce(finished_at, at) as at from triggers "
+                          "where judge_cost_usd > 0 and coalesce(finished_at, at) >= ?", [since]):
+            out.append({"at": t["at"], "usd": t["judge_cost_usd"], "run": t["run_id"] or OTHER, "model": "judge",
+                        "kind": "mining judge"})
     for run_id, r in models.items():
         for entry in loads(r["meta_skill"], []) or []:
             if entry.get("cost_usd") and (r["updated_at"] or 0.0) >= since:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mutator.after.spend import daily_limit, day_start, spent_since
 from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
@@ -90,10 +91,17 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
                       reason=f"{len(new)} new eligible request(s) since the last run; the trigger needs "
                              f"{opts.min_traces} (--min-traces)")
     row["watermark"] = newest
+    limit = daily_limit(db) if opts.mining.judge else None
+    if limit is not None and spent_since(db, day_start(clock())) >= limit:
+        return record(db, row, "failed", clock=clock, say=say,
+                      reason=f"daily budget reached (--daily-budget-usd {limit:g}): the judge pass and the loop wait "
+                             f"for tomorrow (UTC)")
     try:
         mined = mine(opts.mining)
     except (MiningError, SplitError) as err:
         return record(db, row, "failed", reason=f"mining: {err}", clock=clock, say=say)
+    # the judge pass's spend is stored on the tick, so it counts in the store's spend and the daily budget
+    row["judge_cost_usd"] = (mined.get("judge") or {}).get("cost_usd") or None
     say(render(mined, out))
     argv = loop_argv(opts)
     code, text = run_child(argv)

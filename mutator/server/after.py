@@ -132,7 +132,7 @@ async def triggers(request: web.Request) -> web.Response:
     found: dict = {"ticks": [], "counts": {}}
     if "triggers" in db.table_names():
         found["ticks"] = Q.q(db, "select id, at, skill_dir, suites, traces_seen, eligible, new_eligible, min_traces, "
-                                    "outcome, run_id, proposal_id, reason, finished_at from triggers order by id desc "
+                                    "outcome, run_id, proposal_id, reason, finished_at, judge_cost_usd from triggers order by id desc "
                                     "limit ?", [TRIGGERS_SHOWN])
         found["counts"] = {r["outcome"]: r["n"] for r in Q.q(db, "select outcome, count(*) as n from triggers "
                                                                     "group by outcome")}

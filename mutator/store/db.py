@@ -259,8 +259,15 @@ def _v11(db: sqlite_utils.Database) -> None:
     db["test_runs"].add_column("control_evaluation_id", int)
 
 
+def _v12(db: sqlite_utils.Database) -> None:
+    # What a watch tick's judge pass over the mined requests cost (mining.json's judge.cost_usd), so it counts
+    # in the store's spend, the Cost page and the daily budget like every other model call.
+    if "triggers" in db.table_names() and "judge_cost_usd" not in db["triggers"].columns_dict:
+        db["triggers"].add_column("judge_cost_usd", float)
+
+
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
-                                                                   _v10, _v11)
+                                                                   _v10, _v11, _v12)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

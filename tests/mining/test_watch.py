@@ -102,3 +102,37 @@ def test_one_watch_per_suites_folder(tmp_path: Path) -> None:
         held.release()
     (tmp_path / "projects").mkdir()
     assert watch(opts, once=True) == 0          # free again: one skipped-trigger tick
+
+
+def test_a_ticks_judge_pass_counts_in_the_stores_spend_and_the_daily_budget(tmp_path: Path) -> None:
+    """The judge pass over the mined requests is a model call like any other: its cost is stored on the tick,
+    summed into the store's spend (Cost page, daily budget), and a reached daily budget stops the next tick
+    before it judges anything."""
+    import json
+
+    from eval.cost import Price
+    from mutator.after import spend
+    skill = seed_skill(tmp_path)
+    projects, out, data = tmp_path / "projects", tmp_path / "suites" / "live", tmp_path / "data"
+    grow(projects, 0, 6)
+    price = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
+    opts = WatchOptions(MineOptions(projects, skill, out, seed=1, rebuild=True, judge="fake", judge_price=price),
+                        data / "mutator.db", min_traces=5)
+    clock = map(float, itertools.count(1_800_000_000)).__next__
+    row = tick(opts, clock=clock, run_child=lambda argv: (0, "No proposal: the champion is the seed"),
+               say=lambda text: None)
+    judged = json.loads((out / "mining.json").read_text())["judge"]
+    assert row["outcome"] == "skipped-delta" and judged["calls"] > 0 and judged["cost_usd"] > 0
+    db = connect(data / "mutator.db")
+    assert [r["judge_cost_usd"] for r in db["triggers"].rows] == [judged["cost_usd"]]
+    calls = [c for c in spend.calls(db) if c["kind"] == "mining judge"]
+    assert [(c["usd"], c["model"], c["at"]) for c in calls] == [(judged["cost_usd"], "judge", row["finished_at"])]
+    assert spend.spent_since(db, 0.0) == judged["cost_usd"]          # nothing else spent in this store
+    # a daily budget already used up: the next tick past the trigger records why and judges nothing
+    db["spend_limits"].upsert({"name": "daily", "usd": judged["cost_usd"], "set_at": 0.0}, pk="name")
+    db.conn.commit()
+    grow(projects, 6, 6)
+    before = (out / "mining.json").read_bytes()
+    row = tick(opts, clock=lambda: 1_800_000_100.0, run_child=lambda argv: (0, ""), say=lambda text: None)
+    assert row["outcome"] == "failed" and row["reason"].startswith("daily budget reached")
+    assert (out / "mining.json").read_bytes() == before and row.get("judge_cost_usd") is None

@@ -1,7 +1,7 @@
 // Proposals: each finished run's champion, awaiting review. Accept deploys it into the skill folder recorded
 // on the proposal (atomic, previous version kept for `run.py --rollback`); reject records the reason.
 // Both buttons are disabled unless the proposal is still `proposed`; every decision is listed with its time.
-import { api, post, mount, h, short, num, when, table } from '../lib/util.js';
+import { api, post, mount, h, short, num, usd, when, table } from '../lib/util.js';
 
 const COLOURS = { proposed: '#ddf4ff', accepted: '#fff8c5', deployed: '#dafbe1', rejected: '#fff1e5', failed: '#ffebe9', rolled_back: '#eaeef2' };
 
@@ -36,11 +36,12 @@ function triggersView(found) {
   return h('div', {},
     h('p', { class: 'hint' }, `Every tick of the watch, newest first (${counts}). It rebuilds the mined suites and runs `
       + 'the loop only past --min-traces new eligible requests; it never deploys.'),
-    table(['tick', 'when', 'suites', 'read', 'eligible', 'new', 'outcome', 'run', 'proposal', 'why'], ticks.map((t) => [
+    table(['tick', 'when', 'suites', 'read', 'eligible', 'new', 'judge pass', 'outcome', 'run', 'proposal', 'why'], ticks.map((t) => [
       t.id, when(t.at), h('span', { title: t.suites }, t.suites_name),
       h('span', { title: 'requests read from the transcripts' }, String(t.traces_seen)),
       h('span', { title: 'requests that used the skill, held no secret and passed the low-signal filter' }, String(t.eligible)),
       h('span', { title: `newer than the last run; the trigger needs ${t.min_traces}` }, `${t.new_eligible} / ${t.min_traces}`),
+      h('span', { class: 'judge-cost', title: 'what the judge pass over the mined requests cost (counted in the store\'s spend and the daily budget; the loop\'s own spend is its run\'s)' }, t.judge_cost_usd ? usd(t.judge_cost_usd) : '—'),
       h('span', { class: `badge t-${t.outcome}`, style: { background: TICK_COLOURS[t.outcome] || '#eaeef2' } }, t.outcome),
       t.run_id || '—', t.proposal_id ? `#${t.proposal_id}` : '—', t.reason || '',
     ]), { id: 'triggers' }));
