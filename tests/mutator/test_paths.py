@@ -1,16 +1,19 @@
 """Every path flag works as typed: relative --data-dir, --config, --out resolved once against the cwd.
 
 The demo runs with relative paths from the project root and from another folder; --test-run and
---export then work over the same store from a third folder.
+--export then work over the same store from a third folder, and --serve shows it from another folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -71,3 +74,36 @@ def test_demo_from_another_folder_with_a_config_whose_paths_are_relative_to_itse
     tested = run_from(tmp_path, "--test-run", run_id, "--suite", suite_rel, "--replicates", "1",
                       "--data-dir", "runs/exp1", "--config", "cfg/config.json")
     assert tested.returncode == 0, tested.stderr[-3000:]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_from_another_folder_shows_the_store_of_a_relative_data_dir(tmp_path: Path) -> None:
+    data_dir = tmp_path / "runs" / "exp1"
+    result = run_from(ROOT, *SMALL, "--data-dir", os.path.relpath(data_dir, ROOT))
+    assert result.returncode == 0, result.stderr[-3000:]
+    run_id = run_id_of(data_dir)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--serve", "--port", str(port), "--data-dir",
+                               os.path.relpath(data_dir, elsewhere)], cwd=elsewhere, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        body, deadline = None, time.monotonic() + 60
+        while body is None and server.poll() is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs", timeout=2) as response:
+                    body = json.loads(response.read())
+            except OSError:
+                time.sleep(0.2)
+        assert body is not None, server.stderr.read() if server.poll() is not None else "no answer in 60 s"
+        assert run_id in json.dumps(body)                          # the run stored under the relative data dir
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert not (elsewhere / "runs").exists() and not (elsewhere / "data").exists()   # nothing made beside the cwd
