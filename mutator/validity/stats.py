@@ -177,8 +177,13 @@ class Rate:
 
 
 def binomial_rate(k: int, n: int, *, confidence: float = 0.95) -> Rate:
-    """`scipy.stats.binomtest(k, n).proportion_ci(method='exact')`, the interval an A/A false-call rate is read with."""
+    """The exact (Clopper–Pearson) interval an A/A false-call rate is read with, from its beta-quantile form.
+
+    Equal to `scipy.stats.binomtest(k, n).proportion_ci(method='exact')` (within 1e-12, tested), which finds the
+    same bounds by root-finding on the binomial cdf and costs ~15x more; the dashboard's A/A view draws two."""
     if n <= 0:
         return Rate(k, n, None, None, None, confidence)
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    return Rate(k, n, k / n, float(ci.low), float(ci.high), confidence)
+    tail = (1.0 - confidence) / 2
+    low = 0.0 if k == 0 else float(stats.beta.ppf(tail, k, n - k + 1))
+    high = 1.0 if k == n else float(stats.beta.ppf(1.0 - tail, k + 1, n - k))
+    return Rate(k, n, k / n, low, high, confidence)

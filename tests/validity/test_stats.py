@@ -8,6 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from mutator.validity.stats import (
+    binomial_rate,
     is_pass_fail,
     mcnemar_exact,
     mde,
@@ -91,3 +92,16 @@ def test_mde_hand_computed() -> None:
     assert mde(0.1, 8, critical=t, df=7) > mde(0.1, 8, critical=t)   # the t quantile is the wider one
     with pytest.raises(ValueError):
         mde(0.1, 0, critical=1.0)
+
+
+def test_binomial_rate_is_scipys_exact_interval_in_closed_form() -> None:
+    """binomial_rate's beta quantiles give the interval binomtest's root-finding gives, for every k of n ≤ 60,
+    at two confidence levels, and the edges k = 0 and k = n are the one-sided bounds 0 and 1."""
+    for confidence in (0.95, 0.8):
+        for n in range(1, 61):
+            for k in range(n + 1):
+                ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+                rate = binomial_rate(k, n, confidence=confidence)
+                assert abs(rate.ci_low - ci.low) < 1e-10 and abs(rate.ci_high - ci.high) < 1e-10, (k, n)
+    assert (binomial_rate(0, 7).ci_low, binomial_rate(7, 7).ci_high) == (0.0, 1.0)
+    assert binomial_rate(0, 0).rate is None
