@@ -79,7 +79,7 @@ async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str,
         try:
             proc = await asyncio.create_subprocess_exec(
                 *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
-                start_new_session=True, preexec_fn=reaper.die_with_parent, pass_fds=(secrets,) if secrets else ())
+                start_new_session=True, preexec_fn=reaper.die_with_parent, pass_fds=() if secrets is None else (secrets,))
         finally:
             if secrets is not None:
                 os.close(secrets)
