@@ -95,13 +95,14 @@ def test_mde_hand_computed() -> None:
 
 
 def test_binomial_rate_is_scipys_exact_interval_in_closed_form() -> None:
-    """binomial_rate's beta quantiles give the interval binomtest's root-finding gives, for every k of n ≤ 60,
-    at two confidence levels, and the edges k = 0 and k = n are the one-sided bounds 0 and 1."""
+    """binomial_rate's beta quantiles give the interval binomtest's root-finding gives, for every k of n ≤ 20
+    and a spread of larger n, at two confidence levels; the edges k = 0 and k = n are the bounds 0 and 1."""
+    cases = [(k, n) for n in range(1, 21) for k in range(n + 1)] + [(k, n) for n in (50, 100, 400)
+                                                                     for k in (0, 1, 7, n // 6, n // 2, n - 1, n)]
     for confidence in (0.95, 0.8):
-        for n in range(1, 61):
-            for k in range(n + 1):
-                ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-                rate = binomial_rate(k, n, confidence=confidence)
-                assert abs(rate.ci_low - ci.low) < 1e-10 and abs(rate.ci_high - ci.high) < 1e-10, (k, n)
+        for k, n in cases:
+            ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+            rate = binomial_rate(k, n, confidence=confidence)
+            assert abs(rate.ci_low - ci.low) < 1e-10 and abs(rate.ci_high - ci.high) < 1e-10, (k, n)
     assert (binomial_rate(0, 7).ci_low, binomial_rate(7, 7).ci_high) == (0.0, 1.0)
     assert binomial_rate(0, 0).rate is None
