@@ -194,3 +194,47 @@ def test_real_claude_cli_bash_tool_never_sees_the_key(server, tmp_path: Path, la
     assert not leaks(results, planted), f"the key is readable in: {leaks(results, planted)}"
     assert set(server.auth_keys) == {planted}          # every request reached the API with the real key
     assert planted not in (tmp_path / "stream.jsonl").read_text()
+
+
+def cli_copy_agent(body: dict) -> object:
+    """A build model for the claude CLI on the demo tasks: one Bash call that copies input.csv to output.csv and
+    prints its environment, then an answer."""
+    if not body.get("tools"):
+        return message(text("ok"), use=usage(1, 1))
+    if not tool_history(body):
+        return message(tool_use("Bash", {"command": "cp input.csv output.csv && env && echo COPIED && echo "
+                                                    "PID1=$(tr '\\0' ' ' < /proc/1/cmdline)",
+                                         "description": "copy the table"}), stop="tool_use", use=usage(40, 10))
+    return message(text("Copied input.csv to output.csv."), use=usage(60, 5))
+
+
+@needs_claude
+def test_a_real_run_with_the_claude_cli_under_the_default_sandbox(server, tmp_path: Path) -> None:
+    """The whole harness path: run.py --real --agent claude-cli (sandbox auto: bwrap where it works) evaluates
+    the seed and a candidate with the real CLI, whose Bash tool works there and never sees the key."""
+    from mutator.store.db import connect_readonly
+    from sandbox import SandboxError, get_launcher
+    from tests.agents.test_real_run import clean_env, demo_subset, run_py
+    server.responder = cli_copy_agent
+    planted = "sk-ant-PLANTED-e2e-0123456789abcdef"
+    data = tmp_path / "data"
+    train, val = demo_subset(tmp_path, "clean-train", 2), demo_subset(tmp_path, "clean-val", 2)
+    env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=planted)
+    done = run_py("--suite", str(train), "--val", str(val), "--real", "--agent", "claude-cli", "--mutator-cmd",
+                  f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--rounds", "1", "--replicates", "1",
+                  "--data-dir", str(data), env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    db = connect_readonly(data / "mutator.db")
+    cells = [dict(r) for r in db.query("select status, error from cells")]
+    assert len(cells) == 8 and all(c["status"] == "ok" for c in cells), cells
+    db.conn.close()
+    results = [r for body in server.requests for _call, r, _err in tool_history(body)]
+    assert len(results) == 8 and all("COPIED" in r and "ANTHROPIC_API_KEY=sm-proxy-" in r for r in results)
+    assert set(server.auth_keys) == {planted}
+    assert not any(planted in r for r in results)
+    try:   # where bwrap works, `auto` chose it: the agent's pid 1 is bwrap
+        get_launcher("bwrap").check()
+        assert all("PID1=bwrap " in r for r in results), results[0][-300:]
+    except SandboxError:
+        pass
+    assert planted.encode() not in b"".join(p.read_bytes() for p in data.rglob("*") if p.is_file())
