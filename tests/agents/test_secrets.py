@@ -4,6 +4,7 @@ and secret-looking values are [REDACTED] before anything is written to the store
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -139,3 +140,28 @@ def test_the_sdk_agents_bash_tool_finds_the_key_in_no_environment(server, tmp_pa
     assert results and "ENV-DONE" in results[-1] and "SM_MODEL=claude-haiku-4-5" in results[-1]
     assert not leaks(results, PLANTED_KEY), f"the key is readable in: {leaks(results, PLANTED_KEY)}"
     assert set(server.auth_keys) == {PLANTED_KEY}      # the agent itself did call the API with it
+
+
+PROBE = """import subprocess, sys
+sys.path.insert(0, {agents!r})
+import hide
+if sys.argv[1:] == ["undumpable"]:
+    assert hide.undumpable()
+done = subprocess.run(["sh", "-c", "head -c 64 /proc/$PPID/mem >/dev/null 2>&1; head -c 64 /proc/$PPID/maps"],
+                      capture_output=True, text=True)
+print("READABLE" if done.returncode == 0 else "DENIED")
+"""
+
+
+def test_under_bwrap_a_tool_cannot_read_the_memory_of_a_backend_that_is_not_dumpable(tmp_path: Path) -> None:
+    """Where the key lives once it came through the pipe (the backend's memory): a child of the backend, as a
+    tool is, reads its parent's /proc/PID/maps only while the parent is dumpable."""
+    launcher = launcher_or_skip("bwrap")
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE.format(agents=str(ROOT / "eval" / "agents")))
+    seen = {}
+    for mode in ("dumpable", "undumpable"):
+        argv = launcher.wrap([sys.executable, str(probe), mode], cwd=tmp_path, writable=[],
+                             readable=[ROOT / "eval" / "agents"], network=False)
+        seen[mode] = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.strip()
+    assert seen == {"dumpable": "READABLE", "undumpable": "DENIED"}
