@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval import reaper
-from eval.environment import runs_our_backend
+from eval.environment import CREDENTIALS, runs_our_backend
 from eval.supervisor import kill_and_reap, supervise
 from sandbox import Launcher
 
 TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
-# Handed to our backends through a pipe, never in their environment: an environment is readable in
-# /proc/PID/environ by every process of the sandbox (bwrap's own pid 1 included), and printed by `env`.
-CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+# CREDENTIALS are handed to our backends through a pipe, never in their environment: an environment is readable
+# in /proc/PID/environ by every process of the sandbox (bwrap's own pid 1 included), and printed by `env`.
 SECRETS_FD = "SM_SECRETS_FD"   # eval/agents/hide.py::take_secrets reads it
 
 
@@ -79,7 +78,8 @@ async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str,
         try:
             proc = await asyncio.create_subprocess_exec(
                 *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
-                start_new_session=True, preexec_fn=reaper.die_with_parent, pass_fds=() if secrets is None else (secrets,))
+                start_new_session=True, preexec_fn=reaper.die_with_parent,
+                pass_fds=() if secrets is None else (secrets,))
         finally:
             if secrets is not None:
                 os.close(secrets)

@@ -25,6 +25,7 @@ from mutator.store.db import connect, loads, now, rows
 WARN_AT = 0.8
 HEALTH = "health checks"
 OTHER = "other (solve phase, unattributed)"
+WATCH = "the watch (a tick whose loop did not start)"
 
 
 def day_start(ts: float) -> float:
@@ -102,7 +103,7 @@ def calls(db: sqlite_utils.Database, since: float = 0.0) -> list[dict]:
         # a watch tick's judge pass over the mined requests, before its loop ran (its run, when there was one)
         for t in rows(db, "select run_id, judge_cost_usd, coalesce(finished_at, at) as at from triggers "
                           "where judge_cost_usd > 0 and coalesce(finished_at, at) >= ?", [since]):
-            out.append({"at": t["at"], "usd": t["judge_cost_usd"], "run": t["run_id"] or OTHER, "model": "judge",
+            out.append({"at": t["at"], "usd": t["judge_cost_usd"], "run": t["run_id"] or WATCH, "model": "judge",
                         "kind": "mining judge"})
     for run_id, r in models.items():
         for entry in loads(r["meta_skill"], []) or []:

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mutator.after.spend import daily_limit, day_start, spent_since
+from mutator.after.spend import DailyBudget, daily_limit
+from mutator.budget import BudgetStop
 from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
@@ -92,10 +93,11 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
                              f"{opts.min_traces} (--min-traces)")
     row["watermark"] = newest
     limit = daily_limit(db) if opts.mining.judge else None
-    if limit is not None and spent_since(db, day_start(clock())) >= limit:
-        return record(db, row, "failed", clock=clock, say=say,
-                      reason=f"daily budget reached (--daily-budget-usd {limit:g}): the judge pass and the loop wait "
-                             f"for tomorrow (UTC)")
+    if limit is not None:   # the store's daily cap, the rule every spending step follows (mutator/after/spend.py)
+        try:
+            DailyBudget(limit, clock=clock).check(db, next_usd=0.0, what="this tick's judge pass")
+        except BudgetStop as stop:
+            return record(db, row, "failed", reason=str(stop), clock=clock, say=say)
     try:
         mined = mine(opts.mining)
     except (MiningError, SplitError) as err:
