@@ -38,7 +38,7 @@ GATE = -0.02   # every comparison's threshold here (the figures are synthetic; t
 
 
 class Builder:
-    """Writes runs in the shapes the real loop writes them (mutator/loop.py, strategies/, validity/aa.py)."""
+    """Writes runs in the shapes the real loop writes them (mutator/round/loop.py, strategies/, validity/aa.py)."""
 
     def __init__(self, conn, rng: random.Random, cells_per_eval: int) -> None:
         self.conn, self.rng, self.cells_per_eval = conn, rng, cells_per_eval
@@ -253,109 +253,65 @@ def pct(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
-async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--attempts", type=int, default=1000)
-    ap.add_argument("--cells-per-eval", type=int, default=76)   # ~100,000 cells over val + train evaluations
-    ap.add_argument("--repeat", type=int, default=40)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        data_dir = Path(tmp) / "data"
-        t0 = time.perf_counter()
-        ids = build(data_dir, args.attempts, args.cells_per_eval)
-        ro = connect_readonly(data_dir / "mutator.db")
-        counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0] for t in ("attempts", "cells", "tests")}
-        noop = ro.execute("select count(*) from attempts where genome_hash = parent_hash").fetchone()[0]
-        print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome == "
-              f"parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
-              + ", ".join(f"{k} {ro.execute('select count(*) from attempts where run_id = ?', [v]).fetchone()[0]}"
-                          for k, v in ids.items()) + f" attempts (built in {time.perf_counter() - t0:.1f} s)")
-        load = os.getloadavg()
-        print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-              f"(1 / 5 / 15 min)\n")
-        run, aa = ids["population"], ids["aa"]
-        rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
-        attempt = Q.one(ro, "select id, val_evaluation_id from attempts where run_id = ? and round = ? and "
-                            "val_evaluation_id is not null order by sibling limit 1", [run, rounds // 2])
-        ev = attempt["val_evaluation_id"]
-        cell = Q.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
-        writer = connect(data_dir / "mutator.db").conn
+def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, rounds: int) -> tuple[dict, dict]:
+    """Per endpoint: its bare SQL, and the query function behind it."""
+    run, aa = ids["population"], ids["aa"]
+    light = f"select {Q.LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling"
 
-        def change() -> None:  # what the loop does between requests: commit something
-            with writer:
-                writer.execute("update runs set updated_at = ? where id = ?", [time.time(), ids["greedy"]])
+    def run_sql(run_id: str, low: int) -> tuple:
+        return (Q.q(ro, "select * from runs where id = ?", [run_id]),
+                Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t on "
+                        "t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling", [run_id]),
+                Q.q(ro, f"select {Q.ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, "
+                        "sibling", [run_id, low]),
+                Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
+                        "attempts where run_id = ? and round >= ?)", [run_id, low]),
+                Q.q(ro, "select * from test_runs where run_id = ? order by id", [run_id]))
 
-        app = create_app(data_dir=data_dir, project_root=Path(tmp), token="bench")
-        light = f"select {Q.LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling"
+    aa_rounds = ro.execute("select max(round) from attempts where run_id = ?", [aa]).fetchone()[0]
+    compared = f"{ids['greedy']},{ids['branching']},{ids['population']}"
+    bare = {
+        "/api/runs": lambda: Q.q(ro, f"select {Q.RUN_LIST} from runs where skill_name = ?", ["bench-skill"]),
+        f"/api/runs/{run}": lambda: run_sql(run, rounds - 59),
+        f"/api/runs/{aa}": lambda: (run_sql(aa, aa_rounds - 59), Q.q(
+            ro, "select id, round, verdict, delta, gate_threshold, gate_se, gate_t, gate from attempts where "
+                "run_id = ? order by round", [aa])),
+        f"/api/runs/{run}/lineage": lambda: (
+            Q.q(ro, "select * from runs where id = ?", [run]),
+            Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, summary, "
+                    "composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
+                    "from attempts where run_id = ? order by round, sibling", [run])),
+        "/api/history": lambda: [
+            (Q.q(ro, "select * from runs where id = ?", [r]),
+             Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from attempts a "
+                     "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
+                     "a.sibling", [r]),
+             Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in ids.values()],
+        f"/api/compare?runs={compared}": lambda: [
+            (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
+             Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in compared.split(",")],
+        f"/api/attempts/{attempt['id']}": lambda: (
+            Q.q(ro, "select * from attempts where id = ?", [attempt["id"]]), Q.q(ro, light, [run]),
+            Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
+            Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
+                    "where c.evaluation_id = ? group by c.task_id, t.name", [ev])),
+        f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
+                                       Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
+    }
+    functions = {
+        "/api/runs": lambda: Q.runs(ro, "bench-skill"),
+        f"/api/runs/{run}": lambda: Q.run_detail(ro, run, data_dir),
+        f"/api/runs/{aa}": lambda: Q.run_detail(ro, aa, data_dir),
+        f"/api/runs/{run}/lineage": lambda: Q.lineage(ro, run),
+        "/api/history": lambda: Q.history(ro, "bench-skill"),
+        f"/api/compare?runs={compared}": lambda: compare.compare(ro, compared.split(",")),
+        f"/api/attempts/{attempt['id']}": lambda: Q.attempt_detail(ro, attempt["id"], "val"),
+        f"/api/cells/{cell}": lambda: Q.cell_row(ro, cell),
+    }
+    return bare, functions
 
-        def run_sql(run_id: str, low: int) -> tuple:
-            return (Q.q(ro, "select * from runs where id = ?", [run_id]),
-                    Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t on "
-                            "t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling", [run_id]),
-                    Q.q(ro, f"select {Q.ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, "
-                            "sibling", [run_id, low]),
-                    Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
-                            "attempts where run_id = ? and round >= ?)", [run_id, low]),
-                    Q.q(ro, "select * from test_runs where run_id = ? order by id", [run_id]))
 
-        aa_rounds = ro.execute("select max(round) from attempts where run_id = ?", [aa]).fetchone()[0]
-        compared = f"{ids['greedy']},{ids['branching']},{ids['population']}"
-        bare = {
-            "/api/runs": lambda: Q.q(ro, f"select {Q.RUN_LIST} from runs where skill_name = ?", ["bench-skill"]),
-            f"/api/runs/{run}": lambda: run_sql(run, rounds - 59),
-            f"/api/runs/{aa}": lambda: (run_sql(aa, aa_rounds - 59), Q.q(
-                ro, "select id, round, verdict, delta, gate_threshold, gate_se, gate_t, gate from attempts where "
-                    "run_id = ? order by round", [aa])),
-            f"/api/runs/{run}/lineage": lambda: (
-                Q.q(ro, "select * from runs where id = ?", [run]),
-                Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, summary, "
-                        "composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
-                        "from attempts where run_id = ? order by round, sibling", [run])),
-            "/api/history": lambda: [
-                (Q.q(ro, "select * from runs where id = ?", [r]),
-                 Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from attempts a "
-                         "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
-                         "a.sibling", [r]),
-                 Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in ids.values()],
-            f"/api/compare?runs={compared}": lambda: [
-                (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
-                 Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in compared.split(",")],
-            f"/api/attempts/{attempt['id']}": lambda: (
-                Q.q(ro, "select * from attempts where id = ?", [attempt["id"]]), Q.q(ro, light, [run]),
-                Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
-                Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
-                        "where c.evaluation_id = ? group by c.task_id, t.name", [ev])),
-            f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
-                                           Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
-        }
-        functions = {
-            "/api/runs": lambda: Q.runs(ro, "bench-skill"),
-            f"/api/runs/{run}": lambda: Q.run_detail(ro, run, data_dir),
-            f"/api/runs/{aa}": lambda: Q.run_detail(ro, aa, data_dir),
-            f"/api/runs/{run}/lineage": lambda: Q.lineage(ro, run),
-            "/api/history": lambda: Q.history(ro, "bench-skill"),
-            f"/api/compare?runs={compared}": lambda: compare.compare(ro, compared.split(",")),
-            f"/api/attempts/{attempt['id']}": lambda: Q.attempt_detail(ro, attempt["id"], "val"),
-            f"/api/cells/{cell}": lambda: Q.cell_row(ro, cell),
-        }
-        params = {"/api/runs": "&skill=bench-skill", "/api/history": "&skill=bench-skill"}
-        async with TestClient(TestServer(app)) as client:
-            store = (await (await client.get("/api/meta")).json())["stores"][0]["id"]
-            await http_times(client, "/api/health", 5)
-            floor = (await http_times(client, "/api/health", args.repeat))[0]
-            rows = []
-            for path, sql in bare.items():
-                url = f"{path}{'&' if '?' in path else '?'}store={store}{params.get(path, '')}"
-                await http_times(client, url, 3, before=change)  # warm the page cache and the connection
-                cold, cold_cpu = await http_times(client, url, args.repeat, before=change, expect="miss")
-                warm, _ = await http_times(client, url, args.repeat, expect="hit")
-                size = len(await (await client.get(url)).read())
-                raw, raw_cpu = timed(sql, args.repeat, before=change)  # after a commit too: SQLite's page cache
-                fn, fn_cpu = timed(functions[path], args.repeat, before=change)  # is reset as on a cold request
-                rows.append((path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,
-                             cold_cpu, warm, size, raw_cpu, fn_cpu))
-            stats = (await (await client.get("/api/health")).json())["cache"]
-        writer.close()
+def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
     f = "{:8.2f}"
     print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ {'HTTP warm (hit)':>17} │"
           f" {'bytes':>9} │ {'CPU ms p50 (cold)':>30} │")
@@ -381,7 +337,7 @@ async def main() -> None:
             misses.append(f"{path}: cold p95 {pct(cold, 95):.1f} ms ("
                           + (f"{over:.1f} ms over 50 ms" if over > 0 else "within 50 ms")
                           + f"), {ratio:.1f}× bare SQL" + (f" ({ratio - 3:.1f}× over 3×)" if ratio > 3 else ""))
-    print(f"\nms over {args.repeat} requests each. Cold: a writer commits before every request (excluded from the "
+    print(f"\nms over {repeat} requests each. Cold: a writer commits before every request (excluded from the "
           "time), so PRAGMA data_version moves and the cache misses; bare SQL and the query function are timed the same way "
           "(a commit resets the reader's page cache); warm: unchanged store, cache hit. HTTP times "
           "include aiohttp (server and client, one process), JSON encoding and a loopback socket; cpu = process CPU "
@@ -391,6 +347,61 @@ async def main() -> None:
           f"than our code, and the CPU ratio is the figure to read. Cache after the run: {stats}.")
     print("\nGoal met on every endpoint." if not misses else "\nMisses the goal by:\n  " + "\n  ".join(misses))
 
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--attempts", type=int, default=1000)
+    ap.add_argument("--cells-per-eval", type=int, default=76)   # ~100,000 cells over val + train evaluations
+    ap.add_argument("--repeat", type=int, default=40)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        t0 = time.perf_counter()
+        ids = build(data_dir, args.attempts, args.cells_per_eval)
+        ro = connect_readonly(data_dir / "mutator.db")
+        counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0] for t in ("attempts", "cells", "tests")}
+        noop = ro.execute("select count(*) from attempts where genome_hash = parent_hash").fetchone()[0]
+        print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome == "
+              f"parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
+              + ", ".join(f"{k} {ro.execute('select count(*) from attempts where run_id = ?', [v]).fetchone()[0]}"
+                          for k, v in ids.items()) + f" attempts (built in {time.perf_counter() - t0:.1f} s)")
+        load = os.getloadavg()
+        print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+              f"(1 / 5 / 15 min)\n")
+        run = ids["population"]
+        rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
+        attempt = Q.one(ro, "select id, val_evaluation_id from attempts where run_id = ? and round = ? and "
+                            "val_evaluation_id is not null order by sibling limit 1", [run, rounds // 2])
+        ev = attempt["val_evaluation_id"]
+        cell = Q.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
+        writer = connect(data_dir / "mutator.db").conn
+
+        def change() -> None:  # what the loop does between requests: commit something
+            with writer:
+                writer.execute("update runs set updated_at = ? where id = ?", [time.time(), ids["greedy"]])
+
+        app = create_app(data_dir=data_dir, project_root=Path(tmp), token="bench")
+        bare, functions = queries(ro, ids, data_dir, attempt, ev, cell, rounds)
+        params = {"/api/runs": "&skill=bench-skill", "/api/history": "&skill=bench-skill"}
+        async with TestClient(TestServer(app)) as client:
+            store = (await (await client.get("/api/meta")).json())["stores"][0]["id"]
+            await http_times(client, "/api/health", 5)
+            floor = (await http_times(client, "/api/health", args.repeat))[0]
+            rows = []
+            for path, sql in bare.items():
+                url = f"{path}{'&' if '?' in path else '?'}store={store}{params.get(path, '')}"
+                await http_times(client, url, 3, before=change)  # warm the page cache and the connection
+                cold, cold_cpu = await http_times(client, url, args.repeat, before=change, expect="miss")
+                warm, _ = await http_times(client, url, args.repeat, expect="hit")
+                size = len(await (await client.get(url)).read())
+                raw, raw_cpu = timed(sql, args.repeat, before=change)  # after a commit too: SQLite's page cache
+                fn, fn_cpu = timed(functions[path], args.repeat, before=change)  # is reset as on a cold request
+                rows.append((path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,
+                             cold_cpu, warm, size, raw_cpu, fn_cpu))
+            stats = (await (await client.get("/api/health")).json())["cache"]
+        writer.close()
+    report(rows, floor, args.repeat, stats)
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Gate calibration: changes of known true effect drawn through the real gate (mutator/score.py), for three
+"""Gate calibration: changes of known true effect drawn through the real gate (mutator/scoring/score.py), for three
 noise families and several task counts, observed beside the design; the Student-t gate's k=0 rate beside it.
 
 Each simulated comparison has per-task deltas d_t = k·σ/√n + ε_t (a true change of k standard errors, σ the SD
@@ -37,8 +37,8 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mutator.mad import MAD_NORMAL_SCALE  # noqa: E402
-from mutator.score import Comparison, TaskFigures, compare, gate_t, robust_scale  # noqa: E402
+from mutator.scoring.mad import MAD_NORMAL_SCALE  # noqa: E402
+from mutator.scoring.score import Comparison, TaskFigures, compare, gate_t, robust_scale  # noqa: E402
 
 EFFECTS = (-1.0, 0.0, 1.0)        # true Δ in standard errors (σ/√n)
 TASK_COUNTS = (4, 6, 8, 16)
@@ -206,10 +206,10 @@ def main(argv: list[str] | None = None) -> int:
                       + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  {before}",
                       flush=True)
     print(f"\nk=0 design false-reject 1 − Φ(gate_z) = {design0:.1%} at every df.")
-    print("The scale is C_n·MAD (Park, Kim & Wang 2020 factors; mutator/mad.py), unbiased for σ under normal noise, "
+    print("The scale is C_n·MAD (Park, Kim & Wang 2020 factors; mutator/scoring/mad.py), unbiased for σ under normal noise, "
           "pooled as a df-weighted mean. The Student-t critical value is exact for normal deltas only: under t3 the "
           "MAD measures the centre of a heavy-tailed distribution, not its SD, and on real deltas ties make the MAD 0 "
-          "often. The sign-flip critical value (mutator/signflip.py) is exact for any symmetric noise: it takes t "
+          "often. The sign-flip critical value (mutator/scoring/signflip.py) is exact for any symmetric noise: it takes t "
           "from the candidate's own deltas with their signs flipped, and decides a Δ exactly on the threshold by a "
           "stored coin. The k=±1 design columns are the normal-theory (noncentral t) figures, for reference.")
     print(f"{off} k=0 cells off design beyond 3 Monte-Carlo SE. [{time.perf_counter() - started:.1f} s]")

@@ -5,7 +5,7 @@ The landscape is built from the fakes: a genome is a set of CSV rules (fakes/csv
 cell applies each rule unless the agent fumbles it (skip probability = the rule implementation's
 quality), and the demo grader scores the output against the answer key. Some rules help some tasks,
 titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly. The REAL
-strategy classes and the REAL gate (mutator/score.py) run in a loop mirroring mutator/loop.py, with a
+strategy classes and the REAL gate (mutator/scoring/score.py) run in a loop mirroring mutator/round/loop.py, with a
 simulated mutator shared by all strategies. Everything runs in-process: no agents, no database.
 
 Every line gets the same rollout budget (val + train cells; best-of-N included) and stops before an evaluation
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fakes.csv_rules import apply_rules, read_csv  # noqa: E402
-from mutator.score import CellFigures, Comparison, Normalisers, Weights, compare, per_task, summarise  # noqa: E402
+from mutator.scoring.score import CellFigures, Comparison, Normalisers, Weights, compare, per_task, summarise  # noqa: E402
 from strategies import Member, Scored, State, make_strategy  # noqa: E402
 
 SEED_RULES = (("trim", 0), ("headers", 0))
@@ -194,107 +194,130 @@ class Outcome:
     usd: float
 
 
-def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,
-               raw_threshold: float = RAW_THRESHOLD) -> Outcome:
-    strategy_id, opts = line.strategy, line.opts
-    rng = random.Random(f"bench:{seed}:{line.label}")
-    mutator = Mutator(land, random.Random(f"mutator:{seed}:{line.label}"))
-    norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
-    val_cells: dict[Genome, list[CellFigures]] = {}
-    train_cells: dict[Genome, list[CellFigures]] = {}
-    train_failing: dict[Genome, dict[str, list[str]]] = {}
-    spent = {"rollouts": 0, "usd": 0.0}
-    names: dict[Genome, str] = {}
+class Search:
+    """One line's search on the landscape at a hard rollout budget: the evaluation cache, the spend, the curve."""
 
-    def name(g: Genome) -> str:
-        return names.setdefault(g, f"g{len(names)}")
+    def __init__(self, land: Landscape, line: Line, budget: int, replicates: int, seed: int,
+                 raw_threshold: float = RAW_THRESHOLD) -> None:
+        self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
+        self.raw_threshold = raw_threshold
+        self.rng = random.Random(f"bench:{seed}:{line.label}")
+        self.mutator = Mutator(land, random.Random(f"mutator:{seed}:{line.label}"))
+        self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
+        self.val_cells: dict[Genome, list[CellFigures]] = {}
+        self.train_cells: dict[Genome, list[CellFigures]] = {}
+        self.train_failing: dict[Genome, dict[str, list[str]]] = {}
+        self.spent = {"rollouts": 0, "usd": 0.0}
+        self.names: dict[Genome, str] = {}
+        self.by_name: dict[str, Genome] = {}
+        self.calls = 0
+        self.val_size = len(land.suites["val"]) * replicates
+        self.seed_genome = Genome(SEED_RULES)
+        self.incumbent = self.seed_genome
+        self.curve: list[tuple[int, float]] = []
 
-    by_name: dict[str, Genome] = {}
+    def name(self, g: Genome) -> str:
+        return self.names.setdefault(g, f"g{len(self.names)}")
 
-    def evaluate(g: Genome, split: str, store: dict) -> list[CellFigures]:
+    def evaluate(self, g: Genome, split: str, store: dict) -> list[CellFigures]:
         if g not in store:  # the evaluation cache: same genome, same contract, no new spend
-            if spent["rollouts"] + replicates * len(land.suites[split]) > budget:
+            if self.spent["rollouts"] + self.replicates * len(self.land.suites[split]) > self.budget:
                 raise OutOfBudget  # every line stops at the same hard rollout cap
-            store[g], failing_tests = land.cells(g, split, replicates, rng)
+            store[g], failing_tests = self.land.cells(g, split, self.replicates, self.rng)
             if split == "train":
-                train_failing[g] = failing_tests
-            spent["rollouts"] += len(store[g])
-            spent["usd"] += sum(c.cost_usd for c in store[g])
-        by_name[name(g)] = g
+                self.train_failing[g] = failing_tests
+            self.spent["rollouts"] += len(store[g])
+            self.spent["usd"] += sum(c.cost_usd for c in store[g])
+        self.by_name[self.name(g)] = g
         return store[g]
 
-    def member(g: Genome) -> Member:
-        tasks = per_task(val_cells[g], WEIGHTS, norms["val"])
-        train = {t: f.composite for t, f in per_task(train_cells[g], WEIGHTS, norms["train"]).items()} \
-            if g in train_cells else {}
-        return Member(name(g), summarise(val_cells[g], WEIGHTS, norms["val"]).composite,
+    def member(self, g: Genome) -> Member:
+        norms = self.norms
+        tasks = per_task(self.val_cells[g], WEIGHTS, norms["val"])
+        train = {t: f.composite for t, f in per_task(self.train_cells[g], WEIGHTS, norms["train"]).items()} \
+            if g in self.train_cells else {}
+        return Member(self.name(g), summarise(self.val_cells[g], WEIGHTS, norms["val"]).composite,
                       {t: f.composite for t, f in tasks.items()}, train)
 
-    def failing(g: Genome) -> dict[str, list[str]]:
-        return train_failing.get(g, {})  # only genomes selected for train have evidence
+    def failing(self, g: Genome) -> dict[str, list[str]]:
+        return self.train_failing.get(g, {})  # only genomes selected for train have evidence
 
-    val_size, calls = len(land.suites["val"]) * replicates, {"n": 0}
-    seed_genome = Genome(SEED_RULES)
-    evaluate(seed_genome, "val", val_cells)
-    evaluate(seed_genome, "train", train_cells)
-    curve = [(spent["rollouts"], land.expected(seed_genome, "val", norms["val"]))]
+    def mutate(self, parent: Genome, **how) -> tuple[Genome, object]:
+        self.spent["usd"] += MUTATOR_USD
+        self.calls += 1
+        return self.mutator(parent, failing=self.failing(parent), **how)
 
-    incumbent = seed_genome
-    try:
-        if strategy_id == "best-of-n":
-            # independent mutants of the seed until the budget is spent; a duplicate is served from the cache
-            while calls["n"] < 3 * budget // val_size:
-                child, _ = mutator(seed_genome, objective=None, refs=[], failing=failing(seed_genome), targets=())
-                spent["usd"] += MUTATOR_USD
-                calls["n"] += 1
-                if child == seed_genome:
-                    continue
-                evaluate(child, "val", val_cells)
-                if member(child).composite > member(incumbent).composite:
-                    incumbent = child
-                curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
-        else:
-            strategy = make_strategy(strategy_id, opts)
-            pool, prior = (), []
-            round_no = 0
-            # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
-            while calls["n"] < 3 * budget // val_size:
-                round_no += 1
-                members = tuple(member(g) for g in val_cells)
-                state = State(round_no, member(incumbent), random.Random(f"{seed}:{strategy_id}:{round_no}"),
-                              members, pool)
-                scored, first_op = [], None
-                for sibling, spec in enumerate(strategy.plan(state)):
-                    parent = by_name[spec.parent_hash]
-                    child, op = mutator(parent, objective=first_op if spec.share_objective else None,
-                                        refs=[by_name[h] for h in spec.ref_hashes], failing=failing(parent),
-                                        targets=spec.target_tasks)
-                    spent["usd"] += MUTATOR_USD
-                    calls["n"] += 1
-                    first_op = op if sibling == 0 else first_op
-                    if child == parent:  # the critic rejects a no-op without spending an evaluation
-                        scored.append(Scored(sibling, spec, None, evaluated=False))
-                        continue
-                    cand = per_task(evaluate(child, "val", val_cells), WEIGHTS, norms["val"])
-                    base = per_task(val_cells[incumbent], WEIGHTS, norms["val"])
-                    if line.keep == "raw":
-                        gate = compare(cand, base, prior=prior, min_improvement=raw_threshold, gate_z=0.0)
-                        keep = gate.keep
-                    else:
-                        gate = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=1.0)
-                        keep = gate.keep if line.keep == "gate" else gate.delta > 1e-12
-                    prior.append(Comparison(gate.n, gate.s_r))
-                    scored.append(Scored(sibling, spec, name(child), True, member(child).composite, keep,
-                                         {t: f.composite for t, f in cand.items()}))
-                integration = strategy.integrate(state, scored)
-                incumbent, pool = by_name[integration.incumbent], integration.pool or pool
-                curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
-                for h in integration.selected:
-                    evaluate(by_name[h], "train", train_cells)
-    except OutOfBudget:
-        curve.append((spent["rollouts"], land.expected(incumbent, "val", norms["val"])))
-    return Outcome(curve, member(incumbent).composite, land.expected(incumbent, "test", norms["test"]),
-                   spent["rollouts"], spent["usd"])
+    def point(self) -> None:
+        self.curve.append((self.spent["rollouts"], self.land.expected(self.incumbent, "val", self.norms["val"])))
+
+    def best_of_n(self) -> None:
+        """Independent mutants of the seed until the budget is spent; a duplicate is served from the cache."""
+        while self.calls < 3 * self.budget // self.val_size:
+            child, _ = self.mutate(self.seed_genome, objective=None, refs=[], targets=())
+            if child == self.seed_genome:
+                continue
+            self.evaluate(child, "val", self.val_cells)
+            if self.member(child).composite > self.member(self.incumbent).composite:
+                self.incumbent = child
+            self.point()
+
+    def gate(self, cand: dict, base: dict, prior: list) -> tuple[object, bool]:
+        if self.line.keep == "raw":
+            gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0)
+            return gate, gate.keep
+        gate = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=1.0)
+        return gate, gate.keep if self.line.keep == "gate" else gate.delta > 1e-12
+
+    def one_round(self, strategy, state: State, prior: list) -> list[Scored]:
+        scored, first_op = [], None
+        for sibling, spec in enumerate(strategy.plan(state)):
+            parent = self.by_name[spec.parent_hash]
+            child, op = self.mutate(parent, objective=first_op if spec.share_objective else None,
+                                    refs=[self.by_name[h] for h in spec.ref_hashes], targets=spec.target_tasks)
+            first_op = op if sibling == 0 else first_op
+            if child == parent:  # the critic rejects a no-op without spending an evaluation
+                scored.append(Scored(sibling, spec, None, evaluated=False))
+                continue
+            cand = per_task(self.evaluate(child, "val", self.val_cells), WEIGHTS, self.norms["val"])
+            base = per_task(self.val_cells[self.incumbent], WEIGHTS, self.norms["val"])
+            gate, keep = self.gate(cand, base, prior)
+            prior.append(Comparison(gate.n, gate.s_r))
+            scored.append(Scored(sibling, spec, self.name(child), True, self.member(child).composite, keep,
+                                 {t: f.composite for t, f in cand.items()}))
+        return scored
+
+    def strategy_rounds(self) -> None:
+        strategy_id = self.line.strategy
+        strategy = make_strategy(strategy_id, self.line.opts)
+        pool, prior, round_no = (), [], 0
+        # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
+        while self.calls < 3 * self.budget // self.val_size:
+            round_no += 1
+            members = tuple(self.member(g) for g in self.val_cells)
+            state = State(round_no, self.member(self.incumbent),
+                          random.Random(f"{self.seed}:{strategy_id}:{round_no}"), members, pool)
+            integration = strategy.integrate(state, self.one_round(strategy, state, prior))
+            self.incumbent, pool = self.by_name[integration.incumbent], integration.pool or pool
+            self.point()
+            for h in integration.selected:
+                self.evaluate(self.by_name[h], "train", self.train_cells)
+
+    def run(self) -> Outcome:
+        self.evaluate(self.seed_genome, "val", self.val_cells)
+        self.evaluate(self.seed_genome, "train", self.train_cells)
+        self.point()
+        try:
+            self.best_of_n() if self.line.strategy == "best-of-n" else self.strategy_rounds()
+        except OutOfBudget:
+            self.point()
+        return Outcome(self.curve, self.member(self.incumbent).composite,
+                       self.land.expected(self.incumbent, "test", self.norms["test"]), self.spent["rollouts"],
+                       self.spent["usd"])
+
+
+def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,
+               raw_threshold: float = RAW_THRESHOLD) -> Outcome:
+    return Search(land, line, budget, replicates, seed, raw_threshold).run()
 
 
 def mean_se(values: list[float]) -> str:

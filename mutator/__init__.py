@@ -1,7 +1,7 @@
-"""The round loop and the mutator's view: loop, mutate, critic, score (composite + gate; the gate's scale in mad,
-its sign-flip critical value in signflip), briefing, evidence, view, solve, meta, progress, the run budget, the
-summary report and the merged config.
+"""Skill Mutator: the merged config here, and one room per concept of a round beside it:
+`round/` (the loop and everything a round runs), `scoring/` (composite, gate, its scale and critical value,
+several models), `critic/` (the deterministic guards and --lint), `briefing/` (what the mutator is shown),
+`store/` (the database), `validity/`, `after/`, `mining/` and `server/` (built on the round).
 
-May import: its rooms `store/` (and, for the summary, nothing else of them), `eval/`, `strategies/`,
-`sandbox/`. Its rooms `validity/`, `after/` and `server/` build on it; it never imports them.
+May import: `eval/`, `strategies/`, `sandbox/`. Arrows point down: round -> briefing, critic, scoring -> store.
 """

@@ -146,7 +146,7 @@ class Settings:
     executor: str = "local"            # where cells run: local | ray (eval/executors); never part of a run id
     ray_address: str = ""
     cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
-    gate_method: str = "signflip"      # how the gate's critical value is made (mutator/signflip.py, score.compare)
+    gate_method: str = "signflip"      # how the gate's critical value is made (mutator/scoring/signflip.py, score.compare)
 
     @property
     def models(self) -> tuple[str, ...]:

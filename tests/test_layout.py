@@ -5,6 +5,8 @@ and no module outside tests/ is named like a test."""
 from __future__ import annotations
 
 import ast
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -89,6 +91,26 @@ def test_no_import_circle_between_project_files():
     assert find_circle(graph()) is None, " -> ".join(find_circle(graph()) or [])
 
 
+def js_graph() -> dict[str, set[str]]:
+    """Each SPA module's static imports, as paths relative to webpages/."""
+    web = ROOT / "webpages"
+    edges: dict[str, set[str]] = {}
+    for path in web.rglob("*.js"):
+        if "vendor" in path.relative_to(web).parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        targets = re.findall(r"^\s*(?:import|export)\b[^'\"]*?from\s+['\"](\.[^'\"]+)['\"]", text, re.M)
+        name = str(path.relative_to(web))
+        edges[name] = {os.path.normpath(os.path.join(os.path.dirname(name), t)) for t in targets}
+    return edges
+
+
+def test_no_import_circle_between_spa_modules():
+    edges = js_graph()
+    assert find_circle(edges) is None, " -> ".join(find_circle(edges) or [])
+    assert "lib/shell.js" in edges["pages/home.js"]   # the graph is read at all
+
+
 def test_the_circle_finder_finds_a_circle():
     assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_circle({"a": {"b"}, "b": set()}) is None
@@ -109,16 +131,34 @@ def test_the_store_imports_no_loop_or_upper_room():
     assert bad == []
 
 
-def test_the_loop_room_never_imports_validity_after_or_server():
+ROUND_ROOMS = ("mutator.round", "mutator.scoring", "mutator.critic", "mutator.briefing", "mutator.config")
+UPPER_ROOMS = ("mutator.validity", "mutator.after", "mutator.server", "mutator.mining")
+
+
+def test_the_round_rooms_never_import_validity_after_or_server():
     edges = graph()
-    top = {name for name in edges if name.count(".") == 1 and name.startswith("mutator.")}
-    top -= {"mutator.store", "mutator.validity", "mutator.after", "mutator.server", "mutator.mining"}
-    bad = sorted(f"{name} -> {t}" for name in top for t in edges[name]
-                 if t.startswith(("mutator.validity", "mutator.after", "mutator.server", "mutator.mining")))
+    bad = sorted(f"{name} -> {t}" for name, targets in edges.items() if name.startswith(ROUND_ROOMS)
+                 for t in targets if t.startswith(UPPER_ROOMS))
     assert bad == []
 
 
-@pytest.mark.parametrize("room", ["mutator", "mutator/store", "mutator/validity", "mutator/after", "mutator/server",
+def test_only_run_py_imports_the_cli_room():
+    edges = graph()
+    bad = sorted(f"{name} -> {t}" for name, targets in edges.items() if name != "run" and not
+                 name.startswith("mutator.cli") for t in targets if t.startswith("mutator.cli"))
+    assert bad == []
+
+
+def test_scoring_and_the_critic_import_no_round_or_briefing():
+    edges = graph()
+    bad = sorted(f"{name} -> {t}" for name, targets in edges.items()
+                 if name.startswith(("mutator.scoring", "mutator.critic"))
+                 for t in targets if t.startswith(("mutator.round", "mutator.briefing")))
+    assert bad == []
+
+
+@pytest.mark.parametrize("room", ["mutator", "mutator/cli", "mutator/round", "mutator/scoring", "mutator/critic",
+                                  "mutator/briefing", "mutator/store", "mutator/validity", "mutator/after", "mutator/server",
                                   "mutator/mining", "eval", "strategies", "sandbox", "fakes"])
 def test_each_room_says_what_it_is_for_and_holds_nothing_else(room):
     init = ROOT / room / "__init__.py"
@@ -133,7 +173,7 @@ def test_each_room_says_what_it_is_for_and_holds_nothing_else(room):
 def test_mining_never_drives_the_loop_in_process_nor_imports_the_server():
     edges = graph()
     bad = sorted(f"{name} -> {t}" for name, targets in edges.items() if name.startswith("mutator.mining")
-                 for t in targets if t in ("mutator.loop", "mutator.server") or t.startswith("mutator.server."))
+                 for t in targets if t in ("mutator.round.loop", "mutator.server") or t.startswith("mutator.server."))
     assert bad == []
 
 
@@ -143,6 +183,41 @@ def test_no_module_outside_tests_is_named_like_a_test():
     assert named == []
 
 
-def test_no_top_level_loop_module_past_the_split_size():
-    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in (ROOT / "mutator").glob("*.py")}
+def test_the_top_of_mutator_holds_only_its_init_and_the_config():
+    loose = sorted(p.name for p in (ROOT / "mutator").glob("*.py"))
+    assert loose == ["__init__.py", "config.py"], "give each module a room: mutator/round, scoring, critic, ..."
+
+
+def test_tests_mirror_the_rooms_of_mutator():
+    """Every test of a round room lives in the same room under tests/ (tests/mutator/round/ for mutator/round/)."""
+    rooms = {p.name for p in (ROOT / "mutator").iterdir() if (p / "__init__.py").is_file()}
+    loose = sorted(p.name for p in (ROOT / "tests" / "mutator").glob("test_*.py") if p.name not in ("test_config.py", "test_paths.py"))
+    assert loose == []
+    strays = sorted(p.name for p in (ROOT / "tests" / "mutator").iterdir() if p.is_dir() and p.name not in rooms
+                    and p.name != "__pycache__")
+    assert strays == []
+
+
+def source_files() -> list[Path]:
+    found = [ROOT / "run.py"]
+    for package in PACKAGES + ("bench", "webpages"):
+        for path in (ROOT / package).rglob("*"):
+            if path.suffix in (".py", ".js", ".css", ".html") and "vendor" not in path.relative_to(ROOT).parts:
+                found.append(path)
+    return sorted(found)
+
+
+def test_no_source_file_past_the_split_size():
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in source_files()}
     assert {name: n for name, n in sizes.items() if n > 450} == {}
+
+
+def test_no_function_past_eighty_lines():
+    long = []
+    for path in source_files():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{path.relative_to(ROOT)}::{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert long == []

@@ -1,6 +1,8 @@
-// The shell: store / skill / run pickers, a hash router over the four pages, live updates over
-// Server-Sent Events (with a pause control), the red restart banner and the side drawer.
+// The shell: store / skill / run pickers, a hash router over the pages, live updates over Server-Sent Events
+// (with a pause control) and the red restart banner. Pages import lib/shell.js (state, go, the drawer,
+// refresh), never this file, so the router has no import circle.
 import { api, h } from './lib/util.js';
+import { state, link, go, closeDrawer, redrawDrawer, onRefresh } from './lib/shell.js';
 import * as home from './pages/home.js';
 import * as round from './pages/round.js';
 import * as lineage from './pages/lineage.js';
@@ -10,11 +12,6 @@ import { AFTER_PAGES } from './pages/after_nav.js';
 
 const PAGES = { home, round, lineage, history, compare, ...AFTER_PAGES };
 const $ = (id) => document.getElementById(id);
-
-export const state = {
-  meta: null, store: null, skill: null, run: null, skills: [], runs: [],
-  page: 'home', arg: null, params: new URLSearchParams(), paused: false, ui: {},
-};
 
 let events = null;
 let rendering = null;
@@ -28,13 +25,6 @@ function parseHash() {
   state.params = new URLSearchParams(query || '');
   for (const key of ['store', 'skill', 'run']) if (state.params.get(key)) state[key] = state.params.get(key);
 }
-
-export function link(page, arg = null, extra = {}) {
-  const params = new URLSearchParams({ store: state.store || '', skill: state.skill || '', run: state.run || '', ...extra });
-  return `#/${page}${arg !== null && arg !== undefined ? '/' + arg : ''}?${params}`;
-}
-
-export function go(page, arg = null, extra = {}) { location.hash = link(page, arg, extra); }
 
 function fill(select, items, value, label) {
   const options = items.map((item) => h('option', { value: item.value, selected: item.value === value }, label(item)));
@@ -78,7 +68,7 @@ function fillRuns(select, ordinary, aa, value) {
 const RUN_PAGES = new Set(['home', 'round', 'lineage', 'history', 'compare']);
 let wanted = null;
 
-export async function refresh({ pickers = true, page = true, live = false } = {}) {
+async function refresh({ pickers = true, page = true, live = false } = {}) {
   if (rendering) {
     wanted = { pickers: pickers || !!wanted?.pickers, page: page || !!wanted?.page, live: live && (wanted?.live ?? true) };
     return rendering;
@@ -97,7 +87,7 @@ export async function refresh({ pickers = true, page = true, live = false } = {}
         state.renders = (state.renders || 0) + 1;
         document.body.dataset.renders = state.renders;   // page renders so far (tests wait on it)
       }
-      if (drawerRender) await drawerRender();
+      await redrawDrawer();
     } catch (err) {
       console.warn('refresh failed:', err.message);
       $('page').replaceChildren(h('p', { class: 'error' }, `Could not load: ${err.message}`));
@@ -176,33 +166,6 @@ function connect() {
   events.onopen = () => $('live').classList.remove('offline');
 }
 
-// ---- drawer -------------------------------------------------------------------------------------------
-// A live drawer re-renders on every refresh (an attempt's stages move); a form is opened with
-// { live: false } so a refresh never wipes what the user typed or the status it shows.
-// onClose runs when this drawer goes (closed, or replaced by another): e.g. the timeline unmarks its node.
-let drawerRender = null;
-let drawerClosed = null;
-export function openDrawer(render, { live = true, onClose = null } = {}) {
-  const before = drawerClosed;
-  drawerClosed = null;
-  if (before) before();
-  const draw = async () => {
-    const content = await render();
-    $('drawer-body').replaceChildren(content);
-  };
-  drawerRender = live ? draw : null;
-  drawerClosed = onClose;
-  $('drawer').hidden = false;
-  return draw();
-}
-export function closeDrawer() {
-  const closed = drawerClosed;
-  drawerRender = null;
-  drawerClosed = null;
-  $('drawer').hidden = true;
-  if (closed) closed();
-}
-
 // ---- wiring -------------------------------------------------------------------------------------------
 function pick(key, value) {
   state[key] = value;
@@ -222,6 +185,7 @@ $('pause').addEventListener('click', () => {
   $('live').classList.toggle('paused', state.paused);
   if (!state.paused && state.missed) { state.missed = false; refresh({ live: true }); }
 });
+onRefresh(refresh);
 window.addEventListener('hashchange', () => { parseHash(); refresh(); });
 parseHash();
 refresh();

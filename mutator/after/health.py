@@ -21,10 +21,10 @@ from eval.cost import price_for
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import Suite
 from mutator.after import drift
-from mutator.budget import BudgetStop
 from mutator.config import ConfigError, Settings
-from mutator.evaluations import Evaluator, executor_for
-from mutator.progress import Progress
+from mutator.round.budget import BudgetStop
+from mutator.round.evaluations import Evaluator, executor_for
+from mutator.round.progress import Progress
 from mutator.store.db import connect, dumps, loads, now, rows
 from sandbox import Launcher
 

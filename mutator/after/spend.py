@@ -18,8 +18,8 @@ import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
-from mutator.budget import BudgetStop, mean_mutation_cost, pending_cells
 from mutator.config import ConfigError, Settings
+from mutator.round.budget import BudgetStop, mean_mutation_cost, pending_cells
 from mutator.store.db import connect, loads, now, rows
 
 WARN_AT = 0.8
@@ -167,7 +167,7 @@ def view(db: sqlite_utils.Database, at: float | None = None, days: int = 30) -> 
 
 @dataclass(frozen=True)
 class DailyBudget:
-    """The store's daily cap, checked before each spending step like the run budget (mutator/budget.py)."""
+    """The store's daily cap, checked before each spending step like the run budget (mutator/round/budget.py)."""
     limit_usd: float
     clock: Callable[[], float] = field(default=time.time, compare=False)
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mutator.after.spend import DailyBudget, daily_limit
-from mutator.budget import BudgetStop
 from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
+from mutator.round.budget import BudgetStop
 from mutator.store.db import connect, rows
 from mutator.store.lock import RunLock
 

@@ -32,6 +32,7 @@ from mutator.server.common import (
     STORE_ID,
     STORES,
     TOKEN,
+    allowed_hosts,
     db_of,
     fail,
     hit,
@@ -398,15 +399,6 @@ async def _shutdown(app: web.Application) -> None:
 
 async def _cleanup(app: web.Application) -> None:
     app[STORES].close()
-
-
-def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> frozenset[str]:
-    """The Host names the dashboard answers: loopback names, the bind address and any --allow-host names. A
-    wildcard bind (0.0.0.0, ::) is no Host anyone types, so it adds nothing: LAN names come from --allow-host."""
-    names = {"127.0.0.1", "localhost", "::1", *(n.strip().lower().strip("[]") for n in extra if n.strip())}
-    if host not in ("0.0.0.0", "::", ""):
-        names.add(host.lower().strip("[]"))
-    return frozenset(names)
 
 
 def create_app(*, data_dir: Path | None = None, config_file: Path | None = None, project_root: Path = ROOT,

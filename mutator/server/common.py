@@ -113,3 +113,12 @@ async def read_body(request: web.Request) -> dict:
     if not isinstance(body, dict):
         raise fail(400, "body: expected a JSON object")
     return body
+
+
+def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> frozenset[str]:
+    """The Host names the dashboard answers: loopback names, the bind address and any --allow-host names. A
+    wildcard bind (0.0.0.0, ::) is no Host anyone types, so it adds nothing: LAN names come from --allow-host."""
+    names = {"127.0.0.1", "localhost", "::1", *(n.strip().lower().strip("[]") for n in extra if n.strip())}
+    if host not in ("0.0.0.0", "::", ""):
+        names.add(host.lower().strip("[]"))
+    return frozenset(names)

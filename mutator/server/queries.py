@@ -8,10 +8,8 @@ the evaluation in progress.
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 
@@ -24,13 +22,10 @@ from mutator.server.models_view import (
     mean_composite,
     train_composite,
 )
+from mutator.server.sql import loads, one, q
+from mutator.server.stages import EVAL_COLS, live_eval, progress, stages
 from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale, mark_stale_records
-
-try:   # 3-10x faster than json.loads on the many small JSON columns a run detail or a lineage parses
-    from orjson import loads as _decode
-except ImportError:  # pragma: no cover - the stdlib decoder is the fallback
-    _decode = json.loads
 
 RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
             "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
@@ -43,9 +38,8 @@ ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, v
 LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "delta", "gate_threshold",
                "val_evaluation_id", "pool_snapshot", "error", "gate_keep")
 # gate_keep: the gate's own decision, which differs from Δ ≥ threshold only for a sign-flip gate's Δ exactly on
-# its threshold (decided by the stored coin, mutator/signflip.py)
+# its threshold (decided by the stored coin, mutator/scoring/signflip.py)
 LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES[:-1]) + ", json_extract(a.gate, '$.keep')"
-EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
 
 
 _COLUMNS: dict[tuple[int, int], str] = {}   # (connection, schema_version) -> attempt_list
@@ -59,26 +53,6 @@ def attempt_list(db: sqlite_utils.Database) -> str:
         names = {row[1] for row in db.conn.execute("PRAGMA table_info(attempts)")}
         _COLUMNS[key] = ATTEMPT_LIST + (", confirm" if "confirm" in names else ", null as confirm")
     return _COLUMNS[key]
-
-
-def q(db: sqlite_utils.Database, sql: str, params: Any = ()) -> list[dict]:
-    cursor = db.conn.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
-def one(db: sqlite_utils.Database, sql: str, params: Any = ()) -> dict | None:
-    found = q(db, sql, params)
-    return found[0] if found else None
-
-
-def loads(text: str | None, default: Any = None) -> Any:
-    if not text:
-        return default
-    try:
-        return _decode(text)
-    except ValueError:   # orjson.JSONDecodeError is a ValueError too
-        return default
 
 
 def composite(ev: dict | None, run: dict, *, split: str) -> float | None:
@@ -116,74 +90,6 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
     return run
-
-
-def _started_cells(data_dir: Path, key: str) -> int:
-    """Cells whose build has begun: their dir exists under evals/<key>/ (only read for a live evaluation)."""
-    root = data_dir / "evals" / key
-    try:
-        return sum(1 for p in root.iterdir() if p.is_dir())
-    except OSError:
-        return 0
-
-
-def _progress(ev: dict | None, data_dir: Path) -> dict | None:
-    if ev is None:
-        return None
-    started = ev["n_cells"] if ev["status"] == "done" else min(_started_cells(data_dir, ev["key"]), ev["n_cells"])
-    return {"evaluation_id": ev["id"], "status": ev["status"], "n_cells": ev["n_cells"], "n_done": ev["n_done"],
-            "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
-
-
-def _live_eval(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
-    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates = ? "
-                   "order by id desc limit 1", [genome_hash, suite, replicates])
-
-
-def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict], data_dir: Path) -> list[dict]:
-    """mutation → critic → build → grading → score, each {stage, state, detail}; state is one of
-    pending | running | done | failed | skipped. `attempt["critic"]` is the parsed JSON (None = not run)."""
-    a, seed = attempt, attempt["status"] == "seed"
-    critic = a["critic"]
-    copy = run.get("kind") == "aa" and not seed   # an A/A copy is the seed itself: nothing mutated or reviewed
-    out: list[dict] = []
-    if seed or copy:
-        why = "seed" if seed else "A/A copy of the seed"
-        out += [{"stage": "mutation", "state": "skipped", "detail": why},
-                {"stage": "critic", "state": "skipped", "detail": why}]
-    else:
-        failed = a["status"] == "failed"
-        out.append({"stage": "mutation", "state": "failed" if failed and not a["genome_hash"] else
-                    "done" if a["genome_hash"] else "running", "detail": a["error"] if failed else ""})
-        out.append({"stage": "critic", "state": "failed" if a["status"] == "critic_rejected" else
-                    "done" if critic is not None else "running" if a["genome_hash"] else "pending",
-                    "detail": a["error"] if a["status"] == "critic_rejected" else ""})
-    ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
-    live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
-        "critic_rejected", "failed")
-    if ev is None and live:
-        ev = _live_eval(db, a["genome_hash"], run["val"], run["replicates"])
-    prog = _progress(ev, data_dir)
-    blocked = a["status"] in ("critic_rejected", "failed")
-    if prog is None:
-        state = "skipped" if blocked else "pending"
-        out += [{"stage": "build", "state": state, "detail": ""}, {"stage": "grading", "state": state, "detail": ""}]
-    else:
-        done = prog["status"] == "done"
-        out.append({"stage": "build", "state": "done" if done or prog["n_started"] >= prog["n_cells"] else "running",
-                    "detail": f"{prog['n_started']}/{prog['n_cells']} cells started", "progress": prog})
-        out.append({"stage": "grading", "state": "done" if done else "running" if prog["n_done"] else "pending",
-                    "detail": f"{prog['n_done']}/{prog['n_cells']} cells graded", "progress": prog})
-    if seed:
-        scored = a["composite"] is not None
-        out.append({"stage": "score", "state": "done" if scored else "pending",
-                    "detail": "baseline" if scored else ""})
-    else:
-        out.append({"stage": "score", "state": "skipped" if blocked else "done" if a["verdict"] else
-                    "running" if a["delta"] is not None else "pending",
-                    "detail": f"Δ {a['delta']:+.4f} vs threshold {a['gate_threshold']:+.4f}"
-                    if a["delta"] is not None else ""})
-    return out
 
 
 def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window: int = 60,
@@ -265,9 +171,9 @@ def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict
         t["report"] = loads(t.get("report"), None)   # the honest test report (mutator/validity/report.py)
         t["progress"] = None
         if t["status"] == "running":
-            ev = _live_eval(db, t["genome_hash"], t["suite"], run["replicates"])
-            seed_ev = _live_eval(db, run["seed_hash"], t["suite"], run["replicates"])
-            t["progress"] = [p for p in (_progress(seed_ev, data_dir), _progress(ev, data_dir)) if p]
+            ev = live_eval(db, t["genome_hash"], t["suite"], run["replicates"])
+            seed_ev = live_eval(db, run["seed_hash"], t["suite"], run["replicates"])
+            t["progress"] = [p for p in (progress(seed_ev, data_dir), progress(ev, data_dir)) if p]
     return found
 
 

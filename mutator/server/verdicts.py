@@ -119,7 +119,7 @@ def _passes(a: dict) -> bool | None:
 
 
 def _on_threshold(a: dict) -> bool:
-    """Δ exactly on a sign-flip gate's threshold: the comparison's stored coin made the call (mutator/signflip.py)."""
+    """Δ exactly on a sign-flip gate's threshold: the comparison's stored coin made the call (mutator/scoring/signflip.py)."""
     return (a.get("gate_keep") is not None and a.get("delta") is not None and a.get("gate_threshold") is not None
             and abs(a["delta"] - a["gate_threshold"]) <= 1e-9)
 

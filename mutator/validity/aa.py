@@ -24,10 +24,10 @@ from skills_ref import read_properties
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
-from mutator.evaluations import Evaluator, Outcome
-from mutator.progress import Progress
-from mutator.report import spend_basis
-from mutator.score import (
+from mutator.round.evaluations import Evaluator, Outcome
+from mutator.round.progress import Progress
+from mutator.round.summary import spend_basis
+from mutator.scoring.score import (
     CellFigures,
     Comparison,
     Normalisers,

@@ -11,7 +11,7 @@ import argparse
 
 from eval.suite import Suite
 from mutator.config import Settings
-from mutator.progress import Progress
+from mutator.round.progress import Progress
 from mutator.store.db import connect, loads, rows
 from mutator.validity.pairs import champions_pair, render_pair
 from mutator.validity.testrun import AGENT_FLAGS, TestRunError, apply_run_defaults, test_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from mutator.score import Normalisers, Weights, normalisers
+from mutator.scoring.score import Normalisers, Weights, normalisers
 from mutator.validity.report import _cells, compare_split
 
 

@@ -14,7 +14,7 @@ from eval.cost import Usage, price_for, usd
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
-from mutator.score import gate_t
+from mutator.scoring.score import gate_t
 from mutator.store.db import connect_readonly, rows
 from mutator.validity.stats import mde, two_sided_critical
 from strategies import make_strategy

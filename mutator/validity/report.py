@@ -11,8 +11,8 @@ import math
 
 import sqlite_utils
 
-from mutator.models import stored_normalisers
-from mutator.score import CellFigures, Normalisers, Weights, per_task, split_key
+from mutator.scoring.models import stored_normalisers
+from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task, split_key
 from mutator.store import cache
 from mutator.store.db import rows
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test

@@ -15,12 +15,12 @@ from pathlib import Path
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import Settings
-from mutator.evaluations import Evaluator
-from mutator.failures import EvaluationStop, refuse_sick
-from mutator.models import stored_normalisers
-from mutator.progress import Progress
-from mutator.score import Weights, normalisers, summarise
-from mutator.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
+from mutator.round.evaluations import Evaluator
+from mutator.round.failures import EvaluationStop, refuse_sick
+from mutator.round.progress import Progress
+from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
+from mutator.scoring.models import stored_normalisers
+from mutator.scoring.score import Weights, normalisers, summarise
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
 from mutator.store.genome import GenomeStore
 from mutator.validity import report as test_report

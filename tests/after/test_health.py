@@ -16,7 +16,7 @@ import pytest
 from eval.suite import load_suite
 from mutator.after.health import HealthCheck
 from mutator.config import load_settings
-from mutator.progress import Progress
+from mutator.round.progress import Progress
 from sandbox import get_launcher
 
 from .conftest import ROOT, SEED, run_py

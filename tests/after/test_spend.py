@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from mutator.after.spend import DailyBudget, budget_state, daily_guard, view
-from mutator.budget import BudgetStop
 from mutator.config import load_settings
+from mutator.round.budget import BudgetStop
 from mutator.store.db import connect, dumps
 
 from .conftest import run_py

@@ -222,7 +222,7 @@ def test_mutator_may_write_only_inside_skill(server, tmp_path: Path) -> None:
 @pytest.mark.parametrize("pretouched", [False, True], ids=["absent", "empty"])
 def test_mutator_final_json_answer_becomes_result_json(server, tmp_path: Path, answer: str, expected,
                                                        pretouched: bool) -> None:
-    from mutator.mutate import read_result
+    from mutator.round.mutate import read_result
     (tmp_path / "ws" / "skill").mkdir(parents=True)
     if pretouched:  # the harness pre-creates result.json so a sandbox can bind that one file writable
         (tmp_path / "ws" / "result.json").touch()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mutator.budget import Budget, BudgetStop
+from mutator.round.budget import Budget, BudgetStop
 from mutator.store.db import connect_readonly
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_raising_the_cap_resumes_without_paying_twice(tmp_path: Path) -> None:
 
 
 def test_the_mutator_estimate_ignores_zero_rows(tmp_path: Path) -> None:
-    from mutator.budget import mean_mutation_cost
+    from mutator.round.budget import mean_mutation_cost
     from mutator.store.db import connect
     db = connect(tmp_path / "mutator.db")
     db["runs"].insert({"id": "r", "status": "running"})

@@ -13,8 +13,8 @@ from eval.agents import AnthropicBackend
 from eval.cells import Contract
 from eval.cost import Usage, parse_pricing, usd
 from eval.suite import load_suite
-from mutator.evaluations import Evaluator
-from mutator.progress import Progress
+from mutator.round.evaluations import Evaluator
+from mutator.round.progress import Progress
 from mutator.store.db import connect
 from sandbox.none import NoneLauncher
 from tests.agents.messages_server import csv_agent, message, text

@@ -103,8 +103,9 @@ def test_an_executors_own_retries_add_to_the_infrastructure_retries(driver: dict
 
 def test_the_executor_is_not_part_of_the_run(tmp_path: Path) -> None:
     from mutator.config import load_settings
-    from mutator.evaluations import executor_for
-    from mutator.loop import Agents, Loop, Suites, run_id_for
+    from mutator.round.evaluations import executor_for
+    from mutator.round.loop import Loop
+    from mutator.round.session import Agents, Suites, run_id_for
     from strategies import make_strategy
 
     agents = Agents(build_argv=tuple(FAKE), build_id="fake", mutator_argv=tuple(FAKE), mutator_id="fake")
@@ -142,7 +143,7 @@ def test_ray_missing_is_said_before_the_run_opens(monkeypatch) -> None:
     import importlib.util
 
     from mutator.config import ConfigError
-    from mutator.preflight import check_executor
+    from mutator.round.preflight import check_executor
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
     check_executor("local")

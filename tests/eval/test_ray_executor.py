@@ -128,8 +128,8 @@ def test_cancelling_an_evaluation_stops_its_remote_cells(cluster, driver: dict, 
 
 
 def test_killing_a_node_mid_evaluation_loses_no_cell(cluster, driver: dict, tmp_path: Path, monkeypatch) -> None:
-    from mutator.evaluations import Evaluator
-    from mutator.progress import Progress
+    from mutator.round.evaluations import Evaluator
+    from mutator.round.progress import Progress
     from mutator.store.db import connect
 
     gate = tmp_path / "gate"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from eval.cost import Price
-from mutator.mutate import mutate
+from mutator.round.mutate import mutate
 from sandbox.bwrap import BwrapLauncher
 from tests.conftest import ROOT
 from tests.sandbox.conftest import needs_bwrap

@@ -284,7 +284,7 @@ async def test_compare_puts_runs_on_one_axis_with_the_paired_test_delta(client, 
     assert (pair["a"], pair["b"], pair["suite"]) == (ids[0], ids[1], "clean-test")
     assert pair["ci_low"] <= pair["mean"] <= pair["ci_high"] and pair["n"] == 8   # clean-test has 8 tasks
     # the paired Δ by hand: per-task composites of both champions' test cells, scaled by the greedy run's seed
-    from mutator.score import CellFigures, Weights, normalisers, per_task
+    from mutator.scoring.score import CellFigures, Weights, normalisers, per_task
     with sqlite3.connect(mixed_store / "mutator.db") as conn:
         def cells(ev):
             return [CellFigures(*r[:5], r[5] == "ok") for r in conn.execute(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mutator.report import summary
+from mutator.round.summary import summary
 from mutator.server.app import create_app
 from mutator.store.db import connect_readonly
 from mutator.store.liveness import STALE_AFTER_S, is_stale

@@ -1,6 +1,6 @@
 """Branching plan/integrate on constructed states, and the later siblings' briefing."""
 
-from mutator.briefing import BriefingInput, render
+from mutator.briefing.render import BriefingInput, render
 from strategies import CandidateSpec
 from strategies.branching import Branching
 from tests.strategies.helpers import member, scored, state

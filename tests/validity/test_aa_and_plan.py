@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from mutator import signflip
+from mutator.scoring import signflip
 from mutator.store.db import connect_readonly, loads
 from tests.conftest import built_once, copy_store, run_cli
 

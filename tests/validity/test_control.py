@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mutator.score import Normalisers, Weights
+from mutator.scoring.score import Normalisers, Weights
 from mutator.store.db import connect_readonly, loads
 from mutator.validity.report import against_none, render_control
 from tests.conftest import run_cli

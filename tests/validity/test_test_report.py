@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mutator.score import CellFigures, Normalisers, Weights, per_task
+from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task
 from mutator.store.db import connect_readonly, loads
 from mutator.validity.report import gap, mcnemar_by_test, render
 from tests.conftest import run_cli

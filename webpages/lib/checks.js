@@ -1,5 +1,5 @@
 // The checks around one attempt on Round Analysis: the critic's rows (attempts.critic: {gate, verdict,
-// reason}, whatever gates mutator/critic.py runs) and the winner's-curse confirmation (attempts.confirm).
+// reason}, whatever gates mutator/critic/guards.py runs) and the winner's-curse confirmation (attempts.confirm).
 import { h, num, signed, usd } from './util.js';
 import { TIPS, fig } from './tips.js';
 
@@ -20,11 +20,11 @@ const GATES = {
 export function criticTable(rows) {
   if (rows === null || rows === undefined) return h('p', { class: 'hint', id: 'critic' }, 'critic not run (a seed, or the mutation failed first)');
   const failed = rows.filter((r) => r.verdict !== 'pass').length;
-  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic.py); one failing gate rejects the candidate' },
+  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic/guards.py); one failing gate rejects the candidate' },
     `${rows.length - failed}/${rows.length} gates passed`)),
   h('table', { class: 'critic-table' }, h('thead', {}, h('tr', {}, h('th', {}, 'gate'), h('th', {}, 'verdict'), h('th', {}, 'reason'))),
     h('tbody', {}, rows.map((r) => h('tr', { class: r.verdict === 'pass' ? 'pass' : 'fail', 'data-gate': r.gate },
-      h('th', { title: GATES[r.gate] || 'a deterministic pre-evaluation check (mutator/critic.py)' }, r.gate),
+      h('th', { title: GATES[r.gate] || 'a deterministic pre-evaluation check (mutator/critic/guards.py)' }, r.gate),
       h('td', {}, h('span', { class: `chip ${r.verdict === 'pass' ? 'ok' : 'bad'}` }, r.verdict)), h('td', {}, r.reason || ''))))));
 }
 

@@ -1,7 +1,7 @@
 // Compare runs: pick 2–4 runs of the skill; their champion (val) and test composites on one round axis, a
 // table of seed / champion / test figures side by side, and the paired test Δ between two champions tested
 // on the same suite (server/compare.py). The picked runs live in the URL (#/compare?runs=a,b).
-import { go } from '../app.js';
+import { go } from '../lib/shell.js';
 import { api, h, mount, num, short, signed, usd } from '../lib/util.js';
 import { chart, noLine } from '../lib/charts.js';
 import { TIPS, fig } from '../lib/tips.js';

@@ -1,6 +1,6 @@
 // History: every run of the skill as a regime (its own panel and y axis), x = round, val and train
 // series (+ test measurements); metric and stats controls; drag to zoom, click a point to open its round.
-import { go } from '../app.js';
+import { go } from '../lib/shell.js';
 import { api, mount, h } from '../lib/util.js';
 import { chart, destroyCharts, noLine, resetZoom } from '../lib/charts.js';
 import { TIPS } from '../lib/tips.js';

@@ -1,6 +1,6 @@
 // Home: the launch drawer, the live round timeline (per-stage progress), the optimisation curve,
 // the test timeline with "▶ Run test".
-import { state as appState, go, openDrawer, closeDrawer, refresh } from '../app.js';
+import { state as appState, go, openDrawer, closeDrawer, refresh } from '../lib/shell.js';
 import { api, mount, h, post, num, signed, short, usd, verdictBadge, when } from '../lib/util.js';
 import { chart, resetZoom, noLine } from '../lib/charts.js';
 import { reportView } from '../lib/report.js';

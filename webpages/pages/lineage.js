@@ -1,7 +1,7 @@
 // Lineage: the champion → seed chain beside a zoomable, collapsible genome tree drawn from the real
 // parent edges. The champion's ancestry forms the trunk; every other attempt (kept pool members off
 // other parents, rejected, critic-rejected, failed) hangs under its own parent; crossover refs are links.
-import { go } from '../app.js';
+import { go } from '../lib/shell.js';
 import { api, mount, h, num, short, signed, verdictBadge } from '../lib/util.js';
 import { TIPS, fig } from '../lib/tips.js';
 import { sections } from '../lib/keyed.js';

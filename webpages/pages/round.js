@@ -1,6 +1,6 @@
 // Round Analysis: one attempt on a chosen split — the mutation and its diff, verdict and gate figures,
 // bars vs the seed, the per-test grid, the task × replicate cell grid with drill-down, a metric scatter.
-import { go, openDrawer } from '../app.js';
+import { go, openDrawer } from '../lib/shell.js';
 import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } from '../lib/util.js';
 import { bars, chart, destroyCharts, noLine } from '../lib/charts.js';
 import { confirmView, criticTable } from '../lib/checks.js';

@@ -1,0 +1,63 @@
+"""The agents a command runs: the real backends (checked before any spend) or the zero-spend fakes."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+from eval.cost import PricingError
+from mutator.config import ROOT, ConfigError, Settings
+
+
+def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False):
+    """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
+    import os
+
+    from eval.agents import AgentSetupError
+    from eval.agents.choice import backend_for, choose
+    from eval.cost import price_for
+    from mutator.round.session import Agents
+    for model, attr, key in (*((m, "model", "model") for m in settings.models),   # every eval model is priced
+                             (settings.mutator_model, "mutator_model", "mutatorModel")):
+        flag = "--" + attr.replace("_", "-")
+        try:
+            price_for(settings.pricing, model)  # PricingError names the model and the config key to add
+        except PricingError as err:
+            how = (f"{flag} {model}" if getattr(args, attr) else
+                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} (pass {flag} "
+                   f"to choose another)")
+            raise PricingError(f"{how}: {err}") from None
+    try:
+        # a typed --mutator-agent other than command outranks config mutatorCmd (flags win over config)
+        configured = settings.mutator_cmd if args.mutator_agent in (None, "command") else ""
+        build_choice, mutator_choice = choose(
+            agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
+            mutator_cmd=args.mutator_cmd or configured or None,
+            mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
+        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
+        mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
+                                                       environ=os.environ)
+    except AgentSetupError as err:
+        raise ConfigError(str(err)) from None
+    # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
+    solver = mutator if mutator_choice.can_solve else None
+    return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
+                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True,
+                  solve_argv=solver.argv("build") if solver else None,
+                  solve_id=solver.implementation("build") if solver else "", solve_by_default=solver is not None,
+                  mutator_how=mutator_choice.how,
+                  launch={"real": True, "agent": build_choice.backend, "agent_cmd": build_choice.command,
+                          "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})
+
+
+def fake_agents():
+    from mutator.round.session import Agents
+
+    def implementation(script: Path) -> str:
+        return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
+    build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
+    return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
+                  mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator),
+                  solve_argv=(sys.executable, str(build)), solve_id=implementation(build), launch={"real": False})

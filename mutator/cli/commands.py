@@ -1,0 +1,251 @@
+"""What each command of run.py does, one function a mode, and the helpers they share (the run locks this
+command holds, printed next steps, loading a suite for a role).
+
+Each mode is a `Command` in `mutator/cli/main.py`'s registry: the first whose `wants(args)` is true runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.suite import Suite, SuiteError, load_suite
+from mutator.config import ConfigError, Settings, resolve_suite_path
+from mutator.round.preflight import check_seed_skill, check_split
+from mutator.store.db import store_problem
+from mutator.store.lock import KEY, RunLock
+from strategies import make_strategy
+
+HELD: list = []  # release/stop callables of the run locks and heartbeats this command holds (mutator/store/)
+
+
+def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params: list) -> None:
+    """One writer per run: take its lock (LockHeld names the holder) and beat the record's heartbeat."""
+    from mutator.store.liveness import Heartbeat
+    HELD.append(RunLock.acquire(settings.data_dir, key, what=what).release)
+    HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
+
+
+def where_flags(args: argparse.Namespace) -> str:
+    """The --config and --data-dir this command was given, for a printed command to carry."""
+    import shlex
+    return " ".join(f"{flag} {shlex.quote(str(getattr(args, attr)))}"
+                    for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
+                    if getattr(args, attr) is not None)
+
+
+def next_step(args: argparse.Namespace, *words: str) -> str:
+    """A command to print as the next step that works when pasted in the same shell: it carries the
+    --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
+    import shlex
+    script = sys.argv[0] if sys.argv[0].endswith("run.py") else "run.py"   # as the user typed it
+    return " ".join(["python", shlex.quote(script), *words, where_flags(args)]).strip()
+
+
+def reap_orphans(data_dir: Path) -> None:
+    """Kill agent process groups a killed harness left behind, then record this one's."""
+    from eval import reaper
+    killed = reaper.reap(data_dir / "pids")
+    if killed:
+        print(f"reaped {len(killed)} agent process(es) left running by a harness that died: pids "
+              f"{', '.join(map(str, killed[:10]))}", file=sys.stderr)
+    reaper.use(data_dir / "pids")
+
+
+def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: bool = False) -> Suite:
+    """Load a suite for one role; its suite.md `split:` must name that role unless --allow-split-mismatch."""
+    if not name:
+        raise SuiteError(f"{flag} is required; name a suite from config.json 'suites' "
+                         f"({', '.join(settings.suites)}) or a path to a suite folder")
+    suite = load_suite(resolve_suite_path(settings, name))
+    check_split(suite, flag, allow_mismatch=allow_mismatch)
+    return suite
+
+
+def import_evals_command(args: argparse.Namespace) -> int:
+    from mutator.after.importer import EvalsImportError, import_evals
+    if not args.out:
+        print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
+        return 2
+    try:
+        made = import_evals(args.import_evals, args.out, seed=args.seed or 0)
+    except (EvalsImportError, SuiteError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for suite in made:
+        print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
+    by_split = {suite.split: suite.path for suite in made}
+    print(f"\nDry run: python run.py --suite {by_split['train']} --val {by_split['val']} --skill-dir "
+          f"{args.import_evals.resolve().parent.parent}")
+    return 0
+
+@dataclass
+class Context:
+    """What a command gets: its flags and settings, and (for the commands that run agents) the launcher, the
+    agents, the daily budget and the progress display."""
+    args: argparse.Namespace
+    settings: Settings
+    progress: object
+    launcher: object = None
+    agents: object = None
+    daily: object = None
+
+    @property
+    def split_ok(self) -> bool:
+        return self.args.allow_split_mismatch
+
+    def load(self, name: str | None, flag: str, *, allow_mismatch: bool | None = None) -> Suite:
+        return load(self.settings, name, flag,
+                    allow_mismatch=self.split_ok if allow_mismatch is None else allow_mismatch)
+
+
+def mine(c: Context, actions, run_py: Path) -> int:
+    from mutator.mining.cli import mine_command, watch_command
+    if c.args.watch:
+        return watch_command(c.args, c.settings, actions, run_py)
+    return mine_command(c.args, c.settings)
+
+
+def lint(c: Context) -> int:
+    from mutator.critic.guards import limits_from
+    from mutator.critic.lint import lint_command
+    code, text = lint_command(c.args.lint, c.args.against, limits_from(c.settings))
+    print(text, file=sys.stderr if code == 2 else sys.stdout)
+    return code
+
+
+def export(c: Context) -> int:
+    from mutator.after.export import ExportError
+    from mutator.after.export import export as write_export
+    out = c.args.out or c.settings.data_dir / "exports"
+    try:
+        written = write_export(c.settings.db_path, c.args.export, c.args.format, out)
+    except ExportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as err:
+        raise (store_problem(c.settings.db_path, err) or err) from None
+    except OSError as err:
+        raise ConfigError(f"{out}: not writable ({err.strerror}); pass --out DIR, a writable folder for "
+                          f"the export") from None
+    print("\n".join(str(path) for path in written))
+    return 0
+
+
+def check(c: Context) -> int:
+    from mutator.after.cli import check_command
+    from mutator.store.liveness import check_key
+    skill = c.args.check.resolve()
+    hold(c.settings, check_key(skill), what=f"the health check of {skill}", beat_params=[str(skill)],
+         beat_sql="update health_checks set heartbeat_at = ? where skill_dir = ? and status = 'running'")
+    return check_command(c.args, c.settings, c.agents, c.launcher, c.progress, c.daily)
+
+
+def hold_champion(settings: Settings, run_id: str) -> None:
+    """A fixed champion: never tested while its loop runs."""
+    if settings.db_path.is_file() and KEY.match(run_id):
+        hold(settings, run_id, what=f"run {run_id}", beat_params=[run_id],
+             beat_sql="update test_runs set heartbeat_at = ? where run_id = ? and status = 'running'")
+
+
+def test_run(c: Context) -> int:
+    from mutator.validity.report import render
+    from mutator.validity.testrun import TestRunError
+    from mutator.validity.testrun import test_run as measure
+    args, agents = c.args, c.agents
+    suite = c.load(args.suite, "--test-run --suite")
+    hold_champion(c.settings, args.test_run)
+    try:
+        result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
+                         launcher=c.launcher, progress=c.progress, network=agents.network,
+                         build_id=agents.build_id, control=not args.no_control)
+    except TestRunError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    train = result["train_composite"]
+    print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
+          f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
+          f"(eval {result['seed_eval']:.3f}); train composite {'—' if train is None else format(train, '.4f')}; "
+          f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
+    print(render(result["report"]))
+    return 0
+
+
+def compare(c: Context) -> int:
+    from mutator.validity.comparerun import compare_runs, render
+    from mutator.validity.testrun import TestRunError
+    args, agents = c.args, c.agents
+    suite = c.load(args.suite, "--compare --suite")
+    for run_id in args.compare:   # fixed champions: never while either loop runs
+        hold_champion(c.settings, run_id)
+    try:
+        pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
+                            launcher=c.launcher, progress=c.progress, network=agents.network,
+                            build_id=agents.build_id)
+    except TestRunError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(render(pair))
+    return 0
+
+
+def plan(c: Context) -> int:
+    from mutator.validity.plan import plan as estimate
+    from mutator.validity.plan import render_plan
+    args = c.args
+    print(render_plan(estimate(c.settings, train=c.load(args.suite, "--suite"), val=c.load(args.val, "--val"),
+                               holdout=c.load(args.holdout, "--holdout") if args.holdout else None,
+                               build_id=c.agents.build_id)))
+    return 0
+
+
+def aa(c: Context) -> int:
+    from mutator.validity.aa import AARun
+    from mutator.validity.aa import summary as aa_summary
+    s, args = c.settings, c.args
+    if len(s.models) > 1:
+        raise ConfigError(f"--aa measures the gate on one eval model; --model lists {len(s.models)} "
+                          f"({', '.join(s.models)}): run one --aa per model")
+    check_seed_skill(s.skill_dir)
+    run = AARun(s, c.load(args.val, "--val"), train=c.load(args.suite, "--suite") if args.suite else None,
+                build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
+                progress=c.progress)
+    aa_id = run.execute(args.aa)
+    print(aa_summary(run.db, aa_id))
+    print(f"\n{run.cells_run} cells run by this command. Record: {s.db_path}")
+    return 0
+
+
+def evolve(c: Context) -> int:
+    """The loop itself: the default command."""
+    from mutator.after.cli import propose_finished
+    from mutator.after.spend import combine
+    from mutator.round.budget import Budget
+    from mutator.round.loop import Loop
+    from mutator.round.session import Suites, check_roles
+    from mutator.round.summary_table import print_summary
+    s, args = c.settings, c.args
+    suites = Suites(train=c.load(args.suite, "--suite", allow_mismatch=True),
+                    val=c.load(args.val, "--val", allow_mismatch=True),
+                    holdout=c.load(args.holdout, "--holdout", allow_mismatch=True) if args.holdout else None)
+    check_roles(suites)  # one suite in two roles is the worse mistake: name it first
+    for suite, flag in ((suites.train, "--suite"), (suites.val, "--val"), (suites.holdout, "--holdout")):
+        if suite:
+            check_split(suite, flag, allow_mismatch=c.split_ok)
+    check_seed_skill(s.skill_dir)
+    strategy = make_strategy(s.strategy, s.strategy_opts)
+    loop = Loop(s, suites, c.agents, c.launcher, strategy, progress=c.progress,
+                budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, c.daily),
+                retry_failed=args.retry_failed)
+    run_id = loop.execute()
+    print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir)
+    print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
+                                                               if loop.cells_run == 0 else "")
+          + f". Record: {s.db_path}")
+    if suites.holdout:
+        print(f"Test the champion: {next_step(args, '--test-run', run_id)}")
+    print(propose_finished(s, run_id, where_flags(args)))
+    return 0

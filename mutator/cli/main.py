@@ -1,0 +1,174 @@
+"""run.py's body: parse the flags, run the first command of the registry that wants them, and map the
+stops and errors every command may raise to one exit code each.
+
+Exit codes: 0 done, 2 bad input (the message names the flag or file), 3 a budget or disk stop, 4 the solve
+phase found the model not capable, 5+ an evaluation stop (its own code), 130 Ctrl-C (resume by re-running).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.cost import PricingError
+from eval.environment import PASS_ENV
+from eval.suite import SuiteError
+from mutator.after.cli import decide, wants_decision
+from mutator.cli import commands
+from mutator.cli.agents import fake_agents, real_agents
+from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
+from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
+from mutator.config import ROOT, ConfigError, load_settings
+from mutator.round.budget import BudgetStop
+from mutator.round.failures import EvaluationStop
+from mutator.round.preflight import check_agent_flags, check_executor, check_finite
+from mutator.round.solve import SolveAbort
+from mutator.store.db import DiskFull, StoreError, store_problem
+from mutator.store.lock import LockHeld
+from sandbox import SandboxError, get_launcher
+from strategies import StrategyError
+
+
+@dataclass(frozen=True)
+class Command:
+    """One mode of run.py: it runs when `wants(args)` is true and no earlier command wanted them."""
+    name: str
+    wants: Callable[[argparse.Namespace], bool]
+    run: Callable[[Context], int]
+
+
+# commands that need no agents, in the order their flags are tested
+OFFLINE = (
+    Command("mine", lambda a: bool(a.mine_traces or a.watch),
+            lambda c: commands.mine(c, parser()._actions, ROOT / "run.py")),
+    Command("lint", lambda a: bool(a.lint), commands.lint),
+    Command("export", lambda a: bool(a.export), commands.export),
+    Command("decide", wants_decision, lambda c: decide(c.args, c.settings)),
+)
+# commands that run agents; the loop itself is the default
+AGENTS = (
+    Command("check", lambda a: bool(a.check), commands.check),
+    Command("test-run", lambda a: bool(a.test_run), commands.test_run),
+    Command("compare", lambda a: bool(a.compare), commands.compare),
+    Command("plan", lambda a: bool(a.plan), commands.plan),
+    Command("aa", lambda a: a.aa is not None, commands.aa),
+    Command("loop", lambda a: True, commands.evolve),
+)
+
+
+def first(registry: tuple[Command, ...], args: argparse.Namespace) -> Command | None:
+    return next((command for command in registry if command.wants(args)), None)
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    if args.budget_usd is not None and not args.budget_usd > 0:
+        raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
+    check_finite(budget_usd=args.budget_usd, daily_budget_usd=args.daily_budget_usd, max_seconds=args.max_seconds)
+    check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
+    if args.against and not args.lint:
+        raise ConfigError("--against PARENT_DIR goes with --lint SKILL_DIR (review SKILL_DIR as a candidate "
+                          "made from PARENT_DIR)")
+
+
+def apply_run_defaults(c: Context) -> int | None:
+    """--compare and --test-run take RUN's holdout and agent flags unless typed (an unknown run: exit 2)."""
+    from mutator.validity.testrun import TestRunError
+    try:
+        if c.args.compare:
+            from mutator.validity.comparerun import apply_compare_defaults
+            apply_compare_defaults(c.settings, c.args)
+        if c.args.test_run:
+            from mutator.validity.testrun import apply_run_defaults as apply_test_defaults
+            apply_test_defaults(c.settings, c.args)
+    except TestRunError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return None
+
+
+def with_agents(c: Context) -> Context:
+    """The launcher, the agents (real or fake) and the daily budget, for a command that runs agents."""
+    from mutator.after.spend import daily_guard
+    args = c.args
+    c.launcher = get_launcher(c.settings.sandbox, on_fallback=(lambda why: print(
+        f"warning: no sandbox: agents run as bare processes (--sandbox auto could not use bwrap: {why})",
+        file=sys.stderr)) if args.real else None)
+    reap_orphans(c.settings.data_dir)
+    typed = [flag for flag, value in (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
+                                      ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
+             if value]
+    if typed and not args.real:
+        raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
+                          f"(without it the zero-spend fakes run)")
+    c.agents = real_agents(c.settings, args, build_only=bool(args.test_run or args.compare)) if args.real \
+        else fake_agents()
+    c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
+    return c
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    from mutator.round.progress import Progress
+    if args.import_evals:
+        return import_evals_command(args)
+    check_flags(args)
+    settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
+    os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
+    check_executor(settings.executor)
+    c = Context(args, settings, Progress())
+    if command := first(OFFLINE, args):
+        return command.run(c)
+    if args.serve:
+        from mutator.server.cli import dashboard
+        code = dashboard(settings, host=args.host, port=args.port, config=args.config,
+                         foreground=not (args.suite or args.val or args.test_run or args.compare),
+                         allow_hosts=args.allow_host)
+        if code is not None:
+            return code
+    if (code := apply_run_defaults(c)) is not None:
+        return code
+    return first(AGENTS, args).run(with_agents(c))
+
+
+# (exception types, the word the message starts with, exit code); the first match wins
+STOPS: tuple[tuple[tuple[type[BaseException], ...], str, int], ...] = (
+    ((ConfigError, SuiteError, PricingError, SandboxError, StrategyError, StoreError, LockHeld), "error", 2),
+    ((SolveAbort,), "error", 4),
+    ((BudgetStop, DiskFull), "stopped", 3),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    absolute_paths(args)
+    if args.solve is not None:
+        args.solve = "on" if args.solve else "off"
+    try:
+        return dispatch(args)
+    except EvaluationStop as err:
+        print(f"stopped: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
+        return 130
+    except sqlite3.DatabaseError as err:
+        if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+            raise
+        problem = store_problem((args.data_dir or Path("data").absolute()) / "mutator.db", err)
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        for types, word, code in STOPS:
+            if isinstance(err, types):
+                print(f"{word}: {err}", file=sys.stderr)
+                return code
+        raise
+    finally:
+        while HELD:
+            HELD.pop()()

@@ -1,0 +1,51 @@
+"""The winner's-curse guard (--confirm): a keep stands only if it still passes the gate on fresh val replicates.
+
+Both fresh evaluations (the new incumbent and the old one, under a new replicate salt) are stored on the
+attempt with the confirmed gate figures, so a resumed round reads the decision instead of re-running it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mutator.round.failures import account
+from mutator.scoring.score import Normalisers, compare, per_task
+from mutator.store.db import dumps, loads
+from strategies import Integration, Scored, State
+
+
+def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integration: Integration,
+                 val_norm: Normalisers) -> Integration:
+    """Winner's-curse guard: re-evaluate the new incumbent and the old one on fresh val replicates; the
+    keep stands only if the confirmed Δ still passes the gate. Both evaluations are stored."""
+    winner = next(c for c in scored if c.genome_hash == integration.incumbent)
+    row = loop._attempt_row(round_no, winner.sibling)
+    record = loads(row["confirm"])
+    if record is None:
+        fresh = dataclasses.replace(loop.contract, salt=f"confirm:{loop.run_id}:{round_no}")
+        old, new = state.incumbent.genome_hash, integration.incumbent
+        evaluations = [loop.evaluator.evaluate(loop.genomes.path(h), h, loop.skill_name, loop.suites.val,
+                                               label=f"round {round_no} · confirm {h[:12]} on fresh val",
+                                               contract=fresh) for h in (new, old)]
+        for outcome in evaluations:
+            account(loop, outcome, loop.suites.val, f"round {round_no} · confirmation")
+        gate = compare(per_task(evaluations[0].cells, loop.weights, val_norm),
+                       per_task(evaluations[1].cells, loop.weights, val_norm),
+                       prior=loop.prior_comparisons(exclude=row["id"]),
+                       min_improvement=loop.settings.min_improvement, gate_z=loop.settings.gate_z,
+                       method=loop.settings.gate_method)
+        record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
+                  "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
+                  "gate": gate.to_json()}
+        loop.db["attempts"].update(row["id"], {"confirm": dumps(record)})
+    gate = record["gate"]
+    loop.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
+                      f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
+    if record["stands"]:
+        return integration
+    loop.db["attempts"].update(row["id"], {
+        "error": f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"})
+    return dataclasses.replace(
+        integration, verdicts={**integration.verdicts, winner.sibling: "REJECT"},
+        incumbent=state.incumbent.genome_hash,
+        selected=tuple(h for h in integration.selected if h != integration.incumbent))

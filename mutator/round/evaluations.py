@@ -1,0 +1,223 @@
+"""Cached evaluations: the bridge between the stateless eval core and the store's evaluation cache.
+
+The same evaluation key spends nothing twice (mutator/store/cache.py holds the rows); a crash re-runs
+only the cells that never finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import sqlite_utils
+
+from eval.cells import Contract, evaluation_key
+from eval.cost import Price, price_for
+from eval.evaluate import EvalRequest, evaluate_async, pending_cells
+from eval.executors import Executor, get_executor
+from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellResult
+from eval.suite import Suite
+from mutator.round.progress import Progress
+from mutator.scoring.models import first_model, is_group, members
+from mutator.scoring.score import CellFigures
+from mutator.store import cache
+from sandbox import Launcher
+
+
+@dataclass(frozen=True)
+class Outcome:
+    evaluation_id: int
+    cells: tuple[CellFigures, ...]
+    ran: int            # cells run now (0 = served from the cache)
+    ran_cost: float     # USD of the cells run now
+    complete: bool = True                       # every cell stored and final (ok, agent_error, timeout)
+    failures: dict = field(default_factory=dict)  # {status: count} of the cells that are not ok
+    n_cells: int = 0
+    budget_stop: str = ""                       # why cells were left unstarted (the run's budget), "" if none
+    first_error: str = ""                       # one failing cell's error, for a message
+
+    @property
+    def n_failed(self) -> int:
+        return sum(self.failures.values())
+
+
+class SpendGate(Protocol):
+    """The run's budget as an evaluation sees it, asked before each cell starts."""
+    def remaining(self, unrecorded: float) -> float: ...
+    def cell_estimate(self, contract: Contract) -> float | None: ...
+
+
+@dataclass
+class Evaluator:
+    db: sqlite_utils.Database
+    data_dir: Path
+    contract: Contract
+    agent_argv: Sequence[str]
+    launcher: Launcher
+    price: Price
+    concurrency: int
+    grader_timeout_s: float
+    progress: Progress
+    network: bool = False   # real backends need the model API inside a sandbox
+    cell_timeout_ms: int = CELL_TIMEOUT_MS
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    infra_retries: int = 1
+    spend_gate: SpendGate | None = None
+    executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
+    pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
+    # evaluations already given a pass by this process: a partial one is not re-run over and over
+    _passed: set[int] = field(default_factory=set)
+
+    @classmethod
+    def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
+                     launcher: Launcher, progress: Progress, network: bool = False,
+                     concurrency: int | None = None) -> Evaluator:
+        """The evaluator a command builds from its settings: priced by the contract's model."""
+        return cls(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv, launcher=launcher,
+                   price=price_for(settings.pricing, first_model(contract.model)),
+                   concurrency=concurrency or settings.concurrency,
+                   grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network,
+                   **limits(settings))
+
+    def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
+                 contract: Contract | None = None, price: Price | None = None) -> Outcome:
+        """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build model's."""
+        contract = contract or self.contract
+        if is_group(contract):
+            return self._evaluate_group(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract,
+                                        price=price)
+        key = evaluation_key(genome_hash, suite, contract)
+        row = cache.open_evaluation(self.db, key, genome_hash, suite, contract)
+        evaluation_id = row["id"]
+        ran, ran_cost, budget_stop = 0, 0.0, ""
+        if row["status"] != "done" and evaluation_id not in self._passed:
+            self._passed.add(evaluation_id)
+            ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key,
+                                                   label, price or self.price, retry_failed=row["status"] == "retry")
+        return self.outcome(evaluation_id, ran, ran_cost, budget_stop)
+
+    def _evaluate_group(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
+                        label: str, contract: Contract, price: Price | None) -> Outcome:
+        """Several eval models: each model's one-model evaluation (cached under its own key), then the group
+        row over them. Each member's cells are priced at its own model's prices."""
+        parts = {}
+        for member in members(contract):
+            own = price_for(self.pricing, member.model) if self.pricing else (price or self.price)
+            parts[member.model] = self.evaluate(genome_dir, genome_hash, skill_name, suite,
+                                                label=f"{label} · {member.model}", contract=member, price=own)
+        group = cache.open_group(self.db, evaluation_key(genome_hash, suite, contract), genome_hash, suite, contract,
+                                 {m: o.evaluation_id for m, o in parts.items()})
+        cache.close_group(self.db, group)
+        return self.outcome(group, sum(o.ran for o in parts.values()), sum(o.ran_cost for o in parts.values()),
+                            "; ".join(o.budget_stop for o in parts.values() if o.budget_stop))
+
+    def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "") -> Outcome:
+        """The evaluation as stored: its cells, and from the same rows its failure counts and one error."""
+        row = self.db["evaluations"].get(evaluation_id)
+        cells = cache.cell_rows(self.db, evaluation_id)
+        failed = [c for c in cells if c["status"] != "ok"]
+        failures: dict[str, int] = {}
+        for c in failed:
+            failures[c["status"]] = failures.get(c["status"], 0) + 1
+        first = min((c for c in failed if c["error"]), key=lambda c: c["id"], default=None)
+        return Outcome(evaluation_id, _figures(cells), ran, ran_cost, complete=row["status"] == "done",
+                       failures=dict(sorted(failures.items())), n_cells=row["n_cells"], budget_stop=budget_stop,
+                       first_error=first["error"] if first else "")
+
+    def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
+             contract: Contract, key: str, label: str, price: Price, *,
+             retry_failed: bool = False) -> tuple[int, float, str]:
+        done = cache.finished(self.db, evaluation_id, retry_failed=retry_failed)
+        regrade = set() if retry_failed else cache.to_regrade(self.db, evaluation_id)
+        request = EvalRequest(
+            skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
+            cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
+            price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s,
+            network=self.network, cell_timeout_ms=self.cell_timeout_ms, max_output_bytes=self.max_output_bytes,
+            infra_retries=self.infra_retries)
+        total = len(suite.tasks) * contract.replicates
+        todo = len(pending_cells(request, done))
+        counts = {"done": total - todo, "errors": 0}
+        self.progress.start(label, total, counts["done"])
+        gate = _Starter(self.spend_gate, contract)
+
+        def on_cell(cell: CellResult) -> None:
+            cache.store_cell(self.db, evaluation_id, cell)
+            gate.finished(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0))
+            counts["done"] += 1
+            counts["errors"] += cell.status != "ok"
+            self.progress.update(counts["done"], total, errors=counts["errors"])
+
+        results: list[CellResult] = []
+        if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
+            # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
+            results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell, limit=1,
+                                                  may_start=gate.may_start, executor=self.executor))
+            done = done | {(c.task_id, c.replicate) for c in results}
+        results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell,
+                                              may_start=gate.may_start if self.spend_gate else None,
+                                              executor=self.executor))
+        self.progress.finish()
+        cache.close_evaluation(self.db, evaluation_id)
+        # an LLM judge's own calls are spend too (budget, run total), though not part of the composite
+        spent = sum(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0) for cell in results)
+        stop = ""
+        if gate.refused:
+            stop = f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass the cap)"
+        return len(results), spent, stop
+
+    def cells(self, evaluation_id: int) -> tuple[CellFigures, ...]:
+        return _figures(cache.cell_rows(self.db, evaluation_id))
+
+
+def _figures(rows: list[dict]) -> tuple[CellFigures, ...]:
+    return tuple(CellFigures(task_id=r["task_id"], replicate=r["replicate"], score=r["score"] or 0.0,
+                             cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok",
+                             model=r.get("model") or "")
+                 for r in rows)
+
+
+class _Starter:
+    """Asked before each cell starts: never start one whose estimated cost would pass the cap, counting
+    the cells already in flight; once one is refused, no further cell starts this pass."""
+
+    def __init__(self, gate: SpendGate | None, contract: Contract) -> None:
+        self.gate, self.contract = gate, contract
+        self.in_flight, self.spent, self.refused = 0, 0.0, False
+
+    def may_start(self) -> bool:
+        if self.gate is None:
+            return True
+        if not self.refused:
+            estimate = self.gate.cell_estimate(self.contract) or 0.0
+            left = self.gate.remaining(self.spent)
+            self.refused = left <= 0 or (self.in_flight + 1) * estimate > left
+        if self.refused:
+            return False
+        self.in_flight += 1
+        return True
+
+    def finished(self, cost_usd: float) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+        self.spent += cost_usd
+
+
+def limits(settings) -> dict:
+    """The per-cell caps and retries a command's settings give every evaluation, its prices (per model) and
+    where its cells run."""
+    return {"cell_timeout_ms": settings.cell_timeout_ms, "max_output_bytes": int(settings.max_output_mb * 2**20),
+            "infra_retries": settings.infra_retries, "pricing": settings.pricing, "executor": executor_for(settings)}
+
+
+def executor_for(settings) -> Executor:
+    """--executor local (the default) or ray; the same run and the same cells either way (not in any key)."""
+    executor_id = getattr(settings, "executor", "local")
+    if executor_id != "ray":
+        return get_executor(executor_id)
+    # a lost worker or node is retried by Ray as often as an infra_error cell is retried here
+    return get_executor("ray", address=settings.ray_address, resources=settings.cell_resources,
+                        max_retries=settings.infra_retries, concurrency=settings.concurrency,
+                        exclude=(settings.data_dir,))

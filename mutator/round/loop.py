@@ -1,0 +1,414 @@
+"""The round driver: plan -> mutate -> critic -> evaluate on val -> score -> integrate -> train.
+
+The loop is serial and the only writer of the database. Every step's result is written before the
+next starts, so re-running the same command resumes: finished attempts are reused, unfinished
+mutations are redone, and evaluations resume cell by cell from the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import sqlite3
+from contextlib import suppress
+
+from skills_ref import read_properties
+
+from eval.cells import Contract, evaluation_key
+from eval.snapshot import hash_tree
+from eval.suite import Suite
+from mutator.briefing.view import MutatorView
+from mutator.config import Settings
+from mutator.critic import guards as critic
+from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
+from mutator.round.confirm import confirm_keep
+from mutator.round.evaluations import Evaluator, limits
+from mutator.round.failures import (
+    EvaluationStop,
+    account,
+    assess,
+    describe_for,
+    reopen_failed,
+    seed_evaluation,
+)
+from mutator.round.mutate import mutate
+from mutator.round.progress import Progress
+from mutator.round.provenance import launch_columns
+from mutator.round.session import Agents, Suites, check_roles, run_id_for
+from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
+from mutator.round.solve import store as store_solve
+from mutator.round.tamper import seed_changed_since
+from mutator.scoring.models import first_model, seed_columns, stored_normalisers
+from mutator.scoring.score import Comparison, Normalisers, Weights, compare, normalisers, per_task, summarise
+from mutator.store.db import (
+    DiskFull,
+    connect,
+    disk_full_reason,
+    dumps,
+    keep_reserve,
+    loads,
+    now,
+    release_reserve,
+    rows,
+)
+from mutator.store.genome import GenomeStore
+from mutator.store.liveness import Heartbeat
+from mutator.store.lock import RunLock
+from sandbox import Launcher
+from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy
+
+FINAL = ("kept", "rejected", "critic_rejected", "failed", "seed")
+
+
+class Loop(MutatorView):
+    def __init__(self, settings: Settings, suites: Suites, agents: Agents, launcher: Launcher,
+                 strategy: Strategy, *, progress: Progress | None = None, budget: Budget | None = None,
+                 retry_failed: bool = False) -> None:
+        check_roles(suites)
+        self.settings, self.suites, self.agents, self.strategy = settings, suites, agents, strategy
+        self.budget = budget
+        self.launcher = launcher
+        self.progress = progress or Progress()
+        self.db = connect(settings.db_path)
+        self.genomes = GenomeStore(settings.data_dir, self.db)
+        self.weights = Weights(settings.w_cost, settings.w_steps)
+        self.skill_name = read_properties(settings.skill_dir).name
+        self.contract = Contract(
+            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
+            agent=agents.build_id, silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+        self.evaluator = Evaluator(
+            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
+            launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
+            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
+            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
+        self.mutator_price = _price(settings, settings.mutator_model)
+        self.retry_failed = retry_failed
+        self.run_id = ""
+        self.cells_run = 0
+
+    # ---- run bookkeeping -------------------------------------------------------------------------
+    def identity(self, seed_hash: str) -> dict:
+        s = self.settings
+        return {"seed": seed_hash, "suite": [self.suites.train.name, self.suites.train.content_hash],
+                "val": [self.suites.val.name, self.suites.val.content_hash], "strategy": s.strategy,
+                "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
+                "mutator": self.agents.mutator_id, "contract": self.contract.to_json(), "w_cost": s.w_cost,
+                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
+                **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
+
+    def open_run(self) -> dict:
+        self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
+            self.settings.skill_dir))), what="this run")  # locked before its first write (LockHeld names the holder)
+        seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
+                                     message=f"seed {self.skill_name}")
+        self.run_id = run_id_for(self.identity(seed_hash))
+        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
+        s = self.settings
+        if existing:
+            run = existing[0]
+            self.db["runs"].update(self.run_id, {
+                "rounds_target": max(s.rounds, run["rounds_done"] or 0), "status": "running", "pid": os.getpid(),
+                "updated_at": now(), "holdout": self.suites.holdout.name if self.suites.holdout else run["holdout"],
+                "error": None})
+            self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
+                              f"(same seed, suites and settings).")
+            if self.retry_failed:
+                self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
+                                                self.contract))
+        else:
+            self.db["runs"].insert({
+                "id": self.run_id, "kind": "evolve", "status": "running", "strategy": s.strategy,
+                "strategy_opts": dumps(s.strategy_opts), "seed_hash": seed_hash, "skill_name": self.skill_name,
+                "suite": self.suites.train.name, "suite_hash": self.suites.train.content_hash,
+                "val": self.suites.val.name, "val_hash": self.suites.val.content_hash,
+                "holdout": self.suites.holdout.name if self.suites.holdout else None, "model": s.model,
+                "mutator_model": s.mutator_model, "agent": self.agents.build_id, "replicates": s.replicates,
+                "rounds_target": s.rounds, "rounds_done": 0, "rng_seed": s.seed, "w_cost": s.w_cost,
+                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
+                "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
+                "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
+            self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
+                              f"train {self.suites.train.name}, val {self.suites.val.name}.")
+            if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
+                self.progress.say(f"warning: {drift}")
+        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
+        return self.run()
+
+    def run(self) -> dict:
+        return dict(self.db["runs"].get(self.run_id))
+
+    def _update_run(self, **fields) -> None:
+        self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
+
+    def _spend(self, usd: float) -> None:
+        self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
+        self.db.conn.commit()
+
+    def _evaluate(self, genome_hash: str, suite: Suite, label: str, *, seed: bool = False):
+        if self.budget:
+            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label)
+        outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
+                                          label=label)
+        return account(self, outcome, suite, label, seed=seed)
+
+    # ---- the loop ----------------------------------------------------------------------------------
+    def execute(self) -> str:
+        run = self.open_run()
+        keep_reserve(self.settings.data_dir)
+        heartbeat = Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?", [self.run_id])
+        try:
+            if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
+                self.solve()
+            val_norm = self.round_zero(run)
+            for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
+                self.round(round_no, val_norm)
+            self._update_run(status="finished", finished_at=now(), pid=None)
+        except KeyboardInterrupt:
+            self._update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
+            raise
+        except (BudgetStop, EvaluationStop) as err:
+            self._update_run(status="stopped", pid=None, error=str(err))
+            raise
+        except Exception as err:
+            reason = disk_full_reason(err, self.settings.data_dir)  # a full disk stops the run; it resumes later
+            if reason:
+                release_reserve(self.settings.data_dir)  # room for the status row, so it never stays `running`
+            with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
+                self._update_run(status="stopped" if reason else "failed", pid=None,
+                                 error=reason or f"{type(err).__name__}: {err}")
+            if reason:
+                raise DiskFull(reason) from err
+            raise
+        finally:
+            heartbeat.stop()
+            self.lock.release()
+        return self.run_id
+
+    @property
+    def solve_enabled(self) -> bool:
+        return solve_wanted(self.settings.solve, self.agents)
+
+    def solve(self) -> None:
+        s = self.settings
+        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
+        record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
+                             model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
+                             min_score=s.solve_min_score, out_dir=self.solve_dir)
+        store_solve(self.db, self.run_id, record)
+        self.cells_run += record["cells_run"]
+        if record["cost_usd"]:
+            self._spend(record["cost_usd"])
+        if record["aborted"]:
+            raise SolveAbort(record["message"])
+        self.progress.say(f"Solve phase: {len(record['tasks'])} train tasks demonstrated in {record['passes']} "
+                          f"pass(es); worst best-score {min(t['score'] for t in record['tasks'].values()):.2f}.")
+
+    def round_zero(self, run: dict) -> Normalisers:
+        seed = run["seed_hash"]
+        attempt = self._attempt_row(0, 0)
+        if attempt is None:
+            self.db["attempts"].insert({
+                "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
+                "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
+            attempt = self._attempt_row(0, 0)
+        val = seed_evaluation(self, attempt, seed, self.suites.val, "the seed on val")
+        train = seed_evaluation(self, attempt, seed, self.suites.train, "the seed on train")
+        val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
+        summary = summarise(val.cells, self.weights, val_norm)
+        self.db["attempts"].update(attempt["id"], {
+            "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
+            "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
+            "finished_at": attempt["finished_at"] or now()})
+        self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
+                         seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps, **seed_columns(val_norm, train_norm))
+        return val_norm
+
+    def state(self, round_no: int, val_norm: Normalisers) -> State:
+        """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""
+        incumbent = self.run()["incumbent_hash"]
+        scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
+                               "val_evaluation_id is not null and status != 'failed' order by id",
+                      [self.run_id, round_no])
+        snapshot = rows(self.db, "select pool_snapshot from attempts where run_id = ? and round < ? and "
+                                 "pool_snapshot is not null order by id desc limit 1", [self.run_id, round_no])
+        return State(round=round_no, incumbent=self.member(incumbent, val_norm),
+                     rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"),
+                     members=tuple(self.member(r["genome_hash"], val_norm) for r in scored),
+                     pool=tuple(loads(snapshot[0]["pool_snapshot"])) if snapshot else ())
+
+    def member(self, genome_hash: str, val_norm: Normalisers) -> Member:
+        cells = self._evaluate(genome_hash, self.suites.val, "val (cached)").cells
+        tasks = per_task(cells, self.weights, val_norm)
+        return Member(genome_hash, summarise(cells, self.weights, val_norm).composite,
+                      {t: f.composite for t, f in tasks.items()}, self._train_tasks(genome_hash))
+
+    def _train_tasks(self, genome_hash: str) -> dict[str, float]:
+        """Per-train-task composites from a finished train evaluation of the genome; never runs one."""
+        done = rows(self.db, "select id from evaluations where key = ? and status = 'done'",
+                    [evaluation_key(genome_hash, self.suites.train, self.contract)])
+        if not done:
+            return {}
+        norm = stored_normalisers(self.run(), "train")
+        return {t: f.composite for t, f in per_task(self.evaluator.cells(done[0]["id"]), self.weights, norm).items()}
+
+    def round(self, round_no: int, val_norm: Normalisers) -> None:
+        state = self.state(round_no, val_norm)
+        specs = self.strategy.plan(state)
+        self.progress.say(f"Round {round_no}/{self.settings.rounds}: {len(specs)} candidate(s) from "
+                          f"{state.incumbent.genome_hash[:12]} (val composite {state.incumbent.composite:.4f})")
+        scored: list[Scored] = []
+        for sibling, spec in enumerate(specs):
+            first = self._attempt_row(round_no, 0) if sibling else None
+            objective = spec.objective or (first["summary"] or "" if first and spec.share_objective else "")
+            scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
+        integration = self.strategy.integrate(state, scored)
+        if self.settings.confirm and integration.incumbent != state.incumbent.genome_hash:
+            integration = self.confirm(round_no, state, scored, integration, val_norm)
+        for candidate in scored:
+            verdict = integration.verdicts.get(candidate.sibling)
+            if verdict:
+                row = self._attempt_row(round_no, candidate.sibling)
+                self.db["attempts"].update(row["id"], {
+                    "verdict": verdict, "status": "kept" if verdict == "KEEP" else "rejected",
+                    "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
+                    "finished_at": row["finished_at"] or now()})
+                self._report_attempt(round_no, candidate.sibling)
+        self._update_run(incumbent_hash=integration.incumbent)
+        self.genomes.mark(self.run_id, integration.incumbent)
+        for genome_hash in integration.selected:
+            train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
+            for candidate in scored:
+                if candidate.genome_hash == genome_hash:
+                    row = self._attempt_row(round_no, candidate.sibling)
+                    self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
+        self._update_run(rounds_done=round_no, val_queries=self.val_queries())
+        every = self.settings.meta_skill_every
+        if every and round_no % every == 0:
+            self.meta_skill(round_no)
+
+    def confirm(self, round_no: int, state: State, scored: list[Scored], integration: Integration,
+                val_norm: Normalisers) -> Integration:
+        return confirm_keep(self, round_no, state, scored, integration, val_norm)
+
+    def val_queries(self) -> int:
+        """Candidate evaluations that queried val so far (seed, candidates, confirmations)."""
+        found = rows(self.db, "select count(val_evaluation_id) as n, sum(confirm is not null) as c from attempts "
+                              "where run_id = ?", [self.run_id])[0]
+        total = (found["n"] or 0) + 2 * (found["c"] or 0)
+        if total > self.settings.val_query_warn:
+            self.progress.say(f"  warning: val has been queried by {total} candidate evaluations (> "
+                              f"{self.settings.val_query_warn}); a val set queried this often is a training set")
+        return total
+
+    def _report_attempt(self, round_no: int, sibling: int) -> None:
+        row = self._attempt_row(round_no, sibling)
+        self.progress.say(f"  → {row['verdict']}: Δcomposite {row['delta']:+.4f} vs gate threshold "
+                          f"{row['gate_threshold']:+.4f} · {row['summary']}"
+                          + (f" [{row['error']}]" if row["error"] else ""))
+
+    # ---- one attempt -------------------------------------------------------------------------------
+    def _attempt_row(self, round_no: int, sibling: int) -> dict | None:
+        found = list(self.db["attempts"].rows_where(
+            "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
+        return found[0] if found else None
+
+    def attempt(self, round_no: int, sibling: int, spec: CandidateSpec, state: State, val_norm: Normalisers,
+                objective: str) -> Scored:
+        row = self._attempt_row(round_no, sibling)
+        if row is None:
+            self.db["attempts"].insert({
+                "run_id": self.run_id, "round": round_no, "sibling": sibling, "parent_hash": spec.parent_hash,
+                "ref_hashes": dumps(list(spec.ref_hashes)), "status": "pending", "started_at": now()})
+            row = self._attempt_row(round_no, sibling)
+        not_evaluated = Scored(sibling, spec, row["genome_hash"], evaluated=False)
+        if row["status"] in ("critic_rejected", "failed"):
+            return not_evaluated
+        if row["genome_hash"] is None:
+            row = self._mutate(row, round_no, sibling, spec, state, objective)
+            if row["status"] == "failed":
+                self.progress.say(f"  → FAILED: {row['error']}")
+                return Scored(sibling, spec, None, evaluated=False)
+        genome_hash = row["genome_hash"]
+        if row["critic"] is None:
+            limits = critic.limits_from(self.settings)
+            checks = critic.review(self.genomes.path(genome_hash), self.genomes.path(spec.parent_hash),
+                                   skill_name=self.skill_name, limits=limits)
+            fields = {"critic": dumps([c.to_json() for c in checks])}
+            if not critic.passed(checks):
+                reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
+                fields.update(status="critic_rejected", verdict="CRITIC", error=reasons, finished_at=now())
+                self.db["attempts"].update(row["id"], fields)
+                self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
+                return Scored(sibling, spec, genome_hash, evaluated=False)
+            self.db["attempts"].update(row["id"], fields)
+        outcome = self._evaluate(genome_hash, self.suites.val, f"round {round_no} · {genome_hash[:12]} on val")
+        health = assess(outcome, self.settings.max_failed_share)
+        if not health.healthy:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
+            why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
+            self.db["attempts"].update(row["id"], {
+                "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
+                "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures), "finished_at": now()})
+            self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
+            return Scored(sibling, spec, genome_hash, evaluated=False)
+        candidate = per_task(outcome.cells, self.weights, val_norm)
+        if row["gate"] is None:
+            incumbent_cells = self._evaluate(state.incumbent.genome_hash, self.suites.val, "val (cached)").cells
+            gate = compare(candidate, per_task(incumbent_cells, self.weights, val_norm),
+                           prior=self.prior_comparisons(exclude=row["id"]),
+                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z,
+                           method=self.settings.gate_method)
+            summary = summarise(outcome.cells, self.weights, val_norm)
+            self.db["attempts"].update(row["id"], {
+                "status": "scored", "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
+                "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
+                "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
+                "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
+                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate.to_json())})
+            row = self._attempt_row(round_no, sibling)
+        gate_json = loads(row["gate"])
+        return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
+                      keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()})
+
+    def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
+        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
+                              "and id != ? order by id", [self.run_id, exclude])
+        return [Comparison(r["gate_n"], loads(r["gate"])["s_r"]) for r in found]
+
+    def _mutate(self, row: dict, round_no: int, sibling: int, spec: CandidateSpec, state: State,
+                objective: str) -> dict:
+        refs = {h[:12]: self.genomes.path(h) for h in spec.ref_hashes}
+        workspace = self.settings.data_dir / "workspaces" / self.run_id / f"round-{round_no}-{sibling}"
+        if self.budget:
+            first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
+                                                                                  self.evaluator.price)
+            self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
+        result = mutate(
+            workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
+            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
+            argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
+            max_turns=self.settings.max_turns, price=self.mutator_price,
+            silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
+            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
+            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+            watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
+                   "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
+                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
+            agent=self.agents.mutator_id)
+        self._spend(result.cost_usd)
+        if not result.ok:
+            self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
+                                                   **result.columns(), "finished_at": now()})
+            return self._attempt_row(round_no, sibling)
+        genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
+                                       message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
+        self.db["attempts"].update(row["id"], {
+            "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
+            **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+        return self._attempt_row(round_no, sibling)
+
+
+def _price(settings: Settings, model: str):
+    from eval.cost import price_for
+    return price_for(settings.pricing, first_model(model))  # several models: each member is priced by its own

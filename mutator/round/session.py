@@ -1,0 +1,48 @@
+"""What a run is given: its suites in their roles, its agents, and the run id made of its identity."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+
+from eval.suite import Suite
+from mutator.store.db import dumps
+
+
+class LoopError(RuntimeError):
+    """The loop refuses to start (e.g. --suite equals --val); the message says the fix."""
+
+
+@dataclass(frozen=True)
+class Suites:
+    train: Suite
+    val: Suite
+    holdout: Suite | None = None
+
+
+@dataclass(frozen=True)
+class Agents:
+    build_argv: tuple[str, ...]
+    build_id: str            # part of the evaluation contract
+    mutator_argv: tuple[str, ...]
+    mutator_id: str
+    network: bool = False    # real backends call the model API: a sandbox must share the network
+    solve_argv: tuple[str, ...] | None = None  # the mutator model solving a task bare; None: its backend cannot
+    solve_id: str = ""
+    solve_by_default: bool = False             # --solve auto: on for the SDK and CLI mutators, off otherwise
+    mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
+    launch: dict = dataclasses.field(default_factory=dict)  # the agent flags, so --test-run RUN can repeat them
+
+
+def check_roles(suites: Suites) -> None:
+    if suites.train.path == suites.val.path or suites.train.name == suites.val.name:
+        raise LoopError(f"--suite and --val are both {suites.train.name!r}; validation must be a different "
+                        f"suite from train (the gate would otherwise score on the mutator's evidence)")
+    if suites.holdout and suites.holdout.name in (suites.train.name, suites.val.name):
+        raise LoopError(f"--holdout {suites.holdout.name!r} is also used as train or val; "
+                        f"a test suite must be held out from both")
+
+
+def run_id_for(identity: dict) -> str:
+    return "run-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]

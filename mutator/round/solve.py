@@ -1,0 +1,124 @@
+"""The one-time solve phase: the mutator model solves each train task bare (no skill), graded by the
+suite's own grader, imperfect tasks retried; the best graded transcripts become `solve/` evidence.
+
+Runs before round 0's seed evaluation, so an incapable mutator model stops the run before any seed
+spend. Not part of the run's identity: turning it on for an existing run works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from eval.cells import Contract
+from eval.cost import Price
+from eval.suite import Suite
+from mutator.config import ConfigError
+from mutator.round.evaluations import Evaluator
+from mutator.store.db import dumps, rows
+
+BARE = "bare"   # the genome hash used for skill-less evaluations
+
+
+class SolveAbort(RuntimeError):
+    """The mutator model could not solve some train tasks well enough to demonstrate them."""
+
+
+class SolveRefused(ConfigError):
+    """--solve was asked of a mutator backend that cannot solve a task bare (a command)."""
+
+
+def solve_wanted(setting: str, agents) -> bool:
+    """--solve on/off; auto = on only when the mutator's backend can solve a task bare (anthropic,
+    claude-cli): off for the fakes and for a command mutator. `agents` is mutator.round.loop.Agents."""
+    if setting == "auto":
+        return agents.solve_by_default
+    if setting == "on" and agents.solve_argv is None:
+        raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
+                           f"the mutator is {agents.mutator_how}. Drop --solve, or pass --mutator-agent anthropic")
+    return setting == "on"
+
+
+def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, model: str, price: Price,
+                attempts: int, min_score: float, out_dir: Path) -> dict:
+    """Run the passes, write out_dir/<task>.md for each task's best cell, return the record to store."""
+    best: dict[str, dict] = {}
+    cost = 0.0
+    passes = cells_run = 0
+    evaluations: list[int] = []
+    for number in range(1, attempts + 1):
+        todo = tuple(t for t in train.tasks if best.get(t.id, {"score": -1.0})["score"] < 1.0)
+        if not todo:
+            break
+        passes = number
+        suite = dataclasses.replace(train, tasks=todo)
+        fresh = dataclasses.replace(contract, model=model, replicates=1, salt=f"solve-{number}")
+        outcome = evaluator.evaluate(None, BARE, "", suite, label=f"solve pass {number}/{attempts} ({len(todo)} tasks)",
+                                     contract=fresh, price=price)
+        cost += outcome.ran_cost
+        cells_run += outcome.ran
+        evaluations.append(outcome.evaluation_id)
+        for cell in rows(db, "select task_id, score, cell_dir, status, error from cells where evaluation_id = ?",
+                         [outcome.evaluation_id]):
+            if cell["score"] > best.get(cell["task_id"], {"score": -1.0})["score"]:
+                best[cell["task_id"]] = {"score": cell["score"], "pass": number, "cell_dir": cell["cell_dir"],
+                                         "status": cell["status"], "error": cell["error"] or ""}
+    usage = solve_usage(db, evaluations)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for task_id, found in best.items():
+        trajectory = Path(found["cell_dir"]) / "trajectory.md"
+        body = trajectory.read_text(encoding="utf-8") if trajectory.is_file() else "(no trajectory)\n"
+        (out_dir / f"{task_id}.md").write_text(
+            f"<!-- solved bare by {model}: best score {found['score']:.3f} on pass {found['pass']} -->\n{body}",
+            encoding="utf-8")
+    low = sorted(task_id for task_id, found in best.items() if found["score"] < min_score)
+    record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score, "cost_usd": cost,
+              "cells_run": cells_run, "aborted": bool(low), "usage": usage,
+              "tasks": {task_id: {"score": f["score"], "pass": f["pass"], "status": f["status"]}
+                        for task_id, f in sorted(best.items())}}
+    (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    if low:
+        record["message"] = abort_message(model, passes, min_score, {task_id: best[task_id] for task_id in low})
+    return record
+
+
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "retries")
+
+
+def solve_usage(db, evaluations: list[int]) -> dict[str, int]:
+    """Tokens and API retries of every solve cell (the cells keep them one by one; this is the total)."""
+    if not evaluations:
+        return dict.fromkeys(USAGE_COLUMNS, 0)
+    marks = ",".join("?" * len(evaluations))
+    totals = db.execute(f"select {', '.join(f'sum({c})' for c in USAGE_COLUMNS)} from cells "
+                        f"where evaluation_id in ({marks})", evaluations).fetchone()
+    return {column: int(value or 0) for column, value in zip(USAGE_COLUMNS, totals, strict=True)}
+
+
+def abort_message(model: str, passes: int, min_score: float, low: dict[str, dict]) -> str:
+    """Why the solve phase stops the run: cells that failed (the solver did not run properly: says nothing
+    about the model) are told apart from cells that ran and scored low (the model is not capable enough)."""
+    failed = {task_id: found for task_id, found in low.items() if found["status"] != "ok"}
+    scored = {task_id: found for task_id, found in low.items() if found["status"] == "ok"}
+    parts = [f"solve phase: after {passes} pass(es), {len(low)} train task(s) stay below --solve-min-score "
+             f"{min_score}."]
+    if failed:
+        by_status: dict[str, list[str]] = {}
+        for task_id, found in failed.items():
+            by_status.setdefault(found["status"], []).append(task_id)
+        first = next(iter(failed.values()))["error"].strip().replace("\n", " ")[:300]
+        parts.append(f"Every solve cell of {len(failed)} task(s) FAILED without a grade ("
+                     + "; ".join(f"{status}: {', '.join(ids)}" for status, ids in sorted(by_status.items()))
+                     + f"); the first error: {first or '(none recorded)'}. That is the solver not running, not "
+                       f"the model scoring low: check the mutator backend's setup, or skip the phase with "
+                       f"--no-solve.")
+    if scored:
+        parts.append(f"The mutator model {model} is not capable enough for this suite: its best bare score stays "
+                     f"low on " + ", ".join(f"{task_id} ({found['score']:.2f})" for task_id, found in scored.items())
+                     + ". Use a stronger --mutator-model, raise --solve-attempts, or lower --solve-min-score.")
+    return " ".join(parts)
+
+
+def store(db, run_id: str, record: dict) -> None:
+    db["runs"].update(run_id, {"solve": dumps(record)})

@@ -1,0 +1,80 @@
+"""Per-stage progress of an attempt (mutation -> critic -> build -> grading -> score), derived from its row
+and the counters of the evaluation in progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlite_utils
+
+from mutator.server.sql import one
+
+EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
+
+
+def _started_cells(data_dir: Path, key: str) -> int:
+    """Cells whose build has begun: their dir exists under evals/<key>/ (only read for a live evaluation)."""
+    root = data_dir / "evals" / key
+    try:
+        return sum(1 for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return 0
+
+
+def progress(ev: dict | None, data_dir: Path) -> dict | None:
+    if ev is None:
+        return None
+    started = ev["n_cells"] if ev["status"] == "done" else min(_started_cells(data_dir, ev["key"]), ev["n_cells"])
+    return {"evaluation_id": ev["id"], "status": ev["status"], "n_cells": ev["n_cells"], "n_done": ev["n_done"],
+            "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
+
+
+def live_eval(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
+    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates = ? "
+                   "order by id desc limit 1", [genome_hash, suite, replicates])
+
+
+def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict], data_dir: Path) -> list[dict]:
+    """mutation → critic → build → grading → score, each {stage, state, detail}; state is one of
+    pending | running | done | failed | skipped. `attempt["critic"]` is the parsed JSON (None = not run)."""
+    a, seed = attempt, attempt["status"] == "seed"
+    critic = a["critic"]
+    copy = run.get("kind") == "aa" and not seed   # an A/A copy is the seed itself: nothing mutated or reviewed
+    out: list[dict] = []
+    if seed or copy:
+        why = "seed" if seed else "A/A copy of the seed"
+        out += [{"stage": "mutation", "state": "skipped", "detail": why},
+                {"stage": "critic", "state": "skipped", "detail": why}]
+    else:
+        failed = a["status"] == "failed"
+        out.append({"stage": "mutation", "state": "failed" if failed and not a["genome_hash"] else
+                    "done" if a["genome_hash"] else "running", "detail": a["error"] if failed else ""})
+        out.append({"stage": "critic", "state": "failed" if a["status"] == "critic_rejected" else
+                    "done" if critic is not None else "running" if a["genome_hash"] else "pending",
+                    "detail": a["error"] if a["status"] == "critic_rejected" else ""})
+    ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
+    live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
+        "critic_rejected", "failed")
+    if ev is None and live:
+        ev = live_eval(db, a["genome_hash"], run["val"], run["replicates"])
+    prog = progress(ev, data_dir)
+    blocked = a["status"] in ("critic_rejected", "failed")
+    if prog is None:
+        state = "skipped" if blocked else "pending"
+        out += [{"stage": "build", "state": state, "detail": ""}, {"stage": "grading", "state": state, "detail": ""}]
+    else:
+        done = prog["status"] == "done"
+        out.append({"stage": "build", "state": "done" if done or prog["n_started"] >= prog["n_cells"] else "running",
+                    "detail": f"{prog['n_started']}/{prog['n_cells']} cells started", "progress": prog})
+        out.append({"stage": "grading", "state": "done" if done else "running" if prog["n_done"] else "pending",
+                    "detail": f"{prog['n_done']}/{prog['n_cells']} cells graded", "progress": prog})
+    if seed:
+        scored = a["composite"] is not None
+        out.append({"stage": "score", "state": "done" if scored else "pending",
+                    "detail": "baseline" if scored else ""})
+    else:
+        out.append({"stage": "score", "state": "skipped" if blocked else "done" if a["verdict"] else
+                    "running" if a["delta"] is not None else "pending",
+                    "detail": f"Δ {a['delta']:+.4f} vs threshold {a['gate_threshold']:+.4f}"
+                    if a["delta"] is not None else ""})
+    return out

@@ -1,0 +1,60 @@
+"""`run.py --lint SKILL_DIR [--against PARENT_DIR]`: the critic's rows before any spend, exit 0 when all pass."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.mutator.test_critic_ratchet import NAME, published_skill
+
+from tests.conftest import ROOT
+
+SEED = ROOT / "suites" / "csv-clean"
+
+
+def lint(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), "--lint", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_demo_seed_passes_alone() -> None:
+    done = lint(SEED)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok    spec" in done.stdout and "passes" in done.stdout and "FAIL" not in done.stdout
+
+
+def test_a_broken_copy_fails_against_the_seed(tmp_path: Path) -> None:
+    broken = tmp_path / "csv-clean"
+    shutil.copytree(SEED, broken)
+    (broken / "SKILL.md").write_text((broken / "SKILL.md").read_text() + "\nSee [dates](references/dates.md).\n"
+                                     "```python\nunclosed\n")
+    done = lint(broken, "--against", SEED)
+    assert done.returncode == 1
+    assert "FAIL  references    SKILL.md links to references/dates.md (not in the skill)" in done.stdout
+    assert "FAIL  fences" in done.stdout and "2 guard(s) fail: references, fences" in done.stdout
+    assert lint(SEED, "--against", SEED).returncode == 1          # identical: the `changed` guard fails
+
+
+def test_a_published_skill_edited_by_one_line_passes_against_itself(tmp_path: Path) -> None:
+    parent = published_skill(tmp_path / "parent")
+    candidate = tmp_path / "candidate" / NAME
+    shutil.copytree(parent, candidate)
+    text = (candidate / "SKILL.md").read_text()
+    (candidate / "SKILL.md").write_text(text.replace("rule 12: keep", "rule 12: always keep", 1))
+    done = lint(candidate, "--against", parent)
+    assert done.returncode == 0, done.stdout
+    alone = lint(parent)
+    assert alone.returncode == 1 and "FAIL  spec" in alone.stdout and "warn  fences" in alone.stdout
+
+
+def test_a_folder_without_skill_md_is_bad_input(tmp_path: Path) -> None:
+    done = lint(tmp_path)
+    assert done.returncode == 2 and "no SKILL.md there" in done.stderr
+
+
+def test_against_alone_is_refused() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "--against", str(SEED)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--against PARENT_DIR goes with --lint" in done.stderr

@@ -1,0 +1,58 @@
+"""An unhealthy candidate evaluation gets no gate decision: the attempt is FAILED with its failure counts,
+the incumbent stays, and the run goes on (the real loop, the fake mutator, a build agent that breaks on
+one rule)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from eval.suite import load_suite
+from mutator.config import load_settings
+from mutator.round.loop import Loop
+from mutator.round.progress import Progress
+from mutator.round.session import Agents, Suites
+from mutator.store.db import connect_readonly, loads
+from sandbox.none import NoneLauncher
+from strategies import make_strategy
+from tests.conftest import ROOT
+
+# The fake build agent, except that a skill with the `amounts` rule makes it crash on the tasks whose prompt hashes odd
+# (4 of clean-val's 8). The hash is of the prompt text, never of its path: paths differ per machine and per run.
+BREAKS_ON_AMOUNTS = f"""import os, pathlib, runpy, sys, zlib
+skill = os.environ.get("SM_SKILL_DIR")
+if skill and '"amounts"' in (pathlib.Path(skill) / "rules.json").read_text() and \\
+        zlib.crc32(pathlib.Path(os.environ["SM_PROMPT_FILE"]).read_bytes()) % 2:
+    print("crash: amounts rule", file=sys.stderr)
+    sys.exit(1)
+sys.argv = [{str(ROOT / "fakes" / "fake_agent.py")!r}]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_an_unhealthy_candidate_is_failed_and_the_run_goes_on(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(BREAKS_ON_AMOUNTS)
+    settings = load_settings({"data_dir": tmp_path / "data", "rounds": 3, "replicates": 2, "solve": "off"}, environ={})
+    suites = Suites(train=load_suite(ROOT / "suites" / "clean-train"), val=load_suite(ROOT / "suites" / "clean-val"))
+    agents = Agents(build_argv=(sys.executable, str(agent)), build_id="breaks-on-amounts@1",
+                    mutator_argv=(sys.executable, str(ROOT / "fakes" / "fake_mutator.py")), mutator_id="fake-mutator@1")
+    loop = Loop(settings, suites, agents, NoneLauncher(), make_strategy("greedy", {}), progress=Progress())
+    run_id = loop.execute()
+    db = connect_readonly(settings.db_path)
+    attempts = {a["round"]: dict(a) for a in db.query("select * from attempts where run_id = ?", [run_id])}
+    assert [attempts[r]["verdict"] for r in (1, 2, 3)] == ["KEEP", "FAILED", "REJECT"]
+    failed = attempts[2]
+    failures = loads(failed["failures"])
+    assert set(failures) == {"agent_error"} and failures["agent_error"] / 16 > settings.max_failed_share
+    assert failed["error"].startswith("unhealthy evaluation, no gate decision: this candidate on val (clean-val): ")
+    assert "crash: amounts rule" in failed["error"]
+    assert failed["delta"] is None and failed["gate"] is None and failed["val_evaluation_id"] is not None
+    run = dict(next(iter(db.query("select * from runs where id = ?", [run_id]))))
+    assert run["status"] == "finished" and run["incumbent_hash"] == attempts[1]["genome_hash"]
+    evaluation = dict(next(iter(db.query("select * from evaluations where id = ?", [failed["val_evaluation_id"]]))))
+    assert evaluation["status"] == "done" and evaluation["n_failed"] == failures["agent_error"]
+    from mutator.round.summary import summary
+    text = summary(db, run_id)
+    assert f"failed cells, round 2 on clean-val: {failures['agent_error']} of 16 ({failures['agent_error']} agent_error)" \
+        in text and "FAILED 1" in text

@@ -1,0 +1,202 @@
+"""The demo dry run end to end: what lands in the store, resume, extension, crash recovery."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from mutator.scoring import signflip
+from mutator.store.db import connect_readonly, loads
+from tests.conftest import DEMO_ARGS, ROOT, run_cli
+
+
+def attempts(data_dir: Path) -> list[dict]:
+    db = connect_readonly(data_dir / "mutator.db")
+    return [dict(r) for r in db.query("select * from attempts order by round, sibling")]
+
+
+def test_demo_records_every_verdict(demo_store) -> None:
+    data_dir, result = demo_store
+    rows = attempts(data_dir)
+    assert [r["round"] for r in rows] == [0, 1, 2, 3, 4, 5, 6]
+    assert [r["verdict"] for r in rows] == ["SEED", "KEEP", "KEEP", "REJECT", "CRITIC", "CRITIC", "KEEP"]
+    assert [r["status"] for r in rows] == ["seed", "kept", "kept", "rejected", "critic_rejected",
+                                          "critic_rejected", "kept"]
+    assert "identical to its parent" in rows[4]["error"] and "references/date-formats.md" in rows[5]["error"]
+    assert rows[4]["val_evaluation_id"] is None and rows[5]["val_evaluation_id"] is None  # nothing spent
+    db = connect_readonly(data_dir / "mutator.db")
+    run = dict(next(iter(db.query("select * from runs"))))
+    assert run["status"] == "finished" and run["rounds_done"] == 6
+    assert run["incumbent_hash"] == rows[6]["genome_hash"]
+    champion = rows[6]
+    assert champion["composite"] > rows[0]["composite"]
+    assert "Run run-" in result.stdout and "KEEP 3 · REJECT 1 · CRITIC 2 · FAILED 0" in result.stdout
+
+
+def test_rejected_change_is_not_the_next_parent(demo_store) -> None:
+    rows = attempts(demo_store[0])
+    assert rows[4]["parent_hash"] == rows[2]["genome_hash"]  # round 3 was rejected, round 4 mutates round 2's
+    for row in rows[1:]:
+        assert row["summary"] and row["reasoning"] is not None and row["mutator_cost_usd"] > 0
+
+
+def test_gate_figures_rederive_from_the_row(demo_store) -> None:
+    prior_weight, prior_df, flipped = 0.0, 0, 0
+    for row in attempts(demo_store[0]):
+        if row["gate"] is None:
+            continue
+        gate = loads(row["gate"])
+        assert len(gate["deltas"]) == row["gate_n"] == 8
+        assert row["delta"] == pytest.approx(sum(gate["deltas"].values()) / 8)
+        assert row["delta"] == pytest.approx(row["delta_eval"] + row["delta_cost"] + row["delta_steps"])
+        t_student = stats.t.ppf(stats.norm.cdf(gate["gate_z"]), row["gate_df"]) if row["gate_df"] else 0.0
+        assert gate["t_student"] == pytest.approx(t_student) and gate["method"] == "signflip"
+        if gate["flip"] is None:
+            t, keep = t_student, row["delta"] >= row["gate_threshold"]
+        else:   # the sign-flip critical value, from the stored deltas and the earlier comparisons alone
+            flip = signflip.critical([d - gate["min_improvement"] for d in gate["deltas"].values()], prior_weight,
+                                     prior_df, stats.norm.sf(gate["gate_z"]))
+            t, keep, flipped = flip.t, flip.keep, flipped + 1
+            assert flip.to_json() == gate["flip"]
+        assert row["gate_t"] == pytest.approx(t)
+        assert row["gate_threshold"] == pytest.approx(gate["min_improvement"] - t * row["gate_se"])
+        assert (row["verdict"] == "KEEP") == keep == gate["keep"]
+        prior_weight, prior_df = prior_weight + 7 * gate["s_r"], prior_df + 7
+    assert flipped == 4
+    evaluated = [r for r in attempts(demo_store[0]) if r["gate_df"] is not None]
+    assert [r["gate_df"] for r in evaluated] == [7, 14, 21, 28]  # pooled over every comparison so far
+
+
+def test_cells_and_tests_rows(demo_store) -> None:
+    db = connect_readonly(demo_store[0] / "mutator.db")
+    per_eval = [dict(r) for r in db.query("select e.suite, e.n_cells, e.n_done, count(c.id) as n from evaluations e "
+                                          "join cells c on c.evaluation_id = e.id group by e.id")]
+    assert all(r["n"] == r["n_cells"] == r["n_done"] for r in per_eval)
+    assert {r["suite"] for r in per_eval} == {"clean-train", "clean-val"}  # the holdout is never evaluated
+    names = {r["name"] for r in db.query("select distinct name from tests")}
+    assert {"parses", "headers", "rows", "text", "dates"} <= names
+    assert next(iter(db.query("pragma integrity_check")))["integrity_check"] == "ok"
+
+
+def test_genome_history_in_git(demo_store) -> None:
+    data_dir = demo_store[0]
+    run_id = next(iter(connect_readonly(data_dir / "mutator.db").query("select id from runs")))["id"]
+    log = subprocess.run(["git", "-C", str(data_dir / "genomes.git"), "log", "-p", "--format=%s", run_id],
+                         capture_output=True, text=True, check=True).stdout
+    assert "dedupe" in log and "+" in log and "titlecase" not in log.split("\n")[0]
+
+
+def test_same_command_resumes_without_new_cells(demo_store, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(demo_store[0], data_dir)
+    before = attempts(data_dir)
+    result = run_cli(*DEMO_ARGS, "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr
+    assert "Resuming run-" in result.stderr and "0 cells run by this command" in result.stdout
+    assert attempts(data_dir) == before
+
+
+def test_more_rounds_extend_by_exactly_that_many(demo_store, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(demo_store[0], data_dir)
+    args = [a if a != "6" else "8" for a in DEMO_ARGS]
+    result = run_cli(*args, "--data-dir", str(data_dir))
+    assert result.returncode == 0, result.stderr
+    rows = attempts(data_dir)
+    assert [r["round"] for r in rows] == [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    assert len({r["run_id"] for r in rows}) == 1
+
+
+def test_test_run_is_cached_and_appended(demo_store, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(demo_store[0], data_dir)
+    run_id = attempts(data_dir)[0]["run_id"]
+    first = run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data_dir))
+    assert first.returncode == 0, first.stderr
+    assert "48 cells run" in first.stdout  # champion + seed + the no-skill control, 8 tasks x 2 replicates each
+    second = run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data_dir))
+    assert "0 cells run (all cached)" in second.stdout
+    db = connect_readonly(data_dir / "mutator.db")
+    rows = [dict(r) for r in db.query("select * from test_runs order by id")]
+    assert [r["status"] for r in rows] == ["done", "done"] and rows[0]["composite"] == rows[1]["composite"]
+    refused = run_cli("--test-run", run_id, "--suite", "clean-val", "--data-dir", str(data_dir))
+    assert refused.returncode == 2 and "held out" in refused.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--suite", "clean-val", "--val", "clean-val"), "validation must be a different suite"),
+    (("--suite", "clean-train"), "--val is required"),
+    (("--suite", "clean-train", "--val", "no-such-suite"), "no-such-suite: suite directory not found"),
+    (("--suite", "clean-train", "--val", "clean-val", "--replicates", "0"), "'replicates' must be an integer >= 1"),
+    (("--suite", "clean-train", "--val", "clean-val", "--strategy", "anneal"), "unknown strategy 'anneal'"),
+    (("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-train"), "is also used as train or val"),
+])
+def test_bad_invocations_exit_before_any_cell(tmp_path: Path, args: tuple, message: str) -> None:
+    result = run_cli(*args, "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 2 and message in result.stderr
+    assert not (tmp_path / "data" / "evals").exists()
+
+
+def test_broken_suite_file_named(tmp_path: Path) -> None:
+    suite = tmp_path / "broken-val"
+    shutil.copytree(ROOT / "suites" / "clean-val", suite)
+    (suite / "suite.md").write_text((suite / "suite.md").read_text().replace("clean-val", "broken-val"))
+    with open(suite / "tasks.jsonl", "a") as f:
+        f.write("{not json\n")
+    result = run_cli("--suite", "clean-train", "--val", str(suite), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 2 and f"{suite}/tasks.jsonl:9: not valid JSON" in result.stderr
+
+
+def test_garbage_from_the_mutator_is_a_failed_attempt(tmp_path: Path) -> None:
+    env = {**os.environ, "FAKE_MUTATOR_GARBAGE": "1"}
+    result = run_cli("--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "1",
+                     "--data-dir", str(tmp_path / "data"), env=env)
+    assert result.returncode == 0, result.stderr
+    rows = attempts(tmp_path / "data")
+    assert rows[1]["verdict"] == "FAILED" and "mutator returned garbage: result.json is not JSON" in rows[1]["error"]
+    assert rows[1]["genome_hash"] is None
+
+
+def test_kill_9_mid_evaluation_reruns_only_unfinished_cells(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    args = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--rounds", "1",
+            "--replicates", "2", "--concurrency", "2", "--data-dir", str(data_dir)]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    db_path = data_dir / "mutator.db"
+    done_before = 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and done_before < 6:
+        time.sleep(0.05)
+        if db_path.exists():
+            try:
+                done_before = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True).execute(
+                    "select count(*) from cells").fetchone()[0]
+            except sqlite3.OperationalError:
+                pass
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    conn = sqlite3.connect(db_path)
+    done_before = conn.execute("select count(*) from cells").fetchone()[0]
+    assert 6 <= done_before < 16  # killed inside the seed's val evaluation (8 tasks x 2)
+    assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"{done_before}/16 cells already done" in result.stderr
+    conn = sqlite3.connect(db_path)
+    total = conn.execute("select count(*) from cells").fetchone()[0]
+    ran = int(result.stdout.split(" cells run by this command")[0].split()[-1])
+    assert ran == total - done_before
+    dupes = conn.execute("select count(*) from (select evaluation_id, task_id, replicate from cells "
+                         "group by 1, 2, 3 having count(*) > 1)").fetchone()[0]
+    assert dupes == 0 and conn.execute("pragma integrity_check").fetchone()[0] == "ok"
