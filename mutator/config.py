@@ -96,6 +96,8 @@ KEYS = (
         'an object of Ray resource -> amount >= 0 per cell, e.g. {"num_cpus": 1}', {"num_cpus": 1}),
     Key("score.gateMethod", "gate_method", str, lambda v: v in ("signflip", "t"),
         "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)", "signflip"),
+    Key("score.tieRule", "tie_rule", str, lambda v: v in ("keep", "noAddedCost"),
+        "noAddedCost (a tie the gate keeps is kept only when it adds no cost) or keep (every tie)", "noAddedCost"),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -147,6 +149,7 @@ class Settings:
     ray_address: str = ""
     cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
     gate_method: str = "signflip"      # how the gate's critical value is made (mutator/scoring/signflip.py, score.compare)
+    tie_rule: str = "noAddedCost"      # which of the gate's ties are kept (mutator/scoring/ties.py, score.compare)
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scipy import special
 
-from mutator.scoring import signflip
+from mutator.scoring import signflip, ties
 from mutator.scoring.mad import robust_scale_of
 
 # scipy.special carries the same distribution functions as scipy.stats without its ~2 s import, which every
@@ -278,6 +278,8 @@ class Gate:
     method: str = "t"
     t_student: float = 0.0
     flip: dict | None = None
+    # the tie rule's figures (mutator/scoring/ties.py): keep above is its verdict, tie.gate_keep the gate's own
+    tie: ties.TieCheck | None = None
 
     @property
     def comparison(self) -> Comparison:
@@ -318,6 +320,7 @@ class Gate:
             "method": self.method,
             "t_student": float(self.t_student),
             "flip": self.flip,    # None: Student t, or the raw gate (gateZ 0, df 0, s 0)
+            "tie": self.tie.to_json() if self.tie else None,
         }
 
 
@@ -372,6 +375,7 @@ def compare(
     min_improvement: float,
     gate_z: float,
     method: str = "signflip",
+    tie_rule: str = "noAddedCost",
 ) -> Gate:
     """Gate a candidate against the incumbent on the tasks both were evaluated on.
 
@@ -379,10 +383,13 @@ def compare(
     rejected. `prior` holds the earlier comparisons of this run; the current one is pooled in here.
     With method 'signflip' t comes from sign flips of the deltas (and a Δ exactly on the threshold is decided
     by the comparison's stored coin); with 't' from Student t. gate_z 0, df 0 or s 0 give the raw gate either way.
+    Then `tie_rule` (mutator/scoring/ties.py) decides which ties are kept: 'noAddedCost' rejects a kept tie that
+    makes the skill dearer, 'keep' keeps them all.
     """
-    if method not in GATE_METHODS:
-        raise ScoreError(f"unknown gate method {method!r}: use one of {', '.join(GATE_METHODS)} "
-                         "('score.gateMethod' in config.json)")
+    if method not in GATE_METHODS or tie_rule not in ties.TIE_RULES:
+        key, given, valid = ("gateMethod", method, GATE_METHODS) if method not in GATE_METHODS else \
+            ("tieRule", tie_rule, ties.TIE_RULES)
+        raise ScoreError(f"unknown {key} {given!r}: use one of {', '.join(valid)} ('score.{key}' in config.json)")
     paired = sorted(set(candidate) & set(incumbent))
     if not paired:
         raise ScoreError(
@@ -420,25 +427,9 @@ def compare(
     threshold = min_improvement - t * se
     if keep is None:
         keep = delta >= threshold - KEEP_TOLERANCE
-    return Gate(
-        deltas=deltas,
-        n=n,
-        delta=delta,
-        delta_eval=mean_change("eval"),
-        delta_cost=mean_change("cost_term"),
-        delta_steps=mean_change("steps_term"),
-        s_r=s_r,
-        s=s,
-        df=df,
-        se=se,
-        t=t,
-        threshold=threshold,
-        min_improvement=min_improvement,
-        gate_z=gate_z,
-        keep=keep,
-        scale_method=scale.method,
-        scale_factor=scale.factor,
-        method=method,
-        t_student=t_student,
-        flip=flip,
-    )
+    tie = ties.check(candidate, incumbent, paired, delta=delta, gate_keep=keep, min_improvement=min_improvement,
+                     rule=tie_rule)
+    return Gate(deltas=deltas, n=n, delta=delta, delta_eval=mean_change("eval"), delta_cost=mean_change("cost_term"),
+                delta_steps=mean_change("steps_term"), s_r=s_r, s=s, df=df, se=se, t=t, threshold=threshold,
+                min_improvement=min_improvement, gate_z=gate_z, keep=tie.keep, scale_method=scale.method,
+                scale_factor=scale.factor, method=method, t_student=t_student, flip=flip, tie=tie)

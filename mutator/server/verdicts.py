@@ -113,9 +113,17 @@ def _f(value: float | None) -> str:
 def _passes(a: dict) -> bool | None:
     if a.get("delta") is None or a.get("gate_threshold") is None:
         return None
-    if _on_threshold(a):
-        return bool(a["gate_keep"])   # Δ on a sign-flip threshold: the gate's stored coin decided
+    if a.get("gate_keep") is not None:
+        # the stored verdict: it differs from Δ ≥ threshold only where the sign-flip gate's coin decided a Δ on its
+        # threshold, or the tie rule rejected a tie that adds cost (mutator/scoring/ties.py)
+        return bool(a["gate_keep"])
     return not a["delta"] < a["gate_threshold"]
+
+
+def _costly_tie(a: dict) -> bool:
+    """Rejected above the threshold: only the tie rule does that (a tie the gate kept, but it adds cost)."""
+    return (a.get("gate_keep") is not None and not a["gate_keep"] and a.get("delta") is not None
+            and a.get("gate_threshold") is not None and a["delta"] > a["gate_threshold"] + 1e-9)
 
 
 def _on_threshold(a: dict) -> bool:
@@ -127,6 +135,9 @@ def _on_threshold(a: dict) -> bool:
 def _side(a: dict, kept: bool) -> str:
     if _on_threshold(a):
         return "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
+    if not kept and _costly_tie(a):
+        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule 'noAddedCost' "
+                "rejects it)")
     return "(Δ at or above it)" if kept else "(Δ below it)"
 
 

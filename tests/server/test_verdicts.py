@@ -95,3 +95,18 @@ def test_a_delta_on_a_sign_flip_threshold_says_the_coin_decided():
     annotate(branching, rows, rows)
     assert rows[2]["reason"] == ("rejected: sibling 0 had the best composite but failed the gate, so the round "
                                  "kept nothing")
+
+
+def test_a_tie_rejected_for_its_added_cost_says_so_and_never_becomes_the_champion():
+    """The tie rule (mutator/scoring/ties.py) rejects above the threshold: the stored gate_keep, not Δ ≥ threshold,
+    is the verdict the reasons and pareto's champion follow."""
+    run = {"strategy": "greedy", "kind": "evolve"}
+    tie = {**row(1, 0, "a", "REJECT", parent="s", composite=0.48, delta=-0.02, threshold=-0.06), "gate_keep": 0}
+    rows = [SEED, tie]
+    annotate(run, rows, rows)
+    assert rows[1]["reason"] == ("rejected: Δ -0.0200 vs gate threshold -0.0600 (Δ above it but below "
+                                 "minImprovement: a tie, and it adds cost, so the tie rule 'noAddedCost' rejects it)")
+    pareto = {"strategy": "pareto", "kind": "evolve", "min_improvement": 0.05}
+    dear = {**row(1, 0, "a", "KEEP", parent="s", composite=0.52, delta=0.02, threshold=-0.01), "gate_keep": 0}
+    assert incumbents(pareto, [SEED, dear]) == {0: "s", 1: "s"}
+    assert incumbents(pareto, [SEED, {**dear, "gate_keep": 1}]) == {0: "s", 1: "a"}

@@ -21,6 +21,7 @@ const GATE_TIPS = {
   delta_steps: 'the steps part of Δ: −wSteps·(paired per-task steps delta)/seedSteps, averaged over tasks',
   s: 's = Σ(n_r−1)s_r / Σ(n_r−1), the df-weighted mean of the (unbiased) s_r over every comparison of this run so far',
   n: 'val tasks paired in this comparison (with several eval models: task × model pairs)', z: 'gateZ and minImprovement as configured for this run',
+  tie: 'the tie rule (score.tieRule): a tie is a change the gate keeps with Δ below minImprovement; under noAddedCost it is kept only when its cost + steps terms do not fall by more than z = 3 standard errors of their per-task changes (any fall when those carry no noise); keep keeps every tie',
   by_model: 'this eval model\'s own Δ: the mean of its paired per-task deltas, each composite against the seed on that model; Δ is the mean over models',
 };
 
@@ -92,6 +93,7 @@ export async function render(root, state, ui) {
       ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
       ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z],
       ['method', g.method === 'signflip' ? `sign flips (Student t would be ${num(g.t_student, 3)})` : (g.method === 't' || g.scale_method ? 'Student t' : '—'), GATE_TIPS.method],
+      ...(g.tie ? [['tie rule', `${g.tie.rule} · ${g.tie.tie ? 'a tie' : 'not a tie'} · Δcost+steps ${signed(g.tie.delta_cost)} ± ${num(g.tie.se)}${g.tie.adds_cost ? ' (adds cost)' : ''} · gate ${g.tie.gate_keep ? 'keeps' : 'rejects'} → ${g.tie.keep ? 'KEEP' : 'REJECT'}`, GATE_TIPS.tie]] : []),
       ...(g.flip ? [['sign patterns', `${g.flip.patterns}${g.flip.exhaustive ? ' (all)' : ` (sampled, seed ${g.flip.sample_seed})`} · on the threshold: reject w.p. ρ ${num(g.flip.rho, 3)}, coin u ${num(g.flip.u, 3)}`, GATE_TIPS.flip]] : []),
       ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
     return h('section', { class: 'cols', id: 'round-verdict' },

@@ -326,7 +326,9 @@ def test_to_json_has_every_figure():
         "method",
         "t_student",
         "flip",
+        "tie",
     }
+    assert set(data["tie"]) == {"rule", "gate_keep", "tie", "delta_cost", "se", "z", "t", "adds_cost", "keep"}
     assert data["deltas"] == {"t0": 0.2, "t1": -0.2, "t2": 0.1, "t3": -0.1, "t4": -0.1}
     assert data["df"] == 6 and data["keep"] is True
     assert g.comparison == Comparison(n=5, s_r=g.s_r)
