@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
 """Which search pays? greedy, branching, population, pareto and best-of-N on one synthetic landscape.
 
-The landscape is built from the fakes: a genome is a set of CSV rules (fakes/csv_rules.py ops), a
-cell applies each rule unless the agent fumbles it (skip probability = the rule implementation's
-quality), and the demo grader scores the output against the answer key. Some rules help some tasks,
-titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly. The REAL
-strategy classes and the REAL gate (mutator/scoring/score.py) run in a loop mirroring mutator/round/loop.py, with a
-simulated mutator shared by all strategies. Everything runs in-process: no agents, no database.
+The landscape is built from the fakes (bench/landscape.py): a genome is a set of CSV rules, a cell applies each
+rule unless the agent fumbles it, and the demo grader scores the output against the answer key. Some rules help
+some tasks, titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly. The REAL
+strategy classes and the REAL gate and tie rule (mutator/scoring/score.py, ties.py), configured from config.json
+as the loop is, run in a loop mirroring mutator/round/loop.py, with a simulated mutator shared by all strategies.
+Everything runs in-process: no agents, no database. The same arguments print the same table under any
+PYTHONHASHSEED; each table names the landscape and mutator it came from by their hashes.
 
 Every line gets the same rollout budget (val + train cells; best-of-N included) and stops before an evaluation
-would pass it. Beside the real gate, two greedy lines judge candidates without it: keep iff Δ > 0, and a raw
-threshold (keep iff Δ ≥ τ, gateZ 0). The last lines name the differences that are significant, paired over seeds.
+would pass it. Beside the configured gate, greedy-keepties runs the gate with every tie kept (tieRule 'keep'),
+and two greedy lines judge candidates without the gate: keep iff Δ > 0, and a raw threshold (keep iff Δ ≥ τ,
+gateZ 0). The last lines set the default against the gate-less lines and name every significant difference,
+paired over seeds.
 
-    python bench/strategies.py [--seeds 8] [--budget 640] [--replicates 2]     (--seeds 32 for the full run)
+    python bench/strategies.py [--seeds 8] [--seed-offset 0] [--budget 640] [--replicates 2]
+                               [--tie-rule keep|noAddedCost] [--evidence-replicates N] [--lines a,b]
+    (--seeds 32 for the full run; --seed-offset 1000 for seeds no tuning has seen)
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import itertools
-import json
-import math
 import random
 import statistics
 import sys
@@ -32,148 +33,43 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fakes.csv_rules import apply_rules, read_csv  # noqa: E402
-from mutator.scoring.score import CellFigures, Comparison, Normalisers, Weights, compare, per_task, summarise  # noqa: E402
+from bench.landscape import (  # noqa: E402,F401  (re-exported: bench/peers.py imports them from here)
+    MUTATOR_USD,
+    SEED_RULES,
+    WEIGHTS,
+    Genome,
+    Landscape,
+    Mutator,
+    draws_hash,
+    landscape_hash,
+    mutator_hash,
+    norm_for,
+)
+from bench.paired import against, censored_median, mean_se, significant, wilcoxon_p  # noqa: E402,F401
+from mutator.config import load_settings  # noqa: E402
+from mutator.scoring.score import CellFigures, Comparison, compare, per_task, summarise  # noqa: E402
 from strategies import Member, Scored, State, make_strategy  # noqa: E402
 
-SEED_RULES = (("trim", 0), ("headers", 0))
-HELPFUL = ("dates", "amounts", "booleans", "emails", "dedupe")
-CATALOGUE = (*HELPFUL, "titlecase", "notes", "verify", "examples")   # the last three: cost only
-TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails", "rows": "dedupe"}
-VARIANTS = 3
-WEIGHTS = Weights(0.1, 0.02)
-MUTATOR_USD = 3000 * 5e-6 + 400 * 25e-6            # one fake mutator call priced as claude-opus-4-5
-PER_TURN_IN, PER_TURN_OUT = 900, 80                 # fake agent tokens per turn (haiku: $1 / $5 per M)
-SMART = 0.5                                         # chance the mutator acts on its evidence, else a random change
 RAW_THRESHOLD = 0.02                                # the raw-threshold line: keep iff Δ ≥ this (gateZ 0)
-
-Genome = frozenset  # of (op, variant)
-
-
-def load_grader():
-    spec = importlib.util.spec_from_file_location("csv_grader", ROOT / "suites" / "csv_grader.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.grade
-
-
-class Landscape:
-    def __init__(self, rng: random.Random) -> None:
-        grade = load_grader()
-        self.suites = {}
-        for split in ("train", "val", "test"):
-            folder = ROOT / "suites" / f"clean-{split}"
-            tasks = [json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines() if line]
-            self.suites[split] = {t: (read_csv(folder / "fixtures" / t / "input.csv"),
-                                      read_csv(folder / "answers" / f"{t}.csv")) for t in tasks}
-        self._grade, self._cache, self._expected = grade, {}, {}
-        # each rule has VARIANTS implementations of different reliability (the fumble rate per cell)
-        self.skip = {(op, v): rng.choice((0.02, 0.08, 0.30)) for op in CATALOGUE for v in range(VARIANTS)}
-        self.skip.update({rule: 0.0 for rule in SEED_RULES})
-
-    def tests(self, split: str, task: str, applied: frozenset) -> dict[str, float]:
-        key = (split, task, applied)
-        if key not in self._cache:
-            rows, answer = self.suites[split][task]
-            self._cache[key] = self._grade(answer, apply_rules(rows, sorted(applied)))
-        return self._cache[key]
-
-    def score(self, split: str, task: str, applied: frozenset) -> float:
-        tests = self.tests(split, task, applied)
-        return sum(tests.values()) / len(tests)
-
-    @staticmethod
-    def turns(genome: Genome) -> int:
-        return 2 + len(genome)                         # read, one per rule, write
-
-    def cost(self, genome: Genome) -> float:
-        return self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6 + self.turns(genome) * PER_TURN_OUT * 5e-6
-
-    def cells(self, genome: Genome, split: str, replicates: int,
-              rng: random.Random) -> tuple[list[CellFigures], dict[str, list[str]]]:
-        """Measured cells, and per task the grader tests that failed in any replicate (the train evidence)."""
-        out, failing = [], {}
-        for task in self.suites[split]:
-            for rep in range(replicates):
-                applied = frozenset(op for op, v in genome if rng.random() >= self.skip[(op, v)])
-                tests = self.tests(split, task, applied)
-                failing.setdefault(task, set()).update(t for t, s in tests.items() if s < 1)
-                out.append(CellFigures(task, rep, sum(tests.values()) / len(tests), self.cost(genome),
-                                       self.turns(genome), True))
-        return out, {t: sorted(v) for t, v in failing.items() if v}
-
-    def expected(self, genome: Genome, split: str, norm: Normalisers) -> float:
-        """The genome's true composite: every fumble pattern weighted by its probability."""
-        key = (genome, split)
-        if key not in self._expected:
-            self._expected[key] = self._exact(genome, split, norm)
-        return self._expected[key]
-
-    def _exact(self, genome: Genome, split: str, norm: Normalisers) -> float:
-        # only fumble-able rules that change the output need enumerating; the rest are always "applied"
-        rules = sorted(r for r in genome if r[0] in (*HELPFUL, "titlecase") and self.skip[r] > 0)
-        fixed = [op for op, v in genome if (op, v) not in rules]
-        total = 0.0
-        for task in self.suites[split]:
-            for pattern in itertools.product((True, False), repeat=len(rules)):
-                p, applied = 1.0, list(fixed)
-                for (op, v), on in zip(rules, pattern, strict=True):
-                    s = self.skip[(op, v)]
-                    p *= (1 - s) if on else s
-                    if on:
-                        applied.append(op)
-                if p:
-                    total += p * self.score(split, task, frozenset(applied))
-        mean = total / len(self.suites[split])
-        return mean - WEIGHTS.w_cost * self.cost(genome) / norm.seed_cost - WEIGHTS.w_steps * self.turns(genome) / norm.seed_steps
-
-    def optimum(self, split: str, norm: Normalisers) -> float:
-        best_variant = {op: min(range(VARIANTS), key=lambda v: self.skip[(op, v)]) for op in CATALOGUE}
-        return max(self.expected(Genome(SEED_RULES) | {(op, best_variant[op]) for op in subset}, split, norm)
-                   for k in range(len(HELPFUL) + 2) for subset in itertools.combinations((*HELPFUL, "titlecase"), k))
-
-
-def norm_for(land: Landscape, split: str) -> Normalisers:
-    seed = Genome(SEED_RULES)
-    return Normalisers(land.cost(seed), land.turns(seed))
-
-
-class Mutator:
-    """One change per call, the same for every strategy: follow an objective, merge a ref, act on
-    failing train tests (the targets, else the parent's worst tasks) or make a random change."""
-
-    def __init__(self, land: Landscape, rng: random.Random) -> None:
-        self.land, self.rng = land, rng
-
-    def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome], failing: dict[str, list[str]],
-                 targets: tuple[str, ...]) -> tuple[Genome, str]:
-        have = {op for op, _ in parent}
-        variant = self.rng.randrange(VARIANTS)
-        if objective in CATALOGUE and objective not in have:
-            return parent | {(objective, variant)}, objective
-        for ref in refs:
-            lend = sorted(rule for rule in ref - parent if rule[0] not in have)
-            if lend:
-                rule = self.rng.choice(lend)
-                return parent | {rule}, rule[0]
-        if failing and self.rng.random() < SMART:
-            focus = [t for t in targets if t in failing] or sorted(failing, key=lambda t: -len(failing[t]))[:3]
-            wanted = [TEST_RULES[t] for task in focus for t in failing[task] if t in TEST_RULES]
-            wanted = [op for op in wanted if op not in have]
-            if wanted:
-                op = max(sorted(set(wanted)), key=wanted.count)
-                return parent | {(op, variant)}, op
-        extra = sorted(rule for rule in parent if rule not in SEED_RULES)
-        if extra and self.rng.random() < 0.15:
-            rule = self.rng.choice(extra)
-            return parent - {rule}, f"-{rule[0]}"
-        options = [op for op in CATALOGUE if op not in have]
-        op = self.rng.choice(options) if options else "notes"
-        return parent | {(op, variant)}, op
 
 
 class OutOfBudget(Exception):
     """The next evaluation would pass the line's rollout budget: the search ends where it stands."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The loop's gate and evidence settings, as config.json gives them (score.*, evidenceReplicates)."""
+    min_improvement: float = 0.0
+    gate_z: float = 1.0
+    method: str = "signflip"
+    tie_rule: str = "noAddedCost"
+    evidence_replicates: int = 0      # a kept candidate's train evaluation; 0 = the run's replicates
+
+    @classmethod
+    def from_config(cls, config_file: Path = ROOT / "config.json") -> Rules:
+        s = load_settings(config_file=config_file, environ={})
+        return cls(s.min_improvement, s.gate_z, s.gate_method, s.tie_rule, s.evidence_replicates)
 
 
 @dataclass(frozen=True)
@@ -182,7 +78,8 @@ class Line:
     label: str
     strategy: str
     opts: dict
-    keep: str = "gate"        # 'gate' (the real gate, gateZ 1) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0)
+    keep: str = "gate"        # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0)
+    tie_rule: str = ""        # the gate's tie rule for this line; '' = the configured one
 
 
 @dataclass
@@ -198,11 +95,14 @@ class Search:
     """One line's search on the landscape at a hard rollout budget: the evaluation cache, the spend, the curve."""
 
     def __init__(self, land: Landscape, line: Line, budget: int, replicates: int, seed: int,
-                 raw_threshold: float = RAW_THRESHOLD) -> None:
+                 raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> None:
         self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
         self.raw_threshold = raw_threshold
-        self.rng = random.Random(f"bench:{seed}:{line.label}")
-        self.mutator = Mutator(land, random.Random(f"mutator:{seed}:{line.label}"))
+        self.rules = rules or Rules()
+        # replicates per evaluation: val always the run's; train (the mutator's evidence) evidenceReplicates
+        self.depth = {"val": replicates, "train": self.rules.evidence_replicates or replicates}
+        self.rng = random.Random(f"bench:{seed}:{line.label}")   # unused by the bench's own cells (see evaluate)
+        self.mutator = Mutator.for_seed(land, seed)
         self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
         self.val_cells: dict[Genome, list[CellFigures]] = {}
         self.train_cells: dict[Genome, list[CellFigures]] = {}
@@ -221,9 +121,9 @@ class Search:
 
     def evaluate(self, g: Genome, split: str, store: dict) -> list[CellFigures]:
         if g not in store:  # the evaluation cache: same genome, same contract, no new spend
-            if self.spent["rollouts"] + self.replicates * len(self.land.suites[split]) > self.budget:
+            if self.spent["rollouts"] + self.depth[split] * len(self.land.suites[split]) > self.budget:
                 raise OutOfBudget  # every line stops at the same hard rollout cap
-            store[g], failing_tests = self.land.cells(g, split, self.replicates, self.rng)
+            store[g], failing_tests = self.land.cells(g, split, self.depth[split], stream=str(self.seed))
             if split == "train":
                 self.train_failing[g] = failing_tests
             self.spent["rollouts"] += len(store[g])
@@ -262,10 +162,13 @@ class Search:
             self.point()
 
     def gate(self, cand: dict, base: dict, prior: list) -> tuple[object, bool]:
+        rules = self.rules
         if self.line.keep == "raw":
-            gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0)
+            gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0,
+                           method=rules.method, tie_rule="keep")
             return gate, gate.keep
-        gate = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=1.0)
+        gate = compare(cand, base, prior=prior, min_improvement=rules.min_improvement, gate_z=rules.gate_z,
+                       method=rules.method, tie_rule=self.line.tie_rule or rules.tie_rule)
         return gate, gate.keep if self.line.keep == "gate" else gate.delta > 1e-12
 
     def one_round(self, strategy, state: State, prior: list) -> list[Scored]:
@@ -316,18 +219,13 @@ class Search:
 
 
 def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,
-               raw_threshold: float = RAW_THRESHOLD) -> Outcome:
-    return Search(land, line, budget, replicates, seed, raw_threshold).run()
-
-
-def mean_se(values: list[float]) -> str:
-    if len(values) < 2:
-        return f"{values[0]:.4f}" if values else "—"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) / len(values) ** 0.5:.4f}"
+               raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> Outcome:
+    return Search(land, line, budget, replicates, seed, raw_threshold, rules).run()
 
 
 LINES = (
     Line("greedy", "greedy", {}),
+    Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
     Line("greedy-nogate", "greedy", {}, keep="positive"),
     Line("greedy-raw", "greedy", {}, keep="raw"),
     Line("branching", "branching", {"width": 3}),
@@ -335,6 +233,7 @@ LINES = (
     Line("pareto", "pareto", {}),
     Line("best-of-n", "best-of-n", {}),
 )
+DEFAULT, GATELESS = "greedy", ("greedy-nogate", "greedy-raw")
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
@@ -342,97 +241,117 @@ def to_target(outcome: Outcome, target: float) -> int | None:
     return next((r for r, v in outcome.curve if v >= target - 1e-12), None)
 
 
-def censored_median(hits: list[int | None], budget: int) -> str:
-    """The median of rollouts-to-target with the censored seeds counted as 'more than the budget'."""
-    ordered = sorted(math.inf if h is None else h for h in hits)
-    mid = ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
-    if math.isinf(mid[1]):
-        return f"> {budget}"
-    return f"{statistics.mean(mid):.0f}"
+@dataclass
+class Results:
+    rows: dict[str, list[Outcome]]
+    lands: list[Landscape]
+    targets: list[float]
+    optima: list[tuple[float, float, float, float]]   # per seed: seed val, optimum val, seed test, optimum test
 
 
-def wilcoxon_p(a: list[float], b: list[float]) -> float:
-    """Two-sided Wilcoxon signed-rank p over paired seeds; 1 when every pair ties."""
-    from scipy import stats
-    diffs = [x - y for x, y in zip(a, b, strict=True)]
-    if all(abs(d) < 1e-12 for d in diffs):
-        return 1.0
-    return float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
+def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
+            rules: Rules) -> Results:
+    results = Results({line.label: [] for line in lines}, [], [], [])
+    for seed in seeds:
+        land = Landscape(random.Random(seed))
+        val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
+        seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
+        results.lands.append(land)
+        results.optima.append((seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
+                               land.optimum("test", test_norm)))
+        results.targets.append(seed_val + 0.9 * (opt_val - seed_val))
+        for line in lines:
+            results.rows[line.label].append(run_search(land, line, budget, replicates, seed, raw_threshold, rules))
+    return results
 
 
-def significant(rows: dict[str, list[Outcome]], metric, alpha: float = 0.05) -> list[str]:
-    """Every pair of lines whose paired difference in `metric` is significant after Holm's correction."""
-    labels = list(rows)
-    tests = []
-    for i, x in enumerate(labels):
-        for y in labels[i + 1:]:
-            a, b = [metric(o) for o in rows[x]], [metric(o) for o in rows[y]]
-            better, worse = (x, y) if statistics.mean(a) >= statistics.mean(b) else (y, x)
-            tests.append((wilcoxon_p(a, b), better, worse))
-    tests.sort()
-    found = []
-    for rank, (p, better, worse) in enumerate(tests):
-        if p * (len(tests) - rank) >= alpha:
-            break  # Holm: stop at the first pair that fails its step-down level
-        found.append(f"{better} > {worse} (p={p:.2g})")
-    return found
+def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Rules) -> None:
+    land = res.lands[-1]
+    print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an equal "
+          f"budget of {args.budget} rollouts per line (val + train cells), {args.replicates} replicates, val "
+          f"{len(land.suites['val'])} tasks, test {len(land.suites['test'])} tasks.")
+    print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · these seeds' draws "
+          f"{draws_hash(res.lands)} (sha256 of their definitions; a different hash is a different bench).")
+    evidence = rules.evidence_replicates or args.replicates
+    print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, {rules.method}, "
+          f"tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) (evidenceReplicates "
+          f"{rules.evidence_replicates}).")
+    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in res.optima):.4f} → optimum "
+          f"{statistics.mean(o[1] for o in res.optima):.4f}; seed test {statistics.mean(o[2] for o in res.optima):.4f}"
+          f" → optimum {statistics.mean(o[3] for o in res.optima):.4f}.")
+    print(f"Lines: greedy = the gate as configured; greedy-keepties = the gate keeping every tie (tieRule keep); "
+          f"greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff Δ ≥ {args.raw_threshold:g} (gateZ 0); best-of-N = "
+          "independent mutants of the seed, best measured val.")
+    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
+          "median counts the seeds that never got there as censored at '> budget'.\n")
+
+
+def print_table(res: Results, budget: int) -> None:
+    header = (f"| {'line':<15} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
+              f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
+    print(header)
+    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
+    for label, outcomes in res.rows.items():
+        hits = [to_target(o, t) for o, t in zip(outcomes, res.targets, strict=True)]
+        reached = sum(h is not None for h in hits)
+        print(f"| {label:<15} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, budget):>13} | "
+              f"{mean_se([o.val_measured for o in outcomes]):>20} | "
+              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
+              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
+
+
+def print_tests(res: Results, n_seeds: int) -> None:
+    rows = res.rows
+    pairs = len(rows) * (len(rows) - 1) // 2
+    floor = 2 / 2 ** n_seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
+    if floor >= 0.05 / max(pairs, 1):
+        print(f"Note: with {n_seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
+              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / max(pairs, 1):.2g}; run --seeds 32.")
+    others = [label for label in GATELESS if label in rows]
+    if DEFAULT in rows and others:
+        print(f"The default against the gate-less lines on the final TRUE test composite (paired over {n_seeds} "
+              f"seeds, Holm over these {len(others)}): " + "; ".join(against(rows, lambda o: o.test_true, DEFAULT,
+                                                                             others)) + ".")
+    for name, metric in (("final TRUE test composite", lambda o: o.test_true),
+                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
+        found = significant(rows, metric)
+        print(f"Significant on {name} (Wilcoxon signed-rank, paired over {n_seeds} seeds, Holm-adjusted "
+              f"p < 0.05 over all {pairs} pairs): " + ("; ".join(found) if found else "none")
+              + (" — every other difference is not." if found else "."))
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--seeds", type=int, default=8, help="landscapes (paired across lines); 32 for the full "
                     "comparison (default 8 to stay quick)")
+    ap.add_argument("--seed-offset", type=int, default=0, help="the first seed (default 0); e.g. 1000 for seeds "
+                    "no tuning has seen")
     ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every line "
                     "stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--raw-threshold", type=float, default=RAW_THRESHOLD,
                     help=f"the greedy-raw line keeps iff Δ ≥ this (gateZ 0; default {RAW_THRESHOLD})")
+    ap.add_argument("--tie-rule", choices=("keep", "noAddedCost"), help="the gate's tie rule for the gated lines "
+                    "(default: score.tieRule in config.json)")
+    ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train evaluation, "
+                    "0 = --replicates (default: evidenceReplicates in config.json)")
+    ap.add_argument("--lines", help="comma-separated line labels to run (default: all)")
     args = ap.parse_args(argv)
     started = time.monotonic()
-    rows: dict[str, list[Outcome]] = {line.label: [] for line in LINES}
-    targets, optima = [], []
-    for seed in range(args.seeds):
-        land = Landscape(random.Random(seed))
-        val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
-        seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
-        optima.append((seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
-                       land.optimum("test", test_norm)))
-        targets.append(seed_val + 0.9 * (opt_val - seed_val))
-        for line in LINES:
-            rows[line.label].append(run_search(land, line, args.budget, args.replicates, seed, args.raw_threshold))
-    print(f"Synthetic landscape from the fakes: {args.seeds} seeds, an equal budget of {args.budget} rollouts per "
-          f"line (val + train cells), {args.replicates} replicates, val {len(land.suites['val'])} tasks, "
-          f"test {len(land.suites['test'])} tasks.")
-    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in optima):.4f} → optimum "
-          f"{statistics.mean(o[1] for o in optima):.4f}; seed test {statistics.mean(o[2] for o in optima):.4f} → "
-          f"optimum {statistics.mean(o[3] for o in optima):.4f}.")
-    print("Lines: greedy = the real gate (gateZ 1); greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff "
-          f"Δ ≥ {args.raw_threshold:g} (gateZ 0); best-of-N = independent mutants of the seed, best measured val.")
-    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
-          "median counts the seeds that never got there as censored at '> budget'.\n")
-    header = (f"| {'line':<13} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
-              f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
-    print(header)
-    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
-    for label, outcomes in rows.items():
-        hits = [to_target(o, t) for o, t in zip(outcomes, targets, strict=True)]
-        reached = sum(h is not None for h in hits)
-        print(f"| {label:<13} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, args.budget):>13} | "
-              f"{mean_se([o.val_measured for o in outcomes]):>20} | "
-              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
-              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
+    rules = Rules.from_config()
+    rules = Rules(rules.min_improvement, rules.gate_z, rules.method, args.tie_rule or rules.tie_rule,
+                  rules.evidence_replicates if args.evidence_replicates is None else args.evidence_replicates)
+    wanted = set(args.lines.split(",")) if args.lines else {line.label for line in LINES}
+    unknown = wanted - {line.label for line in LINES}
+    if unknown:
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in LINES)}")
+    seeds = range(args.seed_offset, args.seed_offset + args.seeds)
+    res = run_all(seeds, tuple(line for line in LINES if line.label in wanted), args.budget, args.replicates,
+                  args.raw_threshold, rules)
+    print_header(args, seeds, res, rules)
+    print_table(res, args.budget)
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.")
-    pairs = len(LINES) * (len(LINES) - 1) // 2
-    floor = 2 / 2 ** args.seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
-    if floor >= 0.05 / pairs:
-        print(f"Note: with {args.seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
-              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / pairs:.2g}; run --seeds 32.")
-    for name, metric in (("final TRUE test composite", lambda o: o.test_true),
-                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
-        found = significant(rows, metric)
-        print(f"Significant on {name} (Wilcoxon signed-rank, paired over {args.seeds} seeds, Holm-adjusted "
-              f"p < 0.05): " + ("; ".join(found) if found else "none") + (" — every other difference is not."
-                                                                          if found else "."))
+    print_tests(res, args.seeds)
 
 
 if __name__ == "__main__":

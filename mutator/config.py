@@ -98,6 +98,8 @@ KEYS = (
         "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)", "signflip"),
     Key("score.tieRule", "tie_rule", str, lambda v: v in ("keep", "noAddedCost"),
         "noAddedCost (a tie the gate keeps is kept only when it adds no cost) or keep (every tie)", "noAddedCost"),
+    Key("evidenceReplicates", "evidence_replicates", int, lambda v: v >= 0,
+        "an integer >= 0: replicates of a kept candidate's train evaluation (0 = the run's replicates)", 0),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -150,6 +152,12 @@ class Settings:
     cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
     gate_method: str = "signflip"      # how the gate's critical value is made (mutator/scoring/signflip.py, score.compare)
     tie_rule: str = "noAddedCost"      # which of the gate's ties are kept (mutator/scoring/ties.py, score.compare)
+    evidence_replicates: int = 0       # a kept candidate's train evaluation: replicates (0 = `replicates`)
+
+    @property
+    def train_replicates(self) -> int:
+        """Replicates of the train evaluation that is the mutator's evidence: evidenceReplicates, else replicates."""
+        return self.evidence_replicates or self.replicates
 
     @property
     def models(self) -> tuple[str, ...]:

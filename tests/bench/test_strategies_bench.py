@@ -1,10 +1,12 @@
-"""bench/strategies.py's summary figures: rollouts-to-90% with censored seeds, the paired significance line, and
-one line's search staying inside its rollout budget."""
+"""bench/strategies.py's summary figures: rollouts-to-90% with censored seeds, the paired significance line, one
+line's search staying inside its rollout budget, and the same table under any PYTHONHASHSEED."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
+import subprocess
 import sys
 
 import pytest
@@ -42,3 +44,44 @@ def test_a_search_never_passes_its_budget(bench):
     for line in (bench.LINES[0], bench.LINES[-1]):
         outcome = bench.run_search(land, line, budget=120, replicates=1, seed=0)
         assert outcome.rollouts <= 120
+
+
+def run_bench(hash_seed: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "strategies.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)
+    return "\n".join(line for line in done.stdout.splitlines() if "Wall time" not in line)
+
+
+def test_the_same_arguments_print_the_same_table_under_any_hash_seed():
+    """Frozensets of rules iterate in PYTHONHASHSEED's order; every draw must walk them sorted."""
+    args = ("--seeds", "2", "--seed-offset", "3", "--budget", "120", "--lines", "greedy,greedy-keepties,pareto")
+    first, second = run_bench("0", *args), run_bench("1", *args)
+    assert first == second
+    assert "2 seeds (3..4)" in first and "Landscape " in first and "simulated mutator " in first
+
+
+def test_a_genome_measures_the_same_in_every_line_and_replicates_nest(bench):
+    """Common random numbers: the cells depend on the seed, the split and the genome only, and replicate r is the
+    same cell whether 1 or 3 replicates are drawn (so evidenceReplicates changes nothing else)."""
+    land = bench.Landscape(random.Random(0))
+    genome = bench.Genome({*bench.SEED_RULES, ("dates", 0), ("amounts", 2)})
+    three, _ = land.cells(genome, "train", 3, stream="7")
+    one, _ = land.cells(genome, "train", 1, stream="7")
+    assert [c for c in three if c.replicate == 0] == one
+    assert land.cells(genome, "train", 3, stream="7") == land.cells(genome, "train", 3, stream="7")
+    assert land.cells(genome, "train", 3, stream="8") != (three, _)
+
+
+def test_the_hashes_name_the_definitions(bench):
+    assert len(bench.landscape_hash()) == 12 and len(bench.mutator_hash()) == 12
+    lands = [bench.Landscape(random.Random(seed)) for seed in (0, 1)]
+    assert bench.draws_hash(lands) != bench.draws_hash(lands[:1])
+
+
+def test_evidence_replicates_sets_the_train_depth_only(bench):
+    land = bench.Landscape(random.Random(0))
+    search = bench.Search(land, bench.LINES[0], 640, 2, 0, rules=bench.Rules(evidence_replicates=1))
+    search.run()
+    assert {len(cells) for cells in search.train_cells.values()} == {len(land.suites["train"])}
+    assert {len(cells) for cells in search.val_cells.values()} == {2 * len(land.suites["val"])}

@@ -79,3 +79,20 @@ def test_missing_price_field(tmp_path: Path) -> None:
     path = write_config(tmp_path, pricing={"m": {"input": 1, "output": 2, "cacheWrite": 1}})
     with pytest.raises(PricingError, match=r"pricing.m.cacheRead: expected a non-negative number"):
         load_settings(config_file=path, environ={})
+
+
+def test_evidence_replicates_and_the_tie_rule(tmp_path: Path) -> None:
+    """evidenceReplicates 0 (or absent, in a config written before the key) = the run's replicates."""
+    tree = json.loads(CONFIG_FILE.read_text())
+    del tree["evidenceReplicates"], tree["score"]["tieRule"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(tree))
+    settings = load_settings(config_file=old, environ={})
+    assert (settings.evidence_replicates, settings.train_replicates, settings.tie_rule) == \
+        (0, settings.replicates, "noAddedCost")
+    one = load_settings(config_file=write_config(tmp_path, evidenceReplicates=1, score__tieRule="keep"), environ={})
+    assert (one.train_replicates, one.tie_rule) == (1, "keep")
+    with pytest.raises(ConfigError, match="'evidenceReplicates' must be an integer >= 0"):
+        load_settings(config_file=write_config(tmp_path, evidenceReplicates=-1), environ={})
+    with pytest.raises(ConfigError, match="'score.tieRule' must be noAddedCost"):
+        load_settings(config_file=write_config(tmp_path, score__tieRule="often"), environ={})
