@@ -78,25 +78,31 @@ class Landscape:
     def cost(self, genome: Genome) -> float:
         return self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6 + self.turns(genome) * PER_TURN_OUT * 5e-6
 
+    def cell(self, genome: Genome, split: str, task: str, replicate: int, rng: random.Random | None = None, *,
+             stream: str = "") -> tuple[CellFigures, list[str]]:
+        """One measured cell and the grader tests it failed. With `stream` the cell draws from its own generator,
+        seeded by the stream, the split, the task, the replicate and the genome; without it, from `rng`."""
+        rules = sorted(genome)
+        draw = random.Random(f"cell:{stream}:{split}:{task}:{replicate}:{rules}") if stream else rng
+        applied = frozenset(op for op, v in rules if draw.random() >= self.skip[(op, v)])
+        tests = self.tests(split, task, applied)
+        return (CellFigures(task, replicate, sum(tests.values()) / len(tests), self.cost(genome), self.turns(genome),
+                            True), sorted(t for t, s in tests.items() if s < 1))
+
     def cells(self, genome: Genome, split: str, replicates: int, rng: random.Random | None = None, *,
               stream: str = "") -> tuple[list[CellFigures], dict[str, list[str]]]:
         """Measured cells, and per task the grader tests that failed in any replicate (the train evidence).
 
-        With `stream` every cell draws from its own generator, seeded by the stream, the split, the task, the
-        replicate and the genome: the same genome measures the same in every line of a seed (common random numbers,
-        so paired lines differ by their decisions, not their luck), and replicate r is the same cell whether 1 or
-        3 replicates are drawn. Without it the cells draw in turn from `rng`.
+        With `stream` every cell draws from its own generator (see cell()): the same genome measures the same in
+        every line of a seed (common random numbers, so paired lines differ by their decisions, not their luck),
+        and replicate r is the same cell whether 1 or 3 replicates are drawn. Without it they draw in turn from `rng`.
         """
         out, failing = [], {}
-        rules = sorted(genome)
         for task in self.suites[split]:
             for rep in range(replicates):
-                draw = random.Random(f"cell:{stream}:{split}:{task}:{rep}:{rules}") if stream else rng
-                applied = frozenset(op for op, v in rules if draw.random() >= self.skip[(op, v)])
-                tests = self.tests(split, task, applied)
-                failing.setdefault(task, set()).update(t for t, s in tests.items() if s < 1)
-                out.append(CellFigures(task, rep, sum(tests.values()) / len(tests), self.cost(genome),
-                                       self.turns(genome), True))
+                cell, failed = self.cell(genome, split, task, rep, rng, stream=stream)
+                failing.setdefault(task, set()).update(failed)
+                out.append(cell)
         return out, {t: sorted(v) for t, v in failing.items() if v}
 
     def expected(self, genome: Genome, split: str, norm: Normalisers) -> float:
