@@ -23,6 +23,7 @@ paired over seeds.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import statistics
 import sys
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.landscape import (  # noqa: E402,F401  (re-exported: bench/peers.py imports them from here)
+    CATALOGUE,
     MUTATOR_USD,
     SEED_RULES,
     WEIGHTS,
@@ -67,6 +69,7 @@ class Rules:
     evidence_replicates: int = 0      # a kept candidate's train evaluation; 0 = the run's replicates
 
     @classmethod
+    @functools.cache
     def from_config(cls, config_file: Path = ROOT / "config.json") -> Rules:
         s = load_settings(config_file=config_file, environ={})
         return cls(s.min_improvement, s.gate_z, s.gate_method, s.tie_rule, s.evidence_replicates)
@@ -100,7 +103,7 @@ class Search:
                  raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> None:
         self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
         self.raw_threshold = raw_threshold
-        self.rules = rules or Rules()
+        self.rules = rules or Rules.from_config()   # the loop's settings unless a line is measured otherwise
         # replicates per evaluation: val always the run's; train (the mutator's evidence) evidenceReplicates
         self.depth = {"val": replicates, "train": self.rules.evidence_replicates or replicates}
         self.rng = random.Random(f"bench:{seed}:{line.label}")   # unused by the bench's own cells (see evaluate)

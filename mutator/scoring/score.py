@@ -375,7 +375,7 @@ def compare(
     min_improvement: float,
     gate_z: float,
     method: str = "signflip",
-    tie_rule: str = "noAddedCost",
+    tie_rule: str = "keep",
 ) -> Gate:
     """Gate a candidate against the incumbent on the tasks both were evaluated on.
 
@@ -383,8 +383,9 @@ def compare(
     rejected. `prior` holds the earlier comparisons of this run; the current one is pooled in here.
     With method 'signflip' t comes from sign flips of the deltas (and a Δ exactly on the threshold is decided
     by the comparison's stored coin); with 't' from Student t. gate_z 0, df 0 or s 0 give the raw gate either way.
-    Then `tie_rule` (mutator/scoring/ties.py) decides which ties are kept: 'noAddedCost' rejects a kept tie that
-    makes the skill dearer, 'keep' keeps them all.
+    Then `tie_rule` (mutator/scoring/ties.py) decides which ties are kept: 'noAddedCost' (score.tieRule's default)
+    rejects a kept tie that makes the skill dearer, 'keep' keeps them all. It is 'keep' unless asked: only the
+    comparison a verdict rests on passes the configured rule; a screen or an early look decides nothing on a tie.
     """
     if method not in GATE_METHODS or tie_rule not in ties.TIE_RULES:
         key, given, valid = ("gateMethod", method, GATE_METHODS) if method not in GATE_METHODS else \

@@ -174,7 +174,7 @@ class AARun:
                          "gate is not null order by round", [self.run_id, copy - 1])]
             gate = compare(per_task(outcome.cells, self.weights, norm), incumbent, prior=prior,
                            min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z,
-                           method=self.settings.gate_method, tie_rule=self.settings.tie_rule)
+                           method=self.settings.gate_method)
             gain = gate.delta > gate.min_improvement + gate.t * gate.se
             summary = summarise(outcome.cells, self.weights, norm)
             self.db["attempts"].update(row["id"], {
