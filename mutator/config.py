@@ -96,6 +96,12 @@ KEYS = (
         'an object of Ray resource -> amount >= 0 per cell, e.g. {"num_cpus": 1}', {"num_cpus": 1}),
     Key("score.gateMethod", "gate_method", str, lambda v: v in ("signflip", "t"),
         "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)", "signflip"),
+    Key("sequential.waves", "sequential", bool, lambda v: True, "true (val in waves, one replicate each, with "
+        "early looks) or false (every val cell at once)", True),
+    Key("sequential.earlyZ", "sequential_early_z", float, _positive, "a z > 0 (the early looks' boundary)", 2.0),
+    Key("screen.tasks", "screen_tasks", int, lambda v: v >= 0, "an integer >= 0 (0 = no screen)", 0),
+    Key("screen.replicates", "screen_replicates", int, _positive, "an integer >= 1", 1),
+    Key("screen.z", "screen_z", float, _positive, "a z > 0 (the screen's false-kill rate is 1 − Φ(z))", 2.0),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -147,6 +153,11 @@ class Settings:
     ray_address: str = ""
     cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
     gate_method: str = "signflip"      # how the gate's critical value is made (mutator/scoring/signflip.py, score.compare)
+    sequential: bool = True            # val in waves with early looks (mutator/scoring/sequential.py)
+    sequential_early_z: float = 2.0
+    screen_tasks: int = 0              # the kill-only train screen: tasks per candidate (0 = off)
+    screen_replicates: int = 1
+    screen_z: float = 2.0
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 // The checks around one attempt on Round Analysis: the critic's rows (attempts.critic: {gate, verdict,
-// reason}, whatever gates mutator/critic/guards.py runs) and the winner's-curse confirmation (attempts.confirm).
+// reason}, whatever gates mutator/critic/guards.py runs), the winner's-curse confirmation (attempts.confirm),
+// the kill-only train screen (attempts.screen) and every look of sequential val (attempts.looks).
 import { h, num, signed, usd } from './util.js';
 import { TIPS, fig } from './tips.js';
 
@@ -48,5 +49,38 @@ export function confirmView(confirm, attempt, run) {
   return h('div', { id: 'confirm' }, h('h4', {}, 'Winner\'s-curse confirmation ',
     h('span', { class: `badge ${confirm.stands ? 'v-keep' : 'v-failed'}`, title: 'the keep stands only if the Δ measured on fresh val replicates still passes the gate' },
       confirm.stands ? 'stands' : 'OVERTURNED')),
+  h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
+}
+
+const DECISIONS = { loss: 'decisive loss: stop, reject', win: 'decisive win: stop, keep' };
+
+// Each look of val in waves: the gate over the first k replicates of every task, at that look's z
+// (mutator/scoring/sequential.py); the verdict is the last look's.
+export function looksView(a) {
+  const looks = a.looks;
+  if (!Array.isArray(looks) || !looks.length) return null;
+  const used = looks[looks.length - 1];
+  const head = ['look', 'replicates', 'cells', 'z', 'Δ', 'SE', 't', 'threshold', 'decision'];
+  return h('div', { id: 'looks' }, h('h4', {}, 'Sequential val ',
+    h('small', { title: 'val ran in waves (every task × one more replicate each); after each wave but the last a decisive loss or win at the early z decides; the last look\'s z keeps the overall false-reject rate at the design' },
+      `decided at look ${used.look} · ${used.cells} cells`)),
+  h('table', { class: 'looks-table' }, h('thead', {}, h('tr', {}, head.map((x) => h('th', {}, x)))),
+    h('tbody', {}, looks.map((l) => h('tr', { 'data-look': l.look },
+      h('td', {}, String(l.look)), h('td', {}, String(l.replicates)), h('td', {}, String(l.cells)), h('td', {}, num(l.z, 3)),
+      h('td', {}, signed(l.gate.delta)), h('td', {}, num(l.gate.se)), h('td', {}, num(l.gate.t, 3)),
+      h('td', {}, signed(l.gate.threshold)), h('td', { title: DECISIONS[l.decision] || 'no early decision: the next wave runs (or, at the last look, the gate decides)' }, l.decision || '—'))))));
+}
+
+// The kill-only screen on a few train tasks before val: SCREENED on a decisive loss, never a keep.
+export function screenView(a) {
+  const s = a.screen;
+  if (!s) return null;
+  const g = s.gate || {};
+  const rows = [['tasks', (s.tasks || []).join(', ')], ['cells', `${s.cells} (${s.replicates} replicate${s.replicates === 1 ? '' : 's'} each)`],
+    ['z', num(s.z, 2)], ['Δcomposite', g.delta === undefined ? '—' : signed(g.delta)],
+    ['threshold', g.threshold === undefined ? '—' : signed(g.threshold)],
+    ['decision', s.decision === 'loss' ? 'decisive loss: SCREENED' : s.skipped || 'passed: on to val']];
+  return h('div', { id: 'screen' }, h('h4', {}, 'Train screen ',
+    h('small', { title: 'a few train tasks, paired with the incumbent\'s cells on the same tasks and replicates; a decisive loss at the screen z stops the candidate before val, and the cells are reused by its train evaluation' }, s.decision === 'loss' ? 'screened out' : 'passed')),
   h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
 }
