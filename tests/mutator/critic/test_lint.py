@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.mutator.test_critic_ratchet import NAME, published_skill
+from tests.mutator.critic.test_critic_ratchet import NAME, published_skill
 
 from tests.conftest import ROOT
 
