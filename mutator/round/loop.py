@@ -343,6 +343,9 @@ class Loop(MutatorView):
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             self.db["attempts"].update(row["id"], fields)
+            for check in checks:
+                if check.verdict == "warn":   # passes: a problem the parent already has (stored on the attempt)
+                    self.progress.say(f"  critic warns ({check.gate}): {check.reason}")
         outcome = self._evaluate(genome_hash, self.suites.val, f"round {round_no} · {genome_hash[:12]} on val")
         health = assess(outcome, self.settings.max_failed_share)
         if not health.healthy:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
