@@ -350,6 +350,9 @@ class Loop(MutatorView):
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             self.db["attempts"].update(row["id"], fields)
+            for check in checks:
+                if check.verdict == "warn":   # passes: a problem the parent already has (stored on the attempt)
+                    self.progress.say(f"  critic warns ({check.gate}): {check.reason}")
         if row["gate"] is None:
             screened = self._screen(row, round_no, genome_hash, state)
             if screened:

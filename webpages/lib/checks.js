@@ -11,7 +11,7 @@ const GATES = {
   references: 'every file SKILL.md links or names exists in the skill',
   'data-files': 'the skill\'s data files parse',
   'non-empty': 'SKILL.md is present and not empty',
-  size: 'the skill stays under the size caps (lines, bytes)',
+  size: 'the skill stays under the size caps (lines, bytes); a parent already over one may grow within the growth allowance (warn)',
   growth: 'growth vs the parent stays under the cap (bytes, in %)',
   fences: 'code fences are balanced',
   placeholders: 'no template placeholders ({{var}}, [PLACEHOLDER])',
@@ -20,13 +20,17 @@ const GATES = {
 
 export function criticTable(rows) {
   if (rows === null || rows === undefined) return h('p', { class: 'hint', id: 'critic' }, 'critic not run (a seed, or the mutation failed first)');
-  const failed = rows.filter((r) => r.verdict !== 'pass').length;
-  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic/guards.py); one failing gate rejects the candidate' },
-    `${rows.length - failed}/${rows.length} gates passed`)),
+  // verdicts: pass, warn (passes: a problem the parent already has, e.g. a size cap it was over and grew
+  // within the allowance), fail (rejects the candidate); any other verdict shows as it is, styled as a fail.
+  const failed = rows.filter((r) => r.verdict !== 'pass' && r.verdict !== 'warn').length;
+  const warned = rows.filter((r) => r.verdict === 'warn').length;
+  const look = (v) => (v === 'pass' ? ['pass', 'ok'] : v === 'warn' ? ['warn', 'warn'] : ['fail', 'bad']);
+  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic/guards.py); one failing gate rejects the candidate, a warning does not' },
+    `${rows.length - failed}/${rows.length} gates passed` + (warned ? ` (${warned} with a warning)` : ''))),
   h('table', { class: 'critic-table' }, h('thead', {}, h('tr', {}, h('th', {}, 'gate'), h('th', {}, 'verdict'), h('th', {}, 'reason'))),
-    h('tbody', {}, rows.map((r) => h('tr', { class: r.verdict === 'pass' ? 'pass' : 'fail', 'data-gate': r.gate },
+    h('tbody', {}, rows.map((r) => h('tr', { class: look(r.verdict)[0], 'data-gate': r.gate },
       h('th', { title: GATES[r.gate] || 'a deterministic pre-evaluation check (mutator/critic/guards.py)' }, r.gate),
-      h('td', {}, h('span', { class: `chip ${r.verdict === 'pass' ? 'ok' : 'bad'}` }, r.verdict)), h('td', {}, r.reason || ''))))));
+      h('td', {}, h('span', { class: `chip ${look(r.verdict)[1]}` }, r.verdict)), h('td', {}, r.reason || ''))))));
 }
 
 export function confirmView(confirm, attempt, run) {
