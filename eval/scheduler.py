@@ -13,7 +13,8 @@ R = TypeVar("R")
 async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurrency: int,
                on_done: Callable[[R], None], may_start: Callable[[], bool] | None = None) -> list[R]:
     """Run `work` over items with bounded concurrency; `on_done` sees results in completion order.
-    `may_start` is asked just before each item starts (a budget); an item it refuses is not run."""
+    `may_start` is asked just before each item starts (a budget); an item it refuses is not run. Cancelled,
+    it returns only once every item it started has finished its cancellation (the cleanup included)."""
     gate = asyncio.Semaphore(max(1, concurrency))
     results: list[R] = []
 
@@ -29,6 +30,12 @@ async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurr
     try:
         await asyncio.gather(*tasks)
     finally:
+        # gather gives up at the first item cancelled or failed (a queued cell, when Ctrl-C or a deadline cancels
+        # the pump): cancel only the items not already cancelling, once, and wait for every one to finish its own
+        # cleanup (a cell kills and reaps its agent's group there) before the caller's loop may close
         for task in tasks:
-            task.cancel()
+            if not task.cancelling():
+                task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
     return results
