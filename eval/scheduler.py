@@ -1,4 +1,5 @@
-"""The concurrency pump: run at most N cells at once and report each one as it finishes."""
+"""The concurrency pump: run at most N cells at once and report each one as it finishes; and a deadline over it,
+the event loop's own timeout (never a signal, which a process started with SIGINT ignored would not get)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurr
         if tasks:
             await asyncio.wait(tasks)
     return results
+
+
+class DeadlineReached(RuntimeError):
+    """The deadline passed: the work was cancelled (each running cell killed and reaped its agent's group, as on
+    Ctrl-C) and every cell that finished before it was reported."""
+
+
+async def until(deadline: float | None, work: Awaitable[R]) -> R:
+    """Await `work`, cancelling it at `deadline` (a time.monotonic() instant, the default loop's clock; None =
+    never) and raising DeadlineReached."""
+    timeout = asyncio.timeout_at(deadline)
+    try:
+        async with timeout:
+            return await work
+    except TimeoutError:
+        if not timeout.expired():
+            raise   # the work's own TimeoutError, not the deadline's
+        raise DeadlineReached("the deadline passed; the running cells were cancelled") from None

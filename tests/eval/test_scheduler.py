@@ -1,5 +1,6 @@
 """The concurrency pump: a cancelled pump (Ctrl-C, a deadline) returns only after every item it started has
-finished its own cleanup, so a cell always kills and reaps its agent before the event loop closes."""
+finished its own cleanup, so a cell always kills and reaps its agent before the event loop closes; and `until`,
+the deadline as the event loop's own timeout."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 
 import pytest
 
-from eval.scheduler import pump
+from eval.scheduler import DeadlineReached, pump, until
 
 
 @pytest.mark.parametrize("failure", ["cancelled", "an item raised"])
@@ -43,3 +44,22 @@ def test_a_stopped_pump_waits_for_every_running_item_to_clean_up(failure: str) -
 
     asyncio.run(main())
     assert cleaned, "no item was running when the pump stopped"
+
+
+def test_until_is_the_loops_own_timeout_and_says_it_was_the_deadline() -> None:
+    async def hung() -> None:
+        await asyncio.Event().wait()
+
+    async def own_timeout() -> None:
+        raise TimeoutError("the work's own")
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        assert await until(None, asyncio.sleep(0, result="done")) == "done"
+        assert await until(loop.time() + 600, asyncio.sleep(0, result="done")) == "done"
+        with pytest.raises(DeadlineReached):
+            await until(loop.time(), hung())
+        with pytest.raises(TimeoutError, match="the work's own"):
+            await until(loop.time() + 600, own_timeout())
+
+    asyncio.run(main())
