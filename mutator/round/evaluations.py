@@ -19,6 +19,7 @@ from eval.cost import Price, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.executors import Executor, get_executor
 from eval.jobs import CELL_TIMEOUT_MS, FINAL, MAX_OUTPUT_BYTES, CellResult
+from eval.scheduler import until
 from eval.suite import Suite
 from mutator.round.progress import Progress
 from mutator.scoring.models import first_model, is_group, members
@@ -71,6 +72,9 @@ class Evaluator:
     spend_gate: SpendGate | None = None
     executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
     pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
+    # a time.monotonic() instant (--max-seconds): past it the event loop cancels the running cells, as Ctrl-C
+    # would, and DeadlineReached is raised; a timeout of the loop itself, never a signal (SIGINT may be ignored)
+    deadline: float | None = None
     # (evaluation, cells) already given a pass by this process: a partial one is not re-run over and over
     _passed: set[tuple[int, Cells | None]] = field(default_factory=set)
 
@@ -178,12 +182,13 @@ class Evaluator:
         results: list[CellResult] = []
         if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
             # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
-            results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell, limit=1,
-                                                  may_start=gate.may_start, executor=self.executor))
+            results += asyncio.run(until(self.deadline, evaluate_async(
+                request, skip=done, regrade=regrade, on_cell=on_cell, limit=1, may_start=gate.may_start,
+                executor=self.executor)))
             done = done | {(c.task_id, c.replicate) for c in results}
-        results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell,
-                                              may_start=gate.may_start if self.spend_gate else None,
-                                              executor=self.executor))
+        results += asyncio.run(until(self.deadline, evaluate_async(
+            request, skip=done, regrade=regrade, on_cell=on_cell, may_start=gate.may_start if self.spend_gate else None,
+            executor=self.executor)))
         self.progress.finish()
         cache.close_evaluation(self.db, evaluation_id)
         # an LLM judge's own calls are spend too (budget, run total), though not part of the composite
