@@ -72,7 +72,7 @@ KEYS = (
     Key("score.wSteps", "w_steps", float, lambda v: v >= 0, "a number >= 0"),
     Key("score.minImprovement", "min_improvement", float, lambda v: True, "a number"),
     Key("score.gateZ", "gate_z", float, lambda v: v >= 0, "a number >= 0"),
-    Key("solve", "solve", str, lambda v: v in ("auto", "on", "off"), "auto, on or off"),
+    Key("solve", "solve", str, lambda v: v in ("auto", "on", "off"), "on or off (auto, kept for old configs, is off)"),
     Key("solveAttempts", "solve_attempts", int, _positive, "an integer >= 1"),
     Key("solveMinScore", "solve_min_score", float, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     Key("metaSkillEvery", "meta_skill_every", int, lambda v: v >= 0, "an integer >= 0 (0 = off)"),

@@ -38,6 +38,7 @@ from mutator.round.provenance import launch_columns
 from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
+from mutator.round.start_line import new_run_words, resume_words
 from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
@@ -124,7 +125,7 @@ class Loop(MutatorView):
                 "updated_at": now(), "holdout": self.suites.holdout.name if self.suites.holdout else run["holdout"],
                 "error": None})
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
-                              f"(same seed, suites and settings).")
+                              f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
@@ -140,8 +141,7 @@ class Loop(MutatorView):
                 "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
                 "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
                 "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
-            self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
-                              f"train {self.suites.train.name}, val {self.suites.val.name}.")
+            self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
         self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
@@ -208,11 +208,9 @@ class Loop(MutatorView):
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
-                             min_score=s.solve_min_score, out_dir=self.solve_dir)
+                             min_score=s.solve_min_score, out_dir=self.solve_dir, budget=self.budget, run_id=self.run_id,
+                             account=lambda outcome, suite, label: account(self, outcome, suite, label, seed=True))
         store_solve(self.db, self.run_id, record)
-        self.cells_run += record["cells_run"]
-        if record["cost_usd"]:
-            self._spend(record["cost_usd"])
         if record["aborted"]:
             raise SolveAbort(record["message"])
         self.progress.say(f"Solve phase: {len(record['tasks'])} train tasks demonstrated in {record['passes']} "

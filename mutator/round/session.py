@@ -30,7 +30,6 @@ class Agents:
     network: bool = False    # real backends call the model API: a sandbox must share the network
     solve_argv: tuple[str, ...] | None = None  # the mutator model solving a task bare; None: its backend cannot
     solve_id: str = ""
-    solve_by_default: bool = False             # --solve auto: on for the SDK and CLI mutators, off otherwise
     mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
     launch: dict = dataclasses.field(default_factory=dict)  # the agent flags, so --test-run RUN can repeat them
 

@@ -14,6 +14,7 @@ from eval.cost import Usage, price_for, usd
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
+from mutator.round.solve import solve_estimate, solve_line
 from mutator.scoring.score import gate_t
 from mutator.scoring.sequential import Design, expected_looks
 from mutator.store.db import connect_readonly, rows
@@ -61,6 +62,7 @@ class Plan:
     models: tuple[str, ...] = ()   # the eval models: every cell is measured on each
     design: dict | None = None     # sequential val (mutator/scoring/sequential.py): looks, z's, expected waves
     screen_cells: int = 0          # the kill-only train screen's cells per candidate (0 = off)
+    solve_line: str = ""           # the solve phase, on (its cells and cost, in run_usd) or off
 
 
 def _store(settings: Settings):
@@ -169,7 +171,9 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     # confirmation every round
     round_cells = candidates * (n_val * reps + screen_cells) + n_train * reps + (2 * n_val * reps if confirm else 0)
     round_usd = round_cells * cell + candidates * mutator
-    run_usd = (n_val + n_train) * reps * cell + settings.rounds * round_usd
+    solve_on = settings.solve == "on"   # `auto` (old configs) is off
+    solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
+    run_usd = solve_usd + (n_val + n_train) * reps * cell + settings.rounds * round_usd
     return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
                 candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
                 mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
@@ -177,7 +181,8 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 round_usd=round_usd, run_usd=run_usd, models=models,
                 # a test run measures the seed, the champion and the no-skill control
                 test_usd=3 * n_test * reps * cell if n_test else None,
-                design=_design(settings), screen_cells=screen_cells)
+                design=_design(settings), screen_cells=screen_cells,
+                solve_line=solve_line(settings, len(train.tasks), solve_on))
 
 
 def _design(settings: Settings) -> dict | None:
@@ -213,7 +218,9 @@ def render_plan(p: Plan) -> str:
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
                                                                      else "") + f", {p.candidates} mutator call(s))",
         *_cheaper_lines(p),
-        f"    per run ≤ ${p.run_usd:.4f} (round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
+        f"    {p.solve_line or 'solve phase off'}",
+        f"    per run ≤ ${p.run_usd:.4f} (" + ("the solve phase + " if "phase on" in p.solve_line else "")
+        + f"round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
         + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
            if p.test_usd is not None else ""),
     ]
