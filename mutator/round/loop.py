@@ -288,17 +288,19 @@ class Loop(MutatorView):
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
                 self._report_attempt(round_no, candidate.sibling)
-        if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later
-            self._evaluate(integration.incumbent, self.suites.val,   # candidate pairs with all its replicates
-                           f"round {round_no} · the new incumbent's remaining val waves")
+        if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later candidate
+            whole = summarise(self._evaluate(integration.incumbent, self.suites.val, f"round {round_no} · the new "
+                                             "incumbent's remaining val waves").cells, self.weights, val_norm)
+            self.db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and "
+                            "round = ? and genome_hash = ?", [whole.composite, whole.eval, whole.cost, whole.steps,
+                                                              self.run_id, round_no, integration.incumbent])
         self._update_run(incumbent_hash=integration.incumbent)
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
-            for candidate in scored:
-                if candidate.genome_hash == genome_hash:
-                    row = self._attempt_row(round_no, candidate.sibling)
-                    self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
+            for candidate in (c for c in scored if c.genome_hash == genome_hash):
+                row = self._attempt_row(round_no, candidate.sibling)
+                self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
         self._update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
