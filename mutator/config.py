@@ -72,7 +72,7 @@ KEYS = (
     Key("score.wSteps", "w_steps", float, lambda v: v >= 0, "a number >= 0"),
     Key("score.minImprovement", "min_improvement", float, lambda v: True, "a number"),
     Key("score.gateZ", "gate_z", float, lambda v: v >= 0, "a number >= 0"),
-    Key("solve", "solve", str, lambda v: v in ("auto", "on", "off"), "auto, on or off"),
+    Key("solve", "solve", str, lambda v: v in ("auto", "on", "off"), "on or off (auto, kept for old configs, is off)"),
     Key("solveAttempts", "solve_attempts", int, _positive, "an integer >= 1"),
     Key("solveMinScore", "solve_min_score", float, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     Key("metaSkillEvery", "meta_skill_every", int, lambda v: v >= 0, "an integer >= 0 (0 = off)"),
@@ -100,6 +100,12 @@ KEYS = (
         "noAddedCost (a tie the gate keeps is kept only when it adds no cost) or keep (every tie)", "noAddedCost"),
     Key("evidenceReplicates", "evidence_replicates", int, lambda v: v >= 0,
         "an integer >= 0: replicates of a kept candidate's train evaluation (0 = the run's replicates)", 0),
+    Key("sequential.waves", "sequential", bool, lambda v: True, "true (val in waves, one replicate each, with "
+        "early looks) or false (every val cell at once)", True),
+    Key("sequential.earlyZ", "sequential_early_z", float, _positive, "a z > 0 (the early looks' boundary)", 2.0),
+    Key("screen.tasks", "screen_tasks", int, lambda v: v >= 0, "an integer >= 0 (0 = no screen)", 0),
+    Key("screen.replicates", "screen_replicates", int, _positive, "an integer >= 1", 1),
+    Key("screen.z", "screen_z", float, _positive, "a z > 0 (the screen's false-kill rate is 1 − Φ(z))", 2.0),
     Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
     Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
 )
@@ -158,6 +164,11 @@ class Settings:
     def train_replicates(self) -> int:
         """Replicates of the train evaluation that is the mutator's evidence: evidenceReplicates, else replicates."""
         return self.evidence_replicates or self.replicates
+    sequential: bool = True            # val in waves with early looks (mutator/scoring/sequential.py)
+    sequential_early_z: float = 2.0
+    screen_tasks: int = 0              # the kill-only train screen: tasks per candidate (0 = off)
+    screen_replicates: int = 1
+    screen_z: float = 2.0
 
     @property
     def models(self) -> tuple[str, ...]:

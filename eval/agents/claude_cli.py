@@ -1,7 +1,8 @@
 """The `claude-cli` agent: runs `claude -p --output-format stream-json` under the agent process contract.
 
 Claude Code's stdout already is the stream-json shape, so it is copied line by line into SM_STREAM.
-The CLI gets its own CLAUDE_CONFIG_DIR beside the stream (never the user's ~/.claude) and an
+The CLI gets its own CLAUDE_CONFIG_DIR, a temp dir removed when it exits: never the user's ~/.claude, and
+never the cell or the mutator's workspace (a mutator may write only skill/ and result.json), and an
 allow-list with permission mode `dontAsk` (it refuses --dangerously-skip-permissions as root).
 """
 
@@ -67,18 +68,10 @@ def error_result(stream: Path | None, text: str) -> None:
                             "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n")
 
 
-def config_home(beside: Path) -> tuple[Path, bool]:
-    """The CLI's own config dir: beside the stream (kept for inspection), else a temp dir (a sandbox may
-    leave only the stream writable); True when it is temporary."""
-    wanted = beside / ".claude-config"
-    try:
-        wanted.mkdir(parents=True, exist_ok=True)
-        probe = wanted / ".writable"
-        probe.write_text("")
-        probe.unlink()
-        return wanted, False
-    except OSError:
-        return Path(tempfile.mkdtemp(prefix="claude-config-")), True
+def config_home() -> Path:
+    """The CLI's own config dir: a fresh temp dir (the system's, private to the cell under bwrap), outside the
+    cell and the mutator's workspace, where the tamper check would fail every mutation that wrote it."""
+    return Path(tempfile.mkdtemp(prefix="claude-config-"))
 
 
 def read_prompt() -> str:
@@ -102,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     take_secrets()
     undumpable()   # this process holds the key: its tools' tools may not read /proc/PID/environ
     cwd = Path.cwd()
-    config_dir, temporary = config_home(stream.parent if stream else cwd)
+    config_dir = config_home()
     env = {k: v for k, v in os.environ.items() if k not in WITHHELD}
     env.update(QUIET_ENV, CLAUDE_CONFIG_DIR=str(config_dir))
     auth = credentials(os.environ)
@@ -139,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             out.close()
         if proxy is not None:
             proxy.close()
-        if temporary:
-            shutil.rmtree(config_dir, ignore_errors=True)
+        shutil.rmtree(config_dir, ignore_errors=True)
     if role == "mutator" and code == 0:
         settle_mutator_result(cwd, final_text)
     return code

@@ -8,8 +8,7 @@ daily budget) keeps every cell already scored and marks the check partial; never
 
 from __future__ import annotations
 
-import _thread
-import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from skills_ref import read_properties
 
 from eval.cells import Contract, evaluation_key
 from eval.cost import price_for
+from eval.scheduler import DeadlineReached
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import Suite
 from mutator.after import drift
@@ -27,28 +27,6 @@ from mutator.round.evaluations import Evaluator, executor_for
 from mutator.round.progress import Progress
 from mutator.store.db import connect, dumps, loads, now, rows
 from sandbox import Launcher
-
-
-@dataclass
-class Deadline:
-    """--max-seconds: after `seconds`, interrupt the main thread exactly as Ctrl-C would."""
-    seconds: float | None
-    fired: bool = False
-    _timer: threading.Timer | None = field(default=None, repr=False)
-
-    def start(self) -> None:
-        if self.seconds:
-            self._timer = threading.Timer(self.seconds, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        _thread.interrupt_main()
-
-    def stop(self) -> None:
-        if self._timer:
-            self._timer.cancel()
 
 
 @dataclass
@@ -87,26 +65,25 @@ class HealthCheck:
         snapshot = s.data_dir / "checks" / str(check_id) / "skill"
         copy_tree(skill_dir, snapshot)   # the check scores this copy even if the folder changes meanwhile
         contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
+        # --max-seconds is the event loop's own timeout (never a signal: a job started from a script may have
+        # SIGINT ignored); the cells still running at the deadline are cancelled exactly as on Ctrl-C
+        deadline = time.monotonic() + self.max_seconds if self.max_seconds else None
         evaluator = Evaluator(db=db, data_dir=s.data_dir, contract=contract, agent_argv=self.build_argv,
                               launcher=self.launcher, price=price_for(s.pricing, s.models[0]), pricing=s.pricing,
                               concurrency=self.parallel, grader_timeout_s=s.grader_timeout_ms / 1000,
-                              progress=self.progress, executor=executor_for(s))
-        deadline = Deadline(self.max_seconds)
+                              progress=self.progress, executor=executor_for(s), deadline=deadline)
         stopped: tuple[str, str] | None = None  # (status, reason)
-        deadline.start()
         try:
             for suite in suites:
                 if self.daily is not None:
                     self.daily.before_check(db, len(suite.tasks) * s.replicates, s.model,
                                             f"the check on {suite.name}")
                 evaluator.evaluate(snapshot, genome_hash, skill_name, suite, label=f"check · {suite.name}")
-            deadline.stop()
+        except DeadlineReached:
+            stopped = ("cancelled", f"--max-seconds {self.max_seconds:g} reached")
         except KeyboardInterrupt:
-            deadline.stop()
-            stopped = ("cancelled", f"--max-seconds {self.max_seconds:g} reached" if deadline.fired
-                       else "interrupted (Ctrl-C)")
+            stopped = ("cancelled", "interrupted (Ctrl-C)")
         except BudgetStop as err:
-            deadline.stop()
             stopped = ("stopped", str(err))
         keys = [evaluation_key(genome_hash, x, contract) for x in suites]
         return finish(db, check_id, keys, stopped)

@@ -24,6 +24,7 @@ class BriefingInput:
     siblings: Sequence[dict] = ()      # branching: this round's earlier implementations (sibling, summary, diff)
     target_tasks: Sequence[str] = ()   # pareto: train tasks the parent loses
     meta_skill: str = ""               # cross-round lessons distilled from the whole attempt log
+    caps: str = ""                     # the critic's size caps and the room the parent leaves (critic.caps_text)
 
 
 def _signed(value: float | None) -> str:
@@ -47,6 +48,8 @@ def render(data: BriefingInput) -> str:
                   f"{', '.join(f'`{t}`' for t in data.target_tasks)}. Aim this change at them.", ""]
     if data.meta_skill:
         lines += ["## Lessons so far (meta skill)", data.meta_skill.strip(), ""]
+    if data.caps:
+        lines += ["## Size caps (the critic rejects a candidate past them before it is evaluated)", data.caps, ""]
     lines += ["## How candidates are scored", data.formula, "", "## Gate", data.gate, "",
               "## Your parent (validation aggregates; the incumbent unless a pool or front member was picked)",
               "| eval | cost USD/cell | steps/cell | composite |", "|---|---|---|---|",

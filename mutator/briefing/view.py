@@ -12,6 +12,8 @@ from pathlib import Path
 from mutator.briefing.evidence import Evidence
 from mutator.briefing.meta import distil
 from mutator.briefing.render import BriefingInput, render
+from mutator.critic.caps import caps_text, limits_from, room
+from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
 from mutator.store import cache
@@ -93,7 +95,8 @@ class MutatorView:
             incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective,
             meta_skill=next((e["lessons"] for e in reversed(self.meta_lessons()) if e["lessons"]), ""),
             siblings=self._earlier_siblings(round_no, sibling) if objective else (),
-            target_tasks=spec.target_tasks if spec else ()))
+            target_tasks=spec.target_tasks if spec else (),
+            caps=caps_text(room(Tree(self.genomes.path(parent)), limits_from(s)))))
 
     def gate_text(self) -> str:
         """The gate as it stands now, with this run's pooled noise figures."""

@@ -46,7 +46,7 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
     return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
                   mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True,
                   solve_argv=solver.argv("build") if solver else None,
-                  solve_id=solver.implementation("build") if solver else "", solve_by_default=solver is not None,
+                  solve_id=solver.implementation("build") if solver else "",
                   mutator_how=mutator_choice.how,
                   launch={"real": True, "agent": build_choice.backend, "agent_cmd": build_choice.command,
                           "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eval.suite import Suite, SuiteError, load_suite
 from mutator.config import ConfigError, Settings, resolve_suite_path
-from mutator.round.preflight import check_seed_skill, check_split
+from mutator.round.preflight import check_seed_skill, check_skill_dir_given, check_split
 from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
 from strategies import make_strategy
@@ -196,7 +196,9 @@ def plan(c: Context) -> int:
     from mutator.validity.plan import plan as estimate
     from mutator.validity.plan import render_plan
     args = c.args
-    print(render_plan(estimate(c.settings, train=c.load(args.suite, "--suite"), val=c.load(args.val, "--val"),
+    train, val = c.load(args.suite, "--suite"), c.load(args.val, "--val")
+    check_skill_dir_given(args.skill_dir, c.settings.skill_dir, [train, val])
+    print(render_plan(estimate(c.settings, train=train, val=val,
                                holdout=c.load(args.holdout, "--holdout") if args.holdout else None,
                                build_id=c.agents.build_id)))
     return 0
@@ -209,8 +211,10 @@ def aa(c: Context) -> int:
     if len(s.models) > 1:
         raise ConfigError(f"--aa measures the gate on one eval model; --model lists {len(s.models)} "
                           f"({', '.join(s.models)}): run one --aa per model")
+    val, train = c.load(args.val, "--val"), c.load(args.suite, "--suite") if args.suite else None
+    check_skill_dir_given(args.skill_dir, s.skill_dir, [suite for suite in (train, val) if suite])
     check_seed_skill(s.skill_dir)
-    run = AARun(s, c.load(args.val, "--val"), train=c.load(args.suite, "--suite") if args.suite else None,
+    run = AARun(s, val, train=train,
                 build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
                 progress=c.progress)
     aa_id = run.execute(args.aa)
@@ -232,6 +236,7 @@ def evolve(c: Context) -> int:
                     val=c.load(args.val, "--val", allow_mismatch=True),
                     holdout=c.load(args.holdout, "--holdout", allow_mismatch=True) if args.holdout else None)
     check_roles(suites)  # one suite in two roles is the worse mistake: name it first
+    check_skill_dir_given(args.skill_dir, s.skill_dir, [suites.train, suites.val])
     for suite, flag in ((suites.train, "--suite"), (suites.val, "--val"), (suites.holdout, "--holdout")):
         if suite:
             check_split(suite, flag, allow_mismatch=c.split_ok)

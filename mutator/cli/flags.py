@@ -125,7 +125,7 @@ def _view_flags(p: argparse.ArgumentParser) -> None:
     view = p.add_argument_group("the mutator's view and validity")
     view.add_argument("--solve", action=argparse.BooleanOptionalAction, default=None,
                       help="solve phase before round 0: the mutator model solves each train task bare; its graded "
-                           "transcripts go to solve/ (default: on with --real, off for fakes)")
+                           "transcripts go to solve/; paid at the mutator model's price, within --budget-usd (default: off)")
     view.add_argument("--solve-attempts", type=int, help="solve passes per task; imperfect tasks retry (default 3)")
     view.add_argument("--solve-min-score", type=float, help="abort before any seed spend if a task's best solve "
                                                             "score stays below this (default 0.7)")

@@ -77,6 +77,8 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def apply_run_defaults(c: Context) -> int | None:
     """--compare and --test-run take RUN's holdout and agent flags unless typed (an unknown run: exit 2)."""
+    if not (c.args.compare or c.args.test_run):
+        return None
     from mutator.validity.testrun import TestRunError
     try:
         if c.args.compare:
@@ -91,14 +93,19 @@ def apply_run_defaults(c: Context) -> int | None:
     return None
 
 
-def with_agents(c: Context) -> Context:
-    """The launcher, the agents (real or fake) and the daily budget, for a command that runs agents."""
-    from mutator.after.spend import daily_guard
-    args = c.args
+def with_launcher(c: Context) -> Context:
+    """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped."""
     c.launcher = get_launcher(c.settings.sandbox, on_fallback=(lambda why: print(
         f"warning: no sandbox: agents run as bare processes (--sandbox auto could not use bwrap: {why})",
-        file=sys.stderr)) if args.real else None)
+        file=sys.stderr)) if c.args.real else None)
     reap_orphans(c.settings.data_dir)
+    return c
+
+
+def with_agents(c: Context) -> Context:
+    """The agents (real or fake) and the daily budget, for a command that runs agents."""
+    from mutator.after.spend import daily_guard
+    args = c.args
     typed = [flag for flag, value in (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
                                       ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
              if value]
@@ -129,7 +136,7 @@ def dispatch(args: argparse.Namespace) -> int:
                          allow_hosts=args.allow_host)
         if code is not None:
             return code
-    if (code := apply_run_defaults(c)) is not None:
+    if (code := apply_run_defaults(with_launcher(c))) is not None:
         return code
     return first(AGENTS, args).run(with_agents(c))
 

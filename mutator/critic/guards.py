@@ -1,9 +1,10 @@
 """Deterministic pre-evaluation guards (no LLM): a candidate that fails one is rejected unevaluated.
 
 Every guard is a ratchet: it judges the change, not the parent. It fails a candidate only for a problem
-its parent does not already have (a new broken link, a new unclosed fence, a size cap newly crossed, or
-grown further while the parent was already over it). Each guard yields a `{gate, verdict, reason}` row
-stored on the attempt. The critic reads only the candidate and its parent genome, never a suite.
+its parent does not already have (a new broken link, a new unclosed fence, a size cap newly crossed). A
+parent already over a size cap may grow within the growth allowance: that row says `warn` and passes. Each
+guard yields a `{gate, verdict, reason}` row stored on the attempt. The critic reads only the candidate and
+its parent genome, never a suite.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from skills_ref.parser import parse_frontmatter
 from skills_ref.validator import validate_metadata
 
 from eval.snapshot import hash_tree
+from mutator.critic.caps import GateLimits, growth_allowance, limits_from, line_allowance
 from mutator.critic.text import (
     Problem,
     Tree,
@@ -29,34 +31,18 @@ from mutator.critic.text import (
     unclosed_fences,
 )
 
-__all__ = ["Check", "GateLimits", "review", "safety_gates", "passed", "lint", "unclosed_fences"]
+__all__ = ["Check", "GateLimits", "limits_from", "review", "safety_gates", "passed", "lint", "unclosed_fences"]
 SHOWN = 10   # problems spelled out in one row
 
 
 @dataclass(frozen=True)
 class Check:
     gate: str
-    verdict: str   # "pass" | "fail" (and "warn" from a lint of a skill alone)
+    verdict: str   # "pass" | "warn" (passes, with a reason to read) | "fail" (rejects the candidate)
     reason: str
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class GateLimits:
-    """Caps of the safety gates (config: critic.maxSkillLines, critic.maxSkillBytes, critic.maxGrowth,
-    critic.minGrowthBytes)."""
-    max_lines: int = 500            # SKILL.md lines (the Agent Skills guidance)
-    max_bytes: int = 262_144        # text of the skill together (SKILL.md and text files; binary assets free)
-    max_growth: float = 0.20        # a change may add max(max_growth x the parent's text bytes, min_growth_bytes)
-    min_growth_bytes: int = 2048
-
-
-def limits_from(settings) -> GateLimits:
-    """The caps from merged settings (anything with the critic_* attributes of mutator.config.Settings)."""
-    return GateLimits(max_lines=settings.critic_max_lines, max_bytes=settings.critic_max_bytes,
-                      max_growth=settings.critic_max_growth, min_growth_bytes=settings.critic_min_growth_bytes)
 
 
 def _ok(gate: str, reason: str = "") -> Check:
@@ -139,38 +125,45 @@ def check_non_empty(candidate: Tree, parent: Tree | None) -> Check:
     return ratchet("non-empty", problems(candidate), None if parent is None else problems(parent))
 
 
-def _over(label: str, now: int, before: int | None, cap: int, unit: str, fix: str = "") -> str:
-    """Why `now` breaks `cap`, or "" when it does not (over a cap the parent was already over, unchanged
-    or smaller, is not new)."""
+def _size_clause(label: str, now: int, before: int | None, cap: int, unit: str, allowance: int,
+                 fix: str = "") -> tuple[str, str]:
+    """(verdict, why) of one cap: a cap newly crossed fails; a parent already over it may grow within the
+    allowance (warn: a problem the parent already has), not past it (fail); ("pass", "") when under the cap."""
     if now <= cap:
-        return ""
+        return "pass", ""
     if before is None or before <= cap:
-        return f"{label.format(now)}, over the {cap}-{unit} cap{fix}"
-    if now > before:
-        return f"{label.format(now)}, up from {before} while already over the {cap}-{unit} cap{fix}"
-    return ""
+        return "fail", f"{label.format(now)}, over the {cap}-{unit} cap{fix}"
+    what = "SKILL.md lines" if unit == "line" else "bytes of text"
+    if now <= before:
+        return "pass", f"{what}: parent already over the cap ({before} > {cap}); not grown"
+    if now - before > allowance:
+        return "fail", (f"{label.format(now)}, up from {before} while already over the {cap}-{unit} cap: more than "
+                        f"this change's allowance of {allowance} {unit}s{fix}")
+    return "warn", (f"{what}: parent already over the cap ({before} > {cap}); grew by {now - before} within the "
+                    f"allowance of {allowance}")
 
 
 def check_size(candidate: Tree, parent: Tree | None, limits: GateLimits) -> Check:
+    """SKILL.md lines and the skill's bytes of text against their caps, judged as a change of the parent."""
     lines, text = candidate.skill_md_lines, candidate.text_bytes
-    problems = [p for p in (
-        _over("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None, limits.max_lines, "line",
-              "; move detail into references/"),
-        _over("the skill holds {} bytes of text", text, parent.text_bytes if parent else None, limits.max_bytes,
-              "byte"),
-    ) if p]
-    if problems:
-        return _fail("size", "; ".join(problems))
+    clauses = [
+        _size_clause("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None, limits.max_lines,
+                     "line", line_allowance(parent, limits) if parent else 0, "; move detail into references/"),
+        _size_clause("the skill holds {} bytes of text", text, parent.text_bytes if parent else None,
+                     limits.max_bytes, "byte", growth_allowance(parent, limits) if parent else 0)]
+    verdicts = {verdict for verdict, _ in clauses}
+    if "fail" in verdicts:
+        return _fail("size", "; ".join(why for verdict, why in clauses if verdict == "fail"))
     binary = candidate.total_bytes - text
     detail = f"{lines} lines, {text} bytes of text" + (f" (+{binary} bytes of binary files, not counted)"
                                                          if binary else "")
-    over = lines > limits.max_lines or text > limits.max_bytes
-    return _ok("size", detail + ("; over a cap the parent was already over, not grown" if over else ""))
+    reason = "; ".join([detail, *(why for _, why in clauses if why)])
+    return Check("size", "warn" if "warn" in verdicts else "pass", reason)
 
 
 def check_growth(candidate: Tree, parent: Tree, limits: GateLimits) -> Check:
     before, after = parent.total_bytes, candidate.total_bytes
-    allowance = max(int(limits.max_growth * parent.text_bytes), limits.min_growth_bytes)
+    allowance = growth_allowance(parent, limits)
     grown = after - before
     if grown > allowance:
         return _fail("growth", f"the skill grew by {grown} bytes ({before} -> {after}), over this change's "
@@ -188,7 +181,7 @@ def safety_gates(candidate: Path | Tree, parent: Path | Tree, limits: GateLimits
 
 
 def review(candidate: Path, parent: Path, *, skill_name: str, limits: GateLimits = GateLimits()) -> list[Check]:
-    """Every guard's row; the candidate passes only if every verdict is 'pass'."""
+    """Every guard's row; the candidate passes unless a verdict is 'fail' ('warn' passes)."""
     cand, par = Tree(candidate), Tree(parent)
     return [check_identical(cand, par), check_frontmatter(cand, par, skill_name),
             ratchet("references", reference_problems(cand), reference_problems(par)),

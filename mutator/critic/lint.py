@@ -1,7 +1,8 @@
 """`run.py --lint SKILL_DIR [--against PARENT_DIR]`: the critic's rows for a skill, before any spend.
 
 Alone, the Agent Skills spec (skills-ref) decides and the critic's other guards are shown as warnings;
-against a parent, the full review a candidate gets in the loop. Reads the two folders, nothing else.
+against a parent, the full review a candidate gets in the loop. Either way it ends with the caps and the room
+a change has under them (the text the mutator's briefing shows). Reads the two folders, nothing else.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from skills_ref import read_properties
 from skills_ref.errors import SkillError
 
 from mutator.critic import guards as critic
+from mutator.critic.caps import caps_text, room
+from mutator.critic.text import Tree
 
 MARK = {"pass": "ok  ", "warn": "warn", "fail": "FAIL"}
 
@@ -43,6 +46,9 @@ def lint_command(skill: Path, against: Path | None, limits: critic.GateLimits) -
         lines.append(f"\n{what}: {len(failed)} guard(s) fail: {', '.join(failed)}")
     else:
         warned = sum(row.verdict == "warn" for row in rows)
-        lines.append(f"\n{what}: passes" + (f" ({warned} warning(s): problems a candidate may keep but not add)"
-                                             if warned else ""))
+        kept = ("problems a candidate may keep but not add" if against is None else
+                "problems the parent already has, kept within the allowance")
+        lines.append(f"\n{what}: passes" + (f" ({warned} warning(s): {kept})" if warned else ""))
+    parent = against or skill
+    lines += [f"\nSize caps: the room a change of {parent} has", caps_text(room(Tree(parent), limits))]
     return (1 if failed else 0), "\n".join(lines)

@@ -44,7 +44,14 @@ def mean_cell_cost(db: sqlite_utils.Database, contract: Contract) -> float:
     return cell_estimate(db, contract) or 0.0
 
 
-def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int) -> int:
+def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int, only: frozenset | None = None) -> int:
+    """Cells of the evaluation `key` not stored yet: of all n_cells, or of just the (task, replicate) cells
+    `only` names (a wave, a screen)."""
+    if only is not None:
+        stored = {(r["task_id"], r["replicate"]) for r in db.query(
+            "select c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id "
+            "where e.key = ?", [key])}
+        return len(set(only) - stored)
     found = list(db.query("select count(*) as n from cells c join evaluations e on e.id = c.evaluation_id "
                           "where e.key = ?", [key]))
     return max(0, n_cells - int(found[0]["n"] if found else 0))
@@ -72,11 +79,12 @@ class Budget:
             f"higher cap (e.g. --budget-usd {suggest:.2f}) to resume it.")
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
-                          contract: Contract, label: str) -> None:
+                          contract: Contract, label: str, only: frozenset | None = None) -> None:
         # several eval models: each model's cells at its own mean cost
         pending, next_usd = 0, 0.0
         for member in members(contract):
-            todo = pending_cells(db, evaluation_key(genome_hash, suite, member), len(suite.tasks) * member.replicates)
+            todo = pending_cells(db, evaluation_key(genome_hash, suite, member), len(suite.tasks) * member.replicates,
+                                 only)
             pending, next_usd = pending + todo, next_usd + todo * mean_cell_cost(db, member)
         if pending:
             self.check(spent=run_spent(db, run_id), next_usd=next_usd, what=f"{label} ({pending} cells)")

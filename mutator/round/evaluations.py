@@ -18,7 +18,8 @@ from eval.cells import Contract, evaluation_key
 from eval.cost import Price, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.executors import Executor, get_executor
-from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellResult
+from eval.jobs import CELL_TIMEOUT_MS, FINAL, MAX_OUTPUT_BYTES, CellResult
+from eval.scheduler import until
 from eval.suite import Suite
 from mutator.round.progress import Progress
 from mutator.scoring.models import first_model, is_group, members
@@ -42,6 +43,9 @@ class Outcome:
     @property
     def n_failed(self) -> int:
         return sum(self.failures.values())
+
+
+Cells = frozenset  # of (task_id, replicate): the cells of one pass over part of an evaluation
 
 
 class SpendGate(Protocol):
@@ -68,8 +72,11 @@ class Evaluator:
     spend_gate: SpendGate | None = None
     executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
     pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
-    # evaluations already given a pass by this process: a partial one is not re-run over and over
-    _passed: set[int] = field(default_factory=set)
+    # a time.monotonic() instant (--max-seconds): past it the event loop cancels the running cells, as Ctrl-C
+    # would, and DeadlineReached is raised; a timeout of the loop itself, never a signal (SIGINT may be ignored)
+    deadline: float | None = None
+    # (evaluation, cells) already given a pass by this process: a partial one is not re-run over and over
+    _passed: set[tuple[int, Cells | None]] = field(default_factory=set)
 
     @classmethod
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
@@ -83,62 +90,83 @@ class Evaluator:
                    **limits(settings))
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
-                 contract: Contract | None = None, price: Price | None = None) -> Outcome:
-        """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build model's."""
+                 contract: Contract | None = None, price: Price | None = None, only: Cells | None = None,
+                 run: bool = True) -> Outcome:
+        """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build model's.
+
+        `only` runs and returns just those (task, replicate) cells of the evaluation (a wave of sequential val,
+        a screen): they are the evaluation's own cells under its own key, so a later pass over more cells
+        reuses them. `run=False` returns what is stored and runs nothing."""
         contract = contract or self.contract
         if is_group(contract):
             return self._evaluate_group(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract,
-                                        price=price)
+                                        price=price, only=only, run=run)
         key = evaluation_key(genome_hash, suite, contract)
         row = cache.open_evaluation(self.db, key, genome_hash, suite, contract)
         evaluation_id = row["id"]
         ran, ran_cost, budget_stop = 0, 0.0, ""
-        if row["status"] != "done" and evaluation_id not in self._passed:
-            self._passed.add(evaluation_id)
+        if run and row["status"] != "done" and (evaluation_id, only) not in self._passed:
+            self._passed.add((evaluation_id, only))
             ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key,
-                                                   label, price or self.price, retry_failed=row["status"] == "retry")
-        return self.outcome(evaluation_id, ran, ran_cost, budget_stop)
+                                                   label, price or self.price, retry_failed=row["status"] == "retry",
+                                                   only=only)
+        return self.outcome(evaluation_id, ran, ran_cost, budget_stop, only=only)
 
     def _evaluate_group(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
-                        label: str, contract: Contract, price: Price | None) -> Outcome:
+                        label: str, contract: Contract, price: Price | None, only: Cells | None,
+                        run: bool) -> Outcome:
         """Several eval models: each model's one-model evaluation (cached under its own key), then the group
         row over them. Each member's cells are priced at its own model's prices."""
         parts = {}
         for member in members(contract):
             own = price_for(self.pricing, member.model) if self.pricing else (price or self.price)
             parts[member.model] = self.evaluate(genome_dir, genome_hash, skill_name, suite,
-                                                label=f"{label} · {member.model}", contract=member, price=own)
+                                                label=f"{label} · {member.model}", contract=member, price=own,
+                                                only=only, run=run)
         group = cache.open_group(self.db, evaluation_key(genome_hash, suite, contract), genome_hash, suite, contract,
                                  {m: o.evaluation_id for m, o in parts.items()})
         cache.close_group(self.db, group)
         return self.outcome(group, sum(o.ran for o in parts.values()), sum(o.ran_cost for o in parts.values()),
-                            "; ".join(o.budget_stop for o in parts.values() if o.budget_stop))
+                            "; ".join(o.budget_stop for o in parts.values() if o.budget_stop), only=only,
+                            members=len(parts))
 
-    def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "") -> Outcome:
-        """The evaluation as stored: its cells, and from the same rows its failure counts and one error."""
+    def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "", *,
+                only: Cells | None = None, members: int = 1) -> Outcome:
+        """The evaluation as stored: its cells, and from the same rows its failure counts and one error. With
+        `only`, just those cells, complete when every one of them is stored and final."""
         row = self.db["evaluations"].get(evaluation_id)
         cells = cache.cell_rows(self.db, evaluation_id)
+        if only is not None:
+            cells = [c for c in cells if (c["task_id"], c["replicate"]) in only]
+            n_cells = len(only) * members
+            complete = row["status"] == "done" or (len(cells) == n_cells and all(c["status"] in FINAL
+                                                                                  for c in cells))
+        else:
+            n_cells, complete = row["n_cells"], row["status"] == "done"
         failed = [c for c in cells if c["status"] != "ok"]
         failures: dict[str, int] = {}
         for c in failed:
             failures[c["status"]] = failures.get(c["status"], 0) + 1
         first = min((c for c in failed if c["error"]), key=lambda c: c["id"], default=None)
-        return Outcome(evaluation_id, _figures(cells), ran, ran_cost, complete=row["status"] == "done",
-                       failures=dict(sorted(failures.items())), n_cells=row["n_cells"], budget_stop=budget_stop,
+        return Outcome(evaluation_id, _figures(cells), ran, ran_cost, complete=complete,
+                       failures=dict(sorted(failures.items())), n_cells=n_cells, budget_stop=budget_stop,
                        first_error=first["error"] if first else "")
 
     def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
              contract: Contract, key: str, label: str, price: Price, *,
-             retry_failed: bool = False) -> tuple[int, float, str]:
+             retry_failed: bool = False, only: Cells | None = None) -> tuple[int, float, str]:
         done = cache.finished(self.db, evaluation_id, retry_failed=retry_failed)
         regrade = set() if retry_failed else cache.to_regrade(self.db, evaluation_id)
+        if only is not None:   # the cells outside this pass count as skipped, not as missing
+            outside = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)} - set(only)
+            done, regrade = done | outside, regrade & set(only)
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
             cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
             price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s,
             network=self.network, cell_timeout_ms=self.cell_timeout_ms, max_output_bytes=self.max_output_bytes,
             infra_retries=self.infra_retries)
-        total = len(suite.tasks) * contract.replicates
+        total = len(suite.tasks) * contract.replicates if only is None else len(only)
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0}
         self.progress.start(label, total, counts["done"])
@@ -154,12 +182,13 @@ class Evaluator:
         results: list[CellResult] = []
         if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
             # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
-            results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell, limit=1,
-                                                  may_start=gate.may_start, executor=self.executor))
+            results += asyncio.run(until(self.deadline, evaluate_async(
+                request, skip=done, regrade=regrade, on_cell=on_cell, limit=1, may_start=gate.may_start,
+                executor=self.executor)))
             done = done | {(c.task_id, c.replicate) for c in results}
-        results += asyncio.run(evaluate_async(request, skip=done, regrade=regrade, on_cell=on_cell,
-                                              may_start=gate.may_start if self.spend_gate else None,
-                                              executor=self.executor))
+        results += asyncio.run(until(self.deadline, evaluate_async(
+            request, skip=done, regrade=regrade, on_cell=on_cell, may_start=gate.may_start if self.spend_gate else None,
+            executor=self.executor)))
         self.progress.finish()
         cache.close_evaluation(self.db, evaluation_id)
         # an LLM judge's own calls are spend too (budget, run total), though not part of the composite

@@ -35,12 +35,16 @@ from mutator.round.failures import (
 from mutator.round.mutate import mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
-from mutator.round.session import Agents, Suites, check_roles, run_id_for
+from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
+from mutator.round.start_line import new_run_words, resume_words
+from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
+from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
-from mutator.scoring.score import Comparison, Normalisers, Weights, compare, normalisers, per_task, summarise
+from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
+from mutator.scoring.sequential import Design
 from mutator.store.db import (
     DiskFull,
     connect,
@@ -56,9 +60,7 @@ from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
 from sandbox import Launcher
-from strategies import CandidateSpec, Integration, Member, Scored, State, Strategy
-
-FINAL = ("kept", "rejected", "critic_rejected", "failed", "seed")
+from strategies import CandidateSpec, Member, Scored, State, Strategy
 
 
 class Loop(MutatorView):
@@ -84,18 +86,29 @@ class Loop(MutatorView):
             spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
         self.mutator_price = _price(settings, settings.mutator_model)
         self.retry_failed = retry_failed
+        self.gating = Gating(self.weights, settings.min_improvement, settings.gate_z, settings.gate_method,
+                             Design(settings.replicates if settings.sequential else 1, settings.gate_z,
+                                    settings.sequential_early_z))
+        self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
         self.run_id = ""
         self.cells_run = 0
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str) -> dict:
-        s = self.settings
-        return {"seed": seed_hash, "suite": [self.suites.train.name, self.suites.train.content_hash],
-                "val": [self.suites.val.name, self.suites.val.content_hash], "strategy": s.strategy,
-                "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
-                "mutator": self.agents.mutator_id, "contract": self.contract.to_json(), "w_cost": s.w_cost,
-                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
-                **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed, **({"confirm": True} if s.confirm else {})}
+    def identity(self, seed_hash: str, *, legacy: bool = False) -> dict:
+        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash,
+                            cheaper={} if legacy else cheaper_identity(self.gating.design, self.screen))
+
+    def _legacy_run(self, seed_hash: str) -> list[dict]:
+        """A run stored before sequential val: resumed with the fixed-n gate and no screen it was made with."""
+        legacy = run_id_for(self.identity(seed_hash, legacy=True))
+        found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
+        if found:
+            self.run_id = legacy
+            self.gating = dataclasses.replace(self.gating, design=dataclasses.replace(self.gating.design, looks=1))
+            self.screen = dataclasses.replace(self.screen, tasks=0)
+            self.progress.say(f"{legacy} was stored before sequential val and the screen: it resumes as it was "
+                              "made (every val cell at once, no screen)")
+        return found
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
@@ -103,7 +116,7 @@ class Loop(MutatorView):
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
         self.run_id = run_id_for(self.identity(seed_hash))
-        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
+        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or self._legacy_run(seed_hash)
         s = self.settings
         if existing:
             run = existing[0]
@@ -112,7 +125,7 @@ class Loop(MutatorView):
                 "updated_at": now(), "holdout": self.suites.holdout.name if self.suites.holdout else run["holdout"],
                 "error": None})
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
-                              f"(same seed, suites and settings).")
+                              f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
@@ -128,8 +141,7 @@ class Loop(MutatorView):
                 "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
                 "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
                 "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
-            self.progress.say(f"New run {self.run_id}: {s.strategy}, {s.rounds} rounds, {s.replicates} replicates, "
-                              f"train {self.suites.train.name}, val {self.suites.val.name}.")
+            self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
         self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
@@ -145,11 +157,12 @@ class Loop(MutatorView):
         self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
         self.db.conn.commit()
 
-    def _evaluate(self, genome_hash: str, suite: Suite, label: str, *, seed: bool = False):
+    def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
+                  seed: bool = False):
         if self.budget:
-            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label)
+            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
         outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
-                                          label=label)
+                                          label=label, only=only)
         return account(self, outcome, suite, label, seed=seed)
 
     # ---- the loop ----------------------------------------------------------------------------------
@@ -195,11 +208,9 @@ class Loop(MutatorView):
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
-                             min_score=s.solve_min_score, out_dir=self.solve_dir)
+                             min_score=s.solve_min_score, out_dir=self.solve_dir, budget=self.budget, run_id=self.run_id,
+                             account=lambda outcome, suite, label: account(self, outcome, suite, label, seed=True))
         store_solve(self.db, self.run_id, record)
-        self.cells_run += record["cells_run"]
-        if record["cost_usd"]:
-            self._spend(record["cost_usd"])
         if record["aborted"]:
             raise SolveAbort(record["message"])
         self.progress.say(f"Solve phase: {len(record['tasks'])} train tasks demonstrated in {record['passes']} "
@@ -239,7 +250,9 @@ class Loop(MutatorView):
                      pool=tuple(loads(snapshot[0]["pool_snapshot"])) if snapshot else ())
 
     def member(self, genome_hash: str, val_norm: Normalisers) -> Member:
-        cells = self._evaluate(genome_hash, self.suites.val, "val (cached)").cells
+        # what is stored, never a run: an attempt decided at an early look is scored on the waves it ran
+        cells = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, self.suites.val,
+                                        label="val (cached)", run=False).cells
         tasks = per_task(cells, self.weights, val_norm)
         return Member(genome_hash, summarise(cells, self.weights, val_norm).composite,
                       {t: f.composite for t, f in tasks.items()}, self._train_tasks(genome_hash))
@@ -265,7 +278,7 @@ class Loop(MutatorView):
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
         if self.settings.confirm and integration.incumbent != state.incumbent.genome_hash:
-            integration = self.confirm(round_no, state, scored, integration, val_norm)
+            integration = confirm_keep(self, round_no, state, scored, integration, val_norm)
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
@@ -275,32 +288,26 @@ class Loop(MutatorView):
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
                 self._report_attempt(round_no, candidate.sibling)
+        if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later candidate
+            whole = summarise(self._evaluate(integration.incumbent, self.suites.val, f"round {round_no} · the new "
+                                             "incumbent's remaining val waves").cells, self.weights, val_norm)
+            self.db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and "
+                            "round = ? and genome_hash = ?", [whole.composite, whole.eval, whole.cost, whole.steps,
+                                                              self.run_id, round_no, integration.incumbent])
         self._update_run(incumbent_hash=integration.incumbent)
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
-            for candidate in scored:
-                if candidate.genome_hash == genome_hash:
-                    row = self._attempt_row(round_no, candidate.sibling)
-                    self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
+            for candidate in (c for c in scored if c.genome_hash == genome_hash):
+                row = self._attempt_row(round_no, candidate.sibling)
+                self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
         self._update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
             self.meta_skill(round_no)
 
-    def confirm(self, round_no: int, state: State, scored: list[Scored], integration: Integration,
-                val_norm: Normalisers) -> Integration:
-        return confirm_keep(self, round_no, state, scored, integration, val_norm)
-
     def val_queries(self) -> int:
-        """Candidate evaluations that queried val so far (seed, candidates, confirmations)."""
-        found = rows(self.db, "select count(val_evaluation_id) as n, sum(confirm is not null) as c from attempts "
-                              "where run_id = ?", [self.run_id])[0]
-        total = (found["n"] or 0) + 2 * (found["c"] or 0)
-        if total > self.settings.val_query_warn:
-            self.progress.say(f"  warning: val has been queried by {total} candidate evaluations (> "
-                              f"{self.settings.val_query_warn}); a val set queried this often is a training set")
-        return total
+        return count_val_queries(self.db, self.run_id, self.settings.val_query_warn, self.progress.say)
 
     def _report_attempt(self, round_no: int, sibling: int) -> None:
         row = self._attempt_row(round_no, sibling)
@@ -323,7 +330,7 @@ class Loop(MutatorView):
                 "ref_hashes": dumps(list(spec.ref_hashes)), "status": "pending", "started_at": now()})
             row = self._attempt_row(round_no, sibling)
         not_evaluated = Scored(sibling, spec, row["genome_hash"], evaluated=False)
-        if row["status"] in ("critic_rejected", "failed"):
+        if row["status"] in ("critic_rejected", "failed", "screened"):
             return not_evaluated
         if row["genome_hash"] is None:
             row = self._mutate(row, round_no, sibling, spec, state, objective)
@@ -343,38 +350,67 @@ class Loop(MutatorView):
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             self.db["attempts"].update(row["id"], fields)
-        outcome = self._evaluate(genome_hash, self.suites.val, f"round {round_no} · {genome_hash[:12]} on val")
-        health = assess(outcome, self.settings.max_failed_share)
-        if not health.healthy:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
-            why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
-            self.db["attempts"].update(row["id"], {
-                "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
-                "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures), "finished_at": now()})
-            self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
-            return Scored(sibling, spec, genome_hash, evaluated=False)
-        candidate = per_task(outcome.cells, self.weights, val_norm)
+            for check in checks:
+                if check.verdict == "warn":   # passes: a problem the parent already has (stored on the attempt)
+                    self.progress.say(f"  critic warns ({check.gate}): {check.reason}")
         if row["gate"] is None:
-            incumbent_cells = self._evaluate(state.incumbent.genome_hash, self.suites.val, "val (cached)").cells
-            gate = compare(candidate, per_task(incumbent_cells, self.weights, val_norm),
-                           prior=self.prior_comparisons(exclude=row["id"]),
-                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z,
-                           method=self.settings.gate_method)
+            screened = self._screen(row, round_no, genome_hash, state)
+            if screened:
+                return Scored(sibling, spec, genome_hash, evaluated=False)
+            outcome, gate, looks = sequential_val(
+                self.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
+                incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.prior_comparisons(exclude=row["id"]),
+                label=f"round {round_no} · {genome_hash[:12]} on val",
+                healthy=lambda o: assess(o, self.settings.max_failed_share).healthy)
+            if gate is None:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
+                return self._unhealthy(row, sibling, spec, genome_hash, outcome, looks)
             summary = summarise(outcome.cells, self.weights, val_norm)
+            gate_json = {**gate.to_json(), **({"early_look": len(looks)} if looks[-1]["decision"] else {})}
             self.db["attempts"].update(row["id"], {
                 "status": "scored", "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
                 "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
                 "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
                 "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
-                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate.to_json())})
+                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks)})
             row = self._attempt_row(round_no, sibling)
+        outcome = self._evaluate(genome_hash, self.suites.val, "val (cached)", looked_at(loads(row["looks"], None), self.suites.val))
+        candidate = per_task(outcome.cells, self.weights, val_norm)
         gate_json = loads(row["gate"])
         return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
                       keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()})
 
+    def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
+        health = assess(outcome, self.settings.max_failed_share)
+        why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
+        self.db["attempts"].update(row["id"], {
+            "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
+            "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures),
+            "looks": dumps(looks) if looks else None, "finished_at": now()})
+        self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
+        return Scored(sibling, spec, genome_hash, evaluated=False)
+
+    def _screen(self, row: dict, round_no: int, genome_hash: str, state: State) -> bool:
+        """The kill-only train screen (screen.tasks > 0): True when it SCREENED the candidate out."""
+        if row["screen"] is not None or not self.screen.tasks:
+            return False
+        record = self.screen.run(self.gating, self._evaluate, train=self.suites.train, genome=genome_hash,
+                                 incumbent=state.incumbent.genome_hash, norm=stored_normalisers(self.run(), "train"),
+                                 seed=f"{self.settings.seed}:{self.run_id}:{round_no}:screen",
+                                 label=f"round {round_no} · {genome_hash[:12]} on train")
+        if record is None:
+            return False
+        fields = screen_fields(record)
+        if record["decision"] == "loss":
+            self.progress.say(f"  → SCREENED: {fields['error']} · {row['summary']}")
+        self.db["attempts"].update(row["id"], {**fields, "screen": dumps(record)})
+        return record["decision"] == "loss"
+
     def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
         found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
                               "and id != ? order by id", [self.run_id, exclude])
-        return [Comparison(r["gate_n"], loads(r["gate"])["s_r"]) for r in found]
+        # an early look averages fewer replicates per task: its scale is not the full evaluation's
+        return [Comparison(r["gate_n"], gate["s_r"]) for r in found
+                if "early_look" not in (gate := loads(r["gate"]))]
 
     def _mutate(self, row: dict, round_no: int, sibling: int, spec: CandidateSpec, state: State,
                 objective: str) -> dict:

@@ -63,3 +63,20 @@ def check_executor(executor: str) -> None:
     if executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("--executor ray needs the ray package, which is not installed; pip install -e '.[ray]' "
                           "(on this machine and every worker), or use --executor local")
+
+
+DEMO_SKILL = Path(__file__).resolve().parents[2] / "suites" / "csv-clean"
+DEMO_SUITES = {"clean-train", "clean-val", "clean-test", "clean-val-expect"}   # config.json's demo suites
+
+
+def check_skill_dir_given(given: Path | None, skill_dir: Path, suites: list[Suite]) -> None:
+    """Without --skill-dir the config's skillDir is used; when that is the project's demo skill and a suite is
+    not the demo's (by folder name, so a cut copy of a demo suite counts), the user forgot the flag: evolving
+    the demo CSV skill on their suites would spend for nothing."""
+    if given is not None or skill_dir.resolve() != DEMO_SKILL:
+        return
+    theirs = [suite for suite in suites if suite.path.resolve().name not in DEMO_SUITES]
+    if theirs:
+        names = "/".join(suite.name for suite in suites)
+        raise ConfigError(f"no --skill-dir given: the demo skill suites/csv-clean would be evolved on your suites "
+                          f"{names}; pass --skill-dir PATH/TO/YOUR/SKILL")

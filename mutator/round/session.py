@@ -30,7 +30,6 @@ class Agents:
     network: bool = False    # real backends call the model API: a sandbox must share the network
     solve_argv: tuple[str, ...] | None = None  # the mutator model solving a task bare; None: its backend cannot
     solve_id: str = ""
-    solve_by_default: bool = False             # --solve auto: on for the SDK and CLI mutators, off otherwise
     mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
     launch: dict = dataclasses.field(default_factory=dict)  # the agent flags, so --test-run RUN can repeat them
 
@@ -46,3 +45,21 @@ def check_roles(suites: Suites) -> None:
 
 def run_id_for(identity: dict) -> str:
     return "run-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+
+
+def cheaper_identity(design, screen) -> dict:
+    """The identity's part for sequential val and the screen: empty when both are off, so a run made before
+    they existed keeps its id."""
+    return {**({"sequential": design.to_json()} if design.sequential else {}),
+            **({"screen": dataclasses.asdict(screen)} if screen.tasks else {})}
+
+
+def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict) -> dict:
+    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path)."""
+    return {"seed": seed_hash, "suite": [suites.train.name, suites.train.content_hash],
+            "val": [suites.val.name, suites.val.content_hash], "strategy": s.strategy,
+            "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
+            "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
+            "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
+            **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
+            **({"confirm": True} if s.confirm else {}), **cheaper}

@@ -2,23 +2,27 @@
 suite's own grader, imperfect tasks retried; the best graded transcripts become `solve/` evidence.
 
 Runs before round 0's seed evaluation, so an incapable mutator model stops the run before any seed
-spend. Not part of the run's identity: turning it on for an existing run works.
+spend. Every pass is within the run's budget: checked before it starts and before each cell, and its spend
+recorded when it ends, so --budget-usd stops it (exit 3) like any evaluation. Not part of the run's identity:
+turning it on for an existing run works.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from eval.cells import Contract
-from eval.cost import Price
+from eval.cost import Price, Usage, price_for, usd
 from eval.suite import Suite
 from mutator.config import ConfigError
-from mutator.round.evaluations import Evaluator
+from mutator.round.evaluations import Evaluator, Outcome
 from mutator.store.db import dumps, rows
 
 BARE = "bare"   # the genome hash used for skill-less evaluations
+SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)   # one bare solve cell, before any is measured
 
 
 class SolveAbort(RuntimeError):
@@ -30,19 +34,38 @@ class SolveRefused(ConfigError):
 
 
 def solve_wanted(setting: str, agents) -> bool:
-    """--solve on/off; auto = on only when the mutator's backend can solve a task bare (anthropic,
-    claude-cli): off for the fakes and for a command mutator. `agents` is mutator.round.loop.Agents."""
-    if setting == "auto":
-        return agents.solve_by_default
+    """--solve on/off (config `solve`; the old `auto` is off): on only when asked for, since it is paid at the
+    mutator model's price before the seed is evaluated. `agents` is mutator.round.session.Agents."""
     if setting == "on" and agents.solve_argv is None:
         raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
                            f"the mutator is {agents.mutator_how}. Drop --solve, or pass --mutator-agent anthropic")
     return setting == "on"
 
 
+def solve_estimate(settings, n_tasks: int) -> tuple[int, float]:
+    """(cells, USD) the solve phase may cost at most: every pass over every train task, each cell priced at
+    the mutator model (SOLVE_CELL_TOKENS). For --plan and the run's start line."""
+    cells = settings.solve_attempts * n_tasks
+    return cells, cells * usd(price_for(settings.pricing, settings.mutator_model), SOLVE_CELL_TOKENS)
+
+
+def solve_line(settings, n_tasks: int, on: bool) -> str:
+    """What the start line and --plan say of the solve phase."""
+    if not on:
+        return "solve phase off (--solve turns it on)"
+    cells, cost = solve_estimate(settings, n_tasks)
+    return (f"solve phase on: up to {cells} cells ({settings.solve_attempts} pass(es) × {n_tasks} train tasks) at "
+            f"{settings.mutator_model} prices, ≈ ${cost:.4f} (estimated at {SOLVE_CELL_TOKENS.input_tokens:,} input + "
+            f"{SOLVE_CELL_TOKENS.output_tokens:,} output tokens a cell), within --budget-usd")
+
+
 def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, model: str, price: Price,
-                attempts: int, min_score: float, out_dir: Path) -> dict:
-    """Run the passes, write out_dir/<task>.md for each task's best cell, return the record to store."""
+                attempts: int, min_score: float, out_dir: Path, budget=None, run_id: str = "",
+                account: Callable[[Outcome, Suite, str], None] | None = None) -> dict:
+    """Run the passes, write out_dir/<task>.md for each task's best cell, return the record to store.
+
+    `budget` (mutator.round.budget.Budget) is asked before each pass; `account` records each pass's spend and
+    raises BudgetStop when the budget left cells unstarted (mutator.round.failures.account)."""
     best: dict[str, dict] = {}
     cost = 0.0
     passes = cells_run = 0
@@ -54,8 +77,12 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
         passes = number
         suite = dataclasses.replace(train, tasks=todo)
         fresh = dataclasses.replace(contract, model=model, replicates=1, salt=f"solve-{number}")
-        outcome = evaluator.evaluate(None, BARE, "", suite, label=f"solve pass {number}/{attempts} ({len(todo)} tasks)",
-                                     contract=fresh, price=price)
+        label = f"solve pass {number}/{attempts} ({len(todo)} tasks)"
+        if budget is not None:
+            budget.before_evaluation(db, run_id, BARE, suite, fresh, label)
+        outcome = evaluator.evaluate(None, BARE, "", suite, label=label, contract=fresh, price=price)
+        if account is not None:
+            account(outcome, suite, label)
         cost += outcome.ran_cost
         cells_run += outcome.ran
         evaluations.append(outcome.evaluation_id)

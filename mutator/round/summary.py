@@ -71,8 +71,13 @@ def attempt_label(a: dict) -> str:
 
 
 def attempt_note(a: dict) -> str:
-    """The attempt's summary, with the start of its error when it has one."""
+    """The attempt's summary, with the start of its error when it has one and the val cells its verdict used
+    when val ran in waves."""
     note = a["summary"] or ""
+    looks = loads(a.get("looks"), None) or []
+    if len(looks) > 1:
+        last = looks[-1]
+        note += f" ({last['cells']} val cells: {'decided at' if last['decision'] else 'all'} wave {last['look']})"
     return f"{note} [{a['error'][:100]}]".strip() if a["error"] else note
 
 
@@ -105,17 +110,19 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
                      f"{attempt_note(a)}")
         if model_deltas(a):
             lines.append(f"  {'':<6} {'':<8} per model Δ: {model_deltas(a)}")
-    counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v) for v in ("KEEP", "REJECT", "CRITIC", "FAILED")}
+    counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v)
+              for v in ("KEEP", "REJECT", "SCREENED", "CRITIC", "FAILED")}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
               f" · spend this run ${run['cost_usd']:.4f} ({spend_basis(run['agent'])})"]
     failed = list(db.query(
-        "select distinct a.round, a.sibling, e.suite, e.n_failed, e.n_cells, e.failures from attempts a join "
+        "select distinct a.round, a.sibling, e.suite, e.n_failed, e.n_cells, e.n_done, e.failures from attempts a join "
         "evaluations e on e.id in (a.val_evaluation_id, a.train_evaluation_id) where a.run_id = ? and "
         "e.n_failed > 0 order by a.round, a.sibling, e.suite", [run_id])) \
         if "n_failed" in {c.name for c in db["evaluations"].columns} else []
     for f in failed:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted((loads(f["failures"], {}) or {}).items()))
-        lines.append(f"  failed cells, round {attempt_label(f)} on {f['suite']}: {f['n_failed']} of {f['n_cells']} ({kinds})")
+        of = f"{f['n_cells']}" if f["n_done"] == f["n_cells"] else f"{f['n_done']} run"
+        lines.append(f"  failed cells, round {attempt_label(f)} on {f['suite']}: {f['n_failed']} of {of} ({kinds})")
     confirmed = [loads(a["confirm"]) for a in attempts if a["confirm"]]
     if confirmed:
         overturned = sum(1 for c in confirmed if not c["stands"])
@@ -154,3 +161,14 @@ def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
             if path.is_file():
                 total += path.stat().st_size
     return total, len(dirs)
+
+
+def count_val_queries(db, run_id: str, warn: int, say) -> int:
+    """Candidate evaluations that queried val so far (seed, candidates, confirmations); past `warn`, say so."""
+    found = rows(db, "select count(val_evaluation_id) as n, sum(confirm is not null) as c from attempts "
+                     "where run_id = ?", [run_id])[0]
+    total = (found["n"] or 0) + 2 * (found["c"] or 0)
+    if total > warn:
+        say(f"  warning: val has been queried by {total} candidate evaluations (> {warn}); a val set queried this "
+            f"often is a training set")
+    return total

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from mutator.round.summary import attempt_label, attempt_note, model_deltas, seed_vs_champion, summary
 
-VERDICT_STYLE = {"KEEP": "green", "REJECT": "red", "CRITIC": "yellow", "FAILED": "magenta"}
+VERDICT_STYLE = {"KEEP": "green", "REJECT": "red", "SCREENED": "dark_orange", "CRITIC": "yellow", "FAILED": "magenta"}
 
 
 def _cells(s) -> list[str]:

@@ -186,6 +186,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     a["critic"], a["gate"], a["ref_hashes"] = loads(a["critic"], None), loads(a["gate"], None), loads(
         a["ref_hashes"], [])
     a["confirm"] = confirmation(db, loads(a.get("confirm"), None), run)
+    a["looks"], a["screen"] = loads(a.get("looks"), None), loads(a.get("screen"), None)   # migration _v13
     rows = light_rows(db, run["id"])
     V.annotate(run, rows, [a])
     a.pop("pool_snapshot", None)

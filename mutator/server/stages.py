@@ -63,7 +63,8 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
         state = "skipped" if blocked else "pending"
         out += [{"stage": "build", "state": state, "detail": ""}, {"stage": "grading", "state": state, "detail": ""}]
     else:
-        done = prog["status"] == "done"
+        # decided: an attempt stopped at an early look of val in waves leaves its evaluation partial, by design
+        done = prog["status"] == "done" or (a["verdict"] is not None and not seed)
         out.append({"stage": "build", "state": "done" if done or prog["n_started"] >= prog["n_cells"] else "running",
                     "detail": f"{prog['n_started']}/{prog['n_cells']} cells started", "progress": prog})
         out.append({"stage": "grading", "state": "done" if done else "running" if prog["n_done"] else "pending",

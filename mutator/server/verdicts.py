@@ -147,6 +147,9 @@ def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, f
     included), `composites` the val composite per genome, `already` the genomes that were in the pool
     (population) or already scored (pareto) before this round."""
     verdict = a.get("verdict")
+    if verdict == "SCREENED":   # the kill-only train screen (mutator/round/waves.py): its words are on the row
+        return "screened out before val: " + (str(a.get("error") or "").splitlines() or [""])[0].removeprefix(
+            "screened out on ")
     if verdict in ("SEED", "CRITIC", "FAILED"):   # the common verdicts that need no gate figures
         return ("seed: the baseline the first candidates are compared with" if verdict == "SEED" else
                 _critic_reason(a) if verdict == "CRITIC" else

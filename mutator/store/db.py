@@ -266,8 +266,16 @@ def _v12(db: sqlite_utils.Database) -> None:
         db["triggers"].add_column("judge_cost_usd", float)
 
 
+def _v13(db: sqlite_utils.Database) -> None:
+    # Cheaper decisions (mutator/scoring/sequential.py): the kill-only train screen's record and every look of
+    # sequential val, each with its gate figures, so a SCREENED or early verdict re-derives from the store.
+    for name in ("screen", "looks"):
+        if name not in db["attempts"].columns_dict:
+            db["attempts"].add_column(name, str)
+
+
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
-                                                                   _v10, _v11, _v12)
+                                                                   _v10, _v11, _v12, _v13)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

@@ -27,16 +27,17 @@ from mutator.config import ConfigError, Settings
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.progress import Progress
 from mutator.round.summary import spend_basis
+from mutator.round.waves import Gating, looked_at, sequential_val
 from mutator.scoring.score import (
     CellFigures,
     Comparison,
     Normalisers,
     Weights,
-    compare,
     normalisers,
     per_task,
     summarise,
 )
+from mutator.scoring.sequential import Design
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
@@ -70,6 +71,10 @@ class AARun:
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
         self.evaluator = Evaluator.for_settings(settings, self.db, self.contract, agent_argv=build_argv,
                                                 launcher=launcher, progress=self.progress)
+        # the loop's own gate and val design: an A/A measures the sequential gate a run uses
+        self.gating = Gating(self.weights, settings.min_improvement, settings.gate_z, settings.gate_method,
+                             Design(settings.replicates if settings.sequential else 1, settings.gate_z,
+                                    settings.sequential_early_z))
         self.run_id = ""
         self.cells_run = 0
         self.held: list = []   # release/stop of its lock and heartbeat
@@ -79,7 +84,8 @@ class AARun:
         return {"kind": KIND, "seed": seed_hash, "val": [self.val.name, self.val.content_hash],
                 "contract": self.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
                 "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent",
-                **({"gate_method": s.gate_method} if s.gate_method != "t" else {})}
+                **({"gate_method": s.gate_method} if s.gate_method != "t" else {}),
+                **({"sequential": self.gating.design.to_json()} if self.gating.design.sequential else {})}
 
     def _open(self, copies: int) -> str:
         s = self.settings
@@ -106,9 +112,9 @@ class AARun:
                 "pid": os.getpid(), "created_at": now(), "updated_at": now()})
         return seed_hash
 
-    def _evaluate(self, seed_hash: str, contract: Contract, label: str) -> Outcome:
+    def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:
         outcome = self.evaluator.evaluate(self.genomes.path(seed_hash), seed_hash, self.skill_name, self.val,
-                                          label=label, contract=contract)
+                                          label=label, contract=contract, only=only)
         self.cells_run += outcome.ran
         if outcome.ran_cost:
             self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [outcome.ran_cost, self.run_id])
@@ -164,17 +170,21 @@ class AARun:
                     "summary": f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}, "
                                f"against the seed re-evaluated with salt {seed_salt(copy)}"})
                 row = self._attempt(copy)
-            base = self._evaluate(seed_hash, replace(self.contract, salt=seed_salt(copy)),
-                                  f"A/A · seed again for copy {copy}/{copies} on {self.val.name}")
-            outcome = self._evaluate(seed_hash, replace(self.contract, salt=salt(copy)),
-                                     f"A/A · copy {copy}/{copies} on {self.val.name}")
-            incumbent = per_task(base.cells, self.weights, norm)
-            prior = [Comparison(r["gate_n"], loads(r["gate"])["s_r"]) for r in rows(
+            contracts = {"copy": replace(self.contract, salt=salt(copy)),
+                         "base": replace(self.contract, salt=seed_salt(copy))}
+            labels = {"copy": f"A/A · copy {copy}/{copies} on {self.val.name}",
+                      "base": f"A/A · seed again for copy {copy}/{copies} on {self.val.name}"}
+            prior = [Comparison(r["gate_n"], gate["s_r"]) for r in rows(
                 self.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
-                         "gate is not null order by round", [self.run_id, copy - 1])]
-            gate = compare(per_task(outcome.cells, self.weights, norm), incumbent, prior=prior,
-                           min_improvement=self.settings.min_improvement, gate_z=self.settings.gate_z,
-                           method=self.settings.gate_method)
+                         "gate is not null order by round", [self.run_id, copy - 1])
+                if "early_look" not in (gate := loads(r["gate"]))]
+            outcome, gate, looks = sequential_val(
+                self.gating, lambda side, _suite, _label, only, c=contracts, lb=labels: self._evaluate(
+                    seed_hash, c[side], lb[side], only),
+                val=self.val, genome="copy", incumbent="base", norm=norm, prior=prior, label=labels["copy"],
+                healthy=lambda _outcome: True)
+            base = self._evaluate(seed_hash, contracts["base"], labels["base"], looked_at(looks, self.val))
+            early = {"early_look": len(looks)} if looks[-1]["decision"] else {}
             gain = gate.delta > gate.min_improvement + gate.t * gate.se
             summary = summarise(outcome.cells, self.weights, norm)
             self.db["attempts"].update(row["id"], {
@@ -183,10 +193,10 @@ class AARun:
                 "cost": summary.cost, "steps": summary.steps, "delta": gate.delta, "delta_eval": gate.delta_eval,
                 "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps, "gate_threshold": gate.threshold,
                 "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df, "gate_t": gate.t, "gate_n": gate.n,
-                "gate": dumps({**gate.to_json(), "aa": {"salt": salt(copy), "seed_salt": seed_salt(copy),
-                                                        "seed_evaluation_id": base.evaluation_id,
-                                                        "false_improvement": bool(gain)}}),
-                "finished_at": now()})
+                "gate": dumps({**gate.to_json(), **early, "aa": {"salt": salt(copy), "seed_salt": seed_salt(copy),
+                                                                 "seed_evaluation_id": base.evaluation_id,
+                                                                 "false_improvement": bool(gain)}}),
+                "looks": dumps(looks), "finished_at": now()})
             self.db["runs"].update(self.run_id, {"rounds_done": copy, "updated_at": now()})
             self.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
                               f"{'KEEP' if gate.keep else 'REJECT'}" + (" (beats +t·SE: a false improvement)"

@@ -14,7 +14,9 @@ from eval.cost import Usage, price_for, usd
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
+from mutator.round.solve import solve_estimate, solve_line
 from mutator.scoring.score import gate_t
+from mutator.scoring.sequential import Design, expected_looks
 from mutator.store.db import connect_readonly, rows
 from mutator.validity.stats import mde, two_sided_critical
 from strategies import make_strategy
@@ -58,6 +60,9 @@ class Plan:
     run_usd: float
     test_usd: float | None
     models: tuple[str, ...] = ()   # the eval models: every cell is measured on each
+    design: dict | None = None     # sequential val (mutator/scoring/sequential.py): looks, z's, expected waves
+    screen_cells: int = 0          # the kill-only train screen's cells per candidate (0 = off)
+    solve_line: str = ""           # the solve phase, on (its cells and cost, in run_usd) or off
 
 
 def _store(settings: Settings):
@@ -160,17 +165,32 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
         mutator_source = (f"estimated: {MUTATOR_TOKENS.input_tokens:,} input + {MUTATOR_TOKENS.output_tokens:,} "
                           f"output tokens per call at {settings.mutator_model} prices")
     confirm = bool(getattr(settings, "confirm", False))
-    # upper bound: every candidate evaluated on val, one selected genome on train, a confirmation every round
-    round_cells = candidates * n_val * reps + n_train * reps + (2 * n_val * reps if confirm else 0)
+    screen_cells = min(settings.screen_tasks, len(train.tasks)) * k * settings.screen_replicates \
+        if settings.screen_tasks >= 3 else 0
+    # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
+    # confirmation every round
+    round_cells = candidates * (n_val * reps + screen_cells) + n_train * reps + (2 * n_val * reps if confirm else 0)
     round_usd = round_cells * cell + candidates * mutator
-    run_usd = (n_val + n_train) * reps * cell + settings.rounds * round_usd
+    solve_on = settings.solve == "on"   # `auto` (old configs) is off
+    solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
+    run_usd = solve_usd + (n_val + n_train) * reps * cell + settings.rounds * round_usd
     return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
                 candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
                 mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
                 cell_source=cell_source, mutator_usd=mutator, mutator_source=mutator_source, confirm=confirm,
                 round_usd=round_usd, run_usd=run_usd, models=models,
                 # a test run measures the seed, the champion and the no-skill control
-                test_usd=3 * n_test * reps * cell if n_test else None)
+                test_usd=3 * n_test * reps * cell if n_test else None,
+                design=_design(settings), screen_cells=screen_cells,
+                solve_line=solve_line(settings, len(train.tasks), solve_on))
+
+
+def _design(settings: Settings) -> dict | None:
+    design = Design(settings.replicates if settings.sequential else 1, settings.gate_z, settings.sequential_early_z)
+    if not design.sequential:
+        return None
+    return {**design.to_json(), "null": expected_looks(design.looks, design.early_z),
+            "clear": expected_looks(design.looks, design.early_z, -3.0)}
 
 
 def render_plan(p: Plan) -> str:
@@ -197,8 +217,26 @@ def render_plan(p: Plan) -> str:
         f"train evaluation of {p.n_train * p.replicates} cells" + (", a confirmation of 2 × "
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
                                                                      else "") + f", {p.candidates} mutator call(s))",
-        f"    per run ≤ ${p.run_usd:.4f} (round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
+        *_cheaper_lines(p),
+        f"    {p.solve_line or 'solve phase off'}",
+        f"    per run ≤ ${p.run_usd:.4f} (" + ("the solve phase + " if "phase on" in p.solve_line else "")
+        + f"round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
         + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
            if p.test_usd is not None else ""),
     ]
     return "\n".join(lines)
+
+
+def _cheaper_lines(p: Plan) -> list[str]:
+    """What sequential val and the screen save, as estimates beside the upper bound."""
+    lines = []
+    if p.design:
+        d, val_cells = p.design, p.n_val * p.replicates
+        lines.append(f"    val in {d['looks']} waves (early looks at z {d['early_z']:g}, the last at {d['last_z']:.3f}): "
+                     f"estimated {d['null'] / d['looks'] * val_cells:.1f} of {val_cells} val cells for a null change and "
+                     f"{d['clear'] / d['looks'] * val_cells:.1f} for a change 3 SE worse (normal theory; a kept "
+                     f"incumbent's remaining waves are run)")
+    if p.screen_cells:
+        lines.append(f"    the train screen: {p.screen_cells} cells per candidate before val (reused by a survivor's "
+                     f"train evaluation), in the bound above")
+    return lines

@@ -88,7 +88,18 @@ def test_max_seconds_keeps_the_scored_cells_and_says_it_is_partial(tmp_path, ski
     assert after["previous_id"] == baseline["id"]
 
 
-def test_a_real_sigint_keeps_the_partial_result(tmp_path, skill, monkeypatch):
+@pytest.fixture
+def sigint_handled():
+    """Python's own SIGINT handler for a test that sends a real SIGINT: a test process started as a script's
+    background job has SIGINT ignored (a shell without job control does that), so the signal would never arrive."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("a SIGINT handler can only be installed from the main thread, and this test runs off it")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_real_sigint_keeps_the_partial_result(tmp_path, skill, monkeypatch, sigint_handled):
     monkeypatch.setenv("HANG_TASKS", "orders-13")
     hc = checker(tmp_path / "data")
     timer = threading.Timer(8, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -123,6 +134,24 @@ def test_cli_exit_codes_regressed_and_max_seconds(tmp_path, skill):
     hung = run_py(*args, "--max-seconds", "2", env={**os.environ, "FAKE_AGENT_HANG": "1"})
     assert hung.returncode == 5, hung.stdout + hung.stderr[-2000:]
     assert "no cell finished, so there is no score" in hung.stdout
+
+
+def test_max_seconds_is_honoured_when_sigint_is_ignored(tmp_path, skill):
+    """A scheduled check started as a script's background job has SIGINT ignored: --max-seconds must still stop it
+    (the event loop's own timeout), not run on until the watchdog kills every hung agent. The watchdog is set to
+    30 s here so a deadline that depended on SIGINT fails by finishing "done" on timed-out cells, not by hanging."""
+    hung = run_py("--check", str(skill), "--suite", "clean-val", "--replicates", "1", "--data-dir",
+                  str(tmp_path / "data"), "--max-seconds", "2", "--build-timeout-ms", "30000",
+                  "--build-heartbeat-ms", "30000", env={**os.environ, "FAKE_AGENT_HANG": "1"},
+                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN), timeout=300)
+    assert hung.returncode == 5, hung.stdout + hung.stderr[-2000:]
+    assert "Cancelled before completion (--max-seconds 2 reached)" in hung.stdout
+    with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:
+        status, n_done, summary = conn.execute("select status, n_done, summary from health_checks").fetchone()
+        timed_out = conn.execute("select count(*) from cells where status = 'timeout'").fetchone()[0]
+    assert (status, n_done, timed_out) == ("cancelled", 0, 0)   # no cell waited for the watchdog
+    assert "no cell finished, so there is no score" in summary
+    assert not list((tmp_path / "data" / "pids").glob("*"))   # every hung agent's group was killed and reaped
 
 
 def test_check_refuses_a_folder_without_skill_md(tmp_path):

@@ -58,7 +58,9 @@ def test_recorded_transcript_is_copied_and_read_like_every_backend(tmp_path: Pat
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"  # not --dangerously-skip-permissions
     assert "--dangerously-skip-permissions" not in argv and "Bash" in argv
     assert seen["stdin"] == "Clean input.csv into output.csv"
-    assert seen["config"] == str(tmp_path / ".claude-config") and seen["cwd"] == str(work)
+    # Its own config dir: a temp dir outside the cell (and a mutator's workspace), removed when it is done.
+    assert seen["cwd"] == str(work) and not Path(seen["config"]).is_relative_to(tmp_path)
+    assert Path(seen["config"]).name.startswith("claude-config-") and not Path(seen["config"]).exists()
     assert seen["scrub"] == "0"   # its own scrub needs a bwrap sandbox of its own, which cannot nest in ours
     # The CLI never holds the key: it talks to the adapter's loopback proxy with a one-cell nonce.
     assert seen["key"].startswith("sm-proxy-") and seen["base"].startswith("http://127.0.0.1:")
@@ -123,7 +125,7 @@ def test_real_claude_cli_builds_through_the_local_server(server, tmp_path: Path)
     assert (metrics.usage.input_tokens, metrics.usage.output_tokens) == (served["input_tokens"],
                                                                          served["output_tokens"])
     assert metrics.usage.cache_read_input_tokens == served["cache_read_input_tokens"] == 100
-    assert (tmp_path / ".claude-config").is_dir()  # its own config, never ~/.claude
+    assert not list(tmp_path.rglob(".claude*"))  # its own config, never ~/.claude nor in the cell; removed after
 
 
 @needs_claude

@@ -63,7 +63,7 @@ def test_two_round_real_demo_against_the_local_server(server, tmp_path: Path) ->
     train, val = demo_subset(tmp_path, "clean-train", 2), demo_subset(tmp_path, "clean-val", 3)
     env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
     done = run_py("--suite", str(train), "--val", str(val), "--holdout", "clean-test", "--real", "--agent",
-                  "anthropic", "--rounds", "2", "--replicates", "1", "--concurrency", "4", "--data-dir", str(data),
+                  "anthropic", "--solve", "--rounds", "2", "--replicates", "1", "--concurrency", "4", "--data-dir", str(data),
                   env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     db = connect_readonly(data / "mutator.db")
@@ -108,11 +108,12 @@ def test_bring_your_own_build_agent_with_our_mutator(server, tmp_path: Path) -> 
     env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test")
     cmd = f"{sys.executable} {ROOT / 'fakes' / 'fake_agent.py'}"
     done = run_py("--suite", str(train), "--val", str(val), "--real", "--agent", "command", "--agent-cmd", cmd,
-                  "--no-solve", "--rounds", "1", "--replicates", "1", "--data-dir", str(data), env=env)
+                  "--rounds", "1", "--replicates", "1", "--data-dir", str(data), env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     db = connect_readonly(data / "mutator.db")
     run = dict(next(iter(db.query("select * from runs"))))
     assert run["agent"].startswith("command@") and run["status"] == "finished"
+    assert run["solve"] is None   # a real run solves only when asked (--solve): it is paid at the mutator's price
     attempt = dict(next(iter(db.query("select * from attempts where round = 1"))))
     # The change was evaluated and gated. Which way the gate went depends on the cells' seeds, and those hash
     # the agent command, which holds this checkout's path: only its agreement with the stored figures is fixed.

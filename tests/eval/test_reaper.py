@@ -52,7 +52,8 @@ def test_kill_9_of_run_py_leaves_no_agent_running(tmp_path: Path) -> None:
     (tmp_path / "hang").write_text("")
     argv = [sys.executable, str(ROOT / "run.py"), "--suite", str(train), "--val", str(val), "--rounds", "0",
             "--replicates", "1", "--real", "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
-            "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--no-solve", "--sandbox", "none", "--concurrency", "2", "--data-dir", str(tmp_path / "data")]
+            "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--no-solve", "--sandbox", "none", "--concurrency", "2", "--data-dir", str(tmp_path / "data"),
+            "--skill-dir", str(ROOT / "suites" / "csv-clean")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_"))}
     harness = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pids_dir = tmp_path / "pids"

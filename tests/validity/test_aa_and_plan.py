@@ -53,26 +53,32 @@ def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
              _rows(data_dir, f"select id, contract from evaluations where id in ({','.join('?' * 7)})", ids)}
     assert [salts[i] for i in evaluation_ids] == ["", "aa-1", "aa-2", "aa-3"]
     assert [salts[i] for i in bases] == ["aa-1-seed", "aa-2-seed", "aa-3-seed"]
-    assert _rows(data_dir, "select count(*) as n from cells")[0]["n"] == 7 * 8 * 2
-    prior_weight = 0.0
+    # val in waves (the loop's sequential gate): each copy and its seed re-run spend the cells of the waves used
+    used = [loads(a["looks"])[-1]["cells"] for a in attempts[1:]]
+    assert _rows(data_dir, "select count(*) as n from cells")[0]["n"] == 8 * 2 + 2 * sum(used)
+    prior_weight, prior_df = 0.0, 0
     for copy in attempts[1:]:
-        gate = loads(copy["gate"])
+        gate, last = loads(copy["gate"]), loads(copy["looks"])[-1]
         assert copy["verdict"] in ("KEEP", "REJECT") and (copy["verdict"] == "KEEP") == gate["keep"]
         assert copy["delta"] == pytest.approx(sum(gate["deltas"].values()) / 8)
-        assert copy["gate_df"] == 7 * copy["round"]                             # pooled like a run's rounds
-        assert gate["t_student"] == pytest.approx(stats.t.ppf(stats.norm.cdf(1.0), copy["gate_df"]))
+        assert copy["gate_df"] == prior_df + 7                                  # pooled like a run's rounds
+        z = 2.0 if last["decision"] else last["z"]
+        assert gate["gate_z"] == pytest.approx(z)
+        assert gate["t_student"] == pytest.approx(stats.t.ppf(stats.norm.cdf(z), copy["gate_df"]))
+        widen = (2 / last["replicates"]) ** 0.5 if last["decision"] else 1.0
         if gate["flip"] is not None:    # the sign-flip critical value re-derives from the stored deltas and prior
             assert gate["method"] == "signflip"
             assert copy["gate_t"] == pytest.approx(signflip.critical(
-                list(gate["deltas"].values()), prior_weight, copy["gate_df"] - 7, stats.norm.sf(1.0)).t)
-        prior_weight += 7 * gate["s_r"]
+                list(gate["deltas"].values()), prior_weight * widen, prior_df, stats.norm.sf(z)).t)
+        if not last["decision"]:        # an early look is never pooled into a later gate
+            prior_weight, prior_df = prior_weight + 7 * gate["s_r"], prior_df + 7
         assert copy["gate_se"] == pytest.approx(copy["gate_s"] / math.sqrt(8))
         assert gate["aa"]["false_improvement"] == (copy["delta"] > copy["gate_t"] * copy["gate_se"])
     out = result.stdout
     assert f"A/A run {run['id']}" in out and "vs 3 byte-identical copies" in out
     rejects = sum(a["verdict"] == "REJECT" for a in attempts[1:])
     assert f"false REJECT   {rejects:>3}/3" in out and "design 15.9% per side at gate_z 1" in out
-    assert f"pooled robust s = {attempts[-1]['gate_s']:.4f} (df 21)" in out
+    assert f"pooled robust s = {attempts[-1]['gate_s']:.4f} (df {attempts[-1]['gate_df']})" in out
     assert f"s/√8 = {attempts[-1]['gate_s'] / math.sqrt(8):.4f}" in out
 
 

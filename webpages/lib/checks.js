@@ -1,5 +1,6 @@
 // The checks around one attempt on Round Analysis: the critic's rows (attempts.critic: {gate, verdict,
-// reason}, whatever gates mutator/critic/guards.py runs) and the winner's-curse confirmation (attempts.confirm).
+// reason}, whatever gates mutator/critic/guards.py runs), the winner's-curse confirmation (attempts.confirm),
+// the kill-only train screen (attempts.screen) and every look of sequential val (attempts.looks).
 import { h, num, signed, usd } from './util.js';
 import { TIPS, fig } from './tips.js';
 
@@ -10,7 +11,7 @@ const GATES = {
   references: 'every file SKILL.md links or names exists in the skill',
   'data-files': 'the skill\'s data files parse',
   'non-empty': 'SKILL.md is present and not empty',
-  size: 'the skill stays under the size caps (lines, bytes)',
+  size: 'the skill stays under the size caps (lines, bytes); a parent already over one may grow within the growth allowance (warn)',
   growth: 'growth vs the parent stays under the cap (bytes, in %)',
   fences: 'code fences are balanced',
   placeholders: 'no template placeholders ({{var}}, [PLACEHOLDER])',
@@ -19,13 +20,17 @@ const GATES = {
 
 export function criticTable(rows) {
   if (rows === null || rows === undefined) return h('p', { class: 'hint', id: 'critic' }, 'critic not run (a seed, or the mutation failed first)');
-  const failed = rows.filter((r) => r.verdict !== 'pass').length;
-  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic/guards.py); one failing gate rejects the candidate' },
-    `${rows.length - failed}/${rows.length} gates passed`)),
+  // verdicts: pass, warn (passes: a problem the parent already has, e.g. a size cap it was over and grew
+  // within the allowance), fail (rejects the candidate); any other verdict shows as it is, styled as a fail.
+  const failed = rows.filter((r) => r.verdict !== 'pass' && r.verdict !== 'warn').length;
+  const warned = rows.filter((r) => r.verdict === 'warn').length;
+  const look = (v) => (v === 'pass' ? ['pass', 'ok'] : v === 'warn' ? ['warn', 'warn'] : ['fail', 'bad']);
+  return h('div', { id: 'critic' }, h('h4', {}, 'Critic ', h('small', { title: 'deterministic guards run before any evaluation is spent (mutator/critic/guards.py); one failing gate rejects the candidate, a warning does not' },
+    `${rows.length - failed}/${rows.length} gates passed` + (warned ? ` (${warned} with a warning)` : ''))),
   h('table', { class: 'critic-table' }, h('thead', {}, h('tr', {}, h('th', {}, 'gate'), h('th', {}, 'verdict'), h('th', {}, 'reason'))),
-    h('tbody', {}, rows.map((r) => h('tr', { class: r.verdict === 'pass' ? 'pass' : 'fail', 'data-gate': r.gate },
+    h('tbody', {}, rows.map((r) => h('tr', { class: look(r.verdict)[0], 'data-gate': r.gate },
       h('th', { title: GATES[r.gate] || 'a deterministic pre-evaluation check (mutator/critic/guards.py)' }, r.gate),
-      h('td', {}, h('span', { class: `chip ${r.verdict === 'pass' ? 'ok' : 'bad'}` }, r.verdict)), h('td', {}, r.reason || ''))))));
+      h('td', {}, h('span', { class: `chip ${look(r.verdict)[1]}` }, r.verdict)), h('td', {}, r.reason || ''))))));
 }
 
 export function confirmView(confirm, attempt, run) {
@@ -48,5 +53,38 @@ export function confirmView(confirm, attempt, run) {
   return h('div', { id: 'confirm' }, h('h4', {}, 'Winner\'s-curse confirmation ',
     h('span', { class: `badge ${confirm.stands ? 'v-keep' : 'v-failed'}`, title: 'the keep stands only if the Δ measured on fresh val replicates still passes the gate' },
       confirm.stands ? 'stands' : 'OVERTURNED')),
+  h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
+}
+
+const DECISIONS = { loss: 'decisive loss: stop, reject', win: 'decisive win: stop, keep' };
+
+// Each look of val in waves: the gate over the first k replicates of every task, at that look's z
+// (mutator/scoring/sequential.py); the verdict is the last look's.
+export function looksView(a) {
+  const looks = a.looks;
+  if (!Array.isArray(looks) || !looks.length) return null;
+  const used = looks[looks.length - 1];
+  const head = ['look', 'replicates', 'cells', 'z', 'Δ', 'SE', 't', 'threshold', 'decision'];
+  return h('div', { id: 'looks' }, h('h4', {}, 'Sequential val ',
+    h('small', { title: 'val ran in waves (every task × one more replicate each); after each wave but the last a decisive loss or win at the early z decides; the last look\'s z keeps the overall false-reject rate at the design' },
+      `decided at look ${used.look} · ${used.cells} cells`)),
+  h('table', { class: 'looks-table' }, h('thead', {}, h('tr', {}, head.map((x) => h('th', {}, x)))),
+    h('tbody', {}, looks.map((l) => h('tr', { 'data-look': l.look },
+      h('td', {}, String(l.look)), h('td', {}, String(l.replicates)), h('td', {}, String(l.cells)), h('td', {}, num(l.z, 3)),
+      h('td', {}, signed(l.gate.delta)), h('td', {}, num(l.gate.se)), h('td', {}, num(l.gate.t, 3)),
+      h('td', {}, signed(l.gate.threshold)), h('td', { title: DECISIONS[l.decision] || 'no early decision: the next wave runs (or, at the last look, the gate decides)' }, l.decision || '—'))))));
+}
+
+// The kill-only screen on a few train tasks before val: SCREENED on a decisive loss, never a keep.
+export function screenView(a) {
+  const s = a.screen;
+  if (!s) return null;
+  const g = s.gate || {};
+  const rows = [['tasks', (s.tasks || []).join(', ')], ['cells', `${s.cells} (${s.replicates} replicate${s.replicates === 1 ? '' : 's'} each)`],
+    ['z', num(s.z, 2)], ['Δcomposite', g.delta === undefined ? '—' : signed(g.delta)],
+    ['threshold', g.threshold === undefined ? '—' : signed(g.threshold)],
+    ['decision', s.decision === 'loss' ? 'decisive loss: SCREENED' : s.skipped || 'passed: on to val']];
+  return h('div', { id: 'screen' }, h('h4', {}, 'Train screen ',
+    h('small', { title: 'a few train tasks, paired with the incumbent\'s cells on the same tasks and replicates; a decisive loss at the screen z stops the candidate before val, and the cells are reused by its train evaluation' }, s.decision === 'loss' ? 'screened out' : 'passed')),
   h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
 }

@@ -96,7 +96,9 @@ def test_a_one_line_edit_of_a_published_skill_passes(pair) -> None:
     lambda c: replace_line(c, "- rule 6:", "- rule 6: see https://example.com/scripts/missing.py for history;"),
     lambda c: (c / "scripts" / "pack.py").write_text("print('pack, faster')\n"),     # not SKILL.md at all
     lambda c: (c / "assets" / "fonts" / "Title.ttf").write_bytes(b"\0" * 1500),     # a small binary asset
-], ids=["bare-file-names", "script-in-code", "asset-in-prose", "globs-and-holes", "url", "script-edit", "asset"])
+    lambda c: append(c, "- one more rule.\n"),           # a line more on a SKILL.md already over the cap: a warning
+], ids=["bare-file-names", "script-in-code", "asset-in-prose", "globs-and-holes", "url", "script-edit", "asset",
+        "added-line"])
 def test_ordinary_edits_of_a_published_skill_pass(pair, edit: Callable[[Path], None]) -> None:
     parent, candidate = pair
     edit(candidate)
@@ -116,7 +118,8 @@ def test_ordinary_edits_of_a_published_skill_pass(pair, edit: Callable[[Path], N
     (lambda c: replace_line(c, "# OOXML", "# OOXML\n\nIn headers too, use <paragraph text>.", "references/ooxml.md"),
      "placeholders", "references/ooxml.md:3 has a <...> template hole"),   # a second copy of the parent's hole
     (lambda c: replace_line(c, "- rule 9:", "- rule 9: FIXME: check this;"), "leftovers", "leftover 'FIXME:'"),
-    (lambda c: append(c, "- one more rule.\n"), "size", "591 lines, up from 590 while already over the 500-line cap"),
+    (lambda c: append(c, "- one more rule.\n" * 119), "size",     # over the cap: 20% of 590 lines may be added
+     "709 lines, up from 590 while already over the 500-line cap: more than this change's allowance of 118 lines"),
     (lambda c: replace_line(c, f"name: {NAME}", "name: office-docs-2"), "frontmatter", "name changed"),
     (lambda c: append(c, "x" * 9000 + "\n", "scripts/pack.py"), "growth", "over this change's allowance"),
 ])

@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.mutator.test_critic_ratchet import NAME, published_skill
-
 from tests.conftest import ROOT
+from tests.mutator.critic.test_critic_ratchet import NAME, published_skill
 
 SEED = ROOT / "suites" / "csv-clean"
 

@@ -52,11 +52,14 @@ def test_a_keep_that_does_not_replicate_is_overturned(tmp_path: Path) -> None:
                 progress=Progress(open("/dev/null", "w")))
     real = loop.evaluator.evaluate
 
-    def evaluate(genome_dir, genome_hash, skill_name, suite, *, label, contract=None, price=None):
+    def evaluate(genome_dir, genome_hash, skill_name, suite, *, label, contract=None, price=None, only=None,
+                 run=True):
         if contract is not None and contract.salt.startswith("confirm"):
             seed = loop.run()["seed_hash"]
-            return real(loop.genomes.path(seed), seed, skill_name, suite, label=label, contract=contract, price=price)
-        return real(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract, price=price)
+            return real(loop.genomes.path(seed), seed, skill_name, suite, label=label, contract=contract, price=price,
+                        only=only, run=run)
+        return real(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract, price=price,
+                    only=only, run=run)
 
     loop.evaluator.evaluate = evaluate
     loop.execute()

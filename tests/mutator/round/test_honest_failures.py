@@ -55,7 +55,8 @@ def setup(tmp_path: Path):
         return run_py("--suite", str(train), "--val", str(val), "--rounds", "0", "--replicates", "2", "--real",
                       "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
                       "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
-                      "--no-solve", "--sandbox", "none", "--data-dir", str(tmp_path / "data"), *extra)
+                      "--skill-dir", str(ROOT / "suites" / "csv-clean"), "--no-solve", "--sandbox", "none",
+                      "--data-dir", str(tmp_path / "data"), *extra)
     return command, tmp_path / "data", tmp_path / RUNS, train
 
 

@@ -39,7 +39,7 @@ def test_demo_records_every_verdict(demo_store) -> None:
     assert run["incumbent_hash"] == rows[6]["genome_hash"]
     champion = rows[6]
     assert champion["composite"] > rows[0]["composite"]
-    assert "Run run-" in result.stdout and "KEEP 3 · REJECT 1 · CRITIC 2 · FAILED 0" in result.stdout
+    assert "Run run-" in result.stdout and "KEEP 3 · REJECT 1 · SCREENED 0 · CRITIC 2 · FAILED 0" in result.stdout
 
 
 def test_rejected_change_is_not_the_next_parent(demo_store) -> None:
@@ -50,14 +50,23 @@ def test_rejected_change_is_not_the_next_parent(demo_store) -> None:
 
 
 def test_gate_figures_rederive_from_the_row(demo_store) -> None:
-    prior_weight, prior_df, flipped = 0.0, 0, 0
+    """Every stored figure from the row alone: the deltas, the split, t and the threshold, the sign-flip critical
+    value from the deltas and the earlier full comparisons (an early look of val in waves pools them with their
+    scale widened by √(K/k), and is itself never pooled later)."""
+    prior: list[tuple[int, float]] = []
+    flipped = early = 0
     for row in attempts(demo_store[0]):
         if row["gate"] is None:
             continue
-        gate = loads(row["gate"])
+        gate, looks = loads(row["gate"]), loads(row["looks"])
+        last = looks[-1]
+        assert last["gate"] == {k: v for k, v in gate.items() if k != "early_look"}   # the verdict is the last look's
         assert len(gate["deltas"]) == row["gate_n"] == 8
         assert row["delta"] == pytest.approx(sum(gate["deltas"].values()) / 8)
         assert row["delta"] == pytest.approx(row["delta_eval"] + row["delta_cost"] + row["delta_steps"])
+        widen = (2 / last["replicates"]) ** 0.5 if last["decision"] else 1.0
+        prior_weight, prior_df = sum((n - 1) * s_r * widen for n, s_r in prior), sum(n - 1 for n, _ in prior)
+        assert row["gate_df"] == prior_df + 7
         t_student = stats.t.ppf(stats.norm.cdf(gate["gate_z"]), row["gate_df"]) if row["gate_df"] else 0.0
         assert gate["t_student"] == pytest.approx(t_student) and gate["method"] == "signflip"
         if gate["flip"] is None:
@@ -70,17 +79,23 @@ def test_gate_figures_rederive_from_the_row(demo_store) -> None:
         assert row["gate_t"] == pytest.approx(t)
         assert row["gate_threshold"] == pytest.approx(gate["min_improvement"] - t * row["gate_se"])
         assert (row["verdict"] == "KEEP") == keep == gate["keep"]
-        prior_weight, prior_df = prior_weight + 7 * gate["s_r"], prior_df + 7
-    assert flipped == 4
-    evaluated = [r for r in attempts(demo_store[0]) if r["gate_df"] is not None]
-    assert [r["gate_df"] for r in evaluated] == [7, 14, 21, 28]  # pooled over every comparison so far
+        if last["decision"]:
+            early += 1
+            assert "early_look" in gate and last["z"] == gate["gate_z"] == 2.0
+        else:
+            prior.append((row["gate_n"], gate["s_r"]))
+    assert flipped == 4 and early >= 1
 
 
 def test_cells_and_tests_rows(demo_store) -> None:
     db = connect_readonly(demo_store[0] / "mutator.db")
-    per_eval = [dict(r) for r in db.query("select e.suite, e.n_cells, e.n_done, count(c.id) as n from evaluations e "
+    per_eval = [dict(r) for r in db.query("select e.id, e.suite, e.n_cells, e.n_done, count(c.id) as n from evaluations e "
                                           "join cells c on c.evaluation_id = e.id group by e.id")]
-    assert all(r["n"] == r["n_cells"] == r["n_done"] for r in per_eval)
+    assert all(r["n"] == r["n_done"] for r in per_eval)
+    # every evaluation is whole except the val evaluations of attempts decided at an early look of val in waves
+    early = {r["val_evaluation_id"]: loads(r["looks"])[-1]["cells"] for r in attempts(demo_store[0])
+             if r["looks"] and loads(r["looks"])[-1]["decision"]}
+    assert early and all(r["n"] == early.get(r["id"], r["n_cells"]) for r in per_eval)
     assert {r["suite"] for r in per_eval} == {"clean-train", "clean-val"}  # the holdout is never evaluated
     names = {r["name"] for r in db.query("select distinct name from tests")}
     assert {"parses", "headers", "rows", "text", "dates"} <= names

@@ -88,3 +88,6 @@ def test_mutator_sees_no_val_details_and_nothing_of_test(tmp_path: Path, monkeyp
     # the train side really is there: a positive control for the search above
     briefing = (captures[-1] / "workspace" / "briefing.md").read_text()
     assert any(t.id in briefing for t in load_suite(ROOT / "suites" / "clean-train").tasks)
+    # ... and the critic's caps with the parent's room under them, before the mutator call is paid
+    assert "## Size caps (the critic rejects a candidate past them before it is evaluated)" in briefing
+    assert "lines of the 500-line cap (critic.maxSkillLines): " in briefing and " bytes in all;" in briefing

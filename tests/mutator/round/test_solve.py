@@ -61,3 +61,43 @@ def test_solve_refused_for_a_command_mutator(tmp_path: Path) -> None:
                      str(tmp_path / "data"))
     assert result.returncode == 2, result.stderr
     assert "--solve needs a mutator backend that can solve" in result.stderr and "--mutator-cmd" in result.stderr
+
+
+def test_solve_is_off_unless_asked_for(tmp_path: Path) -> None:
+    """The default (config `solve` off; an old config's `auto` is off too) runs no solve pass, and says so."""
+    from mutator.config import load_settings
+    from mutator.round.session import Agents
+    from mutator.round.solve import solve_wanted
+    agents = Agents(build_argv=("b",), build_id="b", mutator_argv=("m",), mutator_id="m", solve_argv=("s",))
+    assert load_settings().solve == "off"
+    assert not solve_wanted("off", agents) and not solve_wanted("auto", agents) and solve_wanted("on", agents)
+    data = tmp_path / "data"
+    result = run_cli(*ARGS[:-3], "--data-dir", str(data))
+    assert result.returncode == 0, result.stderr
+    assert "solve phase off (--solve turns it on)" in result.stderr
+    db = connect_readonly(data / "mutator.db")
+    assert next(iter(db.query("select solve from runs")))["solve"] is None
+    assert not [r for r in db.query("select contract from evaluations") if '"salt": "solve-' in r["contract"]]
+
+
+def test_solve_stops_at_the_budget_with_its_exit_code(tmp_path: Path) -> None:
+    """--budget-usd caps the solve phase like any evaluation: exit 3 and the budget's message, the spend within
+    the cap (a fake solve cell costs $0.045 at the mutator model's prices), never exit 4 'not capable'."""
+    data, cap = tmp_path / "data", 0.1
+    result = run_cli(*ARGS, "--data-dir", str(data), "--budget-usd", str(cap))
+    assert result.returncode == 3, result.stderr
+    assert "budget reached" in result.stderr and "solve pass 1/2" in result.stderr
+    assert "not capable" not in result.stderr
+    assert "solve phase on: up to 24 cells (2 pass(es) × 12 train tasks) at claude-opus-4-5 prices" in result.stderr
+    run = dict(next(iter(connect_readonly(data / "mutator.db").query("select status, cost_usd, error from runs"))))
+    assert run["status"] == "stopped" and "budget" in run["error"]
+    assert 0 < run["cost_usd"] <= cap
+
+
+def test_plan_shows_the_solve_phase_and_its_cost() -> None:
+    on = run_cli("--plan", "--suite", "clean-train", "--val", "clean-val", "--solve", "--solve-attempts", "2")
+    assert on.returncode == 0, on.stderr
+    assert "solve phase on: up to 24 cells (2 pass(es) × 12 train tasks) at claude-opus-4-5 prices" in on.stdout
+    assert "(the solve phase + round 0 + " in on.stdout
+    off = run_cli("--plan", "--suite", "clean-train", "--val", "clean-val")
+    assert "solve phase off (--solve turns it on)" in off.stdout

@@ -1,0 +1,111 @@
+"""Cheaper decisions in the loop: val in waves with early looks, the kill-only train screen, a run stopped
+mid-wave resuming to the same decisions, and a store written before them resuming as it was made."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tarfile
+from pathlib import Path
+
+from eval.cells import Contract, evaluation_key
+from eval.suite import load_suite
+from mutator.config import load_settings
+from tests.conftest import ROOT, run_cli
+
+DEMO = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "4")
+FIXTURE = Path(__file__).with_name("fixtures") / "store-8175abe.tgz"
+
+
+def attempts(data: Path) -> list[dict]:
+    db = sqlite3.connect(data / "mutator.db")
+    db.row_factory = sqlite3.Row
+    found = [dict(r) for r in db.execute("select round, verdict, delta, gate_threshold, looks, screen, genome_hash, "
+                                         "val_evaluation_id from attempts where round > 0 order by round")]
+    db.close()
+    return found
+
+
+def cell_count(data: Path) -> int:
+    db = sqlite3.connect(data / "mutator.db")
+    try:
+        return db.execute("select count(*) from cells").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_val_runs_in_waves_and_a_decisive_loss_stops_early(tmp_path):
+    done = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "d"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = attempts(tmp_path / "d")
+    looks = {r["round"]: json.loads(r["looks"]) for r in rows}
+    assert [r["verdict"] for r in rows] == ["KEEP", "KEEP", "REJECT"]
+    assert [look["decision"] for look in looks[3]] == [None, "loss"]           # rejected after wave 2 of 4
+    assert [look["replicates"] for look in looks[1]] == [1, 2, 3, 4]            # a small gain runs every wave
+    assert rows[2]["delta"] == looks[3][-1]["gate"]["delta"]                    # the deciding look is the verdict's
+    db = sqlite3.connect(tmp_path / "d" / "mutator.db")
+    n = db.execute("select count(*) from cells where evaluation_id = ?", [rows[2]["val_evaluation_id"]]).fetchone()[0]
+    db.close()
+    assert n == 16                                                              # 8 tasks x 2 waves, not 32
+    assert "wave 2/4" in done.stderr
+
+
+def test_a_run_stopped_mid_wave_resumes_to_the_same_decisions_running_each_cell_once(tmp_path):
+    whole = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    stopped = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"), "--budget-usd", "1.2")
+    assert stopped.returncode == 3, stopped.stderr[-3000:]                      # the budget stops it mid-run
+    first = cell_count(tmp_path / "cut")
+    resumed = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    ran = int(resumed.stdout.split(" cells run by this command")[0].split()[-1])
+    assert first + ran == cell_count(tmp_path / "cut") == cell_count(tmp_path / "whole")
+    keep = ("round", "verdict", "delta", "gate_threshold", "looks", "genome_hash")
+    assert [{k: r[k] for k in keep} for r in attempts(tmp_path / "cut")] == \
+        [{k: r[k] for k in keep} for r in attempts(tmp_path / "whole")]
+
+
+def test_the_screen_kills_a_decisive_loss_on_a_few_train_cells_that_a_survivor_reuses(tmp_path):
+    data = tmp_path / "d"
+    done = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(data), env={**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "6"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = attempts(data)
+    assert [r["verdict"] for r in rows] == ["KEEP", "KEEP", "SCREENED"]
+    screen = json.loads(rows[2]["screen"])
+    assert screen["decision"] == "loss" and len(screen["tasks"]) == 6 and screen["cells"] == 6
+    assert rows[2]["val_evaluation_id"] is None and rows[2]["looks"] is None    # no val cell was spent on it
+    assert screen["gate"]["delta"] == rows[2]["delta"]
+    settings = load_settings(config_file=ROOT / "config.json")
+    train = load_suite(settings.suites["clean-train"])
+    contract = Contract(model=settings.model, replicates=4, max_turns=settings.max_turns,
+                        agent=json.loads(sqlite3.connect(data / "mutator.db").execute(
+                            "select config from runs").fetchone()[0])["contract"]["agent"],
+                        silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+    db = sqlite3.connect(data / "mutator.db")
+    survivor = db.execute("select n_done, status from evaluations where key = ?",
+                          [evaluation_key(rows[0]["genome_hash"], train, contract)]).fetchone()
+    killed = db.execute("select n_done from evaluations where key = ?",
+                        [evaluation_key(rows[2]["genome_hash"], train, contract)]).fetchone()
+    db.close()
+    assert survivor == (48, "done") and killed == (6,)     # the survivor's 6 screen cells are among its 48 train cells
+
+
+def test_a_store_written_before_waves_resumes_with_no_cell_and_keeps_its_fixed_gate(tmp_path):
+    with tarfile.open(FIXTURE) as tar:       # main 8175abe: --replicates 2 --rounds 2, migrations _v1.._v12
+        tar.extractall(tmp_path, filter="data")
+    data = tmp_path / "data"
+    before = cell_count(data)
+    again = run_cli("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--rounds", "2",
+                    "--data-dir", str(data))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "stored before sequential val" in again.stderr and "0 cells run by this command" in again.stdout
+    assert cell_count(data) == before
+    more = run_cli("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--rounds", "3",
+                   "--data-dir", str(data))
+    assert more.returncode == 0, more.stderr[-3000:]
+    last = attempts(data)[-1]
+    assert last["round"] == 3 and "wave" not in more.stderr
+    assert [look["replicates"] for look in json.loads(last["looks"])] == [2]    # one look at every cell
+    shutil.rmtree(data)

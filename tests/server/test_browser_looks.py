@@ -1,0 +1,48 @@
+"""Round Analysis in real headless Chromium shows what sequential val stored for an attempt: one row per look
+(replicates, cells, z, Δ, threshold, decision) and the look the verdict rests on; and a screen's record."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server
+
+from .conftest import TOKEN
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+
+@pytest.fixture
+def server(store_copy):
+    srv = Server(store_copy, token=TOKEN)
+    yield srv
+    srv.stop()
+
+
+def test_round_analysis_shows_every_stored_look_and_the_screen(server, store_copy, page, run_id) -> None:
+    expect = sync_api.expect
+    db = sqlite3.connect(store_copy / "mutator.db")
+    attempt_id, looks = db.execute("select id, looks from attempts where run_id = ? and looks is not null "
+                                   "order by round limit 1", [run_id]).fetchone()
+    looks = json.loads(looks)
+    screen = {"tasks": ["t1", "t2", "t3"], "replicates": 1, "cells": 3, "z": 2.0, "decision": None,
+              "gate": {"delta": 0.0125, "threshold": -0.25}}
+    db.execute("update attempts set screen = ? where id = ?", [json.dumps(screen), attempt_id])   # a doctored row
+    db.commit()
+    db.close()
+    page.goto(server.url + f"/#/round/{attempt_id}?run={run_id}")
+    rows = page.locator("#looks tbody tr")
+    expect(rows).to_have_count(len(looks))
+    last = looks[-1]
+    expect(page.locator("#looks h4")).to_contain_text(f"decided at look {last['look']} · {last['cells']} cells")
+    for look in looks:
+        row = page.locator(f'#looks tr[data-look="{look["look"]}"]')
+        expect(row).to_contain_text(f"{look['gate']['delta']:+.4f}")
+        expect(row).to_contain_text(look["decision"] or "—")
+    expect(page.locator("#screen")).to_contain_text("t1, t2, t3")
+    expect(page.locator("#screen")).to_contain_text("passed: on to val")
+    assert [e for e in page.console_errors if not e.startswith("Failed to load resource")] == []
