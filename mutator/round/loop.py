@@ -44,7 +44,6 @@ from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
-from mutator.scoring.sequential import Design
 from mutator.store.db import (
     DiskFull,
     connect,
@@ -86,9 +85,7 @@ class Loop(MutatorView):
             spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
         self.mutator_price = _price(settings, settings.mutator_model)
         self.retry_failed = retry_failed
-        self.gating = Gating(self.weights, settings.min_improvement, settings.gate_z, settings.gate_method,
-                             Design(settings.replicates if settings.sequential else 1, settings.gate_z,
-                                    settings.sequential_early_z))
+        self.gating = Gating.for_settings(settings, self.weights)
         self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
         self.run_id = ""
         self.cells_run = 0

@@ -33,6 +33,13 @@ class Gating:
     method: str
     design: Design
 
+    @classmethod
+    def for_settings(cls, settings, weights: Weights) -> Gating:
+        """The run's gate and val design from its settings (the loop and --aa build it the same way)."""
+        return cls(weights, settings.min_improvement, settings.gate_z, settings.gate_method,
+                   Design(settings.replicates if settings.sequential else 1, settings.gate_z,
+                          settings.sequential_early_z))
+
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
              prior: Sequence[Comparison]) -> Gate:
         return compare(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),

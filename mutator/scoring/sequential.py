@@ -29,6 +29,15 @@ class SequentialError(ValueError):
     """The sequential design asked for cannot keep the gate's false-reject rate; the message names the key."""
 
 
+def _walk(looks: int, effect: float):
+    """The grid step, the grid for S_K (±9 SD, shifted room for a drift) and the N(0, 1) step kernel."""
+    import numpy as np
+    h = 0.01
+    half = 9.0 * math.sqrt(looks) + abs(effect) * math.sqrt(looks)
+    kernel_x = np.arange(-9.0, 9.0 + h / 2, h)
+    return h, np.arange(-half, half + h / 2, h), np.exp(-kernel_x ** 2 / 2) / math.sqrt(2 * math.pi) * h
+
+
 @lru_cache(maxsize=64)
 def last_look_z(looks: int, gate_z: float, early_z: float) -> float:
     """The last look's z such that P(any look rejects | null) = 1 − Φ(gate_z) when looks 1..K−1 reject at
@@ -37,11 +46,7 @@ def last_look_z(looks: int, gate_z: float, early_z: float) -> float:
         return gate_z
     import numpy as np
     alpha = float(special.ndtr(-gate_z))
-    h = 0.01
-    half = 9.0 * math.sqrt(looks)
-    grid = np.arange(-half, half + h / 2, h)
-    kernel_x = np.arange(-9.0, 9.0 + h / 2, h)
-    kernel = np.exp(-kernel_x ** 2 / 2) / math.sqrt(2 * math.pi) * h
+    h, grid, kernel = _walk(looks, 0.0)
     density = np.exp(-grid ** 2 / 2) / math.sqrt(2 * math.pi)          # S_1 ~ N(0, 1)
     for k in range(1, looks):
         density = np.where(grid >= -early_z * math.sqrt(k), density, 0.0)  # paths stopped at look k drop out
@@ -68,11 +73,8 @@ def expected_looks(looks: int, early_z: float, effect: float = 0.0) -> float:
     if looks <= 1:
         return float(looks)
     import numpy as np
-    h, half = 0.01, 9.0 * math.sqrt(looks) + abs(effect) * math.sqrt(looks)
-    grid = np.arange(-half, half + h / 2, h)
+    h, grid, kernel = _walk(looks, effect)
     step = effect / math.sqrt(looks)                # each wave adds effect/√K to the walk S (unit variance)
-    kernel_x = np.arange(-9.0, 9.0 + h / 2, h)
-    kernel = np.exp(-kernel_x ** 2 / 2) / math.sqrt(2 * math.pi) * h
     density = np.exp(-(grid - step) ** 2 / 2) / math.sqrt(2 * math.pi)
     mean, alive = 0.0, 1.0
     for k in range(1, looks):

@@ -37,7 +37,6 @@ from mutator.scoring.score import (
     per_task,
     summarise,
 )
-from mutator.scoring.sequential import Design
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
@@ -72,9 +71,7 @@ class AARun:
         self.evaluator = Evaluator.for_settings(settings, self.db, self.contract, agent_argv=build_argv,
                                                 launcher=launcher, progress=self.progress)
         # the loop's own gate and val design: an A/A measures the sequential gate a run uses
-        self.gating = Gating(self.weights, settings.min_improvement, settings.gate_z, settings.gate_method,
-                             Design(settings.replicates if settings.sequential else 1, settings.gate_z,
-                                    settings.sequential_early_z))
+        self.gating = Gating.for_settings(settings, self.weights)
         self.run_id = ""
         self.cells_run = 0
         self.held: list = []   # release/stop of its lock and heartbeat
