@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from mutator.round import reasons
 from mutator.round.failures import account
 from mutator.scoring.score import Normalisers, compare, per_task
 from mutator.store.db import dumps, loads
@@ -42,10 +43,13 @@ def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integr
     loop.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
                       f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
     if record["stands"]:
-        return integration
-    loop.db["attempts"].update(row["id"], {
-        "error": f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"})
+        kept = integration.reasons.get(winner.sibling)
+        return dataclasses.replace(integration, reasons={
+            **integration.reasons, **({winner.sibling: kept + reasons.CONFIRMED} if kept else {})})
+    error = f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"
+    loop.db["attempts"].update(row["id"], {"error": error})
     return dataclasses.replace(
         integration, verdicts={**integration.verdicts, winner.sibling: "REJECT"},
+        reasons={**integration.reasons, winner.sibling: reasons.overturned(error)},
         incumbent=state.incumbent.genome_hash,
         selected=tuple(h for h in integration.selected if h != integration.incumbent))

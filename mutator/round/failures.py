@@ -109,7 +109,7 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
                       "genome_hash is not null", [run_id, done]):
         keys.append(evaluation_key(a["genome_hash"], val, contract))
         if a["status"] == "failed" and a["failures"]:   # FAILED for an unhealthy evaluation: decide it again
-            db["attempts"].update(a["id"], {"status": "pending", "verdict": None, "error": None, "failures": None,
+            db["attempts"].update(a["id"], {"status": "pending", "verdict": None, "reason": None, "error": None, "failures": None,
                                             "finished_at": None})
     marks = ", ".join("?" * len(keys))
     ids = [r["id"] for r in rows(db, f"select id from evaluations where key in ({marks})", keys)] if keys else []

@@ -21,6 +21,7 @@ from eval.suite import Suite
 from mutator.briefing.view import MutatorView
 from mutator.config import Settings
 from mutator.critic import guards as critic
+from mutator.round import reasons as words
 from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
 from mutator.round.evaluations import Evaluator, limits
@@ -219,7 +220,8 @@ class Loop(MutatorView):
         if attempt is None:
             self.db["attempts"].insert({
                 "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
-                "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
+                "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now(),
+                "reason": words.SEED, "incumbent_after": seed})
             attempt = self._attempt_row(0, 0)
         val = seed_evaluation(self, attempt, seed, self.suites.val, "the seed on val")
         train = seed_evaluation(self, attempt, seed, self.suites.train, "the seed on train")
@@ -282,6 +284,7 @@ class Loop(MutatorView):
                 row = self._attempt_row(round_no, candidate.sibling)
                 self.db["attempts"].update(row["id"], {
                     "verdict": verdict, "status": "kept" if verdict == "KEEP" else "rejected",
+                    "reason": integration.reasons.get(candidate.sibling),
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
                 self._report_attempt(round_no, candidate.sibling)
@@ -292,6 +295,8 @@ class Loop(MutatorView):
                             "round = ? and genome_hash = ?", [whole.composite, whole.eval, whole.cost, whole.steps,
                                                               self.run_id, round_no, integration.incumbent])
         self._update_run(incumbent_hash=integration.incumbent)
+        self.db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",   # the decision,
+                        [integration.incumbent, self.run_id, round_no])                   # stored for the dashboard
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
@@ -342,7 +347,8 @@ class Loop(MutatorView):
             fields = {"critic": dumps([c.to_json() for c in checks])}
             if not critic.passed(checks):
                 reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
-                fields.update(status="critic_rejected", verdict="CRITIC", error=reasons, finished_at=now())
+                fields.update(status="critic_rejected", verdict="CRITIC", error=reasons, finished_at=now(),
+                              reason=words.critic([c.to_json() for c in checks], reasons))
                 self.db["attempts"].update(row["id"], fields)
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
@@ -374,15 +380,16 @@ class Loop(MutatorView):
         candidate = per_task(outcome.cells, self.weights, val_norm)
         gate_json = loads(row["gate"])
         return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
-                      keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()})
+                      keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()},
+                      delta=row["delta"], threshold=row["gate_threshold"])
 
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
         why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
-        self.db["attempts"].update(row["id"], {
+        self.db["attempts"].update(row["id"], words.for_fields({
             "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
             "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures),
-            "looks": dumps(looks) if looks else None, "finished_at": now()})
+            "looks": dumps(looks) if looks else None, "finished_at": now()}))
         self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
         return Scored(sibling, spec, genome_hash, evaluated=False)
 
@@ -399,7 +406,7 @@ class Loop(MutatorView):
         fields = screen_fields(record)
         if record["decision"] == "loss":
             self.progress.say(f"  → SCREENED: {fields['error']} · {row['summary']}")
-        self.db["attempts"].update(row["id"], {**fields, "screen": dumps(record)})
+        self.db["attempts"].update(row["id"], words.for_fields({**fields, "screen": dumps(record)}))
         return record["decision"] == "loss"
 
     def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
@@ -431,8 +438,9 @@ class Loop(MutatorView):
             agent=self.agents.mutator_id)
         self._spend(result.cost_usd)
         if not result.ok:
-            self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
-                                                   **result.columns(), "finished_at": now()})
+            self.db["attempts"].update(row["id"], words.for_fields({
+                "status": "failed", "verdict": "FAILED", "error": result.error, **result.columns(),
+                "finished_at": now()}))
             return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")

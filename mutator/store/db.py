@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -274,8 +274,19 @@ def _v13(db: sqlite_utils.Database) -> None:
             db["attempts"].add_column(name, str)
 
 
+def _v14(db: sqlite_utils.Database) -> None:
+    # Decisions are stored, never re-derived: why each attempt got its verdict (the strategy's words for KEEP and
+    # REJECT, the loop's for the rest) and the incumbent once its round was integrated. Runs stored before this get
+    # both filled in once, with the dashboard's derivation of the day (mutator/store/backfill.py).
+    from mutator.store import backfill
+    for name in ("reason", "incumbent_after"):
+        if name not in db["attempts"].columns_dict:
+            db["attempts"].add_column(name, str)
+    backfill.fill(db)
+
+
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
-                                                                   _v10, _v11, _v12, _v13)
+                                                                   _v10, _v11, _v12, _v13, _v14)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
@@ -320,6 +331,23 @@ def connect_readonly(path: Path) -> sqlite_utils.Database:
         conn.close()
         conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     return sqlite_utils.Database(conn)
+
+
+def upgrade(path: Path) -> None:
+    """A reader's first look at a store an older version wrote: apply the missing migrations once (they fill in what
+    they derive, e.g. _v14's stored decisions), so the reader sees today's columns. A store that cannot be written
+    (an archived export, a read-only folder) is left as it is."""
+    try:
+        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            applied = probe.execute("select count(*) from schema_migrations").fetchone()[0]
+        finally:
+            probe.close()
+    except sqlite3.Error:
+        return
+    if applied < len(MIGRATIONS) and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        with suppress(StoreError, sqlite3.Error, OSError):   # then it is read as it is, like an unwritable one
+            connect(path).conn.close()
 
 
 def migrate(db: sqlite_utils.Database) -> int:

@@ -26,6 +26,7 @@ from eval.suite import Suite
 from mutator.config import ConfigError, Settings
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.progress import Progress
+from mutator.round.reasons import SEED
 from mutator.round.summary import spend_basis
 from mutator.round.waves import Gating, looked_at, sequential_val
 from mutator.scoring.score import (
@@ -45,6 +46,15 @@ from mutator.validity.stats import Rate, binomial_rate
 from sandbox import Launcher
 
 KIND = "aa"
+
+
+def copy_reason(gate, false_improvement: bool) -> str:
+    """Why a copy got its verdict: any difference the gate calls between identical copies is a false one."""
+    words = f"Δ {gate.delta:+.4f} vs gate threshold {gate.threshold:+.4f}"
+    if not gate.keep:
+        return f"rejected: {words} — a false call, the copy is byte-identical to the seed"
+    return f"kept: {words}" + (" — but Δ beats +t·SE: a false improvement" if false_improvement else
+                               " — no difference called between identical copies")
 
 
 def salt(copy: int) -> str:
@@ -145,6 +155,7 @@ class AARun:
         if self._attempt(0) is None:
             self.db["attempts"].insert({"run_id": self.run_id, "round": 0, "sibling": 0, "genome_hash": seed_hash,
                                         "status": "seed", "verdict": "SEED", "summary": "seed (A/A incumbent)",
+                                        "reason": SEED, "incumbent_after": seed_hash,
                                         "started_at": now()})
         seed = self._evaluate(seed_hash, self.contract, f"A/A · seed on {self.val.name}")
         norm = normalisers(seed.cells)
@@ -193,7 +204,8 @@ class AARun:
                 "gate": dumps({**gate.to_json(), **early, "aa": {"salt": salt(copy), "seed_salt": seed_salt(copy),
                                                                  "seed_evaluation_id": base.evaluation_id,
                                                                  "false_improvement": bool(gain)}}),
-                "looks": dumps(looks), "finished_at": now()})
+                "looks": dumps(looks), "finished_at": now(), "reason": copy_reason(gate, gain),
+                "incumbent_after": seed_hash})
             self.db["runs"].update(self.run_id, {"rounds_done": copy, "updated_at": now()})
             self.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
                               f"{'KEEP' if gate.keep else 'REJECT'}" + (" (beats +t·SE: a false improvement)"
