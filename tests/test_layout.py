@@ -221,3 +221,52 @@ def test_no_function_past_eighty_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                 long.append(f"{path.relative_to(ROOT)}::{node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert long == []
+
+
+STRATEGY_NAMES = re.compile(r"\b(greedy|branching|population|pareto)\b")
+
+
+def literals(tree: ast.AST) -> list[ast.Constant]:
+    """The string literals of a module that are not docstrings (a docstring may name a strategy as prose)."""
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_the_dashboard_names_no_strategy():
+    """The server reads what the loop decided; it never branches on a strategy's name (the launch form asks the
+    strategy registry which exist), so a strategy that changes its rule cannot leave the dashboard disagreeing."""
+    found = []
+    for path in sorted((ROOT / "mutator" / "server").rglob("*.py")):
+        for node in literals(ast.parse(path.read_text(encoding="utf-8"))):
+            if STRATEGY_NAMES.search(node.value):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value[:40]!r}")
+    assert found == []
+
+
+WEIGHT_NAMES = {"w_cost", "w_steps", "wCost", "wSteps"}
+
+
+def formula_sites(path: Path) -> list[str]:
+    """Arithmetic on the composite's weights (the formula written out), by function, in one file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    owner: dict[int, str] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            owner.update({id(n): fn.name for n in ast.walk(fn)})
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and any(
+                (isinstance(n, ast.Name) and n.id in WEIGHT_NAMES) or (isinstance(n, ast.Attribute) and n.attr in
+                                                                       WEIGHT_NAMES)
+                or (isinstance(n, ast.Constant) and n.value in WEIGHT_NAMES) for n in ast.walk(node)):
+            found.append(f"{path.relative_to(ROOT)}::{owner.get(id(node), '<module>')}")
+    return found
+
+
+def test_the_composite_formula_is_written_once():
+    """eval − wCost·cost/seedCost − wSteps·steps/seedSteps is computed by mutator/scoring/score.py::composite and
+    nowhere else: the loop, the gate, the reports, the dashboard and the benches call it."""
+    sites = sorted({site for path in source_files() if path.suffix == ".py" for site in formula_sites(path)})
+    assert sites == ["mutator/scoring/score.py::composite"]

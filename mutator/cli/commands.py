@@ -218,8 +218,8 @@ def aa(c: Context) -> int:
                 build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
                 progress=c.progress)
     aa_id = run.execute(args.aa)
-    print(aa_summary(run.db, aa_id))
-    print(f"\n{run.cells_run} cells run by this command. Record: {s.db_path}")
+    print(aa_summary(run.session.db, aa_id))
+    print(f"\n{run.session.cells_run} cells run by this command. Record: {s.db_path}")
     return 0
 
 

@@ -22,6 +22,7 @@ from mutator.store.db import dumps, rows
 
 if TYPE_CHECKING:
     from mutator.round.evaluations import Outcome
+    from mutator.round.session import Session
 
 EXIT_UNHEALTHY_SEED = 7
 EXIT_INCOMPLETE = 8
@@ -119,36 +120,37 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
 
 
 # ---- the loop's side: what an evaluation means for the run --------------------------------------------
-def describe_for(loop, outcome: Outcome, health: Health, suite: Suite, label: str) -> str:
-    return describe(outcome, health, what=f"{label} ({suite.name})", max_failed_share=loop.settings.max_failed_share,
-                    agent=" ".join(loop.agents.build_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
+def describe_for(session: Session, outcome: Outcome, health: Health, suite: Suite, label: str) -> str:
+    return describe(outcome, health, what=f"{label} ({suite.name})",
+                    max_failed_share=session.settings.max_failed_share,
+                    agent=" ".join(session.evaluator.agent_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
 
 
-def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
+def account(session: Session, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-    loop.cells_run += outcome.ran
+    session.cells_run += outcome.ran
     if outcome.ran_cost:
-        loop._spend(outcome.ran_cost)
+        session.spend(outcome.ran_cost)
     if outcome.budget_stop:
-        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${loop.run()['cost_usd']:.4f} "
+        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${session.run()['cost_usd']:.4f} "
                          f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "
                          f"to resume it.")
-    health = assess(outcome, loop.settings.max_failed_share)
+    health = assess(outcome, session.settings.max_failed_share)
     if not health.complete and not seed:   # the seed's own check says it in its words
-        raise IncompleteEvaluation(describe_for(loop, outcome, health, suite, label))
+        raise IncompleteEvaluation(describe_for(session, outcome, health, suite, label))
     return outcome
 
 
-def seed_evaluation(loop, attempt: dict, seed: str, suite: Suite, what: str) -> Outcome:
-    """The seed on one suite; an unhealthy one stops the run before anything else is spent."""
-    outcome = loop._evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
-    health = assess(outcome, loop.settings.max_failed_share)
+def seed_evaluation(session: Session, attempt: dict, seed: str, suite: Suite, what: str, *, column: str) -> Outcome:
+    """The seed on one suite (its evaluation id goes in the seed attempt's `column`); an unhealthy one stops the run
+    before anything else is spent."""
+    outcome = session.evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
+    health = assess(outcome, session.settings.max_failed_share)
     if not health.healthy:
-        column = "val_evaluation_id" if suite is loop.suites.val else "train_evaluation_id"
-        loop.db["attempts"].update(attempt["id"], {column: outcome.evaluation_id,
-                                                   "failures": dumps(outcome.failures)})
+        session.db["attempts"].update(attempt["id"], {column: outcome.evaluation_id,
+                                                      "failures": dumps(outcome.failures)})
         raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
-                            + describe_for(loop, outcome, health, suite, what))
+                            + describe_for(session, outcome, health, suite, what))
     return outcome
 
 

@@ -13,18 +13,15 @@ import random
 import sqlite3
 from contextlib import suppress
 
-from skills_ref import read_properties
-
-from eval.cells import Contract, evaluation_key
+from eval.cells import evaluation_key
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.briefing.view import MutatorView
 from mutator.config import Settings
 from mutator.critic import guards as critic
 from mutator.round import reasons as words
-from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
+from mutator.round.budget import Budget, BudgetStop, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
-from mutator.round.evaluations import Evaluator, limits
 from mutator.round.failures import (
     EvaluationStop,
     account,
@@ -36,7 +33,15 @@ from mutator.round.failures import (
 from mutator.round.mutate import mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
-from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
+from mutator.round.session import (
+    Agents,
+    Session,
+    Suites,
+    cheaper_identity,
+    check_roles,
+    run_id_for,
+    run_identity,
+)
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
 from mutator.round.start_line import new_run_words, resume_words
@@ -44,10 +49,9 @@ from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
-from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
+from mutator.scoring.score import Normalisers, normalisers, per_task, summarise
 from mutator.store.db import (
     DiskFull,
-    connect,
     disk_full_reason,
     dumps,
     keep_reserve,
@@ -56,40 +60,38 @@ from mutator.store.db import (
     release_reserve,
     rows,
 )
-from mutator.store.genome import GenomeStore
 from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
 from sandbox import Launcher
 from strategies import CandidateSpec, Member, Scored, State, Strategy
 
 
-class Loop(MutatorView):
+class Loop:
     def __init__(self, settings: Settings, suites: Suites, agents: Agents, launcher: Launcher,
                  strategy: Strategy, *, progress: Progress | None = None, budget: Budget | None = None,
                  retry_failed: bool = False) -> None:
         check_roles(suites)
-        self.settings, self.suites, self.agents, self.strategy = settings, suites, agents, strategy
-        self.budget = budget
-        self.launcher = launcher
-        self.progress = progress or Progress()
-        self.db = connect(settings.db_path)
-        self.genomes = GenomeStore(settings.data_dir, self.db)
-        self.weights = Weights(settings.w_cost, settings.w_steps)
-        self.skill_name = read_properties(settings.skill_dir).name
-        self.contract = Contract(
-            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
-            agent=agents.build_id, silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
-        self.evaluator = Evaluator(
-            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
-            launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
-            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
+        self.suites, self.agents, self.strategy, self.launcher = suites, agents, strategy, launcher
+        self.session = Session.open(settings, build_argv=agents.build_argv, build_id=agents.build_id,
+                                    launcher=launcher, progress=progress, budget=budget, network=agents.network)
         self.mutator_price = _price(settings, settings.mutator_model)
+        self.view = MutatorView(self.session, suites, agents, launcher, self.mutator_price)
         self.retry_failed = retry_failed
         self.gating = Gating.for_settings(settings, self.weights)
         self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
-        self.run_id = ""
-        self.cells_run = 0
+
+    # the session's parts, read where the round reads them (the session is the one owner)
+    settings = property(lambda self: self.session.settings)
+    db = property(lambda self: self.session.db)
+    genomes = property(lambda self: self.session.genomes)
+    weights = property(lambda self: self.session.weights)
+    skill_name = property(lambda self: self.session.skill_name)
+    contract = property(lambda self: self.session.contract)
+    evaluator = property(lambda self: self.session.evaluator)
+    progress = property(lambda self: self.session.progress)
+    budget = property(lambda self: self.session.budget)
+    run_id = property(lambda self: self.session.run_id)
+    cells_run = property(lambda self: self.session.cells_run)
 
     # ---- run bookkeeping -------------------------------------------------------------------------
     def identity(self, seed_hash: str, *, legacy: bool = False) -> dict:
@@ -101,7 +103,7 @@ class Loop(MutatorView):
         legacy = run_id_for(self.identity(seed_hash, legacy=True))
         found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
         if found:
-            self.run_id = legacy
+            self.session.run_id = legacy
             self.gating = dataclasses.replace(self.gating, design=dataclasses.replace(self.gating.design, looks=1))
             self.screen = dataclasses.replace(self.screen, tasks=0)
             self.progress.say(f"{legacy} was stored before sequential val and the screen: it resumes as it was "
@@ -113,7 +115,7 @@ class Loop(MutatorView):
             self.settings.skill_dir))), what="this run")  # locked before its first write (LockHeld names the holder)
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
-        self.run_id = run_id_for(self.identity(seed_hash))
+        self.session.run_id = run_id_for(self.identity(seed_hash))
         existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or self._legacy_run(seed_hash)
         s = self.settings
         if existing:
@@ -146,22 +148,11 @@ class Loop(MutatorView):
         return self.run()
 
     def run(self) -> dict:
-        return dict(self.db["runs"].get(self.run_id))
-
-    def _update_run(self, **fields) -> None:
-        self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
-
-    def _spend(self, usd: float) -> None:
-        self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
-        self.db.conn.commit()
+        return self.session.run()
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
-        if self.budget:
-            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
-        outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
-                                          label=label, only=only)
-        return account(self, outcome, suite, label, seed=seed)
+        return self.session.evaluate(genome_hash, suite, label, only, seed=seed)
 
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
@@ -174,19 +165,19 @@ class Loop(MutatorView):
             val_norm = self.round_zero(run)
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
-            self._update_run(status="finished", finished_at=now(), pid=None)
+            self.session.update_run(status="finished", finished_at=now(), pid=None)
         except KeyboardInterrupt:
-            self._update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
+            self.session.update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
             raise
         except (BudgetStop, EvaluationStop) as err:
-            self._update_run(status="stopped", pid=None, error=str(err))
+            self.session.update_run(status="stopped", pid=None, error=str(err))
             raise
         except Exception as err:
             reason = disk_full_reason(err, self.settings.data_dir)  # a full disk stops the run; it resumes later
             if reason:
                 release_reserve(self.settings.data_dir)  # room for the status row, so it never stays `running`
             with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
-                self._update_run(status="stopped" if reason else "failed", pid=None,
+                self.session.update_run(status="stopped" if reason else "failed", pid=None,
                                  error=reason or f"{type(err).__name__}: {err}")
             if reason:
                 raise DiskFull(reason) from err
@@ -206,8 +197,9 @@ class Loop(MutatorView):
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
-                             min_score=s.solve_min_score, out_dir=self.solve_dir, budget=self.budget, run_id=self.run_id,
-                             account=lambda outcome, suite, label: account(self, outcome, suite, label, seed=True))
+                             min_score=s.solve_min_score, out_dir=self.view.solve_dir, budget=self.budget,
+                             run_id=self.run_id, account=lambda outcome, suite, label: account(
+                                 self.session, outcome, suite, label, seed=True))
         store_solve(self.db, self.run_id, record)
         if record["aborted"]:
             raise SolveAbort(record["message"])
@@ -216,22 +208,24 @@ class Loop(MutatorView):
 
     def round_zero(self, run: dict) -> Normalisers:
         seed = run["seed_hash"]
-        attempt = self._attempt_row(0, 0)
+        attempt = self.session.attempt_row(0, 0)
         if attempt is None:
             self.db["attempts"].insert({
                 "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
                 "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now(),
                 "reason": words.SEED, "incumbent_after": seed})
-            attempt = self._attempt_row(0, 0)
-        val = seed_evaluation(self, attempt, seed, self.suites.val, "the seed on val")
-        train = seed_evaluation(self, attempt, seed, self.suites.train, "the seed on train")
+            attempt = self.session.attempt_row(0, 0)
+        val = seed_evaluation(self.session, attempt, seed, self.suites.val, "the seed on val",
+                              column="val_evaluation_id")
+        train = seed_evaluation(self.session, attempt, seed, self.suites.train, "the seed on train",
+                                column="train_evaluation_id")
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
         self.db["attempts"].update(attempt["id"], {
             "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
             "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
             "finished_at": attempt["finished_at"] or now()})
-        self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
+        self.session.update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
                          seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps, **seed_columns(val_norm, train_norm))
         return val_norm
 
@@ -272,16 +266,16 @@ class Loop(MutatorView):
                           f"{state.incumbent.genome_hash[:12]} (val composite {state.incumbent.composite:.4f})")
         scored: list[Scored] = []
         for sibling, spec in enumerate(specs):
-            first = self._attempt_row(round_no, 0) if sibling else None
+            first = self.session.attempt_row(round_no, 0) if sibling else None
             objective = spec.objective or (first["summary"] or "" if first and spec.share_objective else "")
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
         if self.settings.confirm and integration.incumbent != state.incumbent.genome_hash:
-            integration = confirm_keep(self, round_no, state, scored, integration, val_norm)
+            integration = confirm_keep(self.session, self.suites.val, round_no, state, scored, integration, val_norm)
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
-                row = self._attempt_row(round_no, candidate.sibling)
+                row = self.session.attempt_row(round_no, candidate.sibling)
                 self.db["attempts"].update(row["id"], {
                     "verdict": verdict, "status": "kept" if verdict == "KEEP" else "rejected",
                     "reason": integration.reasons.get(candidate.sibling),
@@ -294,43 +288,38 @@ class Loop(MutatorView):
             self.db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and "
                             "round = ? and genome_hash = ?", [whole.composite, whole.eval, whole.cost, whole.steps,
                                                               self.run_id, round_no, integration.incumbent])
-        self._update_run(incumbent_hash=integration.incumbent)
+        self.session.update_run(incumbent_hash=integration.incumbent)
         self.db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",   # the decision,
                         [integration.incumbent, self.run_id, round_no])                   # stored for the dashboard
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
             for candidate in (c for c in scored if c.genome_hash == genome_hash):
-                row = self._attempt_row(round_no, candidate.sibling)
+                row = self.session.attempt_row(round_no, candidate.sibling)
                 self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
-        self._update_run(rounds_done=round_no, val_queries=self.val_queries())
+        self.session.update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
-            self.meta_skill(round_no)
+            self.view.meta_skill(round_no)
 
     def val_queries(self) -> int:
         return count_val_queries(self.db, self.run_id, self.settings.val_query_warn, self.progress.say)
 
     def _report_attempt(self, round_no: int, sibling: int) -> None:
-        row = self._attempt_row(round_no, sibling)
+        row = self.session.attempt_row(round_no, sibling)
         self.progress.say(f"  → {row['verdict']}: Δcomposite {row['delta']:+.4f} vs gate threshold "
                           f"{row['gate_threshold']:+.4f} · {row['summary']}"
                           + (f" [{row['error']}]" if row["error"] else ""))
 
     # ---- one attempt -------------------------------------------------------------------------------
-    def _attempt_row(self, round_no: int, sibling: int) -> dict | None:
-        found = list(self.db["attempts"].rows_where(
-            "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
-        return found[0] if found else None
-
     def attempt(self, round_no: int, sibling: int, spec: CandidateSpec, state: State, val_norm: Normalisers,
                 objective: str) -> Scored:
-        row = self._attempt_row(round_no, sibling)
+        row = self.session.attempt_row(round_no, sibling)
         if row is None:
             self.db["attempts"].insert({
                 "run_id": self.run_id, "round": round_no, "sibling": sibling, "parent_hash": spec.parent_hash,
                 "ref_hashes": dumps(list(spec.ref_hashes)), "status": "pending", "started_at": now()})
-            row = self._attempt_row(round_no, sibling)
+            row = self.session.attempt_row(round_no, sibling)
         not_evaluated = Scored(sibling, spec, row["genome_hash"], evaluated=False)
         if row["status"] in ("critic_rejected", "failed", "screened"):
             return not_evaluated
@@ -362,7 +351,7 @@ class Loop(MutatorView):
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             outcome, gate, looks = sequential_val(
                 self.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
-                incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.prior_comparisons(exclude=row["id"]),
+                incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.session.prior_comparisons(exclude=row["id"]),
                 label=f"round {round_no} · {genome_hash[:12]} on val",
                 healthy=lambda o: assess(o, self.settings.max_failed_share).healthy)
             if gate is None:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
@@ -375,7 +364,7 @@ class Loop(MutatorView):
                 "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
                 "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
                 "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks)})
-            row = self._attempt_row(round_no, sibling)
+            row = self.session.attempt_row(round_no, sibling)
         outcome = self._evaluate(genome_hash, self.suites.val, "val (cached)", looked_at(loads(row["looks"], None), self.suites.val))
         candidate = per_task(outcome.cells, self.weights, val_norm)
         gate_json = loads(row["gate"])
@@ -385,7 +374,7 @@ class Loop(MutatorView):
 
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
-        why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
+        why = describe_for(self.session, outcome, health, self.suites.val, "this candidate on val")
         self.db["attempts"].update(row["id"], words.for_fields({
             "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
             "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures),
@@ -409,13 +398,6 @@ class Loop(MutatorView):
         self.db["attempts"].update(row["id"], words.for_fields({**fields, "screen": dumps(record)}))
         return record["decision"] == "loss"
 
-    def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
-        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
-                              "and id != ? order by id", [self.run_id, exclude])
-        # an early look averages fewer replicates per task: its scale is not the full evaluation's
-        return [Comparison(r["gate_n"], gate["s_r"]) for r in found
-                if "early_look" not in (gate := loads(r["gate"]))]
-
     def _mutate(self, row: dict, round_no: int, sibling: int, spec: CandidateSpec, state: State,
                 objective: str) -> dict:
         refs = {h[:12]: self.genomes.path(h) for h in spec.ref_hashes}
@@ -426,28 +408,28 @@ class Loop(MutatorView):
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
         result = mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
+            briefing=self.view.briefing(round_no, sibling, state, objective, spec), refs=refs,
             argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
             max_turns=self.settings.max_turns, price=self.mutator_price,
             silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
             extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+            stage=lambda workspace: self.view.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
             watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                    "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
                    **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
             agent=self.agents.mutator_id)
-        self._spend(result.cost_usd)
+        self.session.spend(result.cost_usd)
         if not result.ok:
             self.db["attempts"].update(row["id"], words.for_fields({
                 "status": "failed", "verdict": "FAILED", "error": result.error, **result.columns(),
                 "finished_at": now()}))
-            return self._attempt_row(round_no, sibling)
+            return self.session.attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
         self.db["attempts"].update(row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
             **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
-        return self._attempt_row(round_no, sibling)
+        return self.session.attempt_row(round_no, sibling)
 
 
 def _price(settings: Settings, model: str):

@@ -18,11 +18,11 @@ from mutator.config import Settings
 from mutator.round.evaluations import Evaluator
 from mutator.round.failures import EvaluationStop, refuse_sick
 from mutator.round.progress import Progress
+from mutator.round.session import Session
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
-from mutator.store.genome import GenomeStore
 from mutator.validity import report as test_report
 from sandbox import Launcher
 
@@ -113,10 +113,10 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                            + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
                            + ", or none at all to reuse them) so the test measures the same agent"
                            + ("; the agent's code or command changed since" if flags else ""))
-    genomes = GenomeStore(settings.data_dir, db)
-    weights = Weights(run["w_cost"], run["w_steps"])
-    evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,
-                                       progress=progress, network=network)
+    session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
+                           progress=progress, network=network, contract=contract, db=db,
+                           weights=Weights(run["w_cost"], run["w_steps"]), skill_name=run["skill_name"])
+    genomes, weights, evaluator = session.genomes, session.weights, session.evaluator
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = db["test_runs"].insert({
         "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
