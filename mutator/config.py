@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.cost import Price, parse_pricing
+from eval.errors import SkillMutatorError
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = ROOT / "config.json"
@@ -24,7 +25,7 @@ ENV_PREFIX = "SKILL_MUTATOR_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class ConfigError(ValueError):
+class ConfigError(SkillMutatorError, ValueError):
     """A configuration value is missing or invalid; the message names the key and its source."""
 
 

@@ -10,8 +10,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from eval.errors import SkillMutatorError
 
-class StrategyError(ValueError):
+
+class StrategyError(SkillMutatorError, ValueError):
     """Unknown strategy or bad --strategy-opts; the message lists the valid options."""
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
+from eval.errors import Stop
 from eval.suite import Suite
 from mutator.round.budget import BudgetStop
 from mutator.store import cache
@@ -27,7 +28,7 @@ EXIT_UNHEALTHY_SEED = 7
 EXIT_INCOMPLETE = 8
 
 
-class EvaluationStop(RuntimeError):
+class EvaluationStop(Stop, RuntimeError):
     """The run stops cleanly on an evaluation no verdict may rest on; the message says why and what to do."""
     exit_code = EXIT_INCOMPLETE
 

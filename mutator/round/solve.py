@@ -16,6 +16,7 @@ from pathlib import Path
 
 from eval.cells import Contract
 from eval.cost import Price, Usage, price_for, usd
+from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import ConfigError
 from mutator.round.evaluations import Evaluator, Outcome
@@ -25,8 +26,9 @@ BARE = "bare"   # the genome hash used for skill-less evaluations
 SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)   # one bare solve cell, before any is measured
 
 
-class SolveAbort(RuntimeError):
+class SolveAbort(SkillMutatorError, RuntimeError):
     """The mutator model could not solve some train tasks well enough to demonstrate them."""
+    exit_code = 4
 
 
 class SolveRefused(ConfigError):
