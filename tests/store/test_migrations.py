@@ -15,7 +15,7 @@ from mutator.store.migrations import POSITIONAL, MigrationError, migrate, migrat
 from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).with_name("fixtures")
-OLD_STORES = {   # (tarball, its run's flags): stores written by main before names, migrated _v1.._v12 / _v1.._v13
+OLD_STORES = {   # (tarball, positional versions applied): main before names, --replicates 2 --rounds 2
     "8175abe": (FIXTURES.parents[1] / "mutator" / "round" / "fixtures" / "store-8175abe.tgz", 12),
     "05d97d1": (FIXTURES / "store-05d97d1.tgz", 13),
 }
@@ -55,8 +55,7 @@ def test_a_store_migrated_by_position_is_adopted_and_resumes_with_no_cell(tmp_pa
         cells = conn.execute("select count(*) from cells").fetchone()[0]
     fresh = tmp_path / "fresh" / "mutator.db"
     connect(fresh).close()
-    rounds = "2"
-    again = run_cli("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--rounds", rounds,
+    again = run_cli("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--rounds", "2",
                     "--data-dir", str(data))
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 cells run by this command" in again.stdout
