@@ -6,6 +6,7 @@ from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, check_opts
 from strategies.reasons import by_gate
+from strategies.verdicts import Verdict
 
 
 class Greedy:
@@ -26,7 +27,7 @@ class Greedy:
         for candidate in scored:
             if not candidate.evaluated or candidate.genome_hash is None:
                 continue
-            verdicts[candidate.sibling] = "KEEP" if candidate.keep_by_gate else "REJECT"
+            verdicts[candidate.sibling] = Verdict.KEEP if candidate.keep_by_gate else Verdict.REJECT
             reasons[candidate.sibling] = by_gate(candidate, candidate.keep_by_gate)
             if candidate.keep_by_gate:
                 incumbent = candidate.genome_hash

@@ -14,6 +14,7 @@ from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, bad_value, check_opts
 from strategies.reasons import same_genome_first, twin
+from strategies.verdicts import Verdict
 
 
 def composites(state: State) -> dict[str, float]:
@@ -92,7 +93,7 @@ class Population:
         for child in scored:
             if child.evaluated and child.genome_hash is not None:
                 first_entry = newcomers.get(child.genome_hash) == child.sibling
-                verdicts[child.sibling] = "KEEP" if first_entry and child.genome_hash in survivors else "REJECT"
+                verdicts[child.sibling] = Verdict.KEEP if first_entry and child.genome_hash in survivors else Verdict.REJECT
         selected = tuple(h for h, sib in newcomers.items() if sib is not None and h in survivors)
         reasons = {c.sibling: self.reason(c, verdicts[c.sibling], scored, pool, survivors, composite)
                    for c in scored if c.sibling in verdicts}

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from mutator.round import reasons
 from mutator.round.failures import account
 from mutator.scoring.score import Normalisers, compare, per_task
+from mutator.store.attempts import update_attempt
 from mutator.store.db import dumps, loads
 from strategies import Integration, Scored, State
+from strategies.verdicts import Verdict
 
 if TYPE_CHECKING:
     from eval.suite import Suite
@@ -43,7 +45,7 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}
-        session.db["attempts"].update(row["id"], {"confirm": dumps(record)})
+        update_attempt(session.db, row["id"], {"confirm": dumps(record)})
     gate = record["gate"]
     session.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
                       f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
@@ -52,9 +54,9 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
         return dataclasses.replace(integration, reasons={
             **integration.reasons, **({winner.sibling: kept + reasons.CONFIRMED} if kept else {})})
     error = f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"
-    session.db["attempts"].update(row["id"], {"error": error})
+    update_attempt(session.db, row["id"], {"error": error})
     return dataclasses.replace(
-        integration, verdicts={**integration.verdicts, winner.sibling: "REJECT"},
+        integration, verdicts={**integration.verdicts, winner.sibling: Verdict.REJECT},
         reasons={**integration.reasons, winner.sibling: reasons.overturned(error)},
         incumbent=state.incumbent.genome_hash,
         selected=tuple(h for h in integration.selected if h != integration.incumbent))

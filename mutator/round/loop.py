@@ -8,7 +8,6 @@ mutations are redone, and evaluations resume cell by cell from the cache.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import sqlite3
 from contextlib import suppress
@@ -49,7 +48,8 @@ from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
-from mutator.scoring.score import Normalisers, normalisers, per_task, summarise
+from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
+from mutator.store.attempts import insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
 from mutator.store.db import (
     DiskFull,
     disk_full_reason,
@@ -60,10 +60,11 @@ from mutator.store.db import (
     release_reserve,
     rows,
 )
-from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
+from mutator.store.runs import RunRow, insert_run, resume_run, run_heartbeat, update_run
 from sandbox import Launcher
 from strategies import CandidateSpec, Member, Scored, State, Strategy
+from strategies.verdicts import AttemptStatus, RunStatus, Verdict
 
 
 class Loop:
@@ -120,35 +121,37 @@ class Loop:
         s = self.settings
         if existing:
             run = existing[0]
-            self.db["runs"].update(self.run_id, {
-                "rounds_target": max(s.rounds, run["rounds_done"] or 0), "status": "running", "pid": os.getpid(),
-                "updated_at": now(), "holdout": self.suites.holdout.name if self.suites.holdout else run["holdout"],
-                "error": None})
+            resume_run(self.db, self.run_id, rounds_target=max(s.rounds, run["rounds_done"] or 0),
+                       holdout=self.suites.holdout.name if self.suites.holdout else run["holdout"])
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
                               f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
         else:
-            self.db["runs"].insert({
-                "id": self.run_id, "kind": "evolve", "status": "running", "strategy": s.strategy,
-                "strategy_opts": dumps(s.strategy_opts), "seed_hash": seed_hash, "skill_name": self.skill_name,
-                "suite": self.suites.train.name, "suite_hash": self.suites.train.content_hash,
-                "val": self.suites.val.name, "val_hash": self.suites.val.content_hash,
-                "holdout": self.suites.holdout.name if self.suites.holdout else None, "model": s.model,
-                "mutator_model": s.mutator_model, "agent": self.agents.build_id, "replicates": s.replicates,
-                "rounds_target": s.rounds, "rounds_done": 0, "rng_seed": s.seed, "w_cost": s.w_cost,
-                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
-                "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
-                "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
+            insert_run(self.db, RunRow(
+                id=self.run_id, kind="evolve", strategy=s.strategy, strategy_opts=dumps(s.strategy_opts),
+                seed_hash=seed_hash, skill_name=self.skill_name, suite=self.suites.train.name,
+                suite_hash=self.suites.train.content_hash, val=self.suites.val.name,
+                val_hash=self.suites.val.content_hash, holdout=self.suites.holdout.name if self.suites.holdout else None,
+                model=s.model, mutator_model=s.mutator_model, agent=self.agents.build_id, replicates=s.replicates,
+                rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
+                min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
+                confirm=int(s.confirm)))
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
-        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents))
         return self.run()
 
     def run(self) -> dict:
         return self.session.run()
+
+    def _update_run(self, **fields) -> None:
+        self.session.update_run(**fields)
+
+    def _spend(self, usd: float) -> None:
+        self.session.spend(usd)
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
@@ -158,26 +161,26 @@ class Loop:
     def execute(self) -> str:
         run = self.open_run()
         keep_reserve(self.settings.data_dir)
-        heartbeat = Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?", [self.run_id])
+        heartbeat = run_heartbeat(self.settings.db_path, self.run_id)
         try:
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
             val_norm = self.round_zero(run)
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
-            self.session.update_run(status="finished", finished_at=now(), pid=None)
+            self._update_run(status=RunStatus.FINISHED, finished_at=now(), pid=None)
         except KeyboardInterrupt:
-            self.session.update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
+            self._update_run(status=RunStatus.STOPPED, pid=None, error="interrupted; re-run the same command to resume")
             raise
         except (BudgetStop, EvaluationStop) as err:
-            self.session.update_run(status="stopped", pid=None, error=str(err))
+            self._update_run(status=RunStatus.STOPPED, pid=None, error=str(err))
             raise
         except Exception as err:
             reason = disk_full_reason(err, self.settings.data_dir)  # a full disk stops the run; it resumes later
             if reason:
                 release_reserve(self.settings.data_dir)  # room for the status row, so it never stays `running`
             with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
-                self.session.update_run(status="stopped" if reason else "failed", pid=None,
+                self._update_run(status=RunStatus.STOPPED if reason else RunStatus.FAILED, pid=None,
                                  error=reason or f"{type(err).__name__}: {err}")
             if reason:
                 raise DiskFull(reason) from err
@@ -208,24 +211,23 @@ class Loop:
 
     def round_zero(self, run: dict) -> Normalisers:
         seed = run["seed_hash"]
-        attempt = self.session.attempt_row(0, 0)
+        attempt = self._attempt_row(0, 0)
         if attempt is None:
-            self.db["attempts"].insert({
-                "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
-                "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now(),
-                "reason": words.SEED, "incumbent_after": seed})
-            attempt = self.session.attempt_row(0, 0)
+            insert_attempt(self.db, run_id=self.run_id, round=0, sibling=0, parent_hash=None, genome_hash=seed,
+                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed skill", started_at=now(),
+                           reason=words.SEED, incumbent_after=seed)
+            attempt = self._attempt_row(0, 0)
         val = seed_evaluation(self.session, attempt, seed, self.suites.val, "the seed on val",
                               column="val_evaluation_id")
         train = seed_evaluation(self.session, attempt, seed, self.suites.train, "the seed on train",
                                 column="train_evaluation_id")
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
-        self.db["attempts"].update(attempt["id"], {
+        update_attempt(self.db, attempt["id"], {
             "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
             "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
             "finished_at": attempt["finished_at"] or now()})
-        self.session.update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
+        self._update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
                          seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps, **seed_columns(val_norm, train_norm))
         return val_norm
 
@@ -266,7 +268,7 @@ class Loop:
                           f"{state.incumbent.genome_hash[:12]} (val composite {state.incumbent.composite:.4f})")
         scored: list[Scored] = []
         for sibling, spec in enumerate(specs):
-            first = self.session.attempt_row(round_no, 0) if sibling else None
+            first = self._attempt_row(round_no, 0) if sibling else None
             objective = spec.objective or (first["summary"] or "" if first and spec.share_objective else "")
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
@@ -275,9 +277,9 @@ class Loop:
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
-                row = self.session.attempt_row(round_no, candidate.sibling)
-                self.db["attempts"].update(row["id"], {
-                    "verdict": verdict, "status": "kept" if verdict == "KEEP" else "rejected",
+                row = self._attempt_row(round_no, candidate.sibling)
+                update_attempt(self.db, row["id"], {
+                    "verdict": verdict, "status": AttemptStatus.decided(verdict),
                     "reason": integration.reasons.get(candidate.sibling),
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
@@ -285,19 +287,17 @@ class Loop:
         if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later candidate
             whole = summarise(self._evaluate(integration.incumbent, self.suites.val, f"round {round_no} · the new "
                                              "incumbent's remaining val waves").cells, self.weights, val_norm)
-            self.db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and "
-                            "round = ? and genome_hash = ?", [whole.composite, whole.eval, whole.cost, whole.steps,
-                                                              self.run_id, round_no, integration.incumbent])
-        self.session.update_run(incumbent_hash=integration.incumbent)
-        self.db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",   # the decision,
-                        [integration.incumbent, self.run_id, round_no])                   # stored for the dashboard
+            set_genome_figures(self.db, self.run_id, round_no, integration.incumbent, composite=whole.composite,
+                               eval=whole.eval, cost=whole.cost, steps=whole.steps)
+        self._update_run(incumbent_hash=integration.incumbent)
+        set_incumbent_after(self.db, self.run_id, round_no, integration.incumbent)   # the decision, for the dashboard
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
             for candidate in (c for c in scored if c.genome_hash == genome_hash):
-                row = self.session.attempt_row(round_no, candidate.sibling)
-                self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
-        self.session.update_run(rounds_done=round_no, val_queries=self.val_queries())
+                row = self._attempt_row(round_no, candidate.sibling)
+                update_attempt(self.db, row["id"], {"train_evaluation_id": train.evaluation_id})
+        self._update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
             self.view.meta_skill(round_no)
@@ -306,22 +306,24 @@ class Loop:
         return count_val_queries(self.db, self.run_id, self.settings.val_query_warn, self.progress.say)
 
     def _report_attempt(self, round_no: int, sibling: int) -> None:
-        row = self.session.attempt_row(round_no, sibling)
+        row = self._attempt_row(round_no, sibling)
         self.progress.say(f"  → {row['verdict']}: Δcomposite {row['delta']:+.4f} vs gate threshold "
                           f"{row['gate_threshold']:+.4f} · {row['summary']}"
                           + (f" [{row['error']}]" if row["error"] else ""))
 
     # ---- one attempt -------------------------------------------------------------------------------
+    def _attempt_row(self, round_no: int, sibling: int) -> dict | None:
+        return self.session.attempt_row(round_no, sibling)
+
     def attempt(self, round_no: int, sibling: int, spec: CandidateSpec, state: State, val_norm: Normalisers,
                 objective: str) -> Scored:
-        row = self.session.attempt_row(round_no, sibling)
+        row = self._attempt_row(round_no, sibling)
         if row is None:
-            self.db["attempts"].insert({
-                "run_id": self.run_id, "round": round_no, "sibling": sibling, "parent_hash": spec.parent_hash,
-                "ref_hashes": dumps(list(spec.ref_hashes)), "status": "pending", "started_at": now()})
-            row = self.session.attempt_row(round_no, sibling)
+            insert_attempt(self.db, run_id=self.run_id, round=round_no, sibling=sibling, parent_hash=spec.parent_hash,
+                           ref_hashes=dumps(list(spec.ref_hashes)), status=AttemptStatus.PENDING, started_at=now())
+            row = self._attempt_row(round_no, sibling)
         not_evaluated = Scored(sibling, spec, row["genome_hash"], evaluated=False)
-        if row["status"] in ("critic_rejected", "failed", "screened"):
+        if row["status"] in (AttemptStatus.CRITIC_REJECTED, AttemptStatus.FAILED, AttemptStatus.SCREENED):
             return not_evaluated
         if row["genome_hash"] is None:
             row = self._mutate(row, round_no, sibling, spec, state, objective)
@@ -336,12 +338,12 @@ class Loop:
             fields = {"critic": dumps([c.to_json() for c in checks])}
             if not critic.passed(checks):
                 reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
-                fields.update(status="critic_rejected", verdict="CRITIC", error=reasons, finished_at=now(),
+                fields.update(status=AttemptStatus.CRITIC_REJECTED, verdict=Verdict.CRITIC, error=reasons, finished_at=now(),
                               reason=words.critic([c.to_json() for c in checks], reasons))
-                self.db["attempts"].update(row["id"], fields)
+                update_attempt(self.db, row["id"], fields)
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
-            self.db["attempts"].update(row["id"], fields)
+            update_attempt(self.db, row["id"], fields)
             for check in checks:
                 if check.verdict == "warn":   # passes: a problem the parent already has (stored on the attempt)
                     self.progress.say(f"  critic warns ({check.gate}): {check.reason}")
@@ -351,20 +353,20 @@ class Loop:
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             outcome, gate, looks = sequential_val(
                 self.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
-                incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.session.prior_comparisons(exclude=row["id"]),
+                incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.prior_comparisons(exclude=row["id"]),
                 label=f"round {round_no} · {genome_hash[:12]} on val",
                 healthy=lambda o: assess(o, self.settings.max_failed_share).healthy)
             if gate is None:   # no gate decision, no KEEP: a sick evaluation is nobody's verdict
                 return self._unhealthy(row, sibling, spec, genome_hash, outcome, looks)
             summary = summarise(outcome.cells, self.weights, val_norm)
             gate_json = {**gate.to_json(), **({"early_look": len(looks)} if looks[-1]["decision"] else {})}
-            self.db["attempts"].update(row["id"], {
-                "status": "scored", "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
+            update_attempt(self.db, row["id"], {
+                "status": AttemptStatus.SCORED, "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
                 "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
                 "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
                 "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
                 "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks)})
-            row = self.session.attempt_row(round_no, sibling)
+            row = self._attempt_row(round_no, sibling)
         outcome = self._evaluate(genome_hash, self.suites.val, "val (cached)", looked_at(loads(row["looks"], None), self.suites.val))
         candidate = per_task(outcome.cells, self.weights, val_norm)
         gate_json = loads(row["gate"])
@@ -375,8 +377,8 @@ class Loop:
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
         why = describe_for(self.session, outcome, health, self.suites.val, "this candidate on val")
-        self.db["attempts"].update(row["id"], words.for_fields({
-            "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
+        update_attempt(self.db, row["id"], words.for_fields({
+            "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": f"unhealthy evaluation, no gate decision: {why}",
             "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures),
             "looks": dumps(looks) if looks else None, "finished_at": now()}))
         self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
@@ -395,8 +397,11 @@ class Loop:
         fields = screen_fields(record)
         if record["decision"] == "loss":
             self.progress.say(f"  → SCREENED: {fields['error']} · {row['summary']}")
-        self.db["attempts"].update(row["id"], words.for_fields({**fields, "screen": dumps(record)}))
+        update_attempt(self.db, row["id"], words.for_fields({**fields, "screen": dumps(record)}))
         return record["decision"] == "loss"
+
+    def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
+        return self.session.prior_comparisons(exclude=exclude)
 
     def _mutate(self, row: dict, round_no: int, sibling: int, spec: CandidateSpec, state: State,
                 objective: str) -> dict:
@@ -418,18 +423,18 @@ class Loop:
                    "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
                    **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
             agent=self.agents.mutator_id)
-        self.session.spend(result.cost_usd)
+        self._spend(result.cost_usd)
         if not result.ok:
-            self.db["attempts"].update(row["id"], words.for_fields({
-                "status": "failed", "verdict": "FAILED", "error": result.error, **result.columns(),
+            update_attempt(self.db, row["id"], words.for_fields({
+                "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error, **result.columns(),
                 "finished_at": now()}))
-            return self.session.attempt_row(round_no, sibling)
+            return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
-        self.db["attempts"].update(row["id"], {
+        update_attempt(self.db, row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
             **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
-        return self.session.attempt_row(round_no, sibling)
+        return self._attempt_row(round_no, sibling)
 
 
 def _price(settings: Settings, model: str):

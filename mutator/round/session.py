@@ -12,6 +12,7 @@ import sqlite_utils
 from skills_ref import read_properties
 
 from eval.cells import Contract
+from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.budget import Budget, RunGate
@@ -21,10 +22,11 @@ from mutator.round.progress import Progress
 from mutator.scoring.score import Comparison, Weights
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
+from mutator.store.runs import add_spend, update_run
 from sandbox import Launcher
 
 
-class LoopError(RuntimeError):
+class LoopError(SkillMutatorError, RuntimeError):
     """The loop refuses to start (e.g. --suite equals --val); the message says the fix."""
 
 
@@ -123,12 +125,11 @@ class Session:
         return dict(self.db["runs"].get(self.run_id))
 
     def update_run(self, **fields) -> None:
-        self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
+        update_run(self.db, self.run_id, **fields, updated_at=now())
 
     def spend(self, usd: float) -> None:
         """Count money spent for this run (once; the evaluator and the agent calls report what they spent)."""
-        self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
-        self.db.conn.commit()
+        add_spend(self.db, self.run_id, usd)
 
     # ---- attempts ------------------------------------------------------------------------------------
     def attempt_row(self, round_no: int, sibling: int) -> dict | None:
