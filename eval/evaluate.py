@@ -51,16 +51,20 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
                          on_cell: Callable[[CellResult], None] = lambda cell: None,
-                         regrade: set[tuple[str, int]] = frozenset(), limit: int | None = None,
+                         regrade: set[tuple[str, int]] = frozenset(), reuse: dict[tuple[str, int], Path] | None = None,
+                         limit: int | None = None,
                          may_start: Callable[[], bool] | None = None,
                          executor: Executor | None = None) -> list[CellResult]:
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
-    (run afresh when it is gone). An infra_error cell is retried `infra_retries` times; the count is on
+    (run afresh when it is gone); cells in `reuse` grade the kept agent run in the cell dir it names (another
+    evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried `infra_retries` times; the count is on
     its result (with the executor's own retries, e.g. Ray's for a lost node). `limit` runs only the first N
     pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default)."""
     executor = executor or LocalExecutor()
     check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
+
+    reuse = reuse or {}
 
     def job(spec: CellSpec) -> CellJob:
         return CellJob(
@@ -69,10 +73,10 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
             launcher=request.launcher, cell_root=request.cells_root / spec.name, price=request.price,
             grader_timeout_s=request.grader_timeout_s, env=request.env, prune=request.prune,
             network=request.network, cell_timeout_ms=request.cell_timeout_ms,
-            max_output_bytes=request.max_output_bytes)
+            max_output_bytes=request.max_output_bytes, reuse=reuse.get((spec.task_id, spec.replicate)))
 
     async def work(spec: CellSpec) -> CellResult:
-        if (spec.task_id, spec.replicate) in regrade:
+        if (spec.task_id, spec.replicate) in regrade or (spec.task_id, spec.replicate) in reuse:
             regraded = await executor.regrade_cell(job(spec))
             if regraded is not None:
                 return regraded

@@ -69,7 +69,8 @@ class CellJob:
     price: Price
     grader_timeout_s: float
     env: dict[str, str] = field(default_factory=dict)
-    prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
+    prune: bool = True          # drop work/ once trajectory.md is written (a graded cell keeps its outputs)
     network: bool = False       # share the network with the agent (a real backend calls the model API)
     cell_timeout_ms: int = CELL_TIMEOUT_MS
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    reuse: Path | None = None   # re-grading: the cell dir of the agent run graded again (eval/kept.py)

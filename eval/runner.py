@@ -21,6 +21,7 @@ from eval.environment import allowed_env
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
+from eval.kept import put_back, regradable, slim
 from eval.process import AgentRun, run_agent_process
 from eval.redact import redact, redact_cell
 from eval.snapshot import copy_tree
@@ -133,11 +134,13 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
 
 
 async def regrade_cell(job: CellJob) -> CellResult | None:
-    """Grade again a grader_error cell whose agent finished (its working dir is kept for this); None when
-    there is nothing to grade. Grading spends nothing on the agent: its stream is read as it was."""
-    work = job.cell_root / "work"
-    if not work.is_dir() or not (job.cell_root / "stream.jsonl").is_file():
+    """Grade again an agent's finished run: a grader_error cell in place, or (`job.reuse`) the kept run of
+    another evaluation with the same agent key, copied into this cell's dir. None when there is nothing to
+    grade. Grading spends nothing on the agent: its stream is read as it was."""
+    source = job.reuse or job.cell_root
+    if not regradable(source):
         return None
+    work = put_back(source, job.cell_root, job.suite.fixture_dir(job.task.id))
     started = time.monotonic()
     metrics = read_stream(job.cell_root / "stream.jsonl")
     grades, error = await run_grader(job, work)
@@ -174,8 +177,11 @@ def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
     error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
     result = _result(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
-    # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run
-    capture_and_prune(job.cell_root, prune=job.prune and status != "grader_error", task_id=job.task.id,
+    # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run; a graded
+    # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
+    capture_and_prune(job.cell_root, prune=job.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
                       tests=tests, error=error, required=list(job.task.required))
+    if job.prune and status == "ok":
+        slim(job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     return result

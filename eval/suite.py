@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eval.graders.expectations import Expectation, ExpectError, parse_expect, parse_schema
 from eval.snapshot import hash_tree
+from eval.suite_parts import agent_hash
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
@@ -47,8 +48,9 @@ class Suite:
     runner: str
     tasks: tuple[Task, ...]
     grader: Path | None                           # the run-eval script; None for expectations/judge suites
-    content_hash: str
+    content_hash: str                             # the whole folder: what a grade rests on (eval/suite_parts.py)
     meta: tuple[tuple[str, str], ...] = ()        # every suite.md frontmatter field, for runner options
+    agent_hash: str = ""                          # what an agent in a cell sees: what its work rests on
 
     def option(self, key: str, default: str | float | None = None) -> str | float | None:
         return dict(self.meta).get(key, default)
@@ -199,7 +201,7 @@ def load_suite(path: Path) -> Suite:
     if not tasks:
         raise SuiteError(f"{tasks_file}: holds no tasks")
     return Suite(name, path.resolve(), split, runner, tuple(tasks), grader.resolve() if grader else None,
-                 suite_hash(path), tuple(sorted(meta.items())))
+                 suite_hash(path), tuple(sorted(meta.items())), agent_hash(path, name, meta))
 
 
 def check_unchanged(suite: Suite) -> None:

@@ -35,6 +35,7 @@ from mutator.round.failures import (
 from mutator.round.mutate import mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
+from mutator.round.regrade import changed_since, manifests, regrade_decided, stored_run
 from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
@@ -91,30 +92,18 @@ class Loop(MutatorView):
         self.cells_run = 0
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str, *, legacy: bool = False) -> dict:
-        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash,
+    def identity(self, seed_hash: str, *, legacy: bool = False, by_content: bool = False) -> dict:
+        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash, by_content=by_content,
                             cheaper={} if legacy else cheaper_identity(self.gating.design, self.screen))
-
-    def _legacy_run(self, seed_hash: str) -> list[dict]:
-        """A run stored before sequential val: resumed with the fixed-n gate and no screen it was made with."""
-        legacy = run_id_for(self.identity(seed_hash, legacy=True))
-        found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
-        if found:
-            self.run_id = legacy
-            self.gating = dataclasses.replace(self.gating, design=dataclasses.replace(self.gating.design, looks=1))
-            self.screen = dataclasses.replace(self.screen, tasks=0)
-            self.progress.say(f"{legacy} was stored before sequential val and the screen: it resumes as it was "
-                              "made (every val cell at once, no screen)")
-        return found
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
             self.settings.skill_dir))), what="this run")  # locked before its first write (LockHeld names the holder)
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
-        self.run_id = run_id_for(self.identity(seed_hash))
-        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or self._legacy_run(seed_hash)
-        s = self.settings
+        self.run_id = identity_id = run_id_for(self.identity(seed_hash))
+        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or stored_run(self, seed_hash)
+        s, suites_now = self.settings, manifests(self.suites)
         if existing:
             run = existing[0]
             self.db["runs"].update(self.run_id, {
@@ -123,6 +112,8 @@ class Loop(MutatorView):
                 "error": None})
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
                               f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
+            for line in changed_since(self.db.conn, run, {}, suites_now):
+                self.progress.say(line)
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
@@ -141,7 +132,10 @@ class Loop(MutatorView):
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
-        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
+            for line in changed_since(self.db.conn, None, self.identity(seed_hash), suites_now):
+                self.progress.say(line)
+        self.db["runs"].update(self.run_id, {**launch_columns(self.suites, self.agents), "identity_id": identity_id,
+                                             "suites": dumps(suites_now)})
         return self.run()
 
     def run(self) -> dict:
@@ -171,6 +165,7 @@ class Loop(MutatorView):
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
             val_norm = self.round_zero(run)
+            regrade_decided(self)   # a changed grader: the scored genomes' evaluations re-graded before round 1
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
             self._update_run(status="finished", finished_at=now(), pid=None)
@@ -403,8 +398,9 @@ class Loop(MutatorView):
         return record["decision"] == "loss"
 
     def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
-        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
-                              "and id != ? order by id", [self.run_id, exclude])
+        found = rows(self.db, "select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "  # one grader's
+                              "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
+                              "e.suite_hash = ? order by a.id", [self.run_id, exclude, self.suites.val.content_hash])
         # an early look averages fewer replicates per task: its scale is not the full evaluation's
         return [Comparison(r["gate_n"], gate["s_r"]) for r in found
                 if "early_look" not in (gate := loads(r["gate"]))]

@@ -274,8 +274,21 @@ def _v13(db: sqlite_utils.Database) -> None:
             db["attempts"].add_column(name, str)
 
 
+def _v14(db: sqlite_utils.Database) -> None:
+    # Agent work keyed apart from grading (eval/suite_parts.py): an evaluation's agent key (its stored rows get
+    # theirs when next opened: same key, same suite), the cell whose agent run a re-graded cell reuses (its
+    # agent cost is that cell's, never spent twice), a run's id by the agent-side identity (a run made before
+    # keeps its id and is found by this one) and its suites' manifests (to name what changed). Idempotent.
+    for table, column in (("evaluations", "agent_key"), ("cells", "agent_cell_id"), ("runs", "identity_id"),
+                          ("runs", "suites")):
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, int if column == "agent_cell_id" else str)
+    db["evaluations"].create_index(["agent_key"], if_not_exists=True)
+    db["runs"].create_index(["identity_id"], if_not_exists=True)
+
+
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
-                                                                   _v10, _v11, _v12, _v13)
+                                                                   _v10, _v11, _v12, _v13, _v14)
 
 
 def connect(path: Path) -> sqlite_utils.Database:

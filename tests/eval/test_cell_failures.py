@@ -136,7 +136,8 @@ def test_a_grader_error_cell_keeps_its_work_dir_and_is_regraded_without_the_agen
     assert second.status == "ok" and second.tests == {"exists": 1.0} and second.extra["regraded"] is True
     assert second.cost_usd == first.cost_usd                                  # the same agent run, read again
     assert (tmp_path / "runs").read_text() == "x"                             # the agent ran once
-    assert not (Path(second.cell_dir) / "work").exists()                       # graded: pruned as usual
+    kept = Path(second.cell_dir) / "work"                                     # graded: only the agent's outputs kept
+    assert sorted(p.name for p in kept.iterdir()) == ["output.txt"]
 
 
 def test_read_stream_never_raises_on_valid_json_of_the_wrong_shape(tmp_path: Path) -> None:

@@ -131,11 +131,14 @@ def test_silent_agent_killed_with_its_children(tiny_suite: Path, tmp_path: Path)
     assert not marker.exists()  # the process group died, grandchild included
 
 
-def test_pruned_cell_keeps_trajectory_and_logs(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
+def test_pruned_cell_keeps_trajectory_logs_and_only_the_agents_outputs(tiny_suite: Path, tmp_path: Path,
+                                                                       ok_agent: list[str]) -> None:
     req = request(tiny_suite, tmp_path, ok_agent)
     cells = evaluate(EvalRequest(**{**req.__dict__, "prune": True}))
     root = Path(cells[0].cell_dir)
-    assert not (root / "work").exists()
+    # kept for a changed grader: what the agent wrote; the untouched input comes back from the fixtures
+    assert sorted(p.relative_to(root / "work").as_posix() for p in (root / "work").rglob("*")) == ["output.txt"]
+    assert json.loads((root / "restore.json").read_text()) == {"inputs": ["in.txt"]}
     assert {"stream.jsonl", "trajectory.md", "cell.json", "grade.stdout"} <= {p.name for p in root.iterdir()}
     text = (root / "trajectory.md").read_text()
     assert "## Prompt\nWrite done to output.txt" in text and "1. **Write**" in text
