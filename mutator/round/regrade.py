@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from pathlib import Path
 
-from eval.cells import agent_key
+from eval.kept import regradable
 from eval.suite import Suite
 from eval.suite_parts import changes, manifest
 from mutator.round.session import cheaper_identity, run_id_for
@@ -90,12 +91,15 @@ def regrade_decided(loop) -> int:
                     or loads(row["contract"]) != loop.contract.to_json():
                 continue   # graded by today's grader, done already, or a confirmation's fresh replicates
             seen.add((a["genome_hash"], suite.name))
-            cells = frozenset((c["task_id"], c["replicate"]) for c in cache.cell_rows(loop.db, evaluation_id))
+            stored = cache.cell_rows(loop.db, evaluation_id)
+            cells = frozenset((c["task_id"], c["replicate"]) for c in stored)
             if not cells:
                 continue
-            if row["agent_key"] != agent_key(a["genome_hash"], suite, loop.contract):
-                loop.progress.say(f"  {a['genome_hash'][:12]} on {suite.name}: its cells were stored before agent "
-                                  f"work was kept for re-grading, so they run again")
+            lost = sum(c["status"] in ("ok", "grader_error") and not regradable(Path(c["cell_dir"] or "/nowhere"))
+                       for c in stored)
+            if lost:
+                loop.progress.say(f"  {a['genome_hash'][:12]} on {suite.name}: {lost} of its cells kept "
+                                  f"no agent outputs to grade again (stored by an older version), so they run again")
             loop._evaluate(a["genome_hash"], suite, f"re-grade · round {a['round']} · {a['genome_hash'][:12]} on "
                            f"{suite.split}", None if row["status"] == "done" else cells)
     return len(seen)

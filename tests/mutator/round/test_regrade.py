@@ -40,11 +40,11 @@ def setup(tmp_path: Path):
     return command, tmp_path / "data", tmp_path / "runs", val
 
 
-def val_cells(data: Path) -> list[tuple]:
+def val_cells(data: Path, *, agent: bool = False) -> list[tuple]:
     return [tuple(r.values()) for r in query(data, (
-        "select e.id as evaluation, c.task_id, c.replicate, c.status, c.score, c.steps, c.cost_usd, c.agent_cell_id "
-        "from cells c join evaluations e on e.id = c.evaluation_id where e.suite = 'tiny-val' "
-        "order by e.id, c.task_id, c.replicate"))]
+        "select e.id as evaluation, c.task_id, c.replicate, c.status, c.score, c.steps, c.cost_usd"
+        + (", c.agent_cell_id" if agent else "") + " from cells c join evaluations e on e.id = c.evaluation_id "
+        "where e.suite = 'tiny-val' order by e.id, c.task_id, c.replicate"))]
 
 
 def test_a_grader_fix_after_a_grader_error_run_regrades_with_no_agent_run(setup) -> None:
@@ -61,13 +61,13 @@ def test_a_grader_fix_after_a_grader_error_run_regrades_with_no_agent_run(setup)
     (val / "run-eval.py").write_text(GRADER.replace("SCALE", "1.0"))
     fixed = command()
     assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert runs.read_text() == "x" * (4 + 4)              # the val agents ran once; only train's 4 ran now
+    assert query(data, "select id from runs") == [{"id": run["id"]}]          # the same run, resumed
     said = fixed.stdout + fixed.stderr
     assert f"suite tiny-val changed since {run['id']} last ran: run-eval.py. Grading only" in said
     assert said.index("changed since") < said.index("graded again")            # named before anything is spent
-    assert runs.read_text() == "x" * (4 + 4)              # the val agents ran once; only train's 4 ran now
-    assert query(data, "select id from runs") == [{"id": run["id"]}]          # the same run, resumed
-    after = val_cells(data)
-    assert after[:4] == before                                                 # the old grader's cells stay as stored
+    assert val_cells(data)[:4] == before                                       # the old grader's cells stay as stored
+    after = val_cells(data, agent=True)
     ids = [r["id"] for r in query(data, "select c.id from cells c where c.evaluation_id = ? order by c.task_id, "
                                         "c.replicate", [old])]
     new = after[4][0]
@@ -153,3 +153,54 @@ def test_an_edited_expectation_only_regrades(setup) -> None:
     assert again.returncode == 0, again.stderr[-3000:]
     assert "tasks.jsonl (the grading fields of task t0). Grading only" in again.stdout + again.stderr
     assert len(runs.read_text()) == before and len(query(data, "select id from runs")) == 1
+
+
+FIXTURE = Path(__file__).with_name("fixtures") / "store-8175abe.tgz"
+
+
+def test_an_old_store_resumes_with_no_cell_and_after_a_grader_change_reruns_its_cells_once(tmp_path: Path) -> None:
+    """A store written by main 8175abe (run ids hashing each suite's whole folder, ok cells pruned to their
+    trajectory): resumed unchanged it runs no cell; after a grader change it resumes the same run, and its old
+    cells, which kept no outputs, run once; a second grader change then re-grades everything, 0 agents run."""
+    import shutil
+    import tarfile
+    with tarfile.open(FIXTURE) as tar:       # --replicates 2 --rounds 2 on clean-train / clean-val
+        tar.extractall(tmp_path, filter="data")
+    data, suites = tmp_path / "data", tmp_path / "suites"
+    for name in ("clean-train", "clean-val"):     # the same folders by content, so a test may edit one
+        shutil.copytree(ROOT / "suites" / name, suites / name)
+
+    def command():
+        return run_py("--suite", str(suites / "clean-train"), "--val", str(suites / "clean-val"), "--replicates", "2",
+                      "--rounds", "2", "--data-dir", str(data))
+
+    [old] = query(data, "select id from runs where kind = 'evolve'")
+    n_cells = query(data, "select count(*) as n from cells")[0]["n"]
+    again = command()
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "0 cells run by this command" in again.stdout and query(data, "select count(*) as n from cells")[0]["n"] \
+        == n_cells
+    assert query(data, "select id from runs where kind = 'evolve'") == [old]
+    grader = suites / "clean-val" / "run-eval.py"
+    grader.write_text(grader.read_text() + "\n# a comment: another grader by content, the same grades\n")
+    regraded = command()
+    assert regraded.returncode == 0, regraded.stderr[-3000:]
+    said = regraded.stdout + regraded.stderr
+    assert f"suite clean-val changed since {old['id']} last ran: run-eval.py. Grading only" in said
+    assert "kept no agent outputs to grade again (stored by an older version), so they run again" in said
+    assert query(data, "select id from runs where kind = 'evolve'") == [old]          # the same run
+    fresh = query(data, "select c.agent_cell_id from cells c join evaluations e on e.id = c.evaluation_id "
+                        "where e.suite = 'clean-val' and e.suite_hash = ?", [_hash(suites / "clean-val")])
+    assert fresh and all(r["agent_cell_id"] is None for r in fresh)                  # run once: nothing was kept
+    grader.write_text(grader.read_text() + "# and again\n")
+    twice = command()
+    assert twice.returncode == 0, twice.stderr[-3000:]
+    assert "0 cells run by this command" in twice.stdout
+    again_fresh = query(data, "select c.agent_cell_id from cells c join evaluations e on e.id = c.evaluation_id "
+                              "where e.suite = 'clean-val' and e.suite_hash = ?", [_hash(suites / "clean-val")])
+    assert len(again_fresh) == len(fresh) and all(r["agent_cell_id"] is not None for r in again_fresh)
+
+
+def _hash(suite: Path) -> str:
+    from eval.suite import suite_hash
+    return suite_hash(suite)
