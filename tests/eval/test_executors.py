@@ -40,7 +40,10 @@ def test_a_bundle_runs_like_a_local_cell_and_lands_where_a_local_cell_does(drive
     remote, files = run_bundle(bundle, read_tree(job.skill_dir), suite_tree(job.suite), tmp_path / "worker")
     assert not list((tmp_path / "worker" / "cells").iterdir())       # the worker keeps no cell behind
     assert {"stream.jsonl", "trajectory.md", "cell.json", "grade.stdout", "prompt.md"} <= set(files)
-    assert not any(rel.startswith("work/") for rel in files)          # pruned as locally
+    local_kept = sorted(p.relative_to(Path(local.cell_dir)).as_posix() for p in Path(local.cell_dir).rglob("work/*")
+                        if p.is_file())
+    assert sorted(rel for rel in files if rel.startswith("work/")) == local_kept and local_kept   # pruned as locally:
+    assert "restore.json" in files                                   # the agent's outputs kept, to grade again
     stored = unpack_logs(files, remote, job.cell_root)
     left, right = same_outcome(local, stored)
     assert left == right and local.status == "ok"
