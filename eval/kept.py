@@ -44,9 +44,11 @@ def regradable(cell_root: Path) -> bool:
     return (cell_root / "work").is_dir() and (cell_root / "stream.jsonl").is_file()
 
 
-def put_back(source: Path, cell_root: Path, fixtures: Path) -> Path:
+def put_back(source: Path, cell_root: Path, fixtures: Path, inputs: Sequence[str]) -> Path:
     """The working dir of `source`'s agent run, whole again, in `cell_root` (a fresh dir unless it is the
-    source itself): the agent's files copied, then the untouched inputs from the fixtures. Returns work/."""
+    source itself): the agent's files copied, then the untouched inputs from the fixtures. Only the task's own
+    `inputs` are restored, whatever `restore.json` says (the agent could write beside its working dir).
+    Returns work/."""
     if source != cell_root:
         if cell_root.exists():
             shutil.rmtree(cell_root)
@@ -57,7 +59,11 @@ def put_back(source: Path, cell_root: Path, fixtures: Path) -> Path:
         shutil.copytree(source / "work", cell_root / "work", symlinks=True)
     work = cell_root / "work"
     restore = cell_root / RESTORE
-    for rel in json.loads(restore.read_text(encoding="utf-8")).get("inputs", []) if restore.is_file() else []:
+    try:
+        listed = json.loads(restore.read_text(encoding="utf-8")).get("inputs", []) if restore.is_file() else []
+    except (ValueError, AttributeError):   # not the harness's: restore nothing it names
+        listed = []
+    for rel in [rel for rel in inputs if rel in listed]:
         (work / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(fixtures / rel, work / rel)
     restore.unlink(missing_ok=True)

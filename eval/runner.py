@@ -21,7 +21,7 @@ from eval.environment import allowed_env
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
-from eval.kept import put_back, regradable, slim
+from eval.kept import RESTORE, put_back, regradable, slim
 from eval.process import AgentRun, run_agent_process
 from eval.redact import redact, redact_cell
 from eval.snapshot import copy_tree
@@ -123,6 +123,7 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms, network=job.network,
         wall_ms=job.cell_timeout_ms, max_output_bytes=job.max_output_bytes)
     metrics = read_stream(stream)
+    (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
     status, error = classify(agent, metrics)
     tests: dict[str, float] = {}
     if not status:
@@ -140,7 +141,7 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
     source = job.reuse or job.cell_root
     if not regradable(source):
         return None
-    work = put_back(source, job.cell_root, job.suite.fixture_dir(job.task.id))
+    work = put_back(source, job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     started = time.monotonic()
     metrics = read_stream(job.cell_root / "stream.jsonl")
     grades, error = await run_grader(job, work)
