@@ -209,7 +209,8 @@ def check_unchanged(suite: Suite) -> None:
     grader writing into its own folder, would silently change what every later score means)."""
     if suite_hash(suite.path) != suite.content_hash:
         raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); restore "
-                         f"it and re-run the same command, or start a new run on the changed suite")
+                         f"it and re-run the same command, or re-run it on the changed suite (a change to grading "
+                         f"only resumes the run and re-grades its cells; one to what the agent sees starts a new run)")
 
 
 def suite_hash(path: Path) -> str:
