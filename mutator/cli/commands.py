@@ -247,8 +247,9 @@ def evolve(c: Context) -> int:
                 retry_failed=args.retry_failed)
     run_id = loop.execute()
     print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir)
-    print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
-                                                               if loop.cells_run == 0 else "")
+    regraded = f" ({loop.cells_regraded} graded again from their agents' kept work)" if loop.cells_regraded else ""
+    print(f"\n{loop.cells_run} cells run by this command{regraded}" + (
+        " — nothing new: the run resumed complete" if loop.cells_run == 0 and not regraded else "")
           + f". Record: {s.db_path}")
     if suites.holdout:
         print(f"Test the champion: {next_step(args, '--test-run', run_id)}")

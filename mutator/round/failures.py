@@ -127,6 +127,7 @@ def describe_for(loop, outcome: Outcome, health: Health, suite: Suite, label: st
 def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
     loop.cells_run += outcome.ran
+    loop.cells_regraded += outcome.regraded
     if outcome.ran_cost:
         loop._spend(outcome.ran_cost)
     if outcome.budget_stop:

@@ -89,7 +89,7 @@ class Loop(MutatorView):
         self.gating = Gating.for_settings(settings, self.weights)
         self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
         self.run_id = ""
-        self.cells_run = 0
+        self.cells_run = self.cells_regraded = 0   # agents run; cells graded again from kept agent work
 
     # ---- run bookkeeping -------------------------------------------------------------------------
     def identity(self, seed_hash: str, *, legacy: bool = False, by_content: bool = False) -> dict:

@@ -65,7 +65,8 @@ def test_a_grader_fix_after_a_grader_error_run_regrades_with_no_agent_run(setup)
     assert query(data, "select id from runs") == [{"id": run["id"]}]          # the same run, resumed
     said = fixed.stdout + fixed.stderr
     assert f"suite tiny-val changed since {run['id']} last ran: run-eval.py. Grading only" in said
-    assert said.index("changed since") < said.index("graded again")            # named before anything is spent
+    assert fixed.stderr.index("changed since") < fixed.stderr.index("graded again")   # named before any spend
+    assert "4 cells run by this command (4 graded again from their agents' kept work)" in fixed.stdout   # train's 4
     assert val_cells(data)[:4] == before                                       # the old grader's cells stay as stored
     after = val_cells(data, agent=True)
     ids = [r["id"] for r in query(data, "select c.id from cells c where c.evaluation_id = ? order by c.task_id, "
