@@ -205,3 +205,34 @@ def test_an_old_store_resumes_with_no_cell_and_after_a_grader_change_reruns_its_
 def _hash(suite: Path) -> str:
     from eval.suite import suite_hash
     return suite_hash(suite)
+
+
+def test_a_cell_whose_agent_failed_is_taken_over_as_it_was_under_a_changed_grader(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    train, val = make_suite(suites, "tiny-train", split="train"), make_suite(suites, "tiny-val", split="val", tasks=4)
+    agent = tmp_path / "agent.py"     # fails on task t3 (2 of 8 val cells: within maxFailedShare 0.25)
+    agent.write_text(COUNTING + "import sys\nif '(3)' in open(__import__('os').environ['SM_PROMPT_FILE']).read():\n"
+                     "    sys.exit(1)\n" + AGENT_OK)
+
+    def command():
+        return run_py("--suite", str(train), "--val", str(val), "--rounds", "0", "--replicates", "2", "--real",
+                      "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
+                      "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
+                      "--skill-dir", str(ROOT / "suites" / "csv-clean"), "--no-solve", "--sandbox", "none",
+                      "--data-dir", str(tmp_path / "data"))
+    assert command().returncode == 0
+    data, runs = tmp_path / "data", tmp_path / "runs"
+    before = len(runs.read_text())
+    (val / "run-eval.py").write_text(GRADER.replace("SCALE", "0.5"))
+    again = command()
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(runs.read_text()) == before                                     # no agent ran, failed ones neither
+    old, new = [r["id"] for r in query(data, "select id from evaluations where suite = 'tiny-val' order by id")]
+    pairs = query(data, "select n.task_id, n.replicate, n.status, n.score, n.error = o.error as same_error, "
+                        "n.cell_dir = o.cell_dir as same_dir from cells n join cells o on o.id = n.agent_cell_id "
+                        "where n.evaluation_id = ? and o.evaluation_id = ? order by n.task_id, n.replicate",
+                  [new, old])
+    assert [(p["task_id"], p["replicate"], p["status"], p["score"]) for p in pairs] == \
+        [(f"t{i}", r, "agent_error" if i == 3 else "ok", 0.0 if i == 3 else 0.75) for i in range(4) for r in (0, 1)]
+    assert all(p["same_error"] for p in pairs)
+    assert [p["same_dir"] for p in pairs] == [0] * 6 + [1] * 2        # a failed agent's row points at its own logs
