@@ -203,7 +203,9 @@ class Loop(MutatorView):
 
     def solve(self) -> None:
         s = self.settings
-        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        # the solve phase's bare cells: the same cell settings, the mutator's backend as the build agent
+        solver = dataclasses.replace(self.evaluator, settings=dataclasses.replace(
+            self.evaluator.settings, agent_argv=self.agents.solve_argv))
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
