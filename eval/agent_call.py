@@ -161,6 +161,13 @@ def prepare(spec: AgentCall) -> None:
             path.touch()
 
 
+def read_call(stream: Path, price: Price, *, agent: str) -> tuple[StreamMetrics, Cost]:
+    """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses it
+    when the agent is gone; a re-graded cell reads its kept stream through it again)."""
+    metrics = read_stream(stream)
+    return metrics, cost_of(metrics, price, agent=agent)
+
+
 async def call(spec: AgentCall) -> CallResult:
     """Run one agent under the contract: prepare its files, spawn it through its launcher under the watchdog,
     read its stream once and price it."""
@@ -170,8 +177,7 @@ async def call(spec: AgentCall) -> CallResult:
                       log_dir=spec.home, launcher=spec.launcher, writable=writable, readable=spec.readable,
                       network=spec.network, silence_ms=spec.silence_ms, heartbeat_ms=spec.heartbeat_ms,
                       wall_ms=spec.wall_ms, max_output_bytes=spec.max_output_bytes)
-    metrics = read_stream(spec.stream)
-    return CallResult(run, metrics, cost_of(metrics, spec.price, agent=spec.agent))
+    return CallResult(run, *read_call(spec.stream, spec.price, agent=spec.agent))
 
 
 def read_result_json(path: Path, *, who: str = "the mutator", shape: str = "a JSON object") -> dict:

@@ -16,13 +16,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from eval.agent_call import AgentCall, AgentRun, call, cost_of, stage_cell
+from eval.agent_call import AgentCall, AgentRun, Cost, call, read_call, stage_cell
 from eval.cost import Usage
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
 from eval.redact import redact, redact_cell
-from eval.stream_metrics import StreamMetrics, read_stream
+from eval.stream_metrics import StreamMetrics
 from eval.trajectory import capture_and_prune
 
 
@@ -105,7 +105,8 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         grades, error = await run_grader(job, work)
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}
-    return _finish(job, status=status, tests=tests, metrics=done.metrics, started=started, error=error)
+    return _finish(job, status=status, tests=tests, metrics=done.metrics, cost=done.cost, started=started,
+                   error=error)
 
 
 async def regrade_cell(job: CellJob) -> CellResult | None:
@@ -115,10 +116,11 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
     if not work.is_dir() or not (job.cell_root / "stream.jsonl").is_file():
         return None
     started = time.monotonic()
-    metrics = read_stream(job.cell_root / "stream.jsonl")
+    metrics, cost = read_call(job.cell_root / "stream.jsonl", job.price, agent=job.contract.agent)
     grades, error = await run_grader(job, work)
     status = "ok" if grades is not None else "grader_error"
-    result = _finish(job, status=status, tests=grades or {}, metrics=metrics, started=started, error=error)
+    result = _finish(job, status=status, tests=grades or {}, metrics=metrics, cost=cost, started=started,
+                     error=error)
     return replace(result, extra={**result.extra, "regraded": True})
 
 
@@ -127,11 +129,14 @@ def infra_result(job: CellJob, error: str, started: float) -> CellResult:
     return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error) or error)
 
 
+NOTHING = Cost()   # a cell the harness failed before its agent's stream: no call to charge
+
+
 def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
-            started: float, error: str) -> CellResult:
+            started: float, error: str, cost: Cost = NOTHING) -> CellResult:
+    """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream."""
     usage = metrics.usage if metrics else Usage()
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
-    cost = cost_of(metrics, job.price, agent=job.contract.agent)   # a regraded cell's stream is read as it was
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
         cost_usd=cost.usd, steps=metrics.steps if metrics else 0,
@@ -143,10 +148,10 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
                "api_retries": metrics.retries if metrics else 0})
 
 
-def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, started: float,
-            error: str) -> CellResult:
+def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
+            started: float, error: str) -> CellResult:
     error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
-    result = _result(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
+    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error)
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
     # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run
     capture_and_prune(job.cell_root, prune=job.settings.prune and status != "grader_error", task_id=job.task.id,
