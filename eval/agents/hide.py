@@ -1,6 +1,6 @@
 """Keep the API key from a backend's tools: it arrives through a pipe, and the process is not dumpable.
 
-The harness hands our backends their credentials through a pipe (SM_SECRETS_FD, eval/agent_call.py), never in
+The harness hands our backends their credentials through a pipe (SM_SECRETS_FD, eval/process.py), never in
 their environment: an environment is printed by `env` and readable in /proc/PID/environ by every process of
 the sandbox. Set with os.environ here, the values live only in this process's memory. The tools it runs are its
 children, under the same user: marked not dumpable (prctl PR_SET_DUMPABLE 0), its memory (/proc/PID/mem,
