@@ -21,8 +21,10 @@ from pathlib import Path
 
 from sandbox import SandboxError
 
-# A pyenv/rbenv/nodenv/asdf shim ends in `exec "<manager>" exec "<program>" "$@"`.
+# A pyenv/rbenv/nodenv/asdf shim ends in `exec "<manager>" exec "<program>" "$@"`; only these managers count
+# (a wrapper's `exec docker exec ...` is no shim).
 SHIM_EXEC = re.compile(r'^\s*exec\s+"?(?P<manager>[^"\s]+)"?\s+exec\s', re.MULTILINE)
+SHIM_MANAGERS = ("pyenv", "rbenv", "nodenv", "goenv", "plenv", "jenv", "asdf")
 SHIM_EXPORT = re.compile(r'^\s*export\s+(?P<name>[A-Z_]+)="(?P<value>[^"$`]*)"\s*$', re.MULTILINE)
 # Shims that are symlinks to their manager's binary, which picks the tool by argv[0].
 LINKED_SHIMS = {"mise": "mise", "rtx": "rtx", "volta-shim": "volta"}
@@ -163,7 +165,7 @@ def _through_shim(name: str, path: Path, environ: Mapping[str, str], depth: int)
     else:
         head = _head(path)
         match = SHIM_EXEC.search(head.decode("utf-8", "replace")) if head.startswith(b"#!") else None
-        if match is None:
+        if match is None or Path(match["manager"]).name not in SHIM_MANAGERS:
             return None
         manager = match["manager"]
         exports = {m["name"]: m["value"] for m in SHIM_EXPORT.finditer(head.decode("utf-8", "replace"))}

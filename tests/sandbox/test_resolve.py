@@ -123,3 +123,9 @@ def test_missing_programs_say_what_to_do(tmp_path: Path, argv: tuple[str, ...], 
     with pytest.raises(ProgramError, match=says) as err:
         resolve_command(argv, cwd=tmp_path, environ={"PATH": SYSTEM_PATH})
     assert "full path" in str(err.value)
+
+
+def test_a_wrapper_that_execs_another_tool_is_no_shim(tmp_path: Path) -> None:
+    wrapper = executable(tmp_path / "bin" / "python3", '#!/bin/sh\nexec docker exec -i box python3 "$@"\n')
+    program = find_program("python3", cwd=tmp_path, environ={"PATH": f"{tmp_path}/bin:{SYSTEM_PATH}"})
+    assert program.path == wrapper and not program.shimmed and program.interpreter is not None
