@@ -19,7 +19,7 @@ from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
 from mutator.cli import commands
-from mutator.cli.agents import fake_agents, real_agents
+from mutator.cli.agents import fake_agents, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
 from mutator.config import ROOT, ConfigError, load_settings
@@ -103,6 +103,8 @@ def with_agents(c: Context) -> Context:
                           f"(without it the zero-spend fakes run)")
     c.agents = real_agents(c.settings, args, build_only=bool(args.test_run or args.compare)) if args.real \
         else fake_agents()
+    if args.real:
+        preflight_agents(c.agents, c.launcher, build_only=bool(args.test_run or args.compare))
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
 
