@@ -20,6 +20,13 @@ from eval.cost import Price, parse_pricing
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = ROOT / "config.json"
+
+
+def run_py() -> str:
+    """How to call run.py in a printed command that runs when pasted in the shell it was printed in:
+    `python run.py` from the project's folder, `python /abs/path/run.py` from anywhere else."""
+    import shlex
+    return "python " + ("run.py" if Path.cwd().resolve() == ROOT else shlex.quote(str(ROOT / "run.py")))
 ENV_PREFIX = "SKILL_MUTATOR_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite, SuiteError, load_suite
-from mutator.config import ConfigError, Settings, resolve_suite_path
+from mutator.after.cli import where_flags
+from mutator.config import ConfigError, Settings, resolve_suite_path, run_py
 from mutator.round.preflight import check_seed_skill, check_skill_dir_given, check_split
 from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
@@ -29,20 +30,11 @@ def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params:
     HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
 
 
-def where_flags(args: argparse.Namespace) -> str:
-    """The --config and --data-dir this command was given, for a printed command to carry."""
-    import shlex
-    return " ".join(f"{flag} {shlex.quote(str(getattr(args, attr)))}"
-                    for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
-                    if getattr(args, attr) is not None)
-
-
 def next_step(args: argparse.Namespace, *words: str) -> str:
-    """A command to print as the next step that works when pasted in the same shell: it carries the
-    --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
+    """A command to print as the next step that works when pasted in the same shell: run.py by a runnable path,
+    with the --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
     import shlex
-    script = sys.argv[0] if sys.argv[0].endswith("run.py") else "run.py"   # as the user typed it
-    return " ".join(["python", shlex.quote(script), *words, where_flags(args)]).strip()
+    return " ".join([run_py(), *(shlex.quote(word) for word in words)]) + where_flags(args)
 
 
 def reap_orphans(data_dir: Path) -> None:
@@ -78,7 +70,7 @@ def import_evals_command(args: argparse.Namespace) -> int:
     for suite in made:
         print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
     by_split = {suite.split: suite.path for suite in made}
-    print(f"\nDry run: python run.py --suite {by_split['train']} --val {by_split['val']} --skill-dir "
+    print(f"\nDry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir "
           f"{args.import_evals.resolve().parent.parent}")
     return 0
 
@@ -252,5 +244,5 @@ def evolve(c: Context) -> int:
           + f". Record: {s.db_path}")
     if suites.holdout:
         print(f"Test the champion: {next_step(args, '--test-run', run_id)}")
-    print(propose_finished(s, run_id, where_flags(args)))
+    print(propose_finished(s, run_id, where_flags(args).strip()))
     return 0

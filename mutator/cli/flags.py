@@ -184,6 +184,8 @@ def _after_flags(p: argparse.ArgumentParser) -> None:
     after.add_argument("--note", help="--accept: a note kept with the decision")
     after.add_argument("--reason", help="--reject: the reason kept with the decision")
     after.add_argument("--to", type=Path, metavar="SKILL_DIR", help="--accept: the skill folder to deploy into")
+    after.add_argument("--force", action="store_true", help="--accept: deploy even into a folder whose name or "
+                                                            "SKILL.md name is another skill's")
     after.add_argument("--rollback", type=Path, metavar="SKILL_DIR", help="restore the version the last deploy into "
                                                                           "SKILL_DIR replaced, byte for byte")
     after.add_argument("--check", type=Path, metavar="SKILL_DIR", help="health check: evaluate SKILL_DIR as it is on "

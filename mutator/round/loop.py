@@ -141,7 +141,7 @@ class Loop(MutatorView):
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
-        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
+        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents, s.skill_dir))
         return self.run()
 
     def run(self) -> dict:

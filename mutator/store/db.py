@@ -274,8 +274,15 @@ def _v13(db: sqlite_utils.Database) -> None:
             db["attempts"].add_column(name, str)
 
 
+def _v14(db: sqlite_utils.Database) -> None:
+    # The run's own skill folder (resolved), so --propose RUN prints an accept line aimed at it, not at the
+    # config's skillDir. Idempotent: another branch may have run this under another number.
+    if "skill_dir" not in db["runs"].columns_dict:
+        db["runs"].add_column("skill_dir", str)
+
+
 MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
-                                                                   _v10, _v11, _v12, _v13)
+                                                                   _v10, _v11, _v12, _v13, _v14)
 
 
 def connect(path: Path) -> sqlite_utils.Database:
