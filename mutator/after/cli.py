@@ -162,9 +162,11 @@ def check_command(args: argparse.Namespace, settings, agents, launcher, progress
 
 
 def render(check: dict) -> str:
+    from mutator.store.db import loads
+    dry = str((loads(check.get("contract"), {}) or {}).get("agent", "")).startswith("fake")
     lines = [f"Health check {check['id']} of {check['skill_dir']} ({check['skill_name']}, genome "
              f"{check['genome_hash'][:12]}) on {', '.join(_names(check))}: {check['status']}"
-             + (" (PARTIAL)" if check["partial"] else ""),
+             + (" (PARTIAL)" if check["partial"] else "") + (" — dry run (fake agents)" if dry else ""),
              f"  {check['summary']}",
              f"  {check['n_done']}/{check['n_cells']} cells, cost ${check['cost_usd']:.4f}, fingerprint "
              f"{check['fingerprint']}" + (f", compared with check {check['previous_id']}" if check["previous_id"]

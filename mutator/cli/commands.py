@@ -58,7 +58,7 @@ def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: boo
 
 
 def import_evals_command(args: argparse.Namespace) -> int:
-    from mutator.after.importer import EvalsImportError, import_evals
+    from mutator.after.importer import EvalsImportError, few_task_warnings, import_evals
     if not args.out:
         print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
@@ -69,6 +69,8 @@ def import_evals_command(args: argparse.Namespace) -> int:
         return 2
     for suite in made:
         print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
+    for warning in few_task_warnings(made, args.import_evals):
+        print(warning, file=sys.stderr)
     by_split = {suite.split: suite.path for suite in made}
     print(f"\nDry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir "
           f"{args.import_evals.resolve().parent.parent}")

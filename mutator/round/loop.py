@@ -133,7 +133,8 @@ class Loop(MutatorView):
                 "suite": self.suites.train.name, "suite_hash": self.suites.train.content_hash,
                 "val": self.suites.val.name, "val_hash": self.suites.val.content_hash,
                 "holdout": self.suites.holdout.name if self.suites.holdout else None, "model": s.model,
-                "mutator_model": s.mutator_model, "agent": self.agents.build_id, "replicates": s.replicates,
+                "mutator_model": None if self.agents.mutator_id.startswith("command@") else s.mutator_model,
+                "agent": self.agents.build_id, "replicates": s.replicates,  # ^ your --mutator-cmd picks its own model
                 "rounds_target": s.rounds, "rounds_done": 0, "rng_seed": s.seed, "w_cost": s.w_cost,
                 "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
                 "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
