@@ -192,6 +192,7 @@ def plan(c: Context) -> int:
     args = c.args
     train, val = c.load(args.suite, "--suite"), c.load(args.val, "--val")
     check_skill_dir_given(args.skill_dir, c.settings.skill_dir, [train, val])
+    c.progress.say_banner()   # the dry-run line, if any: --plan has no progress of its own
     print(render_plan(estimate(c.settings, train=train, val=val,
                                holdout=c.load(args.holdout, "--holdout") if args.holdout else None,
                                build_id=c.agents.build_id)))

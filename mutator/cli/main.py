@@ -115,8 +115,8 @@ def with_agents(c: Context) -> Context:
     c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
                            build_only=bool(args.test_run or args.compare or args.check or args.aa is not None)) \
         if args.real else fake_agents()
-    if not args.real:
-        c.progress.say(DRY_RUN)   # every command that runs agents: the loop, --check, --test-run, --compare, --plan, --aa
+    if not args.real:   # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
+        c.progress.announce(DRY_RUN)   # said before its first progress line, never before an input error
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
 
