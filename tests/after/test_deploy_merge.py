@@ -171,3 +171,14 @@ def test_a_store_before_v14_gains_runs_skill_dir(tmp_path):
     old.conn.close()
     db = connect(path)
     assert "skill_dir" in db["runs"].columns_dict and db["runs"].get("run-1")["skill_dir"] is None
+
+
+def test_a_deploy_made_before_own_files_were_kept_still_rolls_back(built):
+    """Old code left the folder as the bare genome (its own files only in the backup): that still counts as
+    what the deploy wrote, and the rollback brings the own files back."""
+    p, _ = propose(built["db"], built["genomes"], built["run_id"], target_dir=built["target"])
+    before = snapshot(built["target"])
+    deploy(built["db"], built["genomes"], p["id"], built["target"])
+    (built["target"] / "notes.local").unlink()             # what the old deploy wrote: the champion alone
+    rollback(built["db"], built["genomes"], built["target"])
+    assert snapshot(built["target"]) == before
