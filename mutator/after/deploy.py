@@ -84,7 +84,7 @@ def refuse_foreign(target: Path, skill: str, *, force: bool) -> None:
                         "its SKILL.md has no readable name")
     if problems:
         raise DeployError(f"refusing to deploy the skill {skill!r} into {target}: {' and '.join(problems)}, not "
-                          f"{skill!r}. Pass --to a folder named {skill}, or add --force to deploy there anyway "
+                          f"{skill!r}. Pass --to the skill's own folder (named {skill}), or add --force to deploy there anyway "
                           f"(the folder's current version is kept for --rollback)")
 
 

@@ -112,7 +112,7 @@ def test_a_folder_of_another_skill_is_refused_unless_forced(built, where):
     with pytest.raises(DeployError) as refused:
         deploy(built["db"], built["genomes"], p["id"], target)
     assert str(refused.value) == (f"refusing to deploy the skill 'csv-clean' into {target}: {names}, not 'csv-clean'. "
-                                  f"Pass --to a folder named csv-clean, or add --force to deploy there anyway (the "
+                                  f"Pass --to the skill's own folder (named csv-clean), or add --force to deploy there anyway (the "
                                   f"folder's current version is kept for --rollback)")
     assert snapshot(target) == before
     assert proposals.get(built["db"], p["id"])["status"] == "proposed"      # nothing was decided
