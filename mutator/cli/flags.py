@@ -178,8 +178,9 @@ def _after_flags(p: argparse.ArgumentParser) -> None:
     after = p.add_argument_group("after the run: proposals, deploy, health checks, spend (see README)")
     after.add_argument("--propose", metavar="RUN", help="make RUN's champion a proposal (a finished run does this "
                                                         "itself); never deploys")
-    after.add_argument("--accept", type=int, metavar="PROPOSAL", help="deploy a proposed champion into --to "
-                                                                      "SKILL_DIR (atomic; the previous version kept)")
+    after.add_argument("--accept", type=int, metavar="PROPOSAL", help="deploy a proposed (or rolled-back) champion "
+                                                                      "into --to SKILL_DIR, keeping the folder's own "
+                                                                      "files (atomic; the previous version kept)")
     after.add_argument("--reject", type=int, metavar="PROPOSAL", help="reject a proposed champion")
     after.add_argument("--note", help="--accept: a note kept with the decision")
     after.add_argument("--reason", help="--reject: the reason kept with the decision")
