@@ -13,7 +13,7 @@ import pytest
 from mutator.after import proposals
 from mutator.after.deploy import DeployError, deploy, rollback
 from mutator.after.proposals import propose
-from mutator.store.db import MIGRATIONS, connect, now
+from mutator.store.db import connect
 
 from .conftest import ROOT, SEED, snapshot
 
@@ -158,19 +158,20 @@ def test_cli_refuses_a_foreign_folder_with_exit_2_and_propose_aims_at_the_runs_o
     assert twice.returncode == 2 and "is already rolled back: deploy 1 (proposal 1) was undone at" in twice.stderr
 
 
-def test_a_store_before_v14_gains_runs_skill_dir(tmp_path):
-    import sqlite_utils
-    path = tmp_path / "mutator.db"
-    old = sqlite_utils.Database(path)
-    old["schema_migrations"].create({"version": int, "applied_at": float}, pk="version")
-    for version, step in enumerate(MIGRATIONS[:13], start=1):
-        step(old)
-        old["schema_migrations"].insert({"version": version, "applied_at": now()})
-    old["runs"].insert({"id": "run-1", "kind": "evolve", "status": "finished"})
-    assert "skill_dir" not in old["runs"].columns_dict
-    old.conn.close()
-    db = connect(path)
-    assert "skill_dir" in db["runs"].columns_dict and db["runs"].get("run-1")["skill_dir"] is None
+def test_a_store_written_before_run_skill_dir_gains_the_column_empty(tmp_path):
+    """A store of main 05d97d1 (positional migrations 1..13) gets `runs.skill_dir` by the named migration
+    run_skill_dir; its runs keep NULL there, so --propose aims at SKILL_DIR (or --to) for them."""
+    import sqlite3
+    import tarfile
+    with tarfile.open(ROOT / "tests" / "store" / "fixtures" / "store-05d97d1.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    store = tmp_path / "data" / "mutator.db"
+    with sqlite3.connect(store) as conn:
+        assert "skill_dir" not in [r[1] for r in conn.execute("pragma table_info(runs)")]
+    db = connect(store)
+    assert "skill_dir" in db["runs"].columns_dict
+    assert {r["skill_dir"] for r in db["runs"].rows} == {None}
+    assert "run_skill_dir" in [r["name"] for r in db["_sqlite_migrations"].rows]
 
 
 def test_a_deploy_made_before_own_files_were_kept_still_rolls_back(built):
