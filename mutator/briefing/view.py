@@ -33,13 +33,10 @@ class MutatorView:
         if any(entry["round"] == round_no for entry in lessons):
             return
         incumbent = self.run()["incumbent_hash"]
-        s = self.settings
         result = distil(
-            workspace=s.data_dir / "workspaces" / self.run_id / f"meta-{round_no}",
+            workspace=self.settings.data_dir / "workspaces" / self.run_id / f"meta-{round_no}",
             skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
-            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"}, network=self.agents.network)
+            agent=self.mutator, round_no=round_no)
         self._spend(result.cost_usd)
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")

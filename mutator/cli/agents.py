@@ -68,3 +68,19 @@ def fake_agents():
     return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
                   mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator),
                   solve_argv=(sys.executable, str(build)), solve_id=implementation(build), launch={"real": False})
+
+
+def preflight_agents(agents, launcher, *, build_only: bool = False) -> None:
+    """Run each real agent's resolved programs once inside the chosen sandbox (sandbox/probe.py), before any cell
+    or mutator call is paid: a program that resolves here but cannot start there is named (ProgramError, exit 2)."""
+    from sandbox.probe import probe
+    launch = agents.launch
+    build = f"--agent-cmd {launch['agent_cmd']}" if launch.get("agent_cmd") else f"--agent {launch.get('agent')}"
+    checks = [(agents.build_argv, f"the build agent ({build})")]
+    if not build_only:   # the solve phase runs the mutator's own backend (the same programs)
+        checks += [(agents.mutator_argv, f"the mutator ({agents.mutator_how})")]
+    seen: set[tuple[str, ...]] = set()
+    for argv, what in checks:
+        if tuple(argv) not in seen:
+            seen.add(tuple(argv))
+            probe(launcher, argv, what=what)

@@ -18,7 +18,7 @@ from eval.cells import Contract, evaluation_key
 from eval.cost import Price, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.executors import Executor, get_executor
-from eval.jobs import CELL_TIMEOUT_MS, FINAL, MAX_OUTPUT_BYTES, CellResult
+from eval.jobs import FINAL, CellResult, CellSettings
 from eval.scheduler import until
 from eval.suite import Suite
 from mutator.round.progress import Progress
@@ -59,16 +59,10 @@ class Evaluator:
     db: sqlite_utils.Database
     data_dir: Path
     contract: Contract
-    agent_argv: Sequence[str]
-    launcher: Launcher
+    settings: CellSettings   # how every cell is run (cell_settings()): passed whole to each request and job
     price: Price
     concurrency: int
-    grader_timeout_s: float
     progress: Progress
-    network: bool = False   # real backends need the model API inside a sandbox
-    cell_timeout_ms: int = CELL_TIMEOUT_MS
-    max_output_bytes: int = MAX_OUTPUT_BYTES
-    infra_retries: int = 1
     spend_gate: SpendGate | None = None
     executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
     pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
@@ -80,14 +74,15 @@ class Evaluator:
 
     @classmethod
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
-                     launcher: Launcher, progress: Progress, network: bool = False,
-                     concurrency: int | None = None) -> Evaluator:
-        """The evaluator a command builds from its settings: priced by the contract's model."""
-        return cls(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv, launcher=launcher,
+                     launcher: Launcher, progress: Progress, network: bool = False, concurrency: int | None = None,
+                     spend_gate: SpendGate | None = None, deadline: float | None = None) -> Evaluator:
+        """The evaluator a command builds from its settings: priced by the contract's model (each member model
+        of a several-model evaluation by its own), its cells run as `cell_settings` says."""
+        cells = cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network)
+        return cls(db=db, data_dir=settings.data_dir, contract=contract, settings=cells,
                    price=price_for(settings.pricing, first_model(contract.model)),
-                   concurrency=concurrency or settings.concurrency,
-                   grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network,
-                   **limits(settings))
+                   concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
+                   executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline)
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
                  contract: Contract | None = None, price: Price | None = None, only: Cells | None = None,
@@ -162,10 +157,8 @@ class Evaluator:
             done, regrade = done | outside, regrade & set(only)
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
-            cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
-            price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s,
-            network=self.network, cell_timeout_ms=self.cell_timeout_ms, max_output_bytes=self.max_output_bytes,
-            infra_retries=self.infra_retries)
+            cells_root=self.data_dir / "evals" / key, price=price, concurrency=self.concurrency,
+            settings=self.settings)
         total = len(suite.tasks) * contract.replicates if only is None else len(only)
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0}
@@ -234,19 +227,20 @@ class _Starter:
         self.spent += cost_usd
 
 
-def limits(settings) -> dict:
-    """The per-cell caps and retries a command's settings give every evaluation, its prices (per model) and
-    where its cells run."""
-    return {"cell_timeout_ms": settings.cell_timeout_ms, "max_output_bytes": int(settings.max_output_mb * 2**20),
-            "infra_retries": settings.infra_retries, "pricing": settings.pricing, "executor": executor_for(settings)}
+def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher, network: bool = False) -> CellSettings:
+    """How a command's cells are run, from its settings: the one place the per-cell caps and retries are read
+    (--grader-timeout-ms, --cell-timeout-ms, --max-output-mb, --infra-retries)."""
+    return CellSettings(agent_argv=agent_argv, launcher=launcher, grader_timeout_s=settings.grader_timeout_ms / 1000,
+                        network=network, cell_timeout_ms=settings.cell_timeout_ms,
+                        max_output_bytes=int(settings.max_output_mb * 2**20), infra_retries=settings.infra_retries)
 
 
-def executor_for(settings) -> Executor:
+def executor_for(settings, cells: CellSettings) -> Executor:
     """--executor local (the default) or ray; the same run and the same cells either way (not in any key)."""
     executor_id = getattr(settings, "executor", "local")
     if executor_id != "ray":
         return get_executor(executor_id)
     # a lost worker or node is retried by Ray as often as an infra_error cell is retried here
     return get_executor("ray", address=settings.ray_address, resources=settings.cell_resources,
-                        max_retries=settings.infra_retries, concurrency=settings.concurrency,
+                        max_retries=cells.infra_retries, concurrency=settings.concurrency,
                         exclude=(settings.data_dir,))

@@ -22,7 +22,7 @@ from mutator.config import Settings
 from mutator.critic import guards as critic
 from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
-from mutator.round.evaluations import Evaluator, limits
+from mutator.round.evaluations import Evaluator
 from mutator.round.failures import (
     EvaluationStop,
     account,
@@ -31,7 +31,7 @@ from mutator.round.failures import (
     reopen_failed,
     seed_evaluation,
 )
-from mutator.round.mutate import mutate
+from mutator.round.mutate import MutatorAgent, mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
 from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
@@ -79,12 +79,14 @@ class Loop(MutatorView):
         self.contract = Contract(
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
             agent=agents.build_id, silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
-        self.evaluator = Evaluator(
-            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
-            launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
-            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
+        self.evaluator = Evaluator.for_settings(
+            settings, self.db, self.contract, agent_argv=agents.build_argv, launcher=launcher, progress=self.progress,
+            network=agents.network, spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None)
         self.mutator_price = _price(settings, settings.mutator_model)
+        self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
+            argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
+            max_turns=settings.max_turns, price=self.mutator_price, launcher=launcher,
+            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms, network=agents.network)
         self.retry_failed = retry_failed
         self.gating = Gating.for_settings(settings, self.weights)
         self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
@@ -199,7 +201,9 @@ class Loop(MutatorView):
 
     def solve(self) -> None:
         s = self.settings
-        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        # the solve phase's bare cells: the same cell settings, the mutator's backend as the build agent
+        solver = dataclasses.replace(self.evaluator, settings=dataclasses.replace(
+            self.evaluator.settings, agent_argv=self.agents.solve_argv))
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
@@ -414,16 +418,11 @@ class Loop(MutatorView):
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
         result = mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
-            max_turns=self.settings.max_turns, price=self.mutator_price,
-            silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs, agent=self.mutator,
+            round_no=round_no, sibling=sibling, stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash),
             watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                    "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
-                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
-            agent=self.agents.mutator_id)
+                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})})
         self._spend(result.cost_usd)
         if not result.ok:
             update_attempt(self.db, row["id"], {"status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error,
