@@ -195,6 +195,9 @@ def load_suite(path: Path) -> Suite:
         if problem:
             raise SuiteError(f"{tasks_file}:{number}: task {task.id!r}: {problem}")
         for rel in task.inputs:
+            if (path / "fixtures" / task.id / rel).is_dir():
+                raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} is a folder "
+                                 f"(fixtures/{task.id}/{rel}); inputs must be files: list each file of it in 'inputs'")
             if not (path / "fixtures" / task.id / rel).is_file():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
                                  f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")

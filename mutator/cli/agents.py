@@ -11,8 +11,10 @@ from eval.cost import PricingError
 from mutator.config import ROOT, ConfigError, Settings
 
 
-def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False):
-    """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
+def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False, check: bool = True):
+    """The real backends, checked before any spend: prices for every model, API key / CLI / command present.
+    `build_only`: the command runs no mutator (--check, --test-run, --compare, --aa), so none is asked for;
+    `check=False`: it runs no agent at all (--plan), so no key, CLI or command is demanded."""
     import os
 
     from eval.agents import AgentSetupError
@@ -36,9 +38,9 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
             agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
             mutator_cmd=args.mutator_cmd or configured or None,
             mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
-        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
+        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ, check=check)
         mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
-                                                       environ=os.environ)
+                                                       environ=os.environ, check=check)
     except AgentSetupError as err:
         raise ConfigError(str(err)) from None
     # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
@@ -50,6 +52,11 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
                   mutator_how=mutator_choice.how,
                   launch={"real": True, "agent": build_choice.backend, "agent_cmd": build_choice.command,
                           "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})
+
+
+DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules (a skill's rules.json, "
+           "fakes/csv_rules.py); on another skill's suites they check that its suites, graders and flags work, not how "
+           "good the skill is. Add --real for real agents")
 
 
 def fake_agents():

@@ -124,7 +124,9 @@ class Loop(MutatorView):
                 seed_hash=seed_hash, skill_name=self.skill_name, suite=self.suites.train.name,
                 suite_hash=self.suites.train.content_hash, val=self.suites.val.name,
                 val_hash=self.suites.val.content_hash, holdout=self.suites.holdout.name if self.suites.holdout else None,
-                model=s.model, mutator_model=s.mutator_model, agent=self.agents.build_id, replicates=s.replicates,
+                model=s.model, agent=self.agents.build_id, replicates=s.replicates,
+                mutator_model=None if self.agents.mutator_id.startswith("command@") else s.mutator_model,  # a
+                # --mutator-cmd picks its own model: config's mutatorModel only reaches it as SM_MODEL
                 rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
                 confirm=int(s.confirm)))
@@ -133,8 +135,8 @@ class Loop(MutatorView):
                 self.progress.say(f"warning: {drift}")
             for line in changed_since(self.db.conn, None, self.identity(seed_hash), suites_now):
                 self.progress.say(line)
-        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents), identity_id=identity_id,
-                   suites=dumps(suites_now))
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir),
+                   identity_id=identity_id, suites=dumps(suites_now))
         return self.run()
 
     def run(self) -> dict:

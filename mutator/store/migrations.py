@@ -235,6 +235,14 @@ def agent_keys(db: sqlite_utils.Database) -> None:
     db["runs"].create_index(["identity_id"], if_not_exists=True)
 
 
+@migration()
+def run_skill_dir(db: sqlite_utils.Database) -> None:
+    # The run's own skill folder (resolved), so --propose RUN prints an accept line aimed at it, not at the
+    # config's skillDir.
+    if "skill_dir" not in db["runs"].columns_dict:
+        db["runs"].add_column("skill_dir", str)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {
