@@ -51,7 +51,7 @@ def test_a_grader_fix_after_a_grader_error_run_regrades_with_no_agent_run(setup)
     command, data, runs, val = setup
     (val / "run-eval.py").write_text(BROKEN)
     first = command()
-    assert first.returncode == 7 and "4 grader_error cells of 4" in first.stderr, first.stderr[-2000:]
+    assert first.returncode == 8 and "4 grader_error cells of 4" in first.stderr, first.stderr[-2000:]
     assert runs.read_text() == "x" * 4
     [run] = query(data, "select id, cost_usd from runs")
     before = val_cells(data)
