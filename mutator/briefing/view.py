@@ -1,6 +1,6 @@
 """What the mutator is shown, assembled from the store: its briefing, staged evidence and meta skill.
 
-An object the loop holds (over the run's Session, its suites and agents); never shows val task details or
+An object the loop holds (over the run's Session, its suites and the mutator agent); never shows val task details or
 anything of the test suite — see mutator/briefing/evidence.py and tests/mutator/test_no_leaks.py.
 """
 
@@ -22,17 +22,15 @@ from mutator.store.db import dumps, loads, rows
 from strategies import CandidateSpec, State
 
 if TYPE_CHECKING:
-    from eval.cost import Price
-    from mutator.round.session import Agents, Session, Suites
-    from sandbox import Launcher
+    from mutator.round.mutate import MutatorAgent
+    from mutator.round.session import Session, Suites
 
 
 class MutatorView:
     """The mutator's view of a run: its briefing, the evidence staged beside it, and the meta skill's lessons."""
 
-    def __init__(self, session: Session, suites: Suites, agents: Agents, launcher: Launcher, mutator_price: Price):
-        self.session, self.suites, self.agents = session, suites, agents
-        self.launcher, self.mutator_price = launcher, mutator_price
+    def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent):
+        self.session, self.suites, self.mutator = session, suites, mutator
 
     def meta_lessons(self) -> list[dict]:
         return loads(self.session.run()["meta_skill"], [])
@@ -43,13 +41,10 @@ class MutatorView:
         if any(entry["round"] == round_no for entry in lessons):
             return
         incumbent = self.session.run()["incumbent_hash"]
-        s = self.session.settings
         result = distil(
-            workspace=s.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}",
+            workspace=self.session.settings.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}",
             skill_dir=self.session.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
-            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"}, network=self.agents.network)
+            agent=self.mutator, round_no=round_no)
         self.session.spend(result.cost_usd)
         if not result.ok:
             self.session.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
@@ -111,7 +106,7 @@ class MutatorView:
     def gate_text(self) -> str:
         """The gate as it stands now, with this run's pooled noise figures."""
         s = self.session.settings
-        pooled_s, df = pooled(self.session.prior_comparisons(exclude=-1))
+        pooled_s, df = pooled(self.session.prior_comparisons(exclude=-1, suite_hash=self.suites.val.content_hash))
         n = len(self.suites.val.tasks)
         t = gate_t(s.gate_z, df)
         se = pooled_s / math.sqrt(n) if n else 0.0

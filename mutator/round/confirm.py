@@ -39,7 +39,7 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
             account(session, outcome, val, f"round {round_no} · confirmation")
         gate = compare(per_task(evaluations[0].cells, session.weights, val_norm),
                        per_task(evaluations[1].cells, session.weights, val_norm),
-                       prior=session.prior_comparisons(exclude=row["id"]),
+                       prior=session.prior_comparisons(exclude=row["id"], suite_hash=val.content_hash),
                        min_improvement=session.settings.min_improvement, gate_z=session.settings.gate_z,
                        method=session.settings.gate_method)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,

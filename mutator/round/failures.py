@@ -126,12 +126,13 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
 def describe_for(session: Session, outcome: Outcome, health: Health, suite: Suite, label: str) -> str:
     return describe(outcome, health, what=f"{label} ({suite.name})",
                     max_failed_share=session.settings.max_failed_share,
-                    agent=" ".join(session.evaluator.agent_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
+                    agent=" ".join(session.evaluator.settings.agent_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
 
 
 def account(session: Session, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
     session.cells_run += outcome.ran
+    session.cells_regraded += outcome.regraded
     if outcome.ran_cost:
         session.spend(outcome.ran_cost)
     if outcome.budget_stop:
@@ -145,12 +146,16 @@ def account(session: Session, outcome: Outcome, suite: Suite, label: str, *, see
 
 
 def seed_evaluation(session: Session, attempt: dict, seed: str, suite: Suite, what: str, *, column: str) -> Outcome:
-    """The seed on one suite (its evaluation id goes in the seed attempt's `column`); an unhealthy one stops the run
-    before anything else is spent."""
+    """The seed on one suite (its evaluation id goes in the seed attempt's `column`); an unhealthy one (exit 7) or
+    an incomplete one (exit 8: infra_error or grader_error cells, redone by re-running) stops the run before
+    anything else is spent."""
     outcome = session.evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
     health = assess(outcome, session.settings.max_failed_share)
     if not health.healthy:
         update_attempt(session.db, attempt["id"], {column: outcome.evaluation_id, "failures": dumps(outcome.failures)})
+        if not health.complete:   # an outage or a grader bug: re-running redoes exactly those cells (exit 8)
+            raise IncompleteEvaluation("the seed's evaluation is not complete, so no mutation was tried: "
+                                       + describe_for(session, outcome, health, suite, what))
         raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
                             + describe_for(session, outcome, health, suite, what))
     return outcome

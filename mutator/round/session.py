@@ -70,10 +70,14 @@ def cheaper_identity(design, screen) -> dict:
             **({"screen": dataclasses.asdict(screen)} if screen.tasks else {})}
 
 
-def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict) -> dict:
-    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path)."""
-    return {"seed": seed_hash, "suite": [suites.train.name, suites.train.content_hash],
-            "val": [suites.val.name, suites.val.content_hash], "strategy": s.strategy,
+def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict,
+                 by_content: bool = False) -> dict:
+    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path). A suite is
+    named by what its agents see (its agent hash), so a grader fix resumes the same run and re-grades; a run
+    stored before that (`by_content`) hashed each suite's whole folder."""
+    def named(suite: Suite) -> list[str]:
+        return [suite.name, suite.content_hash if by_content else suite.agent_hash]
+    return {"seed": seed_hash, "suite": named(suites.train), "val": named(suites.val), "strategy": s.strategy,
             "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
@@ -97,6 +101,7 @@ class Session:
     budget: Budget | None = None
     run_id: str = ""
     cells_run: int = 0      # cells this command ran (cached ones are not counted)
+    cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
 
     @classmethod
     def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
@@ -137,10 +142,12 @@ class Session:
             "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
         return found[0] if found else None
 
-    def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
-        """This run's stored full-evaluation comparisons (the gate's pooled noise), all but attempt `exclude`."""
-        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
-                              "and id != ? order by id", [self.run_id, exclude])
+    def prior_comparisons(self, *, exclude: int, suite_hash: str) -> list[Comparison]:
+        """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose
+        content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`."""
+        found = rows(self.db, "select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "
+                              "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
+                              "e.suite_hash = ? order by a.id", [self.run_id, exclude, suite_hash])
         # an early look averages fewer replicates per task: its scale is not the full evaluation's
         return [Comparison(r["gate_n"], gate["s_r"]) for r in found
                 if "early_look" not in (gate := loads(r["gate"]))]

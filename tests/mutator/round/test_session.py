@@ -23,7 +23,7 @@ def test_one_session_carries_the_settings_into_its_evaluator_and_its_budget_foll
     session = Session.open(settings(tmp_path, replicates=3), build_argv=ARGV, build_id="fake",
                            launcher=get_launcher("none"), budget=Budget(limit_usd=1.0))
     ev = session.evaluator
-    assert (ev.contract, ev.cell_timeout_ms, ev.infra_retries, tuple(ev.agent_argv)) == (
+    assert (ev.contract, ev.settings.cell_timeout_ms, ev.settings.infra_retries, tuple(ev.settings.agent_argv)) == (
         session.contract, 4321, 3, ARGV)
     assert session.contract.replicates == 3 and session.contract.agent == "fake"
     for run_id, spent in (("run-a", 0.25), ("run-b", 0.75)):
