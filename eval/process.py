@@ -1,7 +1,9 @@
 """Spawn one agent process under the agent contract, through a launcher, under the watchdog.
 
 Used for build agents (cells) and the mutator alike, so both get the same env contract, the same
-process-group kill and the same stderr capture.
+process-group kill and the same stderr capture. Given a meter file, a process that may call the model API
+(its environment carries a key or a base URL) talks to it only through a metering loopback proxy
+(eval/agents/key_proxy.py) that holds the real key and appends each response's usage as it is served.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval import reaper
+from eval.agents.key_proxy import KeyProxy, credentials
 from eval.environment import CREDENTIALS, runs_our_backend
 from eval.supervisor import kill_and_reap, supervise
 from sandbox import Launcher
@@ -37,6 +40,24 @@ def secret_pipe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, 
         pipe.write(json.dumps(held))   # a few hundred bytes: within the pipe's buffer, so no reader is needed yet
     env[SECRETS_FD] = str(read)
     return env, read
+
+
+MODEL_API_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+# The child reaches the proxy on 127.0.0.1 directly; the proxy itself honours the user's network proxies.
+NETWORK_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+def metering(env: Mapping[str, str], meter: Path | None) -> tuple[dict[str, str], KeyProxy | None]:
+    """The env pointed at a fresh metering proxy (its nonce for the key), and the proxy; unchanged when there
+    is no meter or the process is given no model API (a fake, a command not passed the key)."""
+    env = dict(env)
+    if meter is None or not any(env.get(name) for name in MODEL_API_VARS):
+        return env, None
+    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter).start()
+    for name in ("ANTHROPIC_AUTH_TOKEN", *NETWORK_PROXIES):
+        env.pop(name, None)
+    env.update(ANTHROPIC_BASE_URL=proxy.base_url, ANTHROPIC_API_KEY=proxy.nonce)
+    return env, proxy
 
 
 @dataclass(frozen=True)
@@ -70,7 +91,20 @@ async def run_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str,
                             stream: Path, log_dir: Path, launcher: Launcher, writable: Sequence[Path],
                             readable: Sequence[Path] = (), network: bool = False,
                             silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
-                            max_output_bytes: int = 0) -> AgentRun:
+                            max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
+    env, proxy = metering(env, meter)
+    try:
+        return await _run(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir, launcher=launcher,
+                          writable=writable, readable=readable, network=network, silence_ms=silence_ms,
+                          heartbeat_ms=heartbeat_ms, wall_ms=wall_ms, max_output_bytes=max_output_bytes)
+    finally:
+        if proxy is not None:
+            proxy.close()   # after the process group is gone: every response it was served is on the meter
+
+
+async def _run(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path, log_dir: Path,
+               launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path], network: bool,
+               silence_ms: int, heartbeat_ms: int, wall_ms: int, max_output_bytes: int) -> AgentRun:
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network)
     stderr_path = log_dir / "agent.stderr"
     env, secrets = secret_pipe(argv, env)

@@ -16,6 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from eval.agents.meter import agent_meter, judge_meter, read_meter
 from eval.cost import Usage, charged, usd
 from eval.environment import allowed_env
 from eval.graders import get_runner
@@ -32,6 +33,8 @@ def stage(job: CellJob) -> Path:
     """A fresh cell dir: work/ holds the inputs and the skill copy; prompt and logs sit beside it."""
     if job.cell_root.exists():
         shutil.rmtree(job.cell_root)  # left by a crashed run: an unfinished cell starts over
+    for meter in (agent_meter(job.cell_root), judge_meter(job.cell_root)):
+        meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
     work = job.cell_root / "work"
     work.mkdir(parents=True)
     fixtures = job.suite.fixture_dir(job.task.id)
@@ -120,7 +123,7 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         job.agent_argv, cwd=work, env=agent_env(job, work), prompt=job.task.prompt, stream=stream,
         log_dir=job.cell_root, launcher=job.launcher, writable=[job.cell_root],
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms, network=job.network,
-        wall_ms=job.cell_timeout_ms, max_output_bytes=job.max_output_bytes)
+        wall_ms=job.cell_timeout_ms, max_output_bytes=job.max_output_bytes, meter=agent_meter(job.cell_root))
     metrics = read_stream(stream)
     status, error = classify(agent, metrics)
     tests: dict[str, float] = {}
@@ -139,6 +142,8 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
     if not work.is_dir() or not (job.cell_root / "stream.jsonl").is_file():
         return None
     started = time.monotonic()
+    for spent in (judge_meter(job.cell_root), job.cell_root / "judge.spend.json"):
+        spent.unlink(missing_ok=True)  # the last grading's calls are on the cell row already
     metrics = read_stream(job.cell_root / "stream.jsonl")
     grades, error = await run_grader(job, work)
     status = "ok" if grades is not None else "grader_error"
@@ -154,13 +159,17 @@ def infra_result(job: CellJob, error: str, started: float) -> CellResult:
 def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
             started: float, error: str) -> CellResult:
     usage = metrics.usage if metrics else Usage()
+    served = read_meter(agent_meter(job.cell_root))
+    if served is not None:   # the API's traffic passed the metering proxy: what was served, cut streams included
+        usage = Usage(**served.total())
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
     priced = usd(job.price, usage)
     # an agent's own reported cost counts only from a stream that keeps the contract (never a negative cost)
     reported = metrics.reported_cost_usd if metrics and not metrics.invalid else 0.0
+    cost = priced if served is not None else charged(priced, reported, agent=job.contract.agent)
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
-        cost_usd=charged(priced, reported, agent=job.contract.agent), steps=metrics.steps if metrics else 0,
+        cost_usd=cost, steps=metrics.steps if metrics else 0,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens, cache_read_tokens=usage.cache_read_input_tokens,
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",

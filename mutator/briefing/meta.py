@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eval.cost import Price, usd
+from eval.agents.meter import agent_meter, read_meter
+from eval.cost import Price, Usage, usd
 from eval.environment import allowed_env
 from eval.process import run_agent_process
 from eval.redact import redact, redact_tree
@@ -51,11 +52,13 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
         writable=[result, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
-        network=network))
+        network=network, meter=agent_meter(workspace)))
     redact_tree(workspace)  # secrets never stored: its stream, stderr and result.json
     metrics = read_stream(stream)
-    cost = usd(price, metrics.usage)
-    used = {**asdict(metrics.usage), "retries": metrics.retries}
+    served = read_meter(agent_meter(workspace))   # what the metering proxy saw served, when the call used the API
+    usage = Usage(**served.total()) if served is not None else metrics.usage
+    cost = usd(price, usage)
+    used = {**asdict(usage), "retries": metrics.retries}
     failure = redact(run.failure(has_result=True))  # a mutator-role call: result.json is its contract, the stream optional
     if failure:
         return Lessons(False, "", cost, f"meta skill call: {failure}", used)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from eval.agents.meter import agent_meter
 from mutator.briefing.evidence import Evidence
 from mutator.briefing.meta import distil
 from mutator.briefing.render import BriefingInput, render
@@ -16,7 +17,7 @@ from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
-from mutator.store import cache
+from mutator.store import cache, charges
 from mutator.store.db import dumps, loads, rows
 from strategies import CandidateSpec, State
 
@@ -33,14 +34,15 @@ class MutatorView:
         if any(entry["round"] == round_no for entry in lessons):
             return
         incumbent = self.run()["incumbent_hash"]
-        s = self.settings
-        result = distil(
-            workspace=s.data_dir / "workspaces" / self.run_id / f"meta-{round_no}",
-            skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
-            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"}, network=self.agents.network)
+        workspace = self.settings.data_dir / "workspaces" / self.run_id / f"meta-{round_no}"
+        charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id)   # a call a crash cut short
+        try:
+            result = self._distil(workspace, incumbent)
+        except BaseException:   # Ctrl-C mid-call: what it was served is on the run
+            charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id)
+            raise
         self._spend(result.cost_usd)
+        agent_meter(workspace).unlink(missing_ok=True)   # its cost is recorded
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
@@ -48,6 +50,16 @@ class MutatorView:
         self._update_run(meta_skill=dumps(lessons))
         if result.ok:
             self.progress.say(f"  meta skill distilled after round {round_no}")
+
+    def _distil(self, workspace, incumbent: str):
+        s = self.settings
+        return distil(
+            workspace=workspace,
+            skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
+            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
+            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
+            extra_env={"SM_ROUND": str(workspace.name.removeprefix("meta-")), "SM_SIBLING": "0"},
+            network=self.agents.network)
 
     def evidence(self) -> Evidence:
         return Evidence(db=self.db, genomes=self.genomes, run_id=self.run_id, train=self.suites.train,

@@ -126,9 +126,7 @@ def describe_for(loop, outcome: Outcome, health: Health, suite: Suite, label: st
 
 def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-    loop.cells_run += outcome.ran
-    if outcome.ran_cost:
-        loop._spend(outcome.ran_cost)
+    loop.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
     if outcome.budget_stop:
         raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${loop.run()['cost_usd']:.4f} "
                          f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "

@@ -15,6 +15,7 @@ from contextlib import suppress
 
 from skills_ref import read_properties
 
+from eval.agents.meter import agent_meter
 from eval.cells import Contract, evaluation_key
 from eval.snapshot import hash_tree
 from eval.suite import Suite
@@ -44,6 +45,7 @@ from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
+from mutator.store import charges
 from mutator.store.db import (
     DiskFull,
     connect,
@@ -82,7 +84,8 @@ class Loop(MutatorView):
             db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
             launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
             grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
-            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
+            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None,
+            payer=lambda: self.run_id, **limits(settings))
         self.mutator_price = _price(settings, settings.mutator_model)
         self.retry_failed = retry_failed
         self.gating = Gating.for_settings(settings, self.weights)
@@ -151,8 +154,7 @@ class Loop(MutatorView):
         self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
 
     def _spend(self, usd: float) -> None:
-        self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
-        self.db.conn.commit()
+        charges.charge_run(self.db, self.run_id, usd)
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
@@ -417,7 +419,31 @@ class Loop(MutatorView):
             first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
                                                                                   self.evaluator.price)
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
-        result = mutate(
+        meter = agent_meter(workspace)   # a call a crash cut short is paid before it is made again
+        carried = charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id,
+                                      attempt_id=row["id"]) + (row["mutator_cost_usd"] or 0.0)
+        try:
+            result = self._call_mutator(workspace, round_no, sibling, spec, state, objective, refs)
+        except BaseException:   # Ctrl-C mid-call: what it was served is on the run and the attempt
+            charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id, attempt_id=row["id"])
+            raise
+        self._spend(result.cost_usd)
+        meter.unlink(missing_ok=True)   # its cost is recorded
+        paid = {**result.columns(), "mutator_cost_usd": carried + result.cost_usd}   # with any cut-short try's
+        if not result.ok:
+            self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
+                                                   **paid, "finished_at": now()})
+            return self._attempt_row(round_no, sibling)
+        genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
+                                       message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
+        self.db["attempts"].update(row["id"], {
+            "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
+            **paid, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+        return self._attempt_row(round_no, sibling)
+
+    def _call_mutator(self, workspace, round_no: int, sibling: int, spec: CandidateSpec, state: State,
+                      objective: str, refs: dict):
+        return mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
             briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
             argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
@@ -428,18 +454,7 @@ class Loop(MutatorView):
             watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                    "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
                    **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
-            agent=self.agents.mutator_id)
-        self._spend(result.cost_usd)
-        if not result.ok:
-            self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
-                                                   **result.columns(), "finished_at": now()})
-            return self._attempt_row(round_no, sibling)
-        genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
-                                       message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
-        self.db["attempts"].update(row["id"], {
-            "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
-            **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
-        return self._attempt_row(round_no, sibling)
+            agent=self.agents.mutator_id, meter=agent_meter(workspace))
 
 
 def _price(settings: Settings, model: str):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, charged, usd
 from eval.environment import allowed_env
 from eval.process import run_agent_process
@@ -85,7 +86,8 @@ def read_result(path: Path) -> tuple[str, str]:
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
            extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None,
-           network: bool = False, watch: Mapping[str, Path] | None = None, agent: str = "") -> Mutation:
+           network: bool = False, watch: Mapping[str, Path] | None = None, agent: str = "",
+           meter: Path | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
@@ -98,14 +100,17 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
         "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)})
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
-        writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, network=network))
+        writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
+        network=network, meter=meter))
     outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
     redact_tree(workspace)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
     metrics = read_stream(stream)
-    priced = usd(price, metrics.usage)
+    served = read_meter(meter) if meter is not None else None   # the metering proxy's figures, when it ran
+    usage = Usage(**served.total()) if served is not None else metrics.usage
+    priced = usd(price, usage)
     reported = metrics.reported_cost_usd if not metrics.invalid else 0.0
-    cost = charged(priced, reported, agent=agent)
-    used = {"usage": metrics.usage, "retries": metrics.retries, "priced_usd": priced, "reported_usd": reported}
+    cost = priced if served is not None else charged(priced, reported, agent=agent)
+    used = {"usage": usage, "retries": metrics.retries, "priced_usd": priced, "reported_usd": reported}
     if outside:
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
         return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir, **used)

@@ -69,7 +69,7 @@ class AARun:
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
         self.evaluator = Evaluator.for_settings(settings, self.db, self.contract, agent_argv=build_argv,
-                                                launcher=launcher, progress=self.progress)
+                                                launcher=launcher, progress=self.progress, payer=lambda: self.run_id)
         # the loop's own gate and val design: an A/A measures the sequential gate a run uses
         self.gating = Gating.for_settings(settings, self.weights)
         self.run_id = ""
@@ -112,10 +112,7 @@ class AARun:
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:
         outcome = self.evaluator.evaluate(self.genomes.path(seed_hash), seed_hash, self.skill_name, self.val,
                                           label=label, contract=contract, only=only)
-        self.cells_run += outcome.ran
-        if outcome.ran_cost:
-            self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [outcome.ran_cost, self.run_id])
-            self.db.conn.commit()
+        self.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
         return outcome
 
     def _attempt(self, copy: int) -> dict | None:

@@ -116,7 +116,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     genomes = GenomeStore(settings.data_dir, db)
     weights = Weights(run["w_cost"], run["w_steps"])
     evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,
-                                       progress=progress, network=network)
+                                       progress=progress, network=network, payer=lambda: run_id)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = db["test_runs"].insert({
         "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
@@ -150,12 +150,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
 
 
 def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
-    """Add what these evaluations spent to the run; a test report never rests on cells that failed for
-    reasons that are not the skill's (the test run is then recorded failed)."""
-    spent = sum(o.ran_cost for o, _, _ in measured)
-    if spent:
-        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [spent, run_id])
-        db.conn.commit()
+    """A test report never rests on cells that failed for reasons that are not the skill's (the test run is
+    then recorded failed). What the evaluations spent was charged to the run cell by cell (Evaluator.payer)."""
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:
