@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eval.agents.meter import agent_meter, read_meter
+from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, usd
 from eval.environment import allowed_env
 from eval.process import run_agent_process
@@ -39,7 +39,7 @@ class Lessons:
 
 def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], argv: Sequence[str],
            launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
-           extra_env: Mapping[str, str], network: bool = False) -> Lessons:
+           extra_env: Mapping[str, str], network: bool = False, meter: Path | None = None) -> Lessons:
     stage_workspace(workspace, skill_dir, "# Meta skill\n\n" + PROMPT, {})
     (workspace / "prompt.md").write_text(PROMPT, encoding="utf-8")
     stage(workspace)
@@ -52,10 +52,10 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
     run = asyncio.run(run_agent_process(
         argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
         writable=[result, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
-        network=network, meter=agent_meter(workspace)))
+        network=network, meter=meter))
     redact_tree(workspace)  # secrets never stored: its stream, stderr and result.json
     metrics = read_stream(stream)
-    served = read_meter(agent_meter(workspace))   # what the metering proxy saw served, when the call used the API
+    served = read_meter(meter) if meter is not None else None   # what the metering proxy saw served, when the call used the API
     usage = Usage(**served.total()) if served is not None else metrics.usage
     cost = usd(price, usage)
     used = {**asdict(usage), "retries": metrics.retries}

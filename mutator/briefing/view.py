@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from eval.agents.meter import agent_meter
 from mutator.briefing.evidence import Evidence
 from mutator.briefing.meta import distil
 from mutator.briefing.render import BriefingInput, render
@@ -35,14 +34,15 @@ class MutatorView:
             return
         incumbent = self.run()["incumbent_hash"]
         workspace = self.settings.data_dir / "workspaces" / self.run_id / f"meta-{round_no}"
-        charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id)   # a call a crash cut short
+        meter = charges.call_meter(self.settings.data_dir, self.run_id, workspace.name)
+        charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id)   # a call a crash cut short
         try:
-            result = self._distil(workspace, incumbent)
+            result = self._distil(workspace, meter, incumbent)
         except BaseException:   # Ctrl-C mid-call: what it was served is on the run
-            charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id)
+            charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id)
             raise
         self._spend(result.cost_usd)
-        agent_meter(workspace).unlink(missing_ok=True)   # its cost is recorded
+        meter.unlink(missing_ok=True)   # its cost is recorded
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
@@ -51,7 +51,7 @@ class MutatorView:
         if result.ok:
             self.progress.say(f"  meta skill distilled after round {round_no}")
 
-    def _distil(self, workspace, incumbent: str):
+    def _distil(self, workspace, meter, incumbent: str):
         s = self.settings
         return distil(
             workspace=workspace,
@@ -59,7 +59,7 @@ class MutatorView:
             argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
             price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
             extra_env={"SM_ROUND": str(workspace.name.removeprefix("meta-")), "SM_SIBLING": "0"},
-            network=self.agents.network)
+            network=self.agents.network, meter=meter)
 
     def evidence(self) -> Evidence:
         return Evidence(db=self.db, genomes=self.genomes, run_id=self.run_id, train=self.suites.train,

@@ -15,7 +15,6 @@ from contextlib import suppress
 
 from skills_ref import read_properties
 
-from eval.agents.meter import agent_meter
 from eval.cells import Contract, evaluation_key
 from eval.snapshot import hash_tree
 from eval.suite import Suite
@@ -419,13 +418,14 @@ class Loop(MutatorView):
             first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
                                                                                   self.evaluator.price)
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
-        meter = agent_meter(workspace)   # a call a crash cut short is paid before it is made again
-        carried = charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id,
+        meter = charges.call_meter(self.settings.data_dir, self.run_id, workspace.name)
+        # a call a crash cut short is paid before it is made again
+        carried = charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id,
                                       attempt_id=row["id"]) + (row["mutator_cost_usd"] or 0.0)
         try:
-            result = self._call_mutator(workspace, round_no, sibling, spec, state, objective, refs)
+            result = self._call_mutator(workspace, meter, round_no, sibling, spec, state, objective, refs)
         except BaseException:   # Ctrl-C mid-call: what it was served is on the run and the attempt
-            charges.settle_call(self.db, workspace, self.mutator_price, payer=self.run_id, attempt_id=row["id"])
+            charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id, attempt_id=row["id"])
             raise
         self._spend(result.cost_usd)
         meter.unlink(missing_ok=True)   # its cost is recorded
@@ -441,7 +441,7 @@ class Loop(MutatorView):
             **paid, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
-    def _call_mutator(self, workspace, round_no: int, sibling: int, spec: CandidateSpec, state: State,
+    def _call_mutator(self, workspace, meter, round_no: int, sibling: int, spec: CandidateSpec, state: State,
                       objective: str, refs: dict):
         return mutate(
             workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
@@ -454,7 +454,7 @@ class Loop(MutatorView):
             watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                    "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
                    **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
-            agent=self.agents.mutator_id, meter=agent_meter(workspace))
+            agent=self.agents.mutator_id, meter=meter)
 
 
 def _price(settings: Settings, model: str):

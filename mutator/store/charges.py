@@ -84,11 +84,18 @@ def settle_cells(db: sqlite_utils.Database, evaluation_id: int, cells: list[tupl
     return settled
 
 
-def settle_call(db: sqlite_utils.Database, workspace: Path, price: Price, *, payer: str | None,
+def call_meter(data_dir: Path, run_id: str, name: str) -> Path:
+    """The meter of an agent call outside a cell (a mutation, the meta skill): never beside its workspace, which
+    the tamper check watches (mutator/round/tamper.py)."""
+    folder = data_dir / "meters" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.meter.jsonl"
+
+
+def settle_call(db: sqlite_utils.Database, meter: Path, price: Price, *, payer: str | None,
                 attempt_id: int | None = None) -> float:
-    """An agent call outside a cell (a mutation, the meta skill) whose meter was left unsettled by an interrupt
-    or a crash: its served cost goes to the payer (and the attempt's mutator cost); returns it."""
-    meter = agent_meter(workspace)
+    """An agent call outside a cell whose meter was left unsettled by an interrupt or a crash: its served cost
+    goes to the payer (and the attempt's mutator cost); returns it."""
     amount, _ = priced(meter, lambda _model: price)
     if amount:
         with db.conn:

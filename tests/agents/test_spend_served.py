@@ -104,9 +104,9 @@ def test_spend_after_judge_errors_and_their_resume_equals_what_was_served(server
     first = run_py(*args, env=env)
     assert first.returncode == 7, first.stderr[-3000:]   # the seed's evaluation holds no result
     db = connect_readonly(data / "mutator.db")
-    assert {r["status"] for r in db.query("select status from cells")} == {"grader_error"}
-    assert all(r["grader_cost_usd"] > 0 for r in db.query("select grader_cost_usd from cells"))
     assert stored_usd(data) == pytest.approx(served_usd(server), abs=1e-6)
+    assert {r["status"] for r in db.query("select status from cells")} == {"grader_error"}
+    assert all(r["grader_cost_usd"] > 0 for r in db.query("select grader_cost_usd from cells"))   # failed calls paid
     build_calls = len([r for r in server.requests if not system_text(r).startswith("You grade")])
     judge["reply"] = JUDGE_OK
     second = run_py(*args, env=env)   # re-grades the seed's cells (no agent runs again), then the round
