@@ -34,15 +34,9 @@ class MutatorView:
             return
         incumbent = self.run()["incumbent_hash"]
         workspace = self.settings.data_dir / "workspaces" / self.run_id / f"meta-{round_no}"
-        meter = charges.call_meter(self.settings.data_dir, self.run_id, workspace.name)
-        charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id)   # a call a crash cut short
-        try:
-            result = self._distil(workspace, meter, incumbent)
-        except BaseException:   # Ctrl-C mid-call: what it was served is on the run
-            charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id)
-            raise
-        self._spend(result.cost_usd)
-        meter.unlink(missing_ok=True)   # its cost is recorded
+        result, _ = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id, workspace.name),
+                                      self.mutator_price, lambda meter: self._distil(workspace, meter, incumbent),
+                                      payer=self.run_id)
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,

@@ -152,9 +152,6 @@ class Loop(MutatorView):
     def _update_run(self, **fields) -> None:
         self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
 
-    def _spend(self, usd: float) -> None:
-        charges.charge_run(self.db, self.run_id, usd)
-
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
         if self.budget:
@@ -418,18 +415,24 @@ class Loop(MutatorView):
             first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
                                                                                   self.evaluator.price)
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
-        meter = charges.call_meter(self.settings.data_dir, self.run_id, workspace.name)
-        # a call a crash cut short is paid before it is made again
-        carried = charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id,
-                                      attempt_id=row["id"]) + (row["mutator_cost_usd"] or 0.0)
-        try:
-            result = self._call_mutator(workspace, meter, round_no, sibling, spec, state, objective, refs)
-        except BaseException:   # Ctrl-C mid-call: what it was served is on the run and the attempt
-            charges.settle_call(self.db, meter, self.mutator_price, payer=self.run_id, attempt_id=row["id"])
-            raise
-        self._spend(result.cost_usd)
-        meter.unlink(missing_ok=True)   # its cost is recorded
-        paid = {**result.columns(), "mutator_cost_usd": carried + result.cost_usd}   # with any cut-short try's
+
+        def call(meter):
+            return mutate(
+                workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
+                briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
+                argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
+                max_turns=self.settings.max_turns, price=self.mutator_price,
+                silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
+                extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
+                stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+                watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
+                       "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
+                       **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
+                agent=self.agents.mutator_id, meter=meter)
+        result, carried = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id,
+                                            workspace.name), self.mutator_price, call, payer=self.run_id,
+                                            attempt_id=row["id"])   # with a try a crash cut short
+        paid = {**result.columns(), "mutator_cost_usd": carried + (row["mutator_cost_usd"] or 0) + result.cost_usd}
         if not result.ok:
             self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
                                                    **paid, "finished_at": now()})
@@ -440,21 +443,6 @@ class Loop(MutatorView):
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
             **paid, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
-
-    def _call_mutator(self, workspace, meter, round_no: int, sibling: int, spec: CandidateSpec, state: State,
-                      objective: str, refs: dict):
-        return mutate(
-            workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
-            max_turns=self.settings.max_turns, price=self.mutator_price,
-            silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
-            watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
-                   "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
-                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
-            agent=self.agents.mutator_id, meter=meter)
 
 
 def _price(settings: Settings, model: str):

@@ -106,3 +106,19 @@ def settle_call(db: sqlite_utils.Database, meter: Path, price: Price, *, payer: 
                 db.conn.execute("update runs set cost_usd = cost_usd + ? where id = ?", [amount, payer])
     meter.unlink(missing_ok=True)
     return amount
+
+
+def paid_call(db: sqlite_utils.Database, meter: Path, price: Price, call, *, payer: str | None,
+              attempt_id: int | None = None):
+    """Run `call(meter)` (an agent call outside a cell, whose result has `cost_usd`) and charge the payer what it
+    cost; an earlier try a crash cut short is settled first, and this one too if it is interrupted. Returns
+    (result, what the earlier tries cost)."""
+    carried = settle_call(db, meter, price, payer=payer, attempt_id=attempt_id)
+    try:
+        result = call(meter)
+    except BaseException:   # Ctrl-C mid-call: what it was served is on the run (and the attempt)
+        settle_call(db, meter, price, payer=payer, attempt_id=attempt_id)
+        raise
+    charge_run(db, payer, result.cost_usd)
+    meter.unlink(missing_ok=True)   # its cost is recorded
+    return result, carried
