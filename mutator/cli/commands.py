@@ -161,7 +161,7 @@ def test_run(c: Context) -> int:
     try:
         result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                          launcher=c.launcher, progress=c.progress, network=agents.network,
-                         build_id=agents.build_id, control=not args.no_control)
+                         build_id=agents.build_id, control=not args.no_control, budget=budgets(c))
     except TestRunError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -184,12 +184,19 @@ def compare(c: Context) -> int:
     try:
         pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
                             launcher=c.launcher, progress=c.progress, network=agents.network,
-                            build_id=agents.build_id)
+                            build_id=agents.build_id, budget=budgets(c))
     except TestRunError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(render(pair))
     return 0
+
+
+def budgets(c: Context):
+    """--budget-usd (on the run's spend) and the store's daily budget, as every spending command asks them."""
+    from mutator.after.spend import combine
+    from mutator.round.budget import Budget
+    return combine(Budget(c.args.budget_usd) if c.args.budget_usd is not None else None, c.daily)
 
 
 def plan(c: Context) -> int:
@@ -216,7 +223,7 @@ def aa(c: Context) -> int:
     check_seed_skill(s.skill_dir)
     run = AARun(s, val, train=train,
                 build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
-                progress=c.progress)
+                progress=c.progress, budget=budgets(c))
     aa_id = run.execute(args.aa)
     print(aa_summary(run.db, aa_id))
     print(f"\n{run.cells_run} cells run by this command. Record: {s.db_path}")

@@ -24,6 +24,7 @@ from skills_ref import read_properties
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
+from mutator.round.budget import RunGate, refused
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.progress import Progress
 from mutator.round.summary import spend_basis
@@ -58,7 +59,7 @@ def seed_salt(copy: int) -> str:
 
 class AARun:
     def __init__(self, settings: Settings, val: Suite, *, train: Suite | None, build_argv: tuple[str, ...],
-                 build_id: str, launcher: Launcher, progress: Progress | None = None) -> None:
+                 build_id: str, launcher: Launcher, progress: Progress | None = None, budget=None) -> None:
         self.settings, self.val, self.train = settings, val, train
         self.progress = progress or Progress()
         self.db = connect(settings.db_path)
@@ -70,6 +71,8 @@ class AARun:
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
         self.evaluator = Evaluator.for_settings(settings, self.db, self.contract, agent_argv=build_argv,
                                                 launcher=launcher, progress=self.progress, payer=lambda: self.run_id)
+        if budget is not None:   # --budget-usd and the daily budget, asked before each cell as in a run
+            self.evaluator.spend_gate = RunGate(budget, self.db, lambda: self.run_id)
         # the loop's own gate and val design: an A/A measures the sequential gate a run uses
         self.gating = Gating.for_settings(settings, self.weights)
         self.run_id = ""
@@ -113,6 +116,7 @@ class AARun:
         outcome = self.evaluator.evaluate(self.genomes.path(seed_hash), seed_hash, self.skill_name, self.val,
                                           label=label, contract=contract, only=only)
         self.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+        refused(outcome, float(self.db["runs"].get(self.run_id)["cost_usd"] or 0.0))
         return outcome
 
     def _attempt(self, copy: int) -> dict | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import Settings
+from mutator.round.budget import BudgetStop, RunGate, refused
 from mutator.round.evaluations import Evaluator
 from mutator.round.failures import EvaluationStop, refuse_sick
 from mutator.round.progress import Progress
@@ -91,9 +92,11 @@ def _alive(pid: int | None) -> bool:
 
 
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
-             progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True) -> dict:
+             progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True,
+             budget=None) -> dict:
     """`control`: also measure the suite with no skill installed (the genome NO_SKILL, cached like any
-    evaluation) and report seed vs none and champion vs none beside champion vs seed."""
+    evaluation) and report seed vs none and champion vs none beside champion vs seed. `budget` (--budget-usd on
+    the run's spend, the daily budget) is asked before each cell."""
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
@@ -117,6 +120,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     weights = Weights(run["w_cost"], run["w_steps"])
     evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,
                                        progress=progress, network=network, payer=lambda: run_id)
+    if budget is not None:
+        evaluator.spend_gate = RunGate(budget, db, lambda: run_id)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = db["test_runs"].insert({
         "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
@@ -151,7 +156,14 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
 
 def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
     """A test report never rests on cells that failed for reasons that are not the skill's (the test run is
-    then recorded failed). What the evaluations spent was charged to the run cell by cell (Evaluator.payer)."""
+    then recorded failed), nor on one the budget stopped (recorded stopped). What the evaluations spent was
+    charged to the run cell by cell (Evaluator.payer)."""
+    try:
+        for outcome, _, _ in measured:
+            refused(outcome, float(db["runs"].get(run_id)["cost_usd"] or 0.0))
+    except BudgetStop:
+        db["test_runs"].update(test_id, {"status": "stopped", "finished_at": now()})
+        raise
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:
