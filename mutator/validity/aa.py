@@ -24,7 +24,7 @@ from skills_ref import read_properties
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
-from mutator.round.budget import RunGate, refused
+from mutator.round.budget import BudgetStop, RunGate, refused
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.progress import Progress
 from mutator.round.summary import spend_basis
@@ -134,7 +134,7 @@ class AARun:
             self.db["runs"].update(self.run_id, {"status": "finished", "finished_at": now(), "pid": None,
                                                  "updated_at": now()})
         except BaseException as err:
-            self.db["runs"].update(self.run_id, {"status": "stopped" if isinstance(err, KeyboardInterrupt)
+            self.db["runs"].update(self.run_id, {"status": "stopped" if isinstance(err, KeyboardInterrupt | BudgetStop)
                                                  else "failed", "pid": None, "error": f"{type(err).__name__}: {err}"})
             raise
         finally:
