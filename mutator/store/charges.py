@@ -19,6 +19,7 @@ from eval.agents.meter import agent_meter, judge_meter, read_meter
 from eval.cost import Price, Usage, usd
 from eval.jobs import CellResult
 from mutator.store import cache
+from mutator.store.runs import add_spend
 
 INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or judge ran: what the API served it "
                "is recorded; it runs again when the same command resumes")
@@ -27,8 +28,7 @@ INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or j
 def charge_run(db: sqlite_utils.Database, run_id: str | None, amount: float) -> None:
     """Add `amount` USD to the run's spend and commit (nothing when there is no run or nothing spent)."""
     if run_id and amount:
-        with db.conn:
-            db.conn.execute("update runs set cost_usd = cost_usd + ? where id = ?", [amount, run_id])
+        add_spend(db, run_id, amount)
 
 
 def last_served(meter: Path) -> float | None:

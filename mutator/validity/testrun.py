@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from eval.cells import Contract
+from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.budget import BudgetStop, RunGate, refused
@@ -28,7 +29,7 @@ from mutator.validity import report as test_report
 from sandbox import Launcher
 
 
-class TestRunError(RuntimeError):
+class TestRunError(SkillMutatorError, RuntimeError):
     """The test run cannot start; the message says why and what to do."""
 
 
