@@ -7,7 +7,7 @@ its ANTHROPIC_BASE_URL is this proxy on 127.0.0.1 and its ANTHROPIC_API_KEY a on
 swaps for the real credentials before forwarding to the real base URL. Responses (SSE included) stream back
 unchanged. A request without the nonce is refused, so no other local process can spend through it.
 Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
-harness starts one per agent call (eval/process.py) and per judge call, whatever the backend.
+harness starts one per agent call (eval/agent_call.py) and per judge call, whatever the backend.
 """
 
 from __future__ import annotations

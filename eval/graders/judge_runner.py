@@ -86,7 +86,7 @@ def judge_price(job: CellJob, model: str) -> Price:
 
 class JudgeRunner:
     async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-        env = {**os.environ, **job.env}
+        env = {**os.environ, **job.settings.env}
         backend_name = env.get("SM_JUDGE") or ("fake" if job.contract.agent.startswith("fake") else "anthropic")
         model = str(job.suite.option("judge_model") or env.get("SM_JUDGE_MODEL") or job.contract.model)
         try:

@@ -34,9 +34,12 @@ class MutatorView:
             return
         incumbent = self.run()["incumbent_hash"]
         workspace = self.settings.data_dir / "workspaces" / self.run_id / f"meta-{round_no}"
-        result, _ = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id, workspace.name),
-                                      self.mutator_price, lambda meter: self._distil(workspace, meter, incumbent),
-                                      payer=self.run_id)
+        meter = charges.call_meter(self.settings.data_dir, self.run_id, workspace.name)
+        result, _ = charges.paid_call(
+            self.db, meter, self.mutator_price, payer=self.run_id,
+            call=lambda meter: distil(workspace=workspace, skill_dir=self.genomes.path(incumbent),
+                                      stage=lambda ws: self.evidence().stage(ws, incumbent), agent=self.mutator,
+                                      round_no=round_no, meter=meter))
         if not result.ok:
             self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
@@ -44,16 +47,6 @@ class MutatorView:
         self._update_run(meta_skill=dumps(lessons))
         if result.ok:
             self.progress.say(f"  meta skill distilled after round {round_no}")
-
-    def _distil(self, workspace, meter, incumbent: str):
-        s = self.settings
-        return distil(
-            workspace=workspace,
-            skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
-            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(workspace.name.removeprefix("meta-")), "SM_SIBLING": "0"},
-            network=self.agents.network, meter=meter)
 
     def evidence(self) -> Evidence:
         return Evidence(db=self.db, genomes=self.genomes, run_id=self.run_id, train=self.suites.train,

@@ -130,6 +130,7 @@ def describe_for(loop, outcome: Outcome, health: Health, suite: Suite, label: st
 def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
     loop.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+    loop.cells_regraded += outcome.regraded
     if outcome.budget_stop:
         raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${loop.run()['cost_usd']:.4f} "
                          f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "
@@ -141,12 +142,16 @@ def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = Fa
 
 
 def seed_evaluation(loop, attempt: dict, seed: str, suite: Suite, what: str) -> Outcome:
-    """The seed on one suite; an unhealthy one stops the run before anything else is spent."""
+    """The seed on one suite; an unhealthy one (exit 7) or an incomplete one (exit 8: infra_error or
+    grader_error cells, redone by re-running) stops the run before anything else is spent."""
     outcome = loop._evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
     health = assess(outcome, loop.settings.max_failed_share)
     if not health.healthy:
         column = "val_evaluation_id" if suite is loop.suites.val else "train_evaluation_id"
         update_attempt(loop.db, attempt["id"], {column: outcome.evaluation_id, "failures": dumps(outcome.failures)})
+        if not health.complete:   # an outage or a grader bug: re-running redoes exactly those cells (exit 8)
+            raise IncompleteEvaluation("the seed's evaluation is not complete, so no mutation was tried: "
+                                       + describe_for(loop, outcome, health, suite, what))
         raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
                             + describe_for(loop, outcome, health, suite, what))
     return outcome

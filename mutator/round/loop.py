@@ -22,7 +22,7 @@ from mutator.config import Settings
 from mutator.critic import guards as critic
 from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
-from mutator.round.evaluations import Evaluator, limits
+from mutator.round.evaluations import Evaluator
 from mutator.round.failures import (
     EvaluationStop,
     account,
@@ -31,9 +31,10 @@ from mutator.round.failures import (
     reopen_failed,
     seed_evaluation,
 )
-from mutator.round.mutate import mutate
+from mutator.round.mutate import MutatorAgent, mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
+from mutator.round.regrade import changed_since, manifests, regrade_decided, stored_run
 from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
@@ -80,50 +81,42 @@ class Loop(MutatorView):
         self.contract = Contract(
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
             agent=agents.build_id, silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
-        self.evaluator = Evaluator(
-            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
-            launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
-            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None,
-            payer=lambda: self.run_id, **limits(settings))
+        self.evaluator = Evaluator.for_settings(
+            settings, self.db, self.contract, agent_argv=agents.build_argv, launcher=launcher, progress=self.progress,
+            network=agents.network, spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None,
+            payer=lambda: self.run_id)
         self.mutator_price = _price(settings, settings.mutator_model)
+        self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
+            argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
+            max_turns=settings.max_turns, price=self.mutator_price, launcher=launcher,
+            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms, network=agents.network)
         self.retry_failed = retry_failed
         self.gating = Gating.for_settings(settings, self.weights)
         self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
         self.run_id = ""
-        self.cells_run = 0
+        self.cells_run = self.cells_regraded = 0   # agents run; cells graded again from kept agent work
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str, *, legacy: bool = False) -> dict:
-        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash,
+    def identity(self, seed_hash: str, *, legacy: bool = False, by_content: bool = False) -> dict:
+        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash, by_content=by_content,
                             cheaper={} if legacy else cheaper_identity(self.gating.design, self.screen))
-
-    def _legacy_run(self, seed_hash: str) -> list[dict]:
-        """A run stored before sequential val: resumed with the fixed-n gate and no screen it was made with."""
-        legacy = run_id_for(self.identity(seed_hash, legacy=True))
-        found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
-        if found:
-            self.run_id = legacy
-            self.gating = dataclasses.replace(self.gating, design=dataclasses.replace(self.gating.design, looks=1))
-            self.screen = dataclasses.replace(self.screen, tasks=0)
-            self.progress.say(f"{legacy} was stored before sequential val and the screen: it resumes as it was "
-                              "made (every val cell at once, no screen)")
-        return found
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
             self.settings.skill_dir))), what="this run")  # locked before its first write (LockHeld names the holder)
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
-        self.run_id = run_id_for(self.identity(seed_hash))
-        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or self._legacy_run(seed_hash)
-        s = self.settings
+        self.run_id = identity_id = run_id_for(self.identity(seed_hash))
+        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or stored_run(self, seed_hash)
+        s, suites_now = self.settings, manifests(self.suites)
         if existing:
             run = existing[0]
             resume_run(self.db, self.run_id, rounds_target=max(s.rounds, run["rounds_done"] or 0),
                        holdout=self.suites.holdout.name if self.suites.holdout else run["holdout"])
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
                               f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
+            for line in changed_since(self.db.conn, run, {}, suites_now):
+                self.progress.say(line)
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
@@ -133,14 +126,19 @@ class Loop(MutatorView):
                 seed_hash=seed_hash, skill_name=self.skill_name, suite=self.suites.train.name,
                 suite_hash=self.suites.train.content_hash, val=self.suites.val.name,
                 val_hash=self.suites.val.content_hash, holdout=self.suites.holdout.name if self.suites.holdout else None,
-                model=s.model, mutator_model=s.mutator_model, agent=self.agents.build_id, replicates=s.replicates,
+                model=s.model, agent=self.agents.build_id, replicates=s.replicates,
+                mutator_model=None if self.agents.mutator_id.startswith("command@") else s.mutator_model,  # a
+                # --mutator-cmd picks its own model: config's mutatorModel only reaches it as SM_MODEL
                 rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
                 confirm=int(s.confirm)))
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
-        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents))
+            for line in changed_since(self.db.conn, None, self.identity(seed_hash), suites_now):
+                self.progress.say(line)
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir),
+                   identity_id=identity_id, suites=dumps(suites_now))
         return self.run()
 
     def run(self) -> dict:
@@ -166,6 +164,7 @@ class Loop(MutatorView):
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
             val_norm = self.round_zero(run)
+            regrade_decided(self)   # a changed grader: the scored genomes' evaluations re-graded before round 1
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
             self._update_run(status=RunStatus.FINISHED, finished_at=now(), pid=None)
@@ -196,7 +195,9 @@ class Loop(MutatorView):
 
     def solve(self) -> None:
         s = self.settings
-        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        # the solve phase's bare cells: the same cell settings, the mutator's backend as the build agent
+        solver = dataclasses.replace(self.evaluator, settings=dataclasses.replace(
+            self.evaluator.settings, agent_argv=self.agents.solve_argv))
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
@@ -395,8 +396,9 @@ class Loop(MutatorView):
         return record["decision"] == "loss"
 
     def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
-        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
-                              "and id != ? order by id", [self.run_id, exclude])
+        found = rows(self.db, "select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "  # one grader's
+                              "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
+                              "e.suite_hash = ? order by a.id", [self.run_id, exclude, self.suites.val.content_hash])
         # an early look averages fewer replicates per task: its scale is not the full evaluation's
         return [Comparison(r["gate_n"], gate["s_r"]) for r in found
                 if "early_look" not in (gate := loads(r["gate"]))]
@@ -413,16 +415,13 @@ class Loop(MutatorView):
         def call(meter):
             return mutate(
                 workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-                briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
-                argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
-                max_turns=self.settings.max_turns, price=self.mutator_price,
-                silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
-                extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-                stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
+                briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs, agent=self.mutator,
+                round_no=round_no, sibling=sibling,
+                stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash),
                 watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                        "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
                        **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
-                agent=self.agents.mutator_id, meter=meter)
+                meter=meter)
         result, carried = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id,
                                             workspace.name), self.mutator_price, call, payer=self.run_id,
                                             attempt_id=row["id"])   # with a try a crash cut short

@@ -55,12 +55,17 @@ def cheaper_identity(design, screen) -> dict:
             **({"screen": dataclasses.asdict(screen)} if screen.tasks else {})}
 
 
-def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict) -> dict:
-    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path)."""
-    return {"seed": seed_hash, "suite": [suites.train.name, suites.train.content_hash],
-            "val": [suites.val.name, suites.val.content_hash], "strategy": s.strategy,
+def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict,
+                 by_content: bool = False) -> dict:
+    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path). A suite is
+    named by what its agents see (its agent hash), so a grader fix resumes the same run and re-grades; a run
+    stored before that (`by_content`) hashed each suite's whole folder."""
+    def named(suite: Suite) -> list[str]:
+        return [suite.name, suite.content_hash if by_content else suite.agent_hash]
+    return {"seed": seed_hash, "suite": named(suites.train), "val": named(suites.val), "strategy": s.strategy,
             "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
             **({"confirm": True} if s.confirm else {}), **cheaper}
+

@@ -102,7 +102,7 @@ def test_spend_after_judge_errors_and_their_resume_equals_what_was_served(server
             "--replicates", "1", "--concurrency", "2", "--data-dir", str(data))
     env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
     first = run_py(*args, env=env)
-    assert first.returncode == 7, first.stderr[-3000:]   # the seed's evaluation holds no result
+    assert first.returncode == 8, first.stderr[-3000:]   # the seed's evaluation is incomplete (grader_error cells)
     db = connect_readonly(data / "mutator.db")
     assert stored_usd(data) == pytest.approx(served_usd(server), abs=1e-6)
     assert {r["status"] for r in db.query("select status from cells")} == {"grader_error"}
