@@ -4,6 +4,9 @@ Owns the SM_* names an agent finds in its environment, the staging of a cell dir
 workspace, spawning (secret pipe, launcher, watchdog, group kill), reading the stream once, pricing the
 call by one rule, and the result.json a mutator-role call leaves. The build cell, the mutator, the meta
 skill and the solve phase's bare cells all run through `call()`; nothing else spawns an agent.
+Given a meter file, a process that may call the model API (its environment carries a key or a base URL)
+talks to it only through a metering loopback proxy (eval/agents/key_proxy.py) that holds the real key and
+appends each response's usage as it is served (eval/agents/meter.py).
 Never imports mutator/; never decides what a call's outcome means for a cell or an attempt.
 """
 
@@ -13,10 +16,11 @@ import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from eval import reaper
+from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, usd
 from eval.environment import CREDENTIALS, allowed_env, runs_our_backend
 from eval.snapshot import copy_tree
@@ -99,6 +103,7 @@ class AgentCall:
     sibling: int | None = None
     task: str = ""
     env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's FAKE_* hooks); never SM_*
+    meter: Path | None = None       # where the metering proxy appends each served response's usage
 
     @property
     def stream(self) -> Path:
@@ -161,11 +166,19 @@ def prepare(spec: AgentCall) -> None:
             path.touch()
 
 
-def read_call(stream: Path, price: Price, *, agent: str) -> tuple[StreamMetrics, Cost]:
+def read_call(stream: Path, price: Price, *, agent: str, meter: Path | None = None) -> tuple[StreamMetrics, Cost]:
     """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses it
-    when the agent is gone; a re-graded cell reads its kept stream through it again)."""
+    when the agent is gone; a re-graded cell reads its kept stream through it again). When the call's traffic
+    passed the metering proxy, its usage is what the meter saw served (cut streams included), priced at
+    config.json prices whatever the agent reported."""
     metrics = read_stream(stream)
-    return metrics, cost_of(metrics, price, agent=agent)
+    served = read_meter(meter) if meter is not None else None
+    if served is None:
+        return metrics, cost_of(metrics, price, agent=agent)
+    metrics = replace(metrics, usage=Usage(**served.total()))
+    reported = metrics.reported_cost_usd if not metrics.invalid else 0.0
+    priced = usd(price, metrics.usage)
+    return metrics, Cost(priced, reported, priced)
 
 
 async def call(spec: AgentCall) -> CallResult:
@@ -176,8 +189,8 @@ async def call(spec: AgentCall) -> CallResult:
     run = await spawn(spec.argv, cwd=spec.cwd, env=contract_env(spec), prompt=spec.prompt, stream=spec.stream,
                       log_dir=spec.home, launcher=spec.launcher, writable=writable, readable=spec.readable,
                       network=spec.network, silence_ms=spec.silence_ms, heartbeat_ms=spec.heartbeat_ms,
-                      wall_ms=spec.wall_ms, max_output_bytes=spec.max_output_bytes)
-    return CallResult(run, *read_call(spec.stream, spec.price, agent=spec.agent))
+                      wall_ms=spec.wall_ms, max_output_bytes=spec.max_output_bytes, meter=spec.meter)
+    return CallResult(run, *read_call(spec.stream, spec.price, agent=spec.agent, meter=spec.meter))
 
 
 def read_result_json(path: Path, *, who: str = "the mutator", shape: str = "a JSON object") -> dict:
@@ -195,6 +208,26 @@ def read_result_json(path: Path, *, who: str = "the mutator", shape: str = "a JS
 
 
 # ---- spawning ----------------------------------------------------------------------------------------------------
+MODEL_API_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+# The child reaches the proxy on 127.0.0.1 directly; the proxy itself honours the user's network proxies.
+NETWORK_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+def metering(env: Mapping[str, str], meter: Path | None):
+    """The env pointed at a fresh metering proxy (its nonce for the key), and the proxy; unchanged when there
+    is no meter or the process is given no model API (a fake, a command not passed the key)."""
+    env = dict(env)
+    if meter is None or not any(env.get(name) for name in MODEL_API_VARS):
+        return env, None
+    # imported here: an agent process imports this module for the contract's names alone
+    from eval.agents.key_proxy import KeyProxy, credentials
+    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter).start()
+    for name in ("ANTHROPIC_AUTH_TOKEN", *NETWORK_PROXIES):
+        env.pop(name, None)
+    env.update(ANTHROPIC_BASE_URL=proxy.base_url, ANTHROPIC_API_KEY=proxy.nonce)
+    return env, proxy
+
+
 def secret_pipe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
     """The env without the credentials and the read end of a pipe holding them (None when there are none)."""
     env = dict(env)
@@ -240,8 +273,24 @@ class AgentRun:
 async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                 log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path] = (),
                 network: bool = False, silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
-                max_output_bytes: int = 0) -> AgentRun:
-    """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done."""
+                max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
+    """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done; with
+    a meter, its model API calls go through a metering proxy closed only after the process group is gone."""
+    env, proxy = metering(env, meter)
+    try:
+        return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
+                            launcher=launcher, writable=writable, readable=readable, network=network,
+                            silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
+                            max_output_bytes=max_output_bytes)
+    finally:
+        if proxy is not None:
+            proxy.close()   # every response it was served is on the meter
+
+
+async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
+                 log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path],
+                 network: bool, silence_ms: int, heartbeat_ms: int, wall_ms: int,
+                 max_output_bytes: int) -> AgentRun:
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio
 

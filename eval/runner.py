@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from eval.agent_call import AgentCall, AgentRun, Cost, call, read_call, stage_cell
+from eval.agents.meter import agent_meter, judge_meter
 from eval.cost import Usage
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost, grader_usage
@@ -28,7 +29,8 @@ from eval.trajectory import capture_and_prune
 
 
 def call_of(job: CellJob, work: Path) -> AgentCall:
-    """The build agent's call for this cell (eval/agent_call.py): the cell dir is its home, work/ its cwd."""
+    """The build agent's call for this cell (eval/agent_call.py): the cell dir is its home, work/ its cwd, and
+    its model API traffic is metered beside the cell dir (eval/agents/meter.py::agent_meter)."""
     run = job.settings
     return AgentCall(
         argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model, max_turns=job.contract.max_turns,
@@ -36,7 +38,7 @@ def call_of(job: CellJob, work: Path) -> AgentCall:
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
         skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
-        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env)
+        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env, meter=agent_meter(job.cell_root))
 
 
 async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
@@ -96,6 +98,8 @@ async def run_cell(job: CellJob) -> CellResult:
 
 
 async def _run_cell(job: CellJob, started: float) -> CellResult:
+    for meter in (agent_meter(job.cell_root), judge_meter(job.cell_root)):
+        meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
                       skill_dir=job.skill_dir, skill_name=job.skill_name)
     done = await call(call_of(job, work))
@@ -120,7 +124,12 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
         return None
     work = put_back(source, job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     started = time.monotonic()
-    metrics, cost = read_call(job.cell_root / "stream.jsonl", job.price, agent=job.contract.agent)
+    for spent in (judge_meter(job.cell_root), job.cell_root / "judge.spend.json"):
+        spent.unlink(missing_ok=True)  # the last grading's calls are on the cell row already
+    # a cell re-graded in place keeps its agent's metered figures; one taken over from another cell has no meter
+    # here and keeps its kept stream's (either way the agent is never charged again: mutator/store/cache.py)
+    metrics, cost = read_call(job.cell_root / "stream.jsonl", job.price, agent=job.contract.agent,
+                              meter=agent_meter(job.cell_root))
     grades, error = await run_grader(job, work)
     status = "ok" if grades is not None else "grader_error"
     result = _finish(job, status=status, tests=grades or {}, metrics=metrics, cost=cost, started=started,
@@ -139,7 +148,7 @@ NOTHING = Cost()   # a cell the harness failed before its agent's stream: no cal
 def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
             started: float, error: str, cost: Cost = NOTHING) -> CellResult:
     """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream."""
-    usage = metrics.usage if metrics else Usage()
+    usage = metrics.usage if metrics else Usage()   # a metered call's: what was served (read_call)
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,

@@ -116,7 +116,7 @@ class ClaudeCliBackend:
         return done.stdout.strip() or "unknown"
 
     def implementation(self, role: str) -> str:
-        code = _digest(*_sources("claude_cli.py", "result_json.py", "key_proxy.py", "hide.py"),
+        code = _digest(*_sources("claude_cli.py", "result_json.py", "key_proxy.py", "meter.py", "hide.py"),
                        self.version().encode())
         return f"claude-cli{'-mutator' if role == 'mutator' else ''}@{code}"
 

@@ -33,10 +33,11 @@ class Lessons:
 
 
 def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], agent: MutatorAgent,
-           round_no: int) -> Lessons:
+           round_no: int, meter: Path | None = None) -> Lessons:
     stage_workspace(workspace, skill_dir, "# Meta skill\n\n" + PROMPT, {})
     stage(workspace)
-    spec = agent.call(workspace, PROMPT, writable=(), round_no=round_no, sibling=0, task="meta")
+    spec = agent.call(workspace, PROMPT, writable=(), round_no=round_no, sibling=0, task="meta",
+                      meter=meter)
     done = asyncio.run(call(spec))
     redact_tree(workspace)  # secrets never stored: its stream, stderr and result.json
     cost = done.cost.usd     # the mutator's rule (eval/agent_call.py::cost_of), as for a mutation

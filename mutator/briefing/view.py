@@ -17,7 +17,7 @@ from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
-from mutator.store import cache
+from mutator.store import cache, charges
 from mutator.store.db import dumps, loads, rows
 from strategies import CandidateSpec, State
 
@@ -41,11 +41,13 @@ class MutatorView:
         if any(entry["round"] == round_no for entry in lessons):
             return
         incumbent = self.session.run()["incumbent_hash"]
-        result = distil(
-            workspace=self.session.settings.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}",
-            skill_dir=self.session.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
-            agent=self.mutator, round_no=round_no)
-        self.session.spend(result.cost_usd)
+        workspace = self.session.settings.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}"
+        meter = charges.call_meter(self.session.settings.data_dir, self.session.run_id, workspace.name)
+        result, _ = charges.paid_call(
+            self.session.db, meter, self.mutator.price, payer=self.session.run_id,
+            call=lambda meter: distil(workspace=workspace, skill_dir=self.session.genomes.path(incumbent),
+                                      stage=lambda ws: self.evidence().stage(ws, incumbent), agent=self.mutator,
+                                      round_no=round_no, meter=meter))
         if not result.ok:
             self.session.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,

@@ -145,7 +145,7 @@ def test_run(c: Context) -> int:
     hold_champion(c.settings, args.test_run)
     result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                      launcher=c.launcher, progress=c.progress, network=agents.network,
-                     build_id=agents.build_id, control=not args.no_control)
+                     build_id=agents.build_id, control=not args.no_control, budget=budgets(c))
     train = result["train_composite"]
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
           f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
@@ -162,9 +162,17 @@ def compare(c: Context) -> int:
     for run_id in args.compare:   # fixed champions: never while either loop runs
         hold_champion(c.settings, run_id)
     pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
-                        launcher=c.launcher, progress=c.progress, network=agents.network, build_id=agents.build_id)
+                        launcher=c.launcher, progress=c.progress, network=agents.network, build_id=agents.build_id,
+                        budget=budgets(c))
     print(render(pair))
     return 0
+
+
+def budgets(c: Context):
+    """--budget-usd (on the run's spend) and the store's daily budget, as every spending command asks them."""
+    from mutator.after.spend import combine
+    from mutator.round.budget import Budget
+    return combine(Budget(c.args.budget_usd) if c.args.budget_usd is not None else None, c.daily)
 
 
 def plan(c: Context) -> int:
@@ -192,7 +200,7 @@ def aa(c: Context) -> int:
     check_seed_skill(s.skill_dir)
     run = AARun(s, val, train=train,
                 build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
-                progress=c.progress)
+                progress=c.progress, budget=budgets(c))
     aa_id = run.execute(args.aa)
     print(aa_summary(run.session.db, aa_id))
     print(f"\n{run.session.cells_run} cells run by this command. Record: {s.db_path}")

@@ -116,6 +116,13 @@ class RunGate:
         return cell_estimate(self.db, contract)
 
 
+def refused(outcome, spent_usd: float) -> None:
+    """Raise BudgetStop when an evaluation left cells unstarted at the cap (its `budget_stop` says which)."""
+    if outcome.budget_stop:
+        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${spent_usd:.4f} spent; finished "
+                         f"cells are kept. Re-run the same command with a higher --budget-usd to resume it.")
+
+
 def price_ratio(mutator, build) -> float:
     """How much dearer the mutator model is than the build model (input and output prices summed)."""
     return (mutator.input + mutator.output) / ((build.input + build.output) or 1.0)

@@ -1,21 +1,23 @@
 """Cached evaluations: the bridge between the stateless eval core and the store's evaluation cache.
 
 The same evaluation key spends nothing twice (mutator/store/cache.py holds the rows); a crash re-runs
-only the cells that never finished.
+only the cells that never finished. Each cell's spend is charged to the `payer` run as the cell is stored;
+a cell cut short (Ctrl-C, a deadline, a crash) is settled from its meter (mutator/store/charges.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 import sqlite_utils
 
-from eval.cells import CellSpec, Contract, agent_key, evaluation_key
-from eval.cost import Price, price_for
+from eval.agents.meter import agent_meter, judge_meter
+from eval.cells import CellSpec, Contract, agent_key, enumerate_cells, evaluation_key
+from eval.cost import Price, PricingError, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.executors import Executor, get_executor
 from eval.jobs import FINAL, CellResult, CellSettings
@@ -25,7 +27,7 @@ from eval.suite import Suite
 from mutator.round.progress import Progress
 from mutator.scoring.models import first_model, is_group, members
 from mutator.scoring.score import CellFigures
-from mutator.store import cache
+from mutator.store import cache, charges
 from sandbox import Launcher
 
 
@@ -72,20 +74,23 @@ class Evaluator:
     # a time.monotonic() instant (--max-seconds): past it the event loop cancels the running cells, as Ctrl-C
     # would, and DeadlineReached is raised; a timeout of the loop itself, never a signal (SIGINT may be ignored)
     deadline: float | None = None
+    # the run charged for each cell as it is stored (a callable: the run opens later); None charges nobody
+    payer: Callable[[], str] | None = None
     # (evaluation, cells) already given a pass by this process: a partial one is not re-run over and over
     _passed: set[tuple[int, Cells | None]] = field(default_factory=set)
 
     @classmethod
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
                      launcher: Launcher, progress: Progress, network: bool = False, concurrency: int | None = None,
-                     spend_gate: SpendGate | None = None, deadline: float | None = None) -> Evaluator:
+                     spend_gate: SpendGate | None = None, deadline: float | None = None,
+                     payer: Callable[[], str] | None = None) -> Evaluator:
         """The evaluator a command builds from its settings: priced by the contract's model (each member model
         of a several-model evaluation by its own), its cells run as `cell_settings` says."""
         cells = cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network)
         return cls(db=db, data_dir=settings.data_dir, contract=contract, settings=cells,
                    price=price_for(settings.pricing, first_model(contract.model)),
                    concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
-                   executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline)
+                   executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline, payer=payer)
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
                  contract: Contract | None = None, price: Price | None = None, only: Cells | None = None,
@@ -155,6 +160,8 @@ class Evaluator:
              contract: Contract, key: str, label: str, price: Price, *,
              retry_failed: bool = False, only: Cells | None = None) -> tuple[tuple[int, int], float, str]:
         """Run this pass's cells; returns ((agents run, cells re-graded), USD spent, the budget's stop)."""
+        cells_root = self.data_dir / "evals" / key
+        self._settle(evaluation_id, suite, contract, key, cells_root, price)   # cells a crash cut short
         done = cache.finished(self.db, evaluation_id, retry_failed=retry_failed)
         regrade = set() if retry_failed else cache.to_regrade(self.db, evaluation_id)
         agent = self.db["evaluations"].get(evaluation_id).get("agent_key")
@@ -166,49 +173,55 @@ class Evaluator:
         done |= self._adopt(evaluation_id, sources, retry_failed=retry_failed)
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
-            cells_root=self.data_dir / "evals" / key, price=price, concurrency=self.concurrency,
-            settings=self.settings)
+            cells_root=cells_root, price=price, concurrency=self.concurrency, settings=self.settings)
         reuse = {cell: Path(row["cell_dir"]) for cell, row in sources.items()
                  if row["status"] in ("ok", "grader_error") and row["cell_dir"] and regradable(Path(row["cell_dir"]))}
         total = len(suite.tasks) * contract.replicates if only is None else len(only)
         todo = len(pending_cells(request, done))
-        counts = {"done": total - todo, "errors": 0}
+        counts = {"done": total - todo, "errors": 0, "spent": 0.0}
         self.progress.start(label, total, counts["done"])
         gate = _Starter(self.spend_gate, contract)
 
+        payer = self.payer() if self.payer else None
+
         def on_cell(cell: CellResult) -> None:
             source = sources.get((cell.task_id, cell.replicate)) if cell.extra.get("regraded") else None
-            cache.store_cell(self.db, evaluation_id, cell,
-                             agent_cell_id=(source.get("agent_cell_id") or source["id"]) if source else None)
-            gate.finished((0.0 if cell.extra.get("regraded") else cell.cost_usd) + cell.extra.get("grader_cost_usd", 0.0))
+            # a re-graded cell is charged only its new judge calls: its agent run was paid when it ran
+            charged = cache.store_cell(self.db, evaluation_id, cell, payer=payer,
+                                       agent_cell_id=(source.get("agent_cell_id") or source["id"]) if source else None)
+            for meter in (agent_meter(Path(cell.cell_dir)), judge_meter(Path(cell.cell_dir))):
+                meter.unlink(missing_ok=True)   # on the row now (a crash before this is told apart by time)
+            gate.finished(0.0 if payer else charged)   # a payer's charge is in the run's spend already
+            counts["spent"] += charged
             counts["done"] += 1
             counts["errors"] += cell.status != "ok"
             self.progress.update(counts["done"], total, errors=counts["errors"])
 
         results: list[CellResult] = []
         free = set(reuse) | {cell for cell in regrade if regradable(request.cells_root / CellSpec(*cell, 0).name)}
-        if free and suite.runner != "judge":   # grading by script or expectations spends nothing: no budget's say
-            every = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)}
+        try:
+            if free and suite.runner != "judge":   # grading by script or expectations spends nothing: no budget's say
+                every = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)}
+                results += asyncio.run(until(self.deadline, evaluate_async(
+                    request, skip=done | (every - free), regrade=regrade, reuse=reuse, on_cell=on_cell,
+                    executor=self.executor)))
+                done = done | {(c.task_id, c.replicate) for c in results}
+            if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
+                # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
+                results += asyncio.run(until(self.deadline, evaluate_async(
+                    request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell, limit=1,
+                    may_start=gate.may_start, executor=self.executor)))
+                done = done | {(c.task_id, c.replicate) for c in results}
             results += asyncio.run(until(self.deadline, evaluate_async(
-                request, skip=done | (every - free), regrade=regrade, reuse=reuse, on_cell=on_cell,
-                executor=self.executor)))
-            done = done | {(c.task_id, c.replicate) for c in results}
-        if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
-            # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
-            results += asyncio.run(until(self.deadline, evaluate_async(
-                request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell, limit=1, may_start=gate.may_start,
-                executor=self.executor)))
-            done = done | {(c.task_id, c.replicate) for c in results}
-        results += asyncio.run(until(self.deadline, evaluate_async(
-            request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
-            may_start=gate.may_start if self.spend_gate else None,
-            executor=self.executor)))
+                request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
+                may_start=gate.may_start if self.spend_gate else None, executor=self.executor)))
+        finally:   # Ctrl-C or the deadline: the cells cut short are recorded with what they were served
+            self._settle(evaluation_id, suite, contract, key, cells_root, price)
         self.progress.finish()
         cache.close_evaluation(self.db, evaluation_id)
         # an LLM judge's own calls are spend too (budget, run total), though not part of the composite; a
-        # re-graded cell's agent was paid when it ran
-        spent = sum((0.0 if cell.extra.get("regraded") else cell.cost_usd) + cell.extra.get("grader_cost_usd", 0.0)
-                    for cell in results)
+        # re-graded cell's agent was paid when it ran (store_cell charges it nothing)
+        spent = counts["spent"]
         stop = ""
         if gate.refused:
             stop = f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass the cap)"
@@ -225,6 +238,18 @@ class Evaluator:
         for cell in sorted(taken):
             cache.adopt(self.db, evaluation_id, sources.pop(cell))
         return taken
+
+    def _settle(self, evaluation_id: int, suite: Suite, contract: Contract, key: str, cells_root: Path,
+                price: Price) -> None:
+        def price_of(model: str) -> Price:
+            try:
+                return price_for(self.pricing, model) if self.pricing and model else price
+            except PricingError:
+                return price
+        specs = [(spec.task_id, spec.replicate, cells_root / spec.name)
+                 for spec in enumerate_cells(suite, contract, key)]
+        charges.settle_cells(self.db, evaluation_id, specs, price=price, price_of=price_of,
+                             payer=self.payer() if self.payer else None)
 
     def cells(self, evaluation_id: int) -> tuple[CellFigures, ...]:
         return _figures(cache.cell_rows(self.db, evaluation_id))

@@ -131,10 +131,8 @@ def describe_for(session: Session, outcome: Outcome, health: Health, suite: Suit
 
 def account(session: Session, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-    session.cells_run += outcome.ran
+    session.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
     session.cells_regraded += outcome.regraded
-    if outcome.ran_cost:
-        session.spend(outcome.ran_cost)
     if outcome.budget_stop:
         raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${session.run()['cost_usd']:.4f} "
                          f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "

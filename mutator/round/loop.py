@@ -50,6 +50,7 @@ from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
+from mutator.store import charges
 from mutator.store.attempts import insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
 from mutator.store.db import (
     DiskFull,
@@ -75,7 +76,8 @@ class Loop:
         check_roles(suites)
         self.suites, self.agents, self.strategy, self.launcher = suites, agents, strategy, launcher
         self.session = Session.open(settings, build_argv=agents.build_argv, build_id=agents.build_id,
-                                    launcher=launcher, progress=progress, budget=budget, network=agents.network)
+                                    launcher=launcher, progress=progress, budget=budget, network=agents.network,
+                                    pays=True)
         self.mutator_price = _price(settings, settings.mutator_model)
         self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
             argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
@@ -150,9 +152,6 @@ class Loop:
 
     def _update_run(self, **fields) -> None:
         self.session.update_run(**fields)
-
-    def _spend(self, usd: float) -> None:
-        self.session.spend(usd)
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
@@ -415,25 +414,31 @@ class Loop:
             first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
                                                                                   self.evaluator.price)
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
-        result = mutate(
-            workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-            briefing=self.view.briefing(round_no, sibling, state, objective, spec), refs=refs, agent=self.mutator,
-            round_no=round_no, sibling=sibling,
-            stage=lambda workspace: self.view.evidence().stage(workspace, spec.parent_hash),
-            watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
-                   "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
-                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})})
-        self._spend(result.cost_usd)
+
+        def call(meter):
+            return mutate(
+                workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
+                briefing=self.view.briefing(round_no, sibling, state, objective, spec), refs=refs, agent=self.mutator,
+                round_no=round_no, sibling=sibling,
+                stage=lambda workspace: self.view.evidence().stage(workspace, spec.parent_hash),
+                watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
+                       "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
+                       **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
+                meter=meter)
+        result, carried = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id,
+                                            workspace.name), self.mutator_price, call, payer=self.run_id,
+                                            attempt_id=row["id"])   # with a try a crash cut short
+        paid = {**result.columns(), "mutator_cost_usd": carried + (row["mutator_cost_usd"] or 0) + result.cost_usd}
         if not result.ok:
             update_attempt(self.db, row["id"], words.for_fields({
-                "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error, **result.columns(),
+                "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error, **paid,
                 "finished_at": now()}))
             return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
         update_attempt(self.db, row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
-            **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+            **paid, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
 

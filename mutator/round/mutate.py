@@ -73,22 +73,22 @@ class MutatorAgent:
     env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's hooks); never SM_*
 
     def call(self, workspace: Path, prompt: str, *, writable: Sequence[Path], round_no: int, sibling: int,
-             task: str = "") -> AgentCall:
-        """A mutator-role call in `workspace` (its cwd and home), writing result.json."""
+             task: str = "", meter: Path | None = None) -> AgentCall:
+        """A mutator-role call in `workspace` (its cwd and home), writing result.json; metered when given one."""
         return AgentCall(argv=self.argv, agent=self.agent, model=self.model, max_turns=self.max_turns,
                          price=self.price, prompt=prompt, cwd=workspace, home=workspace, launcher=self.launcher,
                          silence_ms=self.silence_ms, heartbeat_ms=self.heartbeat_ms, skill_dir=workspace / "skill",
                          writable=writable, readable=(workspace,), network=self.network, result_json=True,
-                         round_no=round_no, sibling=sibling, task=task, env=self.env)
+                         round_no=round_no, sibling=sibling, task=task, env=self.env, meter=meter)
 
 
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], agent: MutatorAgent,
            round_no: int, sibling: int, stage: Callable[[Path], None] | None = None,
-           watch: Mapping[str, Path] | None = None) -> Mutation:
+           watch: Mapping[str, Path] | None = None, meter: Path | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
-    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling)
+    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling, meter=meter)
     prepare(spec)   # its prompt and empty outputs exist before the snapshot: they are the harness's, not its writes
     before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/round/tamper.py)
     done = asyncio.run(call(spec))

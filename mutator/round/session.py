@@ -107,9 +107,11 @@ class Session:
     def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
              progress: Progress | None = None, budget: Budget | None = None, network: bool = False,
              contract: Contract | None = None, weights: Weights | None = None, skill_name: str | None = None,
-             concurrency: int | None = None, db: sqlite_utils.Database | None = None) -> Session:
+             concurrency: int | None = None, db: sqlite_utils.Database | None = None,
+             pays: bool = False) -> Session:
         """The session of `settings`; a command measuring a stored run passes that run's contract, weights and
-        skill name instead of today's settings (and the store it read the run from)."""
+        skill name instead of today's settings (and the store it read the run from). With `pays`, every cell is
+        charged to the session's run as it is stored; without (a health check), nothing is charged to a run."""
         db = db or connect(settings.db_path)
         progress = progress or Progress()
         contract = contract or Contract(
@@ -123,6 +125,8 @@ class Session:
                       evaluator=evaluator, progress=progress, budget=budget)
         if budget:   # every cell asks the run's budget first (the run id is known once the run opens)
             evaluator.spend_gate = RunGate(budget, db, lambda: session.run_id)
+        if pays:   # each cell's spend is charged to the session's run as the cell is stored (one count)
+            evaluator.payer = lambda: session.run_id
         return session
 
     # ---- the run row -------------------------------------------------------------------------------

@@ -96,30 +96,39 @@ def failure_counts(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, i
         "order by status", [evaluation_id])}
 
 
-def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, *,
-               agent_cell_id: int | None = None) -> None:
+def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, *, payer: str | None = None,
+               agent_cell_id: int | None = None) -> float:
     """The cell, its tests and the evaluation's counter commit together or not at all. A cell stored before
-    (infra_error, grader_error, or failed under --retry-failed) is replaced: its retries and the cost of
-    its earlier tries carry over, so no spend is lost. `agent_cell_id`: the cell whose agent run this one
-    re-graded (its agent cost is counted there, not here)."""
-    old = list(db.query("select id, cost_usd, retries, prior_cost_usd, agent_cell_id from cells where "
-                        "evaluation_id = ? and task_id = ? and replicate = ?",
+    (infra_error, grader_error, interrupted, or failed under --retry-failed) is replaced: its retries, the cost
+    of its earlier tries and its judge's earlier calls carry over, so no spend is lost. A regraded cell keeps
+    its agent's figures (the same agent run) and is charged only its new judge calls; `agent_cell_id` names
+    the cell whose agent run this one re-graded (its agent cost is counted there, not here). The spend new
+    with this row is charged to the `payer` run in the same transaction (so a crash never splits the two),
+    and returned."""
+    old = list(db.query("select id, cost_usd, retries, prior_cost_usd, grader_cost_usd, input_tokens, output_tokens, "
+                        "cache_write_tokens, cache_read_tokens, priced_cost_usd, reported_cost_usd, agent_cell_id "
+                        "from cells where evaluation_id = ? and task_id = ? and replicate = ?",
                         [evaluation_id, cell.task_id, cell.replicate]))
-    retries, prior = cell.retries, 0.0
-    regraded = bool(cell.extra.get("regraded"))     # the same agent run graded again: same cost
+    retries, prior, grader = cell.retries, 0.0, float(cell.extra.get("grader_cost_usd", 0.0))
+    regraded = bool(cell.extra.get("regraded"))     # an agent run already paid for, graded again
+    new_spend = grader + (0.0 if regraded else cell.cost_usd)
+    agent = {"cost_usd": cell.cost_usd, "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
+             "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens}
+    extra = {k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
+                                        "grader_output_tokens", "node") if k in cell.extra}
     if old:
         retries += (old[0]["retries"] or 0) + (0 if regraded else 1)
         prior = (old[0]["prior_cost_usd"] or 0.0) + (0.0 if regraded else old[0]["cost_usd"] or 0.0)
+        grader += old[0]["grader_cost_usd"] or 0.0
         agent_cell_id = agent_cell_id or (old[0]["agent_cell_id"] if regraded else None)
+        if regraded:
+            agent = {key: old[0][key] for key in agent}
+            extra.update({k: old[0][k] for k in ("priced_cost_usd", "reported_cost_usd")})
     row = {"evaluation_id": evaluation_id, "task_id": cell.task_id, "replicate": cell.replicate,
-           "status": cell.status, "score": cell.score, "cost_usd": cell.cost_usd, "steps": cell.steps,
-           "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
-           "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens,
+           "status": cell.status, "score": cell.score, **agent, "steps": cell.steps,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
            "cell_dir": cell.cell_dir, "finished_at": now(), "retries": retries, "prior_cost_usd": prior,
-           "grader_cost_usd": float(cell.extra.get("grader_cost_usd", 0.0)), "agent_cell_id": agent_cell_id,
-           **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
-                                         "grader_output_tokens", "node") if k in cell.extra}}
+           "grader_cost_usd": grader, "agent_cell_id": agent_cell_id, **extra}
     conn = db.conn
     with conn:
         if old:
@@ -131,6 +140,9 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
         conn.executemany("insert into tests (cell_id, name, score) values (?, ?, ?)",
                          [(cursor.lastrowid, name, score) for name, score in sorted(cell.tests.items())])
         conn.execute("update evaluations set n_done = n_done + 1 where id = ?", [evaluation_id])
+        if payer and new_spend:
+            conn.execute("update runs set cost_usd = cost_usd + ? where id = ?", [new_spend, payer])
+    return new_spend
 
 
 def member_ids(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, int]:

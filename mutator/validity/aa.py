@@ -22,6 +22,7 @@ from scipy import stats
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
+from mutator.round.budget import BudgetStop, refused
 from mutator.round.evaluations import Outcome
 from mutator.round.progress import Progress
 from mutator.round.reasons import SEED
@@ -68,10 +69,12 @@ def seed_salt(copy: int) -> str:
 
 class AARun:
     def __init__(self, settings: Settings, val: Suite, *, train: Suite | None, build_argv: tuple[str, ...],
-                 build_id: str, launcher: Launcher, progress: Progress | None = None) -> None:
+                 build_id: str, launcher: Launcher, progress: Progress | None = None, budget=None) -> None:
         self.val, self.train = val, train
+        # --budget-usd and the daily budget are asked before each cell, as in a run; each cell's spend is charged
+        # to the A/A run as it is stored (Evaluator.payer)
         self.session = Session.open(settings, build_argv=build_argv, build_id=build_id, launcher=launcher,
-                                    progress=progress)
+                                    progress=progress, budget=budget, pays=True)
         # the loop's own gate and val design: an A/A measures the sequential gate a run uses
         self.gating = Gating.for_settings(settings, self.session.weights)
         self.held: list = []   # release/stop of its lock and heartbeat
@@ -107,9 +110,8 @@ class AARun:
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:
         outcome = self.session.evaluator.evaluate(self.session.genomes.path(seed_hash), seed_hash, self.session.skill_name, self.val,
                                           label=label, contract=contract, only=only)
-        self.session.cells_run += outcome.ran
-        if outcome.ran_cost:
-            self.session.spend(outcome.ran_cost)
+        self.session.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+        refused(outcome, float(self.session.db["runs"].get(self.session.run_id)["cost_usd"] or 0.0))
         return outcome
 
     def _attempt(self, copy: int) -> dict | None:
@@ -125,7 +127,7 @@ class AARun:
             self._copies(seed_hash, copies)
             update_run(self.session.db, self.session.run_id, status=RunStatus.FINISHED, finished_at=now(), pid=None, updated_at=now())
         except BaseException as err:
-            update_run(self.session.db, self.session.run_id, status=RunStatus.STOPPED if isinstance(err, KeyboardInterrupt)
+            update_run(self.session.db, self.session.run_id, status=RunStatus.STOPPED if isinstance(err, KeyboardInterrupt | BudgetStop)
                        else RunStatus.FAILED, pid=None, error=f"{type(err).__name__}: {err}")
             raise
         finally:
