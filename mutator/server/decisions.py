@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from mutator.store.backfill import genome_composites  # noqa: F401  (one rule, read by compare and queries as D.genome_composites)
+
 
 def incumbents(rows: Sequence[dict]) -> dict[int, str | None]:
     """round -> the incumbent once that round was integrated; a round not integrated yet still has the last one."""
@@ -22,16 +24,6 @@ def incumbents(rows: Sequence[dict]) -> dict[int, str | None]:
         current = stored.get(rnd, current)
         out[rnd] = current
     return out
-
-
-def genome_composites(rows: Iterable[dict]) -> dict[str, float]:
-    """Val composite per genome: the first scored row of it (the seed row first, so an A/A run's copies,
-    which share the seed's hash but score differently, never replace the seed's own figure)."""
-    found: dict[str, float] = {}
-    for r in rows:
-        if r.get("genome_hash") and r.get("composite") is not None:
-            found.setdefault(r["genome_hash"], r["composite"])
-    return found
 
 
 def pending(a: dict) -> str:
