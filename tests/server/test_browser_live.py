@@ -97,7 +97,7 @@ def test_a_live_update_keeps_the_readers_place_and_refetches_only_what_moved(ser
     with sqlite3.connect(store / "mutator.db") as conn:
         conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [runs["branching"]])
     wait_live_events(page, events + 1)
-    page.wait_for_timeout(500)   # room for a wrong refetch to show (a right one takes ~10 ms here)
+    page.wait_for_timeout(500)   # room for a wrong refetch to show: the handler would start it at once
     assert _renders(page) == before and len(fetched) == fetched_before
     # a write to the shown run: one live refresh, and the place is kept
     with sqlite3.connect(store / "mutator.db") as conn:
