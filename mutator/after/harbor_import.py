@@ -18,6 +18,7 @@ from eval.suite import load_suite, name_problem
 from mutator.after.importer import Imported, split_counts
 
 SPLITS = ("train", "val", "test")
+LEFT_OUT = "The task's bundled skills are left out of its image: the skill under test takes their place.\n"
 
 
 def seeded_split(ids: list[str], seed: int) -> dict[str, list[str]]:
@@ -50,7 +51,9 @@ def file_split(split_file: Path, ids: list[str]) -> dict[str, list[str]]:
 
 def task_line(task: HarborTask) -> dict:
     """The task as tasks.jsonl holds it; `environment` (its content hash) keys the agent's work on the image."""
-    line = {"id": task.id, "prompt": task.instruction, "inputs": [rel.as_posix() for rel in task.environment_files()],
+    note = (f"\n\n(Your working directory holds the task's {task.workdir}: its files are there, and your outputs "
+            f"go there; the verifier sees it at {task.workdir}.)\n")
+    line = {"id": task.id, "prompt": task.instruction.rstrip() + note, "inputs": [rel.as_posix() for rel in task.environment_files()],
             "environment": task.environment_hash(), "workdir": task.workdir}
     if task.config.agent_timeout_sec:
         line["agent_timeout_sec"] = task.config.agent_timeout_sec
@@ -66,6 +69,9 @@ def copy_task(task: HarborTask, suite: Path) -> None:
     if task.environment.is_dir():
         shutil.copytree(task.environment, keep / "environment",
                         ignore=lambda folder, names: {SKILLS_DIR} & set(names) if Path(folder) == task.environment else set())
+        if (task.environment / SKILLS_DIR).is_dir():   # kept empty, so a Dockerfile's COPY of it still builds
+            (keep / "environment" / SKILLS_DIR).mkdir()
+            (keep / "environment" / SKILLS_DIR / "LEFT-OUT.md").write_text(LEFT_OUT, encoding="utf-8")
     fixtures = suite / "fixtures" / task.id
     fixtures.mkdir(parents=True)
     for rel in task.environment_files():
