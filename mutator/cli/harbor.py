@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mutator.cli.commands import report_import
 from mutator.config import run_py
 
 
@@ -21,15 +22,9 @@ def import_command(args: argparse.Namespace) -> int:
         print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
     made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file)
-    for suite in made:
-        print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
-    for warning in few_task_warnings(made, args.import_harbor):
-        print(warning, file=sys.stderr)
-    by_split = {suite.split: suite.path for suite in made}
-    print(f"\nCheck the verifiers: {run_py()} --validate-suite {by_split['val']}\n"
-          f"Dry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir SKILL_DIR")
-    return 0
-
+    val = next(suite.path for suite in made if suite.split == "val")
+    return report_import(made, few_task_warnings(made, args.import_harbor), "SKILL_DIR",
+                         first=f"Check the verifiers: {run_py()} --validate-suite {val}\n")
 
 def validate_command(c) -> int:
     """Per task: the verifier's reward after the oracle (must be 1) and after doing nothing (must be 0)."""
