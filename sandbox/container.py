@@ -10,6 +10,7 @@ raises `BuildError` with the log's tail, never a score.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import uuid
@@ -22,6 +23,7 @@ from sandbox import SandboxError
 ENGINES = ("podman", "docker")
 IMAGE_REPO = "localhost/sm-env"
 LOG_TAIL = 3000
+RLIMITS = re.compile(r"error setting rlimit|setrlimit `RLIMIT_")   # runc's and crun's words for the refusal
 INSTALL_HINT = ("install podman (Debian/Ubuntu: `apt-get install podman runc`) or docker, or run Harbor suites "
                 "with an engine on another machine")
 
@@ -101,9 +103,20 @@ class ContainerEngine:
             raise BuildError(f"building {context} failed (exit {done.exit_code}); log tail:\n{done.output}")
         return tag
 
-    def workdir(self, image: str) -> str:
-        done = self._run(["image", "inspect", "--format", "{{.Config.WorkingDir}}", image], 60)
-        return done.output.strip() if done.exit_code == 0 else ""
+    def copy_out(self, image: str, folder: str, dest: Path) -> str:
+        """Copy `folder`'s contents from the image into `dest` (a created, never started, container: no program of
+        the image runs); "" or why it failed. A folder the image lacks copies nothing."""
+        name = f"sm-{uuid.uuid4().hex[:12]}"
+        made = self._run(["create", "--name", name, "--network", "none", image, "true"], 120)   # never started
+        if made.exit_code != 0:
+            return f"creating a container of {image} failed: {made.output.strip()[-500:]}"
+        try:
+            done = self._run(["cp", f"{name}:{folder.rstrip('/')}/.", str(dest)], 600)
+        finally:
+            self._run(["rm", "-f", name], 60)
+        if done.exit_code != 0 and "no such file" not in done.output.lower():
+            return f"copying {folder} out of {image} failed: {done.output.strip()[-500:]}"
+        return ""
 
     def run(self, image: str, command: Sequence[str], *, binds: Sequence[Bind], workdir: str, limits: Limits,
             env: Mapping[str, str] | None = None) -> Finished:
@@ -121,6 +134,10 @@ class ContainerEngine:
         done = self._run([*args, image, *command], limits.timeout_s)
         if done.timed_out:
             self._run(["rm", "-f", name], 60)
+        elif RLIMITS.search(done.output):
+            raise SandboxError(f"{self.program} cannot start containers here: the kernel refuses its default rlimits "
+                               f"({done.output.strip()[-200:]}); point CONTAINERS_CONF at a file holding "
+                               f"`[containers]` `default_ulimits = []`")
         return done
 
     def check(self) -> None:

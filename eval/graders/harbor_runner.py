@@ -1,8 +1,10 @@
 """The `harbor` runner: an imported Harbor task's verifier (tests/test.sh) scores the cell in the task's own
 container (eval/harbor_run.py); its reward is the cell's test `reward`.
 
-The container engine is the first of podman and docker that works here (the agent itself runs as the run's
-`--sandbox` says, on the host, in the cell dir that holds the environment's files). An image that fails to build, or no engine at all, is a grader error naming why, never a score.
+Before the agent, `prepare_cell` builds the image and copies its WORKDIR into the cell's work dir. The engine is
+the first of podman and docker that works here (the agent itself runs as the run's `--sandbox` says, on the
+host, in that work dir). An image that fails to build, or no engine at all, makes the cell an infra_error with
+the build log's tail (a grader error if it happens only at grading), never a score.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from eval.harbor import HarborError
+from eval.harbor import HarborError, HarborTask
 from eval.harbor_run import image_of, suite_task, verify
 from eval.jobs import CellJob
 from sandbox import SandboxError
@@ -26,14 +28,33 @@ def engine_for(engine_id: str = "auto") -> ContainerEngine:
     return _ENGINES[engine_id]
 
 
+def _environment(job: CellJob) -> tuple[ContainerEngine, HarborTask, str]:
+    """The engine, the Harbor task and its image (built once per content hash); raises SandboxError/HarborError."""
+    engine = engine_for()
+    task = suite_task(job.suite.path, job.task.id)
+    return engine, task, image_of(engine, task)
+
+
 def _grade(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     try:
-        engine = engine_for()
-        task = suite_task(job.suite.path, job.task.id)
-        image = image_of(engine, task)
+        engine, task, image = _environment(job)
     except (SandboxError, HarborError) as err:   # BuildError is a SandboxError: its message holds the log tail
         return None, f"harbor verifier could not run: {err}"
     return verify(engine, task, image, work, job.cell_root / "verifier")
+
+
+def _prepare(job: CellJob, work: Path) -> str:
+    """Before the agent: the task's image is built (a broken one costs no agent call) and its WORKDIR copied
+    into the work dir, so the agent finds what the image put there; "" or why the cell cannot run."""
+    try:
+        engine, task, image = _environment(job)
+    except (SandboxError, HarborError) as err:
+        return f"the task's environment could not be made: {err}"
+    return engine.copy_out(image, task.workdir, work)
+
+
+async def prepare_cell(job: CellJob, work: Path) -> str:
+    return await asyncio.to_thread(_prepare, job, work)
 
 
 class HarborRunner:

@@ -24,7 +24,7 @@ def test_example_tasks_read_with_their_config() -> None:
     assert count.workdir == "/app" and count.instruction.startswith("Count the lines")
     # what an agent on the host is given: the environment's files, never the Dockerfile or the bundled skills
     assert [p.as_posix() for p in count.environment_files()] == ["visits.log"]
-    assert [p.as_posix() for p in tasks["shout"].environment_files()] == ["greeting.txt"]
+    assert tasks["shout"].environment_files() == []   # its greeting is made by a RUN step
 
 
 def test_bundled_skills_are_not_in_the_environment_hash(tmp_path: Path) -> None:
@@ -32,7 +32,7 @@ def test_bundled_skills_are_not_in_the_environment_hash(tmp_path: Path) -> None:
     before = read_task(task).environment_hash()
     (task / "environment" / "skills" / "shouting" / "SKILL.md").write_text("changed")
     assert read_task(task).environment_hash() == before
-    (task / "environment" / "greeting.txt").write_text("changed")
+    (task / "environment" / "Dockerfile").write_text("FROM scratch\n")
     assert read_task(task).environment_hash() != before
 
 

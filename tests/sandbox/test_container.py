@@ -92,38 +92,47 @@ def test_failed_build_is_an_error_with_its_log_never_a_score(engine: ContainerEn
     assert row.error.startswith("image build failed") and "the-build-broke-here" in row.error
 
 
+def request(suite: Path, skill: Path | None, agent: Path, cells: Path) -> EvalRequest:
+    return EvalRequest(skill_dir=skill, skill_name="shouting", suite=load_suite(suite), key=cells.name,
+                       price=Price(1, 5, 1.25, 0.1), cells_root=cells, concurrency=1,
+                       contract=Contract(model="m", replicates=1, max_turns=5, agent="test", silence_ms=60_000,
+                                         heartbeat_ms=60_000),
+                       settings=CellSettings(agent_argv=[sys.executable, str(agent)], launcher=NoneLauncher(),
+                                             grader_timeout_s=120, prune=False, infra_retries=0))
+
+
 def test_cell_score_is_the_verifiers_reward(engine: ContainerEngine, suites: Path, tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
-    suite = load_suite(suites / "hx-val")
     scores = {}
     for label, skill in (("skill", EXAMPLE / "shout" / "environment" / "skills" / "shouting"), ("none", None)):
-        req = EvalRequest(skill_dir=skill, skill_name="shouting", suite=suite, key=label, price=Price(1, 5, 1.25, 0.1),
-                          contract=Contract(model="m", replicates=1, max_turns=5, agent="test", silence_ms=60_000,
-                                            heartbeat_ms=60_000),
-                          cells_root=tmp_path / label, concurrency=1,
-                          settings=CellSettings(agent_argv=[sys.executable, str(agent)], launcher=NoneLauncher(),
-                                                grader_timeout_s=120, prune=False))
-        [cell] = evaluate(req)
+        [cell] = evaluate(request(suites / "hx-val", skill, agent, tmp_path / label))
         assert cell.status == "ok", cell.error
         scores[label] = (cell.score, cell.tests)
         cell_dir = Path(cell.cell_dir)
         assert (cell_dir / "verifier" / "reward.txt").is_file()
+        # the greeting exists only in the image (a RUN step made it): the cell got the image's WORKDIR
+        assert (cell_dir / "work" / "greeting.txt").read_text() == "hello, harbor\n"
         assert not [p for p in cell_dir.rglob("*") if p.name == "solve.sh"]   # the oracle never enters a cell
     assert scores == {"skill": (1.0, {"reward": 1.0}), "none": (0.0, {"reward": 0.0})}
 
 
-def test_a_task_whose_image_fails_grades_as_an_error(engine: ContainerEngine, suites: Path, tmp_path: Path) -> None:
-    suite = load_suite(suites / "hx-val")
-    broken = suite.path.parent / "broken-val"
-    shutil.copytree(suite.path, broken)
+def test_a_task_whose_image_fails_is_infra_error_before_the_agent(engine: ContainerEngine, suites: Path,
+                                                                   tmp_path: Path) -> None:
+    broken = shutil.copytree(suites / "hx-val", tmp_path / "broken-val")
     (broken / "suite.md").write_text((broken / "suite.md").read_text().replace("name: hx-val", "name: broken-val"))
     with (broken / "harbor" / "shout" / "environment" / "Dockerfile").open("a") as f:
-        f.write("RUN false\n")
+        f.write("RUN echo no-such-base-tool && false\n")
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    [cell] = evaluate(request(broken, None, agent, tmp_path / "cells"))
+    assert (cell.status, cell.score) == ("infra_error", 0.0)
+    assert "the task's environment could not be made: building" in cell.error and "no-such-base-tool" in cell.error
+    assert not (Path(cell.cell_dir) / "stream.jsonl").exists()   # no agent call was spent on it
 
-    class Job:   # the fields the runner reads
+    class Job:   # at grading (an image gone after the agent ran): a grader error, never a score
         suite = load_suite(broken)
         task = suite.tasks[0]
         cell_root = tmp_path
     grades, error = _grade(Job(), tmp_path)
-    assert grades is None and error.startswith("harbor verifier could not run: building") and "exit" in error
+    assert grades is None and error.startswith("harbor verifier could not run: building")
