@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from eval.harbor import SKILLS_DIR, HarborError, HarborTask, find_tasks
+from eval.snapshot import copy_tree
 from eval.suite import load_suite, name_problem
 from mutator.after.importer import Imported, split_counts
 
@@ -114,3 +115,25 @@ def import_harbor(source: Path, out: Path, *, seed: int = 0, split_file: Path | 
     how = f"by {split_file}" if split_file else f"by seed {seed}"
     return [write_suite(out / f"{out.name}-{name}", name, [tasks[i] for i in split[name]], source.resolve(), how)
             for name in SPLITS if split[name]]
+
+
+def seed_from(source: Path, spec: str, out: Path) -> Path:
+    """Copy a task's bundled skill (`TASK`, or `TASK/SKILL` when it bundles several) to <out>/seed/<skill>/: the
+    seed of a run on the imported suites. The task's own copy stays out of its image either way."""
+    task_id, _, skill = spec.partition("/")
+    tasks = {task.id: task for task in find_tasks(source)}
+    if task_id not in tasks:
+        raise HarborError(f"--seed-from {spec}: no task {task_id!r} in {source}; choose one of {', '.join(sorted(tasks))}")
+    bundled = tasks[task_id].environment / SKILLS_DIR
+    names = sorted(p.name for p in bundled.iterdir() if (p / "SKILL.md").is_file()) if bundled.is_dir() else []
+    if not names:
+        raise HarborError(f"--seed-from {spec}: {bundled} holds no skill (a folder with SKILL.md)")
+    if not skill and len(names) > 1:
+        raise HarborError(f"--seed-from {spec}: task {task_id} bundles {len(names)} skills ({', '.join(names)}); "
+                          f"name one as --seed-from {task_id}/SKILL")
+    skill = skill or names[0]
+    if skill not in names:
+        raise HarborError(f"--seed-from {spec}: task {task_id} bundles no skill {skill!r}; it has {', '.join(names)}")
+    seed = Path(out) / "seed" / skill
+    copy_tree(bundled / skill, seed)
+    return seed

@@ -68,6 +68,9 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
                           "--split-file; needs --out suites/NAME")
     run.add_argument("--split-file", type=Path, metavar="JSON",
                      help='with --import-harbor: {"train": [ids], "val": [ids], "test": [ids]} instead of a seeded split')
+    run.add_argument("--seed-from", metavar="TASK[/SKILL]",
+                     help="with --import-harbor: copy the task's bundled skill (environment/skills/) to <out>/seed/ "
+                          "as the seed of a run")
     run.add_argument("--validate-suite", metavar="SUITE",
                      help="oracle check of an imported Harbor suite: per task, the verifier's reward after "
                           "solution/solve.sh (must be 1) and after doing nothing (must be 0), in the task's container")

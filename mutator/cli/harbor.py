@@ -16,14 +16,15 @@ from mutator.config import run_py
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from mutator.after.harbor_import import import_harbor
+    from mutator.after.harbor_import import import_harbor, seed_from
     from mutator.after.importer import few_task_warnings
     if not args.out:
         print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
     made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file)
+    seed = seed_from(args.import_harbor, args.seed_from, args.out) if args.seed_from else "SKILL_DIR"
     val = next(suite.path for suite in made if suite.split == "val")
-    return report_import(made, few_task_warnings(made, args.import_harbor), "SKILL_DIR",
+    return report_import(made, few_task_warnings(made, args.import_harbor), seed,
                          first=f"Check the verifiers: {run_py()} --validate-suite {val}\n")
 
 def validate_command(c) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from eval.harbor import HarborError
 from eval.suite import load_suite
-from mutator.after.harbor_import import import_harbor
+from mutator.after.harbor_import import import_harbor, seed_from
 from tests.conftest import ROOT, run_cli
 
 EXAMPLE = ROOT / "suites" / "harbor-example"
@@ -65,3 +65,15 @@ def test_cli_malformed_task_exits_2_naming_the_file(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"{source / 'top-hosts'}: tests/test.sh is missing" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_seed_from_a_tasks_bundled_skill(tmp_path: Path) -> None:
+    done = run_cli("--import-harbor", str(EXAMPLE), "--out", str(tmp_path / "hx"), "--seed-from", "shout", timeout=120)
+    assert done.returncode == 0, done.stderr
+    seed = tmp_path / "hx" / "seed" / "shouting"
+    assert (seed / "SKILL.md").read_text() == (EXAMPLE / "shout/environment/skills/shouting/SKILL.md").read_text()
+    assert f"--skill-dir {seed}" in done.stdout
+    with pytest.raises(HarborError, match="holds no skill"):
+        seed_from(EXAMPLE, "count-lines", tmp_path / "other")
+    with pytest.raises(HarborError, match="bundles no skill 'nope'; it has shouting"):
+        seed_from(EXAMPLE, "shout/nope", tmp_path / "other")
