@@ -1,10 +1,11 @@
 """The `harbor` runner: an imported Harbor task's verifier (tests/test.sh) scores the cell in the task's own
 container (eval/harbor_run.py); its reward is the cell's test `reward`.
 
-Before the agent, `prepare_cell` builds the image and copies its WORKDIR into the cell's work dir. The engine is
-the first of podman and docker that works here (the agent itself runs as the run's `--sandbox` says, on the
-host, in that work dir). An image that fails to build, or no engine at all, makes the cell an infra_error with
-the build log's tail (a grader error if it happens only at grading), never a score.
+Before the agent, `prepare_cell` builds the image and copies its WORKDIR into the cell's work dir. The engine
+is the first of podman and docker that works here; with none, `--sandbox bwrap` runs the verifier in the task's
+layout on the host's own system (sandbox/host_layout.py; no image built). The agent itself runs on the host as
+`--sandbox` says, in that work dir. An image that fails to build, or no engine at all, makes the cell an
+infra_error with the reason (a build log's tail), or a grader error if it happens only at grading; never a score.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from eval.harbor_run import image_of, suite_task, verify
 from eval.jobs import CellJob
 from sandbox import SandboxError
 from sandbox.container import ContainerEngine, get_engine
+from sandbox.host_layout import HostLayout
 
 _ENGINES: dict[str, ContainerEngine] = {}
 
@@ -28,9 +30,20 @@ def engine_for(engine_id: str = "auto") -> ContainerEngine:
     return _ENGINES[engine_id]
 
 
-def _environment(job: CellJob) -> tuple[ContainerEngine, HarborTask, str]:
+def backend_for(launcher_id: str) -> ContainerEngine | HostLayout:
+    """A container engine; without one, under `--sandbox bwrap`, the task's layout on the host's own system."""
+    try:
+        return engine_for()
+    except SandboxError as err:
+        if launcher_id != "bwrap":
+            raise SandboxError(f"{err}; without an engine, --sandbox bwrap runs the verifier on the host's own "
+                               f"system in the task's layout") from None
+        return HostLayout()
+
+
+def _environment(job: CellJob) -> tuple[ContainerEngine | HostLayout, HarborTask, str]:
     """The engine, the Harbor task and its image (built once per content hash); raises SandboxError/HarborError."""
-    engine = engine_for()
+    engine = backend_for(getattr(job.settings.launcher, "id", ""))
     task = suite_task(job.suite.path, job.task.id)
     return engine, task, image_of(engine, task)
 
