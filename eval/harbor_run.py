@@ -64,7 +64,14 @@ def read_reward(logs: Path) -> dict[str, float]:
     return {name: float(value) for name, value in grades.items()}
 
 
-def verify(engine: ContainerEngine, task: HarborTask, image: str, work: Path, logs: Path) -> tuple[dict | None, str]:
+def task_network(suite_options: dict, task: HarborTask) -> bool:
+    """Network for a task's containers only when the task asks (allow_internet) and the user allowed it at import
+    (suite.md `task_network: allowed`, from --allow-task-network)."""
+    return task.config.allow_internet and suite_options.get("task_network") == "allowed"
+
+
+def verify(engine: ContainerEngine, task: HarborTask, image: str, work: Path, logs: Path, *,
+           network: bool = False) -> tuple[dict | None, str]:
     """Run tests/test.sh against `work` in a fresh container; (grades, "") or (None, why)."""
     if logs.exists():
         shutil.rmtree(logs)
@@ -73,7 +80,7 @@ def verify(engine: ContainerEngine, task: HarborTask, image: str, work: Path, lo
     done = engine.run(image, VERIFIER, workdir=task.workdir, env=cfg.verifier_env,
                       binds=[Bind(work, task.workdir, writable=True), Bind(task.tests, "/tests"),
                              Bind(logs, "/logs/verifier", writable=True)],
-                      limits=Limits(cfg.cpus, cfg.memory_mb, cfg.verifier_timeout_sec))
+                      limits=Limits(cfg.cpus, cfg.memory_mb, cfg.verifier_timeout_sec, network))
     (logs.parent / "verifier.log").write_text(done.output, encoding="utf-8")
     if done.timed_out:
         return None, f"verifier timed out after {cfg.verifier_timeout_sec:g} s and was removed"
@@ -83,13 +90,14 @@ def verify(engine: ContainerEngine, task: HarborTask, image: str, work: Path, lo
         return None, f"verifier (exit {done.exit_code}): {err}; output tail: {done.output.strip()[-500:]}"
 
 
-def run_oracle(engine: ContainerEngine, task: HarborTask, image: str, work: Path, solution: Path) -> str:
+def run_oracle(engine: ContainerEngine, task: HarborTask, image: str, work: Path, solution: Path, *,
+               network: bool = False) -> str:
     """Run `solution`/solve.sh (the task's oracle) against `work` in a fresh container; "" or why it failed."""
     cfg = task.config
     timeout = cfg.agent_timeout_sec or ORACLE_TIMEOUT_S
     done = engine.run(image, ORACLE, workdir=task.workdir, binds=[Bind(work, task.workdir, writable=True),
                                                                     Bind(solution, "/solution")],
-                      limits=Limits(cfg.cpus, cfg.memory_mb, timeout))
+                      limits=Limits(cfg.cpus, cfg.memory_mb, timeout, network))
     if done.timed_out:
         return f"oracle timed out after {timeout:g} s"
     return "" if done.exit_code == 0 else f"oracle exited {done.exit_code}: {done.output.strip()[-500:]}"
@@ -111,7 +119,8 @@ def _mean(grades: dict | None) -> float | None:
     return sum(grades.values()) / len(grades) if grades else None
 
 
-def check_task(engine: ContainerEngine, task: HarborTask, solution: Path, inputs: Path, scratch: Path) -> OracleCheck:
+def check_task(engine: ContainerEngine, task: HarborTask, solution: Path, inputs: Path, scratch: Path, *,
+               network: bool = False) -> OracleCheck:
     """Oracle and do-nothing runs of one task, each from a fresh copy of the task's inputs."""
     try:
         image = image_of(engine, task)
@@ -124,9 +133,9 @@ def check_task(engine: ContainerEngine, task: HarborTask, solution: Path, inputs
         shutil.copytree(inputs, work) if inputs.is_dir() else work.mkdir(parents=True)
         if problem := engine.copy_out(image, task.workdir, work):   # as a cell gets it (eval/graders/harbor_runner.py)
             return OracleCheck(task.id, None, None, problem)
-        if who == "oracle" and (problem := run_oracle(engine, task, image, work, solution)):
+        if who == "oracle" and (problem := run_oracle(engine, task, image, work, solution, network=network)):
             errors.append(problem)
-        grades, error = verify(engine, task, image, work, work.parent / "verifier")
+        grades, error = verify(engine, task, image, work, work.parent / "verifier", network=network)
         scores[who] = _mean(grades)
         if error:
             errors.append(f"{who}: {error}")

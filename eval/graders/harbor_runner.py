@@ -14,7 +14,7 @@ import asyncio
 from pathlib import Path
 
 from eval.harbor import HarborError, HarborTask
-from eval.harbor_run import image_of, suite_task, verify
+from eval.harbor_run import image_of, suite_task, task_network, verify
 from eval.jobs import CellJob
 from sandbox import SandboxError
 from sandbox.container import ContainerEngine, get_engine
@@ -53,7 +53,8 @@ def _grade(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
         engine, task, image = _environment(job)
     except (SandboxError, HarborError) as err:   # BuildError is a SandboxError: its message holds the log tail
         return None, f"harbor verifier could not run: {err}"
-    return verify(engine, task, image, work, job.cell_root / "verifier")
+    return verify(engine, task, image, work, job.cell_root / "verifier",
+                  network=task_network(dict(job.suite.meta), task))
 
 
 def _prepare(job: CellJob, work: Path) -> str:

@@ -82,7 +82,8 @@ def copy_task(task: HarborTask, suite: Path) -> None:
         shutil.copytree(task.solution, suite / "oracle" / task.id)
 
 
-def write_suite(path: Path, split: str, tasks: list[HarborTask], source: Path, how: str) -> Imported:
+def write_suite(path: Path, split: str, tasks: list[HarborTask], source: Path, how: str,
+                network: bool = False) -> Imported:
     path.mkdir(parents=True)
     for task in tasks:
         copy_task(task, path)
@@ -90,7 +91,8 @@ def write_suite(path: Path, split: str, tasks: list[HarborTask], source: Path, h
                                       encoding="utf-8")
     schemas = sorted({t.config.schema for t in tasks})
     (path / "suite.md").write_text(
-        f"---\nname: {path.name}\nsplit: {split}\nrunner: harbor\nharbor_schema: {', '.join(schemas)}\n---\n\n"
+        f"---\nname: {path.name}\nsplit: {split}\nrunner: harbor\nharbor_schema: {', '.join(schemas)}\n"
+        f"task_network: {'allowed' if network else 'none'}\n---\n\n"
         f"# {path.name}\n\nImported from the Harbor tasks at `{source}`, split {split} {how}. Each task's verifier "
         f"(harbor/<id>/tests/test.sh) runs in the task's container; its reward is the score. The oracle "
         f"(oracle/<id>/solve.sh) is for `--validate-suite` only.\n", encoding="utf-8")
@@ -98,7 +100,8 @@ def write_suite(path: Path, split: str, tasks: list[HarborTask], source: Path, h
     return Imported(split, path, tuple(t.id for t in suite.tasks))
 
 
-def import_harbor(source: Path, out: Path, *, seed: int = 0, split_file: Path | None = None) -> list[Imported]:
+def import_harbor(source: Path, out: Path, *, seed: int = 0, split_file: Path | None = None,
+                  task_network: bool = False) -> list[Imported]:
     source, out = Path(source), Path(out)
     if problem := name_problem(out.name):
         raise HarborError(f"--out {out}: the folder name {out.name!r} names the suites and is invalid: {problem}")
@@ -113,7 +116,8 @@ def import_harbor(source: Path, out: Path, *, seed: int = 0, split_file: Path | 
     ids = sorted(tasks)
     split = file_split(split_file, ids) if split_file else seeded_split(ids, seed)
     how = f"by {split_file}" if split_file else f"by seed {seed}"
-    return [write_suite(out / f"{out.name}-{name}", name, [tasks[i] for i in split[name]], source.resolve(), how)
+    return [write_suite(out / f"{out.name}-{name}", name, [tasks[i] for i in split[name]], source.resolve(), how,
+                        task_network)
             for name in SPLITS if split[name]]
 
 

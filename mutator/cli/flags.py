@@ -68,6 +68,9 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
                           "--split-file; needs --out suites/NAME")
     run.add_argument("--split-file", type=Path, metavar="JSON",
                      help='with --import-harbor: {"train": [ids], "val": [ids], "test": [ids]} instead of a seeded split')
+    run.add_argument("--allow-task-network", action="store_true",
+                     help="with --import-harbor: a task's verifier (and oracle) container gets the network when its "
+                          "task.toml allows the internet (default: never)")
     run.add_argument("--seed-from", metavar="TASK[/SKILL]",
                      help="with --import-harbor: copy the task's bundled skill (environment/skills/) to <out>/seed/ "
                           "as the seed of a run")

@@ -21,7 +21,8 @@ def import_command(args: argparse.Namespace) -> int:
     if not args.out:
         print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
-    made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file)
+    made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file,
+                         task_network=args.allow_task_network)
     seed = seed_from(args.import_harbor, args.seed_from, args.out) if args.seed_from else "SKILL_DIR"
     val = next(suite.path for suite in made if suite.split == "val")
     return report_import(made, few_task_warnings(made, args.import_harbor), seed,
@@ -29,7 +30,7 @@ def import_command(args: argparse.Namespace) -> int:
 
 def validate_command(c) -> int:
     """Per task: the verifier's reward after the oracle (must be 1) and after doing nothing (must be 0)."""
-    from eval.harbor_run import check_task, suite_task
+    from eval.harbor_run import check_task, suite_task, task_network
     from eval.suite import load_suite
     from mutator.config import resolve_suite_path
     from sandbox.container import get_engine
@@ -42,8 +43,9 @@ def validate_command(c) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="sm-validate-") as scratch:
         for task in suite.tasks:
-            rows.append(check_task(engine, suite_task(suite.path, task.id), suite.path / "oracle" / task.id,
-                                   suite.fixture_dir(task.id), Path(scratch)))
+            harbor = suite_task(suite.path, task.id)
+            rows.append(check_task(engine, harbor, suite.path / "oracle" / task.id, suite.fixture_dir(task.id),
+                                   Path(scratch), network=task_network(dict(suite.meta), harbor)))
     print(f"{'task':30} {'oracle':>7} {'null':>6}  verdict")
     for row in rows:
         show = [f"{v:.2f}" if v is not None else "—" for v in (row.oracle, row.null)]

@@ -77,3 +77,18 @@ def test_seed_from_a_tasks_bundled_skill(tmp_path: Path) -> None:
         seed_from(EXAMPLE, "count-lines", tmp_path / "other")
     with pytest.raises(HarborError, match="bundles no skill 'nope'; it has shouting"):
         seed_from(EXAMPLE, "shout/nope", tmp_path / "other")
+
+
+def test_task_network_only_when_the_task_asks_and_the_user_allowed(tmp_path: Path) -> None:
+    from eval.harbor_run import suite_task, task_network
+    allowed = import_harbor(EXAMPLE, tmp_path / "a" / "hx", seed=0, task_network=True)[0].path
+    default = import_harbor(EXAMPLE, tmp_path / "b" / "hx", seed=0)[0].path
+    for path, said in ((allowed, "allowed"), (default, "none")):
+        suite = load_suite(path)
+        assert suite.option("task_network") == said
+        task = suite_task(path, suite.tasks[0].id)
+        assert task.config.allow_internet is False          # the example tasks never ask
+        assert task_network(dict(suite.meta), task) is False
+        asking = type(task)(task.id, task.path, task.instruction,
+                            type(task.config)(allow_internet=True), task.workdir)
+        assert task_network(dict(suite.meta), asking) is (said == "allowed")

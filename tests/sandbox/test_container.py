@@ -134,5 +134,6 @@ def test_a_task_whose_image_fails_is_infra_error_before_the_agent(engine: Contai
         suite = load_suite(broken)
         task = suite.tasks[0]
         cell_root = tmp_path
+        settings = CellSettings(agent_argv=[], launcher=NoneLauncher(), grader_timeout_s=60)
     grades, error = _grade(Job(), tmp_path)
     assert grades is None and error.startswith("harbor verifier could not run: building")
