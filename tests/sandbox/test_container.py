@@ -25,7 +25,7 @@ from mutator.after.harbor_import import import_harbor
 from sandbox.container import ContainerEngine, get_engine
 from sandbox.host_image import ensure_base_image
 from sandbox.none import NoneLauncher
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.container
 EXAMPLE = ROOT / "suites" / "harbor-example"
@@ -137,3 +137,16 @@ def test_a_task_whose_image_fails_is_infra_error_before_the_agent(engine: Contai
         settings = CellSettings(agent_argv=[], launcher=NoneLauncher(), grader_timeout_s=60)
     grades, error = _grade(Job(), tmp_path)
     assert grades is None and error.startswith("harbor verifier could not run: building")
+
+
+def test_validate_suite_command_flags_a_verifier_that_passes_doing_nothing(engine: ContainerEngine, suites: Path,
+                                                                           tmp_path: Path) -> None:
+    good = run_cli("--validate-suite", str(suites / "hx-val"), timeout=300)
+    assert good.returncode == 0, good.stderr
+    assert "shout" in good.stdout and "1 of 1 tasks valid" in good.stdout
+    lax = shutil.copytree(suites / "hx-val", tmp_path / "lax-val")
+    (lax / "suite.md").write_text((lax / "suite.md").read_text().replace("name: hx-val", "name: lax-val"))
+    (lax / "harbor" / "shout" / "tests" / "test.sh").write_text("mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\n")
+    bad = run_cli("--validate-suite", str(lax), timeout=300)
+    assert bad.returncode == 1
+    assert "INVALID" in bad.stdout and "0 of 1 tasks valid" in bad.stdout and "fix or drop: shout" in bad.stdout
