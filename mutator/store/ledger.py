@@ -10,10 +10,9 @@ Never says what spend means (kinds, totals, the Cost page): mutator/after/spend.
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import sqlite_utils
-
-from mutator.store.db import now
 
 COLUMNS = "run_id, kind, usd, at, evaluation_id, attempt_id, ref"
 
@@ -47,7 +46,7 @@ def charge(conn: sqlite3.Connection, *, run_id: str | None, usd: float, kind: st
         return False
     cursor = conn.execute("insert or ignore into charges (run_id, kind, usd, at, evaluation_id, attempt_id, ref) "
                           "values (?, ?, ?, ?, ?, ?, ?)",
-                          [run_id, kind, usd, at or now(), evaluation_id, attempt_id, ref])
+                          [run_id, kind, usd, at or time.time(), evaluation_id, attempt_id, ref])
     if not cursor.rowcount:
         return False
     if run_id:
