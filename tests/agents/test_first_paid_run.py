@@ -14,17 +14,15 @@ import pytest
 from mutator.after.spend import run_spend
 from mutator.store.db import connect_readonly
 from tests.agents.messages_server import demo_agent
-from tests.agents.test_real_run import clean_env, demo_subset, run_py
-from tests.agents.test_spend_served import served_usd
+from tests.agents.test_real_run import demo_subset, run_py
+from tests.agents.test_spend_served import real_run, served_usd
 
 
 def test_plan_cap_and_stored_spend_against_what_was_served(server, tmp_path: Path) -> None:
     server.responder = demo_agent
     data = tmp_path / "data"
     train, val = demo_subset(tmp_path, "clean-train", 2), demo_subset(tmp_path, "clean-val", 3)
-    common = ("--suite", str(train), "--val", str(val), "--real", "--agent", "anthropic", "--rounds", "1",
-              "--replicates", "1", "--concurrency", "2", "--data-dir", str(data))
-    env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
+    common, env = real_run(server, train, val, data)
     first = run_py(*common, "--seed", "1", "--budget-usd", "5", env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     served_first = served_usd(server)
