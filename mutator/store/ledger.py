@@ -20,8 +20,9 @@ COLUMNS = "run_id, kind, usd, at, evaluation_id, attempt_id, ref"
 def before_ledger(db: sqlite_utils.Database) -> str:
     """SQL of a store's spend from before the ledger, as charge rows: each run's total as one "before itemised
     spend" charge at its last update, each health check's cost and each watch tick's judge pass as theirs."""
-    parts = ["select id, 'before itemised spend', cost_usd, coalesce(updated_at, created_at, 0), null, null, "
-             "'before-ledger:run:' || id from runs where cost_usd > 0"]
+    parts = ["select id as run_id, 'before itemised spend' as kind, cost_usd as usd, coalesce(updated_at, "
+             "created_at, 0) as at, null as evaluation_id, null as attempt_id, 'before-ledger:run:' || id as ref "
+             "from runs where cost_usd > 0"]   # the first select names the columns (charges')
     if "health_checks" in db.table_names():
         parts.append("select null, 'health check', cost_usd, coalesce(finished_at, started_at, 0), null, null, "
                      "'before-ledger:health:' || id from health_checks where cost_usd > 0")
@@ -35,7 +36,7 @@ def table(db: sqlite_utils.Database) -> str:
     """What to read charges from: the table, or (a store not yet migrated, opened read-only) its old spend."""
     if "charges" in db.table_names():
         return "charges"
-    return f"(select * from ({before_ledger(db)}) as old ({COLUMNS}))"
+    return f"({before_ledger(db)})"
 
 
 def charge(conn: sqlite3.Connection, *, run_id: str | None, usd: float, kind: str, ref: str | None = None,
