@@ -149,7 +149,8 @@ def check_command(args: argparse.Namespace, settings, agents, launcher, progress
     suites = [load_suite(resolve_suite_path(settings, name)) for name in names]
     check = HealthCheck(settings, agents.build_argv, agents.build_id, launcher,
                         parallel=args.parallel or settings.concurrency, progress=progress,
-                        max_seconds=args.max_seconds, daily=daily)
+                        max_seconds=args.max_seconds, daily=daily,
+                        budget_usd=getattr(args, "budget_usd", None))
     result = check.run(Path(args.check).resolve(), suites)  # the path its lock (run.py) was taken on
     print(render(result))
     if result["band"] == "REGRESSED":

@@ -44,7 +44,7 @@ class MutatorView:
         workspace = self.session.settings.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}"
         meter = charges.call_meter(self.session.settings.data_dir, self.session.run_id, workspace.name)
         result, _ = charges.paid_call(
-            self.session.db, meter, self.mutator.price, payer=self.session.run_id,
+            self.session.db, meter, self.mutator.price, payer=self.session.run_id, kind="meta skill",
             call=lambda meter: distil(workspace=workspace, skill_dir=self.session.genomes.path(incumbent),
                                       stage=lambda ws: self.evidence().stage(ws, incumbent), agent=self.mutator,
                                       round_no=round_no, meter=meter))

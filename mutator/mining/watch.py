@@ -23,6 +23,7 @@ from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.round.budget import BudgetStop
+from mutator.store import ledger
 from mutator.store.db import connect, rows
 from mutator.store.lock import RunLock
 
@@ -133,8 +134,10 @@ def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Call
            reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
     row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
            "finished_at": clock()}
-    with db.conn:
+    with db.conn:   # the tick and its judge pass's charge (no run pays it) together
         row["id"] = db["triggers"].insert(row).last_pk
+        ledger.charge(db.conn, run_id=None, usd=row.get("judge_cost_usd") or 0.0, kind="mining judge",
+                      at=row["finished_at"], ref=f"trigger:{row['id']}")
     say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible request(s) "
         f"({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "") + (f"; {reason}" if reason else ""))
     return row

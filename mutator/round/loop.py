@@ -426,7 +426,7 @@ class Loop:
                        **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
                 meter=meter)
         result, carried = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id,
-                                            workspace.name), self.mutator_price, call, payer=self.run_id,
+                                            workspace.name), self.mutator_price, call, payer=self.run_id, kind="mutator",
                                             attempt_id=row["id"])   # with a try a crash cut short
         paid = {**result.columns(), "mutator_cost_usd": carried + (row["mutator_cost_usd"] or 0) + result.cost_usd}
         if not result.ok:

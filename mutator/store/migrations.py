@@ -255,6 +255,20 @@ def stored_decisions(db: sqlite_utils.Database) -> None:
     backfill.fill(db)
 
 
+@migration()
+def spend_ledger(db: sqlite_utils.Database) -> None:
+    # One row per charge (mutator/store/ledger.py), so every figure of a run's spend is one SQL sum. A store made
+    # before keeps each run's total as one row "before itemised spend" (at its last update), a health check's
+    # cost and a watch tick's judge pass as theirs: a run's sum equals its runs.cost_usd, as it does from now on.
+    db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float, "evaluation_id": int,
+                          "attempt_id": int, "ref": str}, pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
+    db["charges"].create_index(["run_id", "kind"], if_not_exists=True)
+    db["charges"].create_index(["at"], if_not_exists=True)
+    db["charges"].create_index(["ref"], unique=True, if_not_exists=True)
+    from mutator.store import ledger
+    db.execute(f"insert or ignore into charges ({ledger.COLUMNS}) {ledger.before_ledger(db)}")
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

@@ -7,7 +7,7 @@ export const TIPS = {
   eval: 'eval = mean per-cell score in [0,1] (a failed cell scores 0)',
   cost: 'mean USD per cell, priced from config.json (the fakes spend nothing real)',
   steps: 'mean agent turns per cell',
-  spend: 'runs.cost_usd: every cell and mutator call of this run, priced from config.json',
+  spend: 'every charge of this run (cells, judge, mutator, meta skill, solve phase, test runs, no-skill controls), the sum of its rows in the charges table; the CLI and the Cost page show the same figure',
   valQueries: 'runs.val_queries: candidate evaluations that queried the val suite so far = the seed + every evaluated candidate + 2 per winner\'s-curse confirmation (the new and the old incumbent on fresh replicates)',
   valQueryWarn: (limit) => `above valQueryWarn = ${limit} (config.json) a val suite queried this often is effectively a training set: trust test, not val`,
   // winner's-curse confirmation (attempts.confirm)

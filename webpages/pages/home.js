@@ -9,6 +9,9 @@ import { aaView } from '../lib/aa.js';
 import { sections } from '../lib/keyed.js';
 import { TIPS, fig } from '../lib/tips.js';
 
+// the run's spend by kind (mutator/after/spend.py run_spend: the same figure as the CLI and the Cost page)
+const spendTip = (run) => [TIPS.spend, ...Object.entries((run.spend || {}).kinds || {}).map(([k, v]) => `${k}: ${usd(v)}`)].join('\n');
+
 const STAGE_TIPS = {
   mutation: 'the mutator agent edits a copy of the parent skill and explains the change',
   critic: 'deterministic guards before any evaluation is spent (references, structure, size, growth)',
@@ -164,7 +167,7 @@ export async function render(root, state, ui) {
   const header = S.get('head', run, () => h('section', { class: 'run-head', id: 'run-head' },
     h('h2', {}, run.id, ' ', h('span', { class: `badge r-${run.alive ? 'running' : run.status}` }, run.alive ? 'running' : run.status)),
     h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
-      + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, TIPS.spend), ' ', valQueries(run),
+      + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, spendTip(run)), ' ', valQueries(run),
       run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
     run.error ? h('p', { class: 'error' }, run.error) : null, launchButton()));

@@ -115,6 +115,19 @@ def test_a_changed_grader_regrades_every_scored_cell_and_keeps_decided_figures(s
         assert news == olds and olds
         assert {r["score"] for r in query(data, "select score from cells where evaluation_id = ?",
                                           [fresh[0]["id"]])} == {0.75}      # (0.5 + 1.0) / 2: the new grade
+    # a proposal compares the champion with the seed under one grader: the champion's re-graded evaluation
+    # beside the re-graded seed, never its deciding attempt's old-grader figure beside the new seed
+    from mutator.after.proposals import _figures
+    from mutator.store.db import connect
+    db = connect(data / "mutator.db")
+    run = dict(db["runs"].get(query(data, "select id from runs")[0]["id"]))
+    [candidate] = query(data, "select genome_hash from attempts where round = 1")
+    figures = _figures(db, run, candidate["genome_hash"])[0]
+    graded = query(data, "select suite_hash from evaluations where id in (?, ?)",
+                   [figures["evaluation_id"], figures["seed_evaluation_id"]])
+    assert len(graded) == 2 and len({g["suite_hash"] for g in graded}) == 1
+    assert figures["seed_composite"] == seed["composite"] and figures["evaluation_id"] not in old_val.values()
+    assert figures["composite"] != decided[0]["composite"]                  # not the old grader's figure
     more = command(rounds=2)                                                 # round 2 runs only its own cells
     assert more.returncode == 0, more.stderr[-3000:]
     assert "Grading only" not in more.stdout + more.stderr
