@@ -155,13 +155,23 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
                                                none_eval=control_eval, weights=weights, norm=test_norm)}
 
 
+def look_lines(suite: str, look: dict | None) -> list[str]:
+    """"Look k of n at this test suite for this skill" (mutator/store/looks.py); [] for a report made before."""
+    if not look:
+        return []
+    repeat = f", a repeat of test #{look['repeat_of']} (its cells served from the cache, not a new look)" \
+        if look.get("repeat_of") else ""
+    return [f"  Look {look['k']} of {look['looks']} at test suite {suite} for this skill{repeat}"
+            + ("; sealed: this run's first champion test here is final" if look.get("sealed") else "")]
+
+
 def _fmt(value: float | None, spec: str = "+.4f") -> str:
     return "—" if value is None else format(value, spec)
 
 
 def render(report: dict) -> str:
     lines = [f"Honest test report · champion {report['champion'][:12]} vs seed {report['seed'][:12]} · "
-             "paired by task (Δ = champion − seed)",
+             "paired by task (Δ = champion − seed)", *look_lines(report.get("suite", ""), report.get("look")),
              "  split   tasks   seed     champion   Δcomposite ± SE      95% CI (t)            Δeval     "
              "sign test W/L/T   p"]
     for name in ("train", "val", "test"):
