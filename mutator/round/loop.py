@@ -375,7 +375,8 @@ class Loop:
         gate_json = loads(row["gate"])
         return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
                       keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()},
-                      delta=row["delta"], threshold=row["gate_threshold"])
+                      delta=row["delta"], threshold=row["gate_threshold"],
+                      rejected_on=tuple((gate_json.get("model_gate") or {}).get("rejected_by", ())))
 
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
