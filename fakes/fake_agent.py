@@ -3,8 +3,7 @@
 Run as `python fakes/fake_agent.py` with the cell dir as cwd and the prompt on stdin (or SM_PROMPT_FILE).
 Writes a Claude Code stream-json transcript to SM_STREAM. Never reads the suite's answers and never
 touches anything outside its cwd and its stream. Test hooks: FAKE_AGENT_HANG=1, FAKE_AGENT_CRASH=1,
-FAKE_AGENT_EXPERT=1 (solving bare, it applies every useful rule),
-FAKE_AGENT_MISREADS=MODEL:OP (that model cannot apply rule OP and spends MISREAD_TURNS turns on it).
+FAKE_AGENT_EXPERT=1 (solving bare, it applies every useful rule).
 
 A task that names no CSV and stages none (a request mined from transcripts, a question) gets a text answer
 instead: the skill's guidance items that share a word stem with the request, so what the skill says is
@@ -96,8 +95,6 @@ class Stream:
             }
         )
 
-
-MISREAD_TURNS = 1   # FAKE_AGENT_MISREADS: the turns a model wastes on a rule it cannot use
 
 def read_prompt() -> str:
     prompt_file = os.environ.get("SM_PROMPT_FILE")
@@ -194,10 +191,6 @@ def main() -> int:
         return 3
 
     ops = load_rule_ops(skill_dir / "rules.json") if skill_dir else []
-    model, _, misread = os.environ.get("FAKE_AGENT_MISREADS", "").partition(":")
-    if misread in ops and model == os.environ.get("SM_MODEL"):
-        # test hook: this model cannot use the rule and retries it in vain (one change helps one model, costs another)
-        ops = [op for op in ops if op != misread] + [f"{misread}?"] * MISREAD_TURNS
     if skill_dir is None and os.environ.get("FAKE_AGENT_EXPERT") == "1":
         # test hook: a strong model solving bare (the solve phase) knows every useful rule itself
         ops = [op for op in CANONICAL_ORDER if op != "titlecase"]

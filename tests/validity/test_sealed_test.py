@@ -43,8 +43,11 @@ def test_looks_rise_across_champions_not_repeats_and_a_sealed_run_refuses_a_late
     assert two.returncode == 0 and "Look 2 of 2 at test suite clean-test" in two.stdout
     assert looks(store) == [(1, champion_1, 1, None, "test", "done"), (2, champion_1, 1, 1, "test", "done"),
                             (3, champion_2, 2, None, "test", "done")]
-    assert loads(sqlite3.connect(store).execute("select report from test_runs where id = 3").fetchone()[0])[
-        "look"] == {"k": 2, "looks": 2, "repeat_of": None, "kind": "test", "sealed": False}
+    report = loads(sqlite3.connect(store).execute("select report from test_runs where id = 3").fetchone()[0])
+    assert report["look"] == {"k": 2, "looks": 2, "repeat_of": None, "kind": "test", "sealed": False}
+    # one replicate a side: no task can be flagged (smallest p 1/2), and the report says so
+    assert not report["harm"]["seed"]["can_flag"] and report["harm"]["none"] is None
+    assert "no task can be flagged" in two.stdout
 
     # sealed now: its first champion test on clean-test (#1, champion 1) is final, the current champion is refused
     sealed = run_cli("--test-run", run_id, "--data-dir", str(data), "--seal-test", "--no-control")
