@@ -156,7 +156,7 @@ def each_reject(models: int, n: int, rounds: int, gate_z: float, runs: int, rng:
     return rejects / runs
 
 
-def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str) -> None:
+def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str) -> int:
     """The 'each' gate's family-wise false reject beside the design 1 − Φ(gate_z), and its power on one model
     harmed by 2 SE, for 2 and 3 eval models."""
     design = float(stats.norm.sf(gate_z))
@@ -172,6 +172,7 @@ def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str
                 power = each_reject(models, n, rounds, gate_z, runs, rng, bank, method, harmed=-2.0)
                 flag = "!" if abs(null - design) > 3 * mc else " "
                 print(f"{models:>6}{n:>4}{rounds:>5}  {null:6.1%} /{design:6.1%}{flag}  {power:9.1%}", flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     method = args.method or settings.gate_method
     other = "t" if method == "signflip" else "signflip"
     if args.models:
-        models_table(gate_z, args.runs, np.random.default_rng(args.seed), method)
-        return 0
+        return models_table(gate_z, args.runs, np.random.default_rng(args.seed), method)
     started = time.perf_counter()
     bank = None
     wanted = {f.strip() for f in args.families.split(",") if f.strip()}

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from mutator.store.db import rows
+
+
+def rows(db: sqlite_utils.Database, sql: str, params: list | tuple = ()) -> list[dict]:
+    # not mutator.store.db's: the migrations (which db imports) number old stores' looks with this module
+    return [dict(r) for r in db.query(sql, params)]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from mutator.validity import harm
     ([0, 0.5, 1], [1, 1, 1], "less", 4 / 20),        # sum(a) <= 1.5 needs {0, 0.5, one of four 1s}: 4 splits
     ([0, 0, 0], [1, 1, 1], "greater", 1.0),
     ([0.4, 0.6], [0.65, 0.65], "less", 1 / 6),       # at 2 replicates a side nothing goes below 1/C(4,2)
+    ([0.2], [0.7], "less", 1 / 2),                   # one replicate a side: two splits
 ])
 def test_exact_p_by_hand(a, b, alternative, p) -> None:
     assert harm.exact_p(a, b, alternative) == pytest.approx(p)

@@ -95,7 +95,7 @@ function lookLine(suite, look) {
 // No task harmed (report.harm, mutator/validity/harm.py): per task, champion vs a reference over replicate cells.
 function harmView(found, reference) {
   if (!found || !found.tasks.length) return null;
-  const shown = found.tasks.filter((r) => r.verdict !== 'same' || r.delta < 0);
+  const shown = found.tasks;   // every task, worst first
   const [rc, rr] = found.replicates;
   return h('details', { class: 'harm', 'data-harm': reference },
     h('summary', { title: TIPS.reportHarm }, `Per task vs ${reference}: ${found.flagged.length} flagged worse, `
@@ -105,7 +105,7 @@ function harmView(found, reference) {
     h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), h('th', {}, 'verdict'), h('th', {}, 'Δ'),
       h('th', {}, 'champion cells'), h('th', {}, `${reference} cells`), h('th', {}, 'p(worse)'))),
     h('tbody', {}, shown.map((r) => h('tr', { class: r.verdict === 'worse' ? 'warn' : '' }, h('th', {}, r.task),
-      h('td', {}, r.verdict === 'same' ? 'below' : r.verdict), h('td', {}, signed(r.delta)),
+      h('td', {}, r.verdict === 'same' ? (r.delta < 0 ? 'below' : 'same') : r.verdict), h('td', {}, signed(r.delta)),
       h('td', {}, r.champion.map((v) => num(v, 3)).join(' ')), h('td', {}, r.reference.map((v) => num(v, 3)).join(' ')),
       h('td', {}, p(r.p_worse)))))));
 }
