@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import sqlite_utils
 
 
-
 def rows(db: sqlite_utils.Database, sql: str, params: list | tuple = ()) -> list[dict]:
     # not mutator.store.db's: the migrations (which db imports) number old stores' looks with this module
     return [dict(r) for r in db.query(sql, params)]
