@@ -115,6 +115,11 @@ class Settings:
     gate_method: str = key("score.gateMethod", lambda v: v in ("signflip", "t"),
                            "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)",
                            "signflip", group="loop", flag={"choices": ("signflip", "t")}, help=GATE_METHOD_HELP)
+    model_gate: str = key("score.modelGate", lambda v: v in ("mean", "each"), "mean (the gate pools every eval "
+                          "model's deltas) or each (a decisive loss on any one model rejects, Holm over the models)",
+                          "mean", group="loop", flag={"choices": ("mean", "each")},
+                          help="with several --model: mean (default) gates the mean over models; each rejects a "
+                               "candidate that is a decisive loss on any one model (Holm over the models)")
     seed: int = key("seed", rule="an integer", group="loop", help="seed of the run's random choices")
     model: str = key("model", lambda v: all(v.split(",")), "a model id, or several: a list or 'a,b'", group="loop",
                      help=MODEL_HELP)
@@ -143,6 +148,12 @@ class Settings:
     propose_min_delta: float = key("proposeMinDelta", lambda v: v >= 0, "a number >= 0", 0.02, group="loop",
                                    help="propose a champion only when its val composite beats the seed's by this "
                                         "much (default 0.02)")
+    propose_no_harm: bool = key("proposeNoHarm", rule="true or false", default=False, group="loop",
+                                help="refuse a proposal while the champion's latest test flags a task it harms "
+                                     "(worse than the seed or than no skill, exact test, Holm over tasks)")
+    seal_test: bool = key("sealTest", rule="true or false", default=False, group="loop",
+                          help="a sealed test: the first champion test of a run on a suite is final; a test of a "
+                               "later champion of that run on that suite is refused")
     # the mutator's view and validity
     solve: str = key("solve", lambda v: v in ("auto", "on", "off"), "on or off (auto, kept for old configs, is off)",
                      group="view", flag={"action": argparse.BooleanOptionalAction},

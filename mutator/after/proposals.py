@@ -103,8 +103,9 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
 
 
 def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test: dict | None, *,
-            min_delta: float, max_failed_share: float) -> str:
-    """Why this champion is not a real improvement ("" when it is)."""
+            min_delta: float, max_failed_share: float, no_harm: bool = False) -> str:
+    """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its latest
+    test flags a task it harms."""
     if val.get("composite") is None or val.get("seed_composite") is None:
         return "the champion or the seed has no val composite"
     gain = val["composite"] - val["seed_composite"]
@@ -124,11 +125,15 @@ def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test
     if delta and delta.get("delta", {}).get("mean") is not None and delta["delta"]["mean"] < 0:
         return (f"its latest test run on {test['suite']} is worse than the seed (Δcomposite "
                 f"{delta['delta']['mean']:+.4f})")
-    return ""
+    if not no_harm:
+        return ""
+    from mutator.validity.harm import flagged_reason  # scipy.stats: only when asked
+    return flagged_reason((test or {}).get("report"))
 
 
 def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, target_dir: Path | None,
-            auto: bool = False, min_delta: float = 0.0, max_failed_share: float = 1.0) -> tuple[dict, bool]:
+            auto: bool = False, min_delta: float = 0.0, max_failed_share: float = 1.0,
+            no_harm: bool = False) -> tuple[dict, bool]:
     """The run's champion as a proposal, aimed at `target_dir` or else the run's own skill folder (when the
     run recorded it); returns (proposal, created).
 
@@ -152,7 +157,8 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
         if proposal["status"] == "proposed" or auto:
             return proposal, False
     val, test, gates = _figures(db, run, champion)
-    reason = why_not(db, run, champion, val, test, min_delta=min_delta, max_failed_share=max_failed_share)
+    reason = why_not(db, run, champion, val, test, min_delta=min_delta, max_failed_share=max_failed_share,
+                     no_harm=no_harm)
     if reason:
         raise ProposalError(f"{run_id}'s champion {champion[:12]} is not proposed: {reason}")
     at = now()

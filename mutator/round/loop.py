@@ -31,7 +31,7 @@ from mutator.round.failures import (
 )
 from mutator.round.mutate import MutatorAgent, mutate
 from mutator.round.progress import Progress
-from mutator.round.provenance import launch_columns
+from mutator.round.provenance import gate_columns, launch_columns
 from mutator.round.regrade import changed_since, manifests, regrade_decided, stored_run
 from mutator.round.session import (
     Agents,
@@ -143,7 +143,7 @@ class Loop:
                 self.progress.say(f"warning: {drift}")
             for line in changed_since(self.db.conn, None, self.identity(seed_hash), suites_now):
                 self.progress.say(line)
-        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir),
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir), **gate_columns(s),
                    identity_id=identity_id, suites=dumps(suites_now))
         return self.run()
 
@@ -375,7 +375,8 @@ class Loop:
         gate_json = loads(row["gate"])
         return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
                       keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()},
-                      delta=row["delta"], threshold=row["gate_threshold"])
+                      delta=row["delta"], threshold=row["gate_threshold"],
+                      rejected_on=tuple((gate_json.get("model_gate") or {}).get("rejected_by", ())))
 
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)

@@ -82,6 +82,7 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
+            **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
             **({"confirm": True} if s.confirm else {}), **cheaper}
 
 

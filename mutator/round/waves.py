@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from eval.suite import Suite
 from mutator.round.evaluations import Outcome
-from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, compare, per_task
+from mutator.scoring import holm
+from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
 from mutator.store.db import now
 from strategies.verdicts import AttemptStatus, Verdict
@@ -33,18 +34,20 @@ class Gating:
     gate_z: float
     method: str
     design: Design
+    model_gate: str = "mean"   # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
 
     @classmethod
     def for_settings(cls, settings, weights: Weights) -> Gating:
         """The run's gate and val design from its settings (the loop and --aa build it the same way)."""
         return cls(weights, settings.min_improvement, settings.gate_z, settings.gate_method,
                    Design(settings.replicates if settings.sequential else 1, settings.gate_z,
-                          settings.sequential_early_z))
+                          settings.sequential_early_z), settings.model_gate)
 
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
              prior: Sequence[Comparison]) -> Gate:
-        return compare(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),
-                       prior=prior, min_improvement=self.min_improvement, gate_z=z, method=self.method)
+        return holm.gate(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),
+                         prior=prior, min_improvement=self.min_improvement, gate_z=z, method=self.method,
+                         model_gate=self.model_gate)
 
 
 def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float) -> dict:
@@ -103,8 +106,7 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
         widen = math.sqrt(design.looks / look)
         gate = gating.gate(outcome, theirs, norm, z=z,
                            prior=prior if last else [Comparison(c.n, c.s_r * widen) for c in prior])
-        decision = None if last else early_decision(keep=gate.keep, delta=gate.delta, t=gate.t, se=gate.se,
-                                                    min_improvement=gating.min_improvement)
+        decision = None if last else holm.early(gate, gating.min_improvement)
         looks.append(look_json(look, look if cells is not None else len({c.replicate for c in outcome.cells}),
                                gate, decision, z))
         if last or decision:

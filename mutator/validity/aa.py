@@ -105,6 +105,7 @@ class AARun:
                 val_hash=self.val.content_hash, model=s.model, agent=self.session.contract.agent, replicates=s.replicates,
                 rounds_target=copies, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(identity)))
+        update_run(self.session.db, self.session.run_id, gate_method=s.gate_method, model_gate=s.model_gate)
         return seed_hash
 
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:

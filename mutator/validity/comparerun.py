@@ -39,7 +39,8 @@ def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, ag
     for run_id in (run_a, run_b):
         progress.say(f"Measuring the champion of {run_id} on {suite.name} …")
         results[run_id] = test_run(settings, run_id, suite, agent_argv=agent_argv, launcher=launcher,
-                                   progress=progress, network=network, build_id=build_id, budget=budget)
+                                   progress=progress, network=network, build_id=build_id, budget=budget,
+                                   kind="compare")
     db = connect(settings.db_path)
     found = {r["id"]: r for r in rows(db, "select * from runs where id in (?, ?)", [run_a, run_b])}
     tests = {run_id: rows(db, "select * from test_runs where id = ?", [r["test_run"]])[0]

@@ -37,6 +37,8 @@ export const TIPS = {
   controlNone: 'the test suite measured with no skill installed (the control): composite normalised to the seed on test',
   controlSkill: 'the seed\'s or the champion\'s composite on the same test tasks',
   controlDelta: 'Δ = mean over tasks of (with skill − no skill) per-task composite; SE = sample SD of the deltas / √n',
+  reportLook: 'every finished test is a look at its suite: k counts the distinct champions of this skill tested there (a repeat of the same champion is that look again)',
+  reportHarm: 'per task: exact one-sided permutation test of the mean per-cell composite over replicate cells, Holm over the tasks at 0.05; the smallest p possible is 1/C(2r, r)',
   reportSign: 'sign test: tasks where the champion wins / loses / ties; p = exact two-sided binomial at ½ (ties dropped)',
   reportP: 'two-sided paired t test of Δ = 0',
   reportMcnemar: 'McNemar exact test per pass/fail test: cells paired by task × replicate; +n = champion-only passes, −n = seed-only passes; p = exact two-sided binomial of the discordant pairs at ½',
