@@ -89,7 +89,7 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path) -> list[dict
 
 
 def measure(code: Path, args: argparse.Namespace) -> list[dict]:
-    with tempfile.TemporaryDirectory(prefix="sm-bench-rounds-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="sm-bench-rounds-", ignore_cleanup_errors=True) as scratch:
         out = Path(scratch) / "records.json"
         subprocess.run([sys.executable, __file__, "--child", str(code), "--rounds", str(args.rounds), "--replicates",
                         str(args.replicates), "--out", str(out), "--data-dir", str(Path(scratch) / "data")],
