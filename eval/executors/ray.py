@@ -43,7 +43,7 @@ DEFAULT_RESOURCES = {"num_cpus": 1}
 SHIP_EXCLUDES = (".git", "/data", "/suites", "/webpages", "/reference", "*.db", "*.db-wal", "*.db-shm",
                  "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules")
 KEEP_OBJECTS = 16       # skill snapshots and suites kept in the object store by this driver (newest first)
-INSTALL_HINT = "pip install -e '.[ray]' (or: pip install 'ray>=2.9,<3')"
+INSTALL_HINT = "pip install -e '.[ray]' (or: pip install 'ray>=2.60,<3')"
 
 
 def worker_base() -> Path:
