@@ -22,8 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from eval.executors import ExecutorError
-from eval.executors import ray_link
+from eval.executors import ExecutorError, ray_link
 from eval.executors.bundle import (
     ROOT,
     CellBundle,

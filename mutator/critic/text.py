@@ -90,6 +90,19 @@ class Tree:
         return not parts or "/".join(parts) in self.entries
 
     @cached_property
+    def links_out(self) -> dict[Path, Path]:
+        """Symlinks whose target is outside the skill (relative path -> where they point): a skill is copied
+        into cells and deployed as a folder, so such a link would hand an agent a file of this machine."""
+        root = self.root.resolve()
+        found = {}
+        for path in sorted(self.root.rglob("*")):
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    found[path.relative_to(self.root)] = target
+        return found
+
+    @cached_property
     def entries(self) -> set[str]:
         """Every file and every folder holding one, as POSIX paths relative to the root."""
         found = set()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
