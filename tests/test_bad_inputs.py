@@ -108,6 +108,16 @@ CASES = {
                                          ("--out", "inside the data dir")),
     "test-run-unknown-run": Case(("--test-run", "run-nope"), ("no run 'run-nope'", "--data-dir")),
     "compare-unknown-run": Case(("--compare", "run-a", "run-b"), ("no run 'run-a'", "--data-dir")),
+    "seed-binary-skill-md": Case((*DEMO, "--skill-dir", "{tmp}/my-skill"),
+                                 ("seed skill", "my-skill/SKILL.md: not UTF-8", "save it as UTF-8"),
+                                 setup=lambda tmp: seed_skill("")(tmp) or (tmp / "my-skill" / "SKILL.md").write_bytes(
+                                     b"---\nname: my-skill\ndescription: \xff\xfe\x00binary\n---\n")),
+    "lint-binary-skill-md": Case(("--lint", "{tmp}/my-skill"), ("--lint", "my-skill/SKILL.md: not UTF-8"),
+                                 setup=lambda tmp: seed_skill("")(tmp) or (tmp / "my-skill" / "SKILL.md").write_bytes(
+                                     b"\x89PNG\r\n\x1a\n")),
+    "mine-empty-traces-folder": Case(("--mine-traces", "{tmp}/traces", "--out", "{tmp}/suites/mined"),
+                                     ("--mine-traces", "/traces: no agent session found", "~/.claude/projects"),
+                                     setup=lambda tmp: (tmp / "traces").mkdir()),
     "gate-method-bad": Case((*DEMO, "--gate-method", "bogus"), ("--gate-method", "'bogus'", "signflip", "--help")),
 }
 

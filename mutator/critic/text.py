@@ -34,6 +34,15 @@ LEFTOVER_RE = re.compile(r"\b(TODO|FIXME|XXX):")
 TOP = PurePosixPath(".")
 
 
+def utf8_problem(path: Path) -> str | None:
+    """Why a text file every tool reads as UTF-8 (SKILL.md) is not, naming it and the fix; None when it is."""
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        return f"{path}: not UTF-8 text (byte {err.start} is 0x{err.object[err.start]:02x}); save it as UTF-8"
+    return None
+
+
 @dataclass(frozen=True)
 class Problem:
     key: tuple      # what the problem is, by file and content (never a line number, which an edit shifts)

@@ -23,6 +23,9 @@ def check_seed_skill(skill_dir: Path) -> None:
     if not (skill_dir / "SKILL.md").is_file():
         raise ConfigError(f"seed skill {skill_dir}: no SKILL.md; pass --skill-dir pointing at a skill folder "
                           f"(SKILL.md with name/description frontmatter)")
+    from mutator.critic.text import utf8_problem
+    if problem := utf8_problem(skill_dir / "SKILL.md"):
+        raise ConfigError(f"seed skill {problem}")
     problems = validate(skill_dir)
     if problems:
         raise ConfigError(f"seed skill {skill_dir / 'SKILL.md'}: {'; '.join(problems)}; fix the frontmatter "
