@@ -83,6 +83,11 @@ def _resources(value: Any) -> bool:
                and math.isfinite(v) and v >= 0 for k, v in value.items())
 
 
+def _ray_address(value: Any) -> bool:
+    from eval.executors.ray_link import address_problem
+    return address_problem(value) is None
+
+
 def _env_names(value: Any) -> bool:
     return all(isinstance(n, str) and ENV_NAME.match(n) for n in value)
 
@@ -183,10 +188,12 @@ class Settings:
                         help="where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
                              "task with its own bundle of inputs; see README 'Past one machine'); the run id and "
                              "the cells are the same either way")
-    ray_address: str = key("rayAddress", rule="'' (a private local Ray instance), 'auto' or HOST:PORT", default="",
-                           group="where", flag={"metavar": "ADDRESS"},
-                           help="--executor ray: '' (default) starts a private local Ray instance; 'auto' or "
-                                "HOST:PORT joins a running cluster (`ray start --head`)")
+    ray_address: str = key("rayAddress", _ray_address, "'' (a private local Ray instance), 'auto' or HOST:PORT "
+                           "(e.g. 10.0.0.5:6379)", default="", group="where", flag={"metavar": "ADDRESS"},
+                           help="--executor ray: '' (default) starts a private local Ray instance, listening on "
+                                "127.0.0.1 only; 'auto' or HOST:PORT joins a running cluster (`ray start --head`)")
+    ray_timeout_s: float = key("rayTimeoutS", _positive, "seconds > 0", 60.0, group="where", flag={"metavar": "S"},
+                               help="--executor ray: give up joining the cluster after S seconds (default 60)")
     sandbox: str = key("sandbox", lambda v: v in ("auto", "none", "bwrap"), "auto, none or bwrap", group="where",
                        help="how agents are launched: auto (default: bwrap when it is installed and works, else "
                             "none) | bwrap (bubblewrap: each agent sees only its cell) | none (bare processes)")

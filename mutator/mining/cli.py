@@ -15,6 +15,7 @@ from pathlib import Path
 from mutator.config import run_py as run_py_command
 from mutator.mining.mine import MineOptions, MiningError, mine, parse_since, render
 from mutator.mining.split import SplitError
+from mutator.round.preflight import check_out_folder
 
 # flags the watch itself owns, or that name what to run: never handed to the loop
 WATCH_ONLY = {"watch", "mine_traces", "once", "every", "min_traces", "redact", "judge", "since", "out", "suite",
@@ -30,6 +31,7 @@ def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: b
         raise MiningError("--mine-traces and --watch need --out suites/NAME (the folder the mined suites go in)")
     if args.mine_traces and args.watch:
         raise MiningError("--mine-traces and --watch are two commands; give one (--watch mines on every tick)")
+    check_out_folder("--out", args.out, skill_dir=settings.skill_dir, data_dir=settings.data_dir)
     clash = [f"--{name.replace('_', '-')}" for name in OTHER_COMMANDS if getattr(args, name, None) not in (None, False)]
     if clash:
         raise MiningError(f"{', '.join(clash)} cannot go with --mine-traces or --watch; run it as its own command")

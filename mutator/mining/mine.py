@@ -144,6 +144,10 @@ def mine(opts: MineOptions) -> dict:
     """Mine, split and write; returns the mining record (also written to <out>/mining.json)."""
     check_out(opts)
     found = collect(opts)
+    if not found.read["sessions"]:
+        raise MiningError(f"--mine-traces {opts.traces}: no agent session found there ({found.read['files']} "
+                          f"transcript file(s) read); point it at the folder holding the transcripts, e.g. "
+                          f"~/.claude/projects or one project's folder in it")
     frozen = frozen_test(opts.out) if opts.rebuild else None
     tasks, seen = [], set(frozen["inputs"]) if frozen else set()
     for task in sorted(found.tasks, key=lambda t: (t.at, t.session, t.id)):

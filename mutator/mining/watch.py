@@ -9,7 +9,6 @@ Time and the child go through seams (`clock`, `run_child`) so tests control them
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import time
@@ -143,8 +142,11 @@ def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Call
     return row
 
 
-def lock_key(out: Path) -> str:
-    return "watch-" + hashlib.sha256(suites_key(out).encode()).hexdigest()[:12]
+def watch_lock(out: Path) -> Path:
+    """Beside the --out folder, not in a data dir: two watches of one folder with two --data-dir still meet here
+    (inside the folder it would make a new --out look not empty)."""
+    out = out.resolve()
+    return out.parent / f".{out.name}.watch.lock"
 
 
 def watch(opts: WatchOptions, *, once: bool, clock: Callable[[], float] = time.time,
@@ -153,7 +155,7 @@ def watch(opts: WatchOptions, *, once: bool, clock: Callable[[], float] = time.t
 
     One watch per suites folder (an OS lock, LockHeld otherwise): a cron tick overlapping a long one would
     rebuild the suites under the running loop, which stops a run whose suite changed on disk."""
-    lock = RunLock.acquire(opts.db_path.parent, lock_key(opts.mining.out), what=f"the watch of {opts.mining.out}")
+    lock = RunLock.acquire_file(watch_lock(opts.mining.out), what=f"the watch of {opts.mining.out}")
     try:
         while True:
             row = tick(opts, clock=clock)

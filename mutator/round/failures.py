@@ -73,6 +73,9 @@ def likely_cause(outcome: Outcome, *, agent: str, grader: str) -> str:
     if not outcome.failures:
         return "cells are missing"
     kind = max(outcome.failures.items(), key=lambda item: item[1])[0]
+    if kind == "agent_error" and "output over" in (outcome.first_error or ""):
+        return ("the build agent writes past the output cap (--max-output-mb, config maxOutputMb): raise it if its "
+                "output is legitimately large, or make the agent quieter")
     return {
         "infra_error": "the model API or the harness (outage, rate limits, network): nobody's verdict on the skill",
         "grader_error": f"the suite's grader ({grader}) fails",

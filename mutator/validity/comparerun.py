@@ -14,7 +14,14 @@ from mutator.config import Settings
 from mutator.round.progress import Progress
 from mutator.store.db import connect, loads, rows
 from mutator.validity.pairs import champions_pair, render_pair
-from mutator.validity.testrun import AGENT_FLAGS, TestRunError, apply_run_defaults, test_run
+from mutator.validity.testrun import (
+    AGENT_FLAGS,
+    TestRunError,
+    apply_run_defaults,
+    recorded_run,
+    test_run,
+    unknown_run,
+)
 from sandbox import Launcher
 
 
@@ -22,6 +29,9 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
     """As `--test-run RUN_A` would: the suite defaults to RUN_A's --holdout, the agents to RUN_A's own flags."""
     if args.compare[0] == args.compare[1]:
         raise TestRunError(f"--compare needs two different runs, got {args.compare[0]} twice")
+    for run_id in args.compare:
+        if recorded_run(settings, run_id) is None:
+            raise unknown_run(settings, run_id)
     shadow = argparse.Namespace(**{**vars(args), "test_run": args.compare[0]})
     apply_run_defaults(settings, shadow)
     for attr in ("suite", "real", *(attr for attr, _ in AGENT_FLAGS)):

@@ -62,13 +62,26 @@ def recorded_run(settings: Settings, run_id: str) -> dict | None:
     return found[0] if found else None
 
 
+def unknown_run(settings: Settings, run_id: str) -> TestRunError:
+    """The error for a run id the store does not hold: the store, its recent runs, and the fix."""
+    known: list[str] = []
+    if settings.db_path.is_file():
+        db = connect_readonly(settings.db_path)
+        try:
+            known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+        finally:
+            db.conn.close()
+    return TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}; pass "
+                        f"a run id from it, or the --data-dir that holds the run")
+
+
 def apply_run_defaults(settings: Settings, args: argparse.Namespace) -> None:
     """`--test-run RUN` repeats what the run was started with unless told otherwise: the suite is the
     run's --holdout (found again by its resolved path), and with no agent flag typed, the run's own
     agent flags. A suite named as the run recorded it resolves to the recorded path."""
     run = recorded_run(settings, args.test_run)
     if run is None:
-        return  # test_run says there is no such run, listing the recent ones
+        raise unknown_run(settings, args.test_run)
     paths = {run.get("holdout"): run.get("holdout_path"), run.get("suite"): run.get("suite_path"),
              run.get("val"): run.get("val_path")}
     if not args.suite:
@@ -123,8 +136,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
-        known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
-        raise TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}")
+        raise unknown_run(settings, run_id)
     run = found[0]
     if run["status"] == "running" and _alive(run["pid"]):
         raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has stopped")

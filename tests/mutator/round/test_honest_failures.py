@@ -40,6 +40,7 @@ if pathlib.Path(__file__).with_name("broken").exists():
     sys.exit(1)
 """ + AGENT_OK
 NO_RESULT = "import pathlib\npathlib.Path('output.txt').write_text('done')\n"
+FLOOD = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"   # killed at the output cap, every time
 
 
 @pytest.fixture
@@ -60,13 +61,15 @@ def setup(tmp_path: Path):
     return command, tmp_path / "data", tmp_path / RUNS, train
 
 
-@pytest.mark.parametrize(("body", "says"), [
-    (FAILING, "agent exited 1; stderr: boom: the agent cannot start"),
-    (NO_RESULT, "agent exited 0 without a result event"),
-], ids=["exits-1", "no-result-event"])
-def test_an_agent_that_always_fails_stops_the_run_before_any_mutation(setup, body: str, says: str) -> None:
+@pytest.mark.parametrize(("body", "says", "extra"), [
+    (FAILING, "agent exited 1; stderr: boom: the agent cannot start", ()),
+    (NO_RESULT, "agent exited 0 without a result event", ()),
+    (FLOOD, "writes past the output cap (--max-output-mb", ("--max-output-mb", "1")),
+], ids=["exits-1", "no-result-event", "output-cap"])
+def test_an_agent_that_always_fails_stops_the_run_before_any_mutation(setup, body: str, says: str,
+                                                                      extra: tuple[str, ...]) -> None:
     command, data, runs, _ = setup
-    done = command(body=body)
+    done = command(*extra, body=body)
     assert done.returncode == 7, done.stderr[-2000:]
     assert "the seed's evaluation is unhealthy" in done.stderr and "4 of 4 cells failed (4 agent_error)" in done.stderr
     assert "likely cause: the build agent" in done.stderr and says in done.stderr and "--retry-failed" in done.stderr
