@@ -44,7 +44,8 @@ def test_every_flagged_key_has_one_flag_with_its_help():
     for key in FLAGGED:
         assert actions[key.attr].option_strings[0] == key.option and actions[key.attr].help == key.help
     assert set(FLAG_ATTRS) == {key.attr for key in FLAGGED}
-    assert len(FLAGGED) == 32      # every flag that was a setting before keys made them, and --ray-timeout-s
+    assert len(FLAGGED) == 35      # every flag that was a setting before keys made them, --ray-timeout-s,
+    # --model-gate, --seal-test and --propose-no-harm
 
 
 @pytest.mark.parametrize("key", FLAGGED, ids=lambda key: key.attr)
