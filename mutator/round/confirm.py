@@ -33,7 +33,7 @@ def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integr
                        per_task(evaluations[1].cells, loop.weights, val_norm),
                        prior=loop.prior_comparisons(exclude=row["id"]),
                        min_improvement=loop.settings.min_improvement, gate_z=loop.settings.gate_z,
-                       method=loop.settings.gate_method)
+                       method=loop.settings.gate_method, tie_rule=loop.decisions.gating.tie_rule)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}

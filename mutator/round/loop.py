@@ -23,6 +23,7 @@ from mutator.config import Settings
 from mutator.critic import guards as critic
 from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
+from mutator.round.eras import Decisions, configured, older
 from mutator.round.evaluations import Evaluator, limits
 from mutator.round.failures import (
     EvaluationStop,
@@ -35,13 +36,13 @@ from mutator.round.failures import (
 from mutator.round.mutate import mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
-from mutator.round.session import Agents, Suites, cheaper_identity, check_roles, run_id_for, run_identity
+from mutator.round.session import Agents, Suites, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
 from mutator.round.start_line import new_run_words, resume_words
 from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
-from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
+from mutator.round.waves import looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
 from mutator.store.db import (
@@ -85,27 +86,25 @@ class Loop(MutatorView):
             spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
         self.mutator_price = _price(settings, settings.mutator_model)
         self.retry_failed = retry_failed
-        self.gating = Gating.for_settings(settings, self.weights)
-        self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
+        self.decisions = configured(settings, self.weights)   # gate, val design, screen, train evidence depth
         self.run_id = ""
         self.cells_run = 0
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str, *, legacy: bool = False) -> dict:
+    def identity(self, seed_hash: str, decisions: Decisions | None = None) -> dict:
         return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash,
-                            cheaper={} if legacy else cheaper_identity(self.gating.design, self.screen))
+                            cheaper=(decisions or self.decisions).identity())
 
     def _legacy_run(self, seed_hash: str) -> list[dict]:
-        """A run stored before sequential val: resumed with the fixed-n gate and no screen it was made with."""
-        legacy = run_id_for(self.identity(seed_hash, legacy=True))
-        found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
-        if found:
-            self.run_id = legacy
-            self.gating = dataclasses.replace(self.gating, design=dataclasses.replace(self.gating.design, looks=1))
-            self.screen = dataclasses.replace(self.screen, tasks=0)
-            self.progress.say(f"{legacy} was stored before sequential val and the screen: it resumes as it was "
-                              "made (every val cell at once, no screen)")
-        return found
+        """A run stored by older code resumes with the decisions it was made with (mutator/round/eras.py)."""
+        for then in older(self.decisions):
+            legacy = run_id_for(self.identity(seed_hash, then))
+            found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
+            if found:
+                self.run_id, self.decisions = legacy, then
+                self.progress.say(f"{legacy} was stored before {then.lacked}: it resumes as it was made ({then.how})")
+                return found
+        return []
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
@@ -156,6 +155,8 @@ class Loop(MutatorView):
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
+        if suite is self.suites.train and only is None:   # a genome's train evidence (the seed's, a selected one's)
+            only = self.decisions.evidence_cells(self.suites.train)
         if self.budget:
             self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
         outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
@@ -255,13 +256,15 @@ class Loop(MutatorView):
                       {t: f.composite for t, f in tasks.items()}, self._train_tasks(genome_hash))
 
     def _train_tasks(self, genome_hash: str) -> dict[str, float]:
-        """Per-train-task composites from a finished train evaluation of the genome; never runs one."""
-        done = rows(self.db, "select id from evaluations where key = ? and status = 'done'",
-                    [evaluation_key(genome_hash, self.suites.train, self.contract)])
-        if not done:
+        """Per-train-task composites from the genome's finished train evidence; never runs a cell."""
+        found = rows(self.db, "select id from evaluations where key = ?",
+                     [evaluation_key(genome_hash, self.suites.train, self.contract)])
+        evidence = found and self.evaluator.outcome(found[0]["id"], only=self.decisions.evidence_cells(self.suites.train),
+                                                    members=len(self.settings.models))
+        if not evidence or not evidence.complete:
             return {}
         norm = stored_normalisers(self.run(), "train")
-        return {t: f.composite for t, f in per_task(self.evaluator.cells(done[0]["id"]), self.weights, norm).items()}
+        return {t: f.composite for t, f in per_task(evidence.cells, self.weights, norm).items()}
 
     def round(self, round_no: int, val_norm: Normalisers) -> None:
         state = self.state(round_no, val_norm)
@@ -355,7 +358,7 @@ class Loop(MutatorView):
             if screened:
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             outcome, gate, looks = sequential_val(
-                self.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
+                self.decisions.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
                 incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.prior_comparisons(exclude=row["id"]),
                 label=f"round {round_no} · {genome_hash[:12]} on val",
                 healthy=lambda o: assess(o, self.settings.max_failed_share).healthy)
@@ -388,12 +391,12 @@ class Loop(MutatorView):
 
     def _screen(self, row: dict, round_no: int, genome_hash: str, state: State) -> bool:
         """The kill-only train screen (screen.tasks > 0): True when it SCREENED the candidate out."""
-        if row["screen"] is not None or not self.screen.tasks:
+        if row["screen"] is not None or not self.decisions.screen.tasks:
             return False
-        record = self.screen.run(self.gating, self._evaluate, train=self.suites.train, genome=genome_hash,
-                                 incumbent=state.incumbent.genome_hash, norm=stored_normalisers(self.run(), "train"),
-                                 seed=f"{self.settings.seed}:{self.run_id}:{round_no}:screen",
-                                 label=f"round {round_no} · {genome_hash[:12]} on train")
+        record = self.decisions.screen.run(
+            self.decisions.gating, self._evaluate, train=self.suites.train, genome=genome_hash,
+            incumbent=state.incumbent.genome_hash, norm=stored_normalisers(self.run(), "train"),
+            seed=f"{self.settings.seed}:{self.run_id}:{round_no}:screen", label=f"round {round_no} · {genome_hash[:12]} on train")
         if record is None:
             return False
         fields = screen_fields(record)

@@ -63,6 +63,11 @@ class Plan:
     design: dict | None = None     # sequential val (mutator/scoring/sequential.py): looks, z's, expected waves
     screen_cells: int = 0          # the kill-only train screen's cells per candidate (0 = off)
     solve_line: str = ""           # the solve phase, on (its cells and cost, in run_usd) or off
+    train_replicates: int = 0      # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
+
+    @property
+    def train_cells(self) -> int:
+        return self.n_train * (self.train_replicates or self.replicates)
 
 
 def _store(settings: Settings):
@@ -169,11 +174,12 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
         if settings.screen_tasks >= 3 else 0
     # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
     # confirmation every round
-    round_cells = candidates * (n_val * reps + screen_cells) + n_train * reps + (2 * n_val * reps if confirm else 0)
+    train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
+    round_cells = candidates * (n_val * reps + screen_cells) + n_train * train_reps + (2 * n_val * reps if confirm else 0)
     round_usd = round_cells * cell + candidates * mutator
     solve_on = settings.solve == "on"   # `auto` (old configs) is off
     solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
-    run_usd = solve_usd + (n_val + n_train) * reps * cell + settings.rounds * round_usd
+    run_usd = solve_usd + (n_val * reps + n_train * train_reps) * cell + settings.rounds * round_usd
     return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
                 candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
                 mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
@@ -182,7 +188,7 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 # a test run measures the seed, the champion and the no-skill control
                 test_usd=3 * n_test * reps * cell if n_test else None,
                 design=_design(settings), screen_cells=screen_cells,
-                solve_line=solve_line(settings, len(train.tasks), solve_on))
+                solve_line=solve_line(settings, len(train.tasks), solve_on), train_replicates=train_reps)
 
 
 def _design(settings: Settings) -> dict | None:
@@ -214,7 +220,7 @@ def render_plan(p: Plan) -> str:
         f"  Cost: a cell ≈ ${p.cell_usd:.5f} ({p.cell_source}); a mutator call ≈ ${p.mutator_usd:.4f} "
         f"({p.mutator_source})",
         f"    per round ≤ ${p.round_usd:.4f} ({p.candidates} val evaluation(s) of {p.n_val * p.replicates} cells, one "
-        f"train evaluation of {p.n_train * p.replicates} cells" + (", a confirmation of 2 × "
+        f"train evaluation of {p.train_cells} cells" + (", a confirmation of 2 × "
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
                                                                      else "") + f", {p.candidates} mutator call(s))",
         *_cheaper_lines(p),
