@@ -158,7 +158,7 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
     width = max(15, *(len(label) for label in rows))
     header = (f"| {'line':<{width}} | {'decisions':>9} | {'cells/decision':>14} | {'val+screen/decision':>19} | "
               f"{'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | {'train':>6} | {'screened out':>12} | "
-              f"{'false kills (train)':>19} | {'false kills (val)':>19} |")
+              f"{'false kills':>17} |")
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for label, outcomes in rows.items():
@@ -168,11 +168,11 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
         deciding = spent["screen"] + spent["val"] + spent["remaining"]
         screens = [s for o in outcomes for s in o.screens]
         kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
-        false = [rate([killed for killed, *better in screens if better[side]]) for side in (0, 1)]
+        false = rate([killed for killed, better in screens if better])
         per = [f"{cells / decisions:.1f}" if decisions else "—" for cells in (deciding + spent["train"], deciding)]
         print(f"| {label:<{width}} | {decisions:>9.1f} | {per[0]:>14} | {per[1]:>19} | "
               f"{spent['seed']:>5.0f} | {spent['screen']:>6.1f} | {spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
-              f"{spent['train']:>6.1f} | {kills:>12} | {false[0]:>19} | {false[1]:>19} |")
+              f"{spent['train']:>6.1f} | {kills:>12} | {false:>17} |")
 
 
 def rate(kills: list[bool]) -> str:
@@ -249,8 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
     print("Cells per decision (means per seed): a decision is a verdict of the gate or the screen (KEEP, REJECT, "
           "SCREENED); cells/decision counts every cell but the seed's; 'remaining' = a kept incumbent's val waves not "
-          "yet run; false kills = the truly better candidates the screen saw (TRUE composite above the incumbent's on "
-          "train, what the screen tests; on val, what the search is scored on) that it screened out.")
+          "yet run; false kills = the truly better candidates the screen saw (TRUE val composite above the "
+          "incumbent's) that it screened out.")
     print_cells(res.rows)
     print()
     print_tests(res.rows, args.seeds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -87,6 +88,22 @@ def test_aa_rerun_resumes_from_the_cache(aa_store, tmp_path: Path) -> None:
     again = run_cli(*AA_ARGS, "--data-dir", str(data_dir))
     assert again.returncode == 0 and "0 cells run by this command" in again.stdout
     assert len(_rows(data_dir, "select * from runs")) == 1
+
+
+def test_an_aa_run_names_its_tie_rule_so_one_from_before_it_is_another_id_with_every_cell_cached(aa_store,
+                                                                                                  tmp_path: Path) -> None:
+    """score.tieRule is part of an A/A run's id (its verdicts depend on it) when it is not 'keep', the one code before
+    the tie rule used, which wrote no such key: an A/A store from then is a different run, re-run from the cache."""
+    data_dir = copy_store(aa_store[0], tmp_path / "data")
+    before = _rows(data_dir, "select count(*) as n from cells")[0]["n"]
+    old = run_cli(*AA_ARGS, "--data-dir", str(data_dir), env={**os.environ, "SKILL_MUTATOR_TIE_RULE": "keep"})
+    assert old.returncode == 0 and "0 cells run by this command" in old.stdout, old.stderr[-2000:]
+    runs = {r["id"]: json.loads(r["config"]) for r in _rows(data_dir, "select id, config from runs")}
+    assert len(runs) == 2 and _rows(data_dir, "select count(*) as n from cells")[0]["n"] == before
+    assert sorted(c.get("tie_rule", "absent") for c in runs.values()) == ["absent", "noAddedCost"]
+    for copy in _rows(data_dir, "select run_id, gate from attempts where round > 0"):
+        gate = loads(copy["gate"])   # the rule at the last look; an early look never applies it
+        assert gate["tie"]["rule"] == ("keep" if "early_look" in gate else runs[copy["run_id"]].get("tie_rule", "keep"))
 
 
 def test_plan_uses_the_aa_noise_and_rescales_replicates(aa_store, tmp_path: Path) -> None:

@@ -92,14 +92,35 @@ def test_cells_and_tests_rows(demo_store) -> None:
     per_eval = [dict(r) for r in db.query("select e.id, e.suite, e.n_cells, e.n_done, count(c.id) as n from evaluations e "
                                           "join cells c on c.evaluation_id = e.id group by e.id")]
     assert all(r["n"] == r["n_done"] for r in per_eval)
-    # every evaluation is whole except the val evaluations of attempts decided at an early look of val in waves
+    # every val evaluation is whole but those of attempts decided at an early look of val in waves; every train
+    # evaluation (the mutator's evidence) holds evidenceReplicates (1) of the demo's 2 replicates, replicate 0
     early = {r["val_evaluation_id"]: loads(r["looks"])[-1]["cells"] for r in attempts(demo_store[0])
              if r["looks"] and loads(r["looks"])[-1]["decision"]}
-    assert early and all(r["n"] == early.get(r["id"], r["n_cells"]) for r in per_eval)
+    assert early and all(r["n"] == early.get(r["id"], r["n_cells"]) for r in per_eval if r["suite"] == "clean-val")
+    train = [r for r in per_eval if r["suite"] == "clean-train"]
+    assert len(train) == 4 and all(r["n"] == r["n_cells"] // 2 == 12 for r in train)   # the seed and 3 kept
+    assert {r["replicate"] for r in db.query("select distinct c.replicate from cells c join evaluations e on "
+                                             "e.id = c.evaluation_id where e.suite = 'clean-train'")} == {0}
     assert {r["suite"] for r in per_eval} == {"clean-train", "clean-val"}  # the holdout is never evaluated
     names = {r["name"] for r in db.query("select distinct name from tests")}
     assert {"parses", "headers", "rows", "text", "dates"} <= names
     assert next(iter(db.query("pragma integrity_check")))["integrity_check"] == "ok"
+
+
+def test_the_tie_rule_rests_on_the_last_look_only(demo_store) -> None:
+    """score.tieRule (noAddedCost) is applied where a verdict rests: the last look of val; an early look, deciding
+    nothing on a tie, never applies it."""
+    last = early = 0
+    for row in attempts(demo_store[0]):
+        if row["looks"] is None:
+            continue
+        looks = loads(row["looks"])
+        for look in looks:
+            decisive = look is looks[-1] and look["decision"] is None
+            assert look["gate"]["tie"]["rule"] == ("noAddedCost" if decisive else "keep")
+            last, early = last + decisive, early + (not decisive)
+        assert loads(row["gate"])["tie"] == looks[-1]["gate"]["tie"]
+    assert last >= 1 and early >= 1
 
 
 def test_genome_history_in_git(demo_store) -> None:
