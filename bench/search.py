@@ -82,6 +82,7 @@ class Outcome:
     decisions: int = 0                 # candidates given a verdict by the gate or the screen
     spent: dict = field(default_factory=dict)    # rollouts by purpose: seed, screen, val, remaining, train
     screens: list = field(default_factory=list)  # per screen decision: (killed, TRULY better on val)
+    calls: int = 0                     # mutator calls
 
 
 class Search:
@@ -111,9 +112,16 @@ class Search:
         self.purpose: Counter = Counter()
         self.decisions, self.screens = 0, []
         self.names: dict[Genome, str] = {}
+        self._members: dict[Genome, tuple] = {}
         self.by_name: dict[str, Genome] = {}
         self.calls = 0
         self.val_size = len(land.suites["val"]) * replicates
+        # the mutator-call cap (it stops a search whose candidates are all cached): 3 calls per cheapest decision the
+        # budget buys, i.e. a whole val evaluation, one wave of one, or a screen, so a cheaper line is not cut short
+        sizes = [self.val_size // self.gating.design.looks]
+        if self.screen.tasks >= 3:
+            sizes.append(min(self.screen.tasks, len(land.suites["train"])) * rules.screen_replicates)
+        self.max_calls = 3 * budget // min(sizes)
         self.order = {task: i for i, task in enumerate(land.suites["val"])}   # val cells in suite order, as measured
         self.seed_genome = Genome(SEED_RULES)
         self.incumbent = self.seed_genome
@@ -153,7 +161,15 @@ class Search:
         return [cell for cell, _ in self.cells[split].get(g, {}).values()]
 
     def member(self, g: Genome) -> Member:
-        norms = self.norms   # what is stored, as the loop's member(): a candidate decided early has its waves only
+        # what is stored, as the loop's member(): a candidate decided early has its waves only; memoised on what
+        # it is made of (every round asks for every genome's)
+        key = (len(self.cells["val"].get(g, ())), g in self.evidence)
+        if self._members.get(g, (None,))[0] != key:
+            self._members[g] = (key, self._member(g))
+        return self._members[g][1]
+
+    def _member(self, g: Genome) -> Member:
+        norms = self.norms
         val = sorted(self.stored(g, "val"), key=lambda c: (self.order[c.task_id], c.replicate))
         tasks = per_task(val, WEIGHTS, norms["val"])
         train = {t: f.composite for t, f in per_task(self.evaluate(g, "train"), WEIGHTS, norms["train"]).items()} \
@@ -186,7 +202,7 @@ class Search:
 
     def best_of_n(self) -> None:
         """Independent mutants of the seed until the budget is spent; a duplicate is served from the cache."""
-        while self.calls < 3 * self.budget // self.val_size:
+        while self.calls < self.max_calls:
             child, _ = self.mutate(self.seed_genome, objective=None, refs=[], targets=())
             if child == self.seed_genome:
                 continue
@@ -271,7 +287,7 @@ class Search:
         strategy = make_strategy(strategy_id, self.line.opts)
         pool, prior, round_no = (), [], 0
         # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
-        while self.calls < 3 * self.budget // self.val_size:
+        while self.calls < self.max_calls:
             round_no += 1
             members = tuple(self.member(g) for g in self.cells["val"])
             state = State(round_no, self.member(self.incumbent),
@@ -293,7 +309,7 @@ class Search:
             self.point()
         return Outcome(self.curve, self.member(self.incumbent).composite,
                        self.land.expected(self.incumbent, "test", self.norms["test"]), self.spent["rollouts"],
-                       self.spent["usd"], self.decisions, dict(self.purpose), self.screens)
+                       self.spent["usd"], self.decisions, dict(self.purpose), self.screens, self.calls)
 
 
 def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,

@@ -156,7 +156,7 @@ def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: in
 def print_cells(rows: dict[str, list[Outcome]]) -> None:
     """Where each line's rollouts went, per decision, and the screen's measured false-kill rate."""
     width = max(15, *(len(label) for label in rows))
-    header = (f"| {'line':<{width}} | {'decisions':>9} | {'cells/decision':>14} | {'val+screen/decision':>19} | "
+    header = (f"| {'line':<{width}} | {'mutator calls':>13} | {'decisions':>9} | {'cells/decision':>14} | {'val+screen/decision':>19} | "
               f"{'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | {'train':>6} | {'screened out':>12} | "
               f"{'false kills':>17} |")
     print(header)
@@ -170,7 +170,7 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
         kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
         false = rate([killed for killed, better in screens if better])
         per = [f"{cells / decisions:.1f}" if decisions else "—" for cells in (deciding + spent["train"], deciding)]
-        print(f"| {label:<{width}} | {decisions:>9.1f} | {per[0]:>14} | {per[1]:>19} | "
+        print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} | {per[0]:>14} | {per[1]:>19} | "
               f"{spent['seed']:>5.0f} | {spent['screen']:>6.1f} | {spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
               f"{spent['train']:>6.1f} | {kills:>12} | {false:>17} |")
 
