@@ -311,6 +311,8 @@ def main(argv: list[str] | None = None) -> None:
     print("Our lines' cells per decision (as bench/strategies.py prints them):")
     bench.print_cells({line.label: rows[line.label] for line in ours})
     print()
+    bench.print_tests({line.label: rows[line.label] for line in ours}, args.seeds)
+    print()
     for label, peer_runs in runs.items():
         print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "
               f"{statistics.mean(r.candidates for r in peer_runs):.1f} candidates kept (seed included), "

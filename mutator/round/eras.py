@@ -46,13 +46,14 @@ def configured(settings, weights) -> Decisions:
 
 def older(now: Decisions) -> tuple[Decisions, ...]:
     """The decisions of runs stored by older code, newest first: before the tie rule and evidenceReplicates (ties
-    kept, evidence at every replicate), and before sequential val and the screen (one look, no screen either)."""
-    full = now.replicates
+    kept, evidence at every replicate; with the screen as configured, or off, its default then), and before
+    sequential val and the screen (one look, no screen either)."""
+    full, off = now.replicates, dataclasses.replace(now.screen, tasks=0)
     ties = dataclasses.replace(now, gating=dataclasses.replace(now.gating, tie_rule="keep"), evidence=full,
                                lacked="the tie rule and evidenceReplicates",
                                how="every tie kept, train evidence at every replicate")
+    unscreened = dataclasses.replace(ties, screen=off, how=ties.how + ", no screen (the default then)")
     once = dataclasses.replace(ties, gating=dataclasses.replace(ties.gating, design=dataclasses.replace(
-        ties.gating.design, looks=1)), screen=dataclasses.replace(now.screen, tasks=0),
-        lacked="sequential val and the screen",
+        ties.gating.design, looks=1)), screen=off, lacked="sequential val and the screen",
         how="every val cell at once, no screen, every tie kept, train evidence at every replicate")
-    return ties, once
+    return (ties, unscreened, once) if now.screen.tasks else (ties, once)

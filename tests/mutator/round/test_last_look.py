@@ -64,7 +64,9 @@ def test_a_runs_identity_names_the_tie_rule_and_the_evidence_depth_and_older_sto
     assert (settings.tie_rule, settings.evidence_replicates, settings.replicates) == ("noAddedCost", 1, 3)
     identity = now.identity()
     assert identity["tie_rule"] == "noAddedCost" and identity["evidence_replicates"] == 1
-    before_ties, before_waves = older(now)
+    before_ties, unscreened, before_waves = older(now)
+    assert (now.screen.tasks, before_ties.screen.tasks, unscreened.screen.tasks) == (6, 6, 0)   # screen off: then
+    assert unscreened.identity() == cheaper_identity(now.gating.design, unscreened.screen)       # its default
     # exactly the identity part code before the tie rule wrote (sequential val and the screen only) ...
     assert before_ties.identity() == cheaper_identity(now.gating.design, now.screen)
     assert before_ties.gating.tie_rule == "keep" and before_ties.evidence_cells(SimpleNamespace(tasks=[])) is None
