@@ -27,12 +27,4 @@ from mutator.cli.flags import parser  # noqa: E402, F401  (tests/test_readme.py 
 from mutator.cli.main import main  # noqa: E402
 
 if __name__ == "__main__":
-    try:
-        from mutator.round.session import LoopError
-    except ImportError:  # pragma: no cover
-        LoopError = RuntimeError
-    try:
-        sys.exit(main())
-    except LoopError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(main())

@@ -9,10 +9,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from eval.errors import SkillMutatorError
+
 PRICE_KEYS = ("input", "output", "cacheWrite", "cacheRead")
 
 
-class PricingError(ValueError):
+class PricingError(SkillMutatorError, ValueError):
     """A model has no (or a malformed) price in config.json 'pricing'."""
 
 

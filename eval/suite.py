@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.errors import SkillMutatorError
 from eval.graders.expectations import Expectation, ExpectError, parse_expect, parse_schema
 from eval.snapshot import hash_tree
 
@@ -23,7 +24,7 @@ RUNNERS = ("script", "expectations", "judge")   # ids of eval/graders REGISTRY
 GRADER_NAMES = ("run-eval.py", "run-eval")
 
 
-class SuiteError(ValueError):
+class SuiteError(SkillMutatorError, ValueError):
     """A suite on disk is malformed; the message names the file, the line and the fix."""
 
 

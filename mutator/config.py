@@ -6,17 +6,21 @@ Paths in config.json are relative to the file's folder; paths from env or flags 
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import difflib
 import json
 import math
 import os
 import re
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eval.cost import Price, parse_pricing
+from eval.errors import SkillMutatorError
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = ROOT / "config.json"
@@ -24,22 +28,39 @@ ENV_PREFIX = "SKILL_MUTATOR_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class ConfigError(ValueError):
+class ConfigError(SkillMutatorError, ValueError):
     """A configuration value is missing or invalid; the message names the key and its source."""
 
 
 @dataclass(frozen=True)
 class Key:
+    """One setting, written once: its config.json name, its rule, its default, and its flag's help (if it has one).
+
+    Its Settings attribute (also the flag's dest and the SKILL_MUTATOR_<ATTR> variable) and its type come from the
+    Settings field that declares it; `mutator/cli/flags.py` makes the flag from it."""
     path: str                      # dotted key in config.json, e.g. "score.gateZ"
-    attr: str                      # Settings attribute and argparse dest, e.g. "gate_z"
-    kind: Callable[[Any], Any]
     check: Callable[[Any], bool] = lambda value: True
     rule: str = ""
     default: Any = None            # used when config.json lacks the key (keys added after a config was written)
+    help: str | None = None        # the flag's help: None = no flag (config or environment only)
+    group: str = ""                # the --help group the flag is listed in (flags.py); in field order within it
+    flag: Mapping[str, Any] = field(default_factory=dict)   # argparse extras: choices, metavar, action
+    attr: str = ""                 # set from the Settings field
+    kind: Any = None               # str | int | float | bool | dict | list | Path, from the field's type
 
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.attr.upper()
+
+    @property
+    def option(self) -> str:
+        return "--" + self.attr.replace("_", "-")
+
+
+def key(path: str, check: Callable[[Any], bool] = lambda value: True, rule: str = "", default: Any = None, *,
+        help: str | None = None, group: str = "", flag: Mapping[str, Any] | None = None, repr: bool = True) -> Any:
+    """A Settings field that is a configuration key (see Key)."""
+    return field(repr=repr, metadata={"key": Key(path, check, rule, default, help, group, flag or {})})
 
 
 def _positive(value: Any) -> bool:
@@ -51,124 +72,131 @@ def _resources(value: Any) -> bool:
                and math.isfinite(v) and v >= 0 for k, v in value.items())
 
 
-KEYS = (
-    Key("model", "model", str, lambda v: all(v.split(",")), "a model id, or several: a list or 'a,b'"),
-    Key("mutatorModel", "mutator_model", str, bool, "a non-empty model id"),
-    Key("mutatorCmd", "mutator_cmd", str, lambda v: True, "your mutator's command line ('' = none)"),
-    Key("replicates", "replicates", int, _positive, "an integer >= 1"),
-    Key("rounds", "rounds", int, lambda v: v >= 0, "an integer >= 0"),
-    Key("maxTurns", "max_turns", int, _positive, "an integer >= 1"),
-    Key("concurrency", "concurrency", int, _positive, "an integer >= 1"),
-    Key("strategy", "strategy", str, bool, "a strategy id"),
-    Key("strategyOpts", "strategy_opts", dict, lambda v: True, "a JSON object"),
-    Key("seed", "seed", int, lambda v: True, "an integer"),
-    Key("skillDir", "skill_dir", Path, lambda v: True, "a path to a skill folder"),
-    Key("dataDir", "data_dir", Path, lambda v: True, "a path"),
-    Key("sandbox", "sandbox", str, lambda v: v in ("auto", "none", "bwrap"), "auto, none or bwrap"),
-    Key("graderTimeoutMs", "grader_timeout_ms", int, _positive, "milliseconds >= 1"),
-    Key("watchdog.silenceMs", "build_timeout_ms", int, _positive, "milliseconds >= 1"),
-    Key("watchdog.heartbeatMs", "build_heartbeat_ms", int, _positive, "milliseconds >= 1"),
-    Key("score.wCost", "w_cost", float, lambda v: v >= 0, "a number >= 0"),
-    Key("score.wSteps", "w_steps", float, lambda v: v >= 0, "a number >= 0"),
-    Key("score.minImprovement", "min_improvement", float, lambda v: True, "a number"),
-    Key("score.gateZ", "gate_z", float, lambda v: v >= 0, "a number >= 0"),
-    Key("solve", "solve", str, lambda v: v in ("auto", "on", "off"), "on or off (auto, kept for old configs, is off)"),
-    Key("solveAttempts", "solve_attempts", int, _positive, "an integer >= 1"),
-    Key("solveMinScore", "solve_min_score", float, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
-    Key("metaSkillEvery", "meta_skill_every", int, lambda v: v >= 0, "an integer >= 0 (0 = off)"),
-    Key("confirm", "confirm", bool, lambda v: True, "true or false"),
-    Key("valQueryWarn", "val_query_warn", int, lambda v: v >= 0, "an integer >= 0"),
-    Key("critic.maxSkillLines", "critic_max_lines", int, _positive, "an integer >= 1"),
-    Key("critic.maxSkillBytes", "critic_max_bytes", int, _positive, "an integer >= 1"),
-    Key("critic.maxGrowth", "critic_max_growth", float, lambda v: v >= 0, "a fraction >= 0 (0.2 = +20%)"),
-    Key("cellTimeoutMs", "cell_timeout_ms", int, _positive, "milliseconds >= 1", 30 * 60 * 1000),
-    Key("maxOutputMb", "max_output_mb", float, _positive, "megabytes > 0", 20.0),
-    Key("infraRetries", "infra_retries", int, lambda v: v >= 0, "an integer >= 0", 1),
-    Key("maxFailedShare", "max_failed_share", float, lambda v: 0 <= v < 1, "a fraction in [0, 1)", 0.25),
-    Key("proposeMinDelta", "propose_min_delta", float, lambda v: v >= 0, "a number >= 0", 0.02),
-    Key("passEnv", "pass_env", list, lambda v: all(isinstance(n, str) and ENV_NAME.match(n) for n in v),
-        "a list of environment variable names to pass to agents and graders"),
-    Key("critic.minGrowthBytes", "critic_min_growth_bytes", int, lambda v: v >= 0, "an integer >= 0"),
-    Key("executor", "executor", str, lambda v: v in ("local", "ray"), "local or ray", "local"),
-    Key("rayAddress", "ray_address", str, lambda v: True, "'' (a private local Ray instance), 'auto' or HOST:PORT",
-        ""),
-    Key("cellResources", "cell_resources", dict, _resources,
-        'an object of Ray resource -> amount >= 0 per cell, e.g. {"num_cpus": 1}', {"num_cpus": 1}),
-    Key("score.gateMethod", "gate_method", str, lambda v: v in ("signflip", "t"),
-        "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)", "signflip"),
-    Key("score.tieRule", "tie_rule", str, lambda v: v in ("keep", "noAddedCost"),
-        "noAddedCost (a tie the gate keeps is kept only when it adds no cost) or keep (every tie)", "noAddedCost"),
-    Key("evidenceReplicates", "evidence_replicates", int, lambda v: v >= 0,
-        "an integer >= 0: replicates of a kept candidate's train evaluation (0 = the run's replicates)", 0),
-    Key("sequential.waves", "sequential", bool, lambda v: True, "true (val in waves, one replicate each, with "
-        "early looks) or false (every val cell at once)", True),
-    Key("sequential.earlyZ", "sequential_early_z", float, _positive, "a z > 0 (the early looks' boundary)", 2.0),
-    Key("screen.tasks", "screen_tasks", int, lambda v: v >= 0, "an integer >= 0 (0 = no screen)", 0),
-    Key("screen.replicates", "screen_replicates", int, _positive, "an integer >= 1", 1),
-    Key("screen.z", "screen_z", float, _positive, "a z > 0 (the screen's false-kill rate is 1 − Φ(z))", 2.0),
-    Key("suites", "suites", dict, lambda v: True, "an object of suite name -> path"),
-    Key("pricing", "pricing", dict, lambda v: True, "an object of model -> prices"),
-)
-PATH_KEYS = {"skill_dir", "data_dir"}
+def _env_names(value: Any) -> bool:
+    return all(isinstance(n, str) and ENV_NAME.match(n) for n in value)
 
 
-@dataclass(frozen=True)
+GATE_METHOD_HELP = ("how the gate's critical value t is made: signflip (default; sign flips of the candidate's own "
+                    "deltas, a false-reject rate of 1 − Φ(gateZ) for any symmetric noise) or t (the Student-t "
+                    "quantile, exact for normal deltas)")
+MODEL_HELP = ("build model id (priced from config.json 'pricing'); several, comma-separated (a,b), measure every cell "
+              "on each model: each model's composite against the seed on that model, the run's the mean over "
+              "models, the gate paired per (task, model)")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
-    model: str
-    mutator_model: str
-    mutator_cmd: str
-    replicates: int
-    rounds: int
-    max_turns: int
-    concurrency: int
-    strategy: str
-    strategy_opts: dict
-    seed: int
-    skill_dir: Path
-    data_dir: Path
-    sandbox: str
-    grader_timeout_ms: int
-    build_timeout_ms: int
-    build_heartbeat_ms: int
-    w_cost: float
-    w_steps: float
-    min_improvement: float
-    gate_z: float
-    solve: str
-    solve_attempts: int
-    solve_min_score: float
-    meta_skill_every: int
-    confirm: bool
-    val_query_warn: int
-    critic_max_lines: int
-    critic_max_bytes: int
-    critic_max_growth: float
-    cell_timeout_ms: int
-    max_output_mb: float
-    infra_retries: int
-    max_failed_share: float
-    propose_min_delta: float
-    pass_env: list[str]
-    critic_min_growth_bytes: int
-    suites: dict[str, Path]
-    pricing: dict[str, Price] = field(repr=False)
+    """Every setting, each declared once as a config key (flags in --help follow this order within a group)."""
+    skill_dir: Path = key("skillDir", rule="a path to a skill folder", group="run",
+                          help="the seed skill folder (default: config skillDir)")
+    # the loop
+    rounds: int = key("rounds", lambda v: v >= 0, "an integer >= 0", group="loop",
+                      help="total rounds (a finished run with fewer is extended)")
+    replicates: int = key("replicates", _positive, "an integer >= 1", group="loop",
+                          help="cells per task per evaluation")
+    strategy: str = key("strategy", bool, "a strategy id", group="loop", help="search strategy id (greedy)")
+    strategy_opts: dict = key("strategyOpts", rule="a JSON object", group="loop", flag={"metavar": "JSON"},
+                              help="strategy options as a JSON object")
+    min_improvement: float = key("score.minImprovement", rule="a number", group="loop",
+                                 help="centre of the keep gate (score.minImprovement)")
+    gate_z: float = key("score.gateZ", lambda v: v >= 0, "a number >= 0", group="loop",
+                        help="noise calibration of the gate; 0 = raw minImprovement gate")
+    gate_method: str = key("score.gateMethod", lambda v: v in ("signflip", "t"),
+                           "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)",
+                           "signflip", group="loop", flag={"choices": ("signflip", "t")}, help=GATE_METHOD_HELP)
+    seed: int = key("seed", rule="an integer", group="loop", help="seed of the run's random choices")
+    model: str = key("model", lambda v: all(v.split(",")), "a model id, or several: a list or 'a,b'", group="loop",
+                     help=MODEL_HELP)
+    mutator_model: str = key("mutatorModel", bool, "a non-empty model id", group="loop", help="mutator model id")
+    max_turns: int = key("maxTurns", _positive, "an integer >= 1", group="loop", help="turn cap for each agent")
+    concurrency: int = key("concurrency", _positive, "an integer >= 1", group="loop", help="cells run at once")
+    build_timeout_ms: int = key("watchdog.silenceMs", _positive, "milliseconds >= 1", group="loop",
+                                help="watchdog silence budget before an agent's stream grows")
+    build_heartbeat_ms: int = key("watchdog.heartbeatMs", _positive, "milliseconds >= 1", group="loop",
+                                  help="watchdog budget between stream growths")
+    grader_timeout_ms: int = key("graderTimeoutMs", _positive, "milliseconds >= 1", group="loop",
+                                 help="a grader running longer is killed; the cell is a grader_error, re-graded "
+                                      "when the run resumes")
+    cell_timeout_ms: int = key("cellTimeoutMs", _positive, "milliseconds >= 1", 30 * 60 * 1000, group="loop",
+                               help="wall-clock cap per cell on top of the watchdog (default 30 min); the cell is "
+                                    "a timeout")
+    max_output_mb: float = key("maxOutputMb", _positive, "megabytes > 0", 20.0, group="loop",
+                               help="cap on each agent output file (stream, stdout, stderr; default 20); past it "
+                                    "the agent is killed, agent_error")
+    infra_retries: int = key("infraRetries", lambda v: v >= 0, "an integer >= 0", 1, group="loop",
+                             help="times an infra_error cell (API outage, rate limit, network, harness fault) is "
+                                  "retried in place (default 1)")
+    max_failed_share: float = key("maxFailedShare", lambda v: 0 <= v < 1, "a fraction in [0, 1)", 0.25, group="loop",
+                                  help="an evaluation with more failed cells than this share is unhealthy: no "
+                                       "verdict (default 0.25)")
+    propose_min_delta: float = key("proposeMinDelta", lambda v: v >= 0, "a number >= 0", 0.02, group="loop",
+                                   help="propose a champion only when its val composite beats the seed's by this "
+                                        "much (default 0.02)")
+    # the mutator's view and validity
+    solve: str = key("solve", lambda v: v in ("auto", "on", "off"), "on or off (auto, kept for old configs, is off)",
+                     group="view", flag={"action": argparse.BooleanOptionalAction},
+                     help="solve phase before round 0: the mutator model solves each train task bare; its graded "
+                          "transcripts go to solve/; paid at the mutator model's price, within --budget-usd "
+                          "(default: off)")
+    solve_attempts: int = key("solveAttempts", _positive, "an integer >= 1", group="view",
+                              help="solve passes per task; imperfect tasks retry (default 3)")
+    solve_min_score: float = key("solveMinScore", lambda v: 0 <= v <= 1, "a number in [0, 1]", group="view",
+                                 help="abort before any seed spend if a task's best solve score stays below this "
+                                      "(default 0.7)")
+    meta_skill_every: int = key("metaSkillEvery", lambda v: v >= 0, "an integer >= 0 (0 = off)", group="view",
+                                help="every N rounds distil the attempt log into lessons shown in later briefings "
+                                     "(0 = off)")
+    confirm: bool = key("confirm", rule="true or false", group="view",
+                        help="winner's-curse guard: re-evaluate a keep and the incumbent on fresh val replicates; "
+                             "the keep stands only if the confirmed delta still passes the gate")
+    # where (--config, not a setting, is listed after --data-dir)
+    data_dir: Path = key("dataDir", rule="a path", group="where",
+                         help="holds mutator.db, genomes, cells (default ./data)")
+    pass_env: list[str] = key("passEnv", _env_names, "a list of environment variable names to pass to agents and "
+                              "graders", group="where", flag={"metavar": "NAME"},
+                              help="pass the environment variable NAME to agents and graders (repeatable); they get "
+                                   "only an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
+    executor: str = key("executor", lambda v: v in ("local", "ray"), "local or ray", "local", group="where",
+                        flag={"choices": ("local", "ray")},
+                        help="where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
+                             "task with its own bundle of inputs; see README 'Past one machine'); the run id and "
+                             "the cells are the same either way")
+    ray_address: str = key("rayAddress", rule="'' (a private local Ray instance), 'auto' or HOST:PORT", default="",
+                           group="where", flag={"metavar": "ADDRESS"},
+                           help="--executor ray: '' (default) starts a private local Ray instance; 'auto' or "
+                                "HOST:PORT joins a running cluster (`ray start --head`)")
+    sandbox: str = key("sandbox", lambda v: v in ("auto", "none", "bwrap"), "auto, none or bwrap", group="where",
+                       help="how agents are launched: auto (default: bwrap when it is installed and works, else "
+                            "none) | bwrap (bubblewrap: each agent sees only its cell) | none (bare processes)")
+    # config and environment only (no flag)
+    mutator_cmd: str = key("mutatorCmd", rule="your mutator's command line ('' = none)")   # --mutator-cmd: cli/agents
+    w_cost: float = key("score.wCost", lambda v: v >= 0, "a number >= 0")
+    w_steps: float = key("score.wSteps", lambda v: v >= 0, "a number >= 0")
+    val_query_warn: int = key("valQueryWarn", lambda v: v >= 0, "an integer >= 0")
+    critic_max_lines: int = key("critic.maxSkillLines", _positive, "an integer >= 1")
+    critic_max_bytes: int = key("critic.maxSkillBytes", _positive, "an integer >= 1")
+    critic_max_growth: float = key("critic.maxGrowth", lambda v: v >= 0, "a fraction >= 0 (0.2 = +20%)")
+    critic_min_growth_bytes: int = key("critic.minGrowthBytes", lambda v: v >= 0, "an integer >= 0")
+    cell_resources: dict = key("cellResources", _resources, 'an object of Ray resource -> amount >= 0 per cell, e.g. '
+                               '{"num_cpus": 1}', {"num_cpus": 1})
+    tie_rule: str = key("score.tieRule", lambda v: v in ("keep", "noAddedCost"), "noAddedCost (a tie the gate keeps "
+                        "is kept only when it adds no cost) or keep (every tie)", "noAddedCost")
+    evidence_replicates: int = key("evidenceReplicates", lambda v: v >= 0, "an integer >= 0: replicates of a kept "
+                                   "candidate's train evaluation (0 = the run's replicates)", 0)
+    sequential: bool = key("sequential.waves", rule="true (val in waves, one replicate each, with early looks) or "
+                           "false (every val cell at once)", default=True)
+    sequential_early_z: float = key("sequential.earlyZ", _positive, "a z > 0 (the early looks' boundary)", 2.0)
+    screen_tasks: int = key("screen.tasks", lambda v: v >= 0, "an integer >= 0 (0 = no screen)", 0)
+    screen_replicates: int = key("screen.replicates", _positive, "an integer >= 1", 1)
+    screen_z: float = key("screen.z", _positive, "a z > 0 (the screen's false-kill rate is 1 − Φ(z))", 2.0)
+    suites: dict[str, Path] = key("suites", rule="an object of suite name -> path")
+    pricing: dict[str, Price] = key("pricing", rule="an object of model -> prices", repr=False)
     config_file: Path = CONFIG_FILE
-    executor: str = "local"            # where cells run: local | ray (eval/executors); never part of a run id
-    ray_address: str = ""
-    cell_resources: dict = field(default_factory=lambda: {"num_cpus": 1})
-    gate_method: str = "signflip"      # how the gate's critical value is made (mutator/scoring/signflip.py, score.compare)
-    tie_rule: str = "noAddedCost"      # which of the gate's ties are kept (mutator/scoring/ties.py, score.compare)
-    evidence_replicates: int = 0       # a kept candidate's train evaluation: replicates (0 = `replicates`)
 
     @property
     def train_replicates(self) -> int:
         """Replicates of the train evaluation that is the mutator's evidence: evidenceReplicates, else replicates."""
         return self.evidence_replicates or self.replicates
-    sequential: bool = True            # val in waves with early looks (mutator/scoring/sequential.py)
-    sequential_early_z: float = 2.0
-    screen_tasks: int = 0              # the kill-only train screen: tasks per candidate (0 = off)
-    screen_replicates: int = 1
-    screen_z: float = 2.0
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -178,6 +206,16 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.data_dir / "mutator.db"
+
+
+def _keys() -> tuple[Key, ...]:
+    hints = typing.get_type_hints(Settings)
+    return tuple(dataclasses.replace(f.metadata["key"], attr=f.name, kind=typing.get_origin(hints[f.name]) or
+                                     hints[f.name]) for f in dataclasses.fields(Settings) if "key" in f.metadata)
+
+
+KEYS = _keys()
+PATH_KEYS = {key.attr for key in KEYS if key.kind is Path}
 
 
 def _lookup(tree: Mapping[str, Any], dotted: str) -> Any:

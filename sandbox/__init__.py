@@ -10,8 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from eval.errors import SkillMutatorError
 
-class SandboxError(RuntimeError):
+
+class SandboxError(SkillMutatorError, RuntimeError):
     """A launcher cannot be used on this machine; the message says what to install or enable."""
 
 

@@ -10,8 +10,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from eval.errors import SkillMutatorError
 
-class StrategyError(ValueError):
+
+class StrategyError(SkillMutatorError, ValueError):
     """Unknown strategy or bad --strategy-opts; the message lists the valid options."""
 
 
@@ -57,7 +59,7 @@ class Scored:
 
 @dataclass(frozen=True)
 class Integration:
-    verdicts: dict[int, str]                # sibling -> "KEEP" | "REJECT" (evaluated siblings only)
+    verdicts: dict[int, str]                # sibling -> Verdict.KEEP | Verdict.REJECT (evaluated siblings only)
     incumbent: str
     selected: tuple[str, ...]               # genomes to evaluate on train as next round's evidence
     pool: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, bad_value, check_opts
+from strategies.verdicts import Verdict
 
 
 class Branching:
@@ -32,13 +33,13 @@ class Branching:
 
     def integrate(self, state: State, scored: list[Scored]) -> Integration:
         evaluated = [s for s in scored if s.evaluated and s.genome_hash is not None]
-        verdicts = {s.sibling: "REJECT" for s in evaluated}
+        verdicts = {s.sibling: Verdict.REJECT for s in evaluated}
         incumbent = state.incumbent.genome_hash
         if evaluated:
             # highest val composite wins; an exact tie goes to the earlier sibling
             best = max(evaluated, key=lambda s: (s.composite, -s.sibling))
             if best.keep_by_gate and best.genome_hash is not None:
-                verdicts[best.sibling] = "KEEP"
+                verdicts[best.sibling] = Verdict.KEEP
                 incumbent = best.genome_hash
         selected = (incumbent,) if incumbent != state.incumbent.genome_hash else ()
         return Integration(verdicts=verdicts, incumbent=incumbent, selected=selected)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, check_opts
+from strategies.verdicts import Verdict
 
 
 class Greedy:
@@ -24,7 +25,7 @@ class Greedy:
         for candidate in scored:
             if not candidate.evaluated or candidate.genome_hash is None:
                 continue
-            verdicts[candidate.sibling] = "KEEP" if candidate.keep_by_gate else "REJECT"
+            verdicts[candidate.sibling] = Verdict.KEEP if candidate.keep_by_gate else Verdict.REJECT
             if candidate.keep_by_gate:
                 incumbent = candidate.genome_hash
         selected = (incumbent,) if incumbent != state.incumbent.genome_hash else ()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Member, Scored, State, bad_value, check_opts
+from strategies.verdicts import Verdict
 
 TIE = 1e-12  # scores this close are a tie (float sums of the same cells)
 
@@ -103,8 +104,8 @@ class Pareto:
         incumbent = current
         if best is not None and best.keep_by_gate and best.composite > state.incumbent.composite + TIE:
             incumbent = best.genome_hash
-        verdicts = {c.sibling: "KEEP" if newcomers.get(c.genome_hash or "") == c.sibling
-                    and (c.genome_hash in leads or c.genome_hash == incumbent) else "REJECT"
+        verdicts = {c.sibling: Verdict.KEEP if newcomers.get(c.genome_hash or "") == c.sibling
+                    and (c.genome_hash in leads or c.genome_hash == incumbent) else Verdict.REJECT
                     for c in scored if c.evaluated and c.genome_hash is not None}
         selected = [h for h in newcomers if h in leads]
         if incumbent != current and incumbent not in selected:

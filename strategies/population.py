@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, bad_value, check_opts
+from strategies.verdicts import Verdict
 
 
 def composites(state: State) -> dict[str, float]:
@@ -91,7 +92,7 @@ class Population:
         for child in scored:
             if child.evaluated and child.genome_hash is not None:
                 first_entry = newcomers.get(child.genome_hash) == child.sibling
-                verdicts[child.sibling] = "KEEP" if first_entry and child.genome_hash in survivors else "REJECT"
+                verdicts[child.sibling] = Verdict.KEEP if first_entry and child.genome_hash in survivors else Verdict.REJECT
         selected = tuple(h for h, sib in newcomers.items() if sib is not None and h in survivors)
         return Integration(verdicts=verdicts, incumbent=survivors[0], selected=selected, pool=tuple(survivors))
 

@@ -221,3 +221,22 @@ def test_no_function_past_eighty_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                 long.append(f"{path.relative_to(ROOT)}::{node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert long == []
+
+
+STORE_WRITES = re.compile(r"""\[["'](runs|attempts)["']\]\s*\.\s*(insert|update|upsert|delete)\b|"""
+                          r"""\b(insert\s+into|update|delete\s+from)\s+(runs|attempts)\b""", re.I)
+
+
+def test_only_the_store_writes_runs_and_attempts():
+    """The store owns these rows (mutator/store/runs.py, attempts.py): the loop and the A/A run call it (bench/
+    builds synthetic stores of its own)."""
+    bad = sorted(f"{p.relative_to(ROOT)}:{n}" for p in modules().values()
+                 if not str(p.relative_to(ROOT)).startswith("mutator/store/")
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if STORE_WRITES.search(line))
+    assert bad == []
+
+
+def test_migrations_are_named_functions_never_a_positional_list():
+    text = (ROOT / "mutator" / "store" / "migrations.py").read_text(encoding="utf-8")
+    assert not re.search(r"^def _v\d+\(", text, re.M) and "MIGRATIONS" not in text
+    assert not re.search(r"^def _v\d+\(", (ROOT / "mutator" / "store" / "db.py").read_text(encoding="utf-8"), re.M)

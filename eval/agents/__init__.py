@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from eval.errors import SkillMutatorError
+
 HERE = Path(__file__).resolve().parent
 ROLES = ("build", "mutator")
 KEY_HELP = ("export ANTHROPIC_API_KEY=sk-ant-... (or ANTHROPIC_BASE_URL=http://127.0.0.1:PORT for a local "
             "Messages-API server)")
 
 
-class AgentSetupError(RuntimeError):
+class AgentSetupError(SkillMutatorError, RuntimeError):
     """A backend cannot run here (no API key, no `claude`, no --agent-cmd); the message says the fix."""
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Protocol
 
+from eval.errors import SkillMutatorError
+
 if TYPE_CHECKING:
     from eval.jobs import CellJob, CellResult
 
@@ -21,7 +23,7 @@ REGISTRY = {
 EXECUTOR_IDS = tuple(REGISTRY)
 
 
-class ExecutorError(RuntimeError):
+class ExecutorError(SkillMutatorError, RuntimeError):
     """An executor cannot be used (e.g. ray is not installed, or the cluster cannot be reached); the message
     says the fix."""
 

@@ -10,6 +10,7 @@ import csv
 import json
 from pathlib import Path
 
+from eval.errors import SkillMutatorError
 from mutator.after.spend import _attribution
 from mutator.store.db import connect_readonly, loads, rows
 
@@ -20,7 +21,7 @@ COLUMNS = ("kind", "round", "sibling", "status", "verdict", "genome_hash", "pare
            "cost_usd", "error", "at", "proposal_id", "action", "status_from", "status_to", "note")
 
 
-class AuditError(ValueError):
+class AuditError(SkillMutatorError, ValueError):
     """The audit cannot be written as asked; the message says the fix."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from eval.errors import SkillMutatorError
 from eval.snapshot import copy_tree, hash_tree
 from mutator.after import proposals
 from mutator.store.db import now, rows
@@ -29,7 +30,7 @@ RENAME_EXCHANGE = 2
 AT_FDCWD = -100
 
 
-class DeployError(RuntimeError):
+class DeployError(SkillMutatorError, RuntimeError):
     """A deploy or rollback did not happen; the message says why, and the skill folder is as it was."""
 
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from eval.errors import SkillMutatorError
 from mutator.store.db import connect_readonly
 
 FORMATS = ("csv", "parquet")
 
 
-class ExportError(ValueError):
+class ExportError(SkillMutatorError, ValueError):
     """The export cannot be made as asked; the message says the fix."""
 
 

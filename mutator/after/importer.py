@@ -15,12 +15,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.errors import SkillMutatorError
 from eval.suite import load_suite, name_problem
 
 FRACTIONS = {"val": 0.2, "test": 0.2}
 
 
-class EvalsImportError(ValueError):
+class EvalsImportError(SkillMutatorError, ValueError):
     """The eval set cannot be imported; the message names the file, the eval and the fix."""
 
 

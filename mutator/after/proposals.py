@@ -14,13 +14,14 @@ from pathlib import Path
 
 import sqlite_utils
 
+from eval.errors import SkillMutatorError
 from mutator.store.db import dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 
 STATUSES = ("proposed", "accepted", "rejected", "deployed", "failed", "rolled_back", "superseded")
 
 
-class ProposalError(RuntimeError):
+class ProposalError(SkillMutatorError, RuntimeError):
     """A proposal cannot be made or decided as asked; the message names the current status or the fix."""
 
 

@@ -66,15 +66,11 @@ def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: boo
 
 
 def import_evals_command(args: argparse.Namespace) -> int:
-    from mutator.after.importer import EvalsImportError, import_evals
+    from mutator.after.importer import import_evals
     if not args.out:
         print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
-    try:
-        made = import_evals(args.import_evals, args.out, seed=args.seed or 0)
-    except (EvalsImportError, SuiteError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    made = import_evals(args.import_evals, args.out, seed=args.seed or 0)   # errors: exit 2 in cli/main.py
     for suite in made:
         print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
     by_split = {suite.split: suite.path for suite in made}
@@ -118,14 +114,10 @@ def lint(c: Context) -> int:
 
 
 def export(c: Context) -> int:
-    from mutator.after.export import ExportError
     from mutator.after.export import export as write_export
     out = c.args.out or c.settings.data_dir / "exports"
     try:
         written = write_export(c.settings.db_path, c.args.export, c.args.format, out)
-    except ExportError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except sqlite3.DatabaseError as err:
         raise (store_problem(c.settings.db_path, err) or err) from None
     except OSError as err:
@@ -153,18 +145,13 @@ def hold_champion(settings: Settings, run_id: str) -> None:
 
 def test_run(c: Context) -> int:
     from mutator.validity.report import render
-    from mutator.validity.testrun import TestRunError
     from mutator.validity.testrun import test_run as measure
     args, agents = c.args, c.agents
     suite = c.load(args.suite, "--test-run --suite")
     hold_champion(c.settings, args.test_run)
-    try:
-        result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
-                         launcher=c.launcher, progress=c.progress, network=agents.network,
-                         build_id=agents.build_id, control=not args.no_control)
-    except TestRunError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
+                     launcher=c.launcher, progress=c.progress, network=agents.network,
+                     build_id=agents.build_id, control=not args.no_control)
     train = result["train_composite"]
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
           f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
@@ -176,18 +163,12 @@ def test_run(c: Context) -> int:
 
 def compare(c: Context) -> int:
     from mutator.validity.comparerun import compare_runs, render
-    from mutator.validity.testrun import TestRunError
     args, agents = c.args, c.agents
     suite = c.load(args.suite, "--compare --suite")
     for run_id in args.compare:   # fixed champions: never while either loop runs
         hold_champion(c.settings, run_id)
-    try:
-        pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
-                            launcher=c.launcher, progress=c.progress, network=agents.network,
-                            build_id=agents.build_id)
-    except TestRunError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
+                        launcher=c.launcher, progress=c.progress, network=agents.network, build_id=agents.build_id)
     print(render(pair))
     return 0
 

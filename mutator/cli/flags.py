@@ -1,5 +1,6 @@
 """The command line's flags: one group of flags per concern, each its own function, and the path flags
-resolved once against the cwd."""
+resolved once against the cwd. A flag that is a setting is made from its config key (mutator/config.py: Settings),
+never written here."""
 
 from __future__ import annotations
 
@@ -9,12 +10,30 @@ import os
 from pathlib import Path
 
 from mutator.after.cli import SuiteAction
+from mutator.config import KEYS, Key
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
 
 
 def user_path(text: str) -> Path:
     return Path(os.path.expanduser(text))
+
+
+def flagged(group: str) -> list[Key]:
+    """The config keys whose flags belong to one --help group, in the order Settings declares them."""
+    return [key for key in KEYS if key.help is not None and key.group == group]
+
+
+def add_key(group: argparse._ArgumentGroup, key: Key) -> None:
+    """A setting's flag, made from its key: the type from the key's, the help and any extras as written there."""
+    kind = {int: {"type": int}, float: {"type": float}, Path: {"type": Path}, dict: {"type": json.loads},
+            list: {"action": "append"}, bool: {"action": "store_true", "default": None}}.get(key.kind, {})
+    group.add_argument(key.option, **{**kind, **key.flag}, help=key.help)
+
+
+def add_keys(group: argparse._ArgumentGroup, name: str) -> None:
+    for key in flagged(name):
+        add_key(group, key)
 
 
 def _run_flags(p: argparse.ArgumentParser) -> None:
@@ -24,7 +43,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
                                                          "repeat it to check on several suites)")
     run.add_argument("--val", help="validation suite (required for a run; must differ from --suite)")
     run.add_argument("--holdout", help="the run's default test suite; the loop never evaluates it")
-    run.add_argument("--skill-dir", type=Path, help="the seed skill folder (default: config skillDir)")
+    add_keys(run, "run")   # --skill-dir
     run.add_argument("--test-run", metavar="RUN", help="measure RUN's current champion (and its seed) on --suite; "
                                                        "cached and appended to the run's test timeline; also "
                                                        "measures the suite with no skill installed (the control)")
@@ -85,37 +104,7 @@ def _mining_flags(p: argparse.ArgumentParser) -> None:
 
 def _loop_flags(p: argparse.ArgumentParser) -> None:
     loop = p.add_argument_group("the loop")
-    loop.add_argument("--rounds", type=int, help="total rounds (a finished run with fewer is extended)")
-    loop.add_argument("--replicates", type=int, help="cells per task per evaluation")
-    loop.add_argument("--strategy", help="search strategy id (greedy)")
-    loop.add_argument("--strategy-opts", type=json.loads, metavar="JSON", help="strategy options as a JSON object")
-    loop.add_argument("--min-improvement", type=float, help="centre of the keep gate (score.minImprovement)")
-    loop.add_argument("--gate-z", type=float, help="noise calibration of the gate; 0 = raw minImprovement gate")
-    loop.add_argument("--gate-method", choices=("signflip", "t"), help="how the gate's critical value t is made: "
-                      "signflip (default; sign flips of the candidate's own deltas, a false-reject rate of "
-                      "1 − Φ(gateZ) for any symmetric noise) or t (the Student-t quantile, exact for normal deltas)")
-    loop.add_argument("--seed", type=int, help="seed of the run's random choices")
-    loop.add_argument("--model", help="build model id (priced from config.json 'pricing'); several, comma-separated "
-                                      "(a,b), measure every cell on each model: each model's composite against the "
-                                      "seed on that model, the run's the mean over models, the gate paired per "
-                                      "(task, model)")
-    loop.add_argument("--mutator-model", help="mutator model id")
-    loop.add_argument("--max-turns", type=int, help="turn cap for each agent")
-    loop.add_argument("--concurrency", type=int, help="cells run at once")
-    loop.add_argument("--build-timeout-ms", type=int, help="watchdog silence budget before an agent's stream grows")
-    loop.add_argument("--build-heartbeat-ms", type=int, help="watchdog budget between stream growths")
-    loop.add_argument("--grader-timeout-ms", type=int, help="a grader running longer is killed; the cell is a "
-                                                            "grader_error, re-graded when the run resumes")
-    loop.add_argument("--cell-timeout-ms", type=int, help="wall-clock cap per cell on top of the watchdog "
-                                                          "(default 30 min); the cell is a timeout")
-    loop.add_argument("--max-output-mb", type=float, help="cap on each agent output file (stream, stdout, stderr; "
-                                                          "default 20); past it the agent is killed, agent_error")
-    loop.add_argument("--infra-retries", type=int, help="times an infra_error cell (API outage, rate limit, network, "
-                                                        "harness fault) is retried in place (default 1)")
-    loop.add_argument("--max-failed-share", type=float, help="an evaluation with more failed cells than this share "
-                                                             "is unhealthy: no verdict (default 0.25)")
-    loop.add_argument("--propose-min-delta", type=float, help="propose a champion only when its val composite beats "
-                                                              "the seed's by this much (default 0.02)")
+    add_keys(loop, "loop")
     loop.add_argument("--retry-failed", action="store_true",
                       help="on resume, run again the failed cells (agent errors and timeouts too) of the evaluations "
                            "no verdict rests on yet: the seed's before round 1, and the unfinished round's")
@@ -123,36 +112,16 @@ def _loop_flags(p: argparse.ArgumentParser) -> None:
 
 def _view_flags(p: argparse.ArgumentParser) -> None:
     view = p.add_argument_group("the mutator's view and validity")
-    view.add_argument("--solve", action=argparse.BooleanOptionalAction, default=None,
-                      help="solve phase before round 0: the mutator model solves each train task bare; its graded "
-                           "transcripts go to solve/; paid at the mutator model's price, within --budget-usd (default: off)")
-    view.add_argument("--solve-attempts", type=int, help="solve passes per task; imperfect tasks retry (default 3)")
-    view.add_argument("--solve-min-score", type=float, help="abort before any seed spend if a task's best solve "
-                                                            "score stays below this (default 0.7)")
-    view.add_argument("--meta-skill-every", type=int, help="every N rounds distil the attempt log into lessons "
-                                                           "shown in later briefings (0 = off)")
-    view.add_argument("--confirm", action="store_true", default=None,
-                      help="winner's-curse guard: re-evaluate a keep and the incumbent on fresh val replicates; "
-                           "the keep stands only if the confirmed delta still passes the gate")
+    add_keys(view, "view")
 
 
 def _where_flags(p: argparse.ArgumentParser) -> None:
     where = p.add_argument_group("where")
-    where.add_argument("--data-dir", type=Path, help="holds mutator.db, genomes, cells (default ./data)")
+    data_dir, *rest = flagged("where")
+    add_key(where, data_dir)
     where.add_argument("--config", type=Path, help="config file (default ./config.json)")
-    where.add_argument("--pass-env", action="append", metavar="NAME",
-                       help="pass the environment variable NAME to agents and graders (repeatable); they get only "
-                            "an allow-list otherwise (PATH, locale, HOME in the cell, SM_*)")
-    where.add_argument("--executor", choices=("local", "ray"),
-                       help="where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
-                            "task with its own bundle of inputs; see README 'Past one machine'); the run id and "
-                            "the cells are the same either way")
-    where.add_argument("--ray-address", metavar="ADDRESS",
-                       help="--executor ray: '' (default) starts a private local Ray instance; 'auto' or HOST:PORT "
-                            "joins a running cluster (`ray start --head`)")
-    where.add_argument("--sandbox", help="how agents are launched: auto (default: bwrap when it is installed and "
-                                          "works, else none) | bwrap (bubblewrap: each agent sees only its cell) | "
-                                          "none (bare processes)")
+    for key in rest:
+        add_key(where, key)
 
 
 def _real_flags(p: argparse.ArgumentParser) -> None:
@@ -232,11 +201,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-FLAG_ATTRS = ("rounds", "replicates", "strategy", "strategy_opts", "min_improvement", "gate_z", "gate_method", "seed", "model",
-              "mutator_model", "max_turns", "concurrency", "build_timeout_ms", "build_heartbeat_ms",
-              "grader_timeout_ms", "data_dir", "skill_dir", "sandbox", "solve", "solve_attempts", "solve_min_score",
-              "meta_skill_every", "confirm", "cell_timeout_ms", "max_output_mb", "infra_retries", "max_failed_share",
-              "propose_min_delta", "pass_env", "executor", "ray_address")
+FLAG_ATTRS = tuple(key.attr for key in KEYS if key.help is not None)   # the flags that are settings
 
 
 PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals", "mine_traces", "watch")

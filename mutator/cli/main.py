@@ -1,5 +1,5 @@
 """run.py's body: parse the flags, run the first command of the registry that wants them, and map the
-stops and errors every command may raise to one exit code each.
+errors every command may raise to their exit codes in one place: each error carries its own (eval/errors.py).
 
 Exit codes: 0 done, 2 bad input (the message names the flag or file), 3 a budget or disk stop, 4 the solve
 phase found the model not capable, 5+ an evaluation stop (its own code), 130 Ctrl-C (resume by re-running).
@@ -15,23 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.cost import PricingError
 from eval.environment import PASS_ENV
-from eval.suite import SuiteError
+from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
 from mutator.cli import commands
 from mutator.cli.agents import fake_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
 from mutator.config import ROOT, ConfigError, load_settings
-from mutator.round.budget import BudgetStop
-from mutator.round.failures import EvaluationStop
 from mutator.round.preflight import check_agent_flags, check_executor, check_finite
-from mutator.round.solve import SolveAbort
-from mutator.store.db import DiskFull, StoreError, store_problem
-from mutator.store.lock import LockHeld
-from sandbox import SandboxError, get_launcher
-from strategies import StrategyError
+from mutator.store.db import store_problem
+from sandbox import get_launcher
 
 
 @dataclass(frozen=True)
@@ -79,17 +73,12 @@ def apply_run_defaults(c: Context) -> int | None:
     """--compare and --test-run take RUN's holdout and agent flags unless typed (an unknown run: exit 2)."""
     if not (c.args.compare or c.args.test_run):
         return None
-    from mutator.validity.testrun import TestRunError
-    try:
-        if c.args.compare:
-            from mutator.validity.comparerun import apply_compare_defaults
-            apply_compare_defaults(c.settings, c.args)
-        if c.args.test_run:
-            from mutator.validity.testrun import apply_run_defaults as apply_test_defaults
-            apply_test_defaults(c.settings, c.args)
-    except TestRunError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    if c.args.compare:
+        from mutator.validity.comparerun import apply_compare_defaults
+        apply_compare_defaults(c.settings, c.args)
+    if c.args.test_run:
+        from mutator.validity.testrun import apply_run_defaults as apply_test_defaults
+        apply_test_defaults(c.settings, c.args)
     return None
 
 
@@ -141,14 +130,6 @@ def dispatch(args: argparse.Namespace) -> int:
     return first(AGENTS, args).run(with_agents(c))
 
 
-# (exception types, the word the message starts with, exit code); the first match wins
-STOPS: tuple[tuple[tuple[type[BaseException], ...], str, int], ...] = (
-    ((ConfigError, SuiteError, PricingError, SandboxError, StrategyError, StoreError, LockHeld), "error", 2),
-    ((SolveAbort,), "error", 4),
-    ((BudgetStop, DiskFull), "stopped", 3),
-)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     absolute_paths(args)
@@ -156,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         args.solve = "on" if args.solve else "off"
     try:
         return dispatch(args)
-    except EvaluationStop as err:
-        print(f"stopped: {err}", file=sys.stderr)
+    except SkillMutatorError as err:   # every error we raise on purpose: eval/errors.py draws the tree
+        print(f"{err.label}: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("\nstopped; re-run the same command to resume (finished cells are kept)", file=sys.stderr)
@@ -170,12 +151,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    except Exception as err:
-        for types, word, code in STOPS:
-            if isinstance(err, types):
-                print(f"{word}: {err}", file=sys.stderr)
-                return code
-        raise
     finally:
         while HELD:
             HELD.pop()()

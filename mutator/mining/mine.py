@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from eval.cost import Price
+from eval.errors import SkillMutatorError
 from eval.suite import name_problem
 from mutator.after.importer import write_judge_suite
 from mutator.mining import secrets
@@ -30,7 +31,7 @@ SPLITS = ("train", "val", "test")
 REASONS = ("secret", "skill-not-used", "too-short", "no-outcome", "tool-noise", "held-out", "duplicate", "judge")
 
 
-class MiningError(ValueError):
+class MiningError(SkillMutatorError, ValueError):
     """The traces cannot be mined as asked; the message names the folder or flag and the fix."""
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from eval.errors import SkillMutatorError
+
 SHARES = {"val": 0.2, "test": 0.2}
 
 
-class SplitError(ValueError):
+class SplitError(SkillMutatorError, ValueError):
     """Too few sessions to split; the message says how many there are and how many are needed."""
 
 

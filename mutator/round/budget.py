@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
+from eval.errors import Stop
 from eval.suite import Suite
 from mutator.scoring.models import members
 from mutator.store.db import dumps
 
 
-class BudgetStop(RuntimeError):
+class BudgetStop(Stop, RuntimeError):
     """The next step would pass --budget-usd; the message says what was spent and how to resume."""
 
 

@@ -10,8 +10,10 @@ import dataclasses
 
 from mutator.round.failures import account
 from mutator.scoring.score import Normalisers, compare, per_task
+from mutator.store.attempts import update_attempt
 from mutator.store.db import dumps, loads
 from strategies import Integration, Scored, State
+from strategies.verdicts import Verdict
 
 
 def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integration: Integration,
@@ -37,15 +39,15 @@ def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integr
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}
-        loop.db["attempts"].update(row["id"], {"confirm": dumps(record)})
+        update_attempt(loop.db, row["id"], {"confirm": dumps(record)})
     gate = record["gate"]
     loop.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
                       f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
     if record["stands"]:
         return integration
-    loop.db["attempts"].update(row["id"], {
+    update_attempt(loop.db, row["id"], {
         "error": f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"})
     return dataclasses.replace(
-        integration, verdicts={**integration.verdicts, winner.sibling: "REJECT"},
+        integration, verdicts={**integration.verdicts, winner.sibling: Verdict.REJECT},
         incumbent=state.incumbent.genome_hash,
         selected=tuple(h for h in integration.selected if h != integration.incumbent))

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING
 import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
+from eval.errors import Stop
 from eval.suite import Suite
 from mutator.round.budget import BudgetStop
 from mutator.store import cache
+from mutator.store.attempts import update_attempt
 from mutator.store.db import dumps, rows
+from strategies.verdicts import AttemptStatus
 
 if TYPE_CHECKING:
     from mutator.round.evaluations import Outcome
@@ -27,7 +30,7 @@ EXIT_UNHEALTHY_SEED = 7
 EXIT_INCOMPLETE = 8
 
 
-class EvaluationStop(RuntimeError):
+class EvaluationStop(Stop, RuntimeError):
     """The run stops cleanly on an evaluation no verdict may rest on; the message says why and what to do."""
     exit_code = EXIT_INCOMPLETE
 
@@ -108,9 +111,9 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
     for a in rows(db, "select id, genome_hash, status, failures from attempts where run_id = ? and round > ? and "
                       "genome_hash is not null", [run_id, done]):
         keys.append(evaluation_key(a["genome_hash"], val, contract))
-        if a["status"] == "failed" and a["failures"]:   # FAILED for an unhealthy evaluation: decide it again
-            db["attempts"].update(a["id"], {"status": "pending", "verdict": None, "error": None, "failures": None,
-                                            "finished_at": None})
+        if a["status"] == AttemptStatus.FAILED and a["failures"]:   # FAILED for an unhealthy evaluation: decide it again
+            update_attempt(db, a["id"], {"status": AttemptStatus.PENDING, "verdict": None, "error": None,
+                                         "failures": None, "finished_at": None})
     marks = ", ".join("?" * len(keys))
     ids = [r["id"] for r in rows(db, f"select id from evaluations where key in ({marks})", keys)] if keys else []
     n = cache.reopen_failed(db, ids)
@@ -145,8 +148,7 @@ def seed_evaluation(loop, attempt: dict, seed: str, suite: Suite, what: str) -> 
     health = assess(outcome, loop.settings.max_failed_share)
     if not health.healthy:
         column = "val_evaluation_id" if suite is loop.suites.val else "train_evaluation_id"
-        loop.db["attempts"].update(attempt["id"], {column: outcome.evaluation_id,
-                                                   "failures": dumps(outcome.failures)})
+        update_attempt(loop.db, attempt["id"], {column: outcome.evaluation_id, "failures": dumps(outcome.failures)})
         raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
                             + describe_for(loop, outcome, health, suite, what))
     return outcome

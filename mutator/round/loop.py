@@ -8,7 +8,6 @@ mutations are redone, and evaluations resume cell by cell from the cache.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import sqlite3
 from contextlib import suppress
@@ -45,6 +44,7 @@ from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
+from mutator.store.attempts import insert_attempt, set_genome_figures, update_attempt
 from mutator.store.db import (
     DiskFull,
     connect,
@@ -57,10 +57,11 @@ from mutator.store.db import (
     rows,
 )
 from mutator.store.genome import GenomeStore
-from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
+from mutator.store.runs import RunRow, add_spend, insert_run, resume_run, run_heartbeat, update_run
 from sandbox import Launcher
 from strategies import CandidateSpec, Member, Scored, State, Strategy
+from strategies.verdicts import AttemptStatus, RunStatus, Verdict
 
 
 class Loop(MutatorView):
@@ -116,42 +117,37 @@ class Loop(MutatorView):
         s = self.settings
         if existing:
             run = existing[0]
-            self.db["runs"].update(self.run_id, {
-                "rounds_target": max(s.rounds, run["rounds_done"] or 0), "status": "running", "pid": os.getpid(),
-                "updated_at": now(), "holdout": self.suites.holdout.name if self.suites.holdout else run["holdout"],
-                "error": None})
+            resume_run(self.db, self.run_id, rounds_target=max(s.rounds, run["rounds_done"] or 0),
+                       holdout=self.suites.holdout.name if self.suites.holdout else run["holdout"])
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
                               f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
         else:
-            self.db["runs"].insert({
-                "id": self.run_id, "kind": "evolve", "status": "running", "strategy": s.strategy,
-                "strategy_opts": dumps(s.strategy_opts), "seed_hash": seed_hash, "skill_name": self.skill_name,
-                "suite": self.suites.train.name, "suite_hash": self.suites.train.content_hash,
-                "val": self.suites.val.name, "val_hash": self.suites.val.content_hash,
-                "holdout": self.suites.holdout.name if self.suites.holdout else None, "model": s.model,
-                "mutator_model": s.mutator_model, "agent": self.agents.build_id, "replicates": s.replicates,
-                "rounds_target": s.rounds, "rounds_done": 0, "rng_seed": s.seed, "w_cost": s.w_cost,
-                "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
-                "config": dumps(self.identity(seed_hash)), "incumbent_hash": seed_hash, "cost_usd": 0.0,
-                "pid": os.getpid(), "created_at": now(), "updated_at": now(), "confirm": int(s.confirm)})
+            insert_run(self.db, RunRow(
+                id=self.run_id, kind="evolve", strategy=s.strategy, strategy_opts=dumps(s.strategy_opts),
+                seed_hash=seed_hash, skill_name=self.skill_name, suite=self.suites.train.name,
+                suite_hash=self.suites.train.content_hash, val=self.suites.val.name,
+                val_hash=self.suites.val.content_hash, holdout=self.suites.holdout.name if self.suites.holdout else None,
+                model=s.model, mutator_model=s.mutator_model, agent=self.agents.build_id, replicates=s.replicates,
+                rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
+                min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
+                confirm=int(s.confirm)))
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
-        self.db["runs"].update(self.run_id, launch_columns(self.suites, self.agents))
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents))
         return self.run()
 
     def run(self) -> dict:
         return dict(self.db["runs"].get(self.run_id))
 
     def _update_run(self, **fields) -> None:
-        self.db["runs"].update(self.run_id, {**fields, "updated_at": now()})
+        update_run(self.db, self.run_id, **fields, updated_at=now())
 
     def _spend(self, usd: float) -> None:
-        self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, self.run_id])
-        self.db.conn.commit()
+        add_spend(self.db, self.run_id, usd)
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
@@ -167,26 +163,26 @@ class Loop(MutatorView):
     def execute(self) -> str:
         run = self.open_run()
         keep_reserve(self.settings.data_dir)
-        heartbeat = Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?", [self.run_id])
+        heartbeat = run_heartbeat(self.settings.db_path, self.run_id)
         try:
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
             val_norm = self.round_zero(run)
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
-            self._update_run(status="finished", finished_at=now(), pid=None)
+            self._update_run(status=RunStatus.FINISHED, finished_at=now(), pid=None)
         except KeyboardInterrupt:
-            self._update_run(status="stopped", pid=None, error="interrupted; re-run the same command to resume")
+            self._update_run(status=RunStatus.STOPPED, pid=None, error="interrupted; re-run the same command to resume")
             raise
         except (BudgetStop, EvaluationStop) as err:
-            self._update_run(status="stopped", pid=None, error=str(err))
+            self._update_run(status=RunStatus.STOPPED, pid=None, error=str(err))
             raise
         except Exception as err:
             reason = disk_full_reason(err, self.settings.data_dir)  # a full disk stops the run; it resumes later
             if reason:
                 release_reserve(self.settings.data_dir)  # room for the status row, so it never stays `running`
             with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
-                self._update_run(status="stopped" if reason else "failed", pid=None,
+                self._update_run(status=RunStatus.STOPPED if reason else RunStatus.FAILED, pid=None,
                                  error=reason or f"{type(err).__name__}: {err}")
             if reason:
                 raise DiskFull(reason) from err
@@ -218,15 +214,14 @@ class Loop(MutatorView):
         seed = run["seed_hash"]
         attempt = self._attempt_row(0, 0)
         if attempt is None:
-            self.db["attempts"].insert({
-                "run_id": self.run_id, "round": 0, "sibling": 0, "parent_hash": None, "genome_hash": seed,
-                "status": "seed", "verdict": "SEED", "summary": "seed skill", "started_at": now()})
+            insert_attempt(self.db, run_id=self.run_id, round=0, sibling=0, parent_hash=None, genome_hash=seed,
+                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed skill", started_at=now())
             attempt = self._attempt_row(0, 0)
         val = seed_evaluation(self, attempt, seed, self.suites.val, "the seed on val")
         train = seed_evaluation(self, attempt, seed, self.suites.train, "the seed on train")
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
-        self.db["attempts"].update(attempt["id"], {
+        update_attempt(self.db, attempt["id"], {
             "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
             "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
             "finished_at": attempt["finished_at"] or now()})
@@ -283,24 +278,23 @@ class Loop(MutatorView):
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
                 row = self._attempt_row(round_no, candidate.sibling)
-                self.db["attempts"].update(row["id"], {
-                    "verdict": verdict, "status": "kept" if verdict == "KEEP" else "rejected",
+                update_attempt(self.db, row["id"], {
+                    "verdict": verdict, "status": AttemptStatus.decided(verdict),
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
                 self._report_attempt(round_no, candidate.sibling)
         if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later candidate
             whole = summarise(self._evaluate(integration.incumbent, self.suites.val, f"round {round_no} · the new "
                                              "incumbent's remaining val waves").cells, self.weights, val_norm)
-            self.db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and "
-                            "round = ? and genome_hash = ?", [whole.composite, whole.eval, whole.cost, whole.steps,
-                                                              self.run_id, round_no, integration.incumbent])
+            set_genome_figures(self.db, self.run_id, round_no, integration.incumbent, composite=whole.composite,
+                               eval=whole.eval, cost=whole.cost, steps=whole.steps)
         self._update_run(incumbent_hash=integration.incumbent)
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
             for candidate in (c for c in scored if c.genome_hash == genome_hash):
                 row = self._attempt_row(round_no, candidate.sibling)
-                self.db["attempts"].update(row["id"], {"train_evaluation_id": train.evaluation_id})
+                update_attempt(self.db, row["id"], {"train_evaluation_id": train.evaluation_id})
         self._update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
@@ -325,12 +319,11 @@ class Loop(MutatorView):
                 objective: str) -> Scored:
         row = self._attempt_row(round_no, sibling)
         if row is None:
-            self.db["attempts"].insert({
-                "run_id": self.run_id, "round": round_no, "sibling": sibling, "parent_hash": spec.parent_hash,
-                "ref_hashes": dumps(list(spec.ref_hashes)), "status": "pending", "started_at": now()})
+            insert_attempt(self.db, run_id=self.run_id, round=round_no, sibling=sibling, parent_hash=spec.parent_hash,
+                           ref_hashes=dumps(list(spec.ref_hashes)), status=AttemptStatus.PENDING, started_at=now())
             row = self._attempt_row(round_no, sibling)
         not_evaluated = Scored(sibling, spec, row["genome_hash"], evaluated=False)
-        if row["status"] in ("critic_rejected", "failed", "screened"):
+        if row["status"] in (AttemptStatus.CRITIC_REJECTED, AttemptStatus.FAILED, AttemptStatus.SCREENED):
             return not_evaluated
         if row["genome_hash"] is None:
             row = self._mutate(row, round_no, sibling, spec, state, objective)
@@ -345,11 +338,11 @@ class Loop(MutatorView):
             fields = {"critic": dumps([c.to_json() for c in checks])}
             if not critic.passed(checks):
                 reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
-                fields.update(status="critic_rejected", verdict="CRITIC", error=reasons, finished_at=now())
-                self.db["attempts"].update(row["id"], fields)
+                fields.update(status=AttemptStatus.CRITIC_REJECTED, verdict=Verdict.CRITIC, error=reasons, finished_at=now())
+                update_attempt(self.db, row["id"], fields)
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
-            self.db["attempts"].update(row["id"], fields)
+            update_attempt(self.db, row["id"], fields)
             for check in checks:
                 if check.verdict == "warn":   # passes: a problem the parent already has (stored on the attempt)
                     self.progress.say(f"  critic warns ({check.gate}): {check.reason}")
@@ -366,8 +359,8 @@ class Loop(MutatorView):
                 return self._unhealthy(row, sibling, spec, genome_hash, outcome, looks)
             summary = summarise(outcome.cells, self.weights, val_norm)
             gate_json = {**gate.to_json(), **({"early_look": len(looks)} if looks[-1]["decision"] else {})}
-            self.db["attempts"].update(row["id"], {
-                "status": "scored", "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
+            update_attempt(self.db, row["id"], {
+                "status": AttemptStatus.SCORED, "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite,
                 "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
                 "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
                 "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
@@ -382,8 +375,8 @@ class Loop(MutatorView):
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
         why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
-        self.db["attempts"].update(row["id"], {
-            "status": "failed", "verdict": "FAILED", "error": f"unhealthy evaluation, no gate decision: {why}",
+        update_attempt(self.db, row["id"], {
+            "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": f"unhealthy evaluation, no gate decision: {why}",
             "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures),
             "looks": dumps(looks) if looks else None, "finished_at": now()})
         self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
@@ -402,7 +395,7 @@ class Loop(MutatorView):
         fields = screen_fields(record)
         if record["decision"] == "loss":
             self.progress.say(f"  → SCREENED: {fields['error']} · {row['summary']}")
-        self.db["attempts"].update(row["id"], {**fields, "screen": dumps(record)})
+        update_attempt(self.db, row["id"], {**fields, "screen": dumps(record)})
         return record["decision"] == "loss"
 
     def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
@@ -434,12 +427,12 @@ class Loop(MutatorView):
             agent=self.agents.mutator_id)
         self._spend(result.cost_usd)
         if not result.ok:
-            self.db["attempts"].update(row["id"], {"status": "failed", "verdict": "FAILED", "error": result.error,
+            update_attempt(self.db, row["id"], {"status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error,
                                                    **result.columns(), "finished_at": now()})
             return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
-        self.db["attempts"].update(row["id"], {
+        update_attempt(self.db, row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
             **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)

@@ -6,11 +6,12 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass
 
+from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.store.db import dumps
 
 
-class LoopError(RuntimeError):
+class LoopError(SkillMutatorError, RuntimeError):
     """The loop refuses to start (e.g. --suite equals --val); the message says the fix."""
 
 

@@ -16,17 +16,20 @@ from pathlib import Path
 
 from eval.cells import Contract
 from eval.cost import Price, Usage, price_for, usd
+from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import ConfigError
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.store.db import dumps, rows
+from mutator.store.runs import update_run
 
 BARE = "bare"   # the genome hash used for skill-less evaluations
 SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)   # one bare solve cell, before any is measured
 
 
-class SolveAbort(RuntimeError):
+class SolveAbort(SkillMutatorError, RuntimeError):
     """The mutator model could not solve some train tasks well enough to demonstrate them."""
+    exit_code = 4
 
 
 class SolveRefused(ConfigError):
@@ -148,4 +151,4 @@ def abort_message(model: str, passes: int, min_score: float, low: dict[str, dict
 
 
 def store(db, run_id: str, record: dict) -> None:
-    db["runs"].update(run_id, {"solve": dumps(record)})
+    update_run(db, run_id, solve=dumps(record))

@@ -12,6 +12,7 @@ from mutator.scoring.score import CellFigures, Normalisers, Weights, by_model, s
 from mutator.store import cache
 from mutator.store.db import loads, rows
 from mutator.store.liveness import mark_stale
+from strategies.verdicts import Verdict
 
 
 def stored_cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
@@ -111,7 +112,7 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
         if model_deltas(a):
             lines.append(f"  {'':<6} {'':<8} per model Δ: {model_deltas(a)}")
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v)
-              for v in ("KEEP", "REJECT", "SCREENED", "CRITIC", "FAILED")}
+              for v in (Verdict.KEEP, Verdict.REJECT, Verdict.SCREENED, Verdict.CRITIC, Verdict.FAILED)}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
               f" · spend this run ${run['cost_usd']:.4f} ({spend_basis(run['agent'])})"]
     failed = list(db.query(

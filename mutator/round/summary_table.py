@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from mutator.round.summary import attempt_label, attempt_note, model_deltas, seed_vs_champion, summary
+from strategies.verdicts import Verdict
 
-VERDICT_STYLE = {"KEEP": "green", "REJECT": "red", "SCREENED": "dark_orange", "CRITIC": "yellow", "FAILED": "magenta"}
+VERDICT_STYLE = {Verdict.KEEP: "green", Verdict.REJECT: "red", Verdict.SCREENED: "dark_orange", Verdict.CRITIC: "yellow", Verdict.FAILED: "magenta"}
 
 
 def _cells(s) -> list[str]:

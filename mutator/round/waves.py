@@ -21,6 +21,7 @@ from mutator.round.evaluations import Outcome
 from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, compare, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
 from mutator.store.db import now
+from strategies.verdicts import AttemptStatus, Verdict
 
 # (genome hash, suite, label, only) -> the outcome of just those cells, run as needed
 Evaluate = Callable[[str, Suite, str, frozenset | None], Outcome]
@@ -122,7 +123,7 @@ def screen_fields(record: dict) -> dict:
     if record["decision"] != "loss":
         return {}
     gate = record["gate"]
-    return {"status": "screened", "verdict": "SCREENED", "delta": gate["delta"], "gate_threshold": gate["threshold"],
+    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": gate["delta"], "gate_threshold": gate["threshold"],
             "error": f"screened out on {len(record['tasks'])} train tasks ({record['cells']} cells): Δ "
                      f"{gate['delta']:+.4f} vs threshold {gate['threshold']:+.4f} at screen z {record['z']:g}, a "
                      f"decisive loss",

@@ -22,10 +22,12 @@ from functools import lru_cache
 
 from scipy import special
 
+from eval.errors import SkillMutatorError
+
 WIN_TOLERANCE = 1e-9
 
 
-class SequentialError(ValueError):
+class SequentialError(SkillMutatorError, ValueError):
     """The sequential design asked for cannot keep the gate's false-reject rate; the message names the key."""
 
 

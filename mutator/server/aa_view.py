@@ -15,6 +15,7 @@ from functools import lru_cache
 from scipy import stats
 
 from mutator.validity.stats import binomial_rate
+from strategies.verdicts import Verdict
 
 try:   # faster on the copies' gate JSON; same values out
     from orjson import loads as _decode
@@ -40,7 +41,7 @@ def summary(run: dict, attempts: Sequence[dict]) -> dict:
     min_improvement = run.get("min_improvement") or 0.0
     copies = []
     for a in attempts:
-        if a["round"] == 0 or a.get("verdict") not in ("KEEP", "REJECT") or a.get("delta") is None:
+        if a["round"] == 0 or a.get("verdict") not in (Verdict.KEEP, Verdict.REJECT) or a.get("delta") is None:
             continue
         upper = 2 * min_improvement - a["gate_threshold"]    # minImprovement + t·SE
         gate = a.get("gate")
@@ -49,14 +50,14 @@ def summary(run: dict, attempts: Sequence[dict]) -> dict:
         copies.append({"copy": a["round"], "attempt_id": a.get("id"), "delta": a["delta"],
                        "lower": a["gate_threshold"], "upper": upper, "se": a.get("gate_se"), "t": a.get("gate_t"),
                        "verdict": a["verdict"], "false_improvement": false_gain,
-                       "called": a["verdict"] == "REJECT" or false_gain,
+                       "called": a["verdict"] == Verdict.REJECT or false_gain,
                        "independent": bool(recorded.get("seed_evaluation_id"))})
     n = len(copies)
     called = sum(c["called"] for c in copies)
     low, high = clopper_pearson(called, n)
     gate_z = run.get("gate_z") or 0.0
     one_side = _one_side(gate_z) if gate_z > 0 else None
-    rejects = sum(c["verdict"] == "REJECT" for c in copies)
+    rejects = sum(c["verdict"] == Verdict.REJECT for c in copies)
     gains = sum(c["false_improvement"] for c in copies)
     return {"copies": copies, "n": n, "false_calls": called, "rate": called / n if n else None,
             "ci_low": low, "ci_high": high, "rejects": rejects, "false_improvements": gains,

@@ -15,6 +15,7 @@ import sqlite_utils
 from mutator.server import queries as Q
 from mutator.server import verdicts as V
 from mutator.validity.pairs import champions_pair
+from strategies.verdicts import Verdict
 
 MAX_RUNS = 4
 
@@ -46,7 +47,7 @@ def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
                   "test": [test_at.get(r) for r in rounds]},
         "seed": {"genome_hash": run["seed_hash"], "composite": by_genome.get(run["seed_hash"])},
         "champion": {"genome_hash": run["incumbent_hash"], "composite": by_genome.get(run["incumbent_hash"] or "")},
-        "kept": sum(r["verdict"] == "KEEP" for r in rows), "attempts": sum(r["round"] > 0 for r in rows),
+        "kept": sum(r["verdict"] == Verdict.KEEP for r in rows), "attempts": sum(r["round"] > 0 for r in rows),
         "tests": tests, "latest_tests": latest,
     }
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.agents.choice import SOLVERS
+from eval.errors import SkillMutatorError
 from mutator.config import ROOT, ConfigError, Settings, load_settings
 
 RUN_ID = re.compile(r"^run-[0-9a-f]{6,64}$")
@@ -28,7 +29,7 @@ MAX_BUDGET_USD = 10_000.0
 BUDGET = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,4})?$")   # ASCII only: never '²' or '١'
 
 
-class LaunchError(ValueError):
+class LaunchError(SkillMutatorError, ValueError):
     """The launch request is invalid; the message names the field and the allowed values."""
 
 

@@ -16,10 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.errors import SkillMutatorError
+
 KEY = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
-class LockHeld(RuntimeError):
+class LockHeld(SkillMutatorError, RuntimeError):
     """Another live process writes this run; the message names it and what to do."""
 
 

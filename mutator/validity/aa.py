@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from dataclasses import replace
 
 import numpy as np
@@ -37,12 +36,14 @@ from mutator.scoring.score import (
     per_task,
     summarise,
 )
+from mutator.store.attempts import insert_attempt, update_attempt
 from mutator.store.db import connect, dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
-from mutator.store.liveness import Heartbeat
 from mutator.store.lock import RunLock
+from mutator.store.runs import RunRow, add_spend, insert_run, resume_run, run_heartbeat, update_run
 from mutator.validity.stats import Rate, binomial_rate
 from sandbox import Launcher
+from strategies.verdicts import AttemptStatus, RunStatus, Verdict
 
 KIND = "aa"
 
@@ -95,20 +96,15 @@ class AARun:
         self.held = [RunLock.acquire(s.data_dir, self.run_id, what="this A/A run").release]  # one writer (LockHeld)
         found = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
         if found:
-            self.db["runs"].update(self.run_id, {"rounds_target": max(copies, found[0]["rounds_done"] or 0),
-                                                 "status": "running", "pid": os.getpid(), "updated_at": now(),
-                                                 "error": None})
+            resume_run(self.db, self.run_id, rounds_target=max(copies, found[0]["rounds_done"] or 0))
         else:
-            self.db["runs"].insert({
-                "id": self.run_id, "kind": KIND, "status": "running", "strategy": KIND, "strategy_opts": "{}",
-                "seed_hash": seed_hash, "skill_name": self.skill_name,
-                "suite": self.train.name if self.train else None,
-                "suite_hash": self.train.content_hash if self.train else None,
-                "val": self.val.name, "val_hash": self.val.content_hash, "model": s.model,
-                "agent": self.contract.agent, "replicates": s.replicates, "rounds_target": copies, "rounds_done": 0,
-                "rng_seed": s.seed, "w_cost": s.w_cost, "w_steps": s.w_steps, "min_improvement": s.min_improvement,
-                "gate_z": s.gate_z, "config": dumps(identity), "incumbent_hash": seed_hash, "cost_usd": 0.0,
-                "pid": os.getpid(), "created_at": now(), "updated_at": now()})
+            insert_run(self.db, RunRow(
+                id=self.run_id, kind=KIND, strategy=KIND, strategy_opts="{}", seed_hash=seed_hash,
+                skill_name=self.skill_name, suite=self.train.name if self.train else None,
+                suite_hash=self.train.content_hash if self.train else None, val=self.val.name,
+                val_hash=self.val.content_hash, model=s.model, agent=self.contract.agent, replicates=s.replicates,
+                rounds_target=copies, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
+                min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(identity)))
         return seed_hash
 
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:
@@ -116,8 +112,7 @@ class AARun:
                                           label=label, contract=contract, only=only)
         self.cells_run += outcome.ran
         if outcome.ran_cost:
-            self.db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [outcome.ran_cost, self.run_id])
-            self.db.conn.commit()
+            add_spend(self.db, self.run_id, outcome.ran_cost)
         return outcome
 
     def _attempt(self, copy: int) -> dict | None:
@@ -128,15 +123,13 @@ class AARun:
         if copies < 1:
             raise ConfigError(f"--aa needs at least 1 copy, got {copies}; e.g. --aa 5")
         seed_hash = self._open(copies)
-        self.held.append(Heartbeat(self.settings.db_path, "update runs set heartbeat_at = ? where id = ?",
-                                   [self.run_id]).stop)   # a killed A/A run shows `stale`, like any run
+        self.held.append(run_heartbeat(self.settings.db_path, self.run_id).stop)   # a killed A/A run shows `stale`
         try:
             self._copies(seed_hash, copies)
-            self.db["runs"].update(self.run_id, {"status": "finished", "finished_at": now(), "pid": None,
-                                                 "updated_at": now()})
+            update_run(self.db, self.run_id, status=RunStatus.FINISHED, finished_at=now(), pid=None, updated_at=now())
         except BaseException as err:
-            self.db["runs"].update(self.run_id, {"status": "stopped" if isinstance(err, KeyboardInterrupt)
-                                                 else "failed", "pid": None, "error": f"{type(err).__name__}: {err}"})
+            update_run(self.db, self.run_id, status=RunStatus.STOPPED if isinstance(err, KeyboardInterrupt)
+                       else RunStatus.FAILED, pid=None, error=f"{type(err).__name__}: {err}")
             raise
         finally:
             for release in reversed(self.held):
@@ -145,16 +138,16 @@ class AARun:
 
     def _copies(self, seed_hash: str, copies: int) -> None:
         if self._attempt(0) is None:
-            self.db["attempts"].insert({"run_id": self.run_id, "round": 0, "sibling": 0, "genome_hash": seed_hash,
-                                        "status": "seed", "verdict": "SEED", "summary": "seed (A/A incumbent)",
-                                        "started_at": now()})
+            insert_attempt(self.db, run_id=self.run_id, round=0, sibling=0, genome_hash=seed_hash,
+                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed (A/A incumbent)",
+                           started_at=now())
         seed = self._evaluate(seed_hash, self.contract, f"A/A · seed on {self.val.name}")
         norm = normalisers(seed.cells)
         figures = summarise(seed.cells, self.weights, norm)
-        self.db["attempts"].update(self._attempt(0)["id"], {
+        update_attempt(self.db, self._attempt(0)["id"], {
             "val_evaluation_id": seed.evaluation_id, "composite": figures.composite, "eval": figures.eval,
             "cost": figures.cost, "steps": figures.steps, "finished_at": now()})
-        self.db["runs"].update(self.run_id, {"seed_val_cost": norm.seed_cost, "seed_val_steps": norm.seed_steps})
+        update_run(self.db, self.run_id, seed_val_cost=norm.seed_cost, seed_val_steps=norm.seed_steps)
         self.progress.say(f"A/A {self.run_id}: seed {seed_hash[:12]} vs {copies} identical copies on {self.val.name} "
                           f"({len(self.val.tasks)} tasks × {self.contract.replicates} replicates), each against "
                           f"its own re-evaluation of the seed")
@@ -163,11 +156,11 @@ class AARun:
             if row and row["verdict"]:
                 continue
             if row is None:
-                self.db["attempts"].insert({
-                    "run_id": self.run_id, "round": copy, "sibling": 0, "parent_hash": seed_hash,
-                    "genome_hash": seed_hash, "status": "pending", "started_at": now(),
-                    "summary": f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}, "
-                               f"against the seed re-evaluated with salt {seed_salt(copy)}"})
+                insert_attempt(
+                    self.db, run_id=self.run_id, round=copy, sibling=0, parent_hash=seed_hash, genome_hash=seed_hash,
+                    status=AttemptStatus.PENDING, started_at=now(),
+                    summary=f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}, "
+                            f"against the seed re-evaluated with salt {seed_salt(copy)}")
                 row = self._attempt(copy)
             contracts = {"copy": replace(self.contract, salt=salt(copy)),
                          "base": replace(self.contract, salt=seed_salt(copy))}
@@ -186,8 +179,9 @@ class AARun:
             early = {"early_look": len(looks)} if looks[-1]["decision"] else {}
             gain = gate.delta > gate.min_improvement + gate.t * gate.se
             summary = summarise(outcome.cells, self.weights, norm)
-            self.db["attempts"].update(row["id"], {
-                "status": "kept" if gate.keep else "rejected", "verdict": "KEEP" if gate.keep else "REJECT",
+            verdict = Verdict.KEEP if gate.keep else Verdict.REJECT
+            update_attempt(self.db, row["id"], {
+                "status": AttemptStatus.decided(verdict), "verdict": verdict,
                 "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite, "eval": summary.eval,
                 "cost": summary.cost, "steps": summary.steps, "delta": gate.delta, "delta_eval": gate.delta_eval,
                 "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps, "gate_threshold": gate.threshold,
@@ -196,9 +190,9 @@ class AARun:
                                                                  "seed_evaluation_id": base.evaluation_id,
                                                                  "false_improvement": bool(gain)}}),
                 "looks": dumps(looks), "finished_at": now()})
-            self.db["runs"].update(self.run_id, {"rounds_done": copy, "updated_at": now()})
+            update_run(self.db, self.run_id, rounds_done=copy, updated_at=now())
             self.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
-                              f"{'KEEP' if gate.keep else 'REJECT'}" + (" (beats +t·SE: a false improvement)"
+                              f"{verdict}" + (" (beats +t·SE: a false improvement)"
                                                                         if gain else ""))
 
 
@@ -234,7 +228,7 @@ def figures(db: sqlite_utils.Database, run_id: str) -> dict:
     bases = [loads(c["gate"])["aa"].get("seed_evaluation_id") for c in copies]
     evaluations = [e for e in [seed[0]["val_evaluation_id"] if seed else None, *bases,
                                *(c["val_evaluation_id"] for c in copies)] if e]
-    rejects = sum(c["verdict"] == "REJECT" for c in copies)
+    rejects = sum(c["verdict"] == Verdict.REJECT for c in copies)
     gains = sum(bool(loads(c["gate"])["aa"]["false_improvement"]) for c in copies)
     return {
         "run": run, "copies": copies, "n": len(copies),
@@ -264,7 +258,7 @@ def summary(db: sqlite_utils.Database, run_id: str) -> str:
                      f"{c['gate_threshold']:+.4f}    {c['verdict']:<8}  {'yes' if gain else 'no'}")
     if not n:
         return "\n".join(lines + ["  no finished copies yet"])
-    called = sum(1 for c in f["copies"] if c["verdict"] == "REJECT" or loads(c["gate"])["aa"]["false_improvement"])
+    called = sum(1 for c in f["copies"] if c["verdict"] == Verdict.REJECT or loads(c["gate"])["aa"]["false_improvement"])
     d = "—" if design is None else f"{design:.1%}"
     lines += [
         "",

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from eval.cells import Contract
+from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.evaluations import Evaluator
@@ -23,11 +24,12 @@ from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
 from mutator.store.genome import GenomeStore
+from mutator.store.runs import add_spend
 from mutator.validity import report as test_report
 from sandbox import Launcher
 
 
-class TestRunError(RuntimeError):
+class TestRunError(SkillMutatorError, RuntimeError):
     """The test run cannot start; the message says why and what to do."""
 
 
@@ -154,8 +156,7 @@ def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, a
     reasons that are not the skill's (the test run is then recorded failed)."""
     spent = sum(o.ran_cost for o, _, _ in measured)
     if spent:
-        db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [spent, run_id])
-        db.conn.commit()
+        add_spend(db, run_id, spent)
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:

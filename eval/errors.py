@@ -1,0 +1,32 @@
+"""The one root of every error the harness raises on purpose, each with the exit code `run.py` returns for it.
+
+It lives at the floor of the house (it imports nothing), so eval/, sandbox/, strategies/ and mutator/ all derive
+from it and mutator/cli/main.py maps every one of them in one `except SkillMutatorError`. The tree:
+
+    SkillMutatorError (exit 2, "error")      bad input: the message names the file or flag and the fix
+    ├── ConfigError, SuiteError, PricingError, SandboxError, StrategyError, AgentSetupError, ExecutorError
+    ├── StoreError, LockHeld                  the store is damaged / unwritable, or another process writes the run
+    ├── LoopError, TestRunError, ExportError, EvalsImportError, AuditError, ProposalError, DeployError,
+    │   MiningError, SplitError, SequentialError, LaunchError
+    ├── SolveAbort (exit 4)                   the solve phase found the mutator model not capable
+    └── Stop (exit 3, "stopped")              a clean stop; re-running the same command resumes
+        ├── BudgetStop, DiskFull
+        └── EvaluationStop (exit 8)           an evaluation no verdict may rest on
+            └── UnhealthyEvaluation (exit 7)
+
+Errors that never reach the user as such (a tool call's refusal, a stream's shape, a deadline) stay outside.
+"""
+
+from __future__ import annotations
+
+
+class SkillMutatorError(Exception):
+    """An error the user can act on: `run.py` prints `<label>: <message>` and exits with `exit_code`."""
+    exit_code: int = 2
+    label: str = "error"
+
+
+class Stop(SkillMutatorError):
+    """A clean stop (a budget, a full disk, an evaluation no verdict may rest on); the same command resumes."""
+    exit_code = 3
+    label = "stopped"
