@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from fakes.csv_rules import apply_rules, read_csv  # noqa: E402
-from mutator.scoring.score import CellFigures, Normalisers, Weights  # noqa: E402
+from mutator.scoring.score import CellFigures, Normalisers, Weights, composite  # noqa: E402
 
 SEED_RULES = (("trim", 0), ("headers", 0))
 HELPFUL = ("dates", "amounts", "booleans", "emails", "dedupe")
@@ -128,7 +128,7 @@ class Landscape:
                 if p:
                     total += p * self.score(split, task, frozenset(applied))
         mean = total / len(self.suites[split])
-        return mean - WEIGHTS.w_cost * self.cost(genome) / norm.seed_cost - WEIGHTS.w_steps * self.turns(genome) / norm.seed_steps
+        return composite(mean, self.cost(genome), self.turns(genome), WEIGHTS, norm.seed_cost, norm.seed_steps)[0]
 
     def optimum(self, split: str, norm: Normalisers) -> float:
         best_variant = {op: min(range(VARIANTS), key=lambda v: self.skip[(op, v)]) for op in CATALOGUE}

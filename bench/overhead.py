@@ -37,9 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from eval import agent_call  # noqa: E402
 from eval.cells import Contract, enumerate_cells  # noqa: E402
 from eval.cost import Price  # noqa: E402
 from eval.evaluate import EvalRequest, evaluate  # noqa: E402
+from eval.jobs import CellSettings  # noqa: E402
 from eval.suite import Suite, load_suite  # noqa: E402
 from sandbox import get_launcher  # noqa: E402
 
@@ -57,9 +59,8 @@ def contract(replicates: int) -> Contract:
 def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path, executor=None) -> float:
     """Cells per second through the real evaluation core (on `executor`, local by default)."""
     request = EvalRequest(skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(replicates),
-                          key=KEY, cells_root=scratch / f"harness-{sandbox}", agent_argv=AGENT,
-                          launcher=get_launcher(sandbox), price=PRICE, concurrency=concurrency,
-                          grader_timeout_s=60)
+                          key=KEY, cells_root=scratch / f"harness-{sandbox}", price=PRICE, concurrency=concurrency,
+                          settings=CellSettings(agent_argv=AGENT, launcher=get_launcher(sandbox), grader_timeout_s=60))
     started = time.perf_counter()
     cells = evaluate(request, executor=executor)
     elapsed = time.perf_counter() - started
@@ -82,8 +83,8 @@ def raw(suite: Suite, replicates: int, concurrency: int, scratch: Path) -> float
             shutil.copyfile(suite.fixture_dir(spec.task_id) / rel, work / rel)
         skill = work / ".claude" / "skills" / "csv-clean"
         shutil.copytree(SKILL, skill)
-        env = {**os.environ, "SM_STREAM": str(cell / "stream.jsonl"), "SM_SKILL_DIR": str(skill),
-               "SM_CELL_SEED": str(spec.seed), "SM_MAX_TURNS": "30"}
+        env = {**os.environ, agent_call.STREAM: str(cell / "stream.jsonl"), agent_call.SKILL_DIR: str(skill),
+               agent_call.CELL_SEED: str(spec.seed), agent_call.MAX_TURNS: "30"}
         # New sessions like the harness's: with the kernel's autogroup scheduling a session is its own
         # CPU share, so spawning in the bench's session would starve the raw side on a busy machine.
         subprocess.run(AGENT, cwd=work, env=env, input=tasks[spec.task_id].prompt.encode(), check=True,
@@ -133,9 +134,9 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
                 skill_dir=SKILL, skill_name="csv-clean", suite=suite,
                 contract=Contract(model=model, replicates=1, max_turns=30, agent=f"bench-cache-{cache}",
                                   silence_ms=600_000, heartbeat_ms=300_000),
-                key=f"bench-cache-{cache}", cells_root=scratch / f"cache-{cache}",
-                agent_argv=list(AnthropicBackend().argv("build")), launcher=get_launcher("none"), price=price,
-                concurrency=2, grader_timeout_s=60, network=True)
+                key=f"bench-cache-{cache}", cells_root=scratch / f"cache-{cache}", price=price, concurrency=2,
+                settings=CellSettings(agent_argv=list(AnthropicBackend().argv("build")), launcher=get_launcher("none"),
+                                      grader_timeout_s=60, network=True))
             cells = evaluate(request)
             n = len(cells)
             found[cache] = {"cells": n, "ok": sum(c.ok for c in cells), "usd": sum(c.cost_usd for c in cells) / n,
@@ -208,8 +209,8 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
                     placed: list = []
                     request = EvalRequest(
                         skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(args.replicates),
-                        key=KEY, cells_root=Path(scratch), agent_argv=AGENT, launcher=get_launcher("none"),
-                        price=PRICE, concurrency=concurrency, grader_timeout_s=60)
+                        key=KEY, cells_root=Path(scratch), price=PRICE, concurrency=concurrency,
+                        settings=CellSettings(agent_argv=AGENT, launcher=get_launcher("none"), grader_timeout_s=60))
                     started = time.perf_counter()
                     done = evaluate(request, executor=executor, on_cell=placed.append)
                     rates.append(len(done) / (time.perf_counter() - started))

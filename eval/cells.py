@@ -1,7 +1,9 @@
 """The evaluation contract (what makes two evaluations interchangeable) and cell enumeration.
 
 An evaluation is keyed by genome hash + suite content hash + everything in `Contract`: the same key
-means the same cells may be reused, so nothing that changes a cell's outcome may be left out.
+means the same cells may be reused, so nothing that changes a cell's outcome may be left out. Its agent
+key puts the suite's agent hash in place of its content hash: evaluations sharing it differ only in the
+grader, so one's agent work is re-graded for the other, never run again.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ class CellSpec:
 
 def evaluation_key(genome_hash: str, suite: Suite, contract: Contract) -> str:
     material = json.dumps({"genome": genome_hash, "suite": suite.name, "suite_hash": suite.content_hash,
+                           **contract.to_json()}, sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def agent_key(genome_hash: str, suite: Suite, contract: Contract) -> str:
+    """What an agent's work in a cell rests on: the evaluation key with the suite's agent hash in place of its
+    whole-folder hash. Evaluations that share it share their agents' work; only the grades may differ."""
+    material = json.dumps({"genome": genome_hash, "suite": suite.name, "agent_hash": suite.agent_hash,
                            **contract.to_json()}, sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 

@@ -66,9 +66,3 @@ def usd(price: Price, usage: Usage) -> float:
             + usage.cache_creation_input_tokens * price.cache_write
             + usage.cache_read_input_tokens * price.cache_read) / 1_000_000
 
-
-def charged(priced: float, reported: float, *, agent: str) -> float:
-    """What a cell or call is charged: your own command's reported total_cost_usd when it gives one (it
-    knows its real prices and models), else the figure priced from config.json. Our own backends are
-    always priced from config.json, so one table governs them."""
-    return reported if agent.startswith("command@") and reported > 0 else priced

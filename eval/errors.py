@@ -4,7 +4,8 @@ It lives at the floor of the house (it imports nothing), so eval/, sandbox/, str
 from it and mutator/cli/main.py maps every one of them in one `except SkillMutatorError`. The tree:
 
     SkillMutatorError (exit 2, "error")      bad input: the message names the file or flag and the fix
-    ├── ConfigError, SuiteError, PricingError, SandboxError, StrategyError, AgentSetupError, ExecutorError
+    ├── ConfigError, SuiteError, PricingError, SandboxError (ProgramError: an agent's program cannot run in
+    │   the sandbox), StrategyError, AgentSetupError, ExecutorError
     ├── StoreError, LockHeld                  the store is damaged / unwritable, or another process writes the run
     ├── LoopError, TestRunError, ExportError, EvalsImportError, AuditError, ProposalError, DeployError,
     │   MiningError, SplitError, SequentialError, LaunchError

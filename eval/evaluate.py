@@ -8,18 +8,17 @@ loses only the cells still running.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from eval.cells import CellSpec, Contract, enumerate_cells
 from eval.cost import Price
 from eval.executors import Executor
 from eval.executors.local import LocalExecutor
-from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellJob, CellResult
+from eval.jobs import CellJob, CellResult, CellSettings
 from eval.scheduler import pump
 from eval.suite import Suite, check_unchanged
-from sandbox import Launcher
 
 
 @dataclass(frozen=True)
@@ -30,18 +29,9 @@ class EvalRequest:
     contract: Contract
     key: str                   # evaluation key (genome + suite + contract), seeds every cell
     cells_root: Path
-    agent_argv: Sequence[str]
-    launcher: Launcher
     price: Price
     concurrency: int
-    grader_timeout_s: float
-    env: dict[str, str] = field(default_factory=dict)
-    prune: bool = True         # keep only trajectory.md + logs of each cell, not its working dir
-    network: bool = False      # the agent needs the model API (real backends); fakes run offline
-    cell_timeout_ms: int = CELL_TIMEOUT_MS
-    max_output_bytes: int = MAX_OUTPUT_BYTES
-    infra_retries: int = 1     # an infra_error cell is tried again this many times, after a pause
-    infra_backoff_s: float = 2.0
+    settings: CellSettings     # how each cell is run (agent, launcher, caps, retries), carried whole to each job
 
 
 def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[CellSpec]:
@@ -51,39 +41,41 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
                          on_cell: Callable[[CellResult], None] = lambda cell: None,
-                         regrade: set[tuple[str, int]] = frozenset(), limit: int | None = None,
+                         regrade: set[tuple[str, int]] = frozenset(), reuse: dict[tuple[str, int], Path] | None = None,
+                         limit: int | None = None,
                          may_start: Callable[[], bool] | None = None,
                          executor: Executor | None = None) -> list[CellResult]:
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
-    (run afresh when it is gone). An infra_error cell is retried `infra_retries` times; the count is on
+    (run afresh when it is gone); cells in `reuse` grade the kept agent run in the cell dir it names (another
+    evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried `infra_retries` times; the count is on
     its result (with the executor's own retries, e.g. Ray's for a lost node). `limit` runs only the first N
     pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default)."""
     executor = executor or LocalExecutor()
     check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
 
+    reuse = reuse or {}
+
     def job(spec: CellSpec) -> CellJob:
         return CellJob(
             spec=spec, task=tasks[spec.task_id], suite=request.suite, skill_dir=request.skill_dir,
-            skill_name=request.skill_name, contract=request.contract, agent_argv=request.agent_argv,
-            launcher=request.launcher, cell_root=request.cells_root / spec.name, price=request.price,
-            grader_timeout_s=request.grader_timeout_s, env=request.env, prune=request.prune,
-            network=request.network, cell_timeout_ms=request.cell_timeout_ms,
-            max_output_bytes=request.max_output_bytes)
+            skill_name=request.skill_name, contract=request.contract, cell_root=request.cells_root / spec.name,
+            price=request.price, settings=request.settings,
+            reuse=reuse.get((spec.task_id, spec.replicate)))
 
     async def work(spec: CellSpec) -> CellResult:
-        if (spec.task_id, spec.replicate) in regrade:
+        if (spec.task_id, spec.replicate) in regrade or (spec.task_id, spec.replicate) in reuse:
             regraded = await executor.regrade_cell(job(spec))
             if regraded is not None:
                 return regraded
         tries, earlier = 0, 0   # our re-runs; the executor's own retries inside the earlier tries
         while True:
             result = await executor.run_cell(job(spec))
-            if result.status != "infra_error" or tries >= request.infra_retries:
+            if result.status != "infra_error" or tries >= request.settings.infra_retries:
                 return replace(result, retries=result.retries + earlier + tries)
             earlier += result.retries
             tries += 1
-            await asyncio.sleep(request.infra_backoff_s * tries)
+            await asyncio.sleep(request.settings.infra_backoff_s * tries)
 
     specs = pending_cells(request, set(skip))
     return await pump(specs if limit is None else specs[:limit], work, concurrency=request.concurrency,

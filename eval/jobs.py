@@ -56,6 +56,22 @@ class CellResult:
 
 
 @dataclass(frozen=True)
+class CellSettings:
+    """How every cell of an evaluation is run, whole: built once from a command's settings and carried unchanged
+    through the Evaluator, the EvalRequest and each CellJob. None of it is part of the evaluation key."""
+    agent_argv: Sequence[str]
+    launcher: Launcher
+    grader_timeout_s: float
+    network: bool = False       # share the network with the agent (a real backend calls the model API)
+    cell_timeout_ms: int = CELL_TIMEOUT_MS
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    infra_retries: int = 1      # an infra_error cell is tried again this many times, after a pause
+    infra_backoff_s: float = 2.0
+    env: dict[str, str] = field(default_factory=dict)   # more variables for the agent (tests' FAKE_* hooks)
+    prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
+
+
+@dataclass(frozen=True)
 class CellJob:
     spec: CellSpec
     task: Task
@@ -63,13 +79,7 @@ class CellJob:
     skill_dir: Path | None
     skill_name: str
     contract: Contract
-    agent_argv: Sequence[str]
-    launcher: Launcher
     cell_root: Path
     price: Price
-    grader_timeout_s: float
-    env: dict[str, str] = field(default_factory=dict)
-    prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
-    network: bool = False       # share the network with the agent (a real backend calls the model API)
-    cell_timeout_ms: int = CELL_TIMEOUT_MS
-    max_output_bytes: int = MAX_OUTPUT_BYTES
+    settings: CellSettings
+    reuse: Path | None = None   # re-grading: the cell dir of the agent run graded again (eval/kept.py)

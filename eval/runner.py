@@ -1,4 +1,4 @@
-"""Run one cell: stage a fresh dir, spawn the build agent through the launcher, then the grader.
+"""Run one cell: stage a fresh dir, run the build agent through the one agent call (eval/agent_call.py), grade.
 
 The grader runs only after the agent's whole process group is gone, outside the agent's sandbox,
 and never sees the skill: it gets the agent's working dir and the task id. Every failure (agent
@@ -16,45 +16,29 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from eval.cost import Usage, charged, usd
-from eval.environment import allowed_env
+from eval.agent_call import AgentCall, AgentRun, Cost, call, read_call, stage_cell
+from eval.agents.meter import agent_meter, judge_meter
+from eval.cost import Usage
 from eval.graders import get_runner
 from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
-from eval.process import AgentRun, run_agent_process
+from eval.kept import RESTORE, put_back, regradable, slim
 from eval.redact import redact, redact_cell
-from eval.snapshot import copy_tree
-from eval.stream_metrics import StreamMetrics, read_stream
+from eval.stream_metrics import StreamMetrics
 from eval.trajectory import capture_and_prune
 
 
-def stage(job: CellJob) -> Path:
-    """A fresh cell dir: work/ holds the inputs and the skill copy; prompt and logs sit beside it."""
-    if job.cell_root.exists():
-        shutil.rmtree(job.cell_root)  # left by a crashed run: an unfinished cell starts over
-    work = job.cell_root / "work"
-    work.mkdir(parents=True)
-    fixtures = job.suite.fixture_dir(job.task.id)
-    for rel in job.task.inputs:
-        target = work / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(fixtures / rel, target)
-    if job.skill_dir is not None:
-        copy_tree(job.skill_dir, work / ".claude" / "skills" / job.skill_name)
-    (job.cell_root / "prompt.md").write_text(job.task.prompt, encoding="utf-8")
-    return work
-
-
-def agent_env(job: CellJob, work: Path) -> dict[str, str]:
-    """The allow-listed environment (eval/environment.py): never the harness's keys; HOME is the cell."""
-    env = allowed_env(home=job.cell_root, argv=job.agent_argv, extra={
-        **job.env, "SM_PROMPT_FILE": str(job.cell_root / "prompt.md"),
-        "SM_STREAM": str(job.cell_root / "stream.jsonl"), "SM_MODEL": job.contract.model,
-        "SM_MAX_TURNS": str(job.contract.max_turns), "SM_CELL_SEED": str(job.spec.seed)})
-    env.pop("SM_SKILL_DIR", None)
-    if job.skill_dir is not None:
-        env["SM_SKILL_DIR"] = str(work / ".claude" / "skills" / job.skill_name)
-    return env
+def call_of(job: CellJob, work: Path) -> AgentCall:
+    """The build agent's call for this cell (eval/agent_call.py): the cell dir is its home, work/ its cwd, and
+    its model API traffic is metered beside the cell dir (eval/agents/meter.py::agent_meter)."""
+    run = job.settings
+    return AgentCall(
+        argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model, max_turns=job.contract.max_turns,
+        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=run.launcher,
+        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
+        skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
+        writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
+        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env, meter=agent_meter(job.cell_root))
 
 
 async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
@@ -114,35 +98,42 @@ async def run_cell(job: CellJob) -> CellResult:
 
 
 async def _run_cell(job: CellJob, started: float) -> CellResult:
-    work = stage(job)
-    stream = job.cell_root / "stream.jsonl"
-    agent = await run_agent_process(
-        job.agent_argv, cwd=work, env=agent_env(job, work), prompt=job.task.prompt, stream=stream,
-        log_dir=job.cell_root, launcher=job.launcher, writable=[job.cell_root],
-        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms, network=job.network,
-        wall_ms=job.cell_timeout_ms, max_output_bytes=job.max_output_bytes)
-    metrics = read_stream(stream)
-    status, error = classify(agent, metrics)
+    for meter in (agent_meter(job.cell_root), judge_meter(job.cell_root)):
+        meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
+    work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
+                      skill_dir=job.skill_dir, skill_name=job.skill_name)
+    done = await call(call_of(job, work))
+    (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
+    status, error = classify(done.run, done.metrics)
     tests: dict[str, float] = {}
     if not status:
         shutil.rmtree(work / ".claude" / "skills", ignore_errors=True)  # the grader never sees the skill
         grades, error = await run_grader(job, work)
         status = "ok" if grades is not None else "grader_error"
         tests = grades or {}
-    return _finish(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
+    return _finish(job, status=status, tests=tests, metrics=done.metrics, cost=done.cost, started=started,
+                   error=error)
 
 
 async def regrade_cell(job: CellJob) -> CellResult | None:
-    """Grade again a grader_error cell whose agent finished (its working dir is kept for this); None when
-    there is nothing to grade. Grading spends nothing on the agent: its stream is read as it was."""
-    work = job.cell_root / "work"
-    if not work.is_dir() or not (job.cell_root / "stream.jsonl").is_file():
+    """Grade again an agent's finished run: a grader_error cell in place, or (`job.reuse`) the kept run of
+    another evaluation with the same agent key, copied into this cell's dir. None when there is nothing to
+    grade. Grading spends nothing on the agent: its stream is read as it was."""
+    source = job.reuse or job.cell_root
+    if not regradable(source):
         return None
+    work = put_back(source, job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     started = time.monotonic()
-    metrics = read_stream(job.cell_root / "stream.jsonl")
+    for spent in (judge_meter(job.cell_root), job.cell_root / "judge.spend.json"):
+        spent.unlink(missing_ok=True)  # the last grading's calls are on the cell row already
+    # a cell re-graded in place keeps its agent's metered figures; one taken over from another cell has no meter
+    # here and keeps its kept stream's (either way the agent is never charged again: mutator/store/cache.py)
+    metrics, cost = read_call(job.cell_root / "stream.jsonl", job.price, agent=job.contract.agent,
+                              meter=agent_meter(job.cell_root))
     grades, error = await run_grader(job, work)
     status = "ok" if grades is not None else "grader_error"
-    result = _finish(job, status=status, tests=grades or {}, metrics=metrics, started=started, error=error)
+    result = _finish(job, status=status, tests=grades or {}, metrics=metrics, cost=cost, started=started,
+                     error=error)
     return replace(result, extra={**result.extra, "regraded": True})
 
 
@@ -151,31 +142,35 @@ def infra_result(job: CellJob, error: str, started: float) -> CellResult:
     return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error) or error)
 
 
+NOTHING = Cost()   # a cell the harness failed before its agent's stream: no call to charge
+
+
 def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
-            started: float, error: str) -> CellResult:
-    usage = metrics.usage if metrics else Usage()
+            started: float, error: str, cost: Cost = NOTHING) -> CellResult:
+    """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream."""
+    usage = metrics.usage if metrics else Usage()   # a metered call's: what was served (read_call)
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
-    priced = usd(job.price, usage)
-    # an agent's own reported cost counts only from a stream that keeps the contract (never a negative cost)
-    reported = metrics.reported_cost_usd if metrics and not metrics.invalid else 0.0
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
-        cost_usd=charged(priced, reported, agent=job.contract.agent), steps=metrics.steps if metrics else 0,
+        cost_usd=cost.usd, steps=metrics.steps if metrics else 0,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens, cache_read_tokens=usage.cache_read_input_tokens,
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
         error=error, cell_dir=str(job.cell_root),
-        extra={**grader_extra(job.cell_root), "priced_cost_usd": priced, "reported_cost_usd": reported,
+        extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd, "reported_cost_usd": cost.reported_usd,
                "api_retries": metrics.retries if metrics else 0})
 
 
-def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, started: float,
-            error: str) -> CellResult:
+def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
+            started: float, error: str) -> CellResult:
     error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
-    result = _result(job, status=status, tests=tests, metrics=metrics, started=started, error=error)
+    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error)
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
-    # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run
-    capture_and_prune(job.cell_root, prune=job.prune and status != "grader_error", task_id=job.task.id,
+    # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run; a graded
+    # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
+    capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
                       tests=tests, error=error, required=list(job.task.required))
+    if job.settings.prune and status == "ok":
+        slim(job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     return result

@@ -16,6 +16,7 @@ from pathlib import Path
 from eval.errors import SkillMutatorError
 from eval.graders.expectations import Expectation, ExpectError, parse_expect, parse_schema
 from eval.snapshot import hash_tree
+from eval.suite_parts import agent_hash
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
@@ -48,8 +49,9 @@ class Suite:
     runner: str
     tasks: tuple[Task, ...]
     grader: Path | None                           # the run-eval script; None for expectations/judge suites
-    content_hash: str
+    content_hash: str                             # the whole folder: what a grade rests on (eval/suite_parts.py)
     meta: tuple[tuple[str, str], ...] = ()        # every suite.md frontmatter field, for runner options
+    agent_hash: str = ""                          # what an agent in a cell sees: what its work rests on
 
     def option(self, key: str, default: str | float | None = None) -> str | float | None:
         return dict(self.meta).get(key, default)
@@ -193,6 +195,9 @@ def load_suite(path: Path) -> Suite:
         if problem:
             raise SuiteError(f"{tasks_file}:{number}: task {task.id!r}: {problem}")
         for rel in task.inputs:
+            if (path / "fixtures" / task.id / rel).is_dir():
+                raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} is a folder "
+                                 f"(fixtures/{task.id}/{rel}); inputs must be files: list each file of it in 'inputs'")
             if not (path / "fixtures" / task.id / rel).is_file():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
                                  f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")
@@ -200,7 +205,7 @@ def load_suite(path: Path) -> Suite:
     if not tasks:
         raise SuiteError(f"{tasks_file}: holds no tasks")
     return Suite(name, path.resolve(), split, runner, tuple(tasks), grader.resolve() if grader else None,
-                 suite_hash(path), tuple(sorted(meta.items())))
+                 suite_hash(path), tuple(sorted(meta.items())), agent_hash(path, name, meta))
 
 
 def check_unchanged(suite: Suite) -> None:
@@ -208,7 +213,8 @@ def check_unchanged(suite: Suite) -> None:
     grader writing into its own folder, would silently change what every later score means)."""
     if suite_hash(suite.path) != suite.content_hash:
         raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); restore "
-                         f"it and re-run the same command, or start a new run on the changed suite")
+                         f"it and re-run the same command, or re-run it on the changed suite (a change to grading "
+                         f"only resumes the run and re-grades its cells; one to what the agent sees starts a new run)")
 
 
 def suite_hash(path: Path) -> str:

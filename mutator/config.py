@@ -24,6 +24,17 @@ from eval.errors import SkillMutatorError
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = ROOT / "config.json"
+
+
+def run_py() -> str:
+    """How to call run.py in a printed command that runs when pasted in the shell it was printed in:
+    `python run.py` from the project's folder, `python /abs/path/run.py` from anywhere else."""
+    import shlex
+    try:
+        here = Path.cwd().resolve() == ROOT
+    except OSError:   # the folder it was started in is gone
+        here = False
+    return "python " + ("run.py" if here else shlex.quote(str(ROOT / "run.py")))
 ENV_PREFIX = "SKILL_MUTATOR_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

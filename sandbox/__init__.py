@@ -21,8 +21,9 @@ class Launcher(Protocol):
     id: str
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-             readable: Sequence[Path], network: bool) -> list[str]:
-        """The argv that runs `argv` in `cwd` with only `writable` writable and `readable` visible."""
+             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None) -> list[str]:
+        """The argv that runs `argv` in `cwd` with only `writable` writable and `readable` visible. With `run`,
+        that command runs instead, in the very sandbox `argv` would get (preflight's probe, sandbox/probe.py)."""
         ...
 
     def check(self) -> None:

@@ -1,5 +1,6 @@
-"""The bubblewrap launcher: the agent sees system dirs read-only, its interpreter and script folder
-read-only, the caller's `readable` paths read-only and its `writable` paths read-write — nothing else.
+"""The bubblewrap launcher: the agent sees system dirs read-only, its programs' real installations (found
+through PATH, shims, symlinks and #! lines by sandbox/resolve.py) and its script folder read-only, the caller's
+`readable` paths read-only and its `writable` paths read-write — nothing else.
 
 Home, the data dir, every suite dir and other cells are invisible because they are never mounted. It
 must never bind a parent of those (e.g. the project root or the data dir) on the agent's behalf.
@@ -7,13 +8,14 @@ must never bind a parent of those (e.g. the project root or the data dir) on the
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from sandbox import SandboxError
+from sandbox.resolve import resolve_command
 
 # Read-only in every sandbox: what a dynamically linked program needs to start.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -28,7 +30,8 @@ USERNS_HINT = ("bubblewrap cannot create its namespaces here; enable unprivilege
 
 def _is_system(path: Path) -> bool:
     """Already mounted by system_args(), or the root itself (/bin/sh's "prefix"), which must never be bound."""
-    return path == Path("/") or any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS)
+    text = str(path)   # string tests: this runs for every mount of every cell
+    return text == "/" or any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
 
 
 def system_args() -> list[str]:
@@ -42,38 +45,6 @@ def system_args() -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", name, name]
     return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-
-
-def _prefix(executable: Path) -> Path:
-    """The installation an executable belongs to: <prefix>/bin/x -> <prefix>, else its folder."""
-    return executable.parent.parent if executable.parent.name == "bin" else executable.parent
-
-
-def runtime_paths(argv: Sequence[str], cwd: Path, writable: Sequence[Path] = ()) -> list[Path]:
-    """What the program itself needs to read: its installation (e.g. a pyenv or venv Python), the
-    folder of its script (for sibling imports) and any other file argument alone (e.g. --config
-    /project/config.json must not expose the project). A script folder holding a writable path (the
-    data dir's parent) is never bound whole. Keep agent scripts in a folder holding nothing secret."""
-    if not argv:
-        return []
-    found = shutil.which(argv[0]) if "/" not in argv[0] else str(cwd / argv[0])
-    paths: list[Path] = []
-    if found:
-        exe = Path(found).absolute()
-        paths += [_prefix(exe), _prefix(exe.resolve())]
-        if exe.resolve() == Path(sys.executable).resolve():
-            paths += [Path(sys.prefix), Path(sys.base_prefix)]
-    program_seen = False
-    for arg in argv[1:]:
-        candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
-        if arg.startswith("-") or not candidate.is_file():
-            continue
-        candidate = candidate.absolute()
-        folder = candidate.parent
-        holds_writable = any(folder == w or folder in w.parents for w in map(Path.absolute, map(Path, writable)))
-        paths.append(folder if not program_seen and not holds_writable else candidate)
-        program_seen = True
-    return [p for p in dict.fromkeys(paths) if not (_is_system(p) or _is_system(p.resolve()))]
 
 
 class BwrapLauncher:
@@ -93,13 +64,16 @@ class BwrapLauncher:
         return args + system_args()
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-             readable: Sequence[Path], network: bool) -> list[str]:
+             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None) -> list[str]:
         cwd = Path(cwd).absolute()
+        command = resolve_command(tuple(argv), cwd=cwd)   # ProgramError names what is missing
+        writable_abs = tuple(Path(w).absolute() for w in writable)
+        programs = [p for p in command.mounts(writable_abs) if not (_is_system(p) or _is_system(p.resolve()))]
         mounts: dict[Path, bool] = {}  # dest -> writable; a path given as writable wins
-        for path in [*runtime_paths(argv, cwd, writable), *readable]:
+        for path in [*programs, *readable]:
             mounts.setdefault(Path(path).absolute(), False)
-        for path in writable:
-            mounts[Path(path).absolute()] = True
+        for path in writable_abs:
+            mounts[path] = True
         args = self.base_args(network)
         # Parents before children, so `skill/` (rw) lands on top of its read-only workspace.
         for dest in sorted(mounts, key=lambda p: (len(p.parts), str(p))):
@@ -108,9 +82,13 @@ class BwrapLauncher:
             args += ["--bind" if mounts[dest] else "--ro-bind", str(dest.resolve()), str(dest)]
         if network and Path("/run").is_dir():
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target
+        if first := command.path_dirs():
+            # The shims on PATH are not mounted: what they pointed at on the host comes first instead, for the
+            # agent's `#!/usr/bin/env python3` and its own tools alike.
+            args += ["--setenv", "PATH", os.pathsep.join([*map(str, first), os.environ.get("PATH", "")])]
         # The sandbox's own root is a scratch tmpfs: read-only, so a write outside the binds fails loudly
-        # (EROFS) instead of vanishing with the sandbox.
-        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *argv]
+        # (EROFS) instead of vanishing with the sandbox. `run` (preflight's probe) runs in place of argv.
+        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *(command.argv if run is None else run)]
 
     def check(self) -> None:
         if self._checked:

@@ -13,8 +13,8 @@ class NoneLauncher:
     id = "none"
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-             readable: Sequence[Path], network: bool) -> list[str]:
-        return list(argv)
+             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None) -> list[str]:
+        return list(argv if run is None else run)
 
     def check(self) -> None:
         return None

@@ -55,6 +55,8 @@ class Scored:
     composite: float = 0.0
     keep_by_gate: bool = False              # the noise gate's verdict vs the incumbent
     task_composites: dict[str, float] = field(default_factory=dict)
+    delta: float | None = None              # the gate's Δcomposite vs the incumbent, and its threshold: the
+    threshold: float | None = None          # figures a verdict's reason quotes (strategies/reasons.py)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Integration:
     incumbent: str
     selected: tuple[str, ...]               # genomes to evaluate on train as next round's evidence
     pool: tuple[str, ...] = ()
+    reasons: dict[int, str] = field(default_factory=dict)   # sibling -> why it got its verdict (the loop stores it)
 
 
 class Strategy(Protocol):
@@ -73,15 +76,20 @@ class Strategy(Protocol):
     def integrate(self, state: State, scored: list[Scored]) -> Integration: ...
 
 
-def make_strategy(strategy_id: str, opts: dict[str, Any]) -> Strategy:
+def registry() -> dict[str, Any]:
+    """Strategy id -> its class, in the order the launch form offers them."""
     from strategies.branching import Branching
     from strategies.greedy import Greedy
     from strategies.pareto import Pareto
     from strategies.population import Population
-    registry: dict[str, Any] = {"greedy": Greedy, "branching": Branching, "population": Population, "pareto": Pareto}
-    if strategy_id not in registry:
-        raise StrategyError(f"unknown strategy {strategy_id!r}; available: {', '.join(sorted(registry))}")
-    return registry[strategy_id].from_opts(opts)
+    return {"greedy": Greedy, "branching": Branching, "population": Population, "pareto": Pareto}
+
+
+def make_strategy(strategy_id: str, opts: dict[str, Any]) -> Strategy:
+    registry_ = registry()
+    if strategy_id not in registry_:
+        raise StrategyError(f"unknown strategy {strategy_id!r}; available: {', '.join(sorted(registry_))}")
+    return registry_[strategy_id].from_opts(opts)
 
 
 def check_opts(strategy_id: str, opts: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, bad_value, check_opts
+from strategies.reasons import by_gate, gate
 from strategies.verdicts import Verdict
 
 
@@ -34,6 +35,7 @@ class Branching:
     def integrate(self, state: State, scored: list[Scored]) -> Integration:
         evaluated = [s for s in scored if s.evaluated and s.genome_hash is not None]
         verdicts = {s.sibling: Verdict.REJECT for s in evaluated}
+        reasons = {s.sibling: by_gate(s, False) if not s.keep_by_gate else f"rejected: {gate(s)}" for s in evaluated}
         incumbent = state.incumbent.genome_hash
         if evaluated:
             # highest val composite wins; an exact tie goes to the earlier sibling
@@ -41,5 +43,22 @@ class Branching:
             if best.keep_by_gate and best.genome_hash is not None:
                 verdicts[best.sibling] = Verdict.KEEP
                 incumbent = best.genome_hash
+            reasons.update(self.reasons(best, evaluated))
         selected = (incumbent,) if incumbent != state.incumbent.genome_hash else ()
-        return Integration(verdicts=verdicts, incumbent=incumbent, selected=selected)
+        return Integration(verdicts=verdicts, incumbent=incumbent, selected=selected, reasons=reasons)
+
+    @staticmethod
+    def reasons(best: Scored, evaluated: list[Scored]) -> dict[int, str]:
+        """Why each sibling got its verdict once `best` (the highest composite) was chosen."""
+        out = {}
+        if best.keep_by_gate:
+            many = f"best of {len(evaluated)} siblings and " if len(evaluated) > 1 else ""
+            out[best.sibling] = f"kept: {many}{by_gate(best, True).removeprefix('kept: ')}"
+        for s in evaluated:
+            if s is best or not s.keep_by_gate:
+                continue
+            out[s.sibling] = (f"rejected: sibling {best.sibling} had the best composite but failed the gate, so the "
+                              "round kept nothing" if not best.keep_by_gate else
+                              f"rejected: sibling {best.sibling} was better (composite {best.composite:.4f} vs "
+                              f"{s.composite:.4f}); {gate(s)}")
+        return out

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Member, Scored, State, bad_value, check_opts
+from strategies.reasons import gate, same_genome_first, twin
 from strategies.verdicts import Verdict
 
 TIE = 1e-12  # scores this close are a tie (float sums of the same cells)
@@ -111,4 +112,22 @@ class Pareto:
         if incumbent != current and incumbent not in selected:
             selected.append(incumbent)
         pool = tuple(sorted(leads, key=lambda h: (-leads[h], order[h])))
-        return Integration(verdicts=verdicts, incumbent=incumbent, selected=tuple(selected), pool=pool)
+        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored, incumbent != current and c.genome_hash == incumbent,
+                                     scored_before=c.genome_hash not in newcomers)
+                   for c in scored if c.sibling in verdicts}
+        return Integration(verdicts=verdicts, incumbent=incumbent, selected=tuple(selected), pool=pool,
+                           reasons=reasons)
+
+
+def reason(c: Scored, verdict: str, scored: list[Scored], champion: bool, *, scored_before: bool) -> str:
+    """Why a candidate entered the front (or took the lead), or why it did not."""
+    if verdict == "KEEP":
+        return (f"kept: the new champion — it beat the champion's val composite and passed the gate ({gate(c)})"
+                if champion else
+                "kept: a new genome on the per-task Pareto front (the champion stays unless a new best passes the gate)")
+    first = twin(c, scored)
+    if first is not None:
+        return same_genome_first(first)
+    if scored_before:
+        return "rejected: this genome was already scored in an earlier round (it adds nothing new)"
+    return "rejected: not on the per-task Pareto front (another genome leads each of its tasks)"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies import CandidateSpec, Integration, Scored, State, bad_value, check_opts
+from strategies.reasons import same_genome_first, twin
 from strategies.verdicts import Verdict
 
 
@@ -94,5 +95,23 @@ class Population:
                 first_entry = newcomers.get(child.genome_hash) == child.sibling
                 verdicts[child.sibling] = Verdict.KEEP if first_entry and child.genome_hash in survivors else Verdict.REJECT
         selected = tuple(h for h, sib in newcomers.items() if sib is not None and h in survivors)
-        return Integration(verdicts=verdicts, incumbent=survivors[0], selected=selected, pool=tuple(survivors))
+        reasons = {c.sibling: self.reason(c, verdicts[c.sibling], scored, pool, survivors, composite)
+                   for c in scored if c.sibling in verdicts}
+        return Integration(verdicts=verdicts, incumbent=survivors[0], selected=selected, pool=tuple(survivors),
+                           reasons=reasons)
+
+    def reason(self, child: Scored, verdict: str, scored: list[Scored], before: list[str], survivors: list[str],
+               composite: dict[str, float]) -> str:
+        """Why a child entered the pool (and where), or why it did not."""
+        if verdict == "KEEP":
+            rank = survivors.index(child.genome_hash or "") + 1
+            return ("kept: entered the pool as its leader (the new incumbent)" if rank == 1 else
+                    f"kept: entered the pool at rank {rank} of {len(survivors)}")
+        first = twin(child, scored)
+        if first is not None:
+            return same_genome_first(first)
+        if child.genome_hash in before:
+            return "rejected: this genome was already in the pool (it adds nothing new)"
+        return (f"rejected: did not make the pool's top {self.size} (composite {child.composite:.4f} < "
+                f"{composite[survivors[-1]]:.4f}, the pool's last)")
 

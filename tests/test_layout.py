@@ -223,6 +223,118 @@ def test_no_function_past_eighty_lines():
     assert long == []
 
 
+STRATEGY_NAMES = re.compile(r"\b(greedy|branching|population|pareto)\b")
+
+
+def literals(tree: ast.AST) -> list[ast.Constant]:
+    """The string literals of a module that are not docstrings (a docstring may name a strategy as prose)."""
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_the_dashboard_names_no_strategy():
+    """The server reads what the loop decided; it never branches on a strategy's name (the launch form asks the
+    strategy registry which exist), so a strategy that changes its rule cannot leave the dashboard disagreeing."""
+    found = []
+    for path in sorted((ROOT / "mutator" / "server").rglob("*.py")):
+        for node in literals(ast.parse(path.read_text(encoding="utf-8"))):
+            if STRATEGY_NAMES.search(node.value):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value[:40]!r}")
+    assert found == []
+
+
+WEIGHT_NAMES = {"w_cost", "w_steps", "wCost", "wSteps"}
+
+
+def formula_sites(path: Path) -> list[str]:
+    """Arithmetic on the composite's weights (the formula written out), by function, in one file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    owner: dict[int, str] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            owner.update({id(n): fn.name for n in ast.walk(fn)})
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and any(
+                (isinstance(n, ast.Name) and n.id in WEIGHT_NAMES) or (isinstance(n, ast.Attribute) and n.attr in
+                                                                       WEIGHT_NAMES)
+                or (isinstance(n, ast.Constant) and n.value in WEIGHT_NAMES) for n in ast.walk(node)):
+            found.append(f"{path.relative_to(ROOT)}::{owner.get(id(node), '<module>')}")
+    return found
+
+
+def test_the_composite_formula_is_written_once():
+    """eval − wCost·cost/seedCost − wSteps·steps/seedSteps is computed by mutator/scoring/score.py::composite and
+    nowhere else: the loop, the gate, the reports, the dashboard and the benches call it."""
+    sites = sorted({site for path in source_files() if path.suffix == ".py" for site in formula_sites(path)})
+    assert sites == ["mutator/scoring/score.py::composite"]
+
+
+AGENT_CALL = ROOT / "eval" / "agent_call.py"
+SM_NAME = re.compile(r"^SM_[A-Z][A-Z0-9_]*$")
+# SM_ names that are not the agent-process contract, each defined only in its own home.
+OTHER_SM_HOMES = {
+    "SM_PASS_ENV": {"eval/environment.py"},                    # carries --pass-env to every child's allow-list
+    "SM_SUITE_DIR": {"eval/graders/script.py"},                # the grader process contract
+    "SM_CELL_DIR": {"eval/graders/script.py"},
+    "SM_TASK_ID": {"eval/graders/script.py", "eval/graders/expect_runner.py"},
+    "SM_ANTHROPIC_CACHE": {"bench/overhead.py"},               # the anthropic backend's own knob, set as a user would
+}
+
+
+def sm_definitions(path: Path) -> list[tuple[str, int]]:
+    """(name, line) of each place this file gives an SM_ variable a value or a constant spelling: a dict key, an
+    item assignment (`env["SM_X"] = ...`), a keyword (`env.update(SM_X=...)`), a setdefault/putenv, or a constant
+    (`X = "SM_X"`). Reading one (`os.environ.get("SM_X")`) is the agent's side and is not a definition: our
+    backends and the fakes see only their own folder inside a sandbox, so they cannot import the module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[object] = []
+        if isinstance(node, ast.Dict):
+            names = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.slice.value for t in targets if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)]
+            if isinstance(node.value, ast.Constant):
+                names.append(node.value.value)
+        elif isinstance(node, ast.keyword):
+            names = [node.arg]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("setdefault", "putenv") and node.args and isinstance(node.args[0], ast.Constant):
+            names = [node.args[0].value]
+        found += [(name, node.lineno) for name in names if isinstance(name, str) and SM_NAME.match(name)]
+    return sorted(found, key=lambda item: item[1])
+
+
+def test_the_agent_process_contract_is_defined_in_the_agent_call_module_only():
+    """One module (eval/agent_call.py) names the SM_* variables an agent is given; nothing else sets one."""
+    from eval import agent_call
+    assert set(agent_call.NAMES) >= {"SM_PROMPT_FILE", "SM_STREAM", "SM_SKILL_DIR", "SM_MODEL", "SM_MAX_TURNS",
+                                     "SM_CELL_SEED", "SM_TASK", "SM_ROUND", "SM_SIBLING", "SM_SECRETS_FD"}
+    own = {name for name, _ in sm_definitions(AGENT_CALL)}
+    assert own == set(agent_call.NAMES), "each contract name is spelled once, as a constant of eval/agent_call.py"
+    bad = []
+    for path in source_files():
+        if path.suffix != ".py" or path == AGENT_CALL:
+            continue
+        rel = str(path.relative_to(ROOT))
+        for name, line in sm_definitions(path):
+            if rel not in OTHER_SM_HOMES.get(name, set()):
+                bad.append(f"{rel}:{line} defines {name}")
+    assert bad == [], "set the agent's SM_* variables through eval/agent_call.py (AgentCall, contract_env)"
+
+
+def test_the_contract_finder_finds_each_way_of_defining_a_name(tmp_path: Path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('import os\nA = "SM_STREAM"\nenv = {"SM_MODEL": "m"}\nenv["SM_ROUND"] = "1"\n'
+                      'env.update(SM_SIBLING="0")\nenv.setdefault("SM_TASK", "meta")\n'
+                      'os.environ.get("SM_SKILL_DIR")\nprefixes = ("SM_", "FAKE_")\n')
+    assert sm_definitions(sample) == [("SM_STREAM", 2), ("SM_MODEL", 3), ("SM_ROUND", 4), ("SM_SIBLING", 5),
+                                      ("SM_TASK", 6)]
+
+
 STORE_WRITES = re.compile(r"""\[["'](runs|attempts)["']\]\s*\.\s*(insert|update|upsert|delete)\b|"""
                           r"""\b(insert\s+into|update|delete\s+from)\s+(runs|attempts)\b""", re.I)
 

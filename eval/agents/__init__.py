@@ -86,16 +86,27 @@ class AnthropicBackend:
         _need_key(environ, "the anthropic backend")
 
 
+def claude_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """The claude CLI the claude-cli backend runs: SM_CLAUDE_BIN (a name on PATH or a path), else `claude` on
+    PATH; absolute, symlinks kept (an npm `bin/claude` link finds its package through it)."""
+    environ = os.environ if environ is None else environ
+    found = shutil.which(environ.get("SM_CLAUDE_BIN") or "claude", path=environ.get("PATH"))
+    return os.path.abspath(found) if found else None
+
+
 @dataclass(frozen=True)
 class ClaudeCliBackend:
     """Claude Code itself: `claude -p --output-format stream-json` (eval/agents/claude_cli.py)."""
     id: str = "claude-cli"
 
     def argv(self, role: str) -> tuple[str, ...]:
-        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role)
+        # The CLI found here, on the harness's PATH (or SM_CLAUDE_BIN), is the one the adapter runs: a sandbox
+        # mounts its installation (an npm or nvm prefix, its node) because the argv names it.
+        binary = claude_path()
+        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role, *(("--claude", binary) if binary else ()))
 
     def version(self) -> str:
-        binary = shutil.which(os.environ.get("SM_CLAUDE_BIN") or "claude")
+        binary = claude_path()
         if binary is None:
             return "absent"
         try:
@@ -105,13 +116,13 @@ class ClaudeCliBackend:
         return done.stdout.strip() or "unknown"
 
     def implementation(self, role: str) -> str:
-        code = _digest(*_sources("claude_cli.py", "result_json.py", "key_proxy.py", "hide.py"),
+        code = _digest(*_sources("claude_cli.py", "result_json.py", "key_proxy.py", "meter.py", "hide.py"),
                        self.version().encode())
         return f"claude-cli{'-mutator' if role == 'mutator' else ''}@{code}"
 
     def check(self, environ: Mapping[str, str]) -> None:
         binary = environ.get("SM_CLAUDE_BIN") or "claude"
-        if shutil.which(binary, path=environ.get("PATH")) is None:
+        if claude_path(environ) is None:
             raise AgentSetupError(f"the claude-cli backend needs the claude CLI and `{binary}` is not on PATH; "
                                   f"install it with `npm install -g @anthropic-ai/claude-code`, or choose the "
                                   f"anthropic backend")
@@ -126,7 +137,15 @@ class CommandBackend:
     id: str = "command"
 
     def argv(self, role: str) -> tuple[str, ...]:
-        return tuple(shlex.split(self.command))
+        """The words of the command; a relative program (`./agent.py`) or script (`python3 agent.py`) found
+        from where the user typed it is made absolute, since the agent runs in its cell."""
+        words = shlex.split(self.command)
+        script = next((i for i, word in enumerate(words[1:], 1) if not word.startswith("-")), None)
+        for i in (0, script):
+            if i is not None and i < len(words) and not os.path.isabs(words[i]) and Path(words[i]).is_file() \
+                    and (i > 0 or "/" in words[i]):
+                words[i] = os.path.abspath(words[i])
+        return tuple(words)
 
     def implementation(self, role: str) -> str:
         files = [Path(part).read_bytes() for part in self.argv(role) if Path(part).is_file()]

@@ -58,9 +58,13 @@ def choose(*, agent: str | None, agent_cmd: str | None, mutator_agent: str | Non
     return build, mutator
 
 
-def backend_for(choice: Choice, *, config_file: Path | None, environ: Mapping[str, str]) -> AgentBackend:
-    """The backend for a choice, checked (API key, CLI, command) before any spend; errors name the flag."""
+def backend_for(choice: Choice, *, config_file: Path | None, environ: Mapping[str, str],
+                check: bool = True) -> AgentBackend:
+    """The backend for a choice, checked (API key, CLI, command) before any spend; errors name the flag.
+    `check=False` for a command that runs no agent (--plan): nothing is spent, so nothing is demanded."""
     backend = make_backend(choice.backend, command=choice.command, config_file=config_file)
+    if not check:
+        return backend
     try:
         backend.check(environ)
     except AgentSetupError as err:

@@ -84,11 +84,14 @@ def read_prompt() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="claude_cli")
     parser.add_argument("--role", choices=("build", "mutator"), default="build")
-    role = parser.parse_args(argv).role
+    parser.add_argument("--claude", help="the CLI to run, as the harness found it (default: SM_CLAUDE_BIN or "
+                                         "`claude` on PATH)")
+    options = parser.parse_args(argv)
+    role = options.role
     stream = Path(os.environ["SM_STREAM"]) if os.environ.get("SM_STREAM") else None
-    binary = claude_binary()
-    if binary is None:
-        message = NOT_INSTALLED.format(bin=os.environ.get("SM_CLAUDE_BIN") or "claude")
+    binary = options.claude or claude_binary()
+    if binary is None or not os.access(binary, os.X_OK):   # a --claude path the sandbox does not show
+        message = NOT_INSTALLED.format(bin=options.claude or os.environ.get("SM_CLAUDE_BIN") or "claude")
         print(f"claude_cli: {message}", file=sys.stderr)
         error_result(stream, message)
         return 127

@@ -6,6 +6,8 @@ a bubblewrap sandbox of its own, which cannot start inside ours. Instead the CLI
 its ANTHROPIC_BASE_URL is this proxy on 127.0.0.1 and its ANTHROPIC_API_KEY a one-cell nonce, which the proxy
 swaps for the real credentials before forwarding to the real base URL. Responses (SSE included) stream back
 unchanged. A request without the nonce is refused, so no other local process can spend through it.
+Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
+harness starts one per agent call (eval/agent_call.py) and per judge call, whatever the backend.
 """
 
 from __future__ import annotations
@@ -13,9 +15,16 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
+import uuid
 from collections.abc import Mapping
+from pathlib import Path
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
+
+try:
+    from eval.agents.meter import Tap
+except ImportError:  # run as a script beside its siblings (claude_cli.py in a sandbox)
+    from meter import Tap  # type: ignore[no-redef]
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # Never forwarded: hop-by-hop headers, the ones aiohttp sets itself, and the caller's credentials.
@@ -36,9 +45,10 @@ def credentials(environ: Mapping[str, str]) -> dict[str, str]:
 class KeyProxy:
     """Started in a thread of its own; `base_url` and `nonce` are what the CLI is given."""
 
-    def __init__(self, upstream: str, auth: Mapping[str, str]) -> None:
+    def __init__(self, upstream: str, auth: Mapping[str, str], meter: Path | None = None) -> None:
         self.upstream = (upstream or DEFAULT_UPSTREAM).rstrip("/")
         self.auth = dict(auth)
+        self.meter = meter
         self.nonce = f"sm-proxy-{secrets.token_urlsafe(24)}"
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="key-proxy", daemon=True)
@@ -96,9 +106,14 @@ class KeyProxy:
                                                                  "message": "key proxy: wrong nonce"}}, status=401)
         assert self.session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in DROP_REQUEST}
+        if self.meter is not None:
+            # the meter reads plain bytes: no compressed bodies (aiohttp would otherwise ask for gzip itself)
+            headers = {k: v for k, v in headers.items() if k.lower() != "accept-encoding"}
+            headers["accept-encoding"] = "identity"
         headers.update(self.auth)
         body = await request.read()
         response = web.StreamResponse()
+        tap = None
         try:
             async with self.session.request(request.method, self.upstream + request.path_qs, headers=headers,
                                             data=body or None, allow_redirects=False) as upstream:
@@ -107,8 +122,17 @@ class KeyProxy:
                     if name.lower() not in DROP_RESPONSE:
                         response.headers.add(name, value)
                 await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
+                if self.meter is not None and upstream.status == 200 and request.path.endswith("/messages"):
+                    tap = Tap(self.meter, request_id=f"req-{uuid.uuid4().hex}",
+                              streaming="event-stream" in upstream.headers.get("content-type", ""))
+                try:
+                    async for chunk in upstream.content.iter_any():
+                        if tap is not None:
+                            tap.feed(chunk)   # metered as read, before the client has it: a cut loses nothing
+                        await response.write(chunk)
+                finally:
+                    if tap is not None:
+                        tap.close()
         except (ClientError, TimeoutError) as err:
             if response.prepared:
                 raise   # mid-stream: the CLI sees a cut connection, as it would without the proxy

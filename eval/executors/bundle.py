@@ -25,7 +25,7 @@ from pathlib import Path
 from eval.cells import CellSpec, Contract
 from eval.cost import Price
 from eval.environment import PREFIXES
-from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellJob, CellResult
+from eval.jobs import CELL_TIMEOUT_MS, MAX_OUTPUT_BYTES, CellJob, CellResult, CellSettings
 from eval.snapshot import list_files
 from eval.suite import Suite, Task
 
@@ -95,15 +95,16 @@ def passed_env(job_env: Mapping[str, str], source: Mapping[str, str] | None = No
 
 
 def make_bundle(job: CellJob, skill_hash: str) -> CellBundle:
+    run = job.settings   # what a worker needs of it, without this machine's paths (the retries stay with the driver)
     fixtures = job.suite.fixture_dir(job.task.id)
     inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs}
     grader = Path(job.suite.grader.name) if job.suite.grader else None
     return CellBundle(
         spec=job.spec, task=job.task, suite=replace(job.suite, path=SUITE_STUB, grader=grader),
         skill_name=job.skill_name, skill_hash=skill_hash if job.skill_dir is not None else "", inputs=inputs,
-        contract=job.contract, agent_argv=portable_argv(tuple(job.agent_argv)), launcher_id=job.launcher.id,
-        price=job.price, grader_timeout_s=job.grader_timeout_s, env=passed_env(job.env), prune=job.prune,
-        network=job.network, cell_timeout_ms=job.cell_timeout_ms, max_output_bytes=job.max_output_bytes)
+        contract=job.contract, agent_argv=portable_argv(tuple(run.agent_argv)), launcher_id=run.launcher.id,
+        price=job.price, grader_timeout_s=run.grader_timeout_s, env=passed_env(run.env), prune=run.prune,
+        network=run.network, cell_timeout_ms=run.cell_timeout_ms, max_output_bytes=run.max_output_bytes)
 
 
 # ---- worker side ----------------------------------------------------------------------------------------
@@ -142,12 +143,14 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path) 
     skill_dir = write_tree(skill, base / "skills" / bundle.skill_hash) if skill is not None else None
     local_suite = replace(bundle.suite, path=suite_dir,
                           grader=suite_dir / bundle.suite.grader.name if bundle.suite.grader else None)
+    settings = CellSettings(
+        agent_argv=local_argv(bundle.agent_argv), launcher=_launcher(bundle.launcher_id),
+        grader_timeout_s=bundle.grader_timeout_s, network=bundle.network, cell_timeout_ms=bundle.cell_timeout_ms,
+        max_output_bytes=bundle.max_output_bytes, env=dict(bundle.env), prune=bundle.prune)
     return CellJob(
         spec=bundle.spec, task=bundle.task, suite=local_suite, skill_dir=skill_dir, skill_name=bundle.skill_name,
-        contract=bundle.contract, agent_argv=local_argv(bundle.agent_argv), launcher=_launcher(bundle.launcher_id),
-        cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name, price=bundle.price,
-        grader_timeout_s=bundle.grader_timeout_s, env=dict(bundle.env), prune=bundle.prune, network=bundle.network,
-        cell_timeout_ms=bundle.cell_timeout_ms, max_output_bytes=bundle.max_output_bytes)
+        contract=bundle.contract, cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name, price=bundle.price,
+        settings=settings)
 
 
 def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path) -> tuple[CellResult, Tree]:

@@ -4,6 +4,8 @@ It reads the task's required outputs from the cell's working dir and an outline 
 calls from stream.jsonl (calls touching the skill's folder left out), never the skill itself. The reply
 is cached under `<evals>/judge-cache/` (or $SM_JUDGE_CACHE) keyed by backend, model and prompt, so a
 re-run or a resumed evaluation asks again for nothing. Fake in dry runs (SM_JUDGE=fake|anthropic).
+A real judge's calls are metered beside the cell (eval/agents/meter.py); what they cost, a failed call's
+included, is written to `judge.spend.json` whether or not the reply was usable.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval.cost import Price, parse_pricing, price_for, usd
+from eval.agents.meter import judge_meter, read_meter
+from eval.cost import Price, Usage, parse_pricing, price_for, usd
 from eval.graders.judge import (
     STEP_CLIP,
     SYSTEM,
@@ -83,7 +86,7 @@ def judge_price(job: CellJob, model: str) -> Price:
 
 class JudgeRunner:
     async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-        env = {**os.environ, **job.env}
+        env = {**os.environ, **job.settings.env}
         backend_name = env.get("SM_JUDGE") or ("fake" if job.contract.agent.startswith("fake") else "anthropic")
         model = str(job.suite.option("judge_model") or env.get("SM_JUDGE_MODEL") or job.contract.model)
         try:
@@ -103,11 +106,16 @@ class JudgeRunner:
         if hit:
             record = json.loads(cached.read_text(encoding="utf-8"))
         else:
+            meter = judge_meter(job.cell_root) if backend.id.startswith("anthropic") else None
             try:
-                reply = await backend.call(model, attempt)
+                reply = await backend.call(model, attempt, meter=meter)
             except Exception as err:  # API errors outlasting the SDK's retries: a recorded grader error
                 return None, f"judge call failed ({backend.id}, {model}): {type(err).__name__}: {err}"
-            record = {"text": reply.text, "usage": reply.usage.__dict__, "cost_usd": usd(price, reply.usage),
+            finally:
+                if meter is not None:
+                    settle_meter(job, model, price)
+            usage = metered_usage(job) or reply.usage
+            record = {"text": reply.text, "usage": usage.__dict__, "cost_usd": usd(price, usage),
                       "model": model, "backend": backend.id}
         try:
             verdict = parse_reply(record["text"])
@@ -122,6 +130,22 @@ class JudgeRunner:
                                                              ensure_ascii=False), encoding="utf-8")
         (job.cell_root / "judge.md").write_text(feedback_md(detail), encoding="utf-8")
         return tests, ""
+
+
+def metered_usage(job: CellJob) -> Usage | None:
+    served = read_meter(judge_meter(job.cell_root))
+    return Usage(**served.total()) if served is not None else None
+
+
+def settle_meter(job: CellJob, model: str, price: Price) -> None:
+    """judge.spend.json: what this cell's judge calls were served so far, priced (each at its own model)."""
+    served = read_meter(judge_meter(job.cell_root))
+    if served is None:
+        return
+    cost = sum(usd(price if not name or name.startswith(model) else judge_price(job, name), Usage(**counts))
+               for name, counts in served.by_model.items())
+    (job.cell_root / "judge.spend.json").write_text(json.dumps(
+        {"cost_usd": cost, "usage": served.total(), "responses": served.responses}), encoding="utf-8")
 
 
 def store(cached: Path, record: dict) -> None:
@@ -140,7 +164,12 @@ def feedback_md(detail: dict) -> str:
 
 
 def grader_cost(cell_root: Path) -> float:
-    """USD a grader spent on this cell (0 for a cached judge reply or a script grader)."""
+    """USD a grader spent on this cell (0 for a cached judge reply or a script grader): a real judge's
+    metered calls, failed ones included, else the fake judge's priced figure."""
+    try:
+        return float(json.loads((cell_root / "judge.spend.json").read_text(encoding="utf-8"))["cost_usd"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     try:
         return float(json.loads((cell_root / "grade.json").read_text(encoding="utf-8"))["judge"]["cost_usd"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -150,7 +179,13 @@ def grader_cost(cell_root: Path) -> float:
 
 
 def grader_usage(cell_root: Path) -> dict[str, int]:
-    """Tokens a grader's own model call used on this cell (none for a cached judge reply or a script)."""
+    """Tokens a grader's own model calls used on this cell (none for a cached judge reply or a script)."""
+    try:
+        usage = json.loads((cell_root / "judge.spend.json").read_text(encoding="utf-8"))["usage"]
+        return {"grader_input_tokens": int(usage.get("input_tokens") or 0),
+                "grader_output_tokens": int(usage.get("output_tokens") or 0)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
     try:
         judge = json.loads((cell_root / "grade.json").read_text(encoding="utf-8"))["judge"]
     except (OSError, ValueError, KeyError, TypeError):

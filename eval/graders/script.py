@@ -70,7 +70,7 @@ async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] 
         env = allowed_env(home=job.cell_root, extra={"SM_SUITE_DIR": str(suite_dir), "SM_CELL_DIR": str(work),
                                                      "SM_TASK_ID": job.task.id})
         stdout, error = await run_helper([*argv, str(work), job.task.id], payload=b"",
-                                         cwd=suite_dir, env=env, timeout_s=job.grader_timeout_s,
+                                         cwd=suite_dir, env=env, timeout_s=job.settings.grader_timeout_s,
                                          log_dir=job.cell_root, what="grader")
     finally:
         shutil.rmtree(root, ignore_errors=True)

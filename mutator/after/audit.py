@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from eval.errors import SkillMutatorError
-from mutator.after.spend import _attribution
+from mutator.after.spend import REUSED_AGENT_ZERO, _attribution
 from mutator.store.db import connect_readonly, loads, rows
 
 GATE_FIGURES = ("delta", "delta_eval", "delta_cost", "delta_steps", "gate_threshold", "gate_se", "gate_s",
@@ -36,8 +36,9 @@ def audit(db_path: Path, run_id: str) -> dict:
             raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: {', '.join(known) or '(none)'}")
         run = found[0]
         owner = _attribution(db)
-        cell_cost = {r["evaluation_id"]: r["usd"] for r in rows(
-            db, "select evaluation_id, sum(cost_usd) as usd from cells group by evaluation_id")}
+        agent = REUSED_AGENT_ZERO if "agent_cell_id" in db["cells"].columns_dict else "c.cost_usd"
+        cell_cost = {r["evaluation_id"]: r["usd"] for r in rows(   # a re-graded cell's agent is paid once, elsewhere
+            db, f"select c.evaluation_id, sum({agent}) as usd from cells c group by c.evaluation_id")}
         attempts, counted = [], set()
         for a in rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id]):
             # a cached evaluation is paid once: counted on the first of this run's attempts that used it

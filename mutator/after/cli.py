@@ -8,9 +8,12 @@ by --max-seconds (partial), 3 = daily budget stop, 130 = Ctrl-C (partial result 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
+
+from mutator.config import run_py
 
 EXIT_REGRESSED = 6
 EXIT_PARTIAL = 5
@@ -61,26 +64,28 @@ def decide(args: argparse.Namespace, settings) -> int:
         db = connect(settings.db_path)
         if args.propose is not None:
             proposal, created = propose(db, GenomeStore(settings.data_dir, db), args.propose,
-                                        target_dir=args.to or settings.skill_dir,
+                                        target_dir=args.to or args.skill_dir,   # else the run's own folder
                                         min_delta=settings.propose_min_delta,
                                         max_failed_share=settings.max_failed_share)
-            print(describe(proposal, created))
+            print(describe(proposal, created, where_flags(args).strip()))
             return 0
         if args.accept is not None:
             if not args.to:
                 print("error: --accept needs --to SKILL_DIR (the folder to deploy the champion into)", file=sys.stderr)
                 return 2
-            row = deploy(db, GenomeStore(settings.data_dir, db), args.accept, args.to, note=args.note)
+            row = deploy(db, GenomeStore(settings.data_dir, db), args.accept, args.to, note=args.note,
+                         force=args.force)
             print(f"proposal {args.accept} deployed into {row['target_dir']}"
-                  + (f"; previous version kept at {row['backup_dir']} (undo: python run.py --rollback "
-                     f"{row['target_dir']} --data-dir {settings.data_dir})" if row["backup_dir"] else
-                     "; there was nothing there before"))
+                  + (f"; previous version kept at {row['backup_dir']} (undo: {run_py()} --rollback "
+                     f"{shlex.quote(row['target_dir'])}{where_flags(args)})" if row["backup_dir"] else
+                     "; there was nothing there before")
+                  + (f"\n  {row['merge'].words()}" if row["merge"].words() else ""))
             return 0
         if args.reject is not None:
             reject(db, args.reject, args.reason)
             print(f"proposal {args.reject} rejected" + (f": {args.reason}" if args.reason else ""))
             return 0
-        row = rollback(db, args.rollback)
+        row = rollback(db, GenomeStore(settings.data_dir, db), args.rollback)
         print(f"{row['target_dir']} rolled back: deploy {row['id']} undone"
               + (f", previous version restored from {row['backup_dir']}" if row["backup_dir"] else
                  " (the folder did not exist before it, so it was moved aside)"))
@@ -88,6 +93,13 @@ def decide(args: argparse.Namespace, settings) -> int:
     except (ProposalError, DeployError, AuditError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def where_flags(args: argparse.Namespace) -> str:
+    """" --config X --data-dir Y" as this command was given them (absolute), for a printed command to carry."""
+    return "".join(f" {flag} {shlex.quote(str(getattr(args, attr)))}"
+                   for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
+                   if getattr(args, attr, None) is not None)
 
 
 def describe(proposal: dict, created: bool, where: str = "") -> str:
@@ -100,12 +112,11 @@ def describe(proposal: dict, created: bool, where: str = "") -> str:
             f"{proposal['genome_hash'][:12]} of {proposal['run_id']}")
     figures = (f"val {val.get('suite')}: composite {_f(val.get('composite'))} vs seed {_f(val.get('seed_composite'))}"
                + (f"; test {test['suite']}: composite {_f(test['composite'])}" if test else "; not tested yet"))
-    import shlex
     target = shlex.quote(str(proposal["target_dir"])) if proposal["target_dir"] else "SKILL_DIR"
     tail = f" {where}" if where else ""
-    return (f"{head}\n  {figures}\n  accept: python run.py --accept {proposal['id']} --to {target}{tail}"
+    return (f"{head}\n  {figures}\n  accept: {run_py()} --accept {proposal['id']} --to {target}{tail}"
             f"   # optional: --note TEXT\n"
-            f"  reject: python run.py --reject {proposal['id']}{tail}   # optional: --reason TEXT")
+            f"  reject: {run_py()} --reject {proposal['id']}{tail}   # optional: --reason TEXT")
 
 
 def _f(value) -> str:
@@ -151,9 +162,11 @@ def check_command(args: argparse.Namespace, settings, agents, launcher, progress
 
 
 def render(check: dict) -> str:
+    from mutator.store.db import loads
+    dry = str((loads(check.get("contract"), {}) or {}).get("agent", "")).startswith("fake")
     lines = [f"Health check {check['id']} of {check['skill_dir']} ({check['skill_name']}, genome "
              f"{check['genome_hash'][:12]}) on {', '.join(_names(check))}: {check['status']}"
-             + (" (PARTIAL)" if check["partial"] else ""),
+             + (" (PARTIAL)" if check["partial"] else "") + (" — dry run (fake agents)" if dry else ""),
              f"  {check['summary']}",
              f"  {check['n_done']}/{check['n_cells']} cells, cost ${check['cost_usd']:.4f}, fingerprint "
              f"{check['fingerprint']}" + (f", compared with check {check['previous_id']}" if check["previous_id"]

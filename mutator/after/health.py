@@ -16,15 +16,14 @@ from pathlib import Path
 from skills_ref import read_properties
 
 from eval.cells import Contract, evaluation_key
-from eval.cost import price_for
 from eval.scheduler import DeadlineReached
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import Suite
 from mutator.after import drift
 from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop
-from mutator.round.evaluations import Evaluator, executor_for
 from mutator.round.progress import Progress
+from mutator.round.session import Session
 from mutator.store.db import connect, dumps, loads, now, rows
 from sandbox import Launcher
 
@@ -68,10 +67,10 @@ class HealthCheck:
         # --max-seconds is the event loop's own timeout (never a signal: a job started from a script may have
         # SIGINT ignored); the cells still running at the deadline are cancelled exactly as on Ctrl-C
         deadline = time.monotonic() + self.max_seconds if self.max_seconds else None
-        evaluator = Evaluator(db=db, data_dir=s.data_dir, contract=contract, agent_argv=self.build_argv,
-                              launcher=self.launcher, price=price_for(s.pricing, s.models[0]), pricing=s.pricing,
-                              concurrency=self.parallel, grader_timeout_s=s.grader_timeout_ms / 1000,
-                              progress=self.progress, executor=executor_for(s), deadline=deadline)
+        evaluator = Session.open(s, build_argv=tuple(self.build_argv), build_id=self.build_id, launcher=self.launcher,
+                                 progress=self.progress, contract=contract, skill_name=skill_name,
+                                 concurrency=self.parallel, db=db).evaluator
+        evaluator.deadline = deadline
         stopped: tuple[str, str] | None = None  # (status, reason)
         try:
             for suite in suites:

@@ -41,6 +41,19 @@ def split_counts(n: int) -> dict[str, int]:
     return {"train": n - val - test, "val": val, "test": test}
 
 
+FEW_TASKS = 5   # below this a val verdict or a test report rests on a handful of tasks
+
+
+def few_task_warnings(made: list[Imported], evals_json: Path) -> list[str]:
+    """A warning for each val or test suite too small to say much (the import still succeeds)."""
+    total = sum(len(s.task_ids) for s in made)
+    return [f"warning: {s.split} suite {s.path.name} has {len(s.task_ids)} task(s): a "
+            f"{'gate verdict' if s.split == 'val' else 'test report'} on fewer than {FEW_TASKS} tasks is mostly "
+            f"noise. Add evals to {evals_json} ({total} now; about {FEW_TASKS * 5} give val and test {FEW_TASKS} "
+            f"each), or write a bigger {s.split} suite by hand"
+            for s in made if s.split in ("val", "test") and len(s.task_ids) < FEW_TASKS]
+
+
 def task_id(raw_id: object, index: int) -> str:
     text = re.sub(r"[^A-Za-z0-9._-]+", "-", str(raw_id if raw_id is not None else index)).strip("-.") or str(index)
     return f"eval-{text}"

@@ -2,8 +2,9 @@
 
 A proposal holds the diff vs the seed, the champion's val and latest test figures and the critic's
 gate rows. Statuses: proposed -> accepted -> deployed | failed, proposed -> rejected, proposed ->
-superseded (a newer proposal of the same run), deployed -> rolled_back. Only `proposed` can be accepted
-or rejected; every decision is a timestamped row. A champion is proposed only for a real improvement:
+superseded (a newer proposal of the same run), deployed -> rolled_back. Only `proposed` can be rejected;
+`proposed`, `rolled_back` and `failed` can be accepted (a rolled-back champion deployed again, a failed deploy
+retried); every decision is a timestamped row. A champion is proposed only for a real improvement:
 val composite at least `proposeMinDelta` above the seed's on a healthy evaluation, and a latest test
 run (if any) not worse than the seed.
 """
@@ -99,7 +100,8 @@ def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test
 
 def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, target_dir: Path | None,
             auto: bool = False, min_delta: float = 0.0, max_failed_share: float = 1.0) -> tuple[dict, bool]:
-    """The run's champion as a proposal; returns (proposal, created).
+    """The run's champion as a proposal, aimed at `target_dir` or else the run's own skill folder (when the
+    run recorded it); returns (proposal, created).
 
     An open (`proposed`) proposal for the same champion is returned as is; so is any earlier one when
     `auto` (a run finishing again must not pile up proposals). An explicit --propose after a terminal
@@ -131,7 +133,8 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
             "insert into proposals (run_id, genome_hash, seed_hash, skill_name, status, diff, val, test, gates, "
             "target_dir, created_at, updated_at) values (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?)",
             [run_id, champion, run["seed_hash"], run["skill_name"], genomes.diff(run["seed_hash"], champion),
-             dumps(val), dumps(test), dumps(gates), str(target_dir.resolve()) if target_dir else None, at, at])
+             dumps(val), dumps(test), dumps(gates),
+             str(target_dir.resolve()) if target_dir else run.get("skill_dir"), at, at])
         proposal_id = cursor.lastrowid
         db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
                         "values (?, 'propose', null, 'proposed', ?, ?)",
@@ -150,11 +153,21 @@ def _refuse_unless_proposed(proposal: dict, action: str) -> None:
                             f"{action} (its decisions are on the dashboard's Proposals page)")
 
 
+ACCEPTABLE = ("proposed", "rolled_back", "failed")
+
+
+def refuse_unless_acceptable(proposal: dict) -> None:
+    if proposal["status"] not in ACCEPTABLE:
+        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed, rolled-back or "
+                            f"failed proposal can be accepted (its decisions are on the dashboard's Proposals page)")
+
+
 def accept(db: sqlite_utils.Database, proposal_id: int, note: str | None = None) -> dict:
-    """proposed -> accepted; the deploy (mutator/after/deploy.py) then moves it to deployed or failed."""
+    """proposed | rolled_back | failed -> accepted; the deploy (mutator/after/deploy.py) then moves it to
+    deployed or failed."""
     proposal = get(db, proposal_id)
-    _refuse_unless_proposed(proposal, "accepted")
-    record(db, proposal_id, "accept", "proposed", "accepted", note)
+    refuse_unless_acceptable(proposal)
+    record(db, proposal_id, "accept", proposal["status"], "accepted", note)
     return get(db, proposal_id)
 
 

@@ -23,6 +23,7 @@ from mutator.round.budget import BudgetStop, mean_mutation_cost, pending_cells
 from mutator.store.db import connect, loads, now, rows
 
 WARN_AT = 0.8
+REUSED_AGENT_ZERO = "(case when c.agent_cell_id is null then c.cost_usd else 0 end)"
 HEALTH = "health checks"
 OTHER = "other (solve phase, unattributed)"
 WATCH = "the watch (a tick whose loop did not start)"
@@ -83,9 +84,12 @@ def calls(db: sqlite_utils.Database, since: float = 0.0) -> list[dict]:
     owner = _attribution(db)
     out = []
     # a cell's spend: its agent (with the earlier tries of a re-run cell) and, apart, an LLM judge grading it
-    for c in rows(db, "select c.evaluation_id, c.cost_usd + c.prior_cost_usd as usd, c.grader_cost_usd, "
+    # a re-graded cell's agent run is another cell's (agent_cell_id): its cost is counted there, once
+    agent = (f"{REUSED_AGENT_ZERO} + c.prior_cost_usd" if "agent_cell_id" in db["cells"].columns_dict
+             else "c.cost_usd + c.prior_cost_usd")
+    for c in rows(db, f"select c.evaluation_id, {agent} as usd, c.grader_cost_usd, "
                       "c.finished_at, e.model from cells c join evaluations e on e.id = c.evaluation_id where "
-                      "coalesce(c.finished_at, 0) >= ? and (c.cost_usd + c.prior_cost_usd > 0 or "
+                      f"coalesce(c.finished_at, 0) >= ? and ({agent} > 0 or "
                       "c.grader_cost_usd > 0)", [since]):
         run = owner.get(c["evaluation_id"], OTHER)
         if c["usd"]:

@@ -1,6 +1,6 @@
 """What the mutator is shown, assembled from the store: its briefing, staged evidence and meta skill.
 
-A mixin of the loop (it reads the loop's store, run and settings); never shows val task details or
+An object the loop holds (over the run's Session, its suites and the mutator agent); never shows val task details or
 anything of the test suite — see mutator/briefing/evidence.py and tests/mutator/test_no_leaks.py.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mutator.briefing.evidence import Evidence
 from mutator.briefing.meta import distil
@@ -16,79 +17,85 @@ from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
-from mutator.store import cache
+from mutator.store import cache, charges
 from mutator.store.db import dumps, loads, rows
 from strategies import CandidateSpec, State
 
+if TYPE_CHECKING:
+    from mutator.round.mutate import MutatorAgent
+    from mutator.round.session import Session, Suites
+
 
 class MutatorView:
-    """Briefing, evidence and meta-skill methods of `mutator.round.loop.Loop`."""
+    """The mutator's view of a run: its briefing, the evidence staged beside it, and the meta skill's lessons."""
+
+    def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent):
+        self.session, self.suites, self.mutator = session, suites, mutator
 
     def meta_lessons(self) -> list[dict]:
-        return loads(self.run()["meta_skill"], [])
+        return loads(self.session.run()["meta_skill"], [])
 
     def meta_skill(self, round_no: int) -> None:
         """Distil the attempt log into lessons once per `meta_skill_every` rounds (skipped when done)."""
         lessons = self.meta_lessons()
         if any(entry["round"] == round_no for entry in lessons):
             return
-        incumbent = self.run()["incumbent_hash"]
-        s = self.settings
-        result = distil(
-            workspace=s.data_dir / "workspaces" / self.run_id / f"meta-{round_no}",
-            skill_dir=self.genomes.path(incumbent), stage=lambda ws: self.evidence().stage(ws, incumbent),
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=s.mutator_model, max_turns=s.max_turns,
-            price=self.mutator_price, silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": "0"}, network=self.agents.network)
-        self._spend(result.cost_usd)
+        incumbent = self.session.run()["incumbent_hash"]
+        workspace = self.session.settings.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}"
+        meter = charges.call_meter(self.session.settings.data_dir, self.session.run_id, workspace.name)
+        result, _ = charges.paid_call(
+            self.session.db, meter, self.mutator.price, payer=self.session.run_id,
+            call=lambda meter: distil(workspace=workspace, skill_dir=self.session.genomes.path(incumbent),
+                                      stage=lambda ws: self.evidence().stage(ws, incumbent), agent=self.mutator,
+                                      round_no=round_no, meter=meter))
         if not result.ok:
-            self.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
+            self.session.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
                         "error": result.error, "usage": result.usage})
-        self._update_run(meta_skill=dumps(lessons))
+        self.session.update_run(meta_skill=dumps(lessons))
         if result.ok:
-            self.progress.say(f"  meta skill distilled after round {round_no}")
+            self.session.progress.say(f"  meta skill distilled after round {round_no}")
 
     def evidence(self) -> Evidence:
-        return Evidence(db=self.db, genomes=self.genomes, run_id=self.run_id, train=self.suites.train,
+        return Evidence(db=self.session.db, genomes=self.session.genomes, run_id=self.session.run_id, train=self.suites.train,
                         train_composite=self.train_composite, solve_dir=self.solve_dir)
 
     @property
     def solve_dir(self) -> Path:
-        return self.settings.data_dir / "solve" / self.run_id
+        return self.session.settings.data_dir / "solve" / self.session.run_id
 
     def train_composite(self, evaluation_id: int) -> float:
         """A train evaluation's composite, normalised by the seed's train cost and steps."""
-        norm = stored_normalisers(self.run(), "train")
-        return summarise(self.evaluator.cells(evaluation_id), self.weights, norm).composite
+        norm = stored_normalisers(self.session.run(), "train")
+        return summarise(self.session.evaluator.cells(evaluation_id), self.session.weights, norm).composite
 
     def briefing(self, round_no: int, sibling: int, state: State, objective: str,
                  spec: CandidateSpec | None = None) -> str:
-        s = self.settings
+        s = self.session.settings
         # the figures shown are the parent's: the incumbent for greedy/branching, a pool/front member otherwise
         parent = spec.parent_hash if spec else state.incumbent.genome_hash
-        inc = rows(self.db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
-                            "is not null order by id limit 1", [self.run_id, parent])
+        inc = rows(self.session.db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
+                            "is not null order by id limit 1", [self.session.run_id, parent])
         incumbent = inc[0] if inc else {}
         train_tasks = []
-        train_eval = rows(self.db, "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? "
+        train_eval = rows(self.session.db, "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? "
                                    "and train_evaluation_id is not null order by id desc limit 1",
-                          [self.run_id, parent])
+                          [self.session.run_id, parent])
         if train_eval:
-            norm = stored_normalisers(self.run(), "train")
+            norm = stored_normalisers(self.session.run(), "train")
             evaluation_id = train_eval[0]["train_evaluation_id"]
-            cells = self.evaluator.cells(evaluation_id)
+            cells = self.session.evaluator.cells(evaluation_id)
             failing: dict[str, set[str]] = {}
-            ids = list(cache.member_ids(self.db, evaluation_id).values()) or [evaluation_id]  # several models: all
-            for r in rows(self.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
+            ids = list(cache.member_ids(self.session.db, evaluation_id).values()) or [evaluation_id]  # several models: all
+            for r in rows(self.session.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
                                    f"c.evaluation_id in ({', '.join('?' * len(ids))}) and t.score < 1", ids):
                 failing.setdefault(r["task_id"], set()).add(r["name"])
-            for task_id, f in per_task(cells, self.weights, norm).items():
+            for task_id, f in per_task(cells, self.session.weights, norm).items():
                 train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps, "composite":
                                     f.composite, "failing": sorted(failing.get(split_key(task_id)[0], ()))})
         attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows()]
         return render(BriefingInput(
-            round=round_no, sibling=sibling, skill_name=self.skill_name,
+            round=round_no, sibling=sibling, skill_name=self.session.skill_name,
             formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps); eval is the "
                      f"mean per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."),
             gate=self.gate_text(),
@@ -96,12 +103,12 @@ class MutatorView:
             meta_skill=next((e["lessons"] for e in reversed(self.meta_lessons()) if e["lessons"]), ""),
             siblings=self._earlier_siblings(round_no, sibling) if objective else (),
             target_tasks=spec.target_tasks if spec else (),
-            caps=caps_text(room(Tree(self.genomes.path(parent)), limits_from(s)))))
+            caps=caps_text(room(Tree(self.session.genomes.path(parent)), limits_from(s)))))
 
     def gate_text(self) -> str:
         """The gate as it stands now, with this run's pooled noise figures."""
-        s = self.settings
-        pooled_s, df = pooled(self.prior_comparisons(exclude=-1))
+        s = self.session.settings
+        pooled_s, df = pooled(self.session.prior_comparisons(exclude=-1, suite_hash=self.suites.val.content_hash))
         n = len(self.suites.val.tasks)
         t = gate_t(s.gate_z, df)
         se = pooled_s / math.sqrt(n) if n else 0.0
@@ -115,8 +122,8 @@ class MutatorView:
 
     def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:
         """This round's earlier implementations (summary + diff), for a sibling sharing the objective."""
-        found = rows(self.db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
+        found = rows(self.session.db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
                               "and round = ? and sibling < ? and genome_hash is not null order by sibling",
-                     [self.run_id, round_no, sibling])
+                     [self.session.run_id, round_no, sibling])
         return [{"sibling": r["sibling"], "summary": r["summary"] or "",
-                 "diff": self.genomes.diff(r["parent_hash"], r["genome_hash"])} for r in found]
+                 "diff": self.session.genomes.diff(r["parent_hash"], r["genome_hash"])} for r in found]

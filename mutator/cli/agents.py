@@ -11,8 +11,10 @@ from eval.cost import PricingError
 from mutator.config import ROOT, ConfigError, Settings
 
 
-def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False):
-    """The real backends, checked before any spend: prices for every model, API key / CLI / command present."""
+def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False, check: bool = True):
+    """The real backends, checked before any spend: prices for every model, API key / CLI / command present.
+    `build_only`: the command runs no mutator (--check, --test-run, --compare, --aa), so none is asked for;
+    `check=False`: it runs no agent at all (--plan), so no key, CLI or command is demanded."""
     import os
 
     from eval.agents import AgentSetupError
@@ -36,9 +38,9 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
             agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
             mutator_cmd=args.mutator_cmd or configured or None,
             mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
-        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ)
+        build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ, check=check)
         mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
-                                                       environ=os.environ)
+                                                       environ=os.environ, check=check)
     except AgentSetupError as err:
         raise ConfigError(str(err)) from None
     # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
@@ -52,6 +54,11 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
                           "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})
 
 
+DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules (a skill's rules.json, "
+           "fakes/csv_rules.py); on another skill's suites they check that its suites, graders and flags work, not how "
+           "good the skill is. Add --real for real agents")
+
+
 def fake_agents():
     from mutator.round.session import Agents
 
@@ -61,3 +68,19 @@ def fake_agents():
     return Agents(build_argv=(sys.executable, str(build)), build_id=implementation(build),
                   mutator_argv=(sys.executable, str(mutator)), mutator_id=implementation(mutator),
                   solve_argv=(sys.executable, str(build)), solve_id=implementation(build), launch={"real": False})
+
+
+def preflight_agents(agents, launcher, *, build_only: bool = False) -> None:
+    """Run each real agent's resolved programs once inside the chosen sandbox (sandbox/probe.py), before any cell
+    or mutator call is paid: a program that resolves here but cannot start there is named (ProgramError, exit 2)."""
+    from sandbox.probe import probe
+    launch = agents.launch
+    build = f"--agent-cmd {launch['agent_cmd']}" if launch.get("agent_cmd") else f"--agent {launch.get('agent')}"
+    checks = [(agents.build_argv, f"the build agent ({build})")]
+    if not build_only:   # the solve phase runs the mutator's own backend (the same programs)
+        checks += [(agents.mutator_argv, f"the mutator ({agents.mutator_how})")]
+    seen: set[tuple[str, ...]] = set()
+    for argv, what in checks:
+        if tuple(argv) not in seen:
+            seen.add(tuple(argv))
+            probe(launcher, argv, what=what)

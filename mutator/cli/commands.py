@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite, SuiteError, load_suite
-from mutator.config import ConfigError, Settings, resolve_suite_path
+from mutator.after.cli import where_flags
+from mutator.config import ConfigError, Settings, resolve_suite_path, run_py
 from mutator.round.preflight import check_seed_skill, check_skill_dir_given, check_split
 from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
@@ -29,20 +30,11 @@ def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params:
     HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
 
 
-def where_flags(args: argparse.Namespace) -> str:
-    """The --config and --data-dir this command was given, for a printed command to carry."""
-    import shlex
-    return " ".join(f"{flag} {shlex.quote(str(getattr(args, attr)))}"
-                    for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
-                    if getattr(args, attr) is not None)
-
-
 def next_step(args: argparse.Namespace, *words: str) -> str:
-    """A command to print as the next step that works when pasted in the same shell: it carries the
-    --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
+    """A command to print as the next step that works when pasted in the same shell: run.py by a runnable path,
+    with the --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
     import shlex
-    script = sys.argv[0] if sys.argv[0].endswith("run.py") else "run.py"   # as the user typed it
-    return " ".join(["python", shlex.quote(script), *words, where_flags(args)]).strip()
+    return " ".join([run_py(), *(shlex.quote(word) for word in words)]) + where_flags(args)
 
 
 def reap_orphans(data_dir: Path) -> None:
@@ -66,15 +58,17 @@ def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: boo
 
 
 def import_evals_command(args: argparse.Namespace) -> int:
-    from mutator.after.importer import import_evals
+    from mutator.after.importer import few_task_warnings, import_evals
     if not args.out:
         print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
     made = import_evals(args.import_evals, args.out, seed=args.seed or 0)   # errors: exit 2 in cli/main.py
     for suite in made:
         print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
+    for warning in few_task_warnings(made, args.import_evals):
+        print(warning, file=sys.stderr)
     by_split = {suite.split: suite.path for suite in made}
-    print(f"\nDry run: python run.py --suite {by_split['train']} --val {by_split['val']} --skill-dir "
+    print(f"\nDry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir "
           f"{args.import_evals.resolve().parent.parent}")
     return 0
 
@@ -151,7 +145,7 @@ def test_run(c: Context) -> int:
     hold_champion(c.settings, args.test_run)
     result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                      launcher=c.launcher, progress=c.progress, network=agents.network,
-                     build_id=agents.build_id, control=not args.no_control)
+                     build_id=agents.build_id, control=not args.no_control, budget=budgets(c))
     train = result["train_composite"]
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
           f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
@@ -168,9 +162,17 @@ def compare(c: Context) -> int:
     for run_id in args.compare:   # fixed champions: never while either loop runs
         hold_champion(c.settings, run_id)
     pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
-                        launcher=c.launcher, progress=c.progress, network=agents.network, build_id=agents.build_id)
+                        launcher=c.launcher, progress=c.progress, network=agents.network, build_id=agents.build_id,
+                        budget=budgets(c))
     print(render(pair))
     return 0
+
+
+def budgets(c: Context):
+    """--budget-usd (on the run's spend) and the store's daily budget, as every spending command asks them."""
+    from mutator.after.spend import combine
+    from mutator.round.budget import Budget
+    return combine(Budget(c.args.budget_usd) if c.args.budget_usd is not None else None, c.daily)
 
 
 def plan(c: Context) -> int:
@@ -179,6 +181,7 @@ def plan(c: Context) -> int:
     args = c.args
     train, val = c.load(args.suite, "--suite"), c.load(args.val, "--val")
     check_skill_dir_given(args.skill_dir, c.settings.skill_dir, [train, val])
+    c.progress.say_banner()   # the dry-run line, if any: --plan has no progress of its own
     print(render_plan(estimate(c.settings, train=train, val=val,
                                holdout=c.load(args.holdout, "--holdout") if args.holdout else None,
                                build_id=c.agents.build_id)))
@@ -197,10 +200,10 @@ def aa(c: Context) -> int:
     check_seed_skill(s.skill_dir)
     run = AARun(s, val, train=train,
                 build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
-                progress=c.progress)
+                progress=c.progress, budget=budgets(c))
     aa_id = run.execute(args.aa)
-    print(aa_summary(run.db, aa_id))
-    print(f"\n{run.cells_run} cells run by this command. Record: {s.db_path}")
+    print(aa_summary(run.session.db, aa_id))
+    print(f"\n{run.session.cells_run} cells run by this command. Record: {s.db_path}")
     return 0
 
 
@@ -228,10 +231,11 @@ def evolve(c: Context) -> int:
                 retry_failed=args.retry_failed)
     run_id = loop.execute()
     print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir)
-    print(f"\n{loop.cells_run} cells run by this command" + (" — nothing new: the run resumed complete"
-                                                               if loop.cells_run == 0 else "")
+    regraded = f" ({loop.cells_regraded} graded again from their agents' kept work)" if loop.cells_regraded else ""
+    print(f"\n{loop.cells_run} cells run by this command{regraded}" + (
+        " — nothing new: the run resumed complete" if loop.cells_run == 0 and not regraded else "")
           + f". Record: {s.db_path}")
     if suites.holdout:
         print(f"Test the champion: {next_step(args, '--test-run', run_id)}")
-    print(propose_finished(s, run_id, where_flags(args)))
+    print(propose_finished(s, run_id, where_flags(args).strip()))
     return 0

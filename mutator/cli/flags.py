@@ -147,12 +147,15 @@ def _after_flags(p: argparse.ArgumentParser) -> None:
     after = p.add_argument_group("after the run: proposals, deploy, health checks, spend (see README)")
     after.add_argument("--propose", metavar="RUN", help="make RUN's champion a proposal (a finished run does this "
                                                         "itself); never deploys")
-    after.add_argument("--accept", type=int, metavar="PROPOSAL", help="deploy a proposed champion into --to "
-                                                                      "SKILL_DIR (atomic; the previous version kept)")
+    after.add_argument("--accept", type=int, metavar="PROPOSAL", help="deploy a proposed (or rolled-back) champion "
+                                                                      "into --to SKILL_DIR, keeping the folder's own "
+                                                                      "files (atomic; the previous version kept)")
     after.add_argument("--reject", type=int, metavar="PROPOSAL", help="reject a proposed champion")
     after.add_argument("--note", help="--accept: a note kept with the decision")
     after.add_argument("--reason", help="--reject: the reason kept with the decision")
     after.add_argument("--to", type=Path, metavar="SKILL_DIR", help="--accept: the skill folder to deploy into")
+    after.add_argument("--force", action="store_true", help="--accept: deploy even into a folder whose name or "
+                                                            "SKILL.md name is another skill's")
     after.add_argument("--rollback", type=Path, metavar="SKILL_DIR", help="restore the version the last deploy into "
                                                                           "SKILL_DIR replaced, byte for byte")
     after.add_argument("--check", type=Path, metavar="SKILL_DIR", help="health check: evaluate SKILL_DIR as it is on "

@@ -19,7 +19,7 @@ from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
 from mutator.cli import commands
-from mutator.cli.agents import fake_agents, real_agents
+from mutator.cli.agents import DRY_RUN, fake_agents, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
 from mutator.config import ROOT, ConfigError, load_settings
@@ -101,8 +101,13 @@ def with_agents(c: Context) -> Context:
     if typed and not args.real:
         raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
                           f"(without it the zero-spend fakes run)")
-    c.agents = real_agents(c.settings, args, build_only=bool(args.test_run or args.compare)) if args.real \
-        else fake_agents()
+    build_only = bool(args.test_run or args.compare or args.check or args.aa is not None)   # no mutator runs
+    c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
+                           build_only=build_only) if args.real else fake_agents()
+    if args.real and not args.plan:
+        preflight_agents(c.agents, c.launcher, build_only=build_only)
+    if not args.real:   # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
+        c.progress.announce(DRY_RUN)   # said before its first progress line, never before an input error
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
 

@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from mutator.config import run_py as run_py_command
 from mutator.mining.mine import MineOptions, MiningError, mine, parse_since, render
 from mutator.mining.split import SplitError
 
@@ -55,7 +56,7 @@ def mine_command(args: argparse.Namespace, settings) -> int:
     print(render(record, opts.out))
     out = opts.out
     holdout = f" --holdout {out / (out.name + '-test')}" if record["splits"]["test"]["tasks"] else ""
-    print(f"\nRecord: {out / 'mining.json'}\nDry run: python run.py --suite {out / (out.name + '-train')} "
+    print(f"\nRecord: {out / 'mining.json'}\nDry run: {run_py_command()} --suite {out / (out.name + '-train')} "
           f"--val {out / (out.name + '-val')}{holdout} --skill-dir {settings.skill_dir}")
     return 0
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from eval.cells import Contract, evaluation_key
+from eval.cells import Contract, agent_key, evaluation_key
 from eval.errors import Stop
 from eval.suite import Suite
 from mutator.scoring.models import members
@@ -45,17 +45,21 @@ def mean_cell_cost(db: sqlite_utils.Database, contract: Contract) -> float:
     return cell_estimate(db, contract) or 0.0
 
 
-def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int, only: frozenset | None = None) -> int:
+def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int, only: frozenset | None = None,
+                  agent_key: str | None = None) -> int:
     """Cells of the evaluation `key` not stored yet: of all n_cells, or of just the (task, replicate) cells
-    `only` names (a wave, a screen)."""
+    `only` names (a wave, a screen). A cell whose agent run another evaluation with `agent_key` holds is not
+    pending: it is re-graded, its agent not run again."""
+    sql = ("select distinct c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id "
+           "where e.key = ?")
+    params = [key]
+    if agent_key and "agent_key" in db["evaluations"].columns_dict:
+        sql += (" or (e.agent_key = ? and c.status in ('ok', 'grader_error', 'agent_error', 'timeout'))")
+        params.append(agent_key)
+    stored = {(r["task_id"], r["replicate"]) for r in db.query(sql, params)}
     if only is not None:
-        stored = {(r["task_id"], r["replicate"]) for r in db.query(
-            "select c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id "
-            "where e.key = ?", [key])}
         return len(set(only) - stored)
-    found = list(db.query("select count(*) as n from cells c join evaluations e on e.id = c.evaluation_id "
-                          "where e.key = ?", [key]))
-    return max(0, n_cells - int(found[0]["n"] if found else 0))
+    return max(0, n_cells - len(stored))
 
 
 def mean_mutation_cost(db: sqlite_utils.Database, run_id: str) -> float:
@@ -85,7 +89,7 @@ class Budget:
         pending, next_usd = 0, 0.0
         for member in members(contract):
             todo = pending_cells(db, evaluation_key(genome_hash, suite, member), len(suite.tasks) * member.replicates,
-                                 only)
+                                 only, agent_key(genome_hash, suite, member))
             pending, next_usd = pending + todo, next_usd + todo * mean_cell_cost(db, member)
         if pending:
             self.check(spent=run_spent(db, run_id), next_usd=next_usd, what=f"{label} ({pending} cells)")
@@ -110,6 +114,13 @@ class RunGate:
 
     def cell_estimate(self, contract: Contract) -> float | None:
         return cell_estimate(self.db, contract)
+
+
+def refused(outcome, spent_usd: float) -> None:
+    """Raise BudgetStop when an evaluation left cells unstarted at the cap (its `budget_stop` says which)."""
+    if outcome.budget_stop:
+        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${spent_usd:.4f} spent; finished "
+                         f"cells are kept. Re-run the same command with a higher --budget-usd to resume it.")
 
 
 def price_ratio(mutator, build) -> float:

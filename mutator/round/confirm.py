@@ -7,7 +7,9 @@ attempt with the confirmed gate figures, so a resumed round reads the decision i
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
+from mutator.round import reasons
 from mutator.round.failures import account
 from mutator.scoring.score import Normalisers, compare, per_task
 from mutator.store.attempts import update_attempt
@@ -15,39 +17,47 @@ from mutator.store.db import dumps, loads
 from strategies import Integration, Scored, State
 from strategies.verdicts import Verdict
 
+if TYPE_CHECKING:
+    from eval.suite import Suite
+    from mutator.round.session import Session
 
-def confirm_keep(loop, round_no: int, state: State, scored: list[Scored], integration: Integration,
-                 val_norm: Normalisers) -> Integration:
+
+def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scored: list[Scored],
+                 integration: Integration, val_norm: Normalisers, *, tie_rule: str = "keep") -> Integration:
     """Winner's-curse guard: re-evaluate the new incumbent and the old one on fresh val replicates; the
-    keep stands only if the confirmed Δ still passes the gate. Both evaluations are stored."""
+    keep stands only if the confirmed Δ still passes the gate (with the run's tie rule). Both evaluations are
+    stored."""
     winner = next(c for c in scored if c.genome_hash == integration.incumbent)
-    row = loop._attempt_row(round_no, winner.sibling)
+    row = session.attempt_row(round_no, winner.sibling)
     record = loads(row["confirm"])
     if record is None:
-        fresh = dataclasses.replace(loop.contract, salt=f"confirm:{loop.run_id}:{round_no}")
+        fresh = dataclasses.replace(session.contract, salt=f"confirm:{session.run_id}:{round_no}")
         old, new = state.incumbent.genome_hash, integration.incumbent
-        evaluations = [loop.evaluator.evaluate(loop.genomes.path(h), h, loop.skill_name, loop.suites.val,
+        evaluations = [session.evaluator.evaluate(session.genomes.path(h), h, session.skill_name, val,
                                                label=f"round {round_no} · confirm {h[:12]} on fresh val",
                                                contract=fresh) for h in (new, old)]
         for outcome in evaluations:
-            account(loop, outcome, loop.suites.val, f"round {round_no} · confirmation")
-        gate = compare(per_task(evaluations[0].cells, loop.weights, val_norm),
-                       per_task(evaluations[1].cells, loop.weights, val_norm),
-                       prior=loop.prior_comparisons(exclude=row["id"]),
-                       min_improvement=loop.settings.min_improvement, gate_z=loop.settings.gate_z,
-                       method=loop.settings.gate_method, tie_rule=loop.decisions.gating.tie_rule)
+            account(session, outcome, val, f"round {round_no} · confirmation")
+        gate = compare(per_task(evaluations[0].cells, session.weights, val_norm),
+                       per_task(evaluations[1].cells, session.weights, val_norm),
+                       prior=session.prior_comparisons(exclude=row["id"], suite_hash=val.content_hash),
+                       min_improvement=session.settings.min_improvement, gate_z=session.settings.gate_z,
+                       method=session.settings.gate_method, tie_rule=tie_rule)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}
-        update_attempt(loop.db, row["id"], {"confirm": dumps(record)})
+        update_attempt(session.db, row["id"], {"confirm": dumps(record)})
     gate = record["gate"]
-    loop.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
+    session.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
                       f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
     if record["stands"]:
-        return integration
-    update_attempt(loop.db, row["id"], {
-        "error": f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"})
+        kept = integration.reasons.get(winner.sibling)
+        return dataclasses.replace(integration, reasons={
+            **integration.reasons, **({winner.sibling: kept + reasons.CONFIRMED} if kept else {})})
+    error = f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"
+    update_attempt(session.db, row["id"], {"error": error})
     return dataclasses.replace(
         integration, verdicts={**integration.verdicts, winner.sibling: Verdict.REJECT},
+        reasons={**integration.reasons, winner.sibling: reasons.overturned(error)},
         incumbent=state.incumbent.genome_hash,
         selected=tuple(h for h in integration.selected if h != integration.incumbent))

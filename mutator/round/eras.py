@@ -16,6 +16,8 @@ from mutator.round.session import cheaper_identity
 from mutator.round.waves import Gating, Screen
 from mutator.scoring.sequential import wave
 
+CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates")   # the identity's keys cheaper_identity writes
+
 
 @dataclass(frozen=True)
 class Decisions:
@@ -57,3 +59,10 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
         ties.gating.design, looks=1)), screen=off, lacked="sequential val and the screen",
         how="every val cell at once, no screen, every tie kept, train evidence at every replicate")
     return (ties, unscreened, once) if now.screen.tasks else (ties, once)
+
+
+def as_stored(now: Decisions, identity: dict) -> Decisions:
+    """The decisions a stored run was made with, read from its stored identity (`runs.config`): `now` or the first
+    older era whose part of the identity it holds (`now` when none does)."""
+    stored = {k: identity[k] for k in CHEAPER if k in identity}
+    return next((then for then in (now, *older(now)) if then.identity() == stored), now)

@@ -1,30 +1,33 @@
 """Cached evaluations: the bridge between the stateless eval core and the store's evaluation cache.
 
 The same evaluation key spends nothing twice (mutator/store/cache.py holds the rows); a crash re-runs
-only the cells that never finished.
+only the cells that never finished. Each cell's spend is charged to the `payer` run as the cell is stored;
+a cell cut short (Ctrl-C, a deadline, a crash) is settled from its meter (mutator/store/charges.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 import sqlite_utils
 
-from eval.cells import Contract, evaluation_key
-from eval.cost import Price, price_for
+from eval.agents.meter import agent_meter, judge_meter
+from eval.cells import CellSpec, Contract, agent_key, enumerate_cells, evaluation_key
+from eval.cost import Price, PricingError, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
 from eval.executors import Executor, get_executor
-from eval.jobs import CELL_TIMEOUT_MS, FINAL, MAX_OUTPUT_BYTES, CellResult
+from eval.jobs import FINAL, CellResult, CellSettings
+from eval.kept import regradable
 from eval.scheduler import until
 from eval.suite import Suite
 from mutator.round.progress import Progress
 from mutator.scoring.models import first_model, is_group, members
 from mutator.scoring.score import CellFigures
-from mutator.store import cache
+from mutator.store import cache, charges
 from sandbox import Launcher
 
 
@@ -32,19 +35,21 @@ from sandbox import Launcher
 class Outcome:
     evaluation_id: int
     cells: tuple[CellFigures, ...]
-    ran: int            # cells run now (0 = served from the cache)
-    ran_cost: float     # USD of the cells run now
+    ran: int            # cells whose agent ran now (0 = served from the cache)
+    ran_cost: float     # USD spent now: the agents that ran, and any grader's own calls (a judge)
     complete: bool = True                       # every cell stored and final (ok, agent_error, timeout)
     failures: dict = field(default_factory=dict)  # {status: count} of the cells that are not ok
     n_cells: int = 0
     budget_stop: str = ""                       # why cells were left unstarted (the run's budget), "" if none
     first_error: str = ""                       # one failing cell's error, for a message
+    regraded: int = 0                           # cells graded now from an agent run already paid for
 
     @property
     def n_failed(self) -> int:
         return sum(self.failures.values())
 
 
+FAILED_AGENT = ("agent_error", "timeout")
 Cells = frozenset  # of (task_id, replicate): the cells of one pass over part of an evaluation
 
 
@@ -59,35 +64,33 @@ class Evaluator:
     db: sqlite_utils.Database
     data_dir: Path
     contract: Contract
-    agent_argv: Sequence[str]
-    launcher: Launcher
+    settings: CellSettings   # how every cell is run (cell_settings()): passed whole to each request and job
     price: Price
     concurrency: int
-    grader_timeout_s: float
     progress: Progress
-    network: bool = False   # real backends need the model API inside a sandbox
-    cell_timeout_ms: int = CELL_TIMEOUT_MS
-    max_output_bytes: int = MAX_OUTPUT_BYTES
-    infra_retries: int = 1
     spend_gate: SpendGate | None = None
     executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
     pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
     # a time.monotonic() instant (--max-seconds): past it the event loop cancels the running cells, as Ctrl-C
     # would, and DeadlineReached is raised; a timeout of the loop itself, never a signal (SIGINT may be ignored)
     deadline: float | None = None
+    # the run charged for each cell as it is stored (a callable: the run opens later); None charges nobody
+    payer: Callable[[], str] | None = None
     # (evaluation, cells) already given a pass by this process: a partial one is not re-run over and over
     _passed: set[tuple[int, Cells | None]] = field(default_factory=set)
 
     @classmethod
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
-                     launcher: Launcher, progress: Progress, network: bool = False,
-                     concurrency: int | None = None) -> Evaluator:
-        """The evaluator a command builds from its settings: priced by the contract's model."""
-        return cls(db=db, data_dir=settings.data_dir, contract=contract, agent_argv=agent_argv, launcher=launcher,
+                     launcher: Launcher, progress: Progress, network: bool = False, concurrency: int | None = None,
+                     spend_gate: SpendGate | None = None, deadline: float | None = None,
+                     payer: Callable[[], str] | None = None) -> Evaluator:
+        """The evaluator a command builds from its settings: priced by the contract's model (each member model
+        of a several-model evaluation by its own), its cells run as `cell_settings` says."""
+        cells = cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network)
+        return cls(db=db, data_dir=settings.data_dir, contract=contract, settings=cells,
                    price=price_for(settings.pricing, first_model(contract.model)),
-                   concurrency=concurrency or settings.concurrency,
-                   grader_timeout_s=settings.grader_timeout_ms / 1000, progress=progress, network=network,
-                   **limits(settings))
+                   concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
+                   executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline, payer=payer)
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
                  contract: Contract | None = None, price: Price | None = None, only: Cells | None = None,
@@ -102,15 +105,15 @@ class Evaluator:
             return self._evaluate_group(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract,
                                         price=price, only=only, run=run)
         key = evaluation_key(genome_hash, suite, contract)
-        row = cache.open_evaluation(self.db, key, genome_hash, suite, contract)
+        row = cache.open_evaluation(self.db, key, genome_hash, suite, contract, agent_key(genome_hash, suite, contract))
         evaluation_id = row["id"]
-        ran, ran_cost, budget_stop = 0, 0.0, ""
+        ran, ran_cost, budget_stop = (0, 0), 0.0, ""
         if run and row["status"] != "done" and (evaluation_id, only) not in self._passed:
             self._passed.add((evaluation_id, only))
             ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key,
                                                    label, price or self.price, retry_failed=row["status"] == "retry",
                                                    only=only)
-        return self.outcome(evaluation_id, ran, ran_cost, budget_stop, only=only)
+        return replace(self.outcome(evaluation_id, ran[0], ran_cost, budget_stop, only=only), regraded=ran[1])
 
     def _evaluate_group(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
                         label: str, contract: Contract, price: Price | None, only: Cells | None,
@@ -126,9 +129,10 @@ class Evaluator:
         group = cache.open_group(self.db, evaluation_key(genome_hash, suite, contract), genome_hash, suite, contract,
                                  {m: o.evaluation_id for m, o in parts.items()})
         cache.close_group(self.db, group)
-        return self.outcome(group, sum(o.ran for o in parts.values()), sum(o.ran_cost for o in parts.values()),
-                            "; ".join(o.budget_stop for o in parts.values() if o.budget_stop), only=only,
-                            members=len(parts))
+        outcome = self.outcome(group, sum(o.ran for o in parts.values()), sum(o.ran_cost for o in parts.values()),
+                               "; ".join(o.budget_stop for o in parts.values() if o.budget_stop), only=only,
+                               members=len(parts))
+        return replace(outcome, regraded=sum(o.regraded for o in parts.values()))
 
     def outcome(self, evaluation_id: int, ran: int = 0, ran_cost: float = 0.0, budget_stop: str = "", *,
                 only: Cells | None = None, members: int = 1) -> Outcome:
@@ -154,49 +158,98 @@ class Evaluator:
 
     def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
              contract: Contract, key: str, label: str, price: Price, *,
-             retry_failed: bool = False, only: Cells | None = None) -> tuple[int, float, str]:
+             retry_failed: bool = False, only: Cells | None = None) -> tuple[tuple[int, int], float, str]:
+        """Run this pass's cells; returns ((agents run, cells re-graded), USD spent, the budget's stop)."""
+        cells_root = self.data_dir / "evals" / key
+        self._settle(evaluation_id, suite, contract, key, cells_root, price)   # cells a crash cut short
         done = cache.finished(self.db, evaluation_id, retry_failed=retry_failed)
         regrade = set() if retry_failed else cache.to_regrade(self.db, evaluation_id)
+        agent = self.db["evaluations"].get(evaluation_id).get("agent_key")
+        sources = cache.reusable(self.db, evaluation_id, agent) if agent else {}
         if only is not None:   # the cells outside this pass count as skipped, not as missing
             outside = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)} - set(only)
             done, regrade = done | outside, regrade & set(only)
+            sources = {cell: row for cell, row in sources.items() if cell in only}
+        done |= self._adopt(evaluation_id, sources, retry_failed=retry_failed)
         request = EvalRequest(
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
-            cells_root=self.data_dir / "evals" / key, agent_argv=self.agent_argv, launcher=self.launcher,
-            price=price, concurrency=self.concurrency, grader_timeout_s=self.grader_timeout_s,
-            network=self.network, cell_timeout_ms=self.cell_timeout_ms, max_output_bytes=self.max_output_bytes,
-            infra_retries=self.infra_retries)
+            cells_root=cells_root, price=price, concurrency=self.concurrency, settings=self.settings)
+        reuse = {cell: Path(row["cell_dir"]) for cell, row in sources.items()
+                 if row["status"] in ("ok", "grader_error") and row["cell_dir"] and regradable(Path(row["cell_dir"]))}
         total = len(suite.tasks) * contract.replicates if only is None else len(only)
         todo = len(pending_cells(request, done))
-        counts = {"done": total - todo, "errors": 0}
+        counts = {"done": total - todo, "errors": 0, "spent": 0.0}
         self.progress.start(label, total, counts["done"])
         gate = _Starter(self.spend_gate, contract)
 
+        payer = self.payer() if self.payer else None
+
         def on_cell(cell: CellResult) -> None:
-            cache.store_cell(self.db, evaluation_id, cell)
-            gate.finished(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0))
+            source = sources.get((cell.task_id, cell.replicate)) if cell.extra.get("regraded") else None
+            # a re-graded cell is charged only its new judge calls: its agent run was paid when it ran
+            charged = cache.store_cell(self.db, evaluation_id, cell, payer=payer,
+                                       agent_cell_id=(source.get("agent_cell_id") or source["id"]) if source else None)
+            for meter in (agent_meter(Path(cell.cell_dir)), judge_meter(Path(cell.cell_dir))):
+                meter.unlink(missing_ok=True)   # on the row now (a crash before this is told apart by time)
+            gate.finished(0.0 if payer else charged)   # a payer's charge is in the run's spend already
+            counts["spent"] += charged
             counts["done"] += 1
             counts["errors"] += cell.status != "ok"
             self.progress.update(counts["done"], total, errors=counts["errors"])
 
         results: list[CellResult] = []
-        if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
-            # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
+        free = set(reuse) | {cell for cell in regrade if regradable(request.cells_root / CellSpec(*cell, 0).name)}
+        try:
+            if free and suite.runner != "judge":   # grading by script or expectations spends nothing: no budget's say
+                every = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)}
+                results += asyncio.run(until(self.deadline, evaluate_async(
+                    request, skip=done | (every - free), regrade=regrade, reuse=reuse, on_cell=on_cell,
+                    executor=self.executor)))
+                done = done | {(c.task_id, c.replicate) for c in results}
+            if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
+                # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
+                results += asyncio.run(until(self.deadline, evaluate_async(
+                    request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell, limit=1,
+                    may_start=gate.may_start, executor=self.executor)))
+                done = done | {(c.task_id, c.replicate) for c in results}
             results += asyncio.run(until(self.deadline, evaluate_async(
-                request, skip=done, regrade=regrade, on_cell=on_cell, limit=1, may_start=gate.may_start,
-                executor=self.executor)))
-            done = done | {(c.task_id, c.replicate) for c in results}
-        results += asyncio.run(until(self.deadline, evaluate_async(
-            request, skip=done, regrade=regrade, on_cell=on_cell, may_start=gate.may_start if self.spend_gate else None,
-            executor=self.executor)))
+                request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
+                may_start=gate.may_start if self.spend_gate else None, executor=self.executor)))
+        finally:   # Ctrl-C or the deadline: the cells cut short are recorded with what they were served
+            self._settle(evaluation_id, suite, contract, key, cells_root, price)
         self.progress.finish()
         cache.close_evaluation(self.db, evaluation_id)
-        # an LLM judge's own calls are spend too (budget, run total), though not part of the composite
-        spent = sum(cell.cost_usd + cell.extra.get("grader_cost_usd", 0.0) for cell in results)
+        # an LLM judge's own calls are spend too (budget, run total), though not part of the composite; a
+        # re-graded cell's agent was paid when it ran (store_cell charges it nothing)
+        spent = counts["spent"]
         stop = ""
         if gate.refused:
             stop = f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass the cap)"
-        return len(results), spent, stop
+        regraded = sum(1 for cell in results if cell.extra.get("regraded"))
+        if regraded:
+            self.progress.say(f"  {label}: {regraded} cell(s) graded again from their agents' kept work, "
+                              f"{len(results) - regraded} agent(s) run")
+        return (len(results) - regraded, regraded), spent, stop
+
+    def _adopt(self, evaluation_id: int, sources: dict[tuple[str, int], dict], *, retry_failed: bool) -> set:
+        """Take over the cells whose agent failed on its own under the same agent key (nothing to grade), unless
+        the user asked failed cells to run again; returns them. The rest of `sources` is re-graded."""
+        taken = set() if retry_failed else {cell for cell, row in sources.items() if row["status"] in FAILED_AGENT}
+        for cell in sorted(taken):
+            cache.adopt(self.db, evaluation_id, sources.pop(cell))
+        return taken
+
+    def _settle(self, evaluation_id: int, suite: Suite, contract: Contract, key: str, cells_root: Path,
+                price: Price) -> None:
+        def price_of(model: str) -> Price:
+            try:
+                return price_for(self.pricing, model) if self.pricing and model else price
+            except PricingError:
+                return price
+        specs = [(spec.task_id, spec.replicate, cells_root / spec.name)
+                 for spec in enumerate_cells(suite, contract, key)]
+        charges.settle_cells(self.db, evaluation_id, specs, price=price, price_of=price_of,
+                             payer=self.payer() if self.payer else None)
 
     def cells(self, evaluation_id: int) -> tuple[CellFigures, ...]:
         return _figures(cache.cell_rows(self.db, evaluation_id))
@@ -234,19 +287,20 @@ class _Starter:
         self.spent += cost_usd
 
 
-def limits(settings) -> dict:
-    """The per-cell caps and retries a command's settings give every evaluation, its prices (per model) and
-    where its cells run."""
-    return {"cell_timeout_ms": settings.cell_timeout_ms, "max_output_bytes": int(settings.max_output_mb * 2**20),
-            "infra_retries": settings.infra_retries, "pricing": settings.pricing, "executor": executor_for(settings)}
+def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher, network: bool = False) -> CellSettings:
+    """How a command's cells are run, from its settings: the one place the per-cell caps and retries are read
+    (--grader-timeout-ms, --cell-timeout-ms, --max-output-mb, --infra-retries)."""
+    return CellSettings(agent_argv=agent_argv, launcher=launcher, grader_timeout_s=settings.grader_timeout_ms / 1000,
+                        network=network, cell_timeout_ms=settings.cell_timeout_ms,
+                        max_output_bytes=int(settings.max_output_mb * 2**20), infra_retries=settings.infra_retries)
 
 
-def executor_for(settings) -> Executor:
+def executor_for(settings, cells: CellSettings) -> Executor:
     """--executor local (the default) or ray; the same run and the same cells either way (not in any key)."""
     executor_id = getattr(settings, "executor", "local")
     if executor_id != "ray":
         return get_executor(executor_id)
     # a lost worker or node is retried by Ray as often as an infra_error cell is retried here
     return get_executor("ray", address=settings.ray_address, resources=settings.cell_resources,
-                        max_retries=settings.infra_retries, concurrency=settings.concurrency,
+                        max_retries=cells.infra_retries, concurrency=settings.concurrency,
                         exclude=(settings.data_dir,))

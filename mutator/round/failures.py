@@ -25,6 +25,7 @@ from strategies.verdicts import AttemptStatus
 
 if TYPE_CHECKING:
     from mutator.round.evaluations import Outcome
+    from mutator.round.session import Session
 
 EXIT_UNHEALTHY_SEED = 7
 EXIT_INCOMPLETE = 8
@@ -112,8 +113,8 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
                       "genome_hash is not null", [run_id, done]):
         keys.append(evaluation_key(a["genome_hash"], val, contract))
         if a["status"] == AttemptStatus.FAILED and a["failures"]:   # FAILED for an unhealthy evaluation: decide it again
-            update_attempt(db, a["id"], {"status": AttemptStatus.PENDING, "verdict": None, "error": None,
-                                         "failures": None, "finished_at": None})
+            update_attempt(db, a["id"], {"status": AttemptStatus.PENDING, "verdict": None, "reason": None,
+                                         "error": None, "failures": None, "finished_at": None})
     marks = ", ".join("?" * len(keys))
     ids = [r["id"] for r in rows(db, f"select id from evaluations where key in ({marks})", keys)] if keys else []
     n = cache.reopen_failed(db, ids)
@@ -122,35 +123,40 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
 
 
 # ---- the loop's side: what an evaluation means for the run --------------------------------------------
-def describe_for(loop, outcome: Outcome, health: Health, suite: Suite, label: str) -> str:
-    return describe(outcome, health, what=f"{label} ({suite.name})", max_failed_share=loop.settings.max_failed_share,
-                    agent=" ".join(loop.agents.build_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
+def describe_for(session: Session, outcome: Outcome, health: Health, suite: Suite, label: str) -> str:
+    return describe(outcome, health, what=f"{label} ({suite.name})",
+                    max_failed_share=session.settings.max_failed_share,
+                    agent=" ".join(session.evaluator.settings.agent_argv)[-120:], grader=f"{suite.runner} in {suite.path}")
 
 
-def account(loop, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
+def account(session: Session, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
     """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-    loop.cells_run += outcome.ran
-    if outcome.ran_cost:
-        loop._spend(outcome.ran_cost)
+    session.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+    session.cells_regraded += outcome.regraded
     if outcome.budget_stop:
-        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${loop.run()['cost_usd']:.4f} "
+        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${session.run()['cost_usd']:.4f} "
                          f"spent; finished cells are kept. Re-run the same command with a higher --budget-usd "
                          f"to resume it.")
-    health = assess(outcome, loop.settings.max_failed_share)
+    health = assess(outcome, session.settings.max_failed_share)
     if not health.complete and not seed:   # the seed's own check says it in its words
-        raise IncompleteEvaluation(describe_for(loop, outcome, health, suite, label))
+        raise IncompleteEvaluation(describe_for(session, outcome, health, suite, label))
     return outcome
 
 
-def seed_evaluation(loop, attempt: dict, seed: str, suite: Suite, what: str) -> Outcome:
-    """The seed on one suite; an unhealthy one stops the run before anything else is spent."""
-    outcome = loop._evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
-    health = assess(outcome, loop.settings.max_failed_share)
+def seed_evaluation(session: Session, attempt: dict, seed: str, suite: Suite, what: str, *, column: str,
+                    only: frozenset | None = None) -> Outcome:
+    """The seed on one suite (its evaluation id goes in the seed attempt's `column`; `only` these cells, e.g. the
+    train evidence's replicates); an unhealthy one (exit 7) or an incomplete one (exit 8: infra_error or
+    grader_error cells, redone by re-running) stops the run before anything else is spent."""
+    outcome = session.evaluate(seed, suite, f"round 0 · {what[4:]}", only, seed=True)
+    health = assess(outcome, session.settings.max_failed_share)
     if not health.healthy:
-        column = "val_evaluation_id" if suite is loop.suites.val else "train_evaluation_id"
-        update_attempt(loop.db, attempt["id"], {column: outcome.evaluation_id, "failures": dumps(outcome.failures)})
+        update_attempt(session.db, attempt["id"], {column: outcome.evaluation_id, "failures": dumps(outcome.failures)})
+        if not health.complete:   # an outage or a grader bug: re-running redoes exactly those cells (exit 8)
+            raise IncompleteEvaluation("the seed's evaluation is not complete, so no mutation was tried: "
+                                       + describe_for(session, outcome, health, suite, what))
         raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "
-                            + describe_for(loop, outcome, health, suite, what))
+                            + describe_for(session, outcome, health, suite, what))
     return outcome
 
 

@@ -12,18 +12,16 @@ import random
 import sqlite3
 from contextlib import suppress
 
-from skills_ref import read_properties
-
-from eval.cells import Contract, evaluation_key
+from eval.cells import evaluation_key
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.briefing.view import MutatorView
 from mutator.config import Settings
 from mutator.critic import guards as critic
-from mutator.round.budget import Budget, BudgetStop, RunGate, cell_estimate, price_ratio
+from mutator.round import reasons as words
+from mutator.round.budget import Budget, BudgetStop, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
-from mutator.round.eras import Decisions, configured, older
-from mutator.round.evaluations import Evaluator, limits
+from mutator.round.eras import Decisions, configured
 from mutator.round.failures import (
     EvaluationStop,
     account,
@@ -32,10 +30,11 @@ from mutator.round.failures import (
     reopen_failed,
     seed_evaluation,
 )
-from mutator.round.mutate import mutate
+from mutator.round.mutate import MutatorAgent, mutate
 from mutator.round.progress import Progress
 from mutator.round.provenance import launch_columns
-from mutator.round.session import Agents, Suites, check_roles, run_id_for, run_identity
+from mutator.round.regrade import changed_since, manifests, regrade_decided, stored_run
+from mutator.round.session import Agents, Session, Suites, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
 from mutator.round.start_line import new_run_words, resume_words
@@ -43,11 +42,11 @@ from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
-from mutator.scoring.score import Comparison, Normalisers, Weights, normalisers, per_task, summarise
-from mutator.store.attempts import insert_attempt, set_genome_figures, update_attempt
+from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
+from mutator.store import charges
+from mutator.store.attempts import insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
 from mutator.store.db import (
     DiskFull,
-    connect,
     disk_full_reason,
     dumps,
     keep_reserve,
@@ -56,71 +55,66 @@ from mutator.store.db import (
     release_reserve,
     rows,
 )
-from mutator.store.genome import GenomeStore
 from mutator.store.lock import RunLock
-from mutator.store.runs import RunRow, add_spend, insert_run, resume_run, run_heartbeat, update_run
+from mutator.store.runs import RunRow, insert_run, resume_run, run_heartbeat, update_run
 from sandbox import Launcher
 from strategies import CandidateSpec, Member, Scored, State, Strategy
 from strategies.verdicts import AttemptStatus, RunStatus, Verdict
 
 
-class Loop(MutatorView):
+class Loop:
     def __init__(self, settings: Settings, suites: Suites, agents: Agents, launcher: Launcher,
                  strategy: Strategy, *, progress: Progress | None = None, budget: Budget | None = None,
                  retry_failed: bool = False) -> None:
         check_roles(suites)
-        self.settings, self.suites, self.agents, self.strategy = settings, suites, agents, strategy
-        self.budget = budget
-        self.launcher = launcher
-        self.progress = progress or Progress()
-        self.db = connect(settings.db_path)
-        self.genomes = GenomeStore(settings.data_dir, self.db)
-        self.weights = Weights(settings.w_cost, settings.w_steps)
-        self.skill_name = read_properties(settings.skill_dir).name
-        self.contract = Contract(
-            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
-            agent=agents.build_id, silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
-        self.evaluator = Evaluator(
-            db=self.db, data_dir=settings.data_dir, contract=self.contract, agent_argv=agents.build_argv,
-            launcher=launcher, price=_price(settings, settings.model), concurrency=settings.concurrency,
-            grader_timeout_s=settings.grader_timeout_ms / 1000, progress=self.progress, network=agents.network,
-            spend_gate=RunGate(budget, self.db, lambda: self.run_id) if budget else None, **limits(settings))
+        self.suites, self.agents, self.strategy, self.launcher = suites, agents, strategy, launcher
+        self.session = Session.open(settings, build_argv=agents.build_argv, build_id=agents.build_id,
+                                    launcher=launcher, progress=progress, budget=budget, network=agents.network,
+                                    pays=True)
         self.mutator_price = _price(settings, settings.mutator_model)
+        self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
+            argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
+            max_turns=settings.max_turns, price=self.mutator_price, launcher=launcher,
+            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms, network=agents.network)
+        self.view = MutatorView(self.session, suites, self.mutator)
         self.retry_failed = retry_failed
         self.decisions = configured(settings, self.weights)   # gate, val design, screen, train evidence depth
-        self.run_id = ""
-        self.cells_run = 0
+
+    # the session's parts, read where the round reads them (the session is the one owner)
+    settings = property(lambda self: self.session.settings)
+    db = property(lambda self: self.session.db)
+    genomes = property(lambda self: self.session.genomes)
+    weights = property(lambda self: self.session.weights)
+    skill_name = property(lambda self: self.session.skill_name)
+    contract = property(lambda self: self.session.contract)
+    evaluator = property(lambda self: self.session.evaluator)
+    progress = property(lambda self: self.session.progress)
+    budget = property(lambda self: self.session.budget)
+    run_id = property(lambda self: self.session.run_id)
+    cells_run = property(lambda self: self.session.cells_run)
+    cells_regraded = property(lambda self: self.session.cells_regraded)   # cells graded again from kept agent work
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str, decisions: Decisions | None = None) -> dict:
-        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash,
+    def identity(self, seed_hash: str, decisions: Decisions | None = None, *, by_content: bool = False) -> dict:
+        return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash, by_content=by_content,
                             cheaper=(decisions or self.decisions).identity())
-
-    def _legacy_run(self, seed_hash: str) -> list[dict]:
-        """A run stored by older code resumes with the decisions it was made with (mutator/round/eras.py)."""
-        for then in older(self.decisions):
-            legacy = run_id_for(self.identity(seed_hash, then))
-            found = [] if legacy == self.run_id else list(self.db["runs"].rows_where("id = ?", [legacy]))
-            if found:
-                self.run_id, self.decisions = legacy, then
-                self.progress.say(f"{legacy} was stored before {then.lacked}: it resumes as it was made ({then.how})")
-                return found
-        return []
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
             self.settings.skill_dir))), what="this run")  # locked before its first write (LockHeld names the holder)
         seed_hash = self.genomes.put(self.settings.skill_dir, parent_hash=None, skill_name=self.skill_name,
                                      message=f"seed {self.skill_name}")
-        self.run_id = run_id_for(self.identity(seed_hash))
-        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or self._legacy_run(seed_hash)
-        s = self.settings
+        self.session.run_id = identity_id = run_id_for(self.identity(seed_hash))
+        existing = list(self.db["runs"].rows_where("id = ?", [self.run_id])) or stored_run(self, seed_hash)
+        s, suites_now = self.settings, manifests(self.suites)
         if existing:
             run = existing[0]
             resume_run(self.db, self.run_id, rounds_target=max(s.rounds, run["rounds_done"] or 0),
                        holdout=self.suites.holdout.name if self.suites.holdout else run["holdout"])
             self.progress.say(f"Resuming {self.run_id}: {run['rounds_done']} of {s.rounds} rounds done "
                               f"(same seed, suites and settings); {resume_words(s, self.suites, self.agents, self.skill_name, run['solve'])}.")
+            for line in changed_since(self.db.conn, run, {}, suites_now):
+                self.progress.say(line)
             if self.retry_failed:
                 self.progress.say(reopen_failed(self.db, self.run_id, run, (self.suites.val, self.suites.train),
                                                 self.contract))
@@ -130,34 +124,32 @@ class Loop(MutatorView):
                 seed_hash=seed_hash, skill_name=self.skill_name, suite=self.suites.train.name,
                 suite_hash=self.suites.train.content_hash, val=self.suites.val.name,
                 val_hash=self.suites.val.content_hash, holdout=self.suites.holdout.name if self.suites.holdout else None,
-                model=s.model, mutator_model=s.mutator_model, agent=self.agents.build_id, replicates=s.replicates,
+                model=s.model, agent=self.agents.build_id, replicates=s.replicates,
+                mutator_model=None if self.agents.mutator_id.startswith("command@") else s.mutator_model,  # a
+                # --mutator-cmd picks its own model: config's mutatorModel only reaches it as SM_MODEL
                 rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
                 confirm=int(s.confirm)))
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")
             if drift := seed_changed_since(self.db.conn, self.identity(seed_hash), s.skill_dir, self.genomes.root):
                 self.progress.say(f"warning: {drift}")
-        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents))
+            for line in changed_since(self.db.conn, None, self.identity(seed_hash), suites_now):
+                self.progress.say(line)
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir),
+                   identity_id=identity_id, suites=dumps(suites_now))
         return self.run()
 
     def run(self) -> dict:
-        return dict(self.db["runs"].get(self.run_id))
+        return self.session.run()
 
     def _update_run(self, **fields) -> None:
-        update_run(self.db, self.run_id, **fields, updated_at=now())
-
-    def _spend(self, usd: float) -> None:
-        add_spend(self.db, self.run_id, usd)
+        self.session.update_run(**fields)
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
-        if suite is self.suites.train and only is None:   # a genome's train evidence (the seed's, a selected one's)
+        if suite is self.suites.train and only is None:   # a genome's train evidence (a selected one's, re-graded)
             only = self.decisions.evidence_cells(self.suites.train)
-        if self.budget:
-            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
-        outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
-                                          label=label, only=only)
-        return account(self, outcome, suite, label, seed=seed)
+        return self.session.evaluate(genome_hash, suite, label, only, seed=seed)
 
     # ---- the loop ----------------------------------------------------------------------------------
     def execute(self) -> str:
@@ -168,6 +160,7 @@ class Loop(MutatorView):
             if self.solve_enabled and (run["solve"] is None or loads(run["solve"]).get("aborted")):
                 self.solve()
             val_norm = self.round_zero(run)
+            regrade_decided(self)   # a changed grader: the scored genomes' evaluations re-graded before round 1
             for round_no in range(self.run()["rounds_done"] + 1, self.settings.rounds + 1):
                 self.round(round_no, val_norm)
             self._update_run(status=RunStatus.FINISHED, finished_at=now(), pid=None)
@@ -198,12 +191,15 @@ class Loop(MutatorView):
 
     def solve(self) -> None:
         s = self.settings
-        solver = dataclasses.replace(self.evaluator, agent_argv=self.agents.solve_argv)
+        # the solve phase's bare cells: the same cell settings, the mutator's backend as the build agent
+        solver = dataclasses.replace(self.evaluator, settings=dataclasses.replace(
+            self.evaluator.settings, agent_argv=self.agents.solve_argv))
         contract = dataclasses.replace(self.contract, agent=self.agents.solve_id or self.contract.agent)
         record = solve_phase(db=self.db, evaluator=solver, train=self.suites.train, contract=contract,
                              model=s.mutator_model, price=self.mutator_price, attempts=s.solve_attempts,
-                             min_score=s.solve_min_score, out_dir=self.solve_dir, budget=self.budget, run_id=self.run_id,
-                             account=lambda outcome, suite, label: account(self, outcome, suite, label, seed=True))
+                             min_score=s.solve_min_score, out_dir=self.view.solve_dir, budget=self.budget,
+                             run_id=self.run_id, account=lambda outcome, suite, label: account(
+                                 self.session, outcome, suite, label, seed=True))
         store_solve(self.db, self.run_id, record)
         if record["aborted"]:
             raise SolveAbort(record["message"])
@@ -215,10 +211,13 @@ class Loop(MutatorView):
         attempt = self._attempt_row(0, 0)
         if attempt is None:
             insert_attempt(self.db, run_id=self.run_id, round=0, sibling=0, parent_hash=None, genome_hash=seed,
-                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed skill", started_at=now())
+                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed skill", started_at=now(),
+                           reason=words.SEED, incumbent_after=seed)
             attempt = self._attempt_row(0, 0)
-        val = seed_evaluation(self, attempt, seed, self.suites.val, "the seed on val")
-        train = seed_evaluation(self, attempt, seed, self.suites.train, "the seed on train")
+        val = seed_evaluation(self.session, attempt, seed, self.suites.val, "the seed on val",
+                              column="val_evaluation_id")
+        train = seed_evaluation(self.session, attempt, seed, self.suites.train, "the seed on train",
+                                column="train_evaluation_id", only=self.decisions.evidence_cells(self.suites.train))
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
         update_attempt(self.db, attempt["id"], {
@@ -273,13 +272,15 @@ class Loop(MutatorView):
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
         if self.settings.confirm and integration.incumbent != state.incumbent.genome_hash:
-            integration = confirm_keep(self, round_no, state, scored, integration, val_norm)
+            integration = confirm_keep(self.session, self.suites.val, round_no, state, scored, integration, val_norm,
+                                       tie_rule=self.decisions.gating.tie_rule)
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
                 row = self._attempt_row(round_no, candidate.sibling)
                 update_attempt(self.db, row["id"], {
                     "verdict": verdict, "status": AttemptStatus.decided(verdict),
+                    "reason": integration.reasons.get(candidate.sibling),
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
                 self._report_attempt(round_no, candidate.sibling)
@@ -289,6 +290,7 @@ class Loop(MutatorView):
             set_genome_figures(self.db, self.run_id, round_no, integration.incumbent, composite=whole.composite,
                                eval=whole.eval, cost=whole.cost, steps=whole.steps)
         self._update_run(incumbent_hash=integration.incumbent)
+        set_incumbent_after(self.db, self.run_id, round_no, integration.incumbent)   # the decision, for the dashboard
         self.genomes.mark(self.run_id, integration.incumbent)
         for genome_hash in integration.selected:
             train = self._evaluate(genome_hash, self.suites.train, f"round {round_no} · {genome_hash[:12]} on train")
@@ -298,7 +300,7 @@ class Loop(MutatorView):
         self._update_run(rounds_done=round_no, val_queries=self.val_queries())
         every = self.settings.meta_skill_every
         if every and round_no % every == 0:
-            self.meta_skill(round_no)
+            self.view.meta_skill(round_no)
 
     def val_queries(self) -> int:
         return count_val_queries(self.db, self.run_id, self.settings.val_query_warn, self.progress.say)
@@ -311,9 +313,7 @@ class Loop(MutatorView):
 
     # ---- one attempt -------------------------------------------------------------------------------
     def _attempt_row(self, round_no: int, sibling: int) -> dict | None:
-        found = list(self.db["attempts"].rows_where(
-            "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
-        return found[0] if found else None
+        return self.session.attempt_row(round_no, sibling)
 
     def attempt(self, round_no: int, sibling: int, spec: CandidateSpec, state: State, val_norm: Normalisers,
                 objective: str) -> Scored:
@@ -338,7 +338,8 @@ class Loop(MutatorView):
             fields = {"critic": dumps([c.to_json() for c in checks])}
             if not critic.passed(checks):
                 reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
-                fields.update(status=AttemptStatus.CRITIC_REJECTED, verdict=Verdict.CRITIC, error=reasons, finished_at=now())
+                fields.update(status=AttemptStatus.CRITIC_REJECTED, verdict=Verdict.CRITIC, error=reasons, finished_at=now(),
+                              reason=words.critic([c.to_json() for c in checks], reasons))
                 update_attempt(self.db, row["id"], fields)
                 self.progress.say(f"  → CRITIC: {reasons} · {row['summary']}")
                 return Scored(sibling, spec, genome_hash, evaluated=False)
@@ -370,15 +371,16 @@ class Loop(MutatorView):
         candidate = per_task(outcome.cells, self.weights, val_norm)
         gate_json = loads(row["gate"])
         return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
-                      keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()})
+                      keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()},
+                      delta=row["delta"], threshold=row["gate_threshold"])
 
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
-        why = describe_for(self, outcome, health, self.suites.val, "this candidate on val")
-        update_attempt(self.db, row["id"], {
+        why = describe_for(self.session, outcome, health, self.suites.val, "this candidate on val")
+        update_attempt(self.db, row["id"], words.for_fields({
             "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": f"unhealthy evaluation, no gate decision: {why}",
             "val_evaluation_id": outcome.evaluation_id, "failures": dumps(outcome.failures),
-            "looks": dumps(looks) if looks else None, "finished_at": now()})
+            "looks": dumps(looks) if looks else None, "finished_at": now()}))
         self.progress.say(f"  → FAILED: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})")
         return Scored(sibling, spec, genome_hash, evaluated=False)
 
@@ -395,15 +397,11 @@ class Loop(MutatorView):
         fields = screen_fields(record)
         if record["decision"] == "loss":
             self.progress.say(f"  → SCREENED: {fields['error']} · {row['summary']}")
-        update_attempt(self.db, row["id"], {**fields, "screen": dumps(record)})
+        update_attempt(self.db, row["id"], words.for_fields({**fields, "screen": dumps(record)}))
         return record["decision"] == "loss"
 
     def prior_comparisons(self, *, exclude: int) -> list[Comparison]:
-        found = rows(self.db, "select id, gate_n, gate from attempts where run_id = ? and gate_n is not null "
-                              "and id != ? order by id", [self.run_id, exclude])
-        # an early look averages fewer replicates per task: its scale is not the full evaluation's
-        return [Comparison(r["gate_n"], gate["s_r"]) for r in found
-                if "early_look" not in (gate := loads(r["gate"]))]
+        return self.session.prior_comparisons(exclude=exclude, suite_hash=self.suites.val.content_hash)
 
     def _mutate(self, row: dict, round_no: int, sibling: int, spec: CandidateSpec, state: State,
                 objective: str) -> dict:
@@ -413,28 +411,31 @@ class Loop(MutatorView):
             first = (cell_estimate(self.db, self.contract) or 0.0) * price_ratio(self.mutator_price,
                                                                                   self.evaluator.price)
             self.budget.before_mutation(self.db, self.run_id, f"the round {round_no} mutation", first)
-        result = mutate(
-            workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
-            briefing=self.briefing(round_no, sibling, state, objective, spec), refs=refs,
-            argv=self.agents.mutator_argv, launcher=self.launcher, model=self.settings.mutator_model,
-            max_turns=self.settings.max_turns, price=self.mutator_price,
-            silence_ms=self.settings.build_timeout_ms, heartbeat_ms=self.settings.build_heartbeat_ms,
-            extra_env={"SM_ROUND": str(round_no), "SM_SIBLING": str(sibling)},
-            stage=lambda workspace: self.evidence().stage(workspace, spec.parent_hash), network=self.agents.network,
-            watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
-                   "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
-                   **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
-            agent=self.agents.mutator_id)
-        self._spend(result.cost_usd)
+
+        def call(meter):
+            return mutate(
+                workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
+                briefing=self.view.briefing(round_no, sibling, state, objective, spec), refs=refs, agent=self.mutator,
+                round_no=round_no, sibling=sibling,
+                stage=lambda workspace: self.view.evidence().stage(workspace, spec.parent_hash),
+                watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
+                       "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
+                       **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
+                meter=meter)
+        result, carried = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id,
+                                            workspace.name), self.mutator_price, call, payer=self.run_id,
+                                            attempt_id=row["id"])   # with a try a crash cut short
+        paid = {**result.columns(), "mutator_cost_usd": carried + (row["mutator_cost_usd"] or 0) + result.cost_usd}
         if not result.ok:
-            update_attempt(self.db, row["id"], {"status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error,
-                                                   **result.columns(), "finished_at": now()})
+            update_attempt(self.db, row["id"], words.for_fields({
+                "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error, **paid,
+                "finished_at": now()}))
             return self._attempt_row(round_no, sibling)
         genome_hash = self.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=self.skill_name,
                                        message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
         update_attempt(self.db, row["id"], {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
-            **result.columns(), "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
+            **paid, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
 

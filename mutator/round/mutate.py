@@ -1,4 +1,5 @@
-"""One mutator call: stage a workspace, run the mutator agent, collect {summary, reasoning}.
+"""One mutator call: stage a workspace, run the mutator agent through eval/agent_call.py, collect
+{summary, reasoning}.
 
 The workspace holds `skill/` (the only thing the mutator should edit), `briefing.md` and read-only
 references; the mutator never sees the database, val task details or the test suite.
@@ -7,18 +8,13 @@ references; the mutator never sees the database, val task details or the test su
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.cost import Price, Usage, charged, usd
-from eval.environment import allowed_env
-from eval.process import run_agent_process
+from eval.agent_call import AgentCall, call, prepare, read_result_json, stage_workspace
+from eval.cost import Price, Usage
 from eval.redact import redact, redact_tree
-from eval.snapshot import copy_tree
-from eval.stream_metrics import read_stream
 from mutator.round import tamper
 from sandbox import Launcher
 
@@ -35,7 +31,7 @@ class Mutation:
     summary: str
     reasoning: str
     error: str
-    cost_usd: float                 # what the call is charged (eval.cost.charged)
+    cost_usd: float                 # what the call is charged (eval/agent_call.py::cost_of)
     skill_dir: Path
     usage: Usage = Usage()
     retries: int = 0
@@ -51,29 +47,9 @@ class Mutation:
                 "mutator_priced_cost_usd": self.priced_usd, "mutator_reported_cost_usd": self.reported_usd}
 
 
-def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
-    if workspace.exists():
-        shutil.rmtree(workspace)  # a crashed attempt's workspace is redone from scratch
-    workspace.mkdir(parents=True)
-    copy_tree(parent_dir, workspace / "skill")
-    for name, ref_dir in refs.items():
-        copy_tree(ref_dir, workspace / "refs" / name)
-    (workspace / "briefing.md").write_text(briefing, encoding="utf-8")
-    (workspace / "prompt.md").write_text(PROMPT, encoding="utf-8")
-    return workspace / "skill"
-
-
 def read_result(path: Path) -> tuple[str, str]:
     """(summary, reasoning) from result.json, or ValueError saying what is wrong with it."""
-    if not path.is_file() or path.stat().st_size == 0:  # staged empty so a sandbox can bind it writable
-        raise ValueError("the mutator wrote no result.json")
-    raw = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"result.json is not JSON ({err}); it reads: {raw[:500]!r}") from None
-    if not isinstance(obj, dict):
-        raise ValueError("result.json must be an object with 'summary' and 'reasoning'")
+    obj = read_result_json(path, shape="an object with 'summary' and 'reasoning'")
     summary, reasoning = obj.get("summary"), obj.get("reasoning")
     if not isinstance(summary, str) or not summary.strip():
         raise ValueError("result.json needs a non-empty string 'summary'")
@@ -82,40 +58,55 @@ def read_result(path: Path) -> tuple[str, str]:
     return summary.strip()[:2000], reasoning.strip()[:20000]
 
 
-def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], argv: Sequence[str],
-           launcher: Launcher, model: str, max_turns: int, price: Price, silence_ms: int, heartbeat_ms: int,
-           extra_env: Mapping[str, str], stage: Callable[[Path], None] | None = None,
-           network: bool = False, watch: Mapping[str, Path] | None = None, agent: str = "") -> Mutation:
+@dataclass(frozen=True)
+class MutatorAgent:
+    """How the mutator-role calls of a run are made (the mutation and the meta skill): one record, built once."""
+    argv: Sequence[str]
+    agent: str               # the mutator's implementation id (the pricing rule reads it)
+    model: str
+    max_turns: int
+    price: Price
+    launcher: Launcher
+    silence_ms: int
+    heartbeat_ms: int
+    network: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's hooks); never SM_*
+
+    def call(self, workspace: Path, prompt: str, *, writable: Sequence[Path], round_no: int, sibling: int,
+             task: str = "", meter: Path | None = None) -> AgentCall:
+        """A mutator-role call in `workspace` (its cwd and home), writing result.json; metered when given one."""
+        return AgentCall(argv=self.argv, agent=self.agent, model=self.model, max_turns=self.max_turns,
+                         price=self.price, prompt=prompt, cwd=workspace, home=workspace, launcher=self.launcher,
+                         silence_ms=self.silence_ms, heartbeat_ms=self.heartbeat_ms, skill_dir=workspace / "skill",
+                         writable=writable, readable=(workspace,), network=self.network, result_json=True,
+                         round_no=round_no, sibling=sibling, task=task, env=self.env, meter=meter)
+
+
+def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], agent: MutatorAgent,
+           round_no: int, sibling: int, stage: Callable[[Path], None] | None = None,
+           watch: Mapping[str, Path] | None = None, meter: Path | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     if stage is not None:
         stage(workspace)  # read-only evidence, history, tasks beside skill/
-    stream, result_path = workspace / "stream.jsonl", workspace / "result.json"
-    for path in (stream, result_path):  # the only files outside skill/ it may write: bound writable by bwrap
-        path.touch()
+    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling, meter=meter)
+    prepare(spec)   # its prompt and empty outputs exist before the snapshot: they are the harness's, not its writes
     before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/round/tamper.py)
-    env = allowed_env(home=workspace, argv=argv, extra={
-        **extra_env, "SM_PROMPT_FILE": str(workspace / "prompt.md"), "SM_STREAM": str(stream),
-        "SM_SKILL_DIR": str(skill_dir), "SM_MODEL": model, "SM_MAX_TURNS": str(max_turns)})
-    run = asyncio.run(run_agent_process(
-        argv, cwd=workspace, env=env, prompt=PROMPT, stream=stream, log_dir=workspace, launcher=launcher,
-        writable=[skill_dir, result_path, stream], readable=[workspace], silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, network=network))
+    done = asyncio.run(call(spec))
     outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
     redact_tree(workspace)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
-    metrics = read_stream(stream)
-    priced = usd(price, metrics.usage)
-    reported = metrics.reported_cost_usd if not metrics.invalid else 0.0
-    cost = charged(priced, reported, agent=agent)
-    used = {"usage": metrics.usage, "retries": metrics.retries, "priced_usd": priced, "reported_usd": reported}
+    cost = done.cost.usd
+    used = {"usage": done.metrics.usage, "retries": done.metrics.retries, "priced_usd": done.cost.priced_usd,
+            "reported_usd": done.cost.reported_usd}
     if outside:
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
         return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir, **used)
     # The mutator's contract is the workspace and result.json: a stream (and its result event) is optional,
     # so only a timeout or a non-zero exit fails it here; read_result judges what it wrote.
-    failure = redact(run.failure(has_result=True))
+    failure = redact(done.run.failure(has_result=True))
     if failure:
         return Mutation(False, "", "", f"mutator {failure}", cost, skill_dir, **used)
     try:
-        summary, reasoning = read_result(result_path)
+        summary, reasoning = read_result(spec.result_path)
     except ValueError as err:
         return Mutation(False, "", "", f"mutator returned garbage: {err}", cost, skill_dir, **used)
     return Mutation(True, summary, reasoning, "", cost, skill_dir, **used)

@@ -30,14 +30,28 @@ class Progress:
         self._label = ""
         self._bars: Bars | None = None
         self._task = None
+        self._banner = ""
+
+    def announce(self, banner: str) -> None:
+        """A line said once, before this command's first word of progress (e.g. "dry run (fake agents)"): a
+        command refused for bad input prints only its error."""
+        self._banner = banner
+
+    def say_banner(self) -> None:
+        """Say the announced line now, if it has not been said."""
+        banner, self._banner = self._banner, ""
+        if banner:
+            self.say(banner)
 
     def say(self, text: str) -> None:
+        self.say_banner()
         if self._bars is not None:
             self._bars.console.print(text, markup=False, highlight=False)   # above the live bar
         else:
             print(text, file=self.stream, flush=True)
 
     def start(self, label: str, total: int, done: int) -> None:
+        self.say_banner()
         self._label = label
         self._last = 0.0
         if done:

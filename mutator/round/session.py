@@ -1,4 +1,6 @@
-"""What a run is given: its suites in their roles, its agents, and the run id made of its identity."""
+"""What a run is given and works with: its suites in their roles, its agents, the run id made of its identity, and
+the `Session` every command that evaluates a skill builds once (the loop, --aa, --test-run, --check, --compare).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +8,22 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass
 
+import sqlite_utils
+from skills_ref import read_properties
+
+from eval.cells import Contract
 from eval.errors import SkillMutatorError
 from eval.suite import Suite
-from mutator.store.db import dumps
+from mutator.config import Settings
+from mutator.round.budget import Budget, RunGate
+from mutator.round.evaluations import Evaluator, Outcome
+from mutator.round.failures import account
+from mutator.round.progress import Progress
+from mutator.scoring.score import Comparison, Weights
+from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store.genome import GenomeStore
+from mutator.store.runs import add_spend, update_run
+from sandbox import Launcher
 
 
 class LoopError(SkillMutatorError, RuntimeError):
@@ -58,12 +73,98 @@ def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0) 
             **({"evidence_replicates": evidence} if evidence else {})}
 
 
-def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict) -> dict:
-    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path)."""
-    return {"seed": seed_hash, "suite": [suites.train.name, suites.train.content_hash],
-            "val": [suites.val.name, suites.val.content_hash], "strategy": s.strategy,
+def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict,
+                 by_content: bool = False) -> dict:
+    """What makes a run this run: its id hashes it (settings `s`, never an executor or a path). A suite is
+    named by what its agents see (its agent hash), so a grader fix resumes the same run and re-grades; a run
+    stored before that (`by_content`) hashed each suite's whole folder."""
+    def named(suite: Suite) -> list[str]:
+        return [suite.name, suite.content_hash if by_content else suite.agent_hash]
+    return {"seed": seed_hash, "suite": named(suites.train), "val": named(suites.val), "strategy": s.strategy,
             "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
             **({"confirm": True} if s.confirm else {}), **cheaper}
+
+
+@dataclass
+class Session:
+    """One command's working set, built once by `open` and passed typed: the store, the genomes, the scoring
+    weights, the evaluation contract and its evaluator, progress, the budget, and the run it writes (once opened).
+    """
+    settings: Settings
+    db: sqlite_utils.Database
+    genomes: GenomeStore
+    weights: Weights
+    skill_name: str
+    contract: Contract
+    evaluator: Evaluator
+    progress: Progress
+    budget: Budget | None = None
+    run_id: str = ""
+    cells_run: int = 0      # cells this command ran (cached ones are not counted)
+    cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
+
+    @classmethod
+    def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
+             progress: Progress | None = None, budget: Budget | None = None, network: bool = False,
+             contract: Contract | None = None, weights: Weights | None = None, skill_name: str | None = None,
+             concurrency: int | None = None, db: sqlite_utils.Database | None = None,
+             pays: bool = False) -> Session:
+        """The session of `settings`; a command measuring a stored run passes that run's contract, weights and
+        skill name instead of today's settings (and the store it read the run from). With `pays`, every cell is
+        charged to the session's run as it is stored; without (a health check), nothing is charged to a run."""
+        db = db or connect(settings.db_path)
+        progress = progress or Progress()
+        contract = contract or Contract(
+            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
+            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+        evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=build_argv, launcher=launcher,
+                                           progress=progress, network=network, concurrency=concurrency)
+        session = cls(settings=settings, db=db, genomes=GenomeStore(settings.data_dir, db),
+                      weights=weights or Weights(settings.w_cost, settings.w_steps),
+                      skill_name=skill_name or read_properties(settings.skill_dir).name, contract=contract,
+                      evaluator=evaluator, progress=progress, budget=budget)
+        if budget:   # every cell asks the run's budget first (the run id is known once the run opens)
+            evaluator.spend_gate = RunGate(budget, db, lambda: session.run_id)
+        if pays:   # each cell's spend is charged to the session's run as the cell is stored (one count)
+            evaluator.payer = lambda: session.run_id
+        return session
+
+    # ---- the run row -------------------------------------------------------------------------------
+    def run(self) -> dict:
+        return dict(self.db["runs"].get(self.run_id))
+
+    def update_run(self, **fields) -> None:
+        update_run(self.db, self.run_id, **fields, updated_at=now())
+
+    def spend(self, usd: float) -> None:
+        """Count money spent for this run (once; the evaluator and the agent calls report what they spent)."""
+        add_spend(self.db, self.run_id, usd)
+
+    # ---- attempts ------------------------------------------------------------------------------------
+    def attempt_row(self, round_no: int, sibling: int) -> dict | None:
+        found = list(self.db["attempts"].rows_where(
+            "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
+        return found[0] if found else None
+
+    def prior_comparisons(self, *, exclude: int, suite_hash: str) -> list[Comparison]:
+        """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose
+        content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`."""
+        found = rows(self.db, "select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "
+                              "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
+                              "e.suite_hash = ? order by a.id", [self.run_id, exclude, suite_hash])
+        # an early look averages fewer replicates per task: its scale is not the full evaluation's
+        return [Comparison(r["gate_n"], gate["s_r"]) for r in found
+                if "early_look" not in (gate := loads(r["gate"]))]
+
+    # ---- evaluations ---------------------------------------------------------------------------------
+    def evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
+                 seed: bool = False) -> Outcome:
+        """Evaluate a stored genome under the budget, count its cells and spend, and stop on what is no result."""
+        if self.budget:
+            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
+        outcome = self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
+                                          label=label, only=only)
+        return account(self, outcome, suite, label, seed=seed)

@@ -165,9 +165,10 @@ def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
 
 
 def count_val_queries(db, run_id: str, warn: int, say) -> int:
-    """Candidate evaluations that queried val so far (seed, candidates, confirmations); past `warn`, say so."""
+    """Candidate evaluations that queried val so far (candidates, confirmations: never the seed's baseline, round
+    0); past `warn`, say so."""
     found = rows(db, "select count(val_evaluation_id) as n, sum(confirm is not null) as c from attempts "
-                     "where run_id = ?", [run_id])[0]
+                     "where run_id = ? and round > 0", [run_id])[0]
     total = (found["n"] or 0) + 2 * (found["c"] or 0)
     if total > warn:
         say(f"  warning: val has been queried by {total} candidate evaluations (> {warn}); a val set queried this "

@@ -116,12 +116,17 @@ class Summary:
     tasks: tuple[TaskFigures, ...]
 
 
-def _penalty(weight: float, value: float, seed_value: float) -> float:
-    # A seed that spent nothing (e.g. all cells errored before the first step, or a free fake agent)
-    # gives no scale to measure against; dividing would blow up, so that penalty term is dropped.
-    if not seed_value > 0:
-        return 0.0
-    return -weight * value / seed_value
+def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,
+              seed_steps: float | None) -> tuple[float, float, float]:
+    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost − wSteps·steps/seedSteps.
+
+    Returns (composite, cost_term, steps_term), the terms being the signed penalties. A seed that spent nothing
+    (e.g. all cells errored before the first step, or a free fake agent) gives no scale to measure against;
+    dividing would blow up, so that penalty term is dropped (as it is when the seed's figure is not known yet).
+    """
+    cost_term = -weights.w_cost * cost / seed_cost if seed_cost and seed_cost > 0 else 0.0
+    steps_term = -weights.w_steps * steps / seed_steps if seed_steps and seed_steps > 0 else 0.0
+    return eval_ + cost_term + steps_term, cost_term, steps_term
 
 
 def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) -> tuple[float, ...]:
@@ -129,9 +134,7 @@ def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) 
     eval_ = sum(c.score for c in cells) / n
     cost = sum(c.cost_usd for c in cells) / n
     steps = sum(c.steps for c in cells) / n
-    cost_term = _penalty(weights.w_cost, cost, norm.seed_cost)
-    steps_term = _penalty(weights.w_steps, steps, norm.seed_steps)
-    return eval_, cost, steps, eval_ + cost_term + steps_term, cost_term, steps_term
+    return eval_, cost, steps, *composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps)
 
 
 def models_of(cells: Iterable[CellFigures]) -> list[str]:

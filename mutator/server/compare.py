@@ -12,8 +12,8 @@ from itertools import combinations
 
 import sqlite_utils
 
+from mutator.server import decisions as D
 from mutator.server import queries as Q
-from mutator.server import verdicts as V
 from mutator.validity.pairs import champions_pair
 from strategies.verdicts import Verdict
 
@@ -22,8 +22,8 @@ MAX_RUNS = 4
 
 def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
     rows = Q.light_rows(db, run["id"])
-    after = V.incumbents(run, rows)
-    by_genome = V.genome_composites(rows)
+    after = D.incumbents(rows)
+    by_genome = D.genome_composites(rows)
     rounds = sorted(after)
     tests = Q.q(db, "select id, suite, round, genome_hash, composite, eval, cost, steps, evaluation_id, report "
                     "from test_runs where run_id = ? and status = 'done' order by id", [run["id"]])

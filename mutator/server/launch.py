@@ -23,7 +23,6 @@ from eval.errors import SkillMutatorError
 from mutator.config import ROOT, ConfigError, Settings, load_settings
 
 RUN_ID = re.compile(r"^run-[0-9a-f]{6,64}$")
-STRATEGIES = ("greedy", "branching", "population", "pareto")
 LOG_TAIL = 4000
 MAX_BUDGET_USD = 10_000.0
 BUDGET = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,4})?$")   # ASCII only: never '²' or '١'
@@ -49,9 +48,9 @@ def seeds(s: Settings) -> dict[str, Path]:
 
 
 def available_strategies() -> list[str]:
-    from strategies import StrategyError, make_strategy
+    from strategies import StrategyError, make_strategy, registry
     ok = []
-    for sid in STRATEGIES:
+    for sid in registry():
         try:
             make_strategy(sid, {})
             ok.append(sid)

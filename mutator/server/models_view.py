@@ -11,6 +11,8 @@ import sqlite3
 
 import sqlite_utils
 
+from mutator.scoring.score import Weights, composite
+
 
 def _loads(text: str | None) -> dict:
     try:
@@ -30,14 +32,11 @@ def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, i
     return _loads(found[0]) if found else {}
 
 
-def composite_of(row: dict, run: dict, cost_norm: float, steps_norm: float) -> float:
-    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers."""
-    value = row["eval"]
-    if cost_norm:
-        value -= run["w_cost"] * (row["cost"] or 0) / cost_norm
-    if steps_norm:
-        value -= run["w_steps"] * (row["steps"] or 0) / steps_norm
-    return value
+def composite_of(row: dict, run: dict, cost_norm: float | None, steps_norm: float | None) -> float:
+    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers, by the one
+    function the loop scores with (mutator/scoring/score.py)."""
+    weights = Weights(run["w_cost"], run["w_steps"])
+    return composite(row["eval"], row["cost"] or 0, row["steps"] or 0, weights, cost_norm, steps_norm)[0]
 
 
 def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict, split: str) -> dict[str, dict] | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.server import verdicts as V
+from mutator.server import decisions as D
 from mutator.server.models_view import (
     attempt_models,
     by_model,
@@ -33,13 +33,10 @@ RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model,
 ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
                 "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
                 "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
-                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep")
-# What the curve, the incumbent per round and the verdict reasons read for every attempt of a run.
-LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "delta", "gate_threshold",
-               "val_evaluation_id", "pool_snapshot", "error", "gate_keep")
-# gate_keep: the gate's own decision, which differs from Δ ≥ threshold only for a sign-flip gate's Δ exactly on
-# its threshold (decided by the stored coin, mutator/scoring/signflip.py)
-LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES[:-1]) + ", json_extract(a.gate, '$.keep')"
+                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep, reason")
+# What the curve and the incumbent per round read for every attempt of a run: the loop's stored decisions.
+LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "incumbent_after")
+LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
 
 
 _COLUMNS: dict[tuple[int, int], str] = {}   # (connection, schema_version) -> attempt_list
@@ -109,8 +106,8 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
     tests = test_runs(db, run, data_dir)
     last = light[-1][0] if light else 0
     low = last - window + 1 if window > 0 else -1
-    after = V.incumbents(run, rows)           # the strategy's incumbent once each round was integrated
-    by_genome = V.genome_composites(rows)
+    after = D.incumbents(rows)           # the incumbent the loop stored once each round was integrated
+    by_genome = D.genome_composites(rows)
     rounds: list[int] = []
     champion_s: list[float | None] = []
     best_s: list[float | None] = []
@@ -149,7 +146,7 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         a["train_composite"] = composite(train, run, split="train")
         attempt_models(db, run, a)   # several eval models: each model's figures beside the mean
         a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
-    V.annotate(run, rows, attempts, composites=by_genome)
+    D.annotate(attempts)
     found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
              "tests": tests}
     if run["kind"] == "aa":   # the gate's noise calibration: every copy, whatever the window
@@ -187,8 +184,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
         a["ref_hashes"], [])
     a["confirm"] = confirmation(db, loads(a.get("confirm"), None), run)
     a["looks"], a["screen"] = loads(a.get("looks"), None), loads(a.get("screen"), None)   # migration _v13
-    rows = light_rows(db, run["id"])
-    V.annotate(run, rows, [a])
+    D.annotate([a])
     a.pop("pool_snapshot", None)
     suite = run["val"] if split == "val" else run["suite"]
     ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
@@ -200,10 +196,12 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     parent = one(db, "select id, round, sibling, genome_hash, verdict, summary from attempts where run_id = ? and "
                      "genome_hash = ? order by id limit 1", [run["id"], a["parent_hash"]]) if a["parent_hash"] else None
     parent_ev = None
-    if a["parent_hash"]:
-        parent_ev = one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and "
-                            "replicates = ? and status = 'done' order by id desc limit 1",
-                        [a["parent_hash"], suite, run["replicates"]])
+    if a["parent_hash"]:   # the parent's evaluation as this run stored it (never another run's, e.g. an A/A copy)
+        column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
+        stored = one(db, f"select {column} as id from attempts where run_id = ? and genome_hash = ? and {column} is "
+                         "not null order by id limit 1", [run["id"], a["parent_hash"]])
+        parent_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ? and status = 'done'",
+                        [stored["id"]]) if stored else None
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("seed", seed_ev)):
         figures[name] = None if e is None or e.get("eval") is None else {
@@ -223,9 +221,11 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
                              "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [source]):
                 grid.setdefault(row["task_id"] + (f"@{model}" if model else ""), {})[row["name"]] = row["score"]
         test_names = sorted({n for per in grid.values() for n in per})
-    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite from attempts where run_id = ? "
-                     "and round = ? order by sibling", [run["id"], a["round"]])
-    V.annotate(run, rows, siblings)
+    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason from "
+                     "attempts where run_id = ? and round = ? order by sibling", [run["id"], a["round"]])
+    D.annotate(siblings)
+    for s in siblings:
+        del s["status"], s["error"]
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
             "figures": figures, "cells": cells, "tests": {"names": test_names, "grid": grid},
             "siblings": siblings}
@@ -265,8 +265,8 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     if run is None:
         return None
     nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
-                  "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic, "
-                  "json_extract(gate, '$.keep') as gate_keep from attempts where run_id = ? order by round, sibling", [run_id])
+                  "summary, composite, delta, error, reason from attempts where run_id = ? order by round, sibling",
+              [run_id])
     origin: dict[str, dict] = {}
     for n in nodes:
         g = n["genome_hash"]
@@ -282,7 +282,7 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
                       "round": node["round"] if node else None, "composite": node["composite"] if node else None,
                       "summary": node["summary"] if node else ""})
         cursor = node["parent_hash"] if node else None
-    V.annotate(run, nodes, nodes)
+    D.annotate(nodes)
     edges = []
     for n in nodes:
         refs = n["ref_hashes"]
@@ -292,8 +292,7 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
         if n["parent_hash"]:
             edges.append({"attempt_id": n["attempt_id"], "from": n["parent_hash"], "kind": "parent"})
         edges += [{"attempt_id": n["attempt_id"], "from": ref, "kind": "ref"} for ref in n["ref_hashes"]]
-        for key in ("pool_snapshot", "critic", "val_evaluation_id", "error", "gate_threshold", "gate_keep"):
-            n.pop(key)
+        n.pop("error")
     return {"run": {k: run[k] for k in ("id", "kind", "strategy", "seed_hash", "incumbent_hash", "skill_name",
                                         "status")},
             "nodes": nodes, "edges": edges, "chain": chain}
@@ -314,14 +313,14 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
             "evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
             [run["id"]]).fetchall()
         light = [dict(zip(LIGHT_NAMES, row[7:])) for row in found]
-        after = V.incumbents(run, light)
+        after = D.incumbents(light)
         rows = []
         for row, r in zip(found, light, strict=True):
             train = None if row[4] is None else composite({"eval": row[4], "cost": row[5], "steps": row[6]}, run,
                                                           split="train")
             # leads: the row whose genome became the incumbent in its round (the seed in round 0)
             leads = (after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"]
-                     and (r["verdict"] in ("SEED", "KEEP") or run["strategy"] == "pareto"))
+                     and r["verdict"] in ("SEED", "KEEP"))
             rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2], row[3],
                          row[4], row[5], row[6], train, int(leads)])
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "

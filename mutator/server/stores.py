@@ -15,7 +15,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.store.db import connect_readonly
+from mutator.store.db import connect_readonly, upgrade
 
 DB_NAME = "mutator.db"
 
@@ -104,6 +104,7 @@ class Stores:
     def db(self, store: Store) -> sqlite_utils.Database:
         conn = self._conns.get(store.id)
         if conn is None:
+            upgrade(store.db_path)   # a store an older version wrote gets today's columns (and stored decisions) once
             conn = connect_readonly(store.db_path)
             conn.conn.row_factory = sqlite3.Row
             self._conns[store.id] = conn

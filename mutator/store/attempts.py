@@ -33,3 +33,8 @@ def set_genome_figures(db: sqlite_utils.Database, run_id: str, round_no: int, ge
     val waves ran: the whole val evaluation's)."""
     db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and round = ? and "
                "genome_hash = ?", [composite, eval, cost, steps, run_id, round_no, genome_hash])
+
+
+def set_incumbent_after(db: sqlite_utils.Database, run_id: str, round_no: int, incumbent: str) -> None:
+    """Every attempt of an integrated round carries the incumbent the strategy left (the dashboard reads it)."""
+    db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?", [incumbent, run_id, round_no])

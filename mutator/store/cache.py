@@ -1,6 +1,8 @@
 """The evaluation cache: evaluation and cell rows keyed by the evaluation contract.
 
-An evaluation row is keyed by genome + suite content + contract; a finished cell is written the moment
+An evaluation row is keyed by genome + suite content + contract, and carries its agent key (genome + what the
+agent saw of the suite + contract): another evaluation with that agent key lends its agent runs to be re-graded
+(`reusable`, `adopt`), so a grader change re-grades and never re-runs an agent. A finished cell is written the moment
 it is graded (the cell, its tests and the evaluation's counter in one transaction), so a crash re-runs
 only the cells that never finished and a repeated key spends nothing. Only a final cell (ok, agent_error,
 timeout) is a cached result: an infra_error cell is re-run and a grader_error cell re-graded, its row
@@ -25,17 +27,49 @@ def find(db: sqlite_utils.Database, key: str) -> dict | None:
 
 
 def open_evaluation(db: sqlite_utils.Database, key: str, genome_hash: str, suite: Suite,
-                    contract: Contract) -> dict:
-    """The evaluation row for this key, created ("running", no cells yet) when it is new."""
+                    contract: Contract, agent_key: str | None = None) -> dict:
+    """The evaluation row for this key, created ("running", no cells yet) when it is new. A row stored before
+    agent keys existed gets its agent key now: the same key means the same suite, so the same agent side."""
     row = find(db, key)
     if row is None:
         db["evaluations"].insert({
             "key": key, "genome_hash": genome_hash, "suite": suite.name, "suite_hash": suite.content_hash,
             "split": suite.split, "contract": dumps(contract.to_json()), "model": contract.model,
-            "replicates": contract.replicates, "status": "running",
+            "replicates": contract.replicates, "status": "running", "agent_key": agent_key,
             "n_cells": len(suite.tasks) * contract.replicates, "n_done": 0, "started_at": now()})
         row = find(db, key)
+    elif agent_key and not row.get("agent_key"):
+        db["evaluations"].update(row["id"], {"agent_key": agent_key})
+        row = find(db, key)
     return row
+
+
+REUSABLE = ("ok", "grader_error", "agent_error", "timeout")   # an agent run that finished, or failed on its own
+
+
+def reusable(db: sqlite_utils.Database, evaluation_id: int, agent_key: str) -> dict[tuple[str, int], dict]:
+    """{(task, replicate): cell row} of agent runs that other evaluations with this agent key hold and this one
+    lacks (the newest of each): the same agent work under another grader, to re-grade rather than run again."""
+    found: dict[tuple[str, int], dict] = {}
+    marks = ", ".join("?" * len(REUSABLE))
+    for r in db.query(f"select c.* from cells c join evaluations e on e.id = c.evaluation_id where e.agent_key = ? "
+                      f"and e.id != ? and c.status in ({marks}) order by c.id", [agent_key, evaluation_id, *REUSABLE]):
+        found[(r["task_id"], r["replicate"])] = dict(r)
+    for r in db.query("select task_id, replicate from cells where evaluation_id = ?", [evaluation_id]):
+        found.pop((r["task_id"], r["replicate"]), None)
+    return found
+
+
+def adopt(db: sqlite_utils.Database, evaluation_id: int, source: dict) -> None:
+    """A cell whose agent failed on its own (agent_error, timeout: no grade to redo) taken over from another
+    evaluation with the same agent key, pointing at its agent run; its cost is that run's, spent once."""
+    row = {k: v for k, v in source.items() if k not in ("id", "evaluation_id")}
+    row.update(evaluation_id=evaluation_id, finished_at=now(), retries=0, prior_cost_usd=0.0, grader_cost_usd=0.0,
+               agent_cell_id=source.get("agent_cell_id") or source["id"])
+    with db.conn:
+        db.conn.execute(f"insert into cells ({', '.join(row)}) values ({', '.join('?' * len(row))})",
+                        list(row.values()))
+        db.conn.execute("update evaluations set n_done = n_done + 1 where id = ?", [evaluation_id])
 
 
 def finished(db: sqlite_utils.Database, evaluation_id: int, *, retry_failed: bool = False) -> set[tuple[str, int]]:
@@ -62,26 +96,39 @@ def failure_counts(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, i
         "order by status", [evaluation_id])}
 
 
-def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) -> None:
+def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, *, payer: str | None = None,
+               agent_cell_id: int | None = None) -> float:
     """The cell, its tests and the evaluation's counter commit together or not at all. A cell stored before
-    (infra_error, grader_error, or failed under --retry-failed) is replaced: its retries and the cost of
-    its earlier tries carry over, so no spend is lost."""
-    old = list(db.query("select id, cost_usd, retries, prior_cost_usd from cells where evaluation_id = ? and "
-                        "task_id = ? and replicate = ?", [evaluation_id, cell.task_id, cell.replicate]))
-    retries, prior = cell.retries, 0.0
+    (infra_error, grader_error, interrupted, or failed under --retry-failed) is replaced: its retries, the cost
+    of its earlier tries and its judge's earlier calls carry over, so no spend is lost. A regraded cell keeps
+    its agent's figures (the same agent run) and is charged only its new judge calls; `agent_cell_id` names
+    the cell whose agent run this one re-graded (its agent cost is counted there, not here). The spend new
+    with this row is charged to the `payer` run in the same transaction (so a crash never splits the two),
+    and returned."""
+    old = list(db.query("select id, cost_usd, retries, prior_cost_usd, grader_cost_usd, input_tokens, output_tokens, "
+                        "cache_write_tokens, cache_read_tokens, priced_cost_usd, reported_cost_usd, agent_cell_id "
+                        "from cells where evaluation_id = ? and task_id = ? and replicate = ?",
+                        [evaluation_id, cell.task_id, cell.replicate]))
+    retries, prior, grader = cell.retries, 0.0, float(cell.extra.get("grader_cost_usd", 0.0))
+    regraded = bool(cell.extra.get("regraded"))     # an agent run already paid for, graded again
+    new_spend = grader + (0.0 if regraded else cell.cost_usd)
+    agent = {"cost_usd": cell.cost_usd, "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
+             "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens}
+    extra = {k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
+                                        "grader_output_tokens", "node") if k in cell.extra}
     if old:
-        regraded = bool(cell.extra.get("regraded"))     # the same agent run graded again: same cost
         retries += (old[0]["retries"] or 0) + (0 if regraded else 1)
         prior = (old[0]["prior_cost_usd"] or 0.0) + (0.0 if regraded else old[0]["cost_usd"] or 0.0)
+        grader += old[0]["grader_cost_usd"] or 0.0
+        agent_cell_id = agent_cell_id or (old[0]["agent_cell_id"] if regraded else None)
+        if regraded:
+            agent = {key: old[0][key] for key in agent}
+            extra.update({k: old[0][k] for k in ("priced_cost_usd", "reported_cost_usd")})
     row = {"evaluation_id": evaluation_id, "task_id": cell.task_id, "replicate": cell.replicate,
-           "status": cell.status, "score": cell.score, "cost_usd": cell.cost_usd, "steps": cell.steps,
-           "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
-           "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens,
+           "status": cell.status, "score": cell.score, **agent, "steps": cell.steps,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
            "cell_dir": cell.cell_dir, "finished_at": now(), "retries": retries, "prior_cost_usd": prior,
-           "grader_cost_usd": float(cell.extra.get("grader_cost_usd", 0.0)),
-           **{k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
-                                         "grader_output_tokens", "node") if k in cell.extra}}
+           "grader_cost_usd": grader, "agent_cell_id": agent_cell_id, **extra}
     conn = db.conn
     with conn:
         if old:
@@ -93,6 +140,9 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult) 
         conn.executemany("insert into tests (cell_id, name, score) values (?, ?, ?)",
                          [(cursor.lastrowid, name, score) for name, score in sorted(cell.tests.items())])
         conn.execute("update evaluations set n_done = n_done + 1 where id = ?", [evaluation_id])
+        if payer and new_spend:
+            conn.execute("update runs set cost_usd = cost_usd + ? where id = ?", [new_spend, payer])
+    return new_spend
 
 
 def member_ids(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, int]:

@@ -13,14 +13,14 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from eval.errors import SkillMutatorError, Stop
-from mutator.store.migrations import migrate
+from mutator.store.migrations import migrate, migration
 
 
 def now() -> float:
@@ -131,6 +131,23 @@ def connect_readonly(path: Path) -> sqlite_utils.Database:
         conn.close()
         conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     return sqlite_utils.Database(conn)
+
+
+def upgrade(path: Path) -> None:
+    """A reader's first look at a store an older version wrote: apply the missing migrations once (they fill in what
+    they derive, e.g. stored_decisions), so the reader sees today's columns. A store that cannot be written (an
+    archived export, a read-only folder) is left as it is."""
+    try:
+        probe = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+        try:
+            behind = bool(list(migration.pending(probe)))
+        finally:
+            probe.conn.close()
+    except sqlite3.Error:
+        return
+    if behind and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        with suppress(StoreError, sqlite3.Error, OSError):   # then it is read as it is, like an unwritable one
+            connect(path).conn.close()
 
 
 def dumps(value: Any) -> str:

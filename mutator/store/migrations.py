@@ -221,6 +221,40 @@ def screen_and_looks(db: sqlite_utils.Database) -> None:   # was _v13
             db["attempts"].add_column(name, str)
 
 
+@migration()
+def agent_keys(db: sqlite_utils.Database) -> None:
+    # Agent work keyed apart from grading (eval/suite_parts.py): an evaluation's agent key (its stored rows get
+    # theirs when next opened: same key, same suite), the cell whose agent run a re-graded cell reuses (its
+    # agent cost is that cell's, never spent twice), a run's id by the agent-side identity (a run made before
+    # keeps its id and is found by this one) and its suites' manifests (to name what changed). Idempotent.
+    for table, column in (("evaluations", "agent_key"), ("cells", "agent_cell_id"), ("runs", "identity_id"),
+                          ("runs", "suites")):
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, int if column == "agent_cell_id" else str)
+    db["evaluations"].create_index(["agent_key"], if_not_exists=True)
+    db["runs"].create_index(["identity_id"], if_not_exists=True)
+
+
+@migration()
+def run_skill_dir(db: sqlite_utils.Database) -> None:
+    # The run's own skill folder (resolved), so --propose RUN prints an accept line aimed at it, not at the
+    # config's skillDir.
+    if "skill_dir" not in db["runs"].columns_dict:
+        db["runs"].add_column("skill_dir", str)
+
+
+@migration()
+def stored_decisions(db: sqlite_utils.Database) -> None:
+    # Decisions are stored, never re-derived: why each attempt got its verdict (the strategy's words for KEEP and
+    # REJECT, the loop's for the rest) and the incumbent once its round was integrated. Runs stored before this get
+    # both filled in once, with the dashboard's derivation of the day (mutator/store/backfill.py).
+    from mutator.store import backfill
+    for name in ("reason", "incumbent_after"):
+        if name not in db["attempts"].columns_dict:
+            db["attempts"].add_column(name, str)
+    backfill.fill(db)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

@@ -18,13 +18,15 @@ from dataclasses import replace
 import numpy as np
 import sqlite_utils
 from scipy import stats
-from skills_ref import read_properties
 
 from eval.cells import Contract
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
-from mutator.round.evaluations import Evaluator, Outcome
+from mutator.round.budget import BudgetStop, refused
+from mutator.round.evaluations import Outcome
 from mutator.round.progress import Progress
+from mutator.round.reasons import SEED
+from mutator.round.session import Session
 from mutator.round.summary import spend_basis
 from mutator.round.waves import Gating, looked_at, sequential_val
 from mutator.scoring.score import (
@@ -37,15 +39,23 @@ from mutator.scoring.score import (
     summarise,
 )
 from mutator.store.attempts import insert_attempt, update_attempt
-from mutator.store.db import connect, dumps, loads, now, rows
-from mutator.store.genome import GenomeStore
+from mutator.store.db import dumps, loads, now, rows
 from mutator.store.lock import RunLock
-from mutator.store.runs import RunRow, add_spend, insert_run, resume_run, run_heartbeat, update_run
+from mutator.store.runs import RunRow, insert_run, resume_run, run_heartbeat, update_run
 from mutator.validity.stats import Rate, binomial_rate
 from sandbox import Launcher
 from strategies.verdicts import AttemptStatus, RunStatus, Verdict
 
 KIND = "aa"
+
+
+def copy_reason(gate, false_improvement: bool) -> str:
+    """Why a copy got its verdict: any difference the gate calls between identical copies is a false one."""
+    words = f"Δ {gate.delta:+.4f} vs gate threshold {gate.threshold:+.4f}"
+    if not gate.keep:
+        return f"rejected: {words} — a false call, the copy is byte-identical to the seed"
+    return f"kept: {words}" + (" — but Δ beats +t·SE: a false improvement" if false_improvement else
+                               " — no difference called between identical copies")
 
 
 def salt(copy: int) -> str:
@@ -59,28 +69,20 @@ def seed_salt(copy: int) -> str:
 
 class AARun:
     def __init__(self, settings: Settings, val: Suite, *, train: Suite | None, build_argv: tuple[str, ...],
-                 build_id: str, launcher: Launcher, progress: Progress | None = None) -> None:
-        self.settings, self.val, self.train = settings, val, train
-        self.progress = progress or Progress()
-        self.db = connect(settings.db_path)
-        self.genomes = GenomeStore(settings.data_dir, self.db)
-        self.weights = Weights(settings.w_cost, settings.w_steps)
-        self.skill_name = read_properties(settings.skill_dir).name
-        self.contract = Contract(
-            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
-            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
-        self.evaluator = Evaluator.for_settings(settings, self.db, self.contract, agent_argv=build_argv,
-                                                launcher=launcher, progress=self.progress)
+                 build_id: str, launcher: Launcher, progress: Progress | None = None, budget=None) -> None:
+        self.val, self.train = val, train
+        # --budget-usd and the daily budget are asked before each cell, as in a run; each cell's spend is charged
+        # to the A/A run as it is stored (Evaluator.payer)
+        self.session = Session.open(settings, build_argv=build_argv, build_id=build_id, launcher=launcher,
+                                    progress=progress, budget=budget, pays=True)
         # the loop's own gate and val design: an A/A measures the sequential gate a run uses
-        self.gating = Gating.for_settings(settings, self.weights)
-        self.run_id = ""
-        self.cells_run = 0
+        self.gating = Gating.for_settings(settings, self.session.weights)
         self.held: list = []   # release/stop of its lock and heartbeat
 
     def identity(self, seed_hash: str) -> dict:
-        s = self.settings
+        s = self.session.settings
         return {"kind": KIND, "seed": seed_hash, "val": [self.val.name, self.val.content_hash],
-                "contract": self.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
+                "contract": self.session.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
                 "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent",
                 **({"gate_method": s.gate_method} if s.gate_method != "t" else {}),
                 **({"sequential": self.gating.design.to_json()} if self.gating.design.sequential else {}),
@@ -88,68 +90,67 @@ class AARun:
                 **({"tie_rule": self.gating.tie_rule} if self.gating.tie_rule != "keep" else {})}
 
     def _open(self, copies: int) -> str:
-        s = self.settings
-        seed_hash = self.genomes.put(s.skill_dir, parent_hash=None, skill_name=self.skill_name,
-                                     message=f"seed {self.skill_name}")
+        s = self.session.settings
+        seed_hash = self.session.genomes.put(s.skill_dir, parent_hash=None, skill_name=self.session.skill_name,
+                                     message=f"seed {self.session.skill_name}")
         identity = self.identity(seed_hash)
-        self.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
-        self.held = [RunLock.acquire(s.data_dir, self.run_id, what="this A/A run").release]  # one writer (LockHeld)
-        found = list(self.db["runs"].rows_where("id = ?", [self.run_id]))
+        self.session.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+        self.held = [RunLock.acquire(s.data_dir, self.session.run_id, what="this A/A run").release]  # one writer (LockHeld)
+        found = list(self.session.db["runs"].rows_where("id = ?", [self.session.run_id]))
         if found:
-            resume_run(self.db, self.run_id, rounds_target=max(copies, found[0]["rounds_done"] or 0))
+            resume_run(self.session.db, self.session.run_id, rounds_target=max(copies, found[0]["rounds_done"] or 0))
         else:
-            insert_run(self.db, RunRow(
-                id=self.run_id, kind=KIND, strategy=KIND, strategy_opts="{}", seed_hash=seed_hash,
-                skill_name=self.skill_name, suite=self.train.name if self.train else None,
+            insert_run(self.session.db, RunRow(
+                id=self.session.run_id, kind=KIND, strategy=KIND, strategy_opts="{}", seed_hash=seed_hash,
+                skill_name=self.session.skill_name, suite=self.train.name if self.train else None,
                 suite_hash=self.train.content_hash if self.train else None, val=self.val.name,
-                val_hash=self.val.content_hash, model=s.model, agent=self.contract.agent, replicates=s.replicates,
+                val_hash=self.val.content_hash, model=s.model, agent=self.session.contract.agent, replicates=s.replicates,
                 rounds_target=copies, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(identity)))
         return seed_hash
 
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:
-        outcome = self.evaluator.evaluate(self.genomes.path(seed_hash), seed_hash, self.skill_name, self.val,
+        outcome = self.session.evaluator.evaluate(self.session.genomes.path(seed_hash), seed_hash, self.session.skill_name, self.val,
                                           label=label, contract=contract, only=only)
-        self.cells_run += outcome.ran
-        if outcome.ran_cost:
-            add_spend(self.db, self.run_id, outcome.ran_cost)
+        self.session.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+        refused(outcome, float(self.session.db["runs"].get(self.session.run_id)["cost_usd"] or 0.0))
         return outcome
 
     def _attempt(self, copy: int) -> dict | None:
-        found = list(self.db["attempts"].rows_where("run_id = ? and round = ? and sibling = 0", [self.run_id, copy]))
+        found = list(self.session.db["attempts"].rows_where("run_id = ? and round = ? and sibling = 0", [self.session.run_id, copy]))
         return found[0] if found else None
 
     def execute(self, copies: int) -> str:
         if copies < 1:
             raise ConfigError(f"--aa needs at least 1 copy, got {copies}; e.g. --aa 5")
         seed_hash = self._open(copies)
-        self.held.append(run_heartbeat(self.settings.db_path, self.run_id).stop)   # a killed A/A run shows `stale`
+        self.held.append(run_heartbeat(self.session.settings.db_path, self.session.run_id).stop)   # a killed A/A run shows `stale`
         try:
             self._copies(seed_hash, copies)
-            update_run(self.db, self.run_id, status=RunStatus.FINISHED, finished_at=now(), pid=None, updated_at=now())
+            update_run(self.session.db, self.session.run_id, status=RunStatus.FINISHED, finished_at=now(), pid=None, updated_at=now())
         except BaseException as err:
-            update_run(self.db, self.run_id, status=RunStatus.STOPPED if isinstance(err, KeyboardInterrupt)
+            update_run(self.session.db, self.session.run_id, status=RunStatus.STOPPED if isinstance(err, KeyboardInterrupt | BudgetStop)
                        else RunStatus.FAILED, pid=None, error=f"{type(err).__name__}: {err}")
             raise
         finally:
             for release in reversed(self.held):
                 release()
-        return self.run_id
+        return self.session.run_id
 
     def _copies(self, seed_hash: str, copies: int) -> None:
         if self._attempt(0) is None:
-            insert_attempt(self.db, run_id=self.run_id, round=0, sibling=0, genome_hash=seed_hash,
-                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed (A/A incumbent)",
+            insert_attempt(self.session.db, run_id=self.session.run_id, round=0, sibling=0, genome_hash=seed_hash,
+                           status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed (A/A incumbent)", reason=SEED, incumbent_after=seed_hash,
                            started_at=now())
-        seed = self._evaluate(seed_hash, self.contract, f"A/A · seed on {self.val.name}")
+        seed = self._evaluate(seed_hash, self.session.contract, f"A/A · seed on {self.val.name}")
         norm = normalisers(seed.cells)
-        figures = summarise(seed.cells, self.weights, norm)
-        update_attempt(self.db, self._attempt(0)["id"], {
+        figures = summarise(seed.cells, self.session.weights, norm)
+        update_attempt(self.session.db, self._attempt(0)["id"], {
             "val_evaluation_id": seed.evaluation_id, "composite": figures.composite, "eval": figures.eval,
             "cost": figures.cost, "steps": figures.steps, "finished_at": now()})
-        update_run(self.db, self.run_id, seed_val_cost=norm.seed_cost, seed_val_steps=norm.seed_steps)
-        self.progress.say(f"A/A {self.run_id}: seed {seed_hash[:12]} vs {copies} identical copies on {self.val.name} "
-                          f"({len(self.val.tasks)} tasks × {self.contract.replicates} replicates), each against "
+        update_run(self.session.db, self.session.run_id, seed_val_cost=norm.seed_cost, seed_val_steps=norm.seed_steps)
+        self.session.progress.say(f"A/A {self.session.run_id}: seed {seed_hash[:12]} vs {copies} identical copies on {self.val.name} "
+                          f"({len(self.val.tasks)} tasks × {self.session.contract.replicates} replicates), each against "
                           f"its own re-evaluation of the seed")
         for copy in range(1, copies + 1):
             row = self._attempt(copy)
@@ -157,18 +158,18 @@ class AARun:
                 continue
             if row is None:
                 insert_attempt(
-                    self.db, run_id=self.run_id, round=copy, sibling=0, parent_hash=seed_hash, genome_hash=seed_hash,
+                    self.session.db, run_id=self.session.run_id, round=copy, sibling=0, parent_hash=seed_hash, genome_hash=seed_hash,
                     status=AttemptStatus.PENDING, started_at=now(),
                     summary=f"A/A copy {copy}: the seed, byte-identical, replicate salt {salt(copy)}, "
                             f"against the seed re-evaluated with salt {seed_salt(copy)}")
                 row = self._attempt(copy)
-            contracts = {"copy": replace(self.contract, salt=salt(copy)),
-                         "base": replace(self.contract, salt=seed_salt(copy))}
+            contracts = {"copy": replace(self.session.contract, salt=salt(copy)),
+                         "base": replace(self.session.contract, salt=seed_salt(copy))}
             labels = {"copy": f"A/A · copy {copy}/{copies} on {self.val.name}",
                       "base": f"A/A · seed again for copy {copy}/{copies} on {self.val.name}"}
             prior = [Comparison(r["gate_n"], gate["s_r"]) for r in rows(
-                self.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
-                         "gate is not null order by round", [self.run_id, copy - 1])
+                self.session.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
+                         "gate is not null order by round", [self.session.run_id, copy - 1])
                 if "early_look" not in (gate := loads(r["gate"]))]
             outcome, gate, looks = sequential_val(
                 self.gating, lambda side, _suite, _label, only, c=contracts, lb=labels: self._evaluate(
@@ -178,9 +179,9 @@ class AARun:
             base = self._evaluate(seed_hash, contracts["base"], labels["base"], looked_at(looks, self.val))
             early = {"early_look": len(looks)} if looks[-1]["decision"] else {}
             gain = gate.delta > gate.min_improvement + gate.t * gate.se
-            summary = summarise(outcome.cells, self.weights, norm)
+            summary = summarise(outcome.cells, self.session.weights, norm)
             verdict = Verdict.KEEP if gate.keep else Verdict.REJECT
-            update_attempt(self.db, row["id"], {
+            update_attempt(self.session.db, row["id"], {
                 "status": AttemptStatus.decided(verdict), "verdict": verdict,
                 "val_evaluation_id": outcome.evaluation_id, "composite": summary.composite, "eval": summary.eval,
                 "cost": summary.cost, "steps": summary.steps, "delta": gate.delta, "delta_eval": gate.delta_eval,
@@ -189,9 +190,10 @@ class AARun:
                 "gate": dumps({**gate.to_json(), **early, "aa": {"salt": salt(copy), "seed_salt": seed_salt(copy),
                                                                  "seed_evaluation_id": base.evaluation_id,
                                                                  "false_improvement": bool(gain)}}),
-                "looks": dumps(looks), "finished_at": now()})
-            update_run(self.db, self.run_id, rounds_done=copy, updated_at=now())
-            self.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
+                "looks": dumps(looks), "finished_at": now(), "reason": copy_reason(gate, gain),
+                "incumbent_after": seed_hash})
+            update_run(self.session.db, self.session.run_id, rounds_done=copy, updated_at=now())
+            self.session.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "
                               f"{verdict}" + (" (beats +t·SE: a false improvement)"
                                                                         if gain else ""))
 

@@ -30,15 +30,16 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
 
 def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, agent_argv: list[str],
                  launcher: Launcher, progress: Progress, network: bool = False,
-                 build_id: str | None = None) -> dict:
-    """Test both champions on `suite` (cells cached), then pair them by task. Returns the pair with `cells_run`."""
+                 build_id: str | None = None, budget=None) -> dict:
+    """Test both champions on `suite` (cells cached), then pair them by task. Returns the pair with `cells_run`.
+    `budget` is asked before each cell (each run's --budget-usd is on its own spend; the daily one on the store's)."""
     if run_a == run_b:
         raise TestRunError(f"--compare needs two different runs, got {run_a} twice")
     results = {}
     for run_id in (run_a, run_b):
         progress.say(f"Measuring the champion of {run_id} on {suite.name} …")
         results[run_id] = test_run(settings, run_id, suite, agent_argv=agent_argv, launcher=launcher,
-                                   progress=progress, network=network, build_id=build_id)
+                                   progress=progress, network=network, build_id=build_id, budget=budget)
     db = connect(settings.db_path)
     found = {r["id"]: r for r in rows(db, "select * from runs where id in (?, ?)", [run_a, run_b])}
     tests = {run_id: rows(db, "select * from test_runs where id = ?", [r["test_run"]])[0]

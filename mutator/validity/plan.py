@@ -26,6 +26,7 @@ TEST_ALPHA = 0.05
 DEFAULT_SIGMA = 0.15                                     # SD of a per-task composite delta, when nothing is measured
 CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)      # a real build-agent cell, when none is measured
 MUTATOR_TOKENS = Usage(input_tokens=80_000, output_tokens=8_000)   # one real mutator call, when none is measured
+JUDGE_TOKENS = Usage(input_tokens=6_000, output_tokens=600)        # one LLM-judge call (eval/graders/judge_runner.py)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Plan:
     design: dict | None = None     # sequential val (mutator/scoring/sequential.py): looks, z's, expected waves
     screen_cells: int = 0          # the kill-only train screen's cells per candidate (0 = off)
     solve_line: str = ""           # the solve phase, on (its cells and cost, in run_usd) or off
+    judge_usd: float = 0.0         # one judge call, when a suite is graded by the LLM judge (added to its cells)
+    judge_suites: tuple[str, ...] = ()
     train_replicates: int = 0      # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
 
     @property
@@ -109,23 +112,37 @@ def _seed_cell_usd(settings: Settings, build_id: str, model: str) -> tuple[float
     seed = hash_tree(settings.skill_dir)
     sql = ("select sum(cost_usd_total) as usd, sum(n_done) as cells from evaluations where genome_hash = ? "
            "and model = ? and status = 'done' and contract like ?")
-    # the same build agent first; another implementation of it (e.g. an edited fake) says so
-    for agent, note in ((build_id, ""), ("%", " by another build-agent implementation")):
-        found = rows(db, sql, [seed, model, f'%"agent": "{agent}"%'])
+    # the same build agent first; another implementation of it (e.g. an edited fake) says so; a real plan is
+    # never priced from a dry run's fake cells
+    other = "fake@%" if dry(build_id) else "%"
+    for agent, note in ((build_id, ""), (other, " by another build-agent implementation")):
+        found = rows(db, sql + ("" if dry(build_id) else " and contract not like '%\"agent\": \"fake@%'"),
+                     [seed, model, f'%"agent": "{agent}"%'])
         if found and found[0]["cells"]:
             return found[0]["usd"] / found[0]["cells"], f"measured: the seed's {found[0]['cells']} cells{note} in the store"
     return None, ""
 
 
-def _mutator_usd(settings: Settings) -> tuple[float | None, str]:
+def dry(agent_id: str) -> bool:
+    """A zero-spend fake's implementation id (fakes/): its figures never price a real plan."""
+    return agent_id.startswith("fake@")
+
+
+def _mutator_usd(settings: Settings, *, real: bool) -> tuple[float | None, str]:
+    """The mean of this store's mutator calls at this model: only real ones (not a dry run's fake mutator) for a
+    real plan."""
     db = _store(settings)
     if db is None or "attempts" not in db.table_names():
         return None, ""
+    kind = "json_extract(r.config, '$.mutator') not like 'fake@%'" if real else \
+        "json_extract(r.config, '$.mutator') like 'fake@%'"
     found = rows(db, "select avg(a.mutator_cost_usd) as usd, count(*) as n from attempts a join runs r on "
-                     "r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0", [settings.mutator_model])
+                     f"r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0 and {kind}",
+                 [settings.mutator_model])
     if not found or not found[0]["n"]:
         return None, ""
-    return found[0]["usd"], f"measured: mean of {found[0]['n']} mutator calls in the store"
+    what = "real mutator calls" if real else "dry-run (fake) mutator calls"
+    return found[0]["usd"], f"measured: mean of {found[0]['n']} {what} in the store"
 
 
 def candidates_per_round(settings: Settings) -> int:
@@ -164,7 +181,11 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
         cells.append(cell)
         sources.append(cell_source if k == 1 else f"{model}: ${cell:.5f}, {cell_source}")
     cell, cell_source = sum(cells) / k, sources[0] if k == 1 else "the mean over models; " + "; ".join(sources)
-    mutator, mutator_source = _mutator_usd(settings)
+    judged = tuple(x.name for x in (train, val) if x.runner == "judge")
+    judge = usd(price_for(settings.pricing, str(val.option("judge_model") or models[0])), JUDGE_TOKENS) \
+        if judged else 0.0
+    train_cell, val_cell = (cell + (judge if x.runner == "judge" else 0.0) for x in (train, val))
+    mutator, mutator_source = _mutator_usd(settings, real=not dry(build_id))
     if mutator is None:
         mutator = usd(price_for(settings.pricing, settings.mutator_model), MUTATOR_TOKENS)
         mutator_source = (f"estimated: {MUTATOR_TOKENS.input_tokens:,} input + {MUTATOR_TOKENS.output_tokens:,} "
@@ -175,11 +196,11 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
     # confirmation every round
     train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
-    round_cells = candidates * (n_val * reps + screen_cells) + n_train * train_reps + (2 * n_val * reps if confirm else 0)
-    round_usd = round_cells * cell + candidates * mutator
+    round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell) + n_train * train_reps * train_cell
+                 + (2 * n_val * reps * val_cell if confirm else 0.0) + candidates * mutator)
     solve_on = settings.solve == "on"   # `auto` (old configs) is off
     solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
-    run_usd = solve_usd + (n_val * reps + n_train * train_reps) * cell + settings.rounds * round_usd
+    run_usd = solve_usd + n_val * reps * val_cell + n_train * train_reps * train_cell + settings.rounds * round_usd
     return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
                 candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
                 mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
@@ -188,7 +209,8 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 # a test run measures the seed, the champion and the no-skill control
                 test_usd=3 * n_test * reps * cell if n_test else None,
                 design=_design(settings), screen_cells=screen_cells,
-                solve_line=solve_line(settings, len(train.tasks), solve_on), train_replicates=train_reps)
+                solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge, judge_suites=judged,
+                train_replicates=train_reps)
 
 
 def _design(settings: Settings) -> dict | None:
@@ -224,11 +246,16 @@ def render_plan(p: Plan) -> str:
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
                                                                      else "") + f", {p.candidates} mutator call(s))",
         *_cheaper_lines(p),
+        *([f"    the LLM judge grades {' and '.join(p.judge_suites)}: ≈ ${p.judge_usd:.5f} a cell (estimated: "
+           f"{JUDGE_TOKENS.input_tokens:,} input + {JUDGE_TOKENS.output_tokens:,} output tokens a call), in the "
+           "figures above"] if p.judge_suites else []),
         f"    {p.solve_line or 'solve phase off'}",
         f"    per run ≤ ${p.run_usd:.4f} (" + ("the solve phase + " if "phase on" in p.solve_line else "")
         + f"round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
         + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
            if p.test_usd is not None else ""),
+        "    'measured' figures are means of this store's real calls (a dry run's fakes never price a real plan); "
+        "'estimated' ones are stated token counts at config.json prices",
     ]
     return "\n".join(lines)
 

@@ -16,15 +16,15 @@ from eval.cells import Contract
 from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import Settings
+from mutator.round.budget import BudgetStop, refused
 from mutator.round.evaluations import Evaluator
 from mutator.round.failures import EvaluationStop, refuse_sick
 from mutator.round.progress import Progress
+from mutator.round.session import Session
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
-from mutator.store.genome import GenomeStore
-from mutator.store.runs import add_spend
 from mutator.validity import report as test_report
 from sandbox import Launcher
 
@@ -93,9 +93,11 @@ def _alive(pid: int | None) -> bool:
 
 
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
-             progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True) -> dict:
+             progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True,
+             budget=None) -> dict:
     """`control`: also measure the suite with no skill installed (the genome NO_SKILL, cached like any
-    evaluation) and report seed vs none and champion vs none beside champion vs seed."""
+    evaluation) and report seed vs none and champion vs none beside champion vs seed. `budget` (--budget-usd on
+    the run's spend, the daily budget) is asked before each cell."""
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
@@ -115,10 +117,11 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                            + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
                            + ", or none at all to reuse them) so the test measures the same agent"
                            + ("; the agent's code or command changed since" if flags else ""))
-    genomes = GenomeStore(settings.data_dir, db)
-    weights = Weights(run["w_cost"], run["w_steps"])
-    evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=agent_argv, launcher=launcher,
-                                       progress=progress, network=network)
+    session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
+                           progress=progress, network=network, contract=contract, db=db, budget=budget, pays=True,
+                           weights=Weights(run["w_cost"], run["w_steps"]), skill_name=run["skill_name"])
+    session.run_id = run_id   # the tested run pays for its test cells and its budget is asked before each
+    genomes, weights, evaluator = session.genomes, session.weights, session.evaluator
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = db["test_runs"].insert({
         "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
@@ -152,11 +155,15 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
 
 
 def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
-    """Add what these evaluations spent to the run; a test report never rests on cells that failed for
-    reasons that are not the skill's (the test run is then recorded failed)."""
-    spent = sum(o.ran_cost for o, _, _ in measured)
-    if spent:
-        add_spend(db, run_id, spent)
+    """A test report never rests on cells that failed for reasons that are not the skill's (the test run is
+    then recorded failed), nor on one the budget stopped (recorded stopped). What the evaluations spent was
+    charged to the run cell by cell (Evaluator.payer)."""
+    try:
+        for outcome, _, _ in measured:
+            refused(outcome, float(db["runs"].get(run_id)["cost_usd"] or 0.0))
+    except BudgetStop:
+        db["test_runs"].update(test_id, {"status": "stopped", "finished_at": now()})
+        raise
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:

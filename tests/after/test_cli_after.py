@@ -32,6 +32,8 @@ def test_finished_run_proposes_then_accept_rollback_and_refusals(dry_run, tmp_pa
     with sqlite3.connect(data / "mutator.db") as conn:
         steps = conn.execute("select action, status_to from proposal_decisions where proposal_id = 1 order by id").fetchall()
     assert steps == [("propose", "proposed"), ("accept", "accepted"), ("deploy", "deployed"), ("rollback", "rolled_back")]
+    with sqlite3.connect(data / "mutator.db") as conn:   # the run recorded its own skill folder (migration _v14)
+        assert conn.execute("select skill_dir from runs").fetchone()[0] == str(SEED.resolve())
 
 
 def test_audit_json_and_csv(dry_run, tmp_path):

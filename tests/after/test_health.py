@@ -126,6 +126,8 @@ def test_cli_exit_codes_regressed_and_max_seconds(tmp_path, skill):
     first = run_py(*args)
     assert first.returncode == 0, first.stderr[-2000:]
     assert "First health check" in first.stdout
+    assert first.stderr.startswith("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules")
+    assert ": done — dry run (fake agents)" in first.stdout.splitlines()[0]
     with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:   # construct a much better last check
         conn.execute("update health_checks set score = 100")
     regressed = run_py(*args)

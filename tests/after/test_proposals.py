@@ -74,9 +74,11 @@ def test_accept_deploys_atomically_and_keeps_the_previous_version(built):
     p, _ = _propose(built)
     before = snapshot(built["target"])
     row = deploy(built["db"], built["genomes"], p["id"], built["target"], note="ship it")
-    assert hash_tree(built["target"]) == built["champion"]
+    # the champion's files, plus the folder's own file (never in the seed genome) with its bytes and mode
     assert {k: v[0] for k, v in snapshot(built["target"]).items()} == {
-        k: v[0] for k, v in snapshot(built["genomes"].path(built["champion"])).items()}
+        **{k: v[0] for k, v in snapshot(built["genomes"].path(built["champion"])).items()},
+        "notes.local": b"\x00\x01 not part of any genome\n"}
+    assert snapshot(built["target"])["notes.local"] == before["notes.local"]
     assert Path(row["backup_dir"]).parent == built["target"].parent / ".skill-mutator-backups" / "csv-clean"
     assert snapshot(Path(row["backup_dir"])) == before      # the old folder itself, renamed, not copied
     assert proposals.get(built["db"], p["id"])["status"] == "deployed"
@@ -105,10 +107,12 @@ def test_a_deploy_interrupted_between_write_and_rename_leaves_the_old_skill_inta
     assert failed["status"] == "failed"
     assert "No space left on device" in failed["decisions"][-1]["note"]
     assert failed["deployments"][0]["status"] == "failed"
-    with pytest.raises(ProposalError, match="is failed"):
-        accept(built["db"], p["id"])
     with pytest.raises(DeployError, match="nothing deployed"):
-        rollback(built["db"], built["target"])
+        rollback(built["db"], built["genomes"], built["target"])
+    deploy(built["db"], built["genomes"], p["id"], built["target"])     # a failed deploy can be retried
+    assert proposals.get(built["db"], p["id"])["status"] == "deployed"
+    assert [(d["status_from"], d["status_to"]) for d in proposals.decisions(built["db"], p["id"])][-2:] == [
+        ("failed", "accepted"), ("accepted", "deployed")]
 
 
 def test_the_exchange_fallback_undoes_itself_when_the_second_rename_fails(tmp_path, monkeypatch):
@@ -137,12 +141,13 @@ def test_rollback_restores_byte_identical_files_and_is_recorded(built):
     before = snapshot(built["target"])
     deploy(built["db"], built["genomes"], p["id"], built["target"])
     assert snapshot(built["target"]) != before
-    row = rollback(built["db"], built["target"])
+    row = rollback(built["db"], built["genomes"], built["target"])
     assert snapshot(built["target"]) == before          # bytes and file modes, the non-genome file included
     assert row["status"] == "rolled_back"
     assert proposals.get(built["db"], p["id"])["status"] == "rolled_back"
-    with pytest.raises(DeployError, match="nothing deployed"):
-        rollback(built["db"], built["target"])
+    with pytest.raises(DeployError, match=r"is already rolled back: deploy \d+ \(proposal \d+\) was undone at "
+                                          r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"):
+        rollback(built["db"], built["genomes"], built["target"])
 
 
 def test_rollback_refuses_when_the_folder_was_edited_after_the_deploy(built):
@@ -150,16 +155,17 @@ def test_rollback_refuses_when_the_folder_was_edited_after_the_deploy(built):
     deploy(built["db"], built["genomes"], p["id"], built["target"])
     (built["target"] / "SKILL.md").write_text("hand edit\n")
     with pytest.raises(DeployError, match="changed since deploy"):
-        rollback(built["db"], built["target"])
+        rollback(built["db"], built["genomes"], built["target"])
     assert (built["target"] / "SKILL.md").read_text() == "hand edit\n"
 
 
 def test_deploy_into_a_new_folder_then_rollback_removes_it(built):
     p, _ = _propose(built)
-    target = built["target"].parent / "fresh-skill"
+    (built["target"].parent / "elsewhere").mkdir()
+    target = built["target"].parent / "elsewhere" / "csv-clean"
     row = deploy(built["db"], built["genomes"], p["id"], target)
     assert row["backup_dir"] is None and hash_tree(target) == built["champion"]
-    rollback(built["db"], target)
+    rollback(built["db"], built["genomes"], target)
     assert not target.exists()
 
 
@@ -170,7 +176,7 @@ def test_two_deploys_roll_back_one_at_a_time(built):
     after_first = snapshot(built["target"])
     second, _ = _propose(built)       # an explicit re-proposal of the same champion after a terminal decision
     deploy(built["db"], built["genomes"], second["id"], built["target"])
-    rollback(built["db"], built["target"])
+    rollback(built["db"], built["genomes"], built["target"])
     assert snapshot(built["target"]) == after_first
-    rollback(built["db"], built["target"])
+    rollback(built["db"], built["genomes"], built["target"])
     assert snapshot(built["target"]) == original

@@ -2,7 +2,8 @@
 
 Tests queue replies (`server.script(...)`) or install a responder (a policy that reads the request
 and answers like a model would). Every request and every served usage is logged, so a test can say
-exactly what the agent was billed.
+exactly what the agent was billed. A streamed reply is logged as it is sent: its message_start usage
+first, its output tokens when message_delta goes out, so a stream cut short is logged as far as it went.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Reply:
     headers: dict = field(default_factory=dict)
     error_type: str = ""
     hang_s: float = 0.0                    # sleep before answering (a silent model)
+    hang_mid_s: float = 0.0                # streamed: sleep after message_start (a long generation, cut by a kill)
     raw_body: str | None = None            # send this body as is (garbage)
 
 
@@ -158,11 +160,11 @@ class MessagesServer:
         msg = {"id": f"msg_{next(_ids):06d}", "type": "message", "role": "assistant",
                "model": body.get("model", "?"), "content": reply.content, "stop_reason": reply.stop_reason,
                "stop_sequence": None, "usage": use}
-        with self.lock:
-            self.served.append({**use, "model": msg["model"]})
         if not body.get("stream"):
+            with self.lock:
+                self.served.append({**use, "model": msg["model"]})
             return web.json_response(msg)
-        return await self._sse(request, msg)
+        return await self._sse(request, msg, reply.hang_mid_s)
 
     def cache_usage(self, body: dict) -> dict:
         """input / cache write / cache read tokens of one request, as prompt caching bills them: the longest
@@ -184,7 +186,7 @@ class MessagesServer:
         return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
                 "cache_read_input_tokens": read}
 
-    async def _sse(self, request: web.Request, msg: dict) -> web.StreamResponse:
+    async def _sse(self, request: web.Request, msg: dict, hang_mid_s: float = 0.0) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
 
@@ -193,8 +195,13 @@ class MessagesServer:
 
         use = msg["usage"]
         start_usage = {**use, "output_tokens": 1}
+        logged = {**start_usage, "model": msg["model"]}
+        with self.lock:
+            self.served.append(logged)
         await send("message_start", {"message": {**msg, "content": [], "stop_reason": None, "usage": start_usage}})
         await send("ping", {})
+        if hang_mid_s:
+            await asyncio.sleep(hang_mid_s)
         for index, block in enumerate(msg["content"]):
             if block["type"] == "text":
                 await send("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
@@ -209,6 +216,8 @@ class MessagesServer:
                     await send("content_block_delta", {"index": index,
                                                        "delta": {"type": "input_json_delta", "partial_json": part}})
             await send("content_block_stop", {"index": index})
+        with self.lock:
+            logged["output_tokens"] = use["output_tokens"]
         await send("message_delta", {"delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
                                      "usage": {"output_tokens": use["output_tokens"]}})
         await send("message_stop", {})

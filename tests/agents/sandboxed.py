@@ -1,5 +1,5 @@
 """Run one of our backends as the harness does, for the key tests: credentials through the secret pipe
-(eval/process.py::secret_pipe), inside a launcher, and a tool command that prints every environment it can."""
+(eval/agent_call.py::secret_pipe), inside a launcher, and a tool command that prints every environment it can."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.process import secret_pipe
+from eval.agent_call import secret_pipe
 from sandbox import SandboxError, get_launcher
 
 # `env`, then under a sandbox the environment of every process it can see (/proc/PID/environ).

@@ -12,6 +12,7 @@ import pytest
 from eval.agents import AnthropicBackend
 from eval.cells import Contract
 from eval.cost import Usage, parse_pricing, usd
+from eval.jobs import CellSettings
 from eval.suite import load_suite
 from mutator.round.evaluations import Evaluator
 from mutator.round.progress import Progress
@@ -39,8 +40,8 @@ def evaluator(tmp_path: Path, *, heartbeat_ms: int = 60_000, replicates: int = 1
     contract = Contract(model="claude-haiku-4-5", replicates=replicates, max_turns=10,
                         agent=backend.implementation("build"), silence_ms=60_000, heartbeat_ms=heartbeat_ms)
     return Evaluator(db=connect(tmp_path / "data" / "mutator.db"), data_dir=tmp_path / "data", contract=contract,
-                     agent_argv=backend.argv("build"), launcher=NoneLauncher(), price=PRICE, concurrency=3,
-                     grader_timeout_s=60, progress=Progress(io.StringIO()))
+                     settings=CellSettings(agent_argv=backend.argv("build"), launcher=NoneLauncher(), grader_timeout_s=60),
+                     price=PRICE, concurrency=3, progress=Progress(io.StringIO()))
 
 
 @pytest.fixture

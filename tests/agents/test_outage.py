@@ -29,7 +29,8 @@ def test_an_outage_then_a_healthy_api_reruns_exactly_the_failed_cells(server, tm
     args = ("--suite", str(train), "--val", str(val), "--real", "--agent", "anthropic", "--no-solve", "--rounds",
             "0", "--replicates", "1", "--infra-retries", "1", "--data-dir", str(data))
     first = run_py(*args, env=env)
-    assert first.returncode == 7, first.stderr[-3000:]
+    assert first.returncode == 8, first.stderr[-3000:]          # README's exit codes: cells that are not results
+    assert "the seed's evaluation is not complete, so no mutation was tried" in first.stderr
     assert "1 infra_error and 0 grader_error cells of 2 are not results" in first.stderr
     assert "likely cause: the model API or the harness" in first.stderr
     db = connect_readonly(data / "mutator.db")

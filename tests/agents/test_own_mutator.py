@@ -98,6 +98,8 @@ def test_own_agent_and_own_mutator_reach_the_optimum(tmp_path: Path) -> None:
     run = dict(next(iter(db.query("select * from runs"))))
     assert run["status"] == "finished" and run["solve"] is None          # no solve phase for a command mutator
     assert run["agent"].startswith("command@")
+    assert run["mutator_model"] is None        # your --mutator-cmd chooses its model: config's mutatorModel is not it
+    assert run["skill_dir"] == str(own["skill"].resolve())
     attempts = [dict(r) for r in db.query("select * from attempts where round > 0 order by round")]
     assert [a["verdict"] for a in attempts] == ["KEEP", "KEEP", "KEEP", "CRITIC"]
     assert [a["summary"] for a in attempts[:3]] == [f"Add the {rule} rule" for rule in RULES]

@@ -9,7 +9,7 @@ import pytest
 
 from eval.cells import Contract, enumerate_cells
 from eval.cost import Price
-from eval.jobs import CellJob, CellResult
+from eval.jobs import CellJob, CellResult, CellSettings
 from eval.snapshot import copy_tree
 from eval.suite import load_suite
 from sandbox import get_launcher
@@ -35,8 +35,8 @@ def job_for(driver: dict, cells_root: Path, index: int = 0) -> CellJob:
     spec = enumerate_cells(suite, CONTRACT, "key")[index]
     task = next(t for t in suite.tasks if t.id == spec.task_id)
     return CellJob(spec=spec, task=task, suite=suite, skill_dir=driver["skill"], skill_name="csv-clean",
-                   contract=CONTRACT, agent_argv=FAKE, launcher=get_launcher("none"), cell_root=cells_root / spec.name,
-                   price=PRICE, grader_timeout_s=60)
+                   contract=CONTRACT, cell_root=cells_root / spec.name, price=PRICE,
+                   settings=CellSettings(agent_argv=FAKE, launcher=get_launcher("none"), grader_timeout_s=60))
 
 
 def same_outcome(a: CellResult, b: CellResult) -> tuple:

@@ -3,7 +3,6 @@ grader_error cell that keeps its working dir so it can be re-graded without runn
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from eval.evaluate import evaluate
 from eval.stream_metrics import read_stream
 from tests.conftest import make_suite
-from tests.eval.test_runner import request
+from tests.eval.test_runner import request, with_settings
 
 HEAD = """import json, os, pathlib, sys
 stream = open(os.environ["SM_STREAM"], "a")
@@ -56,7 +55,7 @@ def agent(tmp_path: Path, name: str) -> list[str]:
 ])
 def test_each_failure_is_one_cell_with_its_reason(tiny_suite: Path, tmp_path: Path, name: str, status: str,
                                                   says: str) -> None:
-    req = dataclasses.replace(request(tiny_suite, tmp_path, agent(tmp_path, name)), infra_retries=0)
+    req = with_settings(request(tiny_suite, tmp_path, agent(tmp_path, name)), infra_retries=0)
     cells = evaluate(req)
     assert len(cells) == 2
     for cell in cells:
@@ -67,7 +66,7 @@ def test_each_failure_is_one_cell_with_its_reason(tiny_suite: Path, tmp_path: Pa
 @pytest.mark.parametrize("name", ["stdout_flood", "stream_flood"])
 def test_an_agent_that_writes_forever_is_killed_at_the_output_cap(tiny_suite: Path, tmp_path: Path, name: str) -> None:
     cap = 1 << 20
-    req = dataclasses.replace(request(tiny_suite, tmp_path, agent(tmp_path, name)), max_output_bytes=cap)
+    req = with_settings(request(tiny_suite, tmp_path, agent(tmp_path, name)), max_output_bytes=cap)
     for cell in evaluate(req):
         assert cell.status == "agent_error" and "output over 1 MB" in cell.error
         root = Path(cell.cell_dir)
@@ -81,7 +80,7 @@ def test_the_wall_clock_cap_stops_an_agent_the_watchdog_would_not(tiny_suite: Pa
     """A stream that keeps growing satisfies the heartbeat; only the wall-clock cap stops it."""
     script = tmp_path / "chatty.py"
     script.write_text(HEAD + "import time\nwhile True:\n    emit({'type': 'system', 'subtype': 'tick'}); time.sleep(0.05)\n")
-    req = dataclasses.replace(request(tiny_suite, tmp_path, [sys.executable, str(script)]), cell_timeout_ms=1500)
+    req = with_settings(request(tiny_suite, tmp_path, [sys.executable, str(script)]), cell_timeout_ms=1500)
     for cell in evaluate(req):
         assert cell.status == "timeout" and "wall-clock cap" in cell.error and "--cell-timeout-ms" in cell.error
 
@@ -97,8 +96,8 @@ if n == 0:
     sys.exit(1)
 pathlib.Path("output.txt").write_text("done")
 ''' + RESULT)
-    req = dataclasses.replace(request(tiny_suite, tmp_path, [sys.executable, str(script)]), infra_retries=1,
-                              infra_backoff_s=0.01)
+    req = with_settings(request(tiny_suite, tmp_path, [sys.executable, str(script)]), infra_retries=1,
+                        infra_backoff_s=0.01)
     cells = evaluate(req)
     assert [(c.status, c.retries) for c in cells] == [("ok", 1), ("ok", 1)]
 
@@ -106,8 +105,8 @@ pathlib.Path("output.txt").write_text("done")
 def test_a_harness_fault_is_an_infra_error_not_a_crash(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
     (tmp_path / "cells").mkdir()
     (tmp_path / "cells" / "t0__r0").write_text("a file where the cell dir goes")   # staging cannot make the cell
-    cells = {c.task_id: c for c in evaluate(dataclasses.replace(request(tiny_suite, tmp_path, ok_agent),
-                                                                infra_retries=0))}
+    cells = {c.task_id: c for c in evaluate(with_settings(request(tiny_suite, tmp_path, ok_agent),
+                                                          infra_retries=0))}
     assert cells["t0"].status == "infra_error" and cells["t0"].error.startswith("harness fault: NotADirectoryError")
     assert cells["t1"].status == "ok"
 
@@ -127,16 +126,17 @@ def test_a_grader_error_cell_keeps_its_work_dir_and_is_regraded_without_the_agen
                       'with open(pathlib.Path(os.environ["SM_PROMPT_FILE"]).parent.parent.parent / "runs", "a") as f:\n'
                       '    f.write("x")\n' + RESULT)
     req = request(suite, tmp_path, [sys.executable, str(script)], grader_timeout_s=0.3)
-    req = dataclasses.replace(req, prune=True)
+    req = with_settings(req, prune=True)
     [first] = evaluate(req)
     assert first.status == "grader_error" and "timed out" in first.error
     assert (Path(first.cell_dir) / "work" / "output.txt").is_file()          # kept for re-grading
     (suite.parent / "delay").write_text("0")
-    [second] = evaluate(dataclasses.replace(req, grader_timeout_s=30), regrade={("t0", 0)})
+    [second] = evaluate(with_settings(req, grader_timeout_s=30), regrade={("t0", 0)})
     assert second.status == "ok" and second.tests == {"exists": 1.0} and second.extra["regraded"] is True
     assert second.cost_usd == first.cost_usd                                  # the same agent run, read again
     assert (tmp_path / "runs").read_text() == "x"                             # the agent ran once
-    assert not (Path(second.cell_dir) / "work").exists()                       # graded: pruned as usual
+    kept = Path(second.cell_dir) / "work"                                     # graded: only the agent's outputs kept
+    assert sorted(p.name for p in kept.iterdir()) == ["output.txt"]
 
 
 def test_read_stream_never_raises_on_valid_json_of_the_wrong_shape(tmp_path: Path) -> None:

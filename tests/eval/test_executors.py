@@ -17,7 +17,7 @@ from eval.cells import enumerate_cells
 from eval.evaluate import EvalRequest, evaluate_async
 from eval.executors import EXECUTOR_IDS, ExecutorError, get_executor
 from eval.executors.bundle import make_bundle, portable_argv, read_tree, run_bundle, suite_tree, unpack_logs
-from eval.jobs import CellJob, CellResult
+from eval.jobs import CellJob, CellResult, CellSettings
 from eval.runner import run_cell
 from eval.snapshot import hash_tree
 from eval.suite import load_suite
@@ -40,7 +40,10 @@ def test_a_bundle_runs_like_a_local_cell_and_lands_where_a_local_cell_does(drive
     remote, files = run_bundle(bundle, read_tree(job.skill_dir), suite_tree(job.suite), tmp_path / "worker")
     assert not list((tmp_path / "worker" / "cells").iterdir())       # the worker keeps no cell behind
     assert {"stream.jsonl", "trajectory.md", "cell.json", "grade.stdout", "prompt.md"} <= set(files)
-    assert not any(rel.startswith("work/") for rel in files)          # pruned as locally
+    local_kept = sorted(p.relative_to(Path(local.cell_dir)).as_posix() for p in Path(local.cell_dir).rglob("work/*")
+                        if p.is_file())
+    assert sorted(rel for rel in files if rel.startswith("work/")) == local_kept and local_kept   # pruned as locally:
+    assert "restore.json" in files                                   # the agent's outputs kept, to grade again
     stored = unpack_logs(files, remote, job.cell_root)
     left, right = same_outcome(local, stored)
     assert left == right and local.status == "ok"
@@ -95,8 +98,9 @@ def test_an_executors_own_retries_add_to_the_infrastructure_retries(driver: dict
                                                                     retries) -> None:
     suite = replace(driver["suite"], tasks=driver["suite"].tasks[:1])
     request = EvalRequest(skill_dir=None, skill_name="csv-clean", suite=suite, contract=CONTRACT, key="k",
-                          cells_root=tmp_path, agent_argv=FAKE, launcher=get_launcher("none"), price=PRICE,
-                          concurrency=1, grader_timeout_s=60, infra_retries=1, infra_backoff_s=0)
+                          cells_root=tmp_path, price=PRICE, concurrency=1,
+                          settings=CellSettings(agent_argv=FAKE, launcher=get_launcher("none"), grader_timeout_s=60,
+                                                infra_retries=1, infra_backoff_s=0))
     [cell] = asyncio.run(evaluate_async(request, executor=Scripted(list(plan))))
     assert (cell.status, cell.retries) == (status, retries)
 
@@ -117,7 +121,7 @@ def test_the_executor_is_not_part_of_the_run(tmp_path: Path) -> None:
         ids.add(run_id_for(loop.identity("seed-hash")))
         kinds.append(loop.evaluator.executor.id)
         loop.db.conn.close()
-        assert executor_for(settings).id == settings.executor
+        assert executor_for(settings, loop.evaluator.settings).id == settings.executor
     assert len(ids) == 1 and kinds == ["local", "ray"]   # building the ray executor starts nothing (lazy)
 
 
@@ -160,8 +164,9 @@ def test_a_remote_grader_error_keeps_its_working_dir_so_the_driver_regrades_it(t
     suite = load_suite(suite_dir)
     spec = enumerate_cells(suite, CONTRACT, "k")[0]
     job = CellJob(spec=spec, task=suite.tasks[0], suite=suite, skill_dir=None, skill_name="csv-clean",
-                  contract=CONTRACT, agent_argv=[sys.executable, str(agent)], launcher=get_launcher("none"),
-                  cell_root=tmp_path / "data" / "evals" / "k" / spec.name, price=PRICE, grader_timeout_s=60)
+                  contract=CONTRACT, cell_root=tmp_path / "data" / "evals" / "k" / spec.name, price=PRICE,
+                  settings=CellSettings(agent_argv=[sys.executable, str(agent)], launcher=get_launcher("none"),
+                                        grader_timeout_s=60))
     remote, files = run_bundle(make_bundle(job, ""), None, suite_tree(suite), tmp_path / "worker")
     assert remote.status == "grader_error" and "work/output.txt" in files
     unpack_logs(files, remote, job.cell_root)

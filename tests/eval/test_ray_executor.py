@@ -24,6 +24,7 @@ from eval.cells import enumerate_cells  # noqa: E402
 from eval.evaluate import EvalRequest, evaluate_async  # noqa: E402
 from eval.executors.local import LocalExecutor  # noqa: E402
 from eval.executors.ray import RayExecutor  # noqa: E402
+from eval.jobs import CellSettings  # noqa: E402
 from eval.snapshot import hash_tree  # noqa: E402
 from sandbox import get_launcher  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
@@ -52,8 +53,9 @@ def cluster():
 
 def request_for(driver: dict, cells_root: Path, argv: list[str], **extra) -> EvalRequest:
     return EvalRequest(skill_dir=driver["skill"], skill_name="csv-clean", suite=driver["suite"], contract=CONTRACT,
-                       key="k", cells_root=cells_root, agent_argv=argv, launcher=get_launcher("none"), price=PRICE,
-                       concurrency=2, grader_timeout_s=60, infra_backoff_s=0, **extra)
+                       key="k", cells_root=cells_root, price=PRICE, concurrency=2,
+                       settings=CellSettings(agent_argv=argv, launcher=get_launcher("none"), grader_timeout_s=60,
+                                             infra_backoff_s=0, **extra))
 
 
 def started(gate: Path) -> dict[str, list[int]]:
@@ -152,9 +154,9 @@ def test_killing_a_node_mid_evaluation_loses_no_cell(cluster, driver: dict, tmp_
             (gate / "go-all").touch()
 
     db = connect(driver["data"] / "mutator.db")
-    evaluator = Evaluator(db=db, data_dir=driver["data"], contract=CONTRACT, agent_argv=GATED,
-                          launcher=get_launcher("none"), price=PRICE, concurrency=2, grader_timeout_s=60,
-                          progress=Progress(io.StringIO()), executor=cluster.executor)
+    evaluator = Evaluator(db=db, data_dir=driver["data"], contract=CONTRACT,
+                          settings=CellSettings(agent_argv=GATED, launcher=get_launcher("none"), grader_timeout_s=60),
+                          price=PRICE, concurrency=2, progress=Progress(io.StringIO()), executor=cluster.executor)
     helper = threading.Thread(target=steer)
     helper.start()
     outcome = evaluator.evaluate(driver["skill"], hash_tree(driver["skill"]), "csv-clean", driver["suite"],

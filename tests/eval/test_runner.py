@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from eval.cells import Contract
 from eval.cost import Price
 from eval.evaluate import EvalRequest, evaluate
+from eval.jobs import CellSettings
 from eval.suite import load_suite
 from sandbox.none import NoneLauncher
 from tests.conftest import ROOT, make_suite
@@ -24,8 +26,14 @@ def request(suite_dir: Path, tmp_path: Path, agent: list[str], *, skill: Path | 
     contract = Contract(model="m", replicates=replicates, max_turns=5, agent="test", silence_ms=silence_ms,
                         heartbeat_ms=heartbeat_ms)
     return EvalRequest(skill_dir=skill, skill_name="csv-clean", suite=suite, contract=contract, key="k",
-                       cells_root=tmp_path / "cells", agent_argv=agent, launcher=NoneLauncher(), price=PRICE,
-                       concurrency=2, grader_timeout_s=grader_timeout_s, prune=False)
+                       cells_root=tmp_path / "cells", price=PRICE, concurrency=2,
+                       settings=CellSettings(agent_argv=agent, launcher=NoneLauncher(), grader_timeout_s=grader_timeout_s,
+                                             prune=False))
+
+
+def with_settings(req: EvalRequest, **changes) -> EvalRequest:
+    """The request with some of its cell settings changed (the record is carried whole)."""
+    return replace(req, settings=replace(req.settings, **changes))
 
 
 def test_ok_cells_graded_and_priced(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
@@ -93,7 +101,7 @@ def test_bad_grader_is_a_recorded_cell_error(tmp_path: Path, ok_agent: list[str]
 def test_agent_crash_is_agent_error_with_stderr(tiny_suite: Path, tmp_path: Path) -> None:
     env_agent = [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
     req = request(tiny_suite, tmp_path, env_agent)
-    req = EvalRequest(**{**req.__dict__, "env": {"FAKE_AGENT_CRASH": "1"}})
+    req = with_settings(req, env={"FAKE_AGENT_CRASH": "1"})
     cells = evaluate(req)
     assert {c.status for c in cells} == {"agent_error"}
     assert "agent exited 3" in cells[0].error and "stderr:" in cells[0].error
@@ -108,7 +116,7 @@ def test_agent_without_result_event_is_agent_error(tiny_suite: Path, tmp_path: P
 def test_hanging_agent_killed_by_watchdog(tiny_suite: Path, tmp_path: Path) -> None:
     agent = [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
     req = request(tiny_suite, tmp_path, agent, silence_ms=60_000, heartbeat_ms=300)  # generous start-up on a loaded CI box
-    req = EvalRequest(**{**req.__dict__, "env": {"FAKE_AGENT_HANG": "1"}})
+    req = with_settings(req, env={"FAKE_AGENT_HANG": "1"})
     cells = evaluate(req)
     assert {c.status for c in cells} == {"timeout"}
     assert "heartbeat budget" in cells[0].error
@@ -131,11 +139,14 @@ def test_silent_agent_killed_with_its_children(tiny_suite: Path, tmp_path: Path)
     assert not marker.exists()  # the process group died, grandchild included
 
 
-def test_pruned_cell_keeps_trajectory_and_logs(tiny_suite: Path, tmp_path: Path, ok_agent: list[str]) -> None:
+def test_pruned_cell_keeps_trajectory_logs_and_only_the_agents_outputs(tiny_suite: Path, tmp_path: Path,
+                                                                       ok_agent: list[str]) -> None:
     req = request(tiny_suite, tmp_path, ok_agent)
-    cells = evaluate(EvalRequest(**{**req.__dict__, "prune": True}))
+    cells = evaluate(with_settings(req, prune=True))
     root = Path(cells[0].cell_dir)
-    assert not (root / "work").exists()
+    # kept for a changed grader: what the agent wrote; the untouched input comes back from the fixtures
+    assert sorted(p.relative_to(root / "work").as_posix() for p in (root / "work").rglob("*")) == ["output.txt"]
+    assert json.loads((root / "restore.json").read_text()) == {"inputs": ["in.txt"]}
     assert {"stream.jsonl", "trajectory.md", "cell.json", "grade.stdout"} <= {p.name for p in root.iterdir()}
     text = (root / "trajectory.md").read_text()
     assert "## Prompt\nWrite done to output.txt" in text and "1. **Write**" in text

@@ -46,6 +46,17 @@ def test_malformed_tasks_line_names_the_line(tiny_suite: Path) -> None:
         load_suite(tiny_suite)
 
 
+def test_a_folder_as_an_input_is_named_a_folder_not_missing(tiny_suite: Path) -> None:
+    inp = tiny_suite / "fixtures" / "t1" / "in.txt"
+    inp.unlink()
+    inp.mkdir()
+    (inp / "part.txt").write_text("x")
+    with pytest.raises(SuiteError, match=re.escape("tasks.jsonl:2: input 'in.txt' of task 't1' is a folder "
+                                                   "(fixtures/t1/in.txt); inputs must be files: list each file of "
+                                                   "it in 'inputs'")):
+        load_suite(tiny_suite)
+
+
 def test_missing_fixture_names_task_and_path(tiny_suite: Path) -> None:
     (tiny_suite / "fixtures" / "t1" / "in.txt").unlink()
     with pytest.raises(SuiteError, match=r"tasks.jsonl:2: input 'in.txt' of task 't1' not found at fixtures/t1/in.txt"):

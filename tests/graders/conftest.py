@@ -11,6 +11,7 @@ import pytest
 from eval.cells import Contract
 from eval.cost import Price
 from eval.evaluate import EvalRequest
+from eval.jobs import CellSettings
 from eval.suite import load_suite
 from sandbox.none import NoneLauncher
 
@@ -53,8 +54,9 @@ def request(suite_dir: Path, tmp_path: Path, agent: list[str], *, grader_timeout
     contract = Contract(model="claude-haiku-4-5", replicates=replicates, max_turns=5, agent=agent_id,
                         silence_ms=60_000, heartbeat_ms=60_000)
     return EvalRequest(skill_dir=None, skill_name="csv-clean", suite=suite, contract=contract, key="k",
-                       cells_root=tmp_path / "evals" / "k", agent_argv=agent, launcher=NoneLauncher(),
-                       price=PRICE, concurrency=2, grader_timeout_s=grader_timeout_s, env=env or {}, prune=False)
+                       cells_root=tmp_path / "evals" / "k", price=PRICE, concurrency=2,
+                       settings=CellSettings(agent_argv=agent, launcher=NoneLauncher(), grader_timeout_s=grader_timeout_s,
+                                             env=env or {}, prune=False))
 
 
 @pytest.fixture

@@ -96,6 +96,10 @@ def test_an_imported_eval_set_runs_a_dry_run(tmp_path: Path) -> None:
     result = run_cli("--import-evals", str(skill / "evals" / "evals.json"), "--out", str(out), "--seed", "3")
     assert result.returncode == 0, result.stderr
     assert "imp-train" in result.stdout and "Dry run: python run.py" in result.stdout
+    assert ("warning: val suite imp-val has 2 task(s): a gate verdict on fewer than 5 tasks is mostly noise. Add "
+            f"evals to {skill / 'evals' / 'evals.json'} (8 now; about 25 give val and test 5 each)") in result.stderr
+    assert "warning: test suite imp-test has 2 task(s): a test report on fewer than 5 tasks" in result.stderr
+    assert "train suite" not in result.stderr
     seed = tmp_path / "seed" / "csv-clean"          # the seed without its evals/ (the mutator must not see them)
     shutil.copytree(skill, seed, ignore=shutil.ignore_patterns("evals"))
     data = tmp_path / "data"
@@ -149,3 +153,26 @@ def test_judge_spend_is_counted_everywhere_and_health_checks_ask_the_judge_afres
         "select sum(c.grader_cost_usd) as v from cells c join evaluations e on e.id = c.evaluation_id "
         "where e.contract like '%check-%' group by e.id order by e.id")]
     assert len(fresh) == 2 and all(v > 0 for v in fresh)
+
+
+def test_the_judge_sees_the_file_the_agent_wrote_for_an_imported_task(tmp_path: Path) -> None:
+    """An imported eval declares no output file ('required' is empty): the judge is shown every file the agent
+    created in its working dir (never the inputs, never the skill)."""
+    from types import SimpleNamespace
+
+    from eval.graders.judge import user_message
+    from eval.graders.judge_runner import read_attempt
+    made = import_evals(make_skill(tmp_path, n=3) / "evals" / "evals.json", tmp_path / "s" / "imp")
+    suite = load_suite(made[0].path)
+    task = suite.tasks[0]
+    assert task.required == () and task.inputs
+    work = tmp_path / "cell" / "work"
+    (work / ".claude" / "skills" / "csv-clean").mkdir(parents=True)
+    (work / ".claude" / "skills" / "csv-clean" / "SKILL.md").write_text("the skill itself")
+    for rel in task.inputs:
+        shutil.copyfile(suite.path / "fixtures" / task.id / rel, work / rel)
+    (work / "clean.csv").write_text("order_id,total\n1,2.50\n")
+    attempt = read_attempt(SimpleNamespace(task=task, cell_root=tmp_path / "cell"), work)
+    assert [name for name, _ in attempt.outputs] == ["clean.csv"]
+    message = user_message(attempt)
+    assert "order_id,total" in message and "the skill itself" not in message

@@ -17,7 +17,7 @@ import pytest
 from eval.cells import Contract
 from eval.cost import Price
 from eval.evaluate import EvalRequest, evaluate
-from eval.jobs import CellResult
+from eval.jobs import CellResult, CellSettings
 from eval.suite import load_suite
 from sandbox import Launcher, SandboxError
 from sandbox.bwrap import BwrapLauncher
@@ -91,9 +91,9 @@ class World:
         contract = Contract(model="m", replicates=1, max_turns=5, agent="escape", silence_ms=60_000,
                             heartbeat_ms=60_000)
         request = EvalRequest(skill_dir=None, skill_name="none", suite=load_suite(self.train), contract=contract,
-                              key="k", cells_root=self.data_dir / "evals" / "k", agent_argv=self.agent_argv,
-                              launcher=launcher, price=PRICE, concurrency=1, grader_timeout_s=30,
-                              env={"ESCAPE_PLAN": json.dumps(plan)})
+                              key="k", cells_root=self.data_dir / "evals" / "k", price=PRICE, concurrency=1,
+                              settings=CellSettings(agent_argv=self.agent_argv, launcher=launcher, grader_timeout_s=30,
+                                                    env={"ESCAPE_PLAN": json.dumps(plan)}))
         [cell] = evaluate(request)
         report_path = Path(cell.cell_dir) / "escape-report.json"
         report = json.loads(report_path.read_text()) if report_path.is_file() else {}

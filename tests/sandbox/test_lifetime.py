@@ -11,6 +11,7 @@ from pathlib import Path
 
 from eval.cells import Contract
 from eval.evaluate import EvalRequest, evaluate
+from eval.jobs import CellSettings
 from eval.suite import load_suite
 from sandbox import Launcher
 from sandbox.bwrap import BwrapLauncher
@@ -63,8 +64,9 @@ def run(tmp_path: Path, launcher: Launcher, *, hang: bool) -> tuple[str, list, l
     agent.write_text(AGENT.format(token=token))
     contract = Contract(model="m", replicates=1, max_turns=5, agent="t", silence_ms=20_000, heartbeat_ms=1_500)
     request = EvalRequest(skill_dir=None, skill_name="none", suite=load_suite(suite), contract=contract, key="k",
-                          cells_root=tmp_path / "cells", agent_argv=[sys.executable, str(agent)], launcher=launcher,
-                          price=PRICE, concurrency=1, grader_timeout_s=30, env={"HANG": "1" if hang else "0"})
+                          cells_root=tmp_path / "cells", price=PRICE, concurrency=1,
+                          settings=CellSettings(agent_argv=[sys.executable, str(agent)], launcher=launcher,
+                                                grader_timeout_s=30, env={"HANG": "1" if hang else "0"}))
     cells = evaluate(request)
     left = survivors(token)
     if hang:  # after a SIGKILL the kernel tears the pid namespace down just after bwrap is reaped

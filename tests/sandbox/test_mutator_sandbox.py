@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from eval.cost import Price
-from mutator.round.mutate import mutate
+from mutator.round.mutate import MutatorAgent, mutate
 from sandbox.bwrap import BwrapLauncher
 from tests.conftest import ROOT
 from tests.sandbox.conftest import needs_bwrap
@@ -18,16 +18,16 @@ PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
 
 def run_mutator(tmp_path: Path, argv: list[str], extra_env: dict[str, str]):
     workspace = tmp_path / "data" / "workspaces" / "run-1" / "round-1-0"
-    return workspace, mutate(
-        workspace=workspace, parent_dir=ROOT / "suites" / "csv-clean", briefing="# Briefing\n", refs={}, argv=argv,
-        launcher=BwrapLauncher(), model="m", max_turns=5, price=PRICE, silence_ms=60_000, heartbeat_ms=60_000,
-        extra_env=extra_env)
+    agent = MutatorAgent(argv=argv, agent="test", model="m", max_turns=5, price=PRICE, launcher=BwrapLauncher(),
+                         silence_ms=60_000, heartbeat_ms=60_000, env=extra_env)
+    return workspace, mutate(workspace=workspace, parent_dir=ROOT / "suites" / "csv-clean", briefing="# Briefing\n",
+                             refs={}, agent=agent, round_no=1, sibling=0)
 
 
 @needs_bwrap
 def test_fake_mutator_round_trip_under_bwrap(tmp_path: Path) -> None:
     workspace, result = run_mutator(tmp_path, [sys.executable, str(ROOT / "fakes" / "fake_mutator.py")],
-                                    {"SM_ROUND": "1", "SM_SIBLING": "0"})
+                                    {})
     assert result.ok, result.error
     assert "dates" in result.summary and result.cost_usd > 0  # result.json and stream.jsonl were written
     assert '"dates"' in (workspace / "skill" / "rules.json").read_text()

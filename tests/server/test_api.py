@@ -175,8 +175,8 @@ async def test_run_detail_carries_solve_meta_skill_val_queries_and_the_honest_re
     run = detail["run"]
     assert run["confirm"] == 1 and run["val_query_warn"] == 200
     confirmed = [a for a in detail["attempts"] if a["confirm"]]
-    # seed + 3 candidates query val, and each confirmation re-evaluates two genomes on fresh replicates
-    assert run["val_queries"] == 4 + 2 * len(confirmed)
+    # 3 candidates query val (the seed's baseline does not count), and each confirmation re-evaluates two genomes
+    assert run["val_queries"] == 3 + 2 * len(confirmed)
     [lessons] = run["meta_skill"]
     assert lessons["round"] == 2 and lessons["lessons"] and lessons["cost_usd"] >= 0
     solve = run["solve"]

@@ -176,8 +176,11 @@ def test_the_lineage_tree_draws_real_parents_and_refs(server, page, store):
     runs = _runs(store)
     with sqlite3.connect(store / "mutator.db") as conn:
         n_attempts = conn.execute("select count(*) from attempts where run_id = ?", [runs["population"]]).fetchone()[0]
+        # a crossover whose reference is not the seed (the tree's root has no branch above it to fold)
         crossed = conn.execute("select id, parent_hash, ref_hashes from attempts where run_id = ? and ref_hashes "
-                               "like '[\"%'", [runs["population"]]).fetchone()
+                               "like '[\"%' and ref_hashes not like '%' || (select genome_hash from attempts where "
+                               "run_id = ? and round = 0) || '%' order by id",
+                               [runs["population"], runs["population"]]).fetchone()
     page.goto(server.url + f"/#/lineage?run={runs['population']}")
     expect(page.locator("#tree .tnode")).to_have_count(n_attempts)
     chain = page.locator("#chain a.hash")

@@ -103,7 +103,7 @@ def test_a_grader_that_always_fails_stops_the_run_and_names_the_grader(setup) ->
     for suite in (train, train.parent / "tiny-val"):
         (suite / "run-eval.py").write_text("import sys\nprint('grader bug', file=sys.stderr)\nsys.exit(3)\n")
     done = command(body=AGENT_OK)
-    assert done.returncode == 7, done.stderr[-2000:]
+    assert done.returncode == 8, done.stderr[-2000:]    # cells that are not results: exit 8, as the README's table says
     assert "4 grader_error cells of 4 are not results" in done.stderr
     assert "likely cause: the suite's grader (script in" in done.stderr and "grader bug" in done.stderr
     assert rows(data, "select count(*) as n from attempts where verdict in ('KEEP', 'REJECT')") == [{"n": 0}]
@@ -120,7 +120,7 @@ def test_a_grader_timeout_then_a_longer_one_regrades_without_running_the_agent(s
     for suite in (train, train.parent / "tiny-val"):
         (suite / "run-eval.py").write_text(SLOW_GRADER)
     first = command("--grader-timeout-ms", "300", body=AGENT_OK)
-    assert first.returncode == 7 and "grader_error" in first.stderr
+    assert first.returncode == 8 and "grader_error" in first.stderr
     assert runs.read_text() == "x" * 4
     second = command("--grader-timeout-ms", "20000", body=AGENT_OK)
     assert second.returncode == 0, second.stderr[-2000:]

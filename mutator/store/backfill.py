@@ -1,9 +1,8 @@
-"""Who the incumbent was after each round, and why each attempt got its verdict, read back from the store.
+"""The dashboard's derivation of verdict reasons and per-round incumbents as it stood before the loop stored them.
 
-Pure functions over attempt rows (no SQL, no HTTP). They restate each strategy's integrate rule in words
-and must agree with strategies/: greedy and branching keep the best gate-passing candidate, population's
-incumbent is its pool leader (the snapshot's first hash), pareto's changes to a round's best new genome when it
-beats the incumbent's val composite and passes the gate against it.
+Kept only for migration _v14, which fills `attempts.reason` and `attempts.incumbent_after` of stores written before
+that, once, with exactly these words; nothing else may call it (the loop stores its decisions, the dashboard reads
+them). Frozen: never change its words. Pure functions over attempt rows, plus `fill`, the migration's write.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ import json
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
+
+import sqlite_utils
 
 POOL_DEFAULT = 4
 
@@ -277,3 +278,26 @@ def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
         # light fields a target may lack (a run detail's attempts carry no pool snapshot)
         full = a if "pool_snapshot" in a else {**by_key.get((a["round"], a.get("sibling", 0)), {}), **a}
         a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], none))
+
+
+FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, val_evaluation_id, "
+                "pool_snapshot, error, critic, confirm, json_extract(gate, '$.keep') as gate_keep")
+
+
+def fill(db: sqlite_utils.Database) -> None:
+    """Store every decided attempt's reason and each decided round's incumbent, as the dashboard derived them."""
+    for run in [dict(r) for r in db["runs"].rows]:
+        run["strategy_opts"] = _loads(run.get("strategy_opts"), {}) or {}
+        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts where run_id = ? order by round, sibling",
+                                 [run["id"]])
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, r)) for r in cursor.fetchall()]
+        decided = [dict(r) for r in rows if r["verdict"] is not None]
+        annotate(run, rows, decided)
+        for r in decided:
+            db.conn.execute("update attempts set reason = ? where id = ?", [r["reason"], r["id"]])
+        done = run.get("rounds_done") or 0
+        for rnd, incumbent in incumbents(run, rows).items():
+            if rnd <= done:   # an unfinished round's incumbent is stored by the loop when it integrates the round
+                db.conn.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",
+                                [incumbent, run["id"], rnd])

@@ -1,12 +1,18 @@
-"""The verdict reasons and the incumbent per round, as pure functions over attempt rows."""
+"""The dashboard's old derivation of verdict reasons and incumbents (kept for migration _v14), and the migration
+that stores them in a store written before the loop stored its decisions."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import tarfile
+from pathlib import Path
 
 import pytest
 
-from mutator.server.verdicts import annotate, incumbents
+from mutator.server import queries
+from mutator.store.backfill import annotate, incumbents
+from mutator.store.db import connect, connect_readonly, migrate
 
 
 def row(rnd, sibling, genome, verdict, *, parent=None, composite=None, delta=None, threshold=None, pool=None,
@@ -110,3 +116,57 @@ def test_a_tie_rejected_for_its_added_cost_says_so_and_never_becomes_the_champio
     dear = {**row(1, 0, "a", "KEEP", parent="s", composite=0.52, delta=0.02, threshold=-0.01), "gate_keep": 0}
     assert incumbents(pareto, [SEED, dear]) == {0: "s", 1: "s"}
     assert incumbents(pareto, [SEED, {**dear, "gate_keep": 1}]) == {0: "s", 1: "a"}
+
+
+FIXTURE = Path(__file__).parents[1] / "mutator" / "round" / "fixtures" / "store-8175abe.tgz"
+SEED_HASH = "740923c3fd3c5bd43fbcb955136c1fe4262b60de9529e7c5df998f249f42df13"
+ROUND_1 = "cb17f22915830ee3fd4fcfd784182b3970bc6bd7eb0e7cd9c7327551205e964d"
+ROUND_2 = "60c35365af457a4169547ce9313971366e3d87cf30bd61b3a87f111c55cee87a"
+
+
+@pytest.fixture
+def old_store(tmp_path) -> Path:
+    """A store main 8175abe wrote (greedy, --replicates 2 --rounds 2): no stored reasons, no stored incumbents."""
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "data" / "mutator.db"
+
+
+def test_the_migration_stores_each_reason_and_incumbent_once_with_the_old_words(old_store):
+    db = connect(old_store)
+    found = [dict(r) for r in db.query("select round, verdict, reason, incumbent_after from attempts order by round")]
+    assert found == [
+        {"round": 0, "verdict": "SEED", "reason": "seed: the baseline the first candidates are compared with",
+         "incumbent_after": SEED_HASH},
+        {"round": 1, "verdict": "KEEP", "reason": "kept: Δ +0.0356 vs gate threshold -0.0312 (Δ at or above it)",
+         "incumbent_after": ROUND_1},
+        {"round": 2, "verdict": "KEEP", "reason": "kept: Δ +0.0935 vs gate threshold -0.0277 (Δ at or above it)",
+         "incumbent_after": ROUND_2}]
+    db.execute("update attempts set reason = 'edited' where round = 1")
+    db.conn.commit()
+    migrate(db)    # once: a second open never derives again
+    assert db.execute("select reason from attempts where round = 1").fetchone()[0] == "edited"
+    db.conn.close()
+
+
+def test_the_dashboard_shows_what_is_stored_never_a_derivation(old_store):
+    db = connect(old_store)
+    db.execute("update attempts set reason = 'the stored words', incumbent_after = ? where round = 2", [SEED_HASH])
+    run_id = db.execute("select id from runs").fetchone()[0]
+    second = db.execute("select id from attempts where round = 2").fetchone()[0]
+    # a newer evaluation of the parent genome on the same suite, as an A/A run or a confirmation would leave
+    db["evaluations"].insert({"key": "another-run", "genome_hash": ROUND_1, "suite": "clean-val", "replicates": 2,
+                              "status": "done", "eval": 0.0123, "cost": 0.0, "steps": 1.0, "n_cells": 1, "n_done": 1})
+    stored_parent = db.execute("select val_evaluation_id from attempts where round = 1").fetchone()[0]
+    db.conn.commit()
+    db.conn.close()
+    reader = connect_readonly(old_store)
+    reader.conn.row_factory = sqlite3.Row
+    detail = queries.run_detail(reader, run_id, old_store.parent)
+    assert [a["reason"] for a in detail["attempts"]][2] == "the stored words"
+    assert detail["curve"]["incumbent"] == [SEED_HASH, ROUND_1, SEED_HASH]
+    assert detail["curve"]["champion"][2] == detail["curve"]["champion"][0]
+    page = queries.attempt_detail(reader, second, "val")
+    assert page["attempt"]["reason"] == "the stored words"
+    assert page["figures"]["parent"]["evaluation_id"] == stored_parent    # this run's, not the newest anywhere
+    assert [n["reason"] for n in queries.lineage(reader, run_id)["nodes"]][2] == "the stored words"

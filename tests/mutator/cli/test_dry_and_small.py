@@ -1,0 +1,75 @@
+"""The first paid run's small surprises (issue 27 item 8): every dry command says it is one, commands ask only
+for the agents they run, printed commands run from any folder, and Ctrl-C ends quietly with exit 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mutator.config import ROOT, run_py
+
+SEED = ROOT / "suites" / "csv-clean"
+FAKE_AGENT = ROOT / "fakes" / "fake_agent.py"
+
+
+def no_key_env(**extra: str) -> dict[str, str]:
+    """This environment without any Anthropic credential or endpoint (a user who has not set one)."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}, **extra}
+
+
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, capture_output=True, text=True,
+                          env=env or no_key_env(), timeout=timeout)
+
+
+def test_a_dry_plan_says_it_is_a_dry_run_and_a_real_plan_needs_no_api_key(tmp_path):
+    common = ("--plan", "--suite", "clean-train", "--val", "clean-val", "--data-dir", str(tmp_path / "data"))
+    dry = run(*common, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert dry.stderr.startswith("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules")
+    real = run(*common, "--real", cwd=tmp_path)               # --plan spends nothing: no key is asked for
+    assert real.returncode == 0, real.stderr[-2000:]
+    assert "Cost:" in real.stdout and "dry run" not in real.stderr
+
+
+def test_a_real_check_with_an_agent_command_asks_for_no_mutator(tmp_path):
+    done = run("--check", str(SEED), "--suite", "clean-val", "--replicates", "1", "--real", "--sandbox", "none",
+               "--agent-cmd", f"{sys.executable} {FAKE_AGENT}", "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]          # it used to demand the default mutator's API key
+    assert "First health check" in done.stdout and "dry run" not in done.stdout + done.stderr
+
+
+def test_printed_commands_name_run_py_by_a_path_that_runs_here(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert run_py() == "python run.py"
+    monkeypatch.chdir(tmp_path)
+    assert run_py() == f"python {ROOT / 'run.py'}"
+
+
+def test_ctrl_c_mid_run_exits_130_with_no_asyncio_noise(tmp_path):
+    """SIGINT (its default handler restored: a background job would ignore it) once the first agent is running."""
+    data = tmp_path / "data"
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--rounds", "1",
+         "--replicates", "1", "--data-dir", str(data)], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=no_key_env(FAKE_AGENT_HANG="1"),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        while not list(data.glob("evals/**/stream.jsonl")):      # an agent has started (it hangs until killed)
+            if child.poll() is not None:
+                pytest.fail(f"run.py ended before any agent started: {child.stderr.read()[-2000:]}")
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=300)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err[-2000:]
+    assert "re-run the same command to resume" in err
+    assert "is closed" not in err and "Traceback" not in err and "Task was destroyed" not in err
