@@ -229,8 +229,12 @@ class Loop:
         return val_norm
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
-        """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""
-        incumbent = self.run()["incumbent_hash"]
+        """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot; all as the
+        previous round left them (a round stopped after its decision, e.g. before its train evidence, is planned
+        and integrated again from the same state, so it selects the same genomes)."""
+        left = rows(self.db, "select incumbent_after from attempts where run_id = ? and round < ? and "
+                             "incumbent_after is not null order by round desc, id desc limit 1", [self.run_id, round_no])
+        incumbent = left[0]["incumbent_after"] if left else self.run()["incumbent_hash"]
         scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
                                "val_evaluation_id is not null and status != 'failed' order by id",
                       [self.run_id, round_no])
