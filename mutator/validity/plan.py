@@ -67,6 +67,7 @@ class Plan:
     judge_usd: float = 0.0         # one judge call, when a suite is graded by the LLM judge (added to its cells)
     judge_suites: tuple[str, ...] = ()
     train_replicates: int = 0      # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
+    expected_round_usd: float = 0.0   # a round of null changes: each screened, val at a null change's expected waves
 
     @property
     def train_cells(self) -> int:
@@ -198,6 +199,9 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
     round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell) + n_train * train_reps * train_cell
                  + (2 * n_val * reps * val_cell if confirm else 0.0) + candidates * mutator)
+    design = _design(settings)   # a null change's val cells: its expected waves of one replicate each
+    val_expected = design["null"] / design["looks"] * n_val * reps if design else n_val * reps
+    expected_round_usd = round_usd - candidates * (n_val * reps - val_expected) * val_cell
     solve_on = settings.solve == "on"   # `auto` (old configs) is off
     solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
     run_usd = solve_usd + n_val * reps * val_cell + n_train * train_reps * train_cell + settings.rounds * round_usd
@@ -208,7 +212,7 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 round_usd=round_usd, run_usd=run_usd, models=models,
                 # a test run measures the seed, the champion and the no-skill control
                 test_usd=3 * n_test * reps * cell if n_test else None,
-                design=_design(settings), screen_cells=screen_cells,
+                design=design, screen_cells=screen_cells, expected_round_usd=expected_round_usd,
                 solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge, judge_suites=judged,
                 train_replicates=train_reps)
 
@@ -272,4 +276,8 @@ def _cheaper_lines(p: Plan) -> list[str]:
     if p.screen_cells:
         lines.append(f"    the train screen: {p.screen_cells} cells per candidate before val (reused by a survivor's "
                      f"train evaluation), in the bound above")
+    if lines:
+        lines.append(f"    per round ≈ ${p.expected_round_usd:.4f} expected when every candidate is a null change: "
+                     f"screened, then val at a null change's expected waves (a change the screen kills spends less, a "
+                     f"kept one also its remaining waves)")
     return lines

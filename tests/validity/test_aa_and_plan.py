@@ -132,3 +132,19 @@ def test_plan_without_a_store_states_its_defaults(tmp_path: Path) -> None:
     t7 = stats.t.ppf(stats.norm.cdf(1.0), 7)
     assert float(mde_round1) == pytest.approx((t7 + stats.t.ppf(0.8, 7)) * 0.15 / math.sqrt(8), abs=1e-4)
     assert not (tmp_path / "none" / "mutator.db").exists()                   # planning never creates a store
+
+
+def test_plan_prices_the_screen_and_a_null_changes_expected_waves(tmp_path: Path) -> None:
+    """The expected round: every candidate screened, then val at a null change's expected waves (normal theory)."""
+    out = run_cli(*PLAN_ARGS, "--data-dir", str(tmp_path / "none"), env={**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "6"})
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+
+    def figure(pattern: str) -> float:
+        return float(re.search(pattern, text).group(1))
+    cell, mutator = figure(r"a cell ≈ \$([0-9.]+)"), figure(r"a mutator call ≈ \$([0-9.]+)")
+    val_cells, train_cells = figure(r"estimated ([0-9.]+) of \d+ val cells for a null"), figure(r"train evaluation of (\d+) cells")
+    screen = figure(r"the train screen: (\d+) cells per candidate")
+    upper, expected = figure(r"per round ≤ \$([0-9.]+)"), figure(r"per round ≈ \$([0-9.]+) expected")
+    assert screen == 6 and expected < upper
+    assert expected == pytest.approx((val_cells + screen + train_cells) * cell + mutator, abs=0.06 * cell + 1e-4)
