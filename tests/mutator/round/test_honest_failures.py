@@ -91,7 +91,7 @@ def test_after_the_setup_is_fixed_retry_failed_runs_exactly_the_failed_cells(set
                        "order by e.suite, c.task_id, c.replicate")
     assert [(c["suite"], c["status"], c["retries"]) for c in cells] == \
         [("tiny-train", "ok", 0)] * 2 + [("tiny-val", "ok", 1)] * 4    # train evidence: 1 replicate (evidenceReplicates)
-    assert runs.read_text() == "x" * (4 + 4 + 4)                       # 4 failed, 4 re-run, 4 train
+    assert runs.read_text() == "x" * (4 + 4 + 2)                       # 4 failed, 4 re-run, 2 train
     [run] = rows(data, "select * from runs")
     assert run["status"] == "finished" and run["error"] is None
     assert rows(data, "select status, n_failed from evaluations order by suite") == \
