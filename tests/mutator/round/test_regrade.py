@@ -61,12 +61,12 @@ def test_a_grader_fix_after_a_grader_error_run_regrades_with_no_agent_run(setup)
     (val / "run-eval.py").write_text(GRADER.replace("SCALE", "1.0"))
     fixed = command()
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    assert runs.read_text() == "x" * (4 + 4)              # the val agents ran once; only train's 4 ran now
+    assert runs.read_text() == "x" * (4 + 2)     # the val agents ran once; only train's 2 ran now (evidenceReplicates 1)
     assert query(data, "select id from runs") == [{"id": run["id"]}]          # the same run, resumed
     said = fixed.stdout + fixed.stderr
     assert f"suite tiny-val changed since {run['id']} last ran: run-eval.py. Grading only" in said
     assert fixed.stderr.index("changed since") < fixed.stderr.index("graded again")   # named before any spend
-    assert "4 cells run by this command (4 graded again from their agents' kept work)" in fixed.stdout   # train's 4
+    assert "2 cells run by this command (4 graded again from their agents' kept work)" in fixed.stdout   # train's 2
     assert val_cells(data)[:4] == before                                       # the old grader's cells stay as stored
     after = val_cells(data, agent=True)
     ids = [r["id"] for r in query(data, "select c.id from cells c where c.evaluation_id = ? order by c.task_id, "
