@@ -97,8 +97,10 @@ def test_after_the_setup_is_fixed_retry_failed_runs_exactly_the_failed_cells(set
     assert runs.read_text() == "x" * (4 + 4 + 2)                       # 4 failed, 4 re-run, 2 train
     [run] = rows(data, "select * from runs")
     assert run["status"] == "finished" and run["error"] is None
-    assert rows(data, "select status, n_failed from evaluations order by suite") == \
-        [{"status": "done", "n_failed": 0}] * 2
+    # the train evaluation holds the evidence's first replicate only (evidenceReplicates 1), so it stays partial
+    assert rows(data, "select suite, status, n_done, n_failed from evaluations order by suite") == \
+        [{"suite": "tiny-train", "status": "partial", "n_done": 2, "n_failed": 0},
+         {"suite": "tiny-val", "status": "done", "n_done": 4, "n_failed": 0}]
 
 
 def test_a_grader_that_always_fails_stops_the_run_and_names_the_grader(setup) -> None:
