@@ -14,6 +14,7 @@ from pathlib import Path
 import sqlite_utils
 
 from mutator.server import decisions as D
+from mutator.server import gate_view as G
 from mutator.server.models_view import (
     attempt_models,
     by_model,
@@ -33,7 +34,8 @@ RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model,
 ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
                 "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
                 "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
-                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep, reason")
+                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep, reason, "
+                "pool_snapshot is not null as pooled")
 # What the curve and the incumbent per round read for every attempt of a run: the loop's stored decisions.
 LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "incumbent_after")
 LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
@@ -195,40 +197,40 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     seed_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [seed_ev_id]) if seed_ev_id else None
     parent = one(db, "select id, round, sibling, genome_hash, verdict, summary from attempts where run_id = ? and "
                      "genome_hash = ? order by id limit 1", [run["id"], a["parent_hash"]]) if a["parent_hash"] else None
-    parent_ev = None
-    if a["parent_hash"]:   # the parent's evaluation as this run stored it (never another run's, e.g. an A/A copy)
-        column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-        stored = one(db, f"select {column} as id from attempts where run_id = ? and genome_hash = ? and {column} is "
-                         "not null order by id limit 1", [run["id"], a["parent_hash"]])
-        parent_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ? and status = 'done'",
-                        [stored["id"]]) if stored else None
+    # the gate's comparator and, on val, the very evaluation it read (mutator/server/gate_view.py)
+    a["comparator"] = G.comparator(db, a, run)
+    a["task_deltas"] = G.task_deltas(a)
+    against = a["comparator"] or {}
+    against_id = against.get("evaluation_id") if split == "val" else G.own_evaluation(
+        db, run["id"], against.get("genome_hash"), split)
+    parent_id = against_id if a["parent_hash"] and a["parent_hash"] == against.get("genome_hash") else \
+        G.own_evaluation(db, run["id"], a["parent_hash"], split)
+    parent_ev, against_ev = (one(db, f"select {EVAL_COLS} from evaluations where id = ?", [i]) if i else None
+                             for i in (parent_id, against_id))
     figures = {}
-    for name, e in (("candidate", ev), ("parent", parent_ev), ("seed", seed_ev)):
+    for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):
         figures[name] = None if e is None or e.get("eval") is None else {
             "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split=split),
             "evaluation_id": e["id"]}
         grouped = by_model(db, e["id"], run, split) if figures[name] else None
         if grouped:   # several eval models: the composite is the mean of each model's own, shown beside it
             figures[name].update(composite=mean_composite(grouped), by_model=grouped)
-    cells, grid, test_names = [], {}, []
-    if ev:   # a several-model evaluation's cells are its members', each with its model ('task@model' in the grid)
-        for model, source in cell_sources(db, ev["id"]):
-            cells += [{**c, "model": model or None} for c in q(
-                db, "select id, task_id, replicate, status, score, cost_usd, steps, duration_ms, input_tokens, "
-                    "output_tokens, agent_subtype, error from cells where evaluation_id = ? "
-                    "order by task_id, replicate", [source])]
-            for row in q(db, "select c.task_id, t.name, avg(t.score) as score from tests t join cells c on "
-                             "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [source]):
-                grid.setdefault(row["task_id"] + (f"@{model}" if model else ""), {})[row["name"]] = row["score"]
-        test_names = sorted({n for per in grid.values() for n in per})
-    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason from "
-                     "attempts where run_id = ? and round = ? order by sibling", [run["id"], a["round"]])
+    # a several-model evaluation's cells are its members', each with its model ('task@model' in the grid)
+    cells = G.cells_of(db, cell_sources(db, ev["id"])) if ev else []
+    grid = G.test_grid(cells)
+    test_names = sorted({n for per in grid.values() for n in per})
+    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason, "
+                     "json_extract(gate, '$.keep') as gate_keep, pool_snapshot is not null as pooled from attempts "
+                     "where run_id = ? and round = ? "
+                     "order by sibling", [run["id"], a["round"]])
     D.annotate(siblings)
     for s in siblings:
         del s["status"], s["error"]
+    theirs = G.cells_of(db, cell_sources(db, against_id)) if against_id and split == "val" else []
+    a["gate"], a["looks"] = G.safe_ints(a["gate"]), G.safe_ints(a["looks"])
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
-            "figures": figures, "cells": cells, "tests": {"names": test_names, "grid": grid},
-            "siblings": siblings}
+            "figures": figures, "cells": cells, "comparator_cells": theirs,
+            "tests": {"names": test_names, "grid": grid}, "siblings": siblings}
 
 
 def confirmation(db: sqlite_utils.Database, record: dict | None, run: dict) -> dict | None:
@@ -265,7 +267,8 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     if run is None:
         return None
     nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
-                  "summary, composite, delta, error, reason from attempts where run_id = ? order by round, sibling",
+                  "summary, composite, delta, error, reason, json_extract(gate, '$.keep') as gate_keep, "
+                  "pool_snapshot is not null as pooled from attempts where run_id = ? order by round, sibling",
               [run_id])
     origin: dict[str, dict] = {}
     for n in nodes:
