@@ -155,7 +155,10 @@ async def health_checks(request: web.Request) -> web.Response:
 async def spend_view(request: web.Request) -> web.Response:
     store = s.store_of(request)
     key, cached = s.hit(request, store)
-    return cached or s.remember(request, key, spend.view(s.db_of(request, store)), volatile=True)
+    if cached:
+        return cached
+    db = s.db_of(request, store)
+    return s.remember(request, key, Q.shown_statuses(db, spend.view(db), "runs", "run"), volatile=True)
 
 
 def register(app: web.Application) -> None:

@@ -27,7 +27,9 @@ from mutator.server.common import (
     ALLOWED_HOSTS,
     CACHE,
     CHILDREN,
+    RUN_ID,
     SETTINGS,
+    SKILL,
     STOP,
     STORE_ID,
     STORES,
@@ -58,13 +60,11 @@ from mutator.server.stores import Stores, inside
 CODE = web.AppKey("code", "CodeWatch")
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
-SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-RUN_ID = re.compile(r"^(run|aa)-[0-9a-f]{6,64}$")   # ordinary runs and A/A runs (mutator/validity/aa.py)
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 POLL_S = 1.0
+LIVENESS_S = 5.0   # how often an open page's live stream re-reads which running runs are stale
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".json": "application/json", ".png": "image/png", ".ico": "image/x-icon", ".txt": "text/plain"}
-
 
 
 def loaded_project_files(root: Path = ROOT) -> list[Path]:
@@ -354,8 +354,8 @@ async def test_run(request: web.Request) -> web.Response:
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-Sent Events: one `change` event whenever the store's data_version, the code fingerprint or the
     dashboard's children move (checked every second; one PRAGMA per tick), a comment line as heartbeat. Each
-    event carries signatures of the store's run list and of the run the page shows (`run=`), read only when
-    the store changed, so the page refetches only what moved."""
+    event carries signatures of the store's run list and of the run the page shows (`run=`), read when the store
+    changed and every LIVENESS_S (they hold which running runs are stale), so the page refetches only what moved."""
     store = store_of(request)
     run_id = request.query.get("run") or None
     if run_id is not None and not RUN_ID.match(run_id):
@@ -365,13 +365,15 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     last: tuple | None = None
     signatures: dict = {}
-    beat = time.monotonic()
+    beat = checked = time.monotonic()
     try:
         while not stop.is_set():
             now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
+            # a dead writer writes nothing: liveness (heartbeat age, lock) is re-read on a timer as well
+            if last is None or now[0] != last[0] or time.monotonic() - checked >= LIVENESS_S:
+                signatures, checked = Q.signatures(db_of(request, store), run_id), time.monotonic()
+            now = (*now, tuple(signatures.values()))
             if now != last:
-                if last is None or now[0] != last[0]:
-                    signatures = Q.signatures(db_of(request, store), run_id)
                 data = json.dumps({"version": now[0], "code_stale": now[1], "children": now[2], **signatures,
                                    "at": time.time()})
                 await response.write(f"event: change\ndata: {data}\n\n".encode())
@@ -429,8 +431,9 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.post("/api/launch/plan", launch_plan), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
-    from mutator.server import after as server_after  # proposals, health checks, spend
+    from mutator.server import after as server_after, researcher  # proposals, checks, spend; attempts, notes
     server_after.register(app)
+    researcher.register(app)
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app
 

@@ -20,6 +20,8 @@ from mutator.server.stores import Store, Stores
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 DIGITS = re.compile(r"[0-9]{1,9}")
+SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+RUN_ID = re.compile(r"^(run|aa)-[0-9a-f]{6,64}$")   # ordinary runs and A/A runs (mutator/validity/aa.py)
 
 STORES = web.AppKey("stores", Stores)
 SETTINGS = web.AppKey("settings", Settings)

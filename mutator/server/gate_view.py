@@ -89,6 +89,22 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def incomplete(db: sqlite_utils.Database, run: dict, a: dict, suite: str) -> dict | None:
+    """An attempt's evaluation on `suite` that began and never finished (its id is stored on the attempt only once
+    it returns): {evaluation_id, n_done, n_cells, why}; why is 'process died' once the run is not running."""
+    if not a.get("genome_hash"):
+        return None
+    found = one(db, "select id, status, n_done, n_cells from evaluations where genome_hash = ? and suite = ? and "
+                    "replicates = ? and status != 'done' order by id desc limit 1",
+                [a["genome_hash"], suite, run["replicates"]])
+    if found is None:
+        return None
+    alive = run.get("status") == "running"
+    return {"evaluation_id": found["id"], "n_done": found["n_done"] or 0, "n_cells": found["n_cells"] or 0,
+            "why": "running" if alive else "process died" if run.get("status") == "stale" else
+            f"the run {run.get('status')}"}
+
+
 def safe_ints(value):
     """JSON-ready copy with every integer beyond 2^53 as a string (a sign-flip sample seed is 64-bit)."""
     if isinstance(value, dict):

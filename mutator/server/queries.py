@@ -15,6 +15,7 @@ import sqlite_utils
 
 from mutator.server import decisions as D
 from mutator.server import gate_view as G
+from mutator.server import spend_axis
 from mutator.server.models_view import (
     attempt_models,
     by_model,
@@ -27,6 +28,7 @@ from mutator.server.sql import loads, one, q
 from mutator.server.stages import EVAL_COLS, live_eval, progress, stages
 from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale, mark_stale_records
+from mutator.store.notes import notes_of
 
 RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
             "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
@@ -79,6 +81,17 @@ def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
     return mark_stale(db.conn, found)  # a dead writer's run shows as `stale` (mutator/store/liveness.py)
 
 
+def shown_statuses(db: sqlite_utils.Database, found: dict, rows: str, key: str) -> dict:
+    """found[rows] (records naming a run by `key`, with its stored status) with a dead writer's run shown
+    `stale`, as every other page shows it."""
+    running = mark_stale(db.conn, q(db, "select id, status, heartbeat_at from runs where status = 'running'"))
+    shown = {r["id"]: r["status"] for r in running}
+    for record in found.get(rows) or []:
+        if record.get("status") == "running":
+            record["status"] = shown.get(record.get(key), "running")
+    return found
+
+
 def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
     run = one(db, "select * from runs where id = ?", [run_id])
     if run:
@@ -88,6 +101,7 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         run["strategy_opts"] = loads(run["strategy_opts"], {})
         run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
+        run["notes"] = notes_of(db, [f"run:{run_id}"]).get(f"run:{run_id}")   # run.py --annotate
     return run
 
 
@@ -100,6 +114,8 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
     if run is None:
         return None
     run["val_query_warn"] = val_query_warn
+    run["decided_round"] = db.conn.execute("select max(round) from attempts where run_id = ? and verdict is not null",
+                                           [run_id]).fetchone()[0]
     # The curve covers every round, so this runs over the whole run: plain tuples, no per-row dicts.
     light = db.conn.execute(f"select {LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
                             "on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
@@ -207,6 +223,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
         G.own_evaluation(db, run["id"], a["parent_hash"], split)
     parent_ev, against_ev = (one(db, f"select {EVAL_COLS} from evaluations where id = ?", [i]) if i else None
                              for i in (parent_id, against_id))
+    a["incomplete"] = G.incomplete(db, run, a, suite) if ev is None else None
+    a["notes"] = notes_of(db, [f"attempt:{attempt_id}"]).get(f"attempt:{attempt_id}")
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):
         figures[name] = None if e is None or e.get("eval") is None else {
@@ -329,9 +347,13 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
                       "train_composite from test_runs where run_id = ? order by id", [run["id"]])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
-        out.append({"run": {k: run[k] for k in ("id", "kind", "status", "strategy", "model", "replicates", "rounds_done",
-                                               "rounds_target", "created_at", "suite", "val", "holdout", "alive")},
-                    "columns": HISTORY_COLUMNS, "points": rows, "tests": tests})
+        mark_stale(db.conn, [run])   # a dead writer's run is `stale` here as on every page
+        out.append({"run": {k: run.get(k) for k in ("id", "kind", "status", "strategy", "model", "replicates",
+                                                   "rounds_done", "rounds_target", "created_at", "suite", "val",
+                                                   "holdout", "alive", "stale_note")},
+                    "columns": HISTORY_COLUMNS, "points": rows, "tests": tests,
+                    "spend": {"round": (spent := sorted({r["round"] for r in light})),
+                              **spend_axis.series(db, run["id"], spent)}})
     return out
 
 
@@ -340,7 +362,9 @@ def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
     it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
     listing = db.conn.execute("select group_concat(id || ':' || status || ':' || coalesce(rounds_done, '') || ':' || "
                               "coalesce(pid, ''), ',') from (select * from runs order by id)").fetchone()[0]
-    out = {"runs": _digest(listing)}
+    running = mark_stale(db.conn, q(db, "select id, status, heartbeat_at from runs where status = 'running'"))
+    stale = ",".join(r["id"] for r in running if r["status"] == "stale")   # moves with no write: a writer died
+    out = {"runs": _digest(f"{listing}|{stale}")}
     if run_id:
         row = db.conn.execute(
             "select r.status, r.updated_at, r.rounds_done, r.incumbent_hash, r.cost_usd, r.error, "
@@ -351,7 +375,7 @@ def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
             "case when r.status = 'running' then (select count(*) || '/' || coalesce(sum(n_done), 0) || '/' || "
             "coalesce(max(id), 0) from evaluations where status = 'running') end "
             "from runs r where r.id = ?", [run_id]).fetchone()
-        out["run"] = _digest(repr(tuple(row)) if row else "")
+        out["run"] = _digest((repr(tuple(row)) if row else "") + f"|{run_id in stale.split(',')}")
     return out
 
 

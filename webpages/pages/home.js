@@ -7,6 +7,7 @@ import { reportView } from '../lib/report.js';
 import { metaSkillView, solveView, valQueries } from '../lib/runinfo.js';
 import { aaView } from '../lib/aa.js';
 import { sections } from '../lib/keyed.js';
+import { commandView, notesView } from '../lib/notes.js';
 import { TIPS, fig } from '../lib/tips.js';
 
 const STAGE_TIPS = {
@@ -181,13 +182,15 @@ export async function render(root, state, ui) {
     return;
   }
   const run = detail.run;
-  const header = S.get('head', run, () => h('section', { class: 'run-head', id: 'run-head' },
+  const header = S.get('head', [state.store, run], () => h('section', { class: 'run-head', id: 'run-head' },
     h('h2', {}, run.id, ' ', h('span', { class: `badge r-${run.alive ? 'running' : run.status}` }, run.alive ? 'running' : run.status)),
-    h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
+    h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target}`,
+      run.decided_round > run.rounds_done && !run.alive ? h('span', { class: 'warn', id: 'round-unfinished', title: 'rounds_done counts rounds whose train evaluation and bookkeeping finished; this round was decided but not completed' }, ` (round ${run.decided_round} decided, not completed)`) : '',
+      ` · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, TIPS.spend), ' ', valQueries(run),
       run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
-    run.error ? h('p', { class: 'error' }, run.error) : null, launchButton()));
+    run.error ? h('p', { class: 'error' }, run.error) : null, notesView(state.store, run.id, run.notes), commandView(run.command), launchButton()));
   const extras = [S.get('solve', run.solve ?? null, () => solveView(run.solve)), S.get('meta-skill', run.meta_skill ?? null, () => metaSkillView(run.meta_skill))];
   const shown = new Set(detail.attempts.map((a) => a.round)).size;
   const timeline = S.get('timeline', [run.id, detail.attempts, detail.n_rounds, !!ui.all], () => h('section', { id: 'timeline-section' }, h('h3', {}, 'Round timeline ',
