@@ -51,7 +51,13 @@ from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequen
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
 from mutator.store import charges
-from mutator.store.attempts import comparator, insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
+from mutator.store.attempts import (
+    comparator,
+    insert_attempt,
+    set_genome_figures,
+    set_incumbent_after,
+    update_attempt,
+)
 from mutator.store.db import (
     DiskFull,
     disk_full_reason,

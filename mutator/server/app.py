@@ -431,7 +431,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.post("/api/launch/plan", launch_plan), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
-    from mutator.server import after as server_after, researcher  # proposals, checks, spend; attempts, notes
+    from mutator.server import after as server_after  # proposals, checks, spend; attempts, notes
+    from mutator.server import researcher
     server_after.register(app)
     researcher.register(app)
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far

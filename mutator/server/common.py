@@ -103,6 +103,17 @@ def store_of(request: web.Request, *, required: bool = True) -> Store:
     return store
 
 
+def store_in(request: web.Request, body: dict) -> Store:
+    """The store a POST body names by its id (required): 400 for a malformed id, 404 for an unknown one."""
+    sid = body.get("store")
+    if not isinstance(sid, str) or not STORE_ID.match(sid):
+        raise fail(400, "store: expected the 10-hex id from /api/meta")
+    store = request.app[STORES].get(sid)
+    if store is None:
+        raise fail(404, f"no store {sid!r}")
+    return store
+
+
 def db_of(request: web.Request, store: Store):
     return request.app[STORES].db(store)
 

@@ -54,12 +54,7 @@ async def annotate(request: web.Request) -> web.Response:
     """{store, target (a run id or an attempt id), name?, tags?, note?} -> `run.py --annotate` as a child process;
     the page sees the new notes when the store changes."""
     body = await s.read_body(request)
-    sid = body.get("store")
-    if not isinstance(sid, str) or not s.STORE_ID.match(sid):
-        raise s.fail(400, "store: expected the 10-hex id from /api/meta")
-    store = request.app[s.STORES].get(sid)
-    if store is None:
-        raise s.fail(404, f"no store {sid!r}")
+    store = s.store_in(request, body)
     target = str(body.get("target", ""))
     if not TARGET.match(target):
         raise s.fail(400, "target: a run id (run-<hex> or aa-<hex>) or an attempt id (a number)")

@@ -38,7 +38,7 @@ def test_round_analysis_takes_a_verdict_apart_to_its_tasks_and_cells(server, sto
         "and json_extract(a.gate, '$.keep') = 1 order by a.id limit 1"))
     page.goto(server.url + f"/#/round/{attempt_id}?run={run_id}")
     expect(page.locator("#round-verdict h2 .badge")).to_have_text("REJECT · lost to a sibling")
-    expect(page.locator("#comparator")).to_contain_text(f"incumbent (the parent)")
+    expect(page.locator("#comparator")).to_contain_text("incumbent (the parent)")
     expect(page.locator("#comparator")).to_contain_text(f"evaluation #{comparator}")
     expect(page.locator('#round-scores tr[data-row="comparator"] th')).to_have_text("compared with (incumbent (the parent))")
     rows = page.locator("#task-deltas tbody tr")
@@ -110,4 +110,36 @@ def test_the_attempts_table_sorts_filters_spans_the_skill_and_exports_csv(server
     assert lines[0].startswith("id,run_id,round,sibling,parent_hash,comparator_hash") and len(lines) == n_skill + 1
     rows.first.click()
     expect(page.locator("#round-verdict")).to_be_visible()
+    assert _errors(page) == []
+
+
+def test_run_metadata_notes_what_the_mutator_saw_and_spend_as_the_x_axis(server, store, page):
+    expect = sync_api.expect
+    run_id, other = [r[0] for r in sqlite3.connect(store / "mutator.db").execute(
+        "select id from runs where strategy in ('greedy', 'branching') order by strategy desc")]
+    page.goto(server.url + f"/#/home?run={run_id}")
+    expect(page.locator("#run-command code")).to_contain_text("--suite clean-train --val clean-val")
+    page.click("#notes-edit")
+    page.fill("#notes-name", "-baseline")          # a value starting with '-' is never read as a flag
+    page.fill("#notes-tags", "demo, greedy")
+    page.fill("#notes-note", "the reference run")
+    page.click("#notes-save")
+    expect(page.locator("#notes .notes-name")).to_have_text("-baseline", timeout=60_000)   # run.py --annotate ran
+    expect(page.locator("#notes .tag")).to_have_text(["demo", "greedy"])
+    assert _one(store, "select name, tags, note from notes where target = ?", [f"run:{run_id}"]) == (
+        "-baseline", "demo,greedy", "the reference run")
+    attempt_id = _one(store, "select id from attempts where run_id = ? and round = 1", [run_id])[0]
+    page.goto(server.url + f"/#/round/{attempt_id}?run={run_id}")
+    page.click("#open-mutator")
+    expect(page.locator("#mutator-briefing")).to_contain_text("# Briefing — round 1")
+    expect(page.locator("#mutator-turns .ev-assistant").first).to_contain_text("in / ")
+    first = page.locator("#staged-files a").first
+    path = first.get_attribute("data-path")
+    first.click()
+    expect(page.locator("#staged-text")).to_be_visible()
+    assert path.split("/")[0] in ("evidence", "history", "tasks")
+    page.goto(server.url + f"/#/compare?run={run_id}&runs={run_id},{other}")
+    expect(page.locator("#compare-curve .uplot")).to_have_count(1)
+    page.select_option("#compare-x", "usd")
+    expect(page.locator("#compare-curve .u-label").first).to_have_text("USD so far")
     assert _errors(page) == []

@@ -19,7 +19,6 @@ from tests.conftest import copy_store
 from .conftest import TOKEN
 
 
-
 async def _client(aiohttp_client, data_dir):
     client = await aiohttp_client(create_app(data_dir=data_dir, project_root=data_dir.parent, token=TOKEN))
     store = (await (await client.get("/api/meta")).json())["stores"][0]["id"]
