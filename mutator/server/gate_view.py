@@ -59,6 +59,22 @@ def task_deltas(a: dict) -> list[dict]:
     return sorted(out, key=lambda r: (r["delta"], r["key"]))
 
 
+def heatmap(db: sqlite_utils.Database, run_id: str) -> dict:
+    """The task x attempt grid of a run's stored per-task gate deltas: {tasks, attempts: [{id, round, sibling,
+    verdict}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted."""
+    found = db.conn.execute("select a.id, a.round, a.sibling, a.verdict, j.key, j.value from attempts a, "
+                            "json_each(a.gate, '$.deltas') j where a.run_id = ? and a.gate is not null "
+                            "order by a.round, a.sibling", [run_id]).fetchall()
+    attempts: dict[int, dict] = {}
+    cells: dict[tuple[str, int], float] = {}
+    for attempt_id, rnd, sibling, verdict, task, d in found:
+        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling, "verdict": verdict})
+        cells[(task, attempt_id)] = d
+    tasks = sorted({task for task, _ in cells})
+    return {"tasks": tasks, "attempts": list(attempts.values()),
+            "deltas": [[cells.get((t, a)) for a in attempts] for t in tasks]}
+
+
 def cells_of(db: sqlite_utils.Database, sources: list[tuple[str, int]]) -> list[dict]:
     """The cells of an evaluation (its members' for several models), each with its model and its test scores."""
     out: list[dict] = []

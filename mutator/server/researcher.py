@@ -1,5 +1,5 @@
 """Dashboard API for the researcher's views: the attempts table (JSON and CSV) of a run or of every run of a skill,
-and a run's or an attempt's name, tags and note.
+a run's per-task gate deltas (task x attempt), what the mutator saw, and a run's or an attempt's name, tags and note.
 
 Read-only like the rest of the server: notes are written by `run.py --annotate`, started as a separate process by a
 token-guarded, same-origin POST (the server never writes the store itself).
@@ -14,7 +14,7 @@ import sys
 from aiohttp import web
 
 from mutator.config import ROOT
-from mutator.server import attempts_view, mutator_view
+from mutator.server import attempts_view, gate_view, mutator_view
 from mutator.server import common as s
 from mutator.store.notes import LIMITS
 
@@ -82,6 +82,17 @@ async def mutator(request: web.Request) -> web.Response:
     return s.remember(request, key, found, volatile=True)   # a mutation in progress still writes its stream
 
 
+async def heatmap(request: web.Request) -> web.Response:
+    """A run's per-task gate deltas, task x attempt (History's heatmap)."""
+    store = s.store_of(request)
+    run_id = request.match_info["run_id"]
+    if not s.RUN_ID.match(run_id):
+        raise s.fail(400, "run id: expected run-<hex> or aa-<hex> (an A/A run)")
+    key, cached = s.hit(request, store)
+    return cached or s.remember(request, key, gate_view.heatmap(s.db_of(request, store), run_id))
+
+
 def register(app: web.Application) -> None:
     app.router.add_routes([web.get("/api/attempts", attempts), web.post("/api/notes", annotate),
-                           web.get(r"/api/attempts/{id:[0-9]{1,12}}/mutator", mutator)])
+                           web.get(r"/api/attempts/{id:[0-9]{1,12}}/mutator", mutator),
+                           web.get("/api/runs/{run_id}/task-deltas", heatmap)])

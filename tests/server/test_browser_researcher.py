@@ -67,9 +67,15 @@ def test_a_killed_run_turns_stale_on_an_open_page_without_a_reload(server, store
         with sqlite3.connect(store / "mutator.db") as conn:   # its last beat long ago, but its lock is held: alive
             conn.execute("update runs set status = 'running', pid = ?, heartbeat_at = ? where id = ?",
                          [holder.pid, time.time() - 3600, run_id])
+            # the same champion measured again with the same figures (a repeated --compare): one card, ×2
+            columns = [r[1] for r in conn.execute("pragma table_info(test_runs)") if r[1] != "id"]
+            conn.execute(f"insert into test_runs ({', '.join(columns)}) select {', '.join(columns)} from test_runs "
+                         "where run_id = ?", [run_id])
         page.goto(server.url + f"/#/home?run={run_id}")
         badge = page.locator("#run-head h2 .badge")
         expect(badge).to_have_text("running")
+        expect(page.locator(".test-card")).to_have_count(1)
+        expect(page.locator(".test-card .repeats")).to_have_text(" ×2")
         renders = int(page.locator("body").get_attribute("data-renders"))
         holder.send_signal(signal.SIGKILL)   # kill -9: nothing is written to the store
         holder.wait(10)
@@ -142,4 +148,13 @@ def test_run_metadata_notes_what_the_mutator_saw_and_spend_as_the_x_axis(server,
     expect(page.locator("#compare-curve .uplot")).to_have_count(1)
     page.select_option("#compare-x", "usd")
     expect(page.locator("#compare-curve .u-label").first).to_have_text("USD so far")
+    # History: the task × round heatmap of the stored per-task gate deltas
+    n_tasks, n_gated = _one(store, "select (select count(*) from json_each(gate, '$.deltas')), (select count(*) from "
+                                   "attempts where run_id = ? and gate is not null) from attempts where run_id = ? "
+                                   "and gate is not null limit 1", [run_id, run_id])
+    page.goto(server.url + f"/#/history?run={run_id}")
+    heat = page.locator(f'.heatmap[data-run="{run_id}"]')
+    heat.locator("summary").click()
+    expect(heat.locator("tbody tr")).to_have_count(n_tasks)
+    expect(heat.locator("thead th")).to_have_count(n_gated + 1)
     assert _errors(page) == []

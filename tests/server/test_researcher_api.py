@@ -34,7 +34,8 @@ async def test_the_attempts_table_is_the_store_in_json_and_csv(aiohttp_client, m
     client, store = await _client(aiohttp_client, mixed_store)
     response = await client.get("/api/attempts", params={"store": store, "skill": "csv-clean"})
     assert response.status == 200
-    table = await response.json()
+    found = await response.json()
+    table = {"rows": [dict(zip(found["columns"], row)) for row in found["rows"]]}
     stored = _rows(mixed_store, "select id, run_id, round, verdict, delta, mutator_cost_usd from attempts "
                                 "order by run_id, round, sibling")
     assert [(r["id"], r["run_id"], r["round"], r["verdict"], r["delta"], r["mutator_cost_usd"])

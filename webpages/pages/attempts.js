@@ -32,7 +32,8 @@ export async function render(root, state, ui) {
   if (!state.skill) { mount(root, h('p', {}, 'Pick a skill.')); return; }
   ui.scope = ui.scope || 'run';
   const params = ui.scope === 'run' && state.run ? { run: state.run } : { skill: state.skill };
-  const data = await api('attempts', { store: state.store, ...params });
+  const found = await api('attempts', { store: state.store, ...params });
+  const data = { rows: found.rows.map((row) => Object.fromEntries(found.columns.map((name, i) => [name, row[i]]))) };
   ui.sort = ui.sort || { key: 'id', dir: 1 };
   const text = (ui.filter || '').toLowerCase();
   const rows = data.rows.filter((r) => (!ui.verdict || r.verdict === ui.verdict)

@@ -41,6 +41,32 @@ function series(points, tests, metric, stats) {
   return { data: [rounds, val, train, test], ids };
 }
 
+// Task × attempt heatmap of the per-task deltas each gate decided on (as stored), fetched when opened.
+const HEAT_TIP = 'd_t = the candidate\'s composite on task t minus the comparator\'s, as the gate stored them; red below 0, green above; click a column to open its round';
+
+function heatCell(d) {
+  if (d === null || d === undefined) return h('td', { class: 'heat-none' }, '');
+  const a = Math.min(1, Math.abs(d) / 0.2);
+  return h('td', { style: { background: d < 0 ? `rgba(209,36,47,${a})` : `rgba(45,164,78,${a})` }, title: `d = ${d >= 0 ? '+' : ''}${d.toFixed(4)}` }, '');
+}
+
+function heatmapBox(state, runId, ui) {
+  ui.heat = ui.heat || {};
+  const body = h('div', { class: 'heat-body' });
+  const box = h('details', { class: 'heatmap', 'data-run': runId, open: !!ui.heat[runId] }, h('summary', { title: HEAT_TIP }, 'task × round heatmap of the gate\'s per-task deltas'), body);
+  const load = async () => {
+    ui.heat[runId] = box.open;
+    if (!box.open || body.firstChild) return;
+    const m = await api(`runs/${runId}/task-deltas`, { store: state.store });
+    body.replaceChildren(m.tasks.length ? h('table', { class: 'grid heat' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'task'), m.attempts.map((a) => h('th', { class: `v-${(a.verdict || '').toLowerCase()}`, title: `${a.verdict || ''}: open round ${a.round}.${a.sibling}`, onclick: () => go('round', a.id) }, `${a.round}${a.sibling ? '.' + a.sibling : ''}`)))),
+      h('tbody', {}, m.tasks.map((t, i) => h('tr', { 'data-task': t }, h('th', {}, t), m.deltas[i].map(heatCell))))) : h('p', { class: 'hint' }, 'no gate decisions yet'));
+  };
+  box.addEventListener('toggle', load);
+  if (box.open) load();
+  return box;
+}
+
 export async function render(root, state, ui) {
   if (!state.skill) { mount(root, h('p', {}, 'Pick a skill.')); return; }
   const regimes = await api('history', { store: state.store, skill: state.skill });
@@ -54,7 +80,8 @@ export async function render(root, state, ui) {
     return { g, box, el: h('div', { class: `regime${g.run.kind === 'aa' ? ' aa' : ''}`, 'data-kind': g.run.kind },
       h('h3', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('home', null, { run: g.run.id }); } }, g.run.id),
         ` · ${g.run.strategy} · ${g.run.model} · ${g.run.replicates} replicates · ${g.run.rounds_done}/${g.run.rounds_target} rounds · ${g.run.alive ? 'running' : g.run.status}`,
-        h('button', { class: 'small', onclick: () => resetZoom(`history-${g.run.id}`) }, 'reset zoom')), box) };
+        h('button', { class: 'small', onclick: () => resetZoom(`history-${g.run.id}`) }, 'reset zoom')), box,
+      g.run.kind === 'aa' ? null : heatmapBox(state, g.run.id, ui)) };
   });
   mount(root, 
     h('section', { class: 'row' }, h('span', { class: 'fig', title: { composite: TIPS.composite, eval: TIPS.eval, cost: TIPS.cost, steps: TIPS.steps }[ui.metric] }, 'metric'), ' ',
