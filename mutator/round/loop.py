@@ -51,13 +51,7 @@ from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequen
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
 from mutator.store import charges
-from mutator.store.attempts import (
-    comparator,
-    insert_attempt,
-    set_genome_figures,
-    set_incumbent_after,
-    update_attempt,
-)
+from mutator.store.attempts import insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
 from mutator.store.db import (
     DiskFull,
     disk_full_reason,
@@ -374,8 +368,9 @@ class Loop:
                 "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
                 "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
                 "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
-                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks),
-                **comparator(state.incumbent.genome_hash, looks)})   # the evaluations the gate used (issue 30)
+                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks),   # and what it
+                "comparator_hash": state.incumbent.genome_hash,   # compared with: the evaluation its deciding look read
+                "comparator_evaluation_id": looks[-1]["incumbent_evaluation_id"]})
             row = self._attempt_row(round_no, sibling)
         outcome = self._evaluate(genome_hash, self.suites.val, "val (cached)", looked_at(loads(row["looks"], None), self.suites.val))
         candidate = per_task(outcome.cells, self.weights, val_norm)

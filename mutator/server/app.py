@@ -369,7 +369,6 @@ async def events(request: web.Request) -> web.StreamResponse:
     try:
         while not stop.is_set():
             now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
-            # a dead writer writes nothing: liveness (heartbeat age, lock) is re-read on a timer as well
             if last is None or now[0] != last[0] or time.monotonic() - checked >= LIVENESS_S:
                 signatures, checked = Q.signatures(db_of(request, store), run_id), time.monotonic()
             now = (*now, tuple(signatures.values()))
@@ -431,9 +430,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.post("/api/launch/plan", launch_plan), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
-    from mutator.server import after as server_after  # proposals, checks, spend; attempts, notes
-    from mutator.server import researcher
-    server_after.register(app)
+    from mutator.server import after, researcher  # proposals, checks, spend; the researcher's views
+    after.register(app)
     researcher.register(app)
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app

@@ -373,7 +373,8 @@ def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
             "coalesce(train_evaluation_id, '') || coalesce(finished_at, ''), ',') from attempts where run_id = r.id), "
             "(select group_concat(id || status || coalesce(finished_at, ''), ',') from test_runs where run_id = r.id), "
             "case when r.status = 'running' then (select count(*) || '/' || coalesce(sum(n_done), 0) || '/' || "
-            "coalesce(max(id), 0) from evaluations where status = 'running') end "
+            "coalesce(max(id), 0) from evaluations where status = 'running') end, "
+            "(select max(updated_at) from notes) "   # a name, tags or note set by run.py --annotate
             "from runs r where r.id = ?", [run_id]).fetchone()
         out["run"] = _digest((repr(tuple(row)) if row else "") + f"|{run_id in stale.split(',')}")
     return out

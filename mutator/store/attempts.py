@@ -39,8 +39,3 @@ def set_incumbent_after(db: sqlite_utils.Database, run_id: str, round_no: int, i
     """Every attempt of an integrated round carries the incumbent the strategy left (the dashboard reads it)."""
     db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?", [incumbent, run_id, round_no])
 
-
-def comparator(genome_hash: str, looks: list[dict]) -> dict:
-    """An attempt's columns naming what its gate compared with: the incumbent's genome and the evaluation of it the
-    deciding look read (the dashboard shows these, never another run's evaluation of the same genome)."""
-    return {"comparator_hash": genome_hash, "comparator_evaluation_id": looks[-1]["incumbent_evaluation_id"]}
