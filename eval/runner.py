@@ -102,6 +102,10 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
                       skill_dir=job.skill_dir, skill_name=job.skill_name)
+    if job.suite.runner == "harbor":   # the task's image: built, its WORKDIR staged; a broken one is no verdict
+        from eval.graders.harbor_runner import prepare_cell
+        if problem := await prepare_cell(job, work):
+            return infra_result(job, problem, started)
     done = await call(call_of(job, work))
     (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
     status, error = classify(done.run, done.metrics)

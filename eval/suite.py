@@ -21,7 +21,7 @@ from eval.suite_parts import agent_hash
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 SPLITS = ("train", "val", "test")
-RUNNERS = ("script", "expectations", "judge")   # ids of eval/graders REGISTRY
+RUNNERS = ("script", "expectations", "judge", "harbor")   # ids of eval/graders REGISTRY
 GRADER_NAMES = ("run-eval.py", "run-eval")
 
 
@@ -202,6 +202,9 @@ def load_suite(path: Path) -> Suite:
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
                                  f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")
         tasks.append(task)
+    if runner == "harbor":
+        from eval.harbor import check_suite_tasks
+        check_suite_tasks(path, [t.id for t in tasks])   # harbor/<id>/ of every task, read like a Harbor task
     if not tasks:
         raise SuiteError(f"{tasks_file}: holds no tasks")
     return Suite(name, path.resolve(), split, runner, tuple(tasks), grader.resolve() if grader else None,

@@ -4,6 +4,7 @@
 - `expectations`: each task's declarative `expect` block (and optional `schema`) checked against the
   output file the task requires, in a separate time-capped process.
 - `judge`: a rubric-scoring model call (fake in dry runs), costed and cached.
+- `harbor`: an imported Harbor task's verifier, run in the task's container (eval/graders/harbor_runner.py).
 
 Every runner sees the cell's working dir and the task, never the skill; each returns
 (test name -> score in [0, 1], "") or (None, the grader error). Adding one = one file + one line here.
@@ -22,6 +23,7 @@ REGISTRY = {
     "script": "eval.graders.script:ScriptRunner",
     "expectations": "eval.graders.expect_runner:ExpectationsRunner",
     "judge": "eval.graders.judge_runner:JudgeRunner",
+    "harbor": "eval.graders.harbor_runner:HarborRunner",
 }
 RUNNER_IDS = tuple(REGISTRY)
 

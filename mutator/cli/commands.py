@@ -63,13 +63,17 @@ def import_evals_command(args: argparse.Namespace) -> int:
         print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
     made = import_evals(args.import_evals, args.out, seed=args.seed or 0)   # errors: exit 2 in cli/main.py
+    return report_import(made, few_task_warnings(made, args.import_evals), args.import_evals.resolve().parent.parent)
+
+
+def report_import(made: list, warnings: list[str], skill_dir: object, first: str = "") -> int:
+    """What an import wrote, its warnings, and the commands to run next (`first`, then a dry run)."""
     for suite in made:
         print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} tasks: {', '.join(suite.task_ids)})")
-    for warning in few_task_warnings(made, args.import_evals):
+    for warning in warnings:
         print(warning, file=sys.stderr)
     by_split = {suite.split: suite.path for suite in made}
-    print(f"\nDry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir "
-          f"{args.import_evals.resolve().parent.parent}")
+    print(f"\n{first}Dry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir {skill_dir}")
     return 0
 
 @dataclass

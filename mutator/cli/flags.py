@@ -62,6 +62,21 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
                      help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded suites "
                           "<out>/<name>-train, -val and -test, split by --seed; needs --out suites/NAME")
+    run.add_argument("--import-harbor", type=Path, metavar="DIR",
+                     help="turn Harbor-format tasks (one task folder or a dataset of them: SkillsBench, Terminal-Bench) "
+                          "into runner-harbor suites <out>/<name>-train, -val and -test, split by --seed or "
+                          "--split-file; needs --out suites/NAME")
+    run.add_argument("--split-file", type=Path, metavar="JSON",
+                     help='with --import-harbor: {"train": [ids], "val": [ids], "test": [ids]} instead of a seeded split')
+    run.add_argument("--allow-task-network", action="store_true",
+                     help="with --import-harbor: a task's verifier (and oracle) container gets the network when its "
+                          "task.toml allows the internet (default: never)")
+    run.add_argument("--seed-from", metavar="TASK[/SKILL]",
+                     help="with --import-harbor: copy the task's bundled skill (environment/skills/) to <out>/seed/ "
+                          "as the seed of a run")
+    run.add_argument("--validate-suite", metavar="SUITE",
+                     help="oracle check of an imported Harbor suite: per task, the verifier's reward after "
+                          "solution/solve.sh (must be 1) and after doing nothing (must be 0), in the task's container")
     run.add_argument("--aa", type=int, metavar="N", help="A/A run: N byte-identical copies of the seed on --val, each "
                                                          "gated against its own fresh re-evaluation of the seed; "
                                                          "prints the false-reject and beat +t·SE rates with exact "
@@ -212,7 +227,8 @@ def parser() -> argparse.ArgumentParser:
 FLAG_ATTRS = tuple(key.attr for key in KEYS if key.help is not None)   # the flags that are settings
 
 
-PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals", "mine_traces", "watch")
+PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals", "mine_traces", "watch",
+             "import_harbor", "split_file")
 
 
 def absolute_paths(args: argparse.Namespace) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
-from mutator.cli import commands
+from mutator.cli import commands, harbor
 from mutator.cli.agents import DRY_RUN, fake_agents, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
@@ -44,6 +44,7 @@ OFFLINE = (
     Command("export", lambda a: bool(a.export), commands.export),
     Command("annotate", lambda a: bool(a.annotate), commands.annotate),
     Command("decide", wants_decision, lambda c: decide(c.args, c.settings)),
+    Command("validate-suite", lambda a: bool(a.validate_suite), harbor.validate_command),
 )
 # commands that run agents; the loop itself is the default
 AGENTS = (
@@ -117,6 +118,8 @@ def dispatch(args: argparse.Namespace) -> int:
     from mutator.round.progress import Progress
     if args.import_evals:
         return import_evals_command(args)
+    if args.import_harbor:
+        return harbor.import_command(args)
     check_flags(args)
     settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
     os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)

@@ -1,0 +1,57 @@
+"""run.py's Harbor commands: `--import-harbor DIR --out SUITES` and `--validate-suite SUITE` (the oracle check).
+
+Neither runs a model: the import copies files, the check runs each task's solution and its verifier in the
+task's container.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from mutator.cli.commands import report_import
+from mutator.config import run_py
+
+
+def import_command(args: argparse.Namespace) -> int:
+    from mutator.after.harbor_import import import_harbor, seed_from
+    from mutator.after.importer import few_task_warnings
+    if not args.out:
+        print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
+        return 2
+    made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file,
+                         task_network=args.allow_task_network)
+    seed = seed_from(args.import_harbor, args.seed_from, args.out) if args.seed_from else "SKILL_DIR"
+    val = next(suite.path for suite in made if suite.split == "val")
+    return report_import(made, few_task_warnings(made, args.import_harbor), seed,
+                         first=f"Check the verifiers: {run_py()} --validate-suite {val}\n")
+
+def validate_command(c) -> int:
+    """Per task: the verifier's reward after the oracle (must be 1) and after doing nothing (must be 0)."""
+    from eval.harbor_run import check_task, suite_task, task_network
+    from eval.suite import load_suite
+    from mutator.config import resolve_suite_path
+    from sandbox.container import get_engine
+    suite = load_suite(resolve_suite_path(c.settings, str(c.args.validate_suite)))
+    if suite.runner != "harbor":
+        print(f"error: --validate-suite {suite.path}: runner {suite.runner!r}; only imported Harbor suites "
+              f"(runner: harbor) have an oracle", file=sys.stderr)
+        return 2
+    engine = get_engine("auto")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="sm-validate-") as scratch:
+        for task in suite.tasks:
+            harbor = suite_task(suite.path, task.id)
+            rows.append(check_task(engine, harbor, suite.path / "oracle" / task.id, suite.fixture_dir(task.id),
+                                   Path(scratch), network=task_network(dict(suite.meta), harbor)))
+    print(f"{'task':30} {'oracle':>7} {'null':>6}  verdict")
+    for row in rows:
+        show = [f"{v:.2f}" if v is not None else "—" for v in (row.oracle, row.null)]
+        print(f"{row.task_id:30} {show[0]:>7} {show[1]:>6}  {'ok' if row.valid else 'INVALID'}"
+              f"{'  ' + row.error[:300] if row.error and not row.valid else ''}")
+    bad = [row.task_id for row in rows if not row.valid]
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} tasks valid (oracle 1.0, do-nothing 0.0)"
+          + (f"; fix or drop: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /app/visits.log | tr -d ' ' > /app/count.txt
