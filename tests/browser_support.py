@@ -46,6 +46,33 @@ class Server:
         self.thread.join(5)
 
 
+# Test-only, added before the app's scripts: counts the change events of the newest live stream (EventSource), so
+# a test waits for the stream's baseline, or for the event a write caused, instead of sleeping a guessed time.
+COUNT_LIVE_EVENTS = """(() => {
+  const Native = window.EventSource;
+  window.__liveEvents = 0;
+  window.EventSource = class extends Native {
+    constructor(...args) {
+      super(...args);
+      window.__liveSource = this;
+      window.__liveEvents = 0;
+      this.addEventListener('change', () => { if (window.__liveSource === this) window.__liveEvents += 1; });
+    }
+  };
+})();"""
+
+
+def live_events(page) -> int:
+    """How many change events the page's newest live stream has delivered (its first is the baseline)."""
+    return int(page.evaluate("window.__liveEvents"))
+
+
+def wait_live_events(page, count: int) -> None:
+    """Wait until the newest live stream has delivered `count` change events (the app's handler has run by then:
+    it listens on the same dispatch)."""
+    page.wait_for_function("(count) => window.__liveEvents >= count", arg=count, timeout=15_000)   # a function: no eval under the CSP
+
+
 @contextlib.contextmanager
 def chromium_page(artifacts: Path):
     """A headless Chromium page that collects console errors and page errors in `page.console_errors`."""
@@ -54,6 +81,7 @@ def chromium_page(artifacts: Path):
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(COUNT_LIVE_EVENTS)
         page.console_errors = []
         page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: page.console_errors.append(str(e)))

@@ -94,15 +94,52 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
     """One real 6-round dry run of the demo (fakes, greedy), shared by the tests that read its store."""
     def build(folder: Path) -> None:
-        result = run_cli(*DEMO_ARGS, "--data-dir", str(folder / "data"))
-        assert result.returncode == 0, result.stderr[-3000:]
-        (folder / "result.json").write_text(json.dumps({"args": result.args, "returncode": result.returncode,
-                                                        "stdout": result.stdout, "stderr": result.stderr}))
+        keep_result(folder, run_cli(*DEMO_ARGS, "--data-dir", str(folder / "data")))
 
     folder = built_once(tmp_path_factory, "demo", build)
+    return folder / "data", kept_result(folder)
+
+
+@pytest.fixture(scope="session")
+def demo_tested(demo_store, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The demo store after one `--test-run` of its run on clean-test (built once from a copy of demo_store), and
+    that command's result: the tests of the test run read it instead of each running the same 48 cells."""
+    def build(folder: Path) -> None:
+        data = copy_store(demo_store[0], folder / "data")
+        with sqlite3.connect(data / "mutator.db") as conn:
+            run_id = conn.execute("select id from runs").fetchone()[0]
+        keep_result(folder, run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data)))
+
+    folder = built_once(tmp_path_factory, "demo-tested", build)
+    return folder / "data", kept_result(folder)
+
+
+PLAIN_ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--replicates", "1")
+
+
+@pytest.fixture(scope="session")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One real dry run of PLAIN_ARGS (the config's model, no SKILL_MUTATOR_/SM_ variables), built once for the
+    tests that each ran that same command: they read it, or take a copy_store to go on from it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_"))}
+
+    def build(folder: Path) -> None:
+        keep_result(folder, run_cli(*PLAIN_ARGS, "--data-dir", str(folder / "data"), env=env))
+
+    folder = built_once(tmp_path_factory, "plain-run", build)
+    return folder / "data", kept_result(folder)
+
+
+def keep_result(folder: Path, result: subprocess.CompletedProcess) -> None:
+    """Keeps a command's result beside what it built (the workers that did not run it read it back)."""
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder / "result.json").write_text(json.dumps({"args": result.args, "returncode": result.returncode,
+                                                    "stdout": result.stdout, "stderr": result.stderr}))
+
+
+def kept_result(folder: Path) -> subprocess.CompletedProcess:
     kept = json.loads((folder / "result.json").read_text())
-    return folder / "data", subprocess.CompletedProcess(kept["args"], kept["returncode"], kept["stdout"],
-                                                        kept["stderr"])
+    return subprocess.CompletedProcess(kept["args"], kept["returncode"], kept["stdout"], kept["stderr"])
 
 
 def copy_store(source: Path, target: Path) -> Path:

@@ -1,5 +1,5 @@
 """Fixtures for after-the-run tests: a hand-built store (a run whose champion differs from its seed) and
-one real dry run made by run.py (it proposes its champion when it finishes)."""
+the session's real dry run of the demo made by run.py (it proposes its champion when it finishes)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from mutator.store.db import connect, now
 from mutator.store.genome import GenomeStore
-from tests.conftest import built_once
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "suites" / "csv-clean"
@@ -64,16 +63,10 @@ def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 
 @pytest.fixture(scope="session")
-def dry_run(tmp_path_factory) -> dict:
-    """A real run.py dry run (3 rounds x 2 replicates), which proposes its champion at the end."""
-    def build(folder: Path) -> None:
-        done = run_py("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "3",
-                      "--replicates", "2", "--concurrency", "8", "--data-dir", str(folder / "data"))
-        assert done.returncode == 0, done.stderr[-2000:]
-        (folder / "stdout.txt").write_text(done.stdout)
-
-    folder = built_once(tmp_path_factory, "after-dry-run", build)
-    data = folder / "data"
-    with sqlite3.connect(data / "mutator.db") as conn:
+def dry_run(demo_store) -> dict:
+    """The session's real run.py dry run of the demo (tests/conftest.py: 6 rounds x 2 replicates, built once),
+    which proposes its champion at the end. Tests only read it; one that writes takes a copy_store."""
+    data, result = demo_store
+    with sqlite3.connect(f"file:{data / 'mutator.db'}?mode=ro", uri=True) as conn:
         run_id = conn.execute("select id from runs").fetchone()[0]
-    return {"data": data, "run_id": run_id, "stdout": (folder / "stdout.txt").read_text()}
+    return {"data": data, "run_id": run_id, "stdout": result.stdout}

@@ -11,9 +11,10 @@ import pytest
 
 from mutator.round.budget import Budget, BudgetStop
 from mutator.store.db import connect_readonly
+from tests.conftest import PLAIN_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
-ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--replicates", "1")
+ARGS = PLAIN_ARGS   # the session fixture plain_run ran it once
 
 
 def run_py(*args: str) -> subprocess.CompletedProcess:
@@ -87,13 +88,13 @@ def test_the_budget_is_a_hard_cap_before_every_cell(tmp_path: Path, cap: float, 
     assert "not started (the budget would pass the cap)" in done.stderr or "budget reached" in done.stderr
 
 
-def test_raising_the_cap_resumes_without_paying_twice(tmp_path: Path) -> None:
-    capped, free = tmp_path / "capped", tmp_path / "free"
+def test_raising_the_cap_resumes_without_paying_twice(plain_run, tmp_path: Path) -> None:
+    capped, free = tmp_path / "capped", plain_run[0]   # free: the session's run of ARGS without a cap
     assert run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "0.02").returncode == 3
     assert run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "0.2").returncode in (0, 3)
     resumed = run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "10")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert run_py(*ARGS, "--data-dir", str(free)).returncode == 0
+    assert plain_run[1].returncode == 0 and plain_run[1].args[2:-2] == list(ARGS)
     (spent_capped, n_capped, _), (spent_free, n_free, _) = _spent(capped), _spent(free)
     assert n_capped == n_free                         # every cell exactly once across the three commands
     assert spent_capped == pytest.approx(spent_free, rel=1e-9)

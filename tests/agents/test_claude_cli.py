@@ -220,7 +220,7 @@ def test_a_real_run_with_the_claude_cli_under_the_default_sandbox(server, tmp_pa
     server.responder = cli_copy_agent
     planted = "sk-ant-PLANTED-e2e-0123456789abcdef"
     data = tmp_path / "data"
-    train, val = demo_subset(tmp_path, "clean-train", 2), demo_subset(tmp_path, "clean-val", 2)
+    train, val = demo_subset(tmp_path, "clean-train", 1), demo_subset(tmp_path, "clean-val", 1)   # a CLI cell: ~2 s CPU
     env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY=planted)
     done = run_py("--suite", str(train), "--val", str(val), "--real", "--agent", "claude-cli", "--mutator-cmd",
                   f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--rounds", "1", "--replicates", "1",
@@ -228,10 +228,10 @@ def test_a_real_run_with_the_claude_cli_under_the_default_sandbox(server, tmp_pa
     assert done.returncode == 0, done.stderr[-4000:]
     db = connect_readonly(data / "mutator.db")
     cells = [dict(r) for r in db.query("select status, error from cells")]
-    assert len(cells) == 8 and all(c["status"] == "ok" for c in cells), cells
+    assert len(cells) == 4 and all(c["status"] == "ok" for c in cells), cells   # seed and candidate, train and val
     db.conn.close()
     results = [r for body in server.requests for _call, r, _err in tool_history(body)]
-    assert len(results) == 8 and all("COPIED" in r and "ANTHROPIC_API_KEY=sm-proxy-" in r for r in results)
+    assert len(results) == 4 and all("COPIED" in r and "ANTHROPIC_API_KEY=sm-proxy-" in r for r in results)
     assert set(server.auth_keys) == {planted}
     assert not any(planted in r for r in results)
     try:   # where bwrap works, `auto` chose it: the agent's pid 1 is bwrap

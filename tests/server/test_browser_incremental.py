@@ -4,12 +4,11 @@ selected attempt, picked and typed values are kept, and an unchanged section is 
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON
+from tests.browser_support import CHROMIUM, SKIP_REASON, wait_live_events
 
 KEPT = ("#timeline-section", "#curve-section", "#curve .uplot", "#tests-section", ".test-card details.mcnemar")
 
@@ -39,7 +38,7 @@ def test_a_live_update_replaces_only_the_sections_that_moved(server, page, store
     page.goto(server.url + f"/#/home?run={run_id}")
     expect(page.locator(".test-card")).to_have_count(1)
     expect(page.locator("#curve .uplot")).to_have_count(1)
-    time.sleep(1.5)   # the live stream's first event is its baseline
+    wait_live_events(page, 1)   # the live stream's first event is its baseline
     # the reader's place: a section opened, an attempt selected, a suite picked, scrolled down
     page.locator(".test-card details.mcnemar summary").click()
     page.click('#timeline .node[data-round="2"]')
@@ -86,7 +85,7 @@ def test_round_analysis_rebuilds_only_the_attempt_part_that_moved(server, page, 
     page.goto(server.url + f"/#/round/{attempt}?run={run_id}")
     expect(page.locator("#cell-grid td.cell").first).to_be_visible()
     expect(page.locator("#bars .uplot")).to_have_count(1)
-    time.sleep(1.5)   # the live stream's first event is its baseline
+    wait_live_events(page, 1)   # the live stream's first event is its baseline
     kept = ("#round-top", "#round-diff", "#round-scores", "#bars .uplot", "#round-grid", "#round-cells", "#scatter .uplot")
     _mark(page, (*kept, "#round-verdict"))
     before = int(page.evaluate("document.body.dataset.renders"))
@@ -106,7 +105,7 @@ def test_the_lineage_tree_stays_drawn_when_its_run_did_not_change(server, page, 
         run_id = conn.execute("select id from runs where strategy = 'population'").fetchone()[0]
     page.goto(server.url + f"/#/lineage?run={run_id}")
     expect(page.locator("#tree .tnode").first).to_be_visible()
-    time.sleep(1.5)   # the live stream's first event is its baseline
+    wait_live_events(page, 1)   # the live stream's first event is its baseline
     page.click("#zoom-in")
     transform = page.locator("#tree").evaluate("el => el.style.transform")
     _mark(page, ["#tree", "#chain"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON
+from tests.browser_support import CHROMIUM, SKIP_REASON, live_events, wait_live_events
 
 from .conftest import ARTIFACTS
 
@@ -85,18 +85,19 @@ def test_a_live_update_keeps_the_readers_place_and_refetches_only_what_moved(ser
     page.on("request", lambda r: fetched.append(r.url) if "/api/runs/" in r.url else None)
     page.goto(server.url + f"/#/home?run={runs['greedy']}")
     expect(page.locator(".test-card")).to_have_count(1)
-    time.sleep(1.5)   # the live stream's first event is its baseline
+    wait_live_events(page, 1)   # the live stream's first event is its baseline
     # the reader's place: a section opened, a picked value, and scrolled down
     page.locator(".test-card details.mcnemar summary").click()
     suites = page.locator("#test-suite option").all_inner_texts()
     picked = next(s for s in suites if s != page.locator("#test-suite").input_value())
     page.select_option("#test-suite", picked)
     page.evaluate("window.scrollTo(0, 300)")
-    before, fetched_before = _renders(page), len(fetched)
-    # a write to another run, not in what the pickers show: nothing is refetched
+    before, fetched_before, events = _renders(page), len(fetched), live_events(page)
+    # a write to another run, not in what the pickers show: its change event comes, and nothing is refetched
     with sqlite3.connect(store / "mutator.db") as conn:
         conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [runs["branching"]])
-    time.sleep(2.5)
+    wait_live_events(page, events + 1)
+    page.wait_for_timeout(500)   # room for a wrong refetch to show: the handler would start it at once
     assert _renders(page) == before and len(fetched) == fetched_before
     # a write to the shown run: one live refresh, and the place is kept
     with sqlite3.connect(store / "mutator.db") as conn:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-import shutil
-from pathlib import Path
 
 import pytest
 
 from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task
 from mutator.store.db import connect_readonly, loads
 from mutator.validity.report import gap, mcnemar_by_test, render
-from tests.conftest import run_cli
 
 
 def test_mcnemar_by_test_pairs_cells_and_skips_graded_tests() -> None:
@@ -61,13 +58,12 @@ def test_render_flags_the_gap() -> None:
     assert "val     —  (no stored evaluation" in text and "+0.3000 ± 0.0300" in text
 
 
-def test_test_run_stores_the_report(demo_store, tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    shutil.copytree(demo_store[0], data_dir)                 # the shared demo store stays untouched
+def test_test_run_stores_the_report(demo_tested) -> None:
+    data_dir, result = demo_tested                           # the demo store after `--test-run` on clean-test
+    assert result.returncode == 0, result.stderr[-3000:]
     db = connect_readonly(data_dir / "mutator.db")
     run = dict(next(iter(db.query("select * from runs"))))
-    result = run_cli("--test-run", run["id"], "--suite", "clean-test", "--data-dir", str(data_dir))
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.args[-6:-4] == ["--test-run", run["id"]]
     db = connect_readonly(data_dir / "mutator.db")
     row = dict(next(iter(db.query("select * from test_runs order by id desc limit 1"))))
     report = loads(row["report"])

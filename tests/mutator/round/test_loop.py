@@ -16,7 +16,7 @@ from scipy import stats
 
 from mutator.scoring import signflip
 from mutator.store.db import connect_readonly, loads
-from tests.conftest import DEMO_ARGS, ROOT, run_cli
+from tests.conftest import DEMO_ARGS, ROOT, copy_store, run_cli
 
 
 def attempts(data_dir: Path) -> list[dict]:
@@ -131,11 +131,10 @@ def test_more_rounds_extend_by_exactly_that_many(demo_store, tmp_path: Path) -> 
     assert len({r["run_id"] for r in rows}) == 1
 
 
-def test_test_run_is_cached_and_appended(demo_store, tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    shutil.copytree(demo_store[0], data_dir)
+def test_test_run_is_cached_and_appended(demo_tested, tmp_path: Path) -> None:
+    data_dir = copy_store(demo_tested[0], tmp_path / "data")   # the session's demo store after its first test run
     run_id = attempts(data_dir)[0]["run_id"]
-    first = run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data_dir))
+    first = demo_tested[1]
     assert first.returncode == 0, first.stderr
     assert "48 cells run" in first.stdout  # champion + seed + the no-skill control, 8 tasks x 2 replicates each
     second = run_cli("--test-run", run_id, "--suite", "clean-test", "--data-dir", str(data_dir))

@@ -7,13 +7,16 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import tarfile
 from pathlib import Path
+
+import pytest
 
 from eval.cells import Contract, evaluation_key
 from eval.suite import load_suite
 from mutator.config import load_settings
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, built_once, keep_result, kept_result, run_cli
 
 DEMO = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "4")
 FIXTURE = Path(__file__).with_name("fixtures") / "store-8175abe.tgz"
@@ -36,24 +39,34 @@ def cell_count(data: Path) -> int:
         db.close()
 
 
-def test_val_runs_in_waves_and_a_decisive_loss_stops_early(tmp_path):
-    done = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "d"))
+@pytest.fixture(scope="session")
+def waves_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One real `DEMO --rounds 3` run (built once; read by the two tests below, which ran the same command each)."""
+    def build(folder: Path) -> None:
+        keep_result(folder, run_cli(*DEMO, "--rounds", "3", "--data-dir", str(folder / "data")))
+
+    folder = built_once(tmp_path_factory, "waves-demo", build)
+    return folder / "data", kept_result(folder)
+
+
+def test_val_runs_in_waves_and_a_decisive_loss_stops_early(waves_run):
+    data, done = waves_run
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = attempts(tmp_path / "d")
+    rows = attempts(data)
     looks = {r["round"]: json.loads(r["looks"]) for r in rows}
     assert [r["verdict"] for r in rows] == ["KEEP", "KEEP", "REJECT"]
     assert [look["decision"] for look in looks[3]] == [None, "loss"]           # rejected after wave 2 of 4
     assert [look["replicates"] for look in looks[1]] == [1, 2, 3, 4]            # a small gain runs every wave
     assert rows[2]["delta"] == looks[3][-1]["gate"]["delta"]                    # the deciding look is the verdict's
-    db = sqlite3.connect(tmp_path / "d" / "mutator.db")
+    db = sqlite3.connect(data / "mutator.db")
     n = db.execute("select count(*) from cells where evaluation_id = ?", [rows[2]["val_evaluation_id"]]).fetchone()[0]
     db.close()
     assert n == 16                                                              # 8 tasks x 2 waves, not 32
     assert "wave 2/4" in done.stderr
 
 
-def test_a_run_stopped_mid_wave_resumes_to_the_same_decisions_running_each_cell_once(tmp_path):
-    whole = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "whole"))
+def test_a_run_stopped_mid_wave_resumes_to_the_same_decisions_running_each_cell_once(waves_run, tmp_path):
+    whole_data, whole = waves_run                                               # the same command, run whole
     assert whole.returncode == 0, whole.stderr[-3000:]
     stopped = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"), "--budget-usd", "1.2")
     assert stopped.returncode == 3, stopped.stderr[-3000:]                      # the budget stops it mid-run
@@ -61,10 +74,10 @@ def test_a_run_stopped_mid_wave_resumes_to_the_same_decisions_running_each_cell_
     resumed = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     ran = int(resumed.stdout.split(" cells run by this command")[0].split()[-1])
-    assert first + ran == cell_count(tmp_path / "cut") == cell_count(tmp_path / "whole")
+    assert first + ran == cell_count(tmp_path / "cut") == cell_count(whole_data)
     keep = ("round", "verdict", "delta", "gate_threshold", "looks", "genome_hash")
     assert [{k: r[k] for k in keep} for r in attempts(tmp_path / "cut")] == \
-        [{k: r[k] for k in keep} for r in attempts(tmp_path / "whole")]
+        [{k: r[k] for k in keep} for r in attempts(whole_data)]
 
 
 def test_the_screen_kills_a_decisive_loss_on_a_few_train_cells_that_a_survivor_reuses(tmp_path):

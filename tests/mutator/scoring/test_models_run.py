@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mutator.config import load_settings
 from mutator.store.db import connect_readonly, loads
-from tests.conftest import run_cli
+from tests.conftest import PLAIN_ARGS, ROOT, copy_store, run_cli
 
-ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--replicates", "1")
+ARGS = PLAIN_ARGS   # the session fixture plain_run ran it once
 TWO = "claude-haiku-4-5,claude-sonnet-4-5"
 
 
@@ -23,10 +24,11 @@ def haiku_cells(data_dir: Path) -> set[int]:
                                       "where e.model = 'claude-haiku-4-5'")}
 
 
-def test_two_models_reuse_one_model_cells_then_resume_with_none(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    one = run_cli(*ARGS, "--model", "claude-haiku-4-5", "--data-dir", str(data))
-    assert one.returncode == 0, one.stderr[-2000:]
+def test_two_models_reuse_one_model_cells_then_resume_with_none(plain_run, tmp_path: Path) -> None:
+    data = copy_store(plain_run[0], tmp_path / "data")   # the session's run of ARGS at the config's one model
+    one = plain_run[1]
+    assert one.returncode == 0 and one.args[2:-2] == list(ARGS), one.stderr[-2000:]
+    assert load_settings(config_file=ROOT / "config.json").model == "claude-haiku-4-5"
     before = haiku_cells(data)
     two = run_cli(*ARGS, "--model", TWO, "--data-dir", str(data))
     assert two.returncode == 0, two.stderr[-2000:]
