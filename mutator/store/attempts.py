@@ -38,4 +38,3 @@ def set_genome_figures(db: sqlite_utils.Database, run_id: str, round_no: int, ge
 def set_incumbent_after(db: sqlite_utils.Database, run_id: str, round_no: int, incumbent: str) -> None:
     """Every attempt of an integrated round carries the incumbent the strategy left (the dashboard reads it)."""
     db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?", [incumbent, run_id, round_no])
-
