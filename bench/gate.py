@@ -13,6 +13,7 @@ The design is what the gate's construction promises: P(keep) = P(T ≥ −t), T 
 t = gate_t(gate_z, df); at k = 0 the false-reject rate is 1 − Φ(gate_z) at every df.
 
     python bench/gate.py [--runs 1000] [--store data/mutator.db] [--gate-z 1.0] [--method signflip|t] [--seed 7]
+    python bench/gate.py --models     (only the score.modelGate 'each' table: 2 and 3 models, Holm)
 
 Without --store, the demo's dry run (4 rounds, then --aa 4, 2 replicates) is run into a temporary data dir to make
 one (about a minute); pass --store data/mutator.db after the README's demo to reuse yours.
@@ -37,6 +38,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from mutator.scoring import holm  # noqa: E402
 from mutator.scoring.mad import MAD_NORMAL_SCALE  # noqa: E402
 from mutator.scoring.score import Comparison, TaskFigures, compare, gate_t, robust_scale  # noqa: E402
 
@@ -138,6 +140,41 @@ def uncorrected_reject(n: int, rounds: int, gate_z: float, runs: int, rng: np.ra
     return float((d[:, -1, :].mean(axis=1) < -t * s / math.sqrt(n)).mean())
 
 
+def each_reject(models: int, n: int, rounds: int, gate_z: float, runs: int, rng: np.random.Generator,
+                bank: np.ndarray, method: str, harmed: float = 0.0) -> float:
+    """P(reject) of score.modelGate 'each' (mutator/scoring/holm.py) over `models` models of n tasks each, normal
+    noise; the first model's true Δ is `harmed` SEs (0: the family-wise null, every model unchanged)."""
+    incumbent = {f"t{i:02d}@m{m}": f for m in range(models) for i, f in enumerate(figures(np.full(n, 0.5)).values())}
+    rejects = 0
+    for _ in range(runs):
+        prior = [Comparison(n * models, float(s)) for s in rng.choice(bank, size=rounds - 1)]
+        values = np.concatenate([0.5 + (harmed if m == 0 else 0.0) * SIGMA / math.sqrt(n) + rng.normal(0, SIGMA, n)
+                                 for m in range(models)])
+        candidate = {k: TaskFigures(k, float(v), 0.0, 0.0, float(v), 1) for k, v in zip(incumbent, values)}
+        rejects += not holm.gate(candidate, incumbent, prior=prior, min_improvement=0.0, gate_z=gate_z,
+                                 method=method, model_gate="each").keep
+    return rejects / runs
+
+
+def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str) -> int:
+    """The 'each' gate's family-wise false reject beside the design 1 − Φ(gate_z), and its power on one model
+    harmed by 2 SE, for 2 and 3 eval models."""
+    design = float(stats.norm.sf(gate_z))
+    mc = math.sqrt(design * (1 - design) / runs)
+    print(f"\nscore.modelGate each (Holm over models) · normal noise · family-wise false reject observed / design "
+          f"{design:.1%} (Monte-Carlo SE ≈ {mc:.1%}); 'harm 2SE' = P(reject) when one model is worse by 2 SE")
+    print(f"{'models':>6}{'n':>4}{'rnd':>5}  {'FWER':>14}  {'harm 2SE':>9}")
+    for models in (2, 3):
+        for n in (4, 8):
+            bank = np.array([robust_scale(rng.normal(0, SIGMA, n * models)) for _ in range(BANK)])
+            for rounds in ROUNDS:
+                null = each_reject(models, n, rounds, gate_z, runs, rng, bank, method)
+                power = each_reject(models, n, rounds, gate_z, runs, rng, bank, method, harmed=-2.0)
+                flag = "!" if abs(null - design) > 3 * mc else " "
+                print(f"{models:>6}{n:>4}{rounds:>5}  {null:6.1%} /{design:6.1%}{flag}  {power:9.1%}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=400, help="simulated gates per cell of the table (default 400, "
@@ -151,12 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--method", choices=("signflip", "t"), default=None,
                    help="the gate's critical value (default: config.json score.gateMethod)")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--models", action="store_true", help="only the score.modelGate 'each' table (2 and 3 models)")
     args = p.parse_args(argv)
     from mutator.config import load_settings
     settings = load_settings(config_file=ROOT / "config.json")
     gate_z = settings.gate_z if args.gate_z is None else args.gate_z
     method = args.method or settings.gate_method
     other = "t" if method == "signflip" else "signflip"
+    if args.models:
+        return models_table(gate_z, args.runs, np.random.default_rng(args.seed), method)
     started = time.perf_counter()
     bank = None
     wanted = {f.strip() for f in args.families.split(",") if f.strip()}
@@ -212,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
           "often. The sign-flip critical value (mutator/scoring/signflip.py) is exact for any symmetric noise: it takes t "
           "from the candidate's own deltas with their signs flipped, and decides a Δ exactly on the threshold by a "
           "stored coin. The k=±1 design columns are the normal-theory (noncentral t) figures, for reference.")
+    models_table(gate_z, args.runs, rng, method)
     print(f"{off} k=0 cells off design beyond 3 Monte-Carlo SE. [{time.perf_counter() - started:.1f} s]")
     return 0
 

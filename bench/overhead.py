@@ -8,7 +8,12 @@ cell.json) with the fake build agent; the raw side stages the same inputs and ru
 processes per cell from a plain thread pool. With --sandbox bwrap the harness also runs under none,
 so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
 bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
-which a busy machine's noise blurs far less than whole-cell throughput does.
+which a busy machine's noise blurs far less than whole-cell throughput does. Beside cells/s, the spawning
+process's own CPU per cell (the harness parent against the raw thread pool), which a busy machine blurs little.
+
+The start-up line (--startup-cells N, 0 skips it): CPU seconds of our SDK agent from its spawn until the local
+Messages-API server receives its first request, read from /proc as the request arrives, beside a bare
+`python -c pass` and `python -c 'import anthropic'`.
 
 With --executor ray: the Ray executor (a private local instance, each cell a Ray task with its bundle)
 against local at the same concurrency, interleaved; then a simulated multi-node cluster
@@ -24,7 +29,9 @@ billed input tokens per cell, how many were cache reads, and USD per cell at con
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -154,6 +161,75 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
     return found
 
 
+def _cpu_s(pid: int) -> float | None:
+    """A live process's CPU so far (user + system), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _mine(pid: int) -> bool:
+    """Whether a process descends from this one (other processes on the machine may run our agent too)."""
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return False
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def startup(suite: Suite, scratch: Path, cells: int = 4) -> dict[str, float]:
+    """Median CPU seconds of our SDK agent from spawn until the local server receives its first request (cells
+    run one at a time), beside `python -c pass` and `python -c 'import anthropic'` run bare."""
+    from eval.agents import AnthropicBackend
+    from tests.agents.messages_server import MessagesServer, demo_agent
+    seen: dict[int, float] = {}
+
+    def responder(body: dict):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) not in seen:
+                try:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if any(part.endswith(b"anthropic_agent.py") for part in argv) and _mine(int(entry.name)):
+                    cpu = _cpu_s(int(entry.name))
+                    if cpu is not None:
+                        seen[int(entry.name)] = cpu
+        return demo_agent(body)
+    server = MessagesServer()
+    server.responder = responder
+    saved = {k: os.environ.get(k) for k in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")}
+    os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="bench")
+    try:
+        one = dataclasses.replace(suite, tasks=suite.tasks[:cells])
+        evaluate(EvalRequest(
+            skill_dir=SKILL, skill_name="csv-clean", suite=one, key="bench-startup", cells_root=scratch / "startup",
+            contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=30, agent="bench-startup",
+                              silence_ms=600_000, heartbeat_ms=300_000), price=PRICE, concurrency=1,
+            settings=CellSettings(agent_argv=list(AnthropicBackend().argv("build")), launcher=get_launcher("none"),
+                                  grader_timeout_s=60, network=True)))
+    finally:
+        server.close()
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+    def bare(code: str) -> float:
+        times = []
+        for _ in range(3):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-c", code], check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            times.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        return statistics.median(times)
+    return {"agent": statistics.median(seen.values()) if seen else float("nan"), "agents": len(seen),
+            "pass": bare("pass"), "import": bare("import anthropic")}
+
+
 def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
     """The Ray executor on a private local instance against local, same concurrency, interleaved repeats."""
     import ray
@@ -233,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--caching-model", default="claude-sonnet-4-5",
                    help="the model of the real-backend caching line ('' skips it)")
+    p.add_argument("--startup-cells", type=int, default=4,
+                   help="cells of the SDK agent start-up line (0 skips it)")
     p.add_argument("--executor", default="local", choices=("local", "ray"),
                    help="ray: the Ray executor against local, then a simulated multi-node scaling table")
     p.add_argument("--nodes", default="1,2,4", type=lambda v: [int(n) for n in v.split(",")],
@@ -246,12 +324,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
+    parent: dict[str, list[float]] = {side: [] for side in sides}   # this process's own CPU per cell
     cells = len(suite.tasks) * args.replicates
     for _ in range(args.repeats):  # interleaved, so load drift hits every side alike
         for side in sides:
             with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+                before = time.process_time()
                 rate = (raw(suite, args.replicates, args.concurrency, Path(scratch)) if side == "raw" else
                         harness(suite, side, args.replicates, args.concurrency, Path(scratch)))
+                parent[side].append((time.process_time() - before) / cells)
             rates[side].append(rate)
     median = {side: statistics.median(values) for side, values in rates.items()}
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
@@ -261,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
               + ", ".join(f"{r:.2f}" for r in rates[side]))
     print(f"  harness/raw (none)       {median['none'] / median['raw']:7.3f}")
+    own = {side: statistics.median(values) * 1000 for side, values in parent.items()}
+    print("  parent CPU per cell (the spawning process's own work; a busy machine blurs it far less than "
+          "cells/s): " + ", ".join(f"{side} {own[side]:.2f} ms" for side in sides))
     if "bwrap" in median:
         print(f"  harness/raw (bwrap)      {median['bwrap'] / median['raw']:7.3f}")
         print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
@@ -268,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
         bare, boxed = launch_ms("none"), launch_ms("bwrap")
         print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
               f"per agent process (median of 30, serial)")
+    if args.startup_cells:
+        with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+            found = startup(suite, Path(scratch), args.startup_cells)
+            print(f"SDK agent start-up: {found['agent']:.3f} s CPU from spawn to its first request (median of "
+              f"{found['agents']} cells run one at a time); bare `python -c pass` {found['pass']:.3f} s, "
+              f"`import anthropic` {found['import']:.3f} s")
     if args.caching_model:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             found = caching(suite, args.caching_model, Path(scratch))

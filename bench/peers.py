@@ -253,23 +253,8 @@ def versus(rows: dict[str, list[Outcome]], peers: list[str], ours: list[str], me
     return [(*pair, d, p, q) for pair, d, p, q in zip(pairs, diffs, raw, holm(raw), strict=True)]
 
 
-def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: int) -> None:
-    """The table of bench/strategies.py (its main() prints it inline)."""
-    header = (f"| {'line':<13} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
-              f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
-    print(header)
-    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
-    for label, outcomes in rows.items():
-        hits = [bench.to_target(o, t) for o, t in zip(outcomes, targets, strict=True)]
-        print(f"| {label:<13} | {sum(h is not None for h in hits):>5}/{len(outcomes):<5} | "
-              f"{bench.censored_median(hits, budget):>13} | {bench.mean_se([o.val_measured for o in outcomes]):>20} | "
-              f"{bench.mean_se([o.curve[-1][1] for o in outcomes]):>17} | "
-              f"{bench.mean_se([o.test_true for o in outcomes]):>17} | "
-              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
-
-
-def print_significance(rows: dict[str, list[Outcome]], seeds: int) -> None:
-    peers, ours = [p.label for p in PEER_LINES], [line.label for line in LINES]
+def print_significance(rows: dict[str, list[Outcome]], seeds: int, ours: list[str]) -> None:
+    peers = [p.label for p in PEER_LINES]
     for name, metric in (("final TRUE test composite", lambda o: o.test_true),
                          ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = versus(rows, peers, ours, metric)
@@ -278,7 +263,7 @@ def print_significance(rows: dict[str, list[Outcome]], seeds: int) -> None:
         for peer, line, diff, p, q in found:
             better, worse = (peer, line) if diff > 0 else (line, peer)
             verdict = f"significant: {better} > {worse}" if q < 0.05 else "not significant"
-            print(f"  {peer:<10} − {line:<13} {diff:+.4f}  p={p:<8.2g} Holm p={q:<8.2g} {verdict}")
+            print(f"  {peer:<10} − {line:<21} {diff:+.4f}  p={p:<8.2g} Holm p={q:<8.2g} {verdict}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -288,13 +273,19 @@ def main(argv: list[str] | None = None) -> None:
                     "train; every line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
+    ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: every line "
+                    "of bench/strategies.py)")
     args = ap.parse_args(argv)
+    ours = tuple(line for line in LINES if not args.lines or line.label in args.lines.split(","))
+    unknown = set(args.lines.split(",")) - {line.label for line in LINES} if args.lines else set()
+    if unknown:
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in LINES)}")
     suites = Landscape(random.Random(0)).suites
     seed_cells = args.replicates * (len(suites["val"]) + len(suites["train"]))  # our lines' first evaluations
     if args.budget < seed_cells:
         ap.error(f"--budget {args.budget} does not cover the seed's own val + train cells ({seed_cells})")
     started = time.monotonic()
-    rows: dict[str, list[Outcome]] = {line.label: [] for line in (*PEER_LINES, *LINES)}
+    rows: dict[str, list[Outcome]] = {line.label: [] for line in (*PEER_LINES, *ours)}
     runs: dict[str, list[PeerRun]] = {line.label: [] for line in PEER_LINES}
     targets = []
     for seed in range(args.seed_offset, args.seed_offset + args.seeds):
@@ -305,26 +296,32 @@ def main(argv: list[str] | None = None) -> None:
         for peer in PEER_LINES:
             runs[peer.label].append(run_gepa(land, peer, args.budget, args.replicates, seed))
             rows[peer.label].append(runs[peer.label][-1].outcome)
-        for line in LINES:
+        for line in ours:
             rows[line.label].append(bench.run_search(land, line, args.budget, args.replicates, seed))
     print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} seeds "
           f"(from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + train), "
           f"{args.replicates} replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}.")
     print("gepa = GEPA default (minibatch 3, instance Pareto frontier); gepa-merge = the same with use_merge (5 merges "
-          "at most); both propose with our simulated mutator. The other lines are bench/strategies.py's.")
+          "at most); both propose with our simulated mutator. The other lines are bench/strategies.py's; "
+          f"{bench.DEFAULT} is config.json's default.")
     print("'to 90%': rollouts until the TRUE val composite of the line's current best closes 90% of the "
           "seed→optimum gap; the median counts the seeds that never got there as censored at '> budget'.\n")
-    print_table(rows, targets, args.budget)
-    print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.")
+    bench.print_table(rows, targets, args.budget)
+    print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
+    print("Our lines' cells per decision (as bench/strategies.py prints them):")
+    bench.print_cells({line.label: rows[line.label] for line in ours})
+    print()
+    bench.print_tests({line.label: rows[line.label] for line in ours}, args.seeds)
+    print()
     for label, peer_runs in runs.items():
         print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "
               f"{statistics.mean(r.candidates for r in peer_runs):.1f} candidates kept (seed included), "
               f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call count "
               f"equals ours in {sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
-    if 2 / 2 ** args.seeds >= 0.05 / (len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(LINES)):
+    if 2 / 2 ** args.seeds >= 0.05 / (len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)):
         print(f"Note: with {args.seeds} seeds no pair can be significant (the smallest Wilcoxon p is "
               f"{2 / 2 ** args.seeds:.2g}); run --seeds 32.")
-    print_significance(rows, args.seeds)
+    print_significance(rows, args.seeds, [line.label for line in ours])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ paired over seeds.
 from __future__ import annotations
 
 import argparse
-import functools
+import dataclasses
 import random
 import statistics
 import sys
@@ -47,202 +47,41 @@ from bench.landscape import (  # noqa: E402,F401  (re-exported: bench/peers.py i
     mutator_hash,
     norm_for,
 )
-from bench.paired import against, censored_median, mean_se, significant, wilcoxon_p  # noqa: E402,F401
-from mutator.config import load_settings  # noqa: E402
-from mutator.scoring.score import CellFigures, Comparison, compare, per_task, summarise  # noqa: E402
-from strategies import Member, Scored, State, make_strategy  # noqa: E402
-
-RAW_THRESHOLD = 0.02                                # the raw-threshold line: keep iff Δ ≥ this (gateZ 0)
-
-
-class OutOfBudget(Exception):
-    """The next evaluation would pass the line's rollout budget: the search ends where it stands."""
-
-
-@dataclass(frozen=True)
-class Rules:
-    """The loop's gate and evidence settings, as config.json gives them (score.*, evidenceReplicates)."""
-    min_improvement: float = 0.0
-    gate_z: float = 1.0
-    method: str = "signflip"
-    tie_rule: str = "noAddedCost"
-    evidence_replicates: int = 0      # a kept candidate's train evaluation; 0 = the run's replicates
-
-    @classmethod
-    @functools.cache
-    def from_config(cls, config_file: Path = ROOT / "config.json") -> Rules:
-        s = load_settings(config_file=config_file, environ={})
-        return cls(s.min_improvement, s.gate_z, s.gate_method, s.tie_rule, s.evidence_replicates)
-
-
-@dataclass(frozen=True)
-class Line:
-    """One contender: a strategy and how its candidates are judged against the incumbent."""
-    label: str
-    strategy: str
-    opts: dict
-    # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle' (keep
-    # iff the TRUE val composite rises: every keep decision right, a reference for how much any gate could gain)
-    keep: str = "gate"
-    tie_rule: str = ""        # the gate's tie rule for this line; '' = the configured one
-
-
-@dataclass
-class Outcome:
-    curve: list[tuple[int, float]]     # (rollouts so far, true val composite of the incumbent)
-    val_measured: float
-    test_true: float
-    rollouts: int
-    usd: float
-
-
-class Search:
-    """One line's search on the landscape at a hard rollout budget: the evaluation cache, the spend, the curve."""
-
-    def __init__(self, land: Landscape, line: Line, budget: int, replicates: int, seed: int,
-                 raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> None:
-        self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
-        self.raw_threshold = raw_threshold
-        self.rules = rules or Rules.from_config()   # the loop's settings unless a line is measured otherwise
-        # replicates per evaluation: val always the run's; train (the mutator's evidence) evidenceReplicates
-        self.depth = {"val": replicates, "train": self.rules.evidence_replicates or replicates}
-        self.rng = random.Random(f"bench:{seed}:{line.label}")   # unused by the bench's own cells (see evaluate)
-        self.mutator = Mutator.for_seed(land, seed)
-        self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
-        self.val_cells: dict[Genome, list[CellFigures]] = {}
-        self.train_cells: dict[Genome, list[CellFigures]] = {}
-        self.train_failing: dict[Genome, dict[str, list[str]]] = {}
-        self.spent = {"rollouts": 0, "usd": 0.0}
-        self.names: dict[Genome, str] = {}
-        self.by_name: dict[str, Genome] = {}
-        self.calls = 0
-        self.val_size = len(land.suites["val"]) * replicates
-        self.seed_genome = Genome(SEED_RULES)
-        self.incumbent = self.seed_genome
-        self.curve: list[tuple[int, float]] = []
-
-    def name(self, g: Genome) -> str:
-        return self.names.setdefault(g, f"g{len(self.names)}")
-
-    def evaluate(self, g: Genome, split: str, store: dict) -> list[CellFigures]:
-        if g not in store:  # the evaluation cache: same genome, same contract, no new spend
-            if self.spent["rollouts"] + self.depth[split] * len(self.land.suites[split]) > self.budget:
-                raise OutOfBudget  # every line stops at the same hard rollout cap
-            store[g], failing_tests = self.land.cells(g, split, self.depth[split], stream=str(self.seed))
-            if split == "train":
-                self.train_failing[g] = failing_tests
-            self.spent["rollouts"] += len(store[g])
-            self.spent["usd"] += sum(c.cost_usd for c in store[g])
-        self.by_name[self.name(g)] = g
-        return store[g]
-
-    def member(self, g: Genome) -> Member:
-        norms = self.norms
-        tasks = per_task(self.val_cells[g], WEIGHTS, norms["val"])
-        train = {t: f.composite for t, f in per_task(self.train_cells[g], WEIGHTS, norms["train"]).items()} \
-            if g in self.train_cells else {}
-        return Member(self.name(g), summarise(self.val_cells[g], WEIGHTS, norms["val"]).composite,
-                      {t: f.composite for t, f in tasks.items()}, train)
-
-    def failing(self, g: Genome) -> dict[str, list[str]]:
-        return self.train_failing.get(g, {})  # only genomes selected for train have evidence
-
-    def mutate(self, parent: Genome, **how) -> tuple[Genome, object]:
-        self.spent["usd"] += MUTATOR_USD
-        self.calls += 1
-        return self.mutator(parent, failing=self.failing(parent), **how)
-
-    def point(self) -> None:
-        self.curve.append((self.spent["rollouts"], self.land.expected(self.incumbent, "val", self.norms["val"])))
-
-    def best_of_n(self) -> None:
-        """Independent mutants of the seed until the budget is spent; a duplicate is served from the cache."""
-        while self.calls < 3 * self.budget // self.val_size:
-            child, _ = self.mutate(self.seed_genome, objective=None, refs=[], targets=())
-            if child == self.seed_genome:
-                continue
-            self.evaluate(child, "val", self.val_cells)
-            if self.member(child).composite > self.member(self.incumbent).composite:
-                self.incumbent = child
-            self.point()
-
-    def gate(self, cand: dict, base: dict, prior: list) -> tuple[object, bool]:
-        rules = self.rules
-        if self.line.keep == "oracle":
-            gate, norm = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=0.0, tie_rule="keep"), self.norms["val"]
-            return gate, self.land.expected(self.child, "val", norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
-        if self.line.keep == "raw":
-            gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0,
-                           method=rules.method, tie_rule="keep")
-            return gate, gate.keep
-        gate = compare(cand, base, prior=prior, min_improvement=rules.min_improvement, gate_z=rules.gate_z,
-                       method=rules.method, tie_rule=self.line.tie_rule or rules.tie_rule)
-        return gate, gate.keep if self.line.keep == "gate" else gate.delta > 1e-12
-
-    def one_round(self, strategy, state: State, prior: list) -> list[Scored]:
-        scored, first_op = [], None
-        for sibling, spec in enumerate(strategy.plan(state)):
-            parent = self.by_name[spec.parent_hash]
-            child, op = self.mutate(parent, objective=first_op if spec.share_objective else None,
-                                    refs=[self.by_name[h] for h in spec.ref_hashes], targets=spec.target_tasks)
-            first_op = op if sibling == 0 else first_op
-            if child == parent:  # the critic rejects a no-op without spending an evaluation
-                scored.append(Scored(sibling, spec, None, evaluated=False))
-                continue
-            cand, self.child = per_task(self.evaluate(child, "val", self.val_cells), WEIGHTS, self.norms["val"]), child
-            base = per_task(self.val_cells[self.incumbent], WEIGHTS, self.norms["val"])
-            gate, keep = self.gate(cand, base, prior)
-            prior.append(Comparison(gate.n, gate.s_r))
-            scored.append(Scored(sibling, spec, self.name(child), True, self.member(child).composite, keep,
-                                 {t: f.composite for t, f in cand.items()}))
-        return scored
-
-    def strategy_rounds(self) -> None:
-        strategy_id = self.line.strategy
-        strategy = make_strategy(strategy_id, self.line.opts)
-        pool, prior, round_no = (), [], 0
-        # the mutator-call cap stops a search whose candidates are all cached (it spends no more rollouts)
-        while self.calls < 3 * self.budget // self.val_size:
-            round_no += 1
-            members = tuple(self.member(g) for g in self.val_cells)
-            state = State(round_no, self.member(self.incumbent),
-                          random.Random(f"{self.seed}:{strategy_id}:{round_no}"), members, pool)
-            integration = strategy.integrate(state, self.one_round(strategy, state, prior))
-            self.incumbent, pool = self.by_name[integration.incumbent], integration.pool or pool
-            self.point()
-            for h in integration.selected:
-                self.evaluate(self.by_name[h], "train", self.train_cells)
-
-    def run(self) -> Outcome:
-        self.evaluate(self.seed_genome, "val", self.val_cells)
-        self.evaluate(self.seed_genome, "train", self.train_cells)
-        self.point()
-        try:
-            self.best_of_n() if self.line.strategy == "best-of-n" else self.strategy_rounds()
-        except OutOfBudget:
-            self.point()
-        return Outcome(self.curve, self.member(self.incumbent).composite,
-                       self.land.expected(self.incumbent, "test", self.norms["test"]), self.spent["rollouts"],
-                       self.spent["usd"])
-
-
-def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,
-               raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> Outcome:
-    return Search(land, line, budget, replicates, seed, raw_threshold, rules).run()
-
-
-LINES = (
-    Line("greedy", "greedy", {}),
-    Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
-    Line("greedy-nogate", "greedy", {}, keep="positive"),
-    Line("greedy-raw", "greedy", {}, keep="raw"),
-    Line("branching", "branching", {"width": 3}),
-    Line("population", "population", {}),
-    Line("pareto", "pareto", {}),
-    Line("best-of-n", "best-of-n", {}),
+from bench.paired import against, censored_median, holm, mean_se, significant, wilcoxon_p  # noqa: E402,F401
+from bench.search import (  # noqa: E402,F401  (re-exported, as above)
+    RAW_THRESHOLD,
+    SCREEN_TASKS,
+    Line,
+    Outcome,
+    OutOfBudget,
+    Rules,
+    Search,
+    run_search,
 )
-EXTRA = (Line("greedy-oracle", "greedy", {}, keep="oracle"),)    # only with --lines
-DEFAULT, GATELESS = "greedy", ("greedy-nogate", "greedy-raw")
+
+STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}), ("population", "population", {}),
+              ("pareto", "pareto", {}))
+VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True), ("seq+screen", True, True))
+
+
+def make_lines(screen_tasks: int) -> tuple[Line, ...]:
+    """Each strategy with the gate as configured, with and without sequential val and the screen (its train tasks
+    `screen_tasks`), then the gate-less greedy lines and best-of-N (which judge on every val cell at once)."""
+    ours = tuple(Line(f"{name}:{variant}", strategy, opts, waves=waves, screen=screen_tasks if screen else 0)
+                 for name, strategy, opts in STRATEGIES for variant, waves, screen in VARIANTS)
+    return (*ours, Line("greedy-nogate", "greedy", {}, keep="positive"), Line("greedy-raw", "greedy", {}, keep="raw"),
+            Line("best-of-n", "best-of-n", {}))
+
+
+def default_variant(rules: Rules) -> str:
+    """The variant config.json runs: sequential.waves and screen.tasks."""
+    return next(v for v, waves, screen in VARIANTS if waves == rules.sequential and screen == bool(rules.screen_tasks))
+
+
+LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
+EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),       # only with --lines: the configured greedy
+         Line("greedy-oracle", "greedy", {}, keep="oracle"))           # keeping every tie; a greedy that is never wrong
+DEFAULT, GATELESS = f"greedy:{default_variant(Rules.from_config())}", ("greedy-nogate", "greedy-raw")
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
@@ -278,54 +117,94 @@ def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Ru
     land = res.lands[-1]
     print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an equal "
           f"budget of {args.budget} rollouts per line (val + train cells), {args.replicates} replicates, val "
-          f"{len(land.suites['val'])} tasks, test {len(land.suites['test'])} tasks.")
+          f"{len(land.suites['val'])} tasks, train {len(land.suites['train'])}, test {len(land.suites['test'])}.")
     print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · these seeds' draws "
           f"{draws_hash(res.lands)} (sha256 of their definitions; a different hash is a different bench).")
-    evidence = rules.evidence_replicates or args.replicates
+    evidence = min(rules.evidence_replicates or args.replicates, args.replicates)
     print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, {rules.method}, "
           f"tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) (evidenceReplicates "
-          f"{rules.evidence_replicates}).")
+          f"{rules.evidence_replicates}); sequential val {'on' if rules.sequential else 'off'} (earlyZ "
+          f"{rules.early_z:g}); screen.tasks {rules.screen_tasks} (the screen lines: {args.screen_tasks} train tasks "
+          f"× {rules.screen_replicates} replicate, z {rules.screen_z:g}).")
     print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in res.optima):.4f} → optimum "
           f"{statistics.mean(o[1] for o in res.optima):.4f}; seed test {statistics.mean(o[2] for o in res.optima):.4f}"
           f" → optimum {statistics.mean(o[3] for o in res.optima):.4f}.")
-    print(f"Lines: greedy = the gate as configured; greedy-keepties = the gate keeping every tie (tieRule keep); "
-          f"greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff Δ ≥ {args.raw_threshold:g} (gateZ 0); best-of-N = "
-          "independent mutants of the seed, best measured val.")
+    print(f"Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val in "
+          f"waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. {DEFAULT} is "
+          f"config.json's default. greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff Δ ≥ {args.raw_threshold:g} "
+          "(gateZ 0); best-of-N = independent mutants of the seed, best measured val.")
     print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
           "median counts the seeds that never got there as censored at '> budget'.\n")
 
 
-def print_table(res: Results, budget: int) -> None:
-    header = (f"| {'line':<15} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
+def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: int) -> None:
+    """The main table: each line's rollouts to 90% of the optimum and its final scores at the budget."""
+    width = max(15, *(len(label) for label in rows))
+    header = (f"| {'line':<{width}} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
               f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
-    for label, outcomes in res.rows.items():
-        hits = [to_target(o, t) for o, t in zip(outcomes, res.targets, strict=True)]
+    for label, outcomes in rows.items():
+        hits = [to_target(o, t) for o, t in zip(outcomes, targets, strict=True)]
         reached = sum(h is not None for h in hits)
-        print(f"| {label:<15} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, budget):>13} | "
+        print(f"| {label:<{width}} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, budget):>13} | "
               f"{mean_se([o.val_measured for o in outcomes]):>20} | "
               f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
               f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
 
 
-def print_tests(res: Results, n_seeds: int) -> None:
-    rows = res.rows
+def print_cells(rows: dict[str, list[Outcome]]) -> None:
+    """Where each line's rollouts went, per decision, and the screen's measured false-kill rate."""
+    width = max(15, *(len(label) for label in rows))
+    header = (f"| {'line':<{width}} | {'mutator calls':>13} | {'decisions':>9} | {'cells/decision':>14} | {'val+screen/decision':>19} | "
+              f"{'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | {'train':>6} | {'screened out':>12} | "
+              f"{'false kills':>17} |")
+    print(header)
+    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
+    for label, outcomes in rows.items():
+        spent = {k: statistics.mean(o.spent.get(k, 0) for o in outcomes)
+                 for k in ("seed", "screen", "val", "remaining", "train")}
+        decisions = statistics.mean(o.decisions for o in outcomes)
+        deciding = spent["screen"] + spent["val"] + spent["remaining"]
+        screens = [s for o in outcomes for s in o.screens]
+        kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
+        false = rate([killed for killed, better in screens if better])
+        per = [f"{cells / decisions:.1f}" if decisions else "—" for cells in (deciding + spent["train"], deciding)]
+        print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} | {per[0]:>14} | {per[1]:>19} | "
+              f"{spent['seed']:>5.0f} | {spent['screen']:>6.1f} | {spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
+              f"{spent['train']:>6.1f} | {kills:>12} | {false:>17} |")
+
+
+def rate(kills: list[bool]) -> str:
+    return f"{sum(kills)}/{len(kills)} = {sum(kills) / len(kills):.1%}" if kills else "—"
+
+
+def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     pairs = len(rows) * (len(rows) - 1) // 2
     floor = 2 / 2 ** n_seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
     if floor >= 0.05 / max(pairs, 1):
         print(f"Note: with {n_seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
               f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / max(pairs, 1):.2g}; run --seeds 32.")
+    test = lambda o: o.test_true  # noqa: E731
     others = [label for label in GATELESS if label in rows]
     if DEFAULT in rows and others:
-        print(f"The default against the gate-less lines on the final TRUE test composite (paired over {n_seeds} "
-              f"seeds, Holm over these {len(others)}): " + "; ".join(against(rows, lambda o: o.test_true, DEFAULT,
-                                                                             others)) + ".")
+        print(f"The default ({DEFAULT}) against the gate-less lines on the final TRUE test composite (paired over "
+              f"{n_seeds} seeds, Holm over these {len(others)}): " + "; ".join(against(rows, test, DEFAULT, others))
+              + ".")
     if DEFAULT in rows and "greedy-keepties" in rows:
-        print("The default against the gate keeping every tie: "
-              + against(rows, lambda o: o.test_true, DEFAULT, ["greedy-keepties"])[0] + ".")
-    for name, metric in (("final TRUE test composite", lambda o: o.test_true),
-                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
+        print("The default against the gate keeping every tie: " + against(rows, test, DEFAULT, ["greedy-keepties"])[0]
+              + ".")
+    variants = [(f"{name}:{v}", f"{name}:fixed") for name, *_ in STRATEGIES for v, *_ in VARIANTS[1:]
+                if f"{name}:{v}" in rows and f"{name}:fixed" in rows]
+    if variants:
+        ps = [wilcoxon_p([test(o) for o in rows[a]], [test(o) for o in rows[b]]) for a, b in variants]
+        print(f"Each variant against its strategy's fixed line on the final TRUE test composite (Wilcoxon, paired over "
+              f"{n_seeds} seeds, Holm over these {len(variants)}):")
+        for (a, b), p, q in zip(variants, ps, holm(ps), strict=True):
+            diff = statistics.mean(test(o) for o in rows[a]) - statistics.mean(test(o) for o in rows[b])
+            print(f"  {a:<22} − {b:<18} {diff:+.4f}  p {p:<8.2g} Holm {q:<8.2g} "
+                  + ("significant" if q < 0.05 else "not significant"))
+    for name, metric in (("final TRUE test composite", test), ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = significant(rows, metric)
         print(f"Significant on {name} (Wilcoxon signed-rank, paired over {n_seeds} seeds, Holm-adjusted "
               f"p < 0.05 over all {pairs} pairs): " + ("; ".join(found) if found else "none")
@@ -347,25 +226,34 @@ def main(argv: list[str] | None = None) -> None:
                     "(default: score.tieRule in config.json)")
     ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train evaluation, "
                     "0 = --replicates (default: evidenceReplicates in config.json)")
-    ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-oracle, which keeps "
-                    "iff the TRUE val composite rises: every keep decision right, for reference)")
+    ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: screen.tasks "
+                    f"in config.json, or {SCREEN_TASKS} when it is 0)")
+    ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties and "
+                    "greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision right)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
-    rules = Rules(rules.min_improvement, rules.gate_z, rules.method, args.tie_rule or rules.tie_rule,
-                  rules.evidence_replicates if args.evidence_replicates is None else args.evidence_replicates)
-    wanted = set(args.lines.split(",")) if args.lines else {line.label for line in LINES}
-    unknown = wanted - {line.label for line in LINES + EXTRA}
+    rules = dataclasses.replace(rules, tie_rule=args.tie_rule or rules.tie_rule, evidence_replicates=rules.evidence_replicates
+                                if args.evidence_replicates is None else args.evidence_replicates)
+    args.screen_tasks = args.screen_tasks or rules.screen_tasks or SCREEN_TASKS
+    every = make_lines(args.screen_tasks) + EXTRA
+    wanted = set(args.lines.split(",")) if args.lines else {line.label for line in make_lines(args.screen_tasks)}
+    unknown = wanted - {line.label for line in every}
     if unknown:
-        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "
-                 f"{', '.join(x.label for x in LINES + EXTRA)}")
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in every)}")
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
-    res = run_all(seeds, tuple(line for line in LINES + EXTRA if line.label in wanted), args.budget, args.replicates,
+    res = run_all(seeds, tuple(line for line in every if line.label in wanted), args.budget, args.replicates,
                   args.raw_threshold, rules)
     print_header(args, seeds, res, rules)
-    print_table(res, args.budget)
-    print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.")
-    print_tests(res, args.seeds)
+    print_table(res.rows, res.targets, args.budget)
+    print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
+    print("Cells per decision (means per seed): a decision is a verdict of the gate or the screen (KEEP, REJECT, "
+          "SCREENED); cells/decision counts every cell but the seed's; 'remaining' = a kept incumbent's val waves not "
+          "yet run; false kills = the truly better candidates the screen saw (TRUE val composite above the "
+          "incumbent's) that it screened out.")
+    print_cells(res.rows)
+    print()
+    print_tests(res.rows, args.seeds)
 
 
 if __name__ == "__main__":

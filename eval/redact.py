@@ -7,12 +7,13 @@ Runs on everything before it is stored or handed to the mutator; never changes a
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from eval.environment import SECRET_NAME
+from eval.environment import SECRET_NAME, environ_items
 
 REDACTED = "[REDACTED]"
 MIN_SECRET = 8          # shorter values ("1", "test") are not secrets and would mangle ordinary text
@@ -21,9 +22,14 @@ MAX_FILE = 64 * 1024 * 1024
 
 
 def secret_values(source: Mapping[str, str] | None = None) -> list[str]:
-    source = os.environ if source is None else source
-    values = {value for name, value in source.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET}
-    return sorted(values, key=len, reverse=True)  # the longest first: a value containing another is replaced whole
+    return list(_secret_values(environ_items(source)))   # asked for every file of every cell: once per environment
+
+
+@functools.lru_cache(maxsize=16)
+def _secret_values(items: tuple) -> tuple[str, ...]:
+    pairs = ((os.fsdecode(name), os.fsdecode(value)) for name, value in items)   # bytes from os.environ._data
+    values = {value for name, value in pairs if SECRET_NAME.search(name) and len(value) >= MIN_SECRET}
+    return tuple(sorted(values, key=len, reverse=True))  # the longest first: a value containing another is replaced whole
 
 
 def redact(text: str | None, source: Mapping[str, str] | None = None) -> str | None:
@@ -53,11 +59,14 @@ def redact_file(path: Path, source: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def redact_tree(root: Path, source: Mapping[str, str] | None = None) -> int:
-    """Redact every text file under root (a cell's logs, a mutator workspace's streams); returns files changed."""
+def redact_tree(root: Path, source: Mapping[str, str] | None = None, *,
+                skip: Callable[[Path], bool] | None = None) -> int:
+    """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says were
+    redacted already (evidence staged from stored cells); returns files changed."""
     if not root.is_dir():
         return 0
-    return sum(redact_file(path, source) for path in root.rglob("*") if not path.is_symlink())
+    return sum(redact_file(path, source) for path in root.rglob("*")
+               if not path.is_symlink() and not (skip and skip(path)))
 
 
 def redact_cell(cell_root: Path, error: str | None, source: Mapping[str, str] | None = None) -> str | None:

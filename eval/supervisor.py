@@ -75,7 +75,8 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
                 kill_group(proc.pid)
                 returncode = await proc.wait()
                 return Watch(False, returncode, f"output over {max_output_bytes / 2**20:g} MB ({over.name}); "
-                                                f"the agent was killed", overflow=True)
+                                                f"the agent was killed (raise --max-output-mb if it is "
+                                                f"legitimately verbose)", overflow=True)
         if wall_ms and (now - started) * 1000 >= wall_ms:
             kill_group(proc.pid)
             returncode = await proc.wait()

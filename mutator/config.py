@@ -83,6 +83,11 @@ def _resources(value: Any) -> bool:
                and math.isfinite(v) and v >= 0 for k, v in value.items())
 
 
+def _ray_address(value: Any) -> bool:
+    from eval.executors.ray_link import address_problem
+    return address_problem(value) is None
+
+
 def _env_names(value: Any) -> bool:
     return all(isinstance(n, str) and ENV_NAME.match(n) for n in value)
 
@@ -115,6 +120,11 @@ class Settings:
     gate_method: str = key("score.gateMethod", lambda v: v in ("signflip", "t"),
                            "signflip (exact for any symmetric noise) or t (Student t, exact for normal noise)",
                            "signflip", group="loop", flag={"choices": ("signflip", "t")}, help=GATE_METHOD_HELP)
+    model_gate: str = key("score.modelGate", lambda v: v in ("mean", "each"), "mean (the gate pools every eval "
+                          "model's deltas) or each (a decisive loss on any one model rejects, Holm over the models)",
+                          "mean", group="loop", flag={"choices": ("mean", "each")},
+                          help="with several --model: mean (default) gates the mean over models; each rejects a "
+                               "candidate that is a decisive loss on any one model (Holm over the models)")
     seed: int = key("seed", rule="an integer", group="loop", help="seed of the run's random choices")
     model: str = key("model", lambda v: all(v.split(",")), "a model id, or several: a list or 'a,b'", group="loop",
                      help=MODEL_HELP)
@@ -143,6 +153,12 @@ class Settings:
     propose_min_delta: float = key("proposeMinDelta", lambda v: v >= 0, "a number >= 0", 0.02, group="loop",
                                    help="propose a champion only when its val composite beats the seed's by this "
                                         "much (default 0.02)")
+    propose_no_harm: bool = key("proposeNoHarm", rule="true or false", default=False, group="loop",
+                                help="refuse a proposal while the champion's latest test flags a task it harms "
+                                     "(worse than the seed or than no skill, exact test, Holm over tasks)")
+    seal_test: bool = key("sealTest", rule="true or false", default=False, group="loop",
+                          help="a sealed test: the first champion test of a run on a suite is final; a test of a "
+                               "later champion of that run on that suite is refused")
     # the mutator's view and validity
     solve: str = key("solve", lambda v: v in ("auto", "on", "off"), "on or off (auto, kept for old configs, is off)",
                      group="view", flag={"action": argparse.BooleanOptionalAction},
@@ -172,10 +188,12 @@ class Settings:
                         help="where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
                              "task with its own bundle of inputs; see README 'Past one machine'); the run id and "
                              "the cells are the same either way")
-    ray_address: str = key("rayAddress", rule="'' (a private local Ray instance), 'auto' or HOST:PORT", default="",
-                           group="where", flag={"metavar": "ADDRESS"},
-                           help="--executor ray: '' (default) starts a private local Ray instance; 'auto' or "
-                                "HOST:PORT joins a running cluster (`ray start --head`)")
+    ray_address: str = key("rayAddress", _ray_address, "'' (a private local Ray instance), 'auto' or HOST:PORT "
+                           "(e.g. 10.0.0.5:6379)", default="", group="where", flag={"metavar": "ADDRESS"},
+                           help="--executor ray: '' (default) starts a private local Ray instance, listening on "
+                                "127.0.0.1 only; 'auto' or HOST:PORT joins a running cluster (`ray start --head`)")
+    ray_timeout_s: float = key("rayTimeoutS", _positive, "seconds > 0", 60.0, group="where", flag={"metavar": "S"},
+                               help="--executor ray: give up joining the cluster after S seconds (default 60)")
     sandbox: str = key("sandbox", lambda v: v in ("auto", "none", "bwrap"), "auto, none or bwrap", group="where",
                        help="how agents are launched: auto (default: bwrap when it is installed and works, else "
                             "none) | bwrap (bubblewrap: each agent sees only its cell) | none (bare processes)")

@@ -57,6 +57,7 @@ class Scored:
     task_composites: dict[str, float] = field(default_factory=dict)
     delta: float | None = None              # the gate's Δcomposite vs the incumbent, and its threshold: the
     threshold: float | None = None          # figures a verdict's reason quotes (strategies/reasons.py)
+    rejected_on: tuple[str, ...] = ()       # score.modelGate 'each': the eval models it is a decisive loss on
 
 
 @dataclass(frozen=True)

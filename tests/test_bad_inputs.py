@@ -86,6 +86,39 @@ CASES = {
     "damaged-store-export": Case(("--export", "run-0"), ("`mutator.db` is damaged",), setup=damaged_store),
     "data-dir-not-writable": Case((*DEMO, "--data-dir", "{tmp}/blocker/data"),
                                   ("`mutator.db` is not writable", "--data-dir"), setup=file_where_the_data_dir_goes),
+    # the second catalogue: each refused before the run opens or anything is spent or written
+    "models-one-unpriced": Case((*DEMO, "--model", "claude-haiku-4-5,gpt-4o"),
+                                ("--model claude-haiku-4-5,gpt-4o", "'gpt-4o' has no price", "pricing")),
+    "ray-address-without-ray": Case((*DEMO, "--ray-address", "auto"), ("--ray-address auto", "--executor ray")),
+    "ray-timeout-without-ray": Case((*DEMO, "--ray-timeout-s", "5"), ("--ray-timeout-s", "--executor ray")),
+    "ray-address-malformed": Case((*DEMO, "--executor", "ray", "--ray-address", "http//head"),
+                                  ("--ray-address", "HOST:PORT", "'http//head'")),
+    "ray-address-bad-port": Case((*DEMO, "--executor", "ray", "--ray-address", "head:99999"),
+                                 ("--ray-address", "HOST:PORT")),
+    "ray-unreachable": Case((*DEMO, "--executor", "ray", "--ray-address", "127.0.0.1:1", "--ray-timeout-s", "30"),
+                            ("--ray-address 127.0.0.1:1", "cannot reach", "--ray-timeout-s")),
+    "mine-out-inside-a-suite": Case(("--mine-traces", "{tmp}", "--out", "{tmp}/suite/mined"),
+                                    ("--out", "inside the suite", "suite.md", "pick a new folder"),
+                                    setup=lambda tmp: seed_skill("x", "suite")(tmp) or
+                                    (tmp / "suite" / "suite.md").write_text("---\nname: s\n---\n")),
+    "mine-out-inside-the-skill": Case(("--mine-traces", "{tmp}", "--out", "{tmp}/my-skill/mined", "--skill-dir",
+                                       "{tmp}/my-skill"), ("--out", "inside the skill"),
+                                      setup=seed_skill("---\nname: my-skill\ndescription: d\n---\nBody.\n")),
+    "mine-out-inside-the-data-dir": Case(("--mine-traces", "{tmp}", "--out", "{tmp}/data/mined"),
+                                         ("--out", "inside the data dir")),
+    "test-run-unknown-run": Case(("--test-run", "run-nope"), ("no run 'run-nope'", "--data-dir")),
+    "compare-unknown-run": Case(("--compare", "run-a", "run-b"), ("no run 'run-a'", "--data-dir")),
+    "seed-binary-skill-md": Case((*DEMO, "--skill-dir", "{tmp}/my-skill"),
+                                 ("seed skill", "my-skill/SKILL.md: not UTF-8", "save it as UTF-8"),
+                                 setup=lambda tmp: seed_skill("")(tmp) or (tmp / "my-skill" / "SKILL.md").write_bytes(
+                                     b"---\nname: my-skill\ndescription: \xff\xfe\x00binary\n---\n")),
+    "lint-binary-skill-md": Case(("--lint", "{tmp}/my-skill"), ("--lint", "my-skill/SKILL.md: not UTF-8"),
+                                 setup=lambda tmp: seed_skill("")(tmp) or (tmp / "my-skill" / "SKILL.md").write_bytes(
+                                     b"\x89PNG\r\n\x1a\n")),
+    "mine-empty-traces-folder": Case(("--mine-traces", "{tmp}/traces", "--out", "{tmp}/suites/mined"),
+                                     ("--mine-traces", "/traces: no agent session found", "~/.claude/projects"),
+                                     setup=lambda tmp: (tmp / "traces").mkdir()),
+    "gate-method-bad": Case((*DEMO, "--gate-method", "bogus"), ("--gate-method", "'bogus'", "signflip", "--help")),
 }
 
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from eval.executors import ExecutorError
+from eval.executors import ExecutorError, ray_link
 from eval.executors.bundle import (
     ROOT,
     CellBundle,
@@ -42,7 +42,7 @@ DEFAULT_RESOURCES = {"num_cpus": 1}
 SHIP_EXCLUDES = (".git", "/data", "/suites", "/webpages", "/reference", "*.db", "*.db-wal", "*.db-shm",
                  "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules")
 KEEP_OBJECTS = 16       # skill snapshots and suites kept in the object store by this driver (newest first)
-INSTALL_HINT = "pip install -e '.[ray]' (or: pip install 'ray>=2.9,<3')"
+INSTALL_HINT = "pip install -e '.[ray]' (or: pip install 'ray>=2.60,<3')"
 
 
 def worker_base() -> Path:
@@ -71,8 +71,9 @@ class RayExecutor:
     id = "ray"
 
     def __init__(self, address: str = "", resources: Mapping[str, float] | None = None, max_retries: int = 1,
-                 concurrency: int = 1, exclude: Sequence[Path] = ()) -> None:
+                 concurrency: int = 1, exclude: Sequence[Path] = (), timeout_s: float = 60.0) -> None:
         self.address = address                      # "" = a private local instance; "auto" or HOST:PORT = join
+        self.timeout_s = timeout_s                  # joining a cluster: its deadline (--ray-timeout-s)
         self.resources = dict(resources or DEFAULT_RESOURCES)
         self.max_retries = max(0, max_retries)
         self.concurrency = concurrency
@@ -87,15 +88,46 @@ class RayExecutor:
         except ImportError:
             raise ExecutorError(f"--executor ray needs the ray package: {INSTALL_HINT}") from None
         if not ray.is_initialized():
-            try:
-                ray.init(**self.init_options())
-            except (ConnectionError, RuntimeError, ValueError) as err:
-                where = "a private local Ray instance" if not self.address else f"the Ray cluster at {self.address}"
-                raise ExecutorError(f"cannot start or join {where}: {err}; start a head with `ray start --head` "
-                                    f"and pass --ray-address auto, or leave --ray-address empty") from None
+            self._start(ray)
         if self._remote is None:
             self._remote = ray.remote(run_on_worker)
         return ray
+
+    def _start(self, ray) -> None:
+        """Start the private loopback instance or join the cluster (within the deadline), then check that one
+        cell fits a node; a refusal shuts Ray down again, so nothing is left running."""
+        if self.address:
+            ray_link.reachable(self.address, self.timeout_s)
+        else:
+            ray_link.loopback_only()
+        where = "a private local Ray instance" if not self.address else f"the Ray cluster at {self.address}"
+        try:
+            if self.address:
+                ray_link.within(self.timeout_s, f"joining {where}", lambda: ray.init(**self.init_options()))
+            else:
+                ray.init(**self.init_options())
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise ExecutorError(f"cannot start or join {where}: {_first_line(err)}; start a head with `ray start "
+                                f"--head` and pass --ray-address auto, or leave --ray-address empty") from None
+        problem = self._problem(ray)
+        if problem:
+            ray.shutdown()
+            raise ExecutorError(problem)
+
+    def _problem(self, ray) -> str | None:
+        if not self.address and ray.get_runtime_context().gcs_address.rsplit(":", 1)[0] != ray_link.LOOPBACK:
+            return (f"the private Ray instance did not bind {ray_link.LOOPBACK} (it is at "
+                    f"{ray.get_runtime_context().gcs_address}); refusing to run cells on a Ray that other machines "
+                    f"can reach: join a cluster with --ray-address, or use --executor local")
+        return ray_link.infeasible(self.resources, ray.nodes())
+
+    def describe(self) -> str:
+        """Where cells go, said before the first one does."""
+        if not self.address:
+            return (f"Ray: a private instance on this machine, listening on {ray_link.LOOPBACK} only (cells "
+                    f"run here)")
+        return (f"Ray: cells and their bundles (the skill, the suite's grader files and this project's code) go to "
+                f"the cluster at {self.address}")
 
     def init_options(self) -> dict[str, Any]:
         common = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
@@ -104,7 +136,7 @@ class RayExecutor:
             # concurrency asked, so a cell waits on the harness's bound, not on Ray's
             cpus = max(os.cpu_count() or 1, math.ceil(self.concurrency * self.resources.get("num_cpus", 1)))
             path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-            return {**common, "num_cpus": cpus, "runtime_env": {"env_vars": {"PYTHONPATH": path}}}
+            return {**common, "num_cpus": cpus, "_node_ip_address": ray_link.LOOPBACK, "runtime_env": {"env_vars": {"PYTHONPATH": path}}}
         excludes = list(SHIP_EXCLUDES) + ["/" + p.resolve().relative_to(ROOT).as_posix()
                                           for p in self.exclude if p.resolve().is_relative_to(ROOT)]
         return {**common, "address": self.address,
@@ -134,7 +166,8 @@ class RayExecutor:
         ray = self.connect()
         from ray.exceptions import RayError, RayTaskError
         ref = self._remote.options(max_retries=self.max_retries, retry_exceptions=False,
-                                   name=f"cell {job.spec.name}", **self.resources).remote(*self.task_args(job))
+                                   name=f"cell {job.spec.name}",
+                                   **ray_link.task_options(self.resources)).remote(*self.task_args(job))
         try:
             reply = await ref
         except asyncio.CancelledError:

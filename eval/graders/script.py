@@ -8,9 +8,12 @@ hashed, nor another cell's grading. It gets the cell's working dir and the task 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -46,17 +49,40 @@ def parse_grades(stdout: str) -> dict[str, float]:
     return grades
 
 
+@functools.lru_cache(maxsize=256)
+def _listing(suite_dir: Path, content_hash: str, task_id: str) -> tuple[tuple[str, str, int], ...]:
+    """What a grader's copy holds, walked once per suite version and task: (kind, relative path, mode or 0)."""
+    found: list[tuple[str, str, int]] = []
+    for folder, dirs, files in os.walk(suite_dir):
+        here = Path(folder)
+        # only this task's fixtures: one task's copy, not all
+        dirs[:] = [d for d in dirs if d != "__pycache__" and (here != suite_dir / "fixtures" or d == task_id)]
+        for name in dirs + [f for f in files if f != "__pycache__"]:
+            path, rel = here / name, str((here / name).relative_to(suite_dir))
+            if path.is_symlink():   # copied as the link, as copytree(symlinks=True) did
+                found.append(("link", rel, 0))
+            elif path.is_dir():
+                found.append(("dir", rel, 0))
+            else:
+                found.append(("file", rel, stat.S_IMODE(path.stat().st_mode)))
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+    return tuple(sorted(found, key=lambda entry: entry[1]))   # a folder before what it holds
+
+
 def private_suite(job: CellJob) -> tuple[Path, list[str]]:
     """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder."""
     root = Path(tempfile.mkdtemp(prefix="grader-suite-", dir=job.cell_root))
     copy = root / job.suite.path.name
-    fixtures = job.suite.path / "fixtures"
-
-    def skip(folder: str, names: list[str]) -> set[str]:   # only this task's fixtures: one task's copy, not all
-        return {"__pycache__"} & set(names) | ({n for n in names if n != job.task.id}
-                                               if Path(folder) == fixtures else set())
-
-    shutil.copytree(job.suite.path, copy, symlinks=True, ignore=skip)
+    copy.mkdir()
+    source = job.suite.path
+    for kind, rel, mode in _listing(source, job.suite.content_hash, job.task.id):
+        if kind == "dir":
+            (copy / rel).mkdir()
+        elif kind == "link":
+            os.symlink(os.readlink(source / rel), copy / rel)
+        else:
+            shutil.copyfile(source / rel, copy / rel)
+            os.chmod(copy / rel, mode)
     grader = job.suite.grader
     if grader is not None and grader.is_relative_to(job.suite.path):
         grader = copy / grader.relative_to(job.suite.path)

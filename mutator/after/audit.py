@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from eval.errors import SkillMutatorError
-from mutator.after.spend import REUSED_AGENT_ZERO, _attribution
+from mutator.after.spend import run_spend
+from mutator.store import ledger
 from mutator.store.db import connect_readonly, loads, rows
 
 GATE_FIGURES = ("delta", "delta_eval", "delta_cost", "delta_steps", "gate_threshold", "gate_se", "gate_s",
@@ -35,15 +36,16 @@ def audit(db_path: Path, run_id: str) -> dict:
             known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
             raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: {', '.join(known) or '(none)'}")
         run = found[0]
-        owner = _attribution(db)
-        agent = REUSED_AGENT_ZERO if "agent_cell_id" in db["cells"].columns_dict else "c.cost_usd"
-        cell_cost = {r["evaluation_id"]: r["usd"] for r in rows(   # a re-graded cell's agent is paid once, elsewhere
-            db, f"select c.evaluation_id, sum({agent}) as usd from cells c group by c.evaluation_id")}
+        # what the run was charged for each evaluation's cells (agents and judge; a cached one was paid by the
+        # run that ran it, a re-graded cell's agent once, where it ran)
+        cell_cost = {r["evaluation_id"]: r["usd"] for r in rows(
+            db, f"select evaluation_id, sum(usd) as usd from {ledger.table(db)} where run_id = ? and kind in "
+                "('cell', 'judge') group by evaluation_id", [run_id])}
         attempts, counted = [], set()
         for a in rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id]):
             # a cached evaluation is paid once: counted on the first of this run's attempts that used it
             paid = [e for e in (a["val_evaluation_id"], a["train_evaluation_id"])
-                    if e is not None and owner.get(e) == run_id and e not in counted]
+                    if e is not None and e in cell_cost and e not in counted]
             counted.update(paid)
             cells = sum(cell_cost.get(e, 0.0) or 0.0 for e in paid)
             confirm = loads(a["confirm"])
@@ -54,6 +56,7 @@ def audit(db_path: Path, run_id: str) -> dict:
                 "critic": loads(a["critic"], []), "gate": loads(a["gate"]), "confirm": confirm,
                 "mutator_cost_usd": a["mutator_cost_usd"] or 0.0, "cells_cost_usd": cells,
                 "cost_usd": (a["mutator_cost_usd"] or 0.0) + cells, "at": a["finished_at"] or a["started_at"]})
+        spend = run_spend(db, run_id)
         decisions = rows(db, "select d.proposal_id, d.action, d.status_from, d.status_to, d.note, d.at, "
                              "p.genome_hash from proposal_decisions d join proposals p on p.id = d.proposal_id "
                              "where p.run_id = ? order by d.id", [run_id]) if "proposals" in db.table_names() else []
@@ -61,6 +64,7 @@ def audit(db_path: Path, run_id: str) -> dict:
         db.conn.close()
     return {"run": run, "attempts": attempts, "decisions": [{"kind": "decision", **d} for d in decisions],
             "totals": {"attempts": len(attempts), "cost_usd_recorded_on_run": run["cost_usd"],
+                       "cost_usd_run": spend["total"], "cost_usd_by_kind": spend["kinds"],
                        "cost_usd_attempts": sum(a["cost_usd"] for a in attempts)}}
 
 

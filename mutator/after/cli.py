@@ -66,7 +66,8 @@ def decide(args: argparse.Namespace, settings) -> int:
             proposal, created = propose(db, GenomeStore(settings.data_dir, db), args.propose,
                                         target_dir=args.to or args.skill_dir,   # else the run's own folder
                                         min_delta=settings.propose_min_delta,
-                                        max_failed_share=settings.max_failed_share)
+                                        max_failed_share=settings.max_failed_share,
+                                        no_harm=settings.propose_no_harm)
             print(describe(proposal, created, where_flags(args).strip()))
             return 0
         if args.accept is not None:
@@ -132,7 +133,7 @@ def propose_finished(settings, run_id: str, where: str = "") -> str:
     try:
         proposal, created = propose(db, GenomeStore(settings.data_dir, db), run_id, target_dir=settings.skill_dir,
                                     auto=True, min_delta=settings.propose_min_delta,
-                                    max_failed_share=settings.max_failed_share)
+                                    max_failed_share=settings.max_failed_share, no_harm=settings.propose_no_harm)
     except ProposalError as err:
         return f"No proposal: {err}"
     return describe(proposal, created, where)
@@ -149,7 +150,8 @@ def check_command(args: argparse.Namespace, settings, agents, launcher, progress
     suites = [load_suite(resolve_suite_path(settings, name)) for name in names]
     check = HealthCheck(settings, agents.build_argv, agents.build_id, launcher,
                         parallel=args.parallel or settings.concurrency, progress=progress,
-                        max_seconds=args.max_seconds, daily=daily)
+                        max_seconds=args.max_seconds, daily=daily,
+                        budget_usd=getattr(args, "budget_usd", None))
     result = check.run(Path(args.check).resolve(), suites)  # the path its lock (run.py) was taken on
     print(render(result))
     if result["band"] == "REGRESSED":

@@ -3,7 +3,7 @@
 Each check snapshots the folder, runs it on one or more suites through the Evaluator with a fresh
 replicate salt (a re-check measures again instead of reading the cache), and compares the score with
 the previous complete check of the same folder and fingerprint. A cancel (Ctrl-C, --max-seconds, the
-daily budget) keeps every cell already scored and marks the check partial; never a made-up score.
+daily budget, --budget-usd) keeps every cell already scored and marks the check partial; never a made-up score.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from eval.snapshot import copy_tree, hash_tree
 from eval.suite import Suite
 from mutator.after import drift
 from mutator.config import ConfigError, Settings
-from mutator.round.budget import BudgetStop
+from mutator.round.budget import BudgetStop, cell_estimate
 from mutator.round.progress import Progress
 from mutator.round.session import Session
 from mutator.store.db import connect, dumps, loads, now, rows
@@ -38,6 +38,7 @@ class HealthCheck:
     progress: Progress = field(default_factory=Progress)
     max_seconds: float | None = None
     daily: object | None = None     # a spend.DailyBudget (before_check) or None
+    budget_usd: float | None = None  # --budget-usd: a cap on this check's own spend, asked before each cell
 
     def run(self, skill_dir: Path, suites: Sequence[Suite]) -> dict:
         s = self.settings
@@ -71,21 +72,47 @@ class HealthCheck:
                                  progress=self.progress, contract=contract, skill_name=skill_name,
                                  concurrency=self.parallel, db=db).evaluator
         evaluator.deadline = deadline
+        keys = [evaluation_key(genome_hash, x, contract) for x in suites]
+        if self.budget_usd is not None:
+            evaluator.spend_gate = CheckGate(self.budget_usd, db, tuple(keys))
         stopped: tuple[str, str] | None = None  # (status, reason)
         try:
             for suite in suites:
                 if self.daily is not None:
                     self.daily.before_check(db, len(suite.tasks) * s.replicates, s.model,
                                             f"the check on {suite.name}")
-                evaluator.evaluate(snapshot, genome_hash, skill_name, suite, label=f"check · {suite.name}")
+                outcome = evaluator.evaluate(snapshot, genome_hash, skill_name, suite, label=f"check · {suite.name}")
+                if outcome.budget_stop:
+                    raise BudgetStop(f"budget reached: {outcome.budget_stop}; --budget-usd {self.budget_usd:g} caps "
+                                     f"this check's spend. The cells scored are kept (a partial check).")
         except DeadlineReached:
             stopped = ("cancelled", f"--max-seconds {self.max_seconds:g} reached")
         except KeyboardInterrupt:
             stopped = ("cancelled", "interrupted (Ctrl-C)")
         except BudgetStop as err:
             stopped = ("stopped", str(err))
-        keys = [evaluation_key(genome_hash, x, contract) for x in suites]
         return finish(db, check_id, keys, stopped)
+
+
+@dataclass(frozen=True)
+class CheckGate:
+    """--budget-usd on a health check, as its evaluator asks before each cell: what is left of the cap after
+    the check's own charges (its cells, keyed by this check's salt), and what a cell costs."""
+    limit_usd: float
+    db: object
+    keys: tuple[str, ...]
+
+    def spent(self) -> float:
+        marks = ",".join("?" * len(self.keys))
+        found = rows(self.db, f"select coalesce(sum(c.usd), 0) as usd from charges c join evaluations e on "
+                              f"e.id = c.evaluation_id where e.key in ({marks})", list(self.keys))
+        return float(found[0]["usd"])
+
+    def remaining(self, unrecorded: float) -> float:
+        return self.limit_usd - self.spent()   # each stored cell is on the ledger already (no payer, no run)
+
+    def cell_estimate(self, contract: Contract) -> float | None:
+        return cell_estimate(self.db, contract)
 
 
 def _previous(db, check: dict) -> dict | None:

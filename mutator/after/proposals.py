@@ -16,6 +16,9 @@ from pathlib import Path
 import sqlite_utils
 
 from eval.errors import SkillMutatorError
+from mutator.round.summary import stored_cells
+from mutator.scoring.models import stored_normalisers
+from mutator.scoring.score import Weights, summarise
 from mutator.store.db import dumps, loads, now, rows
 from mutator.store.genome import GenomeStore
 
@@ -54,13 +57,39 @@ def _champion_attempt(db: sqlite_utils.Database, run_id: str, genome_hash: str) 
     return found[0] if found else {}
 
 
+def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict, seed: dict) -> tuple[dict, dict]:
+    """The champion's and the seed's val figures graded by one grader. A resumed run re-grades its seed under
+    today's grader (round 0) while the champion's deciding attempt keeps its day's: then the champion's evaluation
+    re-made under the seed's grader (regrade.py) is read, or else the seed's under the champion's."""
+    ids = (attempt.get("val_evaluation_id"), seed.get("val_evaluation_id"))
+    if None in ids:
+        return attempt, seed
+    graded = {r["id"]: r for r in rows(db, "select id, genome_hash, suite, suite_hash, contract from evaluations "
+                                          "where id in (?, ?)", list(ids))}
+    if len(graded) < 2 or graded[ids[0]]["suite_hash"] == graded[ids[1]]["suite_hash"]:
+        return attempt, seed
+    weights, norm = Weights(run["w_cost"], run["w_steps"]), stored_normalisers(run, "val")
+    for mine, other, swap in ((graded[ids[0]], graded[ids[1]], 0), (graded[ids[1]], graded[ids[0]], 1)):
+        found = rows(db, "select id from evaluations where genome_hash = ? and suite = ? and suite_hash = ? and "
+                         "contract = ? and status = 'done' order by id desc limit 1",
+                     [mine["genome_hash"], mine["suite"], other["suite_hash"], mine["contract"]])
+        cells = stored_cells(db, found[0]["id"]) if found else []
+        if cells:
+            figures = summarise(cells, weights, norm)
+            regraded = {"composite": figures.composite, "eval": figures.eval, "cost": figures.cost,
+                        "steps": figures.steps, "val_evaluation_id": found[0]["id"]}
+            return ({**attempt, **regraded}, seed) if swap == 0 else (attempt, {**seed, **regraded})
+    return attempt, {}   # no pair graded alike: no seed figure to compare with (why_not says so)
+
+
 def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict, dict | None, list]:
-    attempt = _champion_attempt(db, run["id"], champion)
-    seed = _champion_attempt(db, run["id"], run["seed_hash"])
+    attempt, seed = _one_grader(db, run, _champion_attempt(db, run["id"], champion),
+                                _champion_attempt(db, run["id"], run["seed_hash"]))
     val = {"suite": run["val"], "round": attempt.get("round"), "composite": attempt.get("composite"),
            "eval": attempt.get("eval"), "cost": attempt.get("cost"), "steps": attempt.get("steps"),
            "seed_composite": seed.get("composite"), "seed_eval": seed.get("eval"),
-           "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold")}
+           "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold"),
+           "evaluation_id": attempt.get("val_evaluation_id"), "seed_evaluation_id": seed.get("val_evaluation_id")}
     tests = rows(db, "select * from test_runs where run_id = ? and genome_hash = ? and status = 'done' "
                      "order by id desc limit 1", [run["id"], champion])
     test = None
@@ -74,8 +103,9 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
 
 
 def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test: dict | None, *,
-            min_delta: float, max_failed_share: float) -> str:
-    """Why this champion is not a real improvement ("" when it is)."""
+            min_delta: float, max_failed_share: float, no_harm: bool = False) -> str:
+    """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its latest
+    test flags a task it harms."""
     if val.get("composite") is None or val.get("seed_composite") is None:
         return "the champion or the seed has no val composite"
     gain = val["composite"] - val["seed_composite"]
@@ -95,11 +125,15 @@ def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test
     if delta and delta.get("delta", {}).get("mean") is not None and delta["delta"]["mean"] < 0:
         return (f"its latest test run on {test['suite']} is worse than the seed (Δcomposite "
                 f"{delta['delta']['mean']:+.4f})")
-    return ""
+    if not no_harm:
+        return ""
+    from mutator.validity.harm import flagged_reason  # scipy.stats: only when asked
+    return flagged_reason((test or {}).get("report"))
 
 
 def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, target_dir: Path | None,
-            auto: bool = False, min_delta: float = 0.0, max_failed_share: float = 1.0) -> tuple[dict, bool]:
+            auto: bool = False, min_delta: float = 0.0, max_failed_share: float = 1.0,
+            no_harm: bool = False) -> tuple[dict, bool]:
     """The run's champion as a proposal, aimed at `target_dir` or else the run's own skill folder (when the
     run recorded it); returns (proposal, created).
 
@@ -123,7 +157,8 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
         if proposal["status"] == "proposed" or auto:
             return proposal, False
     val, test, gates = _figures(db, run, champion)
-    reason = why_not(db, run, champion, val, test, min_delta=min_delta, max_failed_share=max_failed_share)
+    reason = why_not(db, run, champion, val, test, min_delta=min_delta, max_failed_share=max_failed_share,
+                     no_harm=no_harm)
     if reason:
         raise ProposalError(f"{run_id}'s champion {champion[:12]} is not proposed: {reason}")
     at = now()

@@ -20,13 +20,17 @@ from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop, mean_mutation_cost, pending_cells
+from mutator.store import ledger
 from mutator.store.db import connect, loads, now, rows
 
 WARN_AT = 0.8
-REUSED_AGENT_ZERO = "(case when c.agent_cell_id is null then c.cost_usd else 0 end)"
 HEALTH = "health checks"
-OTHER = "other (solve phase, unattributed)"
-WATCH = "the watch (a tick whose loop did not start)"
+OTHER = "other (no run)"
+WATCH = "the watch (mining judge passes)"
+# what a cell's charge paid for, told from its evaluation (the ledger's kind says agent or judge)
+CELLS, SOLVE, CONTROL, TEST, AA, MEMBER = ("cells", "solve phase", "no-skill control", "test run",
+                                           "A/A re-evaluation", "member evaluation")
+BARE = "bare"   # the genome hash of a skill-less evaluation (mutator/round/solve.py)
 
 
 def day_start(ts: float) -> float:
@@ -38,83 +42,71 @@ def week_start(ts: float) -> float:
     return day_start(ts) - datetime.fromtimestamp(ts, UTC).weekday() * 86400
 
 
-def _attribution(db: sqlite_utils.Database) -> dict[int, str]:
-    """evaluation id -> run id (or HEALTH): the ids a run recorded, then same genome + contract (a test run's
-    seed evaluation, say) to the earliest such run. A cached evaluation is paid once, by its first user."""
-    owner: dict[int, str] = {}
-
-    def claim(evaluation_id, label: str) -> None:
-        if evaluation_id is not None:
-            owner.setdefault(int(evaluation_id), label)
-    for r in rows(db, "select run_id, val_evaluation_id, train_evaluation_id, confirm from attempts order by id"):
-        claim(r["val_evaluation_id"], r["run_id"])
-        claim(r["train_evaluation_id"], r["run_id"])
-        confirm = loads(r["confirm"], {}) or {}
-        claim(confirm.get("candidate_evaluation_id"), r["run_id"])
-        claim(confirm.get("incumbent_evaluation_id"), r["run_id"])
-    for r in rows(db, "select run_id, evaluation_id from test_runs order by id"):
-        claim(r["evaluation_id"], r["run_id"])
-    if "health_checks" in db.table_names():
-        for r in rows(db, "select evaluation_ids from health_checks"):
-            for evaluation_id in loads(r["evaluation_ids"], []) or []:
-                claim(evaluation_id, HEALTH)
-    runs = rows(db, "select id, seed_hash, config from runs order by created_at")
-    genomes: dict[str, set[str]] = {}
-    for r in rows(db, "select distinct run_id, genome_hash from attempts where genome_hash is not null"):
-        genomes.setdefault(r["run_id"], set()).add(r["genome_hash"])
-    contracts = {r["id"]: _unsalted((loads(r["config"], {}) or {}).get("contract") or {}) for r in runs}
-    for e in rows(db, "select id, genome_hash, contract from evaluations"):
-        if e["id"] in owner:
-            continue
-        contract = _unsalted(loads(e["contract"], {}) or {})
-        for r in runs:
-            if contracts[r["id"]] == contract and (e["genome_hash"] == r["seed_hash"]
-                                                   or e["genome_hash"] in genomes.get(r["id"], ())):
-                owner[e["id"]] = r["id"]
-                break
-    return owner
-
-
-def _unsalted(contract: dict) -> dict:
-    return {k: v for k, v in contract.items() if k != "salt"}
-
-
-def calls(db: sqlite_utils.Database, since: float = 0.0) -> list[dict]:
-    """Every costed call since `since`: {at, usd, run, model, kind}."""
-    owner = _attribution(db)
-    out = []
-    # a cell's spend: its agent (with the earlier tries of a re-run cell) and, apart, an LLM judge grading it
-    # a re-graded cell's agent run is another cell's (agent_cell_id): its cost is counted there, once
-    agent = (f"{REUSED_AGENT_ZERO} + c.prior_cost_usd" if "agent_cell_id" in db["cells"].columns_dict
-             else "c.cost_usd + c.prior_cost_usd")
-    for c in rows(db, f"select c.evaluation_id, {agent} as usd, c.grader_cost_usd, "
-                      "c.finished_at, e.model from cells c join evaluations e on e.id = c.evaluation_id where "
-                      f"coalesce(c.finished_at, 0) >= ? and ({agent} > 0 or "
-                      "c.grader_cost_usd > 0)", [since]):
-        run = owner.get(c["evaluation_id"], OTHER)
-        if c["usd"]:
-            out.append({"at": c["finished_at"] or 0.0, "usd": c["usd"], "run": run, "model": c["model"] or "?",
-                        "kind": "cell"})
-        if c["grader_cost_usd"]:
-            out.append({"at": c["finished_at"] or 0.0, "usd": c["grader_cost_usd"], "run": run, "model": "judge",
-                        "kind": "judge"})
-    models = {r["id"]: r for r in rows(db, "select id, mutator_model, meta_skill, updated_at from runs")}
-    for a in rows(db, "select run_id, mutator_cost_usd, coalesce(finished_at, started_at) as at from attempts "
-                      "where mutator_cost_usd > 0 and coalesce(finished_at, started_at, 0) >= ?", [since]):
-        out.append({"at": a["at"] or 0.0, "usd": a["mutator_cost_usd"], "run": a["run_id"],
-                    "model": models.get(a["run_id"], {}).get("mutator_model") or "?", "kind": "mutator"})
-    if "triggers" in db.table_names() and "judge_cost_usd" in db["triggers"].columns_dict:
-        # a watch tick's judge pass over the mined requests, before its loop ran (its run, when there was one)
-        for t in rows(db, "select run_id, judge_cost_usd, coalesce(finished_at, at) as at from triggers "
-                          "where judge_cost_usd > 0 and coalesce(finished_at, at) >= ?", [since]):
-            out.append({"at": t["at"], "usd": t["judge_cost_usd"], "run": t["run_id"] or WATCH, "model": "judge",
-                        "kind": "mining judge"})
-    for run_id, r in models.items():
-        for entry in loads(r["meta_skill"], []) or []:
-            if entry.get("cost_usd") and (r["updated_at"] or 0.0) >= since:
-                out.append({"at": r["updated_at"] or 0.0, "usd": entry["cost_usd"], "run": run_id,
-                            "model": r["mutator_model"] or "?", "kind": "meta skill"})
+def _roles(db: sqlite_utils.Database, ids: set[int]) -> dict[int, tuple[str, str]]:
+    """evaluation id -> (what its cells were for, model), for the evaluations charges name."""
+    if not ids:
+        return {}
+    members: set[int] = set()
+    if "members" in db["evaluations"].columns_dict:
+        for r in rows(db, "select members from evaluations where members is not null"):
+            members.update(int(i) for i in (loads(r["members"], {}) or {}).values())
+    out = {}
+    marks = ",".join("?" * len(ids))
+    for e in rows(db, f"select id, genome_hash, split, contract, model from evaluations where id in ({marks})",
+                  sorted(ids)):
+        salt = str((loads(e["contract"], {}) or {}).get("salt") or "")
+        role = (SOLVE if e["genome_hash"] == BARE and salt.startswith("solve-") else
+                CONTROL if e["genome_hash"] == BARE else
+                TEST if e["split"] == "test" else
+                AA if salt.startswith("aa-") else
+                MEMBER if e["id"] in members else CELLS)
+        out[e["id"]] = (role, e["model"] or "?")
     return out
+
+
+def _health_evaluations(db: sqlite_utils.Database) -> set[int]:
+    if "health_checks" not in db.table_names():
+        return set()
+    return {int(i) for r in rows(db, "select evaluation_ids from health_checks")
+            for i in (loads(r["evaluation_ids"], []) or [])}
+
+
+def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = None) -> list[dict]:
+    """Every charge on the ledger (mutator/store/ledger.py) since `since` (of one run, when given):
+    {at, usd, run, model, kind}. The run is the one charged when it was spent, never guessed afterwards; a
+    charge of no run is a health check's, a watch tick's judge pass, or other."""
+    where, args = "at >= ?", [since]
+    if run_id is not None:
+        where, args = where + " and run_id = ?", args + [run_id]
+    found = rows(db, f"select run_id, kind, usd, at, evaluation_id from {ledger.table(db)} where {where}", args)
+    roles = _roles(db, {c["evaluation_id"] for c in found if c["evaluation_id"] is not None})
+    health = _health_evaluations(db) if any(c["run_id"] is None for c in found) else set()
+    runs = {r["id"]: r["mutator_model"] for r in rows(db, "select id, mutator_model from runs")}
+    out = []
+    for c in found:
+        role, model = roles.get(c["evaluation_id"], (c["kind"], "?"))
+        kind = "judge" if c["kind"] == "judge" else role if c["kind"] == "cell" else c["kind"]
+        model = ("judge" if c["kind"] in ("judge", "mining judge") else model if c["evaluation_id"] is not None
+                 else runs.get(c["run_id"]) or "?" if c["kind"] in ("mutator", "meta skill") else "?")
+        run = c["run_id"] or (HEALTH if c["evaluation_id"] in health or c["kind"] == "health check"
+                              else WATCH if c["kind"] == "mining judge" else OTHER)
+        out.append({"at": c["at"], "usd": c["usd"], "run": run, "model": model, "kind": kind})
+    return out
+
+
+def run_spend(db: sqlite_utils.Database, run_id: str) -> dict:
+    """THE spend of one run, as Home, the CLI and the Cost page show it: {total, kinds: {kind: usd}}, the total
+    being `select sum(usd) from charges where run_id = ?` (and runs.cost_usd, written with each charge)."""
+    kinds: dict[str, float] = {}
+    for c in calls(db, run_id=run_id):
+        kinds[c["kind"]] = kinds.get(c["kind"], 0.0) + c["usd"]
+    return {"total": sum(kinds.values()), "kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1]))}
+
+
+def run_totals(db: sqlite_utils.Database) -> dict[str, float]:
+    """Every run's spend (the sum of its charges), for pages listing many runs."""
+    return {r["run_id"]: r["usd"] for r in rows(db, f"select run_id, sum(usd) as usd from {ledger.table(db)} "
+                                                    "where run_id is not null group by run_id")}
 
 
 def spent_since(db: sqlite_utils.Database, since: float) -> float:

@@ -13,12 +13,14 @@ Never staged: the database, any val task detail (val appears only as aggregate d
 from __future__ import annotations
 
 import shutil
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite
 from mutator.store import cache
+from mutator.store.evidence import STAGED, EvidenceStore, link
 
 INPUT_CLIP = 4000
 
@@ -61,14 +63,15 @@ def render_ledger(rows: Sequence[LedgerRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def copy_trajectories(cell_dirs: Sequence[tuple[str, str]], target: Path) -> int:
-    """Copy each cell's trajectory.md as <cell name>.md; returns how many were found."""
+def link_trajectories(store: EvidenceStore, evaluation_id: int, cell_dirs: Sequence[tuple[str, str]],
+                      target: Path) -> int:
+    """Show each cell's trajectory.md as <cell name>.md (stored once, linked); returns how many were found."""
     target.mkdir(parents=True, exist_ok=True)
     found = 0
     for name, cell_dir in cell_dirs:
-        source = Path(cell_dir) / "trajectory.md"
-        if source.is_file():
-            shutil.copyfile(source, target / f"{name}.md")
+        stored = store.rollout(evaluation_id, name, Path(cell_dir) / "trajectory.md")
+        if stored is not None:
+            link(stored, target / f"{name}.md")
             found += 1
     return found
 
@@ -86,15 +89,17 @@ def stage_tasks(suite: Suite, target: Path) -> None:
 
 def make_read_only(root: Path) -> None:
     for path in root.rglob("*"):
-        if path.is_file():
+        if path.is_file() and stat.S_IMODE(path.stat().st_mode) != 0o444:   # a stored file already is
             path.chmod(0o444)
 
 
 class Evidence:
-    """Reads this run's attempts and cells from the store and stages them into a workspace."""
+    """Reads this run's attempts and cells from the store and stages them into a workspace: what every workspace
+    shares (diffs, rollouts) is stored once and linked (mutator/store/evidence.py); the ledger is written anew."""
 
-    def __init__(self, *, db, genomes, run_id: str, train: Suite, train_composite, solve_dir: Path | None) -> None:
-        self.db, self.genomes, self.run_id, self.train = db, genomes, run_id, train
+    def __init__(self, *, db, genomes, store: EvidenceStore, run_id: str, train: Suite, train_composite,
+                 solve_dir: Path | None) -> None:
+        self.db, self.genomes, self.store, self.run_id, self.train = db, genomes, store, run_id, train
         self.train_composite = train_composite      # evaluation id -> train composite (seed-normalised)
         self.solve_dir = solve_dir
 
@@ -106,16 +111,20 @@ class Evidence:
         return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""), r["cell_dir"])
                 for r in cache.cell_rows(self.db, evaluation_id)]
 
+    def train_evaluations(self) -> dict[str, int]:
+        """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on)."""
+        return {r["genome_hash"]: r["train_evaluation_id"] for r in self._rows(
+            "select genome_hash, train_evaluation_id from attempts where run_id = ? and train_evaluation_id is not "
+            "null order by id", [self.run_id])}
+
     def train_evaluation(self, genome_hash: str) -> int | None:
-        found = self._rows("select train_evaluation_id from attempts where run_id = ? and genome_hash = ? and "
-                           "train_evaluation_id is not null order by id desc limit 1", [self.run_id, genome_hash])
-        return found[0]["train_evaluation_id"] if found else None
+        return self.train_evaluations().get(genome_hash)
 
     def ledger_rows(self) -> list[LedgerRow]:
-        rows = []
+        rows, train = [], self.train_evaluations()
         for a in self._rows("select * from attempts where run_id = ? and round > 0 and verdict is not null "
                             "order by round, sibling", [self.run_id]):
-            mine, parents = a["train_evaluation_id"], self.train_evaluation(a["parent_hash"] or "")
+            mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
             train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
             rows.append(LedgerRow(
                 label=_label(a), verdict=a["verdict"], summary=a["summary"] or "", reasoning=a["reasoning"] or "",
@@ -127,24 +136,24 @@ class Evidence:
     def stage(self, workspace: Path, parent_hash: str) -> None:
         current = self.train_evaluation(parent_hash)
         target = workspace / "evidence" / "current"
-        if current is None or not copy_trajectories(self._cells(current), target):
+        if current is None or not link_trajectories(self.store, current, self._cells(current), target):
             target.mkdir(parents=True, exist_ok=True)
             (target / "README.md").write_text("The parent has no train rollouts yet.\n", encoding="utf-8")
         history = workspace / "history"
         history.mkdir(parents=True, exist_ok=True)
-        for a in self._rows("select * from attempts where run_id = ? and round > 0 order by round, sibling",
-                            [self.run_id]):
+        for a in self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
+                            "where run_id = ? and round > 0 order by round, sibling", [self.run_id]):
             if a["train_evaluation_id"]:
-                copy_trajectories(self._cells(a["train_evaluation_id"]),
+                link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
                                   workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
             if a["genome_hash"] and a["parent_hash"]:
-                (history / f"round-{_label(a, '-')}.diff").write_text(
-                    self.genomes.diff(a["parent_hash"], a["genome_hash"]), encoding="utf-8")
+                link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
+                     history / f"round-{_label(a, '-')}.diff")
         (history / "ledger.md").write_text(render_ledger(self.ledger_rows()), encoding="utf-8")
         stage_tasks(self.train, workspace / "tasks")
         if self.solve_dir and self.solve_dir.is_dir():
             shutil.copytree(self.solve_dir, workspace / "solve")
-        for folder in ("evidence", "history", "tasks", "solve"):
+        for folder in STAGED:
             if (workspace / folder).exists():
                 make_read_only(workspace / folder)
 

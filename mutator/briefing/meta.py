@@ -15,6 +15,7 @@ from pathlib import Path
 from eval.agent_call import call, read_result_json, stage_workspace
 from eval.redact import redact, redact_tree
 from mutator.round.mutate import MutatorAgent
+from mutator.store.evidence import untouched
 
 PROMPT = """Read history/ledger.md and history/*.diff: every attempt this run has made on the skill, with its
 verdict and how the score moved, and the train rollouts under evidence/. Do not edit anything. Distil
@@ -39,7 +40,7 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], a
     spec = agent.call(workspace, PROMPT, writable=(), round_no=round_no, sibling=0, task="meta",
                       meter=meter)
     done = asyncio.run(call(spec))
-    redact_tree(workspace)  # secrets never stored: its stream, stderr and result.json
+    redact_tree(workspace, skip=untouched)  # secrets never stored: its stream, stderr and result.json
     cost = done.cost.usd     # the mutator's rule (eval/agent_call.py::cost_of), as for a mutation
     used = {**asdict(done.metrics.usage), "retries": done.metrics.retries}
     failure = redact(done.run.failure(has_result=True))  # a mutator-role call: result.json is its contract

@@ -19,6 +19,7 @@ from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
 from mutator.store import cache, charges
 from mutator.store.db import dumps, loads, rows
+from mutator.store.evidence import EvidenceStore
 from strategies import CandidateSpec, State
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class MutatorView:
 
     def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent):
         self.session, self.suites, self.mutator = session, suites, mutator
+        self._train_composites: dict[tuple[int, str], float] = {}   # (evaluation id, finished at) -> composite
 
     def meta_lessons(self) -> list[dict]:
         return loads(self.session.run()["meta_skill"], [])
@@ -44,7 +46,7 @@ class MutatorView:
         workspace = self.session.settings.data_dir / "workspaces" / self.session.run_id / f"meta-{round_no}"
         meter = charges.call_meter(self.session.settings.data_dir, self.session.run_id, workspace.name)
         result, _ = charges.paid_call(
-            self.session.db, meter, self.mutator.price, payer=self.session.run_id,
+            self.session.db, meter, self.mutator.price, payer=self.session.run_id, kind="meta skill",
             call=lambda meter: distil(workspace=workspace, skill_dir=self.session.genomes.path(incumbent),
                                       stage=lambda ws: self.evidence().stage(ws, incumbent), agent=self.mutator,
                                       round_no=round_no, meter=meter))
@@ -57,17 +59,27 @@ class MutatorView:
             self.session.progress.say(f"  meta skill distilled after round {round_no}")
 
     def evidence(self) -> Evidence:
-        return Evidence(db=self.session.db, genomes=self.session.genomes, run_id=self.session.run_id, train=self.suites.train,
-                        train_composite=self.train_composite, solve_dir=self.solve_dir)
+        return Evidence(db=self.session.db, genomes=self.session.genomes, store=EvidenceStore(self.session.settings.data_dir),
+                        run_id=self.session.run_id, train=self.suites.train, train_composite=self.train_composite,
+                        solve_dir=self.solve_dir)
 
     @property
     def solve_dir(self) -> Path:
         return self.session.settings.data_dir / "solve" / self.session.run_id
 
     def train_composite(self, evaluation_id: int) -> float:
-        """A train evaluation's composite, normalised by the seed's train cost and steps."""
-        norm = stored_normalisers(self.session.run(), "train")
-        return summarise(self.session.evaluator.cells(evaluation_id), self.session.weights, norm).composite
+        """A train evaluation's composite, normalised by the seed's train cost and steps; a finished evaluation's is
+        worked out once (every later briefing's ledger asks for it again), until its cells are re-graded."""
+        done = rows(self.session.db, "select finished_at from evaluations where id = ? and status = 'done'",
+                    [evaluation_id])
+        key = (evaluation_id, done[0]["finished_at"]) if done else None
+        if key not in self._train_composites:
+            norm = stored_normalisers(self.session.run(), "train")
+            found = summarise(self.session.evaluator.cells(evaluation_id), self.session.weights, norm).composite
+            if key is None:
+                return found
+            self._train_composites[key] = found
+        return self._train_composites[key]
 
     def briefing(self, round_no: int, sibling: int, state: State, objective: str,
                  spec: CandidateSpec | None = None) -> str:
@@ -125,5 +137,7 @@ class MutatorView:
         found = rows(self.session.db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
                               "and round = ? and sibling < ? and genome_hash is not null order by sibling",
                      [self.session.run_id, round_no, sibling])
+        store = EvidenceStore(self.session.settings.data_dir)   # the diff staged later: made once for both
         return [{"sibling": r["sibling"], "summary": r["summary"] or "",
-                 "diff": self.session.genomes.diff(r["parent_hash"], r["genome_hash"])} for r in found]
+                 "diff": store.diff(r["parent_hash"], r["genome_hash"], self.session.genomes.diff).read_bytes()
+                 .decode("utf-8")} for r in found]

@@ -12,25 +12,14 @@ from mutator.config import ROOT, ConfigError, Settings
 
 
 def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False, check: bool = True):
-    """The real backends, checked before any spend: prices for every model, API key / CLI / command present.
+    """The real backends, checked before any spend (the prices: check_prices): API key / CLI / command present.
     `build_only`: the command runs no mutator (--check, --test-run, --compare, --aa), so none is asked for;
     `check=False`: it runs no agent at all (--plan), so no key, CLI or command is demanded."""
     import os
 
     from eval.agents import AgentSetupError
     from eval.agents.choice import backend_for, choose
-    from eval.cost import price_for
     from mutator.round.session import Agents
-    for model, attr, key in (*((m, "model", "model") for m in settings.models),   # every eval model is priced
-                             (settings.mutator_model, "mutator_model", "mutatorModel")):
-        flag = "--" + attr.replace("_", "-")
-        try:
-            price_for(settings.pricing, model)  # PricingError names the model and the config key to add
-        except PricingError as err:
-            how = (f"{flag} {model}" if getattr(args, attr) else
-                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} (pass {flag} "
-                   f"to choose another)")
-            raise PricingError(f"{how}: {err}") from None
     try:
         # a typed --mutator-agent other than command outranks config mutatorCmd (flags win over config)
         configured = settings.mutator_cmd if args.mutator_agent in (None, "command") else ""
@@ -52,6 +41,22 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
                   mutator_how=mutator_choice.how,
                   launch={"real": True, "agent": build_choice.backend, "agent_cmd": build_choice.command,
                           "mutator_agent": mutator_choice.backend, "mutator_cmd": mutator_choice.command})
+
+
+def check_prices(settings: Settings, args: argparse.Namespace) -> None:
+    """Every eval model and the mutator model has a price, before the first cell of any of them runs (a dry run
+    too: its cells are priced as a real run's would be)."""
+    from eval.cost import price_for
+    for model, attr, key in (*((m, "model", "model") for m in settings.models),   # every eval model is priced
+                             (settings.mutator_model, "mutator_model", "mutatorModel")):
+        flag = "--" + attr.replace("_", "-")
+        try:
+            price_for(settings.pricing, model)  # PricingError names the model and the config key to add
+        except PricingError as err:
+            how = (f"{flag} {getattr(args, attr)}" if getattr(args, attr) else
+                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} (pass {flag} "
+                   f"to choose another)")
+            raise PricingError(f"{how}: {err}") from None
 
 
 DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules (a skill's rules.json, "

@@ -225,7 +225,7 @@ def aa(c: Context) -> int:
 def evolve(c: Context) -> int:
     """The loop itself: the default command."""
     from mutator.after.cli import propose_finished
-    from mutator.after.spend import combine
+    from mutator.after.spend import combine, run_spend
     from mutator.round.budget import Budget
     from mutator.round.loop import Loop
     from mutator.round.session import Suites, check_roles
@@ -245,7 +245,8 @@ def evolve(c: Context) -> int:
                 budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, c.daily),
                 retry_failed=args.retry_failed)
     run_id = loop.execute()
-    print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir)
+    print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir,
+                  spend=run_spend(loop.db, run_id))
     regraded = f" ({loop.cells_regraded} graded again from their agents' kept work)" if loop.cells_regraded else ""
     print(f"\n{loop.cells_run} cells run by this command{regraded}" + (
         " — nothing new: the run resumed complete" if loop.cells_run == 0 and not regraded else "")

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from mutator.after.cli import SuiteAction
 from mutator.config import KEYS, Key
@@ -202,8 +203,15 @@ def _dash_flags(p: argparse.ArgumentParser) -> None:
                            "and localhost (repeat it); any other Host is refused")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag answered in one line naming it (the full usage is what --help is for)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}; `{self.prog} --help` lists the flags\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="run.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evolve an agent skill against task suites. Without --real this is a zero-spend dry run "
                     "with fake agents. Re-running the same command resumes the same run.",

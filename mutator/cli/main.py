@@ -19,7 +19,7 @@ from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
 from mutator.cli import commands, harbor
-from mutator.cli.agents import DRY_RUN, fake_agents, preflight_agents, real_agents
+from mutator.cli.agents import DRY_RUN, check_prices, fake_agents, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
 from mutator.config import ROOT, ConfigError, load_settings
@@ -104,14 +104,26 @@ def with_agents(c: Context) -> Context:
         raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
                           f"(without it the zero-spend fakes run)")
     build_only = bool(args.test_run or args.compare or args.check or args.aa is not None)   # no mutator runs
+    check_prices(c.settings, args)   # every model, dry run or real, before any cell of one of them
     c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
                            build_only=build_only) if args.real else fake_agents()
     if args.real and not args.plan:
         preflight_agents(c.agents, c.launcher, build_only=build_only)
+    if c.settings.executor == "ray" and not args.plan:
+        join_ray(c.settings)
     if not args.real:   # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
         c.progress.announce(DRY_RUN)   # said before its first progress line, never before an input error
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
+
+
+def join_ray(settings) -> None:
+    """--executor ray: start the private instance or join the cluster now, within --ray-timeout-s, and check that
+    one cell fits a node, before the run is opened; then say where cells go."""
+    from mutator.round.evaluations import executor_for
+    executor = executor_for(settings, None)
+    executor.connect()
+    print(executor.describe(), file=sys.stderr)
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -123,7 +135,8 @@ def dispatch(args: argparse.Namespace) -> int:
     check_flags(args)
     settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
     os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
-    check_executor(settings.executor)
+    check_executor(settings.executor, ray_address=settings.ray_address,
+                   ray_timeout_typed=args.ray_timeout_s is not None)
     c = Context(args, settings, Progress())
     if command := first(OFFLINE, args):
         return command.run(c)

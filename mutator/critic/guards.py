@@ -86,6 +86,15 @@ def ratchet(gate: str, found: list[Problem], inherited: list[Problem] | None, ok
 
 
 # ---- the guards -------------------------------------------------------------------------------------
+def check_links(tree: Tree) -> Check:
+    """A symlink that leaves the skill fails, whatever the parent had: it is never part of a skill."""
+    if tree.links_out:
+        named = "; ".join(f"{rel.as_posix()} -> {target}" for rel, target in tree.links_out.items())
+        return _fail("links", f"symlink(s) leaving the skill: {named}; copy the file into the skill folder or "
+                              f"remove the link")
+    return _ok("links", "no symlink leaves the skill")
+
+
 def check_identical(candidate: Tree, parent: Tree) -> Check:
     if hash_tree(candidate.root) == hash_tree(parent.root):
         return _fail("changed", "identical to its parent: the mutator made no change")
@@ -183,7 +192,7 @@ def safety_gates(candidate: Path | Tree, parent: Path | Tree, limits: GateLimits
 def review(candidate: Path, parent: Path, *, skill_name: str, limits: GateLimits = GateLimits()) -> list[Check]:
     """Every guard's row; the candidate passes unless a verdict is 'fail' ('warn' passes)."""
     cand, par = Tree(candidate), Tree(parent)
-    return [check_identical(cand, par), check_frontmatter(cand, par, skill_name),
+    return [check_identical(cand, par), check_frontmatter(cand, par, skill_name), check_links(cand),
             ratchet("references", reference_problems(cand), reference_problems(par)),
             ratchet("data-files", data_file_problems(cand), data_file_problems(par)),
             *safety_gates(cand, par, limits)]
@@ -196,6 +205,7 @@ def lint(skill: Path, limits: GateLimits = GateLimits()) -> list[Check]:
     problems = validate(skill)
     rows = [Check("spec", "fail", "; ".join(problems)) if problems else _ok("spec", "skills-ref: valid")]
     tree = Tree(skill)
+    rows.append(check_links(tree))   # a fail alone too: a link out of the skill is no problem a candidate may keep
     extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]  # spec: above
     for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None), check_size(tree, None, limits),
                   ratchet("references", reference_problems(tree), None),

@@ -14,7 +14,7 @@ from skills_ref.errors import SkillError
 
 from mutator.critic import guards as critic
 from mutator.critic.caps import caps_text, room
-from mutator.critic.text import Tree
+from mutator.critic.text import Tree, utf8_problem
 
 MARK = {"pass": "ok  ", "warn": "warn", "fail": "FAIL"}
 
@@ -34,6 +34,8 @@ def lint_command(skill: Path, against: Path | None, limits: critic.GateLimits) -
     for flag, folder in (("--lint", skill), ("--against", against)):
         if folder is not None and not (folder / "SKILL.md").is_file():
             return 2, f"error: {flag} {folder}: no SKILL.md there; pass a skill folder"
+        if folder is not None and (problem := utf8_problem(folder / "SKILL.md")):
+            return 2, f"error: {flag} {problem}"
     try:
         rows = lint_rows(skill, against, limits)
     except ValueError as err:

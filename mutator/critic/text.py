@@ -34,6 +34,15 @@ LEFTOVER_RE = re.compile(r"\b(TODO|FIXME|XXX):")
 TOP = PurePosixPath(".")
 
 
+def utf8_problem(path: Path) -> str | None:
+    """Why a text file every tool reads as UTF-8 (SKILL.md) is not, naming it and the fix; None when it is."""
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        return f"{path}: not UTF-8 text (byte {err.start} is 0x{err.object[err.start]:02x}); save it as UTF-8"
+    return None
+
+
 @dataclass(frozen=True)
 class Problem:
     key: tuple      # what the problem is, by file and content (never a line number, which an edit shifts)
@@ -88,6 +97,19 @@ class Tree:
             elif part not in (".", ""):
                 parts.append(part)
         return not parts or "/".join(parts) in self.entries
+
+    @cached_property
+    def links_out(self) -> dict[Path, Path]:
+        """Symlinks whose target is outside the skill (relative path -> where they point): a skill is copied
+        into cells and deployed as a folder, so such a link would hand an agent a file of this machine."""
+        root = self.root.resolve()
+        found = {}
+        for path in sorted(self.root.rglob("*")):
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    found[path.relative_to(self.root)] = target
+        return found
 
     @cached_property
     def entries(self) -> set[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from mutator.config import run_py as run_py_command
 from mutator.mining.mine import MineOptions, MiningError, mine, parse_since, render
 from mutator.mining.split import SplitError
+from mutator.round.preflight import check_out_folder
 
 # flags the watch itself owns, or that name what to run: never handed to the loop
 WATCH_ONLY = {"watch", "mine_traces", "once", "every", "min_traces", "redact", "judge", "since", "out", "suite",
@@ -30,6 +31,7 @@ def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: b
         raise MiningError("--mine-traces and --watch need --out suites/NAME (the folder the mined suites go in)")
     if args.mine_traces and args.watch:
         raise MiningError("--mine-traces and --watch are two commands; give one (--watch mines on every tick)")
+    check_out_folder("--out", args.out, skill_dir=settings.skill_dir, data_dir=settings.data_dir)
     clash = [f"--{name.replace('_', '-')}" for name in OTHER_COMMANDS if getattr(args, name, None) not in (None, False)]
     if clash:
         raise MiningError(f"{', '.join(clash)} cannot go with --mine-traces or --watch; run it as its own command")
@@ -43,13 +45,14 @@ def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: b
         price = price_for(settings.pricing, model)   # PricingError names the model and the config key
     return MineOptions(traces=traces.expanduser(), skill_dir=settings.skill_dir, out=args.out, seed=settings.seed,
                        since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=model,
-                       judge_price=price, rebuild=rebuild)
+                       judge_price=price, judge_budget_usd=getattr(args, "budget_usd", None), rebuild=rebuild)
 
 
 def mine_command(args: argparse.Namespace, settings) -> int:
     try:
         opts = mine_options(args, settings, args.mine_traces, rebuild=False)
         record = mine(opts)
+        charge_judge(settings.db_path, record)
     except (MiningError, SplitError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -59,6 +62,18 @@ def mine_command(args: argparse.Namespace, settings) -> int:
     print(f"\nRecord: {out / 'mining.json'}\nDry run: {run_py_command()} --suite {out / (out.name + '-train')} "
           f"--val {out / (out.name + '-val')}{holdout} --skill-dir {settings.skill_dir}")
     return 0
+
+
+def charge_judge(db_path: Path, record: dict) -> None:
+    """The judge pass's spend on the store's ledger (no run pays it), so the Cost page and the daily budget count
+    it like every other model call."""
+    cost = (record.get("judge") or {}).get("cost_usd")
+    if cost:
+        from mutator.store import ledger
+        from mutator.store.db import connect
+        db = connect(db_path)
+        with db.conn:
+            ledger.charge(db.conn, run_id=None, usd=cost, kind="mining judge")
 
 
 def every_seconds(text: str) -> float:

@@ -46,6 +46,7 @@ class MineOptions:
     judge: str | None = None          # judge backend for the judge pass (fake | anthropic); None = no pass
     judge_model: str = "claude-haiku-4-5"
     judge_price: Price | None = None  # config.json pricing of judge_model, to report the pass's cost
+    judge_budget_usd: float | None = None   # --budget-usd: no judge call starts that would pass it
     rebuild: bool = False             # the watch: replace train/val of an earlier mining, keep its test frozen
 
 
@@ -143,6 +144,10 @@ def mine(opts: MineOptions) -> dict:
     """Mine, split and write; returns the mining record (also written to <out>/mining.json)."""
     check_out(opts)
     found = collect(opts)
+    if not found.read["sessions"]:
+        raise MiningError(f"--mine-traces {opts.traces}: no agent session found there ({found.read['files']} "
+                          f"transcript file(s) read); point it at the folder holding the transcripts, e.g. "
+                          f"~/.claude/projects or one project's folder in it")
     frozen = frozen_test(opts.out) if opts.rebuild else None
     tasks, seen = [], set(frozen["inputs"]) if frozen else set()
     for task in sorted(found.tasks, key=lambda t: (t.at, t.session, t.id)):
@@ -155,7 +160,8 @@ def mine(opts: MineOptions) -> dict:
             tasks.append(task)
     judged = None
     if opts.judge:
-        tasks, judged = judge_pass(tasks, backend=opts.judge, model=opts.judge_model, price=opts.judge_price)
+        tasks, judged = judge_pass(tasks, backend=opts.judge, model=opts.judge_model, price=opts.judge_price,
+                                   budget_usd=opts.judge_budget_usd)
         found.dropped["judge"] += len(judged.dropped)
     side = split_sessions([t.session for t in tasks], seed=opts.seed, with_test=frozen is None)
     by_split = {s: [t for t in tasks if side[t.session] == s] for s in SPLITS}
@@ -171,7 +177,8 @@ def mine(opts: MineOptions) -> dict:
         "dropped": {r: found.dropped[r] for r in REASONS if found.dropped[r]},
         "secrets": {k: found.secrets[k] for k in ("found", "dropped", "redacted")},
         "judge": None if judged is None else {"backend": judged.backend, "model": judged.model, "calls": judged.calls,
-                                              "dropped": len(judged.dropped), "cost_usd": judged.cost_usd},
+                                              "dropped": len(judged.dropped), "cost_usd": judged.cost_usd,
+                                              "unjudged_over_budget": len(judged.unjudged)},
         "splits": splits, "test_frozen": frozen is not None,
         "test_inputs": sorted(frozen["inputs"]) if frozen else sorted(t.input_hash for t in by_split["test"]),
         "newest_request": max((t.at for t in found.tasks), default=None),

@@ -9,7 +9,6 @@ Time and the child go through seams (`clock`, `run_child`) so tests control them
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from mutator.mining import secrets
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.round.budget import BudgetStop
+from mutator.store import ledger
 from mutator.store.db import connect, rows
 from mutator.store.lock import RunLock
 
@@ -133,15 +133,20 @@ def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Call
            reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
     row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
            "finished_at": clock()}
-    with db.conn:
+    with db.conn:   # the tick and its judge pass's charge (no run pays it) together
         row["id"] = db["triggers"].insert(row).last_pk
+        ledger.charge(db.conn, run_id=None, usd=row.get("judge_cost_usd") or 0.0, kind="mining judge",
+                      at=row["finished_at"], ref=f"trigger:{row['id']}")
     say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible request(s) "
         f"({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "") + (f"; {reason}" if reason else ""))
     return row
 
 
-def lock_key(out: Path) -> str:
-    return "watch-" + hashlib.sha256(suites_key(out).encode()).hexdigest()[:12]
+def watch_lock(out: Path) -> Path:
+    """Beside the --out folder, not in a data dir: two watches of one folder with two --data-dir still meet here
+    (inside the folder it would make a new --out look not empty)."""
+    out = out.resolve()
+    return out.parent / f".{out.name}.watch.lock"
 
 
 def watch(opts: WatchOptions, *, once: bool, clock: Callable[[], float] = time.time,
@@ -150,7 +155,7 @@ def watch(opts: WatchOptions, *, once: bool, clock: Callable[[], float] = time.t
 
     One watch per suites folder (an OS lock, LockHeld otherwise): a cron tick overlapping a long one would
     rebuild the suites under the running loop, which stops a run whose suite changed on disk."""
-    lock = RunLock.acquire(opts.db_path.parent, lock_key(opts.mining.out), what=f"the watch of {opts.mining.out}")
+    lock = RunLock.acquire_file(watch_lock(opts.mining.out), what=f"the watch of {opts.mining.out}")
     try:
         while True:
             row = tick(opts, clock=clock)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from mutator.round import reasons
 from mutator.round.failures import account
-from mutator.scoring.score import Normalisers, compare, per_task
+from mutator.scoring import holm
+from mutator.scoring.score import Normalisers, per_task
 from mutator.store.attempts import update_attempt
 from mutator.store.db import dumps, loads
 from strategies import Integration, Scored, State
@@ -23,9 +24,10 @@ if TYPE_CHECKING:
 
 
 def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scored: list[Scored],
-                 integration: Integration, val_norm: Normalisers) -> Integration:
+                 integration: Integration, val_norm: Normalisers, *, tie_rule: str = "keep") -> Integration:
     """Winner's-curse guard: re-evaluate the new incumbent and the old one on fresh val replicates; the
-    keep stands only if the confirmed Δ still passes the gate. Both evaluations are stored."""
+    keep stands only if the confirmed Δ still passes the gate (with the run's tie rule). Both evaluations are
+    stored."""
     winner = next(c for c in scored if c.genome_hash == integration.incumbent)
     row = session.attempt_row(round_no, winner.sibling)
     record = loads(row["confirm"])
@@ -37,11 +39,12 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
                                                contract=fresh) for h in (new, old)]
         for outcome in evaluations:
             account(session, outcome, val, f"round {round_no} · confirmation")
-        gate = compare(per_task(evaluations[0].cells, session.weights, val_norm),
-                       per_task(evaluations[1].cells, session.weights, val_norm),
-                       prior=session.prior_comparisons(exclude=row["id"], suite_hash=val.content_hash),
-                       min_improvement=session.settings.min_improvement, gate_z=session.settings.gate_z,
-                       method=session.settings.gate_method)
+        gate = holm.gate(per_task(evaluations[0].cells, session.weights, val_norm),
+                         per_task(evaluations[1].cells, session.weights, val_norm),
+                         prior=session.prior_comparisons(exclude=row["id"], suite_hash=val.content_hash),
+                         min_improvement=session.settings.min_improvement, gate_z=session.settings.gate_z,
+                         method=session.settings.gate_method, tie_rule=tie_rule,
+                         model_gate=session.settings.model_gate)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}

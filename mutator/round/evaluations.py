@@ -295,12 +295,13 @@ def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher, ne
                         max_output_bytes=int(settings.max_output_mb * 2**20), infra_retries=settings.infra_retries)
 
 
-def executor_for(settings, cells: CellSettings) -> Executor:
+def executor_for(settings, cells: CellSettings | None) -> Executor:
     """--executor local (the default) or ray; the same run and the same cells either way (not in any key)."""
     executor_id = getattr(settings, "executor", "local")
     if executor_id != "ray":
         return get_executor(executor_id)
     # a lost worker or node is retried by Ray as often as an infra_error cell is retried here
+    retries = cells.infra_retries if cells else settings.infra_retries
     return get_executor("ray", address=settings.ray_address, resources=settings.cell_resources,
-                        max_retries=cells.infra_retries, concurrency=settings.concurrency,
-                        exclude=(settings.data_dir,))
+                        max_retries=retries, concurrency=settings.concurrency, exclude=(settings.data_dir,),
+                        timeout_s=settings.ray_timeout_s)

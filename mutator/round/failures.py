@@ -73,6 +73,9 @@ def likely_cause(outcome: Outcome, *, agent: str, grader: str) -> str:
     if not outcome.failures:
         return "cells are missing"
     kind = max(outcome.failures.items(), key=lambda item: item[1])[0]
+    if kind == "agent_error" and "output over" in (outcome.first_error or ""):
+        return ("the build agent writes past the output cap (--max-output-mb, config maxOutputMb): raise it if its "
+                "output is legitimately large, or make the agent quieter")
     return {
         "infra_error": "the model API or the harness (outage, rate limits, network): nobody's verdict on the skill",
         "grader_error": f"the suite's grader ({grader}) fails",
@@ -143,11 +146,12 @@ def account(session: Session, outcome: Outcome, suite: Suite, label: str, *, see
     return outcome
 
 
-def seed_evaluation(session: Session, attempt: dict, seed: str, suite: Suite, what: str, *, column: str) -> Outcome:
-    """The seed on one suite (its evaluation id goes in the seed attempt's `column`); an unhealthy one (exit 7) or
-    an incomplete one (exit 8: infra_error or grader_error cells, redone by re-running) stops the run before
-    anything else is spent."""
-    outcome = session.evaluate(seed, suite, f"round 0 · {what[4:]}", seed=True)
+def seed_evaluation(session: Session, attempt: dict, seed: str, suite: Suite, what: str, *, column: str,
+                    only: frozenset | None = None) -> Outcome:
+    """The seed on one suite (its evaluation id goes in the seed attempt's `column`; `only` these cells, e.g. the
+    train evidence's replicates); an unhealthy one (exit 7) or an incomplete one (exit 8: infra_error or
+    grader_error cells, redone by re-running) stops the run before anything else is spent."""
+    outcome = session.evaluate(seed, suite, f"round 0 · {what[4:]}", only, seed=True)
     health = assess(outcome, session.settings.max_failed_share)
     if not health.healthy:
         update_attempt(session.db, attempt["id"], {column: outcome.evaluation_id, "failures": dumps(outcome.failures)})

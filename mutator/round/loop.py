@@ -21,6 +21,7 @@ from mutator.critic import guards as critic
 from mutator.round import reasons as words
 from mutator.round.budget import Budget, BudgetStop, cell_estimate, price_ratio
 from mutator.round.confirm import confirm_keep
+from mutator.round.eras import Decisions, configured
 from mutator.round.failures import (
     EvaluationStop,
     account,
@@ -31,23 +32,15 @@ from mutator.round.failures import (
 )
 from mutator.round.mutate import MutatorAgent, mutate
 from mutator.round.progress import Progress
-from mutator.round.provenance import launch_columns
+from mutator.round.provenance import gate_columns, launch_columns
 from mutator.round.regrade import changed_since, manifests, regrade_decided, stored_run
-from mutator.round.session import (
-    Agents,
-    Session,
-    Suites,
-    cheaper_identity,
-    check_roles,
-    run_id_for,
-    run_identity,
-)
+from mutator.round.session import Agents, Session, Suites, check_roles, run_id_for, run_identity
 from mutator.round.solve import SolveAbort, solve_phase, solve_wanted
 from mutator.round.solve import store as store_solve
 from mutator.round.start_line import new_run_words, resume_words
 from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
-from mutator.round.waves import Gating, Screen, looked_at, screen_fields, sequential_val
+from mutator.round.waves import looked_at, screen_fields, sequential_val
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
 from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
 from mutator.store import charges
@@ -85,8 +78,7 @@ class Loop:
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms, network=agents.network)
         self.view = MutatorView(self.session, suites, self.mutator)
         self.retry_failed = retry_failed
-        self.gating = Gating.for_settings(settings, self.weights)
-        self.screen = Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z)
+        self.decisions = configured(settings, self.weights)   # gate, val design, screen, train evidence depth
 
     # the session's parts, read where the round reads them (the session is the one owner)
     settings = property(lambda self: self.session.settings)
@@ -103,9 +95,9 @@ class Loop:
     cells_regraded = property(lambda self: self.session.cells_regraded)   # cells graded again from kept agent work
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str, *, legacy: bool = False, by_content: bool = False) -> dict:
+    def identity(self, seed_hash: str, decisions: Decisions | None = None, *, by_content: bool = False) -> dict:
         return run_identity(self.settings, self.suites, self.agents, self.contract, seed_hash, by_content=by_content,
-                            cheaper={} if legacy else cheaper_identity(self.gating.design, self.screen))
+                            cheaper=(decisions or self.decisions).identity())
 
     def open_run(self) -> dict:
         self.lock = RunLock.acquire(self.settings.data_dir, run_id_for(self.identity(hash_tree(  # one writer per run,
@@ -143,7 +135,7 @@ class Loop:
                 self.progress.say(f"warning: {drift}")
             for line in changed_since(self.db.conn, None, self.identity(seed_hash), suites_now):
                 self.progress.say(line)
-        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir),
+        update_run(self.db, self.run_id, **launch_columns(self.suites, self.agents, s.skill_dir), **gate_columns(s),
                    identity_id=identity_id, suites=dumps(suites_now))
         return self.run()
 
@@ -155,6 +147,8 @@ class Loop:
 
     def _evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                   seed: bool = False):
+        if suite is self.suites.train and only is None:   # a genome's train evidence (a selected one's, re-graded)
+            only = self.decisions.evidence_cells(self.suites.train)
         return self.session.evaluate(genome_hash, suite, label, only, seed=seed)
 
     # ---- the loop ----------------------------------------------------------------------------------
@@ -223,7 +217,7 @@ class Loop:
         val = seed_evaluation(self.session, attempt, seed, self.suites.val, "the seed on val",
                               column="val_evaluation_id")
         train = seed_evaluation(self.session, attempt, seed, self.suites.train, "the seed on train",
-                                column="train_evaluation_id")
+                                column="train_evaluation_id", only=self.decisions.evidence_cells(self.suites.train))
         val_norm, train_norm = normalisers(val.cells), normalisers(train.cells)
         summary = summarise(val.cells, self.weights, val_norm)
         update_attempt(self.db, attempt["id"], {
@@ -235,8 +229,12 @@ class Loop:
         return val_norm
 
     def state(self, round_no: int, val_norm: Normalisers) -> State:
-        """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot."""
-        incumbent = self.run()["incumbent_hash"]
+        """What a strategy may see: the incumbent, every genome scored on val, the last pool snapshot; all as the
+        previous round left them (a round stopped after its decision, e.g. before its train evidence, is planned
+        and integrated again from the same state, so it selects the same genomes)."""
+        left = rows(self.db, "select incumbent_after from attempts where run_id = ? and round < ? and "
+                             "incumbent_after is not null order by round desc, id desc limit 1", [self.run_id, round_no])
+        incumbent = left[0]["incumbent_after"] if left else self.run()["incumbent_hash"]
         scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
                                "val_evaluation_id is not null and status != 'failed' order by id",
                       [self.run_id, round_no])
@@ -256,13 +254,15 @@ class Loop:
                       {t: f.composite for t, f in tasks.items()}, self._train_tasks(genome_hash))
 
     def _train_tasks(self, genome_hash: str) -> dict[str, float]:
-        """Per-train-task composites from a finished train evaluation of the genome; never runs one."""
-        done = rows(self.db, "select id from evaluations where key = ? and status = 'done'",
-                    [evaluation_key(genome_hash, self.suites.train, self.contract)])
-        if not done:
+        """Per-train-task composites from the genome's finished train evidence; never runs a cell."""
+        found = rows(self.db, "select id from evaluations where key = ?",
+                     [evaluation_key(genome_hash, self.suites.train, self.contract)])
+        evidence = found and self.evaluator.outcome(found[0]["id"], only=self.decisions.evidence_cells(self.suites.train),
+                                                    members=len(self.settings.models))
+        if not evidence or not evidence.complete:
             return {}
         norm = stored_normalisers(self.run(), "train")
-        return {t: f.composite for t, f in per_task(self.evaluator.cells(done[0]["id"]), self.weights, norm).items()}
+        return {t: f.composite for t, f in per_task(evidence.cells, self.weights, norm).items()}
 
     def round(self, round_no: int, val_norm: Normalisers) -> None:
         state = self.state(round_no, val_norm)
@@ -276,7 +276,8 @@ class Loop:
             scored.append(self.attempt(round_no, sibling, spec, state, val_norm, objective))
         integration = self.strategy.integrate(state, scored)
         if self.settings.confirm and integration.incumbent != state.incumbent.genome_hash:
-            integration = confirm_keep(self.session, self.suites.val, round_no, state, scored, integration, val_norm)
+            integration = confirm_keep(self.session, self.suites.val, round_no, state, scored, integration, val_norm,
+                                       tie_rule=self.decisions.gating.tie_rule)
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:
@@ -355,7 +356,7 @@ class Loop:
             if screened:
                 return Scored(sibling, spec, genome_hash, evaluated=False)
             outcome, gate, looks = sequential_val(
-                self.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
+                self.decisions.gating, self._evaluate, val=self.suites.val, genome=genome_hash,
                 incumbent=state.incumbent.genome_hash, norm=val_norm, prior=self.prior_comparisons(exclude=row["id"]),
                 label=f"round {round_no} · {genome_hash[:12]} on val",
                 healthy=lambda o: assess(o, self.settings.max_failed_share).healthy)
@@ -377,7 +378,8 @@ class Loop:
         gate_json = loads(row["gate"])
         return Scored(sibling, spec, genome_hash, evaluated=True, composite=row["composite"],
                       keep_by_gate=bool(gate_json["keep"]), task_composites={t: f.composite for t, f in candidate.items()},
-                      delta=row["delta"], threshold=row["gate_threshold"])
+                      delta=row["delta"], threshold=row["gate_threshold"],
+                      rejected_on=tuple((gate_json.get("model_gate") or {}).get("rejected_by", ())))
 
     def _unhealthy(self, row: dict, sibling: int, spec: CandidateSpec, genome_hash: str, outcome, looks) -> Scored:
         health = assess(outcome, self.settings.max_failed_share)
@@ -391,12 +393,12 @@ class Loop:
 
     def _screen(self, row: dict, round_no: int, genome_hash: str, state: State) -> bool:
         """The kill-only train screen (screen.tasks > 0): True when it SCREENED the candidate out."""
-        if row["screen"] is not None or not self.screen.tasks:
+        if row["screen"] is not None or not self.decisions.screen.tasks:
             return False
-        record = self.screen.run(self.gating, self._evaluate, train=self.suites.train, genome=genome_hash,
-                                 incumbent=state.incumbent.genome_hash, norm=stored_normalisers(self.run(), "train"),
-                                 seed=f"{self.settings.seed}:{self.run_id}:{round_no}:screen",
-                                 label=f"round {round_no} · {genome_hash[:12]} on train")
+        record = self.decisions.screen.run(
+            self.decisions.gating, self._evaluate, train=self.suites.train, genome=genome_hash,
+            incumbent=state.incumbent.genome_hash, norm=stored_normalisers(self.run(), "train"),
+            seed=f"{self.settings.seed}:{self.run_id}:{round_no}:screen", label=f"round {round_no} · {genome_hash[:12]} on train")
         if record is None:
             return False
         fields = screen_fields(record)
@@ -428,7 +430,7 @@ class Loop:
                        **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},
                 meter=meter)
         result, carried = charges.paid_call(self.db, charges.call_meter(self.settings.data_dir, self.run_id,
-                                            workspace.name), self.mutator_price, call, payer=self.run_id,
+                                            workspace.name), self.mutator_price, call, payer=self.run_id, kind="mutator",
                                             attempt_id=row["id"])   # with a try a crash cut short
         paid = {**result.columns(), "mutator_cost_usd": carried + (row["mutator_cost_usd"] or 0) + result.cost_usd}
         if not result.ok:

@@ -16,6 +16,7 @@ from eval.agent_call import AgentCall, call, prepare, read_result_json, stage_wo
 from eval.cost import Price, Usage
 from eval.redact import redact, redact_tree
 from mutator.round import tamper
+from mutator.store.evidence import untouched
 from sandbox import Launcher
 
 PROMPT = """You are improving an agent skill. Read briefing.md in your working directory: it gives the
@@ -93,7 +94,7 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
     before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/round/tamper.py)
     done = asyncio.run(call(spec))
     outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
-    redact_tree(workspace)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
+    redact_tree(workspace, skip=untouched)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
     cost = done.cost.usd
     used = {"usage": done.metrics.usage, "retries": done.metrics.retries, "priced_usd": done.cost.priced_usd,
             "reported_usd": done.cost.reported_usd}

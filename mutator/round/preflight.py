@@ -23,6 +23,9 @@ def check_seed_skill(skill_dir: Path) -> None:
     if not (skill_dir / "SKILL.md").is_file():
         raise ConfigError(f"seed skill {skill_dir}: no SKILL.md; pass --skill-dir pointing at a skill folder "
                           f"(SKILL.md with name/description frontmatter)")
+    from mutator.critic.text import utf8_problem
+    if problem := utf8_problem(skill_dir / "SKILL.md"):
+        raise ConfigError(f"seed skill {problem}")
     problems = validate(skill_dir)
     if problems:
         raise ConfigError(f"seed skill {skill_dir / 'SKILL.md'}: {'; '.join(problems)}; fix the frontmatter "
@@ -57,12 +60,19 @@ def check_finite(**flags: float | None) -> None:
             raise ConfigError(f"{flag} must be a finite number, got {value!r}; pass a number such as {flag} 1")
 
 
-def check_executor(executor: str) -> None:
-    """--executor ray needs the optional ray package; say so before the run is opened, not at its first cell."""
+def check_executor(executor: str, *, ray_address: str = "", ray_timeout_typed: bool = False) -> None:
+    """--executor ray needs the optional ray package, and the Ray flags need --executor ray (they would be silently
+    ignored): say so before the run is opened, not at its first cell."""
     import importlib.util
     if executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("--executor ray needs the ray package, which is not installed; pip install -e '.[ray]' "
                           "(on this machine and every worker), or use --executor local")
+    stray = [flag for flag, given in ((f"--ray-address {ray_address}", ray_address),
+                                      ("--ray-timeout-s", ray_timeout_typed)) if given]
+    if executor != "ray" and stray:
+        raise ConfigError(f"{' and '.join(stray)} only work(s) with --executor ray, but the executor is {executor}; "
+                          f"add --executor ray, or drop {stray[0].split()[0]} (config.json rayAddress / "
+                          f"SKILL_MUTATOR_RAY_ADDRESS count too)")
 
 
 DEMO_SKILL = Path(__file__).resolve().parents[2] / "suites" / "csv-clean"
@@ -80,3 +90,17 @@ def check_skill_dir_given(given: Path | None, skill_dir: Path, suites: list[Suit
         names = "/".join(suite.name for suite in suites)
         raise ConfigError(f"no --skill-dir given: the demo skill suites/csv-clean would be evolved on your suites "
                           f"{names}; pass --skill-dir PATH/TO/YOUR/SKILL")
+
+
+def check_out_folder(flag: str, out: Path, *, skill_dir: Path, data_dir: Path) -> None:
+    """A command that writes suites into `out` must not write into an existing suite (it would change that suite on
+    disk under every run of it), the skill or the data dir; a new folder beside the suites (suites/NAME) is fine."""
+    out = out.resolve()
+    for place in (out, *out.parents):
+        if (place / "suite.md").is_file():
+            raise ConfigError(f"{flag} {out}: inside the suite {place} (it has a suite.md); writing there would "
+                              f"change that suite on disk; pick a new folder such as {place.parent / 'mined'}")
+    for what, where in (("the skill", skill_dir), ("the data dir", data_dir)):
+        where = where.resolve()
+        if out == where or out.is_relative_to(where):
+            raise ConfigError(f"{flag} {out}: inside {what} {where}; pick a folder outside it, such as suites/NAME")

@@ -9,7 +9,7 @@ A change to what the agent sees starts a new run, and says so, naming the files.
 
 from __future__ import annotations
 
-import dataclasses
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -17,7 +17,8 @@ from pathlib import Path
 from eval.kept import regradable
 from eval.suite import Suite
 from eval.suite_parts import changes, manifest
-from mutator.round.session import cheaper_identity, run_id_for
+from mutator.round.eras import as_stored, older
+from mutator.round.session import run_id_for
 from mutator.store import cache
 from mutator.store.db import loads, rows
 
@@ -107,17 +108,16 @@ def regrade_decided(loop) -> int:
 
 def stored_run(loop, seed_hash: str) -> list[dict]:
     """The stored run `loop` resumes when its id today finds none: by the id its identity gave it when last resumed
-    (`identity_id`), or by its old id (which hashed each suite's whole folder). One made before sequential val
-    resumes with the gate it was made with. Sets the session's run id to the run found."""
+    (`identity_id`), or by an old id (one that hashed each suite's whole folder, or made before the run's decision
+    settings existed: mutator/round/eras.py). It resumes with the decisions it was made with. Sets the session's run
+    id to the run found."""
     found = list(loop.db["runs"].rows_where("identity_id = ?", [loop.run_id]))
-    for legacy in () if found else (False, True):
-        found = found or list(loop.db["runs"].rows_where("id = ?", [run_id_for(loop.identity(
-            seed_hash, legacy=legacy, by_content=True))]))
-    cheaper = set(cheaper_identity(loop.gating.design, loop.screen))
-    if found and cheaper and not cheaper & set(loads(found[0]["config"], {})):
-        loop.gating = dataclasses.replace(loop.gating, design=dataclasses.replace(loop.gating.design, looks=1))
-        loop.screen = dataclasses.replace(loop.screen, tasks=0)
-        loop.progress.say(f"{found[0]['id']} was stored before sequential val and the screen: it resumes as it "
-                          "was made (every val cell at once, no screen)")
+    for then, by_content in () if found else itertools.product((loop.decisions, *older(loop.decisions)), (False, True)):
+        old = run_id_for(loop.identity(seed_hash, then, by_content=by_content))
+        found = found or ([] if old == loop.run_id else list(loop.db["runs"].rows_where("id = ?", [old])))
+    then = as_stored(loop.decisions, loads(found[0]["config"], {})) if found else loop.decisions
+    if then is not loop.decisions:
+        loop.decisions = then
+        loop.progress.say(f"{found[0]['id']} was stored before {then.lacked}: it resumes as it was made ({then.how})")
     loop.session.run_id = found[0]["id"] if found else loop.run_id
     return found

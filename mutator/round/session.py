@@ -63,11 +63,14 @@ def run_id_for(identity: dict) -> str:
     return "run-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
 
 
-def cheaper_identity(design, screen) -> dict:
-    """The identity's part for sequential val and the screen: empty when both are off, so a run made before
-    they existed keeps its id."""
+def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0) -> dict:
+    """The identity's part for sequential val, the screen, the tie rule and the train evidence's depth (`evidence`
+    replicates when fewer than the run's, else 0): each part is absent at its old setting (one look, no screen,
+    every tie kept, evidence at every replicate), so a run made before it existed keeps its id."""
     return {**({"sequential": design.to_json()} if design.sequential else {}),
-            **({"screen": dataclasses.asdict(screen)} if screen.tasks else {})}
+            **({"screen": dataclasses.asdict(screen)} if screen.tasks else {}),
+            **({"tie_rule": tie_rule} if tie_rule != "keep" else {}),
+            **({"evidence_replicates": evidence} if evidence else {})}
 
 
 def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict,
@@ -82,6 +85,7 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
+            **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
             **({"confirm": True} if s.confirm else {}), **cheaper}
 
 

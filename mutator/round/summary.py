@@ -90,7 +90,9 @@ def _line(label: str, val, train) -> str:
 
 
 def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
-            data_dir: Path | None = None) -> str:
+            data_dir: Path | None = None, spend: dict | None = None) -> str:
+    """`spend`: the run's {total, kinds} from mutator/after/spend.py run_spend (the figure Home and the Cost page
+    show); without it, its total alone (runs.cost_usd, written with every charge)."""
     run = mark_stale(db.conn, [dict(db["runs"].get(run_id))])[0]  # a dead writer's run shows as `stale`
     figures = seed_vs_champion(db, run)
     attempts, champion = figures.attempts, figures.champion
@@ -114,7 +116,8 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
     counts = {v: sum(1 for a in attempts[1:] if a["verdict"] == v)
               for v in (Verdict.KEEP, Verdict.REJECT, Verdict.SCREENED, Verdict.CRITIC, Verdict.FAILED)}
     lines += ["", "  " + " · ".join(f"{k} {n}" for k, n in counts.items()) +
-              f" · spend this run ${run['cost_usd']:.4f} ({spend_basis(run['agent'])})"]
+              f" · spend this run {spend_words(spend or {'total': run['cost_usd'] or 0.0, 'kinds': {}})} "
+              f"({spend_basis(run['agent'])})"]
     failed = list(db.query(
         "select distinct a.round, a.sibling, e.suite, e.n_failed, e.n_cells, e.n_done, e.failures from attempts a join "
         "evaluations e on e.id in (a.val_evaluation_id, a.train_evaluation_id) where a.run_id = ? and "
@@ -138,6 +141,12 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
         lines.append(f"  disk: {size / 1e6:.1f} MB in {cells} cell dirs of this run "
                      f"({size / max(cells, 1) / 1e3:.1f} KB per cell after pruning)")
     return "\n".join(lines)
+
+
+def spend_words(spend: dict) -> str:
+    """$total (kind $usd · ...)."""
+    kinds = " · ".join(f"{kind} ${usd:.4f}" for kind, usd in spend["kinds"].items())
+    return f"${spend['total']:.4f}" + (f" ({kinds})" if kinds else "")
 
 
 def spend_basis(agent: str | None) -> str:

@@ -51,11 +51,12 @@ def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
 
 
 def print_summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
-                  data_dir: Path | None = None, stream: TextIO | None = None, live: bool | None = None) -> None:
+                  data_dir: Path | None = None, stream: TextIO | None = None, live: bool | None = None,
+                  spend: dict | None = None) -> None:
     """Tables on a terminal, the plain summary elsewhere; the closing lines (counts, spend, val queries,
     disk) are the same text in both."""
     stream = stream or sys.stdout
-    text = summary(db, run_id, val_query_warn=val_query_warn, data_dir=data_dir)
+    text = summary(db, run_id, val_query_warn=val_query_warn, data_dir=data_dir, spend=spend)
     if not (stream.isatty() if live is None else live):
         print(text, file=stream)
         return

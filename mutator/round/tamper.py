@@ -14,6 +14,8 @@ import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
+from mutator.store.evidence import untouched
+
 MAY_WRITE = {"skill", "result.json", "stream.jsonl", "agent.stdout", "agent.stderr"}
 SKIP = {"__pycache__"}
 
@@ -23,6 +25,8 @@ def _digest(path: Path) -> str:
         return "-> " + str(path.readlink())
     if path.is_dir():
         return "<dir>"
+    if untouched(path):   # stored evidence linked in: any write moves its mtime (mutator/store/evidence.py)
+        return f"<stored file {path.lstat().st_ino}>"
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as err:

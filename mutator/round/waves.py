@@ -5,7 +5,9 @@ the same tasks and replicate indices; a decisive loss at the screen's z is SCREE
 keeps. Its cells are the candidate's own train cells (the same evaluation key), so a survivor that is later
 evaluated on train reuses them. Val then runs one replicate of every task per wave; after each wave but the
 last, a decisive loss or win at sequential.earlyZ decides (mutator/scoring/sequential.py), else the next wave
-runs. Every look's gate figures are returned for the attempt row, so each verdict re-derives from the store.
+runs. The tie rule (score.tieRule) is applied at the last look only, the one a tie's verdict rests on: the screen
+and the early looks decide nothing on a tie. Every look's gate figures are returned for the attempt row, so each
+verdict re-derives from the store.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 
 from eval.suite import Suite
 from mutator.round.evaluations import Outcome
-from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, compare, per_task
+from mutator.scoring import holm
+from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
 from mutator.store.db import now
 from strategies.verdicts import AttemptStatus, Verdict
@@ -27,24 +30,28 @@ Evaluate = Callable[[str, Suite, str, frozenset | None], Outcome]
 
 @dataclass(frozen=True)
 class Gating:
-    """What the gate is made of for one run: weights, the gate's settings and how val is looked at."""
+    """What the gate is made of for one run: weights, the gate's settings, how val is looked at and which ties
+    the last look keeps."""
     weights: Weights
     min_improvement: float
     gate_z: float
     method: str
     design: Design
+    tie_rule: str = "keep"   # score.tieRule, applied where a verdict rests (the last look), never before
+    model_gate: str = "mean"   # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
 
     @classmethod
     def for_settings(cls, settings, weights: Weights) -> Gating:
         """The run's gate and val design from its settings (the loop and --aa build it the same way)."""
         return cls(weights, settings.min_improvement, settings.gate_z, settings.gate_method,
                    Design(settings.replicates if settings.sequential else 1, settings.gate_z,
-                          settings.sequential_early_z))
+                          settings.sequential_early_z), settings.tie_rule, settings.model_gate)
 
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
-             prior: Sequence[Comparison]) -> Gate:
-        return compare(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),
-                       prior=prior, min_improvement=self.min_improvement, gate_z=z, method=self.method)
+             prior: Sequence[Comparison], tie_rule: str = "keep") -> Gate:
+        return holm.gate(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),
+                         prior=prior, min_improvement=self.min_improvement, gate_z=z, method=self.method,
+                         tie_rule=tie_rule, model_gate=self.model_gate)
 
 
 def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *, against: int) -> dict:
@@ -103,9 +110,9 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
         z = design.z(look)
         widen = math.sqrt(design.looks / look)
         gate = gating.gate(outcome, theirs, norm, z=z,
-                           prior=prior if last else [Comparison(c.n, c.s_r * widen) for c in prior])
-        decision = None if last else early_decision(keep=gate.keep, delta=gate.delta, t=gate.t, se=gate.se,
-                                                    min_improvement=gating.min_improvement)
+                           prior=prior if last else [Comparison(c.n, c.s_r * widen) for c in prior],
+                           tie_rule=gating.tie_rule if last else "keep")
+        decision = None if last else holm.early(gate, gating.min_improvement)
         looks.append(look_json(look, look if cells is not None else len({c.replicate for c in outcome.cells}),
                                gate, decision, z, against=theirs.evaluation_id))
         if last or decision:

@@ -283,6 +283,8 @@ class Gate:
     flip: dict | None = None
     # the tie rule's figures (mutator/scoring/ties.py): keep above is its verdict, tie.gate_keep the gate's own
     tie: ties.TieCheck | None = None
+    # score.modelGate 'each' (mutator/scoring/holm.py): every model's own gate, its Holm step and z; keep is Holm's
+    models: dict | None = None
 
     @property
     def comparison(self) -> Comparison:
@@ -319,7 +321,8 @@ class Gate:
             "keep": bool(self.keep),
             "scale_method": self.scale_method,
             "scale_factor": float(self.scale_factor),
-            "pooling": "mean",
+            "pooling": "each" if self.models else "mean",
+            **({"model_gate": self.models} if self.models else {}),
             "method": self.method,
             "t_student": float(self.t_student),
             "flip": self.flip,    # None: Student t, or the raw gate (gateZ 0, df 0, s 0)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from eval.errors import SkillMutatorError
 from mutator.config import ROOT, Settings
 from mutator.server import compare
 from mutator.server import queries as Q
@@ -42,6 +43,7 @@ from mutator.server.common import (
     ok,
     read_body,
     remember,
+    run_in_store,
     running,
     store_of,
 )
@@ -318,14 +320,15 @@ def target_dir(request: web.Request, body: dict) -> Path:
     return store.data_dir
 
 
-async def _spawn(request: web.Request, kind: str, build_argv) -> tuple[dict, Path]:
-    """Validate the POST body into a run.py argv (400 when it does not fit) and start it as a child."""
+async def _spawn(request: web.Request, kind: str, build_argv, *, check=None) -> tuple[dict, Path]:
+    """Validate the POST body into a run.py argv (400 when it does not fit, `check`: 404) and start it as a child."""
     body = await read_body(request)
     data_dir = target_dir(request, body)
     try:
         argv = build_argv(body, request.app[SETTINGS], data_dir)
     except LaunchError as err:
         raise fail(400, str(err)) from None
+    (check or (lambda body, data_dir: None))(body, data_dir)
     return request.app[CHILDREN].spawn(kind, argv).to_json(), data_dir
 
 
@@ -341,13 +344,13 @@ async def launch_plan(request: web.Request) -> web.Response:
     data_dir = target_dir(request, body)
     try:
         estimate = await asyncio.to_thread(plan_estimate, body, request.app[SETTINGS], data_dir)
-    except LaunchError as err:
+    except SkillMutatorError as err:    # LaunchError, and a suite that does not load (SuiteError names its file)
         raise fail(400, str(err)) from None
     return ok(estimate)
 
 
 async def test_run(request: web.Request) -> web.Response:
-    process, _ = await _spawn(request, "test", argv_for_test)
+    process, _ = await _spawn(request, "test", argv_for_test, check=run_in_store)
     return ok({"process": process})
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +18,7 @@ from mutator.config import Settings
 from mutator.server.cache import ResponseCache
 from mutator.server.launch import Children
 from mutator.server.stores import Store, Stores
+from mutator.store.db import connect_readonly
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 DIGITS = re.compile(r"[0-9]{1,9}")
@@ -118,14 +120,60 @@ def db_of(request: web.Request, store: Store):
     return request.app[STORES].db(store)
 
 
+BODY_MAX = 1024**2      # aiohttp's client_max_size, which create_app keeps
+BODY_DEPTH = 8          # a launch body is two levels deep; deeper is no request the page sends
+UTF8 = {None, "utf-8", "utf8"}
+
+
 async def read_body(request: web.Request) -> dict:
+    """Every POST's JSON object, read defensively: a client's body is answered with a JSON 4xx naming what is
+    wrong (its charset, size, encoding, nesting, a NUL in a field), never a 500."""
+    charset = (request.charset or "").lower() or None
+    if charset not in UTF8:
+        raise fail(415, f"body: charset {charset!r} is not supported; send application/json in UTF-8")
     try:
-        body = await request.json()
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise web.HTTPRequestEntityTooLarge(BODY_MAX, text=json.dumps({"error": "body: larger than aiohttp's 1 MiB "
+                                            "limit; a dashboard request is a few hundred bytes"}),
+                                            content_type="application/json") from None
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise fail(400, "body: not UTF-8 text; send application/json in UTF-8") from None
+    except RecursionError:
+        raise fail(400, f"body: nested deeper than {BODY_DEPTH} levels") from None
     except ValueError:
         raise fail(400, "body: invalid JSON") from None
     if not isinstance(body, dict):
         raise fail(400, "body: expected a JSON object")
+    _check_fields(body, "body", 1)
     return body
+
+
+def _check_fields(value: Any, where: str, depth: int) -> None:
+    if depth > BODY_DEPTH:
+        raise fail(400, f"{where}: nested deeper than {BODY_DEPTH} levels")
+    if isinstance(value, str) and "\x00" in value:
+        raise fail(400, f"{where}: contains a NUL byte; send text without it")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for name, inner in items:
+        _check_fields(inner, str(name) if where == "body" else f"{where}.{name}", depth + 1)
+
+
+def run_in_store(body: dict, data_dir: Path) -> None:
+    """A test of a run the store does not hold would start a process only to fail: 404, nothing started."""
+    path = data_dir / "mutator.db"
+    found = False
+    if path.is_file():
+        db = connect_readonly(path)
+        try:
+            found = "runs" in db.table_names() and bool(list(db.query("select 1 from runs where id = ?",
+                                                                      [body["run_id"]])))
+        finally:
+            db.conn.close()
+    if not found:
+        raise fail(404, f"run_id: no run {body['run_id']!r} in {path}")
 
 
 def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> frozenset[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from mutator.after.spend import run_spend, run_totals
 from mutator.server import decisions as D
 from mutator.server import gate_view as G
 from mutator.server import spend_axis
@@ -76,7 +77,9 @@ def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
     sql = (f"select {RUN_LIST} from runs" + (" where skill_name = ?" if skill else "")
            + " order by kind = 'aa', created_at desc")
     found = q(db, sql, [skill] if skill else [])
+    spent = run_totals(db)
     for run in found:
+        run["cost_usd"] = spent.get(run["id"], 0.0)   # the one spend (mutator/after/spend.py), as Cost shows it
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
     return mark_stale(db.conn, found)  # a dead writer's run shows as `stale` (mutator/store/liveness.py)
 
@@ -102,6 +105,8 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
         run["notes"] = notes_of(db, [f"run:{run_id}"]).get(f"run:{run_id}")   # run.py --annotate
+        run["spend"] = run_spend(db, run_id)                    # {total, kinds}: the CLI's and Cost's figure
+        run["cost_usd"] = run["spend"]["total"]
     return run
 
 

@@ -54,14 +54,16 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
                     "detail": a["error"] if a["status"] == "critic_rejected" else ""})
     ev = evals.get(a["val_evaluation_id"]) if a["val_evaluation_id"] else None
     live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
-        "critic_rejected", "failed")
+        "critic_rejected", "failed", "screened")
     if ev is None and live:
         ev = live_eval(db, a["genome_hash"], run["val"], run["replicates"])
     prog = progress(ev, data_dir)
-    blocked = a["status"] in ("critic_rejected", "failed")
+    blocked = a["status"] in ("critic_rejected", "failed", "screened")   # screened: killed before any val cell
     if prog is None:
         state = "skipped" if blocked else "pending"
-        out += [{"stage": "build", "state": state, "detail": ""}, {"stage": "grading", "state": state, "detail": ""}]
+        detail = "screened out on train before val" if a["status"] == "screened" else ""
+        out += [{"stage": "build", "state": state, "detail": detail}, {"stage": "grading", "state": state,
+                                                                     "detail": detail}]
     else:
         # decided: an attempt stopped at an early look of val in waves leaves its evaluation partial, by design
         done = prog["status"] == "done" or (a["verdict"] is not None and not seed)
@@ -74,7 +76,8 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
         out.append({"stage": "score", "state": "done" if scored else "pending",
                     "detail": "baseline" if scored else ""})
     else:
-        out.append({"stage": "score", "state": "skipped" if blocked else "done" if a["verdict"] else
+        out.append({"stage": "score", "state": "skipped" if blocked and a["status"] != "screened" else
+                    "done" if a["verdict"] else
                     "running" if a["delta"] is not None else "pending",
                     "detail": f"Δ {a['delta']:+.4f} vs threshold {a['gate_threshold']:+.4f}"
                     if a["delta"] is not None else ""})

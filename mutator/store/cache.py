@@ -18,6 +18,7 @@ import sqlite_utils
 from eval.cells import Contract
 from eval.jobs import FINAL, CellResult
 from eval.suite import Suite
+from mutator.store import ledger
 from mutator.store.db import dumps, now
 
 
@@ -111,6 +112,7 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
                         [evaluation_id, cell.task_id, cell.replicate]))
     retries, prior, grader = cell.retries, 0.0, float(cell.extra.get("grader_cost_usd", 0.0))
     regraded = bool(cell.extra.get("regraded"))     # an agent run already paid for, graded again
+    judged = grader
     new_spend = grader + (0.0 if regraded else cell.cost_usd)
     agent = {"cost_usd": cell.cost_usd, "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
              "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens}
@@ -140,8 +142,9 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
         conn.executemany("insert into tests (cell_id, name, score) values (?, ?, ?)",
                          [(cursor.lastrowid, name, score) for name, score in sorted(cell.tests.items())])
         conn.execute("update evaluations set n_done = n_done + 1 where id = ?", [evaluation_id])
-        if payer and new_spend:
-            conn.execute("update runs set cost_usd = cost_usd + ? where id = ?", [new_spend, payer])
+        # on the ledger apart: the agent's run (nothing for a re-grade) and the judge's calls
+        ledger.charge(conn, run_id=payer, usd=new_spend - judged, kind="cell", evaluation_id=evaluation_id)
+        ledger.charge(conn, run_id=payer, usd=judged, kind="judge", evaluation_id=evaluation_id)
     return new_spend
 
 

@@ -9,6 +9,7 @@ Never reads what spend means: totals, attribution and the Cost page are mutator/
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,17 +19,27 @@ import sqlite_utils
 from eval.agents.meter import agent_meter, judge_meter, read_meter
 from eval.cost import Price, Usage, usd
 from eval.jobs import CellResult
-from mutator.store import cache
-from mutator.store.runs import add_spend
+from mutator.store import cache, ledger
 
 INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or judge ran: what the API served it "
                "is recorded; it runs again when the same command resumes")
 
 
-def charge_run(db: sqlite_utils.Database, run_id: str | None, amount: float) -> None:
-    """Add `amount` USD to the run's spend and commit (nothing when there is no run or nothing spent)."""
-    if run_id and amount:
-        add_spend(db, run_id, amount)
+def charge_run(db: sqlite_utils.Database, run_id: str | None, amount: float, *, kind: str,
+               ref: str | None = None, attempt_id: int | None = None) -> bool:
+    """Charge `amount` USD of `kind` to the run (or to no run) and commit; once per `ref`. True when charged."""
+    with db.conn:
+        return ledger.charge(db.conn, run_id=run_id, usd=amount, kind=kind, ref=ref, attempt_id=attempt_id)
+
+
+def meter_ref(meter: Path) -> str | None:
+    """The one id of what a meter holds (its path and content): the charge for it and the meter's consumption
+    share it, so a crash between the charge and the file's removal never charges it twice."""
+    try:
+        content = meter.read_bytes()
+    except FileNotFoundError:
+        return None
+    return f"meter:{meter}:{hashlib.sha256(content).hexdigest()}"
 
 
 def last_served(meter: Path) -> float | None:
@@ -92,33 +103,33 @@ def call_meter(data_dir: Path, run_id: str, name: str) -> Path:
     return folder / f"{name}.meter.jsonl"
 
 
-def settle_call(db: sqlite_utils.Database, meter: Path, price: Price, *, payer: str | None,
+def settle_call(db: sqlite_utils.Database, meter: Path, price: Price, *, payer: str | None, kind: str,
                 attempt_id: int | None = None) -> float:
     """An agent call outside a cell whose meter was left unsettled by an interrupt or a crash: its served cost
-    goes to the payer (and the attempt's mutator cost); returns it."""
+    goes to the payer (and the attempt's mutator cost) unless it was charged already; returns what was charged."""
     amount, _ = priced(meter, lambda _model: price)
-    if amount:
-        with db.conn:
-            if attempt_id is not None:
-                db.conn.execute("update attempts set mutator_cost_usd = coalesce(mutator_cost_usd, 0) + ? "
-                                "where id = ?", [amount, attempt_id])
-            if payer:
-                db.conn.execute("update runs set cost_usd = cost_usd + ? where id = ?", [amount, payer])
+    ref = meter_ref(meter)
+    with db.conn:
+        charged = ledger.charge(db.conn, run_id=payer, usd=amount, kind=kind, ref=ref, attempt_id=attempt_id)
+        if charged and attempt_id is not None:
+            db.conn.execute("update attempts set mutator_cost_usd = coalesce(mutator_cost_usd, 0) + ? "
+                            "where id = ?", [amount, attempt_id])
     meter.unlink(missing_ok=True)
-    return amount
+    return amount if charged else 0.0
 
 
-def paid_call(db: sqlite_utils.Database, meter: Path, price: Price, call, *, payer: str | None,
+def paid_call(db: sqlite_utils.Database, meter: Path, price: Price, call, *, payer: str | None, kind: str,
               attempt_id: int | None = None):
     """Run `call(meter)` (an agent call outside a cell, whose result has `cost_usd`) and charge the payer what it
     cost; an earlier try a crash cut short is settled first, and this one too if it is interrupted. Returns
-    (result, what the earlier tries cost)."""
-    carried = settle_call(db, meter, price, payer=payer, attempt_id=attempt_id)
+    (result, what the earlier tries cost). The charge is keyed by the meter's content (`meter_ref`): a crash
+    before the meter's removal leaves it to a resume's `settle_call`, which then charges nothing again."""
+    carried = settle_call(db, meter, price, payer=payer, kind=kind, attempt_id=attempt_id)
     try:
         result = call(meter)
     except BaseException:   # Ctrl-C mid-call: what it was served is on the run (and the attempt)
-        settle_call(db, meter, price, payer=payer, attempt_id=attempt_id)
+        settle_call(db, meter, price, payer=payer, kind=kind, attempt_id=attempt_id)
         raise
-    charge_run(db, payer, result.cost_usd)
+    charge_run(db, payer, result.cost_usd, kind=kind, ref=meter_ref(meter), attempt_id=attempt_id)
     meter.unlink(missing_ok=True)   # its cost is recorded
     return result, carried

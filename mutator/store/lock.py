@@ -72,7 +72,11 @@ class RunLock:
 
     @classmethod
     def acquire(cls, data_dir: Path, key: str, *, what: str) -> RunLock:
-        path = lock_path(data_dir, key)
+        return cls.acquire_file(lock_path(data_dir, key), what=what)
+
+    @classmethod
+    def acquire_file(cls, path: Path, *, what: str) -> RunLock:
+        """The lock on one file, wherever it is (e.g. beside a folder every writer of it must agree on)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if not _try_exclusive(fd):

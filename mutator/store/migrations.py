@@ -14,6 +14,7 @@ A released migration is never edited; a new one is appended.
 from __future__ import annotations
 
 import datetime
+import json
 
 import sqlite_utils
 
@@ -253,6 +254,48 @@ def stored_decisions(db: sqlite_utils.Database) -> None:
         if name not in db["attempts"].columns_dict:
             db["attempts"].add_column(name, str)
     backfill.fill(db)
+
+
+@migration()
+def spend_ledger(db: sqlite_utils.Database) -> None:
+    # One row per charge (mutator/store/ledger.py), so every figure of a run's spend is one SQL sum. A store made
+    # before keeps each run's total as one row "before itemised spend" (at its last update), a health check's
+    # cost and a watch tick's judge pass as theirs: a run's sum equals its runs.cost_usd, as it does from now on.
+    db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float, "evaluation_id": int,
+                          "attempt_id": int, "ref": str}, pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
+    db["charges"].create_index(["run_id", "kind"], if_not_exists=True)
+    db["charges"].create_index(["at"], if_not_exists=True)
+    db["charges"].create_index(["ref"], unique=True, if_not_exists=True)
+    from mutator.store import ledger
+    db.execute(f"insert or ignore into charges ({ledger.COLUMNS}) {ledger.before_ledger(db)}")
+
+
+@migration()
+def test_looks(db: sqlite_utils.Database) -> None:
+    # A sealed test (mutator/store/looks.py): each finished test run's look number at its suite for its skill (a
+    # repeated test of the same champion is that look again: `repeat_of` its first test), how it was asked for
+    # (`kind`: test | compare) and the suite's content hash; a run's `seal_test` makes its first champion test on a
+    # suite final. Test runs stored before this are numbered once, in the order they were made.
+    from mutator.store import looks
+    for table, column, kind in (("test_runs", "look", int), ("test_runs", "repeat_of", int),
+                                ("test_runs", "kind", str), ("test_runs", "suite_hash", str),
+                                ("runs", "seal_test", int)):
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, kind)
+    looks.number_all(db)
+
+
+@migration()
+def run_gate_method(db: sqlite_utils.Database) -> None:
+    # How a run's gate decides, as columns beside gate_z (its id is unchanged: the identity names a method only
+    # when it is not 't', a model rule only when it is not 'mean'): a run whose identity names no method ran 't'.
+    for column in ("gate_method", "model_gate"):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, str)
+    for run in db.query("select id, config from runs where gate_method is null"):
+        identity = json.loads(run["config"] or "{}") or {}
+        db["runs"].update(run["id"], {"gate_method": identity.get("gate_method") or "t",
+                                      "model_gate": identity.get("model_gate") or "mean"})
 
 
 @migration()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from mutator.store import ledger
 from mutator.store.db import now
 from mutator.store.liveness import Heartbeat
 from strategies.verdicts import RunStatus
@@ -69,10 +70,10 @@ def resume_run(db: sqlite_utils.Database, run_id: str, **fields) -> None:
     update_run(db, run_id, status=RunStatus.RUNNING, pid=os.getpid(), updated_at=now(), error=None, **fields)
 
 
-def add_spend(db: sqlite_utils.Database, run_id: str, usd: float) -> None:
-    """Count spend on the run (committed at once, so a crash right after loses none of it)."""
-    db.execute("update runs set cost_usd = cost_usd + ? where id = ?", [usd, run_id])
-    db.conn.commit()
+def add_spend(db: sqlite_utils.Database, run_id: str, usd: float, kind: str = "other") -> None:
+    """Charge spend to the run (on the ledger, committed at once, so a crash right after loses none of it)."""
+    with db.conn:
+        ledger.charge(db.conn, run_id=run_id, usd=usd, kind=kind)
 
 
 def run_heartbeat(db_path: Path, run_id: str) -> Heartbeat:

@@ -85,7 +85,9 @@ class AARun:
                 "contract": self.session.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
                 "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent",
                 **({"gate_method": s.gate_method} if s.gate_method != "t" else {}),
-                **({"sequential": self.gating.design.to_json()} if self.gating.design.sequential else {})}
+                **({"sequential": self.gating.design.to_json()} if self.gating.design.sequential else {}),
+                # an A/A run from before the tie rule is another measurement: a new id, its cells all cached
+                **({"tie_rule": self.gating.tie_rule} if self.gating.tie_rule != "keep" else {})}
 
     def _open(self, copies: int) -> str:
         s = self.session.settings
@@ -105,6 +107,7 @@ class AARun:
                 val_hash=self.val.content_hash, model=s.model, agent=self.session.contract.agent, replicates=s.replicates,
                 rounds_target=copies, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(identity)))
+        update_run(self.session.db, self.session.run_id, gate_method=s.gate_method, model_gate=s.model_gate)
         return seed_hash
 
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:

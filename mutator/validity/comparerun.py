@@ -14,7 +14,14 @@ from mutator.config import Settings
 from mutator.round.progress import Progress
 from mutator.store.db import connect, loads, rows
 from mutator.validity.pairs import champions_pair, render_pair
-from mutator.validity.testrun import AGENT_FLAGS, TestRunError, apply_run_defaults, test_run
+from mutator.validity.testrun import (
+    AGENT_FLAGS,
+    TestRunError,
+    apply_run_defaults,
+    recorded_run,
+    test_run,
+    unknown_run,
+)
 from sandbox import Launcher
 
 
@@ -22,6 +29,9 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
     """As `--test-run RUN_A` would: the suite defaults to RUN_A's --holdout, the agents to RUN_A's own flags."""
     if args.compare[0] == args.compare[1]:
         raise TestRunError(f"--compare needs two different runs, got {args.compare[0]} twice")
+    for run_id in args.compare:
+        if recorded_run(settings, run_id) is None:
+            raise unknown_run(settings, run_id)
     shadow = argparse.Namespace(**{**vars(args), "test_run": args.compare[0]})
     apply_run_defaults(settings, shadow)
     for attr in ("suite", "real", *(attr for attr, _ in AGENT_FLAGS)):
@@ -39,7 +49,8 @@ def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, ag
     for run_id in (run_a, run_b):
         progress.say(f"Measuring the champion of {run_id} on {suite.name} …")
         results[run_id] = test_run(settings, run_id, suite, agent_argv=agent_argv, launcher=launcher,
-                                   progress=progress, network=network, build_id=build_id, budget=budget)
+                                   progress=progress, network=network, build_id=build_id, budget=budget,
+                                   kind="compare")
     db = connect(settings.db_path)
     found = {r["id"]: r for r in rows(db, "select * from runs where id in (?, ?)", [run_a, run_b])}
     tests = {run_id: rows(db, "select * from test_runs where id = ?", [r["test_run"]])[0]

@@ -66,6 +66,12 @@ class Plan:
     solve_line: str = ""           # the solve phase, on (its cells and cost, in run_usd) or off
     judge_usd: float = 0.0         # one judge call, when a suite is graded by the LLM judge (added to its cells)
     judge_suites: tuple[str, ...] = ()
+    train_replicates: int = 0      # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
+    expected_round_usd: float = 0.0   # a round of null changes: each screened, val at a null change's expected waves
+
+    @property
+    def train_cells(self) -> int:
+        return self.n_train * (self.train_replicates or self.replicates)
 
 
 def _store(settings: Settings):
@@ -190,11 +196,15 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
         if settings.screen_tasks >= 3 else 0
     # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
     # confirmation every round
-    round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell) + n_train * reps * train_cell
+    train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
+    round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell) + n_train * train_reps * train_cell
                  + (2 * n_val * reps * val_cell if confirm else 0.0) + candidates * mutator)
+    design = _design(settings)   # a null change's val cells: its expected waves of one replicate each
+    val_expected = design["null"] / design["looks"] * n_val * reps if design else n_val * reps
+    expected_round_usd = round_usd - candidates * (n_val * reps - val_expected) * val_cell
     solve_on = settings.solve == "on"   # `auto` (old configs) is off
     solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
-    run_usd = solve_usd + (n_val * val_cell + n_train * train_cell) * reps + settings.rounds * round_usd
+    run_usd = solve_usd + n_val * reps * val_cell + n_train * train_reps * train_cell + settings.rounds * round_usd
     return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
                 candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
                 mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
@@ -202,8 +212,9 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 round_usd=round_usd, run_usd=run_usd, models=models,
                 # a test run measures the seed, the champion and the no-skill control
                 test_usd=3 * n_test * reps * cell if n_test else None,
-                design=_design(settings), screen_cells=screen_cells,
-                solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge, judge_suites=judged)
+                design=design, screen_cells=screen_cells, expected_round_usd=expected_round_usd,
+                solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge, judge_suites=judged,
+                train_replicates=train_reps)
 
 
 def _design(settings: Settings) -> dict | None:
@@ -235,7 +246,7 @@ def render_plan(p: Plan) -> str:
         f"  Cost: a cell ≈ ${p.cell_usd:.5f} ({p.cell_source}); a mutator call ≈ ${p.mutator_usd:.4f} "
         f"({p.mutator_source})",
         f"    per round ≤ ${p.round_usd:.4f} ({p.candidates} val evaluation(s) of {p.n_val * p.replicates} cells, one "
-        f"train evaluation of {p.n_train * p.replicates} cells" + (", a confirmation of 2 × "
+        f"train evaluation of {p.train_cells} cells" + (", a confirmation of 2 × "
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
                                                                      else "") + f", {p.candidates} mutator call(s))",
         *_cheaper_lines(p),
@@ -265,4 +276,8 @@ def _cheaper_lines(p: Plan) -> list[str]:
     if p.screen_cells:
         lines.append(f"    the train screen: {p.screen_cells} cells per candidate before val (reused by a survivor's "
                      f"train evaluation), in the bound above")
+    if lines:
+        lines.append(f"    per round ≈ ${p.expected_round_usd:.4f} expected when every candidate is a null change: "
+                     f"screened, then val at a null change's expected waves (a change the screen kills spends less, a "
+                     f"kept one also its remaining waves)")
     return lines

@@ -15,6 +15,7 @@ from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task, split_key
 from mutator.store import cache
 from mutator.store.db import rows
+from mutator.validity import harm
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
 
 # train (or val) Δ above test Δ by more than this many SEs of the difference is flagged as a gap.
@@ -152,7 +153,26 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
     return {"suite": suite, "champion": champion, "seed": seed_hash, "splits": splits,
             "gap": {"train": gap(splits["train"], splits["test"]), "val": gap(splits["val"], splits["test"])},
             "gap_z": GAP_Z, "control": control(db, champion_eval=champion_eval, seed_eval=seed_eval,
-                                               none_eval=control_eval, weights=weights, norm=test_norm)}
+                                               none_eval=control_eval, weights=weights, norm=test_norm),
+            "harm": task_harm(db, champion_eval, {"seed": seed_eval, "none": control_eval}, weights, test_norm)}
+
+
+def task_harm(db: sqlite_utils.Database, champion_eval: int, references: dict[str, int | None], weights: Weights,
+              norm: Normalisers) -> dict:
+    """Per task, the champion against each measured reference over replicate cells (mutator/validity/harm.py)."""
+    mine = harm.cell_composites(_cells(db, champion_eval), weights, norm)
+    return {name: harm.harm(mine, harm.cell_composites(_cells(db, ref), weights, norm)) if ref is not None else None
+            for name, ref in references.items()}
+
+
+def look_lines(suite: str, look: dict | None) -> list[str]:
+    """"Look k of n at this test suite for this skill" (mutator/store/looks.py); [] for a report made before."""
+    if not look:
+        return []
+    repeat = f", a repeat of test #{look['repeat_of']} (its cells served from the cache, not a new look)" \
+        if look.get("repeat_of") else ""
+    return [f"  Look {look['k']} of {look['looks']} at test suite {suite} for this skill{repeat}"
+            + ("; sealed: this run's first champion test here is final" if look.get("sealed") else "")]
 
 
 def _fmt(value: float | None, spec: str = "+.4f") -> str:
@@ -161,7 +181,7 @@ def _fmt(value: float | None, spec: str = "+.4f") -> str:
 
 def render(report: dict) -> str:
     lines = [f"Honest test report · champion {report['champion'][:12]} vs seed {report['seed'][:12]} · "
-             "paired by task (Δ = champion − seed)",
+             "paired by task (Δ = champion − seed)", *look_lines(report.get("suite", ""), report.get("look")),
              "  split   tasks   seed     champion   Δcomposite ± SE      95% CI (t)            Δeval     "
              "sign test W/L/T   p"]
     for name in ("train", "val", "test"):
@@ -174,7 +194,7 @@ def render(report: dict) -> str:
         lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
                      f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
                      f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
-        lines += _model_lines(s, "    ", "seed", "champion")
+        lines += _model_lines(s, "    ", "seed", "champion", with_ci=True)
     names = sorted({n for s in report["splits"].values() if s for n in s["mcnemar"]})
     if names:
         lines.append("  McNemar exact, pass/fail tests (cells paired by task × replicate; "
@@ -186,6 +206,8 @@ def render(report: dict) -> str:
                 parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} p={m['p_value']:.3g}"))
             lines.append(f"    {n:<16} " + "   ".join(parts))
     lines += render_control(report.get("control"))
+    found = report.get("harm") or {}
+    lines += harm.render(found.get("seed"), "the seed") + harm.render(found.get("none"), "no skill")
     for split in ("train", "val"):
         g = report["gap"][split]
         if g and g["flag"]:

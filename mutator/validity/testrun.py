@@ -24,13 +24,19 @@ from mutator.round.session import Session
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
+from mutator.store import looks
 from mutator.store.db import connect, connect_readonly, dumps, loads, now
+from mutator.store.runs import update_run
 from mutator.validity import report as test_report
 from sandbox import Launcher
 
 
 class TestRunError(SkillMutatorError, RuntimeError):
     """The test run cannot start; the message says why and what to do."""
+
+
+class SealedTestError(TestRunError):
+    """A sealed run's test suite was already looked at with an earlier champion; the message names that test."""
 
 
 AGENT_FLAGS = (("agent", "--agent"), ("agent_cmd", "--agent-cmd"), ("mutator_agent", "--mutator-agent"),
@@ -56,13 +62,26 @@ def recorded_run(settings: Settings, run_id: str) -> dict | None:
     return found[0] if found else None
 
 
+def unknown_run(settings: Settings, run_id: str) -> TestRunError:
+    """The error for a run id the store does not hold: the store, its recent runs, and the fix."""
+    known: list[str] = []
+    if settings.db_path.is_file():
+        db = connect_readonly(settings.db_path)
+        try:
+            known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+        finally:
+            db.conn.close()
+    return TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}; pass "
+                        f"a run id from it, or the --data-dir that holds the run")
+
+
 def apply_run_defaults(settings: Settings, args: argparse.Namespace) -> None:
     """`--test-run RUN` repeats what the run was started with unless told otherwise: the suite is the
     run's --holdout (found again by its resolved path), and with no agent flag typed, the run's own
     agent flags. A suite named as the run recorded it resolves to the recorded path."""
     run = recorded_run(settings, args.test_run)
     if run is None:
-        return  # test_run says there is no such run, listing the recent ones
+        raise unknown_run(settings, args.test_run)
     paths = {run.get("holdout"): run.get("holdout_path"), run.get("suite"): run.get("suite_path"),
              run.get("val"): run.get("val_path")}
     if not args.suite:
@@ -92,17 +111,32 @@ def _alive(pid: int | None) -> bool:
         return True
 
 
+def refuse_sealed(db, settings: Settings, run: dict, suite: Suite) -> None:
+    """A sealed run (sealTest when it ran, or now) takes its first champion test on a suite as final: a later
+    champion's test there is refused, naming the first. Testing now with sealTest seals the run from then on."""
+    if not (run.get("seal_test") or settings.seal_test):
+        return
+    first = looks.sealed_by(db, run["id"], suite.name, run["incumbent_hash"])
+    if first is not None:
+        raise SealedTestError(
+            f"{run['id']} is sealed (sealTest) and its test on {suite.name} is final: test run #{first['id']} "
+            f"measured champion {first['genome_hash'][:12]} (after round {first['round']}); the champion is now "
+            f"{run['incumbent_hash'][:12]}. Read test run #{first['id']}'s report, or test on another suite")
+    if not run.get("seal_test"):
+        update_run(db, run["id"], seal_test=1)
+
+
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
              progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True,
-             budget=None) -> dict:
+             budget=None, kind: str = "test") -> dict:
     """`control`: also measure the suite with no skill installed (the genome NO_SKILL, cached like any
     evaluation) and report seed vs none and champion vs none beside champion vs seed. `budget` (--budget-usd on
-    the run's spend, the daily budget) is asked before each cell."""
+    the run's spend, the daily budget) is asked before each cell. Every finished test is a numbered look at the
+    suite for the skill (mutator/store/looks.py; `kind`: test | compare); a sealed run refuses a later champion."""
     db = connect(settings.db_path)
     found = list(db["runs"].rows_where("id = ?", [run_id]))
     if not found:
-        known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
-        raise TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}")
+        raise unknown_run(settings, run_id)
     run = found[0]
     if run["status"] == "running" and _alive(run["pid"]):
         raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has stopped")
@@ -117,6 +151,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                            + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
                            + ", or none at all to reuse them) so the test measures the same agent"
                            + ("; the agent's code or command changed since" if flags else ""))
+    refuse_sealed(db, settings, run, suite)
     session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
                            progress=progress, network=network, contract=contract, db=db, budget=budget, pays=True,
                            weights=Weights(run["w_cost"], run["w_steps"]), skill_name=run["skill_name"])
@@ -125,7 +160,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = db["test_runs"].insert({
         "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
-        "status": "running", "created_at": now()}).last_pk
+        "status": "running", "created_at": now(), "kind": kind, "suite_hash": suite.content_hash}).last_pk
     seed = evaluator.evaluate(genomes.path(seed_hash), seed_hash, run["skill_name"], suite,
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
@@ -144,7 +179,10 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     report = test_report.build(db, run, suite=suite.name, champion_eval=best.evaluation_id,
                                seed_eval=seed.evaluation_id, test_norm=norm,
                                control_eval=none.evaluation_id if none else None)
-    db["test_runs"].update(test_id, {"control_evaluation_id": none.evaluation_id if none else None,
+    look = looks.look_of(db, skill_name=run["skill_name"], suite=suite.name, genome_hash=champion, before=test_id)
+    report["look"] = {"k": look.k, "looks": look.looks, "repeat_of": look.repeat_of, "kind": kind,
+                      "sealed": bool(run.get("seal_test") or settings.seal_test)}
+    db["test_runs"].update(test_id, {"look": look.k, "repeat_of": look.repeat_of,"control_evaluation_id": none.evaluation_id if none else None,
         "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
         "steps": figures.steps, "composite": figures.composite, "train_composite": train,
         "report": dumps(report), "finished_at": now()})

@@ -30,10 +30,10 @@ def pass_hang_tasks(monkeypatch) -> None:
     monkeypatch.setenv("SM_PASS_ENV", "HANG_TASKS")
 
 
-def checker(data: Path, *, max_seconds=None, parallel=8) -> HealthCheck:
+def checker(data: Path, *, max_seconds=None, parallel=8, budget_usd=None) -> HealthCheck:
     settings = load_settings({"data_dir": data, "replicates": 1}, environ={})
     return HealthCheck(settings, (sys.executable, str(SLOW)), "slow@1", get_launcher("none"), parallel=parallel,
-                       progress=Progress(open(os.devnull, "w")), max_seconds=max_seconds)
+                       progress=Progress(open(os.devnull, "w")), max_seconds=max_seconds, budget_usd=budget_usd)
 
 
 @pytest.fixture
@@ -88,6 +88,19 @@ def test_max_seconds_keeps_the_scored_cells_and_says_it_is_partial(tmp_path, ski
     assert after["previous_id"] == baseline["id"]
 
 
+def test_budget_usd_caps_a_check_and_keeps_what_it_scored(tmp_path, skill, monkeypatch):
+    # --budget-usd on a check: a pilot cell alone (nothing to estimate from yet), then no cell that would pass it
+    monkeypatch.delenv("HANG_TASKS", raising=False)
+    check = checker(tmp_path / "data", budget_usd=1e-9).run(skill, [val()])
+    assert check["status"] == "stopped" and check["partial"] == 1 and check["n_done"] == 1
+    assert "budget reached" in check["reason"] and "--budget-usd 1e-09" in check["reason"]
+    with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:
+        charged = conn.execute("select sum(usd), count(*), count(run_id) from charges").fetchone()
+    assert charged == (pytest.approx(check["cost_usd"]), 1, 0) and check["cost_usd"] > 0   # on no run
+    roomy = checker(tmp_path / "data", budget_usd=check["cost_usd"] * 4.5).run(skill, [val()])
+    assert roomy["status"] == "stopped" and roomy["n_done"] == 4   # 4 cells at the first one's price fit
+
+
 @pytest.fixture
 def sigint_handled():
     """Python's own SIGINT handler for a test that sends a real SIGINT: a test process started as a script's
@@ -136,6 +149,9 @@ def test_cli_exit_codes_regressed_and_max_seconds(tmp_path, skill):
     hung = run_py(*args, "--max-seconds", "2", env={**os.environ, "FAKE_AGENT_HANG": "1"})
     assert hung.returncode == 5, hung.stdout + hung.stderr[-2000:]
     assert "no cell finished, so there is no score" in hung.stdout
+    capped = run_py(*args, "--budget-usd", "0.000001")
+    assert capped.returncode == 3, capped.stdout + capped.stderr[-2000:]   # the budget's exit code
+    assert ": stopped (PARTIAL)" in capped.stdout and "1/8 cells" in capped.stdout
 
 
 def test_max_seconds_is_honoured_when_sigint_is_ignored(tmp_path, skill):

@@ -12,6 +12,7 @@ import pytest
 from mutator.after.spend import DailyBudget, budget_state, daily_guard, view
 from mutator.config import load_settings
 from mutator.round.budget import BudgetStop
+from mutator.store import ledger
 from mutator.store.db import connect, dumps
 
 from .conftest import run_py
@@ -34,9 +35,13 @@ def store(path, cells: list[tuple[str, str, float, float]], mutations: list[tupl
         db["attempts"].insert({"run_id": run, "round": i, "sibling": 0, "status": "kept", "val_evaluation_id": eid})
         db["cells"].insert({"evaluation_id": eid, "task_id": "t", "replicate": 0, "status": "ok", "cost_usd": usd,
                             "finished_at": at})
+        with db.conn:
+            ledger.charge(db.conn, run_id=run, usd=usd, kind="cell", evaluation_id=eid, at=at)
     for i, (run, usd, at) in enumerate(mutations):
-        db["attempts"].insert({"run_id": run, "round": 100 + i, "sibling": 0, "status": "kept",
-                               "mutator_cost_usd": usd, "finished_at": at})
+        attempt = db["attempts"].insert({"run_id": run, "round": 100 + i, "sibling": 0, "status": "kept",
+                                         "mutator_cost_usd": usd, "finished_at": at}).last_pk
+        with db.conn:
+            ledger.charge(db.conn, run_id=run, usd=usd, kind="mutator", attempt_id=attempt, at=at)
     return db
 
 
@@ -76,6 +81,8 @@ def test_daily_budget_check_estimates_and_stops(tmp_path):
         budget.before_check(db, 1, "haiku", "a check")            # 0.8 + 0.4 > 1.0
     db["cells"].insert({"evaluation_id": 1, "task_id": "u", "replicate": 0, "status": "ok", "cost_usd": 0.2,
                         "finished_at": TODAY})
+    with db.conn:
+        ledger.charge(db.conn, run_id="run-a", usd=0.2, kind="cell", evaluation_id=1, at=TODAY)
     with pytest.raises(BudgetStop, match="New spending is stopped until 2026-03-13 00:00 UTC"):
         budget.before_mutation(db, "run-a", "the next mutation")  # 100 % reached: nothing more, even at $0
 

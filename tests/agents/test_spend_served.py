@@ -30,6 +30,13 @@ def stored_usd(data: Path) -> float:
     return float(next(iter(db.query("select cost_usd from runs")))["cost_usd"])
 
 
+def real_run(server, train: Path, val: Path, data: Path) -> tuple[tuple[str, ...], dict]:
+    """run.py's arguments and environment for a one-round real run (anthropic SDK agents) against `server`."""
+    args = ("--suite", str(train), "--val", str(val), "--real", "--agent", "anthropic", "--rounds", "1",
+            "--replicates", "1", "--concurrency", "2", "--data-dir", str(data))
+    return args, clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
+
+
 class HangOnce:
     """The demo's model, except that the n-th request of `model` streams its first event and then hangs."""
 
@@ -98,9 +105,7 @@ def test_spend_after_judge_errors_and_their_resume_equals_what_was_served(server
     server.responder = model
     data = tmp_path / "data"
     train, val = judge_suite(tmp_path, "clean-train", 2), judge_suite(tmp_path, "clean-val", 2)
-    args = ("--suite", str(train), "--val", str(val), "--real", "--agent", "anthropic", "--rounds", "1",
-            "--replicates", "1", "--concurrency", "2", "--data-dir", str(data))
-    env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
+    args, env = real_run(server, train, val, data)
     first = run_py(*args, env=env)
     assert first.returncode == 8, first.stderr[-3000:]   # the seed's evaluation is incomplete (grader_error cells)
     db = connect_readonly(data / "mutator.db")

@@ -41,9 +41,31 @@ def test_significance_is_paired_over_seeds_and_holm_adjusted(bench):
 
 def test_a_search_never_passes_its_budget(bench):
     land = bench.Landscape(random.Random(0))
-    for line in (bench.LINES[0], bench.LINES[-1]):
-        outcome = bench.run_search(land, line, budget=120, replicates=1, seed=0)
-        assert outcome.rollouts <= 120
+    lines = {line.label: line for line in bench.LINES}
+    for label in ("greedy:fixed", "pareto:seq+screen", "best-of-n"):
+        outcome = bench.run_search(land, lines[label], budget=120, replicates=2, seed=0)
+        assert outcome.rollouts <= 120 and sum(outcome.spent.values()) == outcome.rollouts
+
+
+def test_the_screen_and_the_waves_are_the_loops_and_their_cells_are_counted(bench):
+    """A screen line runs the loop's Screen (its kills are SCREENED decisions, no val cell spent on them) and a seq
+    line the loop's sequential_val (a candidate rejected at an early look spends one wave of val cells)."""
+    land = bench.Landscape(random.Random(1))
+    lines = {line.label: line for line in bench.LINES}
+    fixed = bench.Search(land, lines["greedy:fixed"], 640, 2, 1)
+    both = bench.Search(land, lines["greedy:seq+screen"], 640, 2, 1)
+    out_fixed, out_both = fixed.run(), both.run()
+    assert (fixed.screen.tasks, fixed.gating.design.looks, both.screen.tasks, both.gating.design.looks) == (0, 1, 6, 2)
+    assert out_fixed.spent.get("screen", 0) == 0 and out_both.spent["screen"] > 0
+    kills = sum(killed for killed, *_ in out_both.screens)
+    assert kills > 0 and out_both.decisions > out_fixed.decisions          # cheaper decisions: more of them
+    screened = [g for g in both.cells["train"] if g not in both.cells["val"] and g not in both.evidence]
+    # a screened genome holds its screen cells only: 6 tasks x replicate 0 per round it was screened in (a round
+    # draws its own tasks; one proposed again is screened again, from the cache where the tasks are the same)
+    assert 0 < len(screened) <= kills
+    assert all(len(both.cells["train"][g]) >= 6 and {r for _, r in both.cells["train"][g]} == {0} for g in screened)
+    # every val evaluation of the fixed line is whole; a seq line's hold one wave (8 cells) or both (16)
+    assert {len(c) for c in fixed.cells["val"].values()} == {16} and {len(c) for c in both.cells["val"].values()} == {8, 16}
 
 
 def run_bench(hash_seed: str, *args: str) -> str:
@@ -56,7 +78,7 @@ def run_bench(hash_seed: str, *args: str) -> str:
 def test_the_same_arguments_print_the_same_table_under_any_hash_seed():
     """Frozensets of rules iterate in PYTHONHASHSEED's order; every draw must walk them sorted."""
     args = ("--seeds", "2", "--seed-offset", "3", "--budget", "120",
-            "--lines", "greedy,greedy-keepties,greedy-oracle,pareto")
+            "--lines", "greedy:seq+screen,greedy-keepties,greedy-oracle,pareto:seq")
     first, second = run_bench("0", *args), run_bench("1", *args)
     assert first == second
     assert "2 seeds (3..4)" in first and "Landscape " in first and "simulated mutator " in first
@@ -84,5 +106,5 @@ def test_evidence_replicates_sets_the_train_depth_only(bench):
     land = bench.Landscape(random.Random(0))
     search = bench.Search(land, bench.LINES[0], 640, 2, 0, rules=bench.Rules(evidence_replicates=1))
     search.run()
-    assert {len(cells) for cells in search.train_cells.values()} == {len(land.suites["train"])}
-    assert {len(cells) for cells in search.val_cells.values()} == {2 * len(land.suites["val"])}
+    assert {len(search.cells["train"][g]) for g in search.evidence} == {len(land.suites["train"])}
+    assert {len(cells) for cells in search.cells["val"].values()} == {2 * len(land.suites["val"])}

@@ -129,6 +129,18 @@ def test_cancelling_an_evaluation_stops_its_remote_cells(cluster, driver: dict, 
     assert not (driver["data"] / "c").exists()      # no cell stored for a cancelled task
 
 
+def test_cell_resources_no_node_has_are_refused_with_what_the_nodes_have(cluster) -> None:
+    """Ray waits for ever on a task no node can run; the harness refuses it before the first cell, saying what
+    the cluster's nodes have (here a head with no CPU and two workers with one each)."""
+    from eval.executors.ray_link import infeasible
+    assert infeasible({"num_cpus": 1}, ray.nodes()) is None
+    too_many = infeasible({"num_cpus": 2}, ray.nodes())
+    assert too_many is not None and '{"num_cpus": 2}' in too_many and "3 node(s)" in too_many
+    assert too_many.count("CPU 1") == 2 and "cellResources" in too_many
+    custom = infeasible({"num_cpus": 1, "agent": 1}, ray.nodes())
+    assert custom is not None and "ray start --resources" in custom
+
+
 def test_killing_a_node_mid_evaluation_loses_no_cell(cluster, driver: dict, tmp_path: Path, monkeypatch) -> None:
     from mutator.round.evaluations import Evaluator
     from mutator.round.progress import Progress

@@ -173,3 +173,29 @@ def test_a_grader_writing_into_its_folder_leaves_the_suite_unchanged(tmp_path: P
     assert sorted(p.name for p in suite_dir.iterdir()) == ["fixtures", "run-eval.py", "suite.md", "tasks.jsonl"]
     check_unchanged(req.suite)   # the hash the run took still holds
     assert not list((tmp_path / "cells").rglob("grader-suite-*"))   # the copies are gone after grading
+
+
+def test_the_graders_copy_keeps_modes_and_links_and_only_its_tasks_fixtures(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from eval.graders.script import private_suite
+    suite_dir = make_suite(tmp_path / "suites", tasks=3)
+    (suite_dir / "helpers").mkdir()
+    (suite_dir / "helpers" / "check.sh").write_text("#!/bin/sh\n")
+    (suite_dir / "helpers" / "check.sh").chmod(0o750)
+    (suite_dir / "answers.csv").symlink_to("helpers/check.sh")
+    (suite_dir / "__pycache__").mkdir()
+    (suite_dir / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    suite = load_suite(suite_dir)
+    job = type("Job", (), {"suite": suite, "task": suite.tasks[1], "cell_root": tmp_path / "cell"})()
+    job.cell_root.mkdir()
+    for _ in range(2):   # the second copy comes from the listing walked once
+        root, argv = private_suite(job)
+        copy = root / suite_dir.name
+        assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*")) == [
+            "answers.csv", "fixtures", "fixtures/t1", "fixtures/t1/in.txt", "helpers", "helpers/check.sh",
+            "run-eval.py", "suite.md", "tasks.jsonl"]
+        assert stat.S_IMODE((copy / "helpers" / "check.sh").stat().st_mode) == 0o750
+        assert os.readlink(copy / "answers.csv") == "helpers/check.sh"
+        assert str(copy / "run-eval.py") in argv

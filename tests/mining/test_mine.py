@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from eval.suite import load_suite
-from mutator.mining.mine import MineOptions, MiningError, mine
+from mutator.mining.judging import judge_pass
+from mutator.mining.mine import MineOptions, MiningError, collect, mine
 from mutator.mining.secrets import findings
 from mutator.mining.split import SplitError, split_sessions
 from mutator.mining.traces import is_correction
@@ -155,3 +156,25 @@ def test_the_mining_flags_refuse_what_they_cannot_do(traces, tmp_path: Path, ext
     out = () if not extra else ("--out", str(tmp_path / "mined"))
     result = run_cli("--mine-traces", str(projects), "--skill-dir", str(skill), *out, *extra)
     assert result.returncode == 2 and message in result.stderr
+
+
+def test_a_real_judge_pass_is_metered_and_stops_at_the_budget(traces, tmp_path: Path, monkeypatch) -> None:
+    # the real judge against the local Messages-API server: every call passes the metering proxy, its cost is
+    # what the server served, and --budget-usd lets no call start that would pass it (a pilot call first)
+    from eval.cost import Price, Usage, usd
+    from tests.agents.messages_server import MessagesServer, message, text, usage
+    projects, skill = traces
+    server = MessagesServer()
+    server.responder = lambda body: message(text("no verdict here"), use=usage(1000, 100))   # $0.0015 a call
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "local")
+    price = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
+    tasks = collect(MineOptions(projects, skill, tmp_path / "mined")).tasks
+    try:
+        kept, judged = judge_pass(tasks, backend="anthropic", model="claude-haiku-4-5", price=price, budget_usd=0.005)
+    finally:
+        server.close()
+    assert len(tasks) >= 6 and (judged.calls, len(judged.unjudged), len(server.served)) == (3, len(tasks) - 3, 3)
+    assert judged.cost_usd == pytest.approx(usd(price, Usage(**server.served_usage())), abs=1e-9)   # what was served
+    assert judged.cost_usd == pytest.approx(0.0045) and kept == []   # 3 x $0.0015 fit; a garbled verdict grades none
+    assert set(judged.dropped) == {t.id for t in tasks}

@@ -86,22 +86,26 @@ def test_a_failing_loop_is_recorded_as_failed(tmp_path: Path) -> None:
         ["failed", "skipped-delta", "skipped-trigger"]
 
 
-def test_one_watch_per_suites_folder(tmp_path: Path) -> None:
+def test_one_watch_per_suites_folder_whatever_the_data_dir(tmp_path: Path) -> None:
+    """A second watch of the same --out refuses even with another --data-dir (the lock is beside the folder)."""
     import pytest
 
-    from mutator.mining.watch import lock_key, watch
+    from mutator.mining.watch import watch, watch_lock
     from mutator.store.lock import LockHeld, RunLock
     skill = seed_skill(tmp_path)
-    out, data = tmp_path / "suites" / "live", tmp_path / "data"
-    opts = WatchOptions(MineOptions(tmp_path / "projects", skill, out, rebuild=True), data / "mutator.db")
-    held = RunLock.acquire(data, lock_key(out), what="the other watch")
+    out = tmp_path / "suites" / "live"
+    opts = WatchOptions(MineOptions(tmp_path / "projects", skill, out, rebuild=True), tmp_path / "data" / "mutator.db")
+    other = WatchOptions(opts.mining, tmp_path / "other-data" / "mutator.db")
+    held = RunLock.acquire_file(watch_lock(out), what="the other watch")
     try:
-        with pytest.raises(LockHeld, match="the watch of"):
-            watch(opts, once=True)
+        for each in (opts, other):
+            with pytest.raises(LockHeld, match="the watch of"):
+                watch(each, once=True)
     finally:
         held.release()
+    assert not (tmp_path / "data").exists() and not (tmp_path / "other-data").exists()   # refused before a store
     (tmp_path / "projects").mkdir()
-    assert watch(opts, once=True) == 0          # free again: one skipped-trigger tick
+    assert watch(other, once=True) == 0          # free again: one skipped-trigger tick
 
 
 def test_a_ticks_judge_pass_counts_in_the_stores_spend_and_the_daily_budget(tmp_path: Path) -> None:

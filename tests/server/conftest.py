@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -27,9 +28,11 @@ def _build_dry_store(folder: Path) -> None:
     data_dir = folder / "data"
     common = ["--data-dir", str(data_dir), "--concurrency", "8"]
     extras = ["--confirm", "--meta-skill-every", "2", "--solve", "--solve-attempts", "2", "--solve-min-score", "0"]
+    # the screen off (screen.tasks 0): every round's candidate queries val, the shape these tests read
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
                     "--holdout", "clean-test", "--rounds", "3", "--replicates", "2", *extras, *common],
-                   cwd=ROOT, check=True, capture_output=True, timeout=600)
+                   cwd=ROOT, check=True, capture_output=True, timeout=600,
+                   env={**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "0"})
     run_id = _run_id(data_dir)
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
                     "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)

@@ -57,7 +57,7 @@ async def test_run_detail_has_a_timeline_with_every_stage_and_the_test(client, r
         assert [s["stage"] for s in a["stages"]] == ["mutation", "critic", "build", "grading", "score"]
         assert {s["state"] for s in a["stages"]} <= {"done", "skipped"}
     assert attempts[0]["verdict"] == "SEED" and attempts[0]["train_composite"] is not None
-    assert all(a["verdict"] in ("KEEP", "REJECT", "CRITIC", "FAILED") for a in attempts[1:])
+    assert all(a["verdict"] in ("KEEP", "REJECT", "SCREENED", "CRITIC", "FAILED") for a in attempts[1:])
     assert attempts[-1]["champion_composite"] is not None
     curve = detail["curve"]
     assert curve["round"] == [0, 1, 2, 3] and None not in curve["champion"] and curve["test"].count(None) == 3

@@ -88,7 +88,35 @@ def test_a_cut_short_mutator_call_is_paid_by_the_run_and_its_attempt(db, tmp_pat
     db["attempts"].insert({"id": 7, "run_id": "run-1", "round": 1, "sibling": 0, "status": "pending"})
     meter = charges.call_meter(tmp_path, "run-1", "round-1-0")
     write_meter(meter, time.time(), i=10_000, o=1000)
-    paid = charges.settle_call(db, meter, PRICE, payer="run-1", attempt_id=7)
+    paid = charges.settle_call(db, meter, PRICE, payer="run-1", kind="mutator", attempt_id=7)
     assert paid == pytest.approx(0.015) and spent(db) == pytest.approx(0.015)
     assert db["attempts"].get(7)["mutator_cost_usd"] == pytest.approx(0.015) and not meter.exists()
-    assert charges.settle_call(db, meter, PRICE, payer="run-1", attempt_id=7) == 0.0
+    assert charges.settle_call(db, meter, PRICE, payer="run-1", kind="mutator", attempt_id=7) == 0.0
+
+
+def test_a_crash_between_the_charge_and_the_meters_removal_charges_once(db, tmp_path: Path, monkeypatch) -> None:
+    # the mutator call finishes and is charged; the process dies before its meter file is removed; the resume
+    # settles that meter: the charge and the meter's consumption share one id, so nothing is charged again
+    db["attempts"].insert({"id": 7, "run_id": "run-1", "round": 1, "sibling": 0, "status": "pending"})
+    meter = charges.call_meter(tmp_path, "run-1", "round-1-0")
+
+    class Done:
+        cost_usd = 0.015
+
+    def call(path: Path) -> Done:
+        write_meter(path, time.time(), i=10_000, o=1000)
+        return Done()
+
+    real_unlink = Path.unlink
+    monkeypatch.setattr(Path, "unlink", lambda self, missing_ok=False: (_ for _ in ()).throw(SystemExit("killed"))
+                        if self == meter and self.exists() else real_unlink(self, missing_ok=missing_ok))
+    with pytest.raises(SystemExit):
+        charges.paid_call(db, meter, PRICE, call, payer="run-1", kind="mutator", attempt_id=7)
+    monkeypatch.undo()
+    assert spent(db) == pytest.approx(0.015) and meter.exists()          # charged; the meter outlived it
+    result, carried = charges.paid_call(db, meter, PRICE, call, payer="run-1", kind="mutator", attempt_id=7)
+    assert carried == 0.0                                                 # the resume's settle charged nothing
+    assert spent(db) == pytest.approx(0.030)                              # only the new call is added
+    found = list(db.query("select kind, usd, attempt_id from charges order by id"))
+    assert found == [{"kind": "mutator", "usd": 0.015, "attempt_id": 7}] * 2
+    assert spent(db) == sum(r["usd"] for r in found) and not meter.exists()

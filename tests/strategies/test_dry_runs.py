@@ -57,7 +57,7 @@ def test_dry_run_finishes_under_every_strategy(tmp_path, strategy, opts):
     attempts = query(db, "select * from attempts where round > 0 order by round, sibling")
     per_round = {"greedy": 1, "branching": 2, "population": 2, "pareto": 1}[strategy]
     assert len(attempts) == 2 * per_round
-    assert all(a["status"] in ("kept", "rejected", "critic_rejected", "failed") for a in attempts)
+    assert all(a["status"] in ("kept", "rejected", "screened", "critic_rejected", "failed") for a in attempts)
 
     if strategy == "branching":
         for r in (1, 2):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -89,6 +90,22 @@ def test_aa_rerun_resumes_from_the_cache(aa_store, tmp_path: Path) -> None:
     assert len(_rows(data_dir, "select * from runs")) == 1
 
 
+def test_an_aa_run_names_its_tie_rule_so_one_from_before_it_is_another_id_with_every_cell_cached(aa_store,
+                                                                                                  tmp_path: Path) -> None:
+    """score.tieRule is part of an A/A run's id (its verdicts depend on it) when it is not 'keep', the one code before
+    the tie rule used, which wrote no such key: an A/A store from then is a different run, re-run from the cache."""
+    data_dir = copy_store(aa_store[0], tmp_path / "data")
+    before = _rows(data_dir, "select count(*) as n from cells")[0]["n"]
+    old = run_cli(*AA_ARGS, "--data-dir", str(data_dir), env={**os.environ, "SKILL_MUTATOR_TIE_RULE": "keep"})
+    assert old.returncode == 0 and "0 cells run by this command" in old.stdout, old.stderr[-2000:]
+    runs = {r["id"]: json.loads(r["config"]) for r in _rows(data_dir, "select id, config from runs")}
+    assert len(runs) == 2 and _rows(data_dir, "select count(*) as n from cells")[0]["n"] == before
+    assert sorted(c.get("tie_rule", "absent") for c in runs.values()) == ["absent", "noAddedCost"]
+    for copy in _rows(data_dir, "select run_id, gate from attempts where round > 0"):
+        gate = loads(copy["gate"])   # the rule at the last look; an early look never applies it
+        assert gate["tie"]["rule"] == ("keep" if "early_look" in gate else runs[copy["run_id"]].get("tie_rule", "keep"))
+
+
 def test_plan_uses_the_aa_noise_and_rescales_replicates(aa_store, tmp_path: Path) -> None:
     data_dir = copy_store(aa_store[0], tmp_path / "data")
     s = _rows(data_dir, "select gate_s from attempts where round = 3")[0]["gate_s"]
@@ -115,3 +132,19 @@ def test_plan_without_a_store_states_its_defaults(tmp_path: Path) -> None:
     t7 = stats.t.ppf(stats.norm.cdf(1.0), 7)
     assert float(mde_round1) == pytest.approx((t7 + stats.t.ppf(0.8, 7)) * 0.15 / math.sqrt(8), abs=1e-4)
     assert not (tmp_path / "none" / "mutator.db").exists()                   # planning never creates a store
+
+
+def test_plan_prices_the_screen_and_a_null_changes_expected_waves(tmp_path: Path) -> None:
+    """The expected round: every candidate screened, then val at a null change's expected waves (normal theory)."""
+    out = run_cli(*PLAN_ARGS, "--data-dir", str(tmp_path / "none"), env={**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "6"})
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+
+    def figure(pattern: str) -> float:
+        return float(re.search(pattern, text).group(1))
+    cell, mutator = figure(r"a cell ≈ \$([0-9.]+)"), figure(r"a mutator call ≈ \$([0-9.]+)")
+    val_cells, train_cells = figure(r"estimated ([0-9.]+) of \d+ val cells for a null"), figure(r"train evaluation of (\d+) cells")
+    screen = figure(r"the train screen: (\d+) cells per candidate")
+    upper, expected = figure(r"per round ≤ \$([0-9.]+)"), figure(r"per round ≈ \$([0-9.]+) expected")
+    assert screen == 6 and expected < upper
+    assert expected == pytest.approx((val_cells + screen + train_cells) * cell + mutator, abs=0.06 * cell + 1e-4)

@@ -67,3 +67,20 @@ def test_compare_defaults_to_run_a_holdout_and_refuses_one_run_twice(two_runs):
     assert same.returncode == 2 and "two different runs" in same.stderr
     unknown = run_cli("--compare", a, "run-000000000000", "--suite", "clean-test", "--data-dir", str(data_dir))
     assert unknown.returncode == 2 and "no run 'run-000000000000'" in unknown.stderr
+
+
+def test_compare_asks_each_runs_budget_before_each_cell(two_runs):
+    # --budget-usd on --compare: each run's test cells are charged to it and asked of its cap; a run whose cap is
+    # reached starts no cell, and what each run was charged is its ledger's sum
+    data_dir, (a, b) = two_runs
+    db = connect_readonly(data_dir / "mutator.db")
+    before = {r["id"]: r["cost_usd"] for r in db.query("select id, cost_usd from runs")}
+    cap = min(before.values())
+    result = run_cli("--compare", a, b, "--suite", "clean-test", "--budget-usd", str(cap), "--data-dir", str(data_dir))
+    assert result.returncode == 3, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "budget reached" in result.stderr
+    after = {r["id"]: r["cost_usd"] for r in db.query("select id, cost_usd from runs")}
+    ledger = dict(db.conn.execute("select run_id, sum(usd) from charges group by run_id").fetchall())
+    assert after == pytest.approx(ledger) and after[a] == pytest.approx(before[a])   # nothing started past its cap
+    assert list(db.query("select status from test_runs"))[0]["status"] == "stopped"
+    db.conn.close()

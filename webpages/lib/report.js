@@ -39,6 +39,7 @@ export function reportView(report) {
   const names = [...new Set(SPLITS.flatMap((s) => Object.keys(report.splits[s]?.mcnemar || {})))].sort();
   const flags = ['train', 'val'].filter((s) => report.gap[s]?.flag);
   return h('div', { class: 'report' },
+    lookLine(report.suite, report.look),
     h('table', { class: 'figs report-table' },
       h('thead', {}, h('tr', {}, h('th', {}, 'split'), h('th', { title: TIPS.reportTasks }, 'tasks'), h('th', { title: TIPS.reportSeed }, 'seed'),
         h('th', { title: TIPS.reportChampion }, 'champion'), h('th', { title: TIPS.reportDelta }, 'Δcomposite ± SE'),
@@ -55,6 +56,7 @@ export function reportView(report) {
           return h('td', {}, m ? fig(`+${m.only_a}/−${m.only_b} p ${p(m.p_value)}`, TIPS.reportMcnemar) : '—');
         })))))) : null,
     controlView(report.control),
+    harmView(report.harm?.seed, 'the seed'), harmView(report.harm?.none, 'no skill'),
     h('p', { class: 'hint' }, 'val Δ is the champion\'s selection score: it is biased up by the choice itself; test is not.'));
 }
 
@@ -81,4 +83,31 @@ function controlView(control) {
       h('th', { title: TIPS.controlNone }, 'none'), h('th', { title: TIPS.controlSkill }, 'with skill'),
       h('th', { title: TIPS.controlDelta }, 'Δ ± SE'), h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportSign }, 'sign W/L/T'))),
     h('tbody', {}, ['seed', 'champion'].flatMap((name) => [row(name), ...models(name)])));
+}
+
+// Several eval models: one row per model of a paired comparison (by_model; its 'seed' side is the reference).
+// "Look k of n at this test suite for this skill" (test_runs.look; mutator/store/looks.py).
+function lookLine(suite, look) {
+  if (!look) return null;
+  return h('p', { class: 'hint', 'data-look': String(look.k), title: TIPS.reportLook },
+    `Look ${look.k} of ${look.looks} at test suite ${suite} for this skill`
+    + (look.repeat_of ? ` (a repeat of test #${look.repeat_of}, served from the cache)` : '') + (look.sealed ? ' · sealed' : ''));
+}
+
+// No task harmed (report.harm, mutator/validity/harm.py): per task, champion vs a reference over replicate cells.
+function harmView(found, reference) {
+  if (!found || !found.tasks.length) return null;
+  const shown = found.tasks;   // every task, worst first
+  const [rc, rr] = found.replicates;
+  return h('details', { class: 'harm', 'data-harm': reference },
+    h('summary', { title: TIPS.reportHarm }, `Per task vs ${reference}: ${found.flagged.length} flagged worse, `
+      + `${found.below.length} below of ${found.tasks.length} (${rc} vs ${rr} replicates)`),
+    found.can_flag ? h('p', { class: 'hint' }, `minimum detectable harm ${num(found.mdh)} composite (80% power)`)
+      : h('p', { class: 'warn-line' }, `⚠ at ${rc} vs ${rr} replicates the smallest p is ${p(found.min_p)}: no task can be flagged`),
+    h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, 'task'), h('th', {}, 'verdict'), h('th', {}, 'Δ'),
+      h('th', {}, 'champion cells'), h('th', {}, `${reference} cells`), h('th', {}, 'p(worse)'))),
+    h('tbody', {}, shown.map((r) => h('tr', { class: r.verdict === 'worse' ? 'warn' : '' }, h('th', {}, r.task),
+      h('td', {}, r.verdict === 'same' ? (r.delta < 0 ? 'below' : 'same') : r.verdict), h('td', {}, signed(r.delta)),
+      h('td', {}, r.champion.map((v) => num(v, 3)).join(' ')), h('td', {}, r.reference.map((v) => num(v, 3)).join(' ')),
+      h('td', {}, p(r.p_worse)))))));
 }

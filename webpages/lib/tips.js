@@ -7,7 +7,7 @@ export const TIPS = {
   eval: 'eval = mean per-cell score in [0,1] (a failed cell scores 0)',
   cost: 'mean USD per cell, priced from config.json (the fakes spend nothing real)',
   steps: 'mean agent turns per cell',
-  spend: 'runs.cost_usd: every cell and mutator call of this run, priced from config.json',
+  spend: 'every charge of this run (cells, judge, mutator, meta skill, solve phase, test runs, no-skill controls), the sum of its rows in the charges table; the CLI and the Cost page show the same figure',
   valQueries: 'runs.val_queries: candidate evaluations that queried the val suite so far = the seed + every evaluated candidate + 2 per winner\'s-curse confirmation (the new and the old incumbent on fresh replicates)',
   valQueryWarn: (limit) => `above valQueryWarn = ${limit} (config.json) a val suite queried this often is effectively a training set: trust test, not val`,
   // winner's-curse confirmation (attempts.confirm)
@@ -37,6 +37,8 @@ export const TIPS = {
   controlNone: 'the test suite measured with no skill installed (the control): composite normalised to the seed on test',
   controlSkill: 'the seed\'s or the champion\'s composite on the same test tasks',
   controlDelta: 'Δ = mean over tasks of (with skill − no skill) per-task composite; SE = sample SD of the deltas / √n',
+  reportLook: 'every finished test is a look at its suite: k counts the distinct champions of this skill tested there (a repeat of the same champion is that look again)',
+  reportHarm: 'per task: exact one-sided permutation test of the mean per-cell composite over replicate cells, Holm over the tasks at 0.05; the smallest p possible is 1/C(2r, r)',
   reportSign: 'sign test: tasks where the champion wins / loses / ties; p = exact two-sided binomial at ½ (ties dropped)',
   reportP: 'two-sided paired t test of Δ = 0',
   reportMcnemar: 'McNemar exact test per pass/fail test: cells paired by task × replicate; +n = champion-only passes, −n = seed-only passes; p = exact two-sided binomial of the discordant pairs at ½',

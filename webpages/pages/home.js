@@ -10,6 +10,9 @@ import { sections } from '../lib/keyed.js';
 import { commandView, notesView } from '../lib/notes.js';
 import { TIPS, fig } from '../lib/tips.js';
 
+// the run's spend by kind (mutator/after/spend.py run_spend: the same figure as the CLI and the Cost page)
+const spendTip = (run) => [TIPS.spend, ...Object.entries((run.spend || {}).kinds || {}).map(([k, v]) => `${k}: ${usd(v)}`)].join('\n');
+
 const STAGE_TIPS = {
   mutation: 'the mutator agent edits a copy of the parent skill and explains the change',
   critic: 'deterministic guards before any evaluation is spent (references, structure, size, growth)',
@@ -187,7 +190,7 @@ export async function render(root, state, ui) {
     h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target}`,
       run.decided_round > run.rounds_done && !run.alive ? h('span', { class: 'warn', id: 'round-unfinished', title: 'rounds_done counts rounds whose train evaluation and bookkeeping finished; this round was decided but not completed' }, ` (round ${run.decided_round} decided, not completed)`) : '',
       ` · train ${run.suite} · val ${run.val} · `
-      + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, TIPS.spend), ' ', valQueries(run),
+      + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, spendTip(run)), ' ', valQueries(run),
       run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
     run.error ? h('p', { class: 'error' }, run.error) : null, notesView(state.store, run.id, run.notes), commandView(run.command), launchButton()));

@@ -57,3 +57,26 @@ def test_against_alone_is_refused() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "run.py"), "--against", str(SEED)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--against PARENT_DIR goes with --lint" in done.stderr
+
+
+def test_a_reference_that_is_a_symlink_out_of_the_skill_fails_and_is_named(tmp_path: Path) -> None:
+    """A symlink is never copied as a file: one leaving the skill would hand a cell (or a deployed skill) a file
+    of this machine. --lint alone and the critic's review both refuse it and name the link and its target."""
+    from mutator.critic.guards import review
+    outside = tmp_path / "outside.md"
+    outside.write_text("# notes kept elsewhere\n")
+    skill = tmp_path / "csv-clean"
+    shutil.copytree(SEED, skill)
+    (skill / "references").mkdir(exist_ok=True)
+    (skill / "references" / "notes.md").symlink_to(outside)
+    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text() + "\nSee [notes](references/notes.md).\n")
+    done = lint(skill)
+    assert done.returncode == 1, done.stdout
+    assert "FAIL  links" in done.stdout and f"references/notes.md -> {outside}" in done.stdout
+    rows = {row.gate: row for row in review(skill, SEED, skill_name="csv-clean")}
+    assert rows["links"].verdict == "fail" and "references/notes.md" in rows["links"].reason
+    inside = tmp_path / "inside" / "csv-clean"
+    shutil.copytree(SEED, inside)
+    (inside / "SKILL.md").rename(inside / "skill-text.md")
+    (inside / "SKILL.md").symlink_to("skill-text.md")      # a link that stays in the folder is not refused
+    assert {row.gate: row for row in review(inside, SEED, skill_name="csv-clean")}["links"].verdict == "pass"

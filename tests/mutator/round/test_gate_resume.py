@@ -4,6 +4,7 @@ its old verdicts and figures stay, new attempts carry the correction factor, and
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -12,11 +13,12 @@ from mutator.scoring.mad import MAD_NORMAL_SCALE
 from tests.conftest import run_cli
 
 RUN = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "1", "--seed", "3")
+NO_SCREEN = {**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "0"}   # round 3's candidate reaches val's gate
 
 
 def test_an_old_run_resumes_under_the_new_gate(tmp_path):
     data_dir = tmp_path / "data"
-    first = run_cli(*RUN, "--rounds", "2", "--data-dir", str(data_dir))
+    first = run_cli(*RUN, "--rounds", "2", "--data-dir", str(data_dir), env=NO_SCREEN)
     assert first.returncode == 0, first.stderr[-3000:]
     db = sqlite3.connect(data_dir / "mutator.db")
     old = {}
@@ -32,7 +34,7 @@ def test_an_old_run_resumes_under_the_new_gate(tmp_path):
     db.commit()
     db.close()
     assert old
-    again = run_cli(*RUN, "--rounds", "3", "--data-dir", str(data_dir))
+    again = run_cli(*RUN, "--rounds", "3", "--data-dir", str(data_dir), env=NO_SCREEN)
     assert again.returncode == 0, again.stderr[-3000:]
     db = sqlite3.connect(data_dir / "mutator.db")
     found = {i: json.loads(g) for i, g in db.execute("select id, gate from attempts where gate is not null")}

@@ -28,23 +28,29 @@ def test_demo_records_every_verdict(demo_store) -> None:
     data_dir, result = demo_store
     rows = attempts(data_dir)
     assert [r["round"] for r in rows] == [0, 1, 2, 3, 4, 5, 6]
-    assert [r["verdict"] for r in rows] == ["SEED", "KEEP", "KEEP", "REJECT", "CRITIC", "CRITIC", "KEEP"]
-    assert [r["status"] for r in rows] == ["seed", "kept", "kept", "rejected", "critic_rejected",
-                                          "critic_rejected", "kept"]
+    # round 6 (dedupe) at 2 replicates: Δeval +0.033 but dearer, Δ −0.002, a tie the gate keeps that adds cost, so
+    # the tie rule (score.tieRule noAddedCost) rejects it; it was a KEEP before the loop applied the rule
+    # round 3 (titlecase) is killed by the train screen (screen.tasks 6) before any val cell
+    assert [r["verdict"] for r in rows] == ["SEED", "KEEP", "KEEP", "SCREENED", "CRITIC", "CRITIC", "REJECT"]
+    assert [r["status"] for r in rows] == ["seed", "kept", "kept", "screened", "critic_rejected",
+                                          "critic_rejected", "rejected"]
+    assert rows[3]["val_evaluation_id"] is None and loads(rows[3]["screen"])["cells"] == 6
+    tie = loads(rows[6]["gate"])["tie"]
+    assert tie["gate_keep"] and tie["tie"] and tie["adds_cost"] and not tie["keep"] and rows[6]["delta"] < 0
     assert "identical to its parent" in rows[4]["error"] and "references/date-formats.md" in rows[5]["error"]
     assert rows[4]["val_evaluation_id"] is None and rows[5]["val_evaluation_id"] is None  # nothing spent
     db = connect_readonly(data_dir / "mutator.db")
     run = dict(next(iter(db.query("select * from runs"))))
     assert run["status"] == "finished" and run["rounds_done"] == 6
-    assert run["incumbent_hash"] == rows[6]["genome_hash"]
-    champion = rows[6]
+    assert run["incumbent_hash"] == rows[2]["genome_hash"]
+    champion = rows[2]
     assert champion["composite"] > rows[0]["composite"]
-    assert "Run run-" in result.stdout and "KEEP 3 · REJECT 1 · SCREENED 0 · CRITIC 2 · FAILED 0" in result.stdout
+    assert "Run run-" in result.stdout and "KEEP 2 · REJECT 1 · SCREENED 1 · CRITIC 2 · FAILED 0" in result.stdout
 
 
 def test_rejected_change_is_not_the_next_parent(demo_store) -> None:
     rows = attempts(demo_store[0])
-    assert rows[4]["parent_hash"] == rows[2]["genome_hash"]  # round 3 was rejected, round 4 mutates round 2's
+    assert rows[4]["parent_hash"] == rows[2]["genome_hash"]  # round 3 was screened, round 4 mutates round 2's
     for row in rows[1:]:
         assert row["summary"] and row["reasoning"] is not None and row["mutator_cost_usd"] > 0
 
@@ -78,13 +84,22 @@ def test_gate_figures_rederive_from_the_row(demo_store) -> None:
             assert flip.to_json() == gate["flip"]
         assert row["gate_t"] == pytest.approx(t)
         assert row["gate_threshold"] == pytest.approx(gate["min_improvement"] - t * row["gate_se"])
-        assert (row["verdict"] == "KEEP") == keep == gate["keep"]
+        # then the tie rule (score.tieRule noAddedCost): a tie the gate keeps is rejected when it adds cost, the mean
+        # change of the cost and steps terms below −t·SE at t = t.ppf(Φ(3), n − 1)
+        tie = gate["tie"]
+        assert tie["gate_keep"] == keep and tie["tie"] == (keep and row["delta"] < gate["min_improvement"])
+        assert tie["delta_cost"] == pytest.approx(row["delta_cost"] + row["delta_steps"])
+        assert tie["t"] == pytest.approx(stats.t.ppf(stats.norm.cdf(3.0), 7))
+        assert tie["adds_cost"] == (tie["delta_cost"] < -tie["t"] * tie["se"] - 1e-12)
+        final = keep and not (tie["rule"] == "noAddedCost" and tie["tie"] and tie["adds_cost"])
+        assert (row["verdict"] == "KEEP") == final == gate["keep"]
         if last["decision"]:
             early += 1
             assert "early_look" in gate and last["z"] == gate["gate_z"] == 2.0
         else:
             prior.append((row["gate_n"], gate["s_r"]))
-    assert flipped == 4 and early >= 1
+    # three val decisions (rounds 1, 2, 6), each at the last of 2 looks (the screen took round 3's regression)
+    assert flipped == 3 and early == 0
 
 
 def test_cells_and_tests_rows(demo_store) -> None:
@@ -92,14 +107,40 @@ def test_cells_and_tests_rows(demo_store) -> None:
     per_eval = [dict(r) for r in db.query("select e.id, e.suite, e.n_cells, e.n_done, count(c.id) as n from evaluations e "
                                           "join cells c on c.evaluation_id = e.id group by e.id")]
     assert all(r["n"] == r["n_done"] for r in per_eval)
-    # every evaluation is whole except the val evaluations of attempts decided at an early look of val in waves
-    early = {r["val_evaluation_id"]: loads(r["looks"])[-1]["cells"] for r in attempts(demo_store[0])
+    # every val evaluation is whole but those of attempts decided at an early look of val in waves (none here);
+    # every train evidence holds evidenceReplicates (1) of the demo's 2 replicates, replicate 0; the screened
+    # candidate's train evaluation holds its 6 screen cells
+    rows = attempts(demo_store[0])
+    early = {r["val_evaluation_id"]: loads(r["looks"])[-1]["cells"] for r in rows
              if r["looks"] and loads(r["looks"])[-1]["decision"]}
-    assert early and all(r["n"] == early.get(r["id"], r["n_cells"]) for r in per_eval)
+    assert all(r["n"] == early.get(r["id"], r["n_cells"]) for r in per_eval if r["suite"] == "clean-val")
+    evidence = {r["train_evaluation_id"] for r in rows if r["train_evaluation_id"]}
+    train = {r["id"]: r["n"] for r in per_eval if r["suite"] == "clean-train"}
+    assert len(evidence) == 3 and all(train[e] == 12 for e in evidence)    # the seed and the 2 kept
+    assert sorted(n for e, n in train.items() if e not in evidence) == [6, 6]  # round 3 (SCREENED), round 6 (passed
+    # the screen, rejected on val): their 6 screen cells each
+    assert {r["replicate"] for r in db.query("select distinct c.replicate from cells c join evaluations e on "
+                                             "e.id = c.evaluation_id where e.suite = 'clean-train'")} == {0}
     assert {r["suite"] for r in per_eval} == {"clean-train", "clean-val"}  # the holdout is never evaluated
     names = {r["name"] for r in db.query("select distinct name from tests")}
     assert {"parses", "headers", "rows", "text", "dates"} <= names
     assert next(iter(db.query("pragma integrity_check")))["integrity_check"] == "ok"
+
+
+def test_the_tie_rule_rests_on_the_last_look_only(demo_store) -> None:
+    """score.tieRule (noAddedCost) is applied where a verdict rests: the last look of val; an early look, deciding
+    nothing on a tie, never applies it."""
+    last = early = 0
+    for row in attempts(demo_store[0]):
+        if row["looks"] is None:
+            continue
+        looks = loads(row["looks"])
+        for look in looks:
+            decisive = look is looks[-1] and look["decision"] is None
+            assert look["gate"]["tie"]["rule"] == ("noAddedCost" if decisive else "keep")
+            last, early = last + decisive, early + (not decisive)
+        assert loads(row["gate"])["tie"] == looks[-1]["gate"]["tie"]
+    assert last >= 1 and early >= 1
 
 
 def test_genome_history_in_git(demo_store) -> None:
@@ -107,7 +148,8 @@ def test_genome_history_in_git(demo_store) -> None:
     run_id = next(iter(connect_readonly(data_dir / "mutator.db").query("select id from runs")))["id"]
     log = subprocess.run(["git", "-C", str(data_dir / "genomes.git"), "log", "-p", "--format=%s", run_id],
                          capture_output=True, text=True, check=True).stdout
-    assert "dedupe" in log and "+" in log and "titlecase" not in log.split("\n")[0]
+    first = log.split("\n")[0]   # the champion's commit: round 2's (round 6, dedupe, was a tie adding cost)
+    assert "amounts" in log and "+" in log and "amounts" in first and "titlecase" not in first
 
 
 def test_same_command_resumes_without_new_cells(demo_store, tmp_path: Path) -> None:

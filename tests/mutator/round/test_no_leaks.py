@@ -18,6 +18,7 @@ from mutator.config import load_settings
 from mutator.round.loop import Loop
 from mutator.round.progress import Progress
 from mutator.round.session import Agents, Suites
+from mutator.store.evidence import untouched
 from sandbox.none import NoneLauncher
 from strategies import make_strategy
 from tests.conftest import ROOT
@@ -69,7 +70,18 @@ def test_mutator_sees_no_val_details_and_nothing_of_test(tmp_path: Path, monkeyp
                     mutator_argv=(sys.executable, str(wrapper), str(ROOT / "fakes" / "fake_mutator.py")))
     loop = Loop(settings, suites, agents, NoneLauncher(), make_strategy(strategy, opts),
                 progress=Progress(open("/dev/null", "w")))
+    diffs: list[tuple[str, str]] = []
+    real_diff = loop.genomes.diff
+    monkeypatch.setattr(loop.genomes, "diff", lambda parent, genome: diffs.append((parent, genome)) or
+                        real_diff(parent, genome))
     loop.execute()
+    # each attempt's diff is made once (a git process), however many workspaces and briefings show it ...
+    assert diffs and len(diffs) == len(set(diffs))
+    # ... and shown by linking the one stored copy, which the search below covers too
+    shared = [p for p in (tmp_path / "data" / "workspaces").rglob("*") if p.is_file() and untouched(p)]
+    assert {p.parts[-2] for p in shared} >= {"history"} and all(p.stat().st_nlink > 1 for p in shared)
+    stored = {p: p.read_text(errors="replace") for p in (tmp_path / "data" / "evidence").rglob("*") if p.is_file()}
+    assert len(stored) >= len(set(diffs))
     captures = sorted(capture.iterdir())
     assert len(captures) >= 2
     staged = {p.relative_to(captures[-1] / "workspace").parts[0] for p in (captures[-1] / "workspace").rglob("*")}
@@ -82,6 +94,7 @@ def test_mutator_sees_no_val_details_and_nothing_of_test(tmp_path: Path, monkeyp
         for path in (one / "workspace").rglob("*"):
             if path.is_file():
                 texts[str(path.relative_to(one))] = path.read_text(errors="replace")
+        texts.update({str(path): text for path, text in stored.items()})
         for where, text in texts.items():
             leaked = sorted(n for n in needles if n in text)
             assert not leaked, f"{where} leaks {leaked[:3]}"

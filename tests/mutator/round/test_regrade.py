@@ -61,12 +61,12 @@ def test_a_grader_fix_after_a_grader_error_run_regrades_with_no_agent_run(setup)
     (val / "run-eval.py").write_text(GRADER.replace("SCALE", "1.0"))
     fixed = command()
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    assert runs.read_text() == "x" * (4 + 4)              # the val agents ran once; only train's 4 ran now
+    assert runs.read_text() == "x" * (4 + 2)     # the val agents ran once; only train's 2 ran now (evidenceReplicates 1)
     assert query(data, "select id from runs") == [{"id": run["id"]}]          # the same run, resumed
     said = fixed.stdout + fixed.stderr
     assert f"suite tiny-val changed since {run['id']} last ran: run-eval.py. Grading only" in said
     assert fixed.stderr.index("changed since") < fixed.stderr.index("graded again")   # named before any spend
-    assert "4 cells run by this command (4 graded again from their agents' kept work)" in fixed.stdout   # train's 4
+    assert "2 cells run by this command (4 graded again from their agents' kept work)" in fixed.stdout   # train's 2
     assert val_cells(data)[:4] == before                                       # the old grader's cells stay as stored
     after = val_cells(data, agent=True)
     ids = [r["id"] for r in query(data, "select c.id from cells c where c.evaluation_id = ? order by c.task_id, "
@@ -115,6 +115,19 @@ def test_a_changed_grader_regrades_every_scored_cell_and_keeps_decided_figures(s
         assert news == olds and olds
         assert {r["score"] for r in query(data, "select score from cells where evaluation_id = ?",
                                           [fresh[0]["id"]])} == {0.75}      # (0.5 + 1.0) / 2: the new grade
+    # a proposal compares the champion with the seed under one grader: the champion's re-graded evaluation
+    # beside the re-graded seed, never its deciding attempt's old-grader figure beside the new seed
+    from mutator.after.proposals import _figures
+    from mutator.store.db import connect
+    db = connect(data / "mutator.db")
+    run = dict(db["runs"].get(query(data, "select id from runs")[0]["id"]))
+    [candidate] = query(data, "select genome_hash from attempts where round = 1")
+    figures = _figures(db, run, candidate["genome_hash"])[0]
+    graded = query(data, "select suite_hash from evaluations where id in (?, ?)",
+                   [figures["evaluation_id"], figures["seed_evaluation_id"]])
+    assert len(graded) == 2 and len({g["suite_hash"] for g in graded}) == 1
+    assert figures["seed_composite"] == seed["composite"] and figures["evaluation_id"] not in old_val.values()
+    assert figures["composite"] != decided[0]["composite"]                  # not the old grader's figure
     more = command(rounds=2)                                                 # round 2 runs only its own cells
     assert more.returncode == 0, more.stderr[-3000:]
     assert "Grading only" not in more.stdout + more.stderr

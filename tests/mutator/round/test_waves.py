@@ -1,5 +1,6 @@
 """Cheaper decisions in the loop: val in waves with early looks, the kill-only train screen, a run stopped
-mid-wave resuming to the same decisions, and a store written before them resuming as it was made."""
+mid-wave resuming to the same decisions, and stores written before them (or before the tie rule and
+evidenceReplicates) resuming as they were made."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def attempts(data: Path) -> list[dict]:
     db = sqlite3.connect(data / "mutator.db")
     db.row_factory = sqlite3.Row
     found = [dict(r) for r in db.execute("select round, verdict, delta, gate_threshold, looks, screen, genome_hash, "
-                                         "val_evaluation_id from attempts where round > 0 order by round")]
+                                         "val_evaluation_id, gate from attempts where round > 0 order by round")]
     db.close()
     return found
 
@@ -41,7 +42,7 @@ def cell_count(data: Path) -> int:
 
 @pytest.fixture(scope="session")
 def waves_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """One real `DEMO --rounds 3` run (built once; read by the two tests below, which ran the same command each)."""
+    """One real `DEMO --rounds 3` run with the defaults (the screen on), built once."""
     def build(folder: Path) -> None:
         keep_result(folder, run_cli(*DEMO, "--rounds", "3", "--data-dir", str(folder / "data")))
 
@@ -49,8 +50,11 @@ def waves_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return folder / "data", kept_result(folder)
 
 
-def test_val_runs_in_waves_and_a_decisive_loss_stops_early(waves_run):
-    data, done = waves_run
+def test_val_runs_in_waves_and_a_decisive_loss_stops_early(tmp_path):
+    # the screen off: on (screen.tasks 6, the default) it kills round 3's regression before val
+    data = tmp_path / "d"
+    done = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(data),
+                   env={**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "0"})
     assert done.returncode == 0, done.stderr[-3000:]
     rows = attempts(data)
     looks = {r["round"]: json.loads(r["looks"]) for r in rows}
@@ -68,8 +72,11 @@ def test_val_runs_in_waves_and_a_decisive_loss_stops_early(waves_run):
 def test_a_run_stopped_mid_wave_resumes_to_the_same_decisions_running_each_cell_once(waves_run, tmp_path):
     whole_data, whole = waves_run                                               # the same command, run whole
     assert whole.returncode == 0, whole.stderr[-3000:]
-    stopped = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"), "--budget-usd", "1.2")
-    assert stopped.returncode == 3, stopped.stderr[-3000:]                      # the budget stops it mid-run
+    stopped = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"), "--budget-usd", "0.6")
+    assert stopped.returncode == 3, stopped.stderr[-3000:]   # the budget stops it mid-run (0.6: the run costs less now)
+    # after round 1's decision, before its train evidence: the resumed round is planned from the state the round
+    # began with (not the incumbent it already wrote), so it selects the same genome for train evidence
+    assert "round 1 · " in stopped.stderr.split("stopped: ")[-1] and " on train " in stopped.stderr.split("stopped: ")[-1]
     first = cell_count(tmp_path / "cut")
     resumed = run_cli(*DEMO, "--rounds", "3", "--data-dir", str(tmp_path / "cut"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -97,12 +104,42 @@ def test_the_screen_kills_a_decisive_loss_on_a_few_train_cells_that_a_survivor_r
                             "select config from runs").fetchone()[0])["contract"]["agent"],
                         silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
     db = sqlite3.connect(data / "mutator.db")
-    survivor = db.execute("select n_done, status from evaluations where key = ?",
+    survivor = db.execute("select id, n_done from evaluations where key = ?",
                           [evaluation_key(rows[0]["genome_hash"], train, contract)]).fetchone()
     killed = db.execute("select n_done from evaluations where key = ?",
                         [evaluation_key(rows[2]["genome_hash"], train, contract)]).fetchone()
+    survivor_cells = set(db.execute("select task_id, replicate from cells where evaluation_id = ?", [survivor[0]]))
     db.close()
-    assert survivor == (48, "done") and killed == (6,)     # the survivor's 6 screen cells are among its 48 train cells
+    # the survivor's train evidence (evidenceReplicates 1: replicate 0 of its 12 train tasks, under the full-depth
+    # key) holds its 6 screen cells; the screened one holds just those 6
+    assert survivor[1] == 12 and killed == (6,)
+    assert survivor_cells == {(t.id, 0) for t in train.tasks} >= {(t, 0) for t in screen["tasks"]}
+
+
+def test_a_store_written_before_the_tie_rule_resumes_with_no_cell_as_it_was_made(tmp_path):
+    """A store of main 05d97d1 (sequential val, no tie rule in the loop, train evidence at every replicate): the
+    same command resumes it with 0 cells; more rounds keep every tie and take the evidence at full depth."""
+    with tarfile.open(FIXTURE.with_name("store-05d97d1.tgz")) as tar:   # --replicates 2 --rounds 2, KEEP, KEEP
+        tar.extractall(tmp_path, filter="data")
+    data = tmp_path / "data"
+    before, verdicts = cell_count(data), [(r["verdict"], r["delta"]) for r in attempts(data)]
+    args = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--data-dir", str(data))
+    again = run_cli(*args, "--rounds", "2")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "stored before the tie rule and evidenceReplicates: it resumes as it was made" in again.stderr
+    assert "0 cells run by this command" in again.stdout and cell_count(data) == before
+    assert [(r["verdict"], r["delta"]) for r in attempts(data)] == verdicts
+    more = run_cli(*args, "--rounds", "6")
+    assert more.returncode == 0, more.stderr[-3000:]
+    db = sqlite3.connect(data / "mutator.db")
+    assert db.execute("select count(*) from runs").fetchone()[0] == 1          # the same run, not a new id
+    depths = db.execute("select e.n_done from attempts a join evaluations e on e.id = a.train_evaluation_id "
+                        "where a.round > 2").fetchall()
+    db.close()
+    gates = [json.loads(r["gate"]) for r in attempts(data)[2:] if r.get("gate")]
+    assert depths and all(n == 24 for (n,) in depths)                          # 12 train tasks x both replicates
+    assert gates and all(g["tie"]["rule"] == "keep" for g in gates)            # every tie kept, as it was made
+    shutil.rmtree(data)
 
 
 def test_a_store_written_before_waves_resumes_with_no_cell_and_keeps_its_fixed_gate(tmp_path):

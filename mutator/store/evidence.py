@@ -1,0 +1,90 @@
+"""The mutator's staged evidence, kept once: each attempt's diff and each train rollout is written to
+<data dir>/evidence/ the first time a workspace needs it and hard-linked into every later workspace, so a
+round's staging costs no more at round 500 than at round 5; `staged` is the one reader of what a workspace
+was shown (the dashboard reads it, never the folders themselves).
+
+Holds only what is staged: never val task details nor anything of the test suite. A stored file is
+read-only with a fixed mtime; a write to it (a mutator without a sandbox) moves the mtime, and the next
+staging stores it anew rather than show the written copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+STAGED = ("evidence", "history", "tasks", "solve")   # a workspace's read-only folders, as the mutator sees them
+STORED_NS = 946_684_800 * 10**9                       # 2000-01-01: the mtime of every stored file
+
+
+def workspace_dir(data_dir: Path, run_id: str, name: str) -> Path:
+    """A mutator-role call's workspace: `round-<round>-<sibling>` of a mutation, `meta-<round>` of the meta skill."""
+    return data_dir / "workspaces" / run_id / name
+
+
+def untouched(path: Path) -> bool:
+    """A stored file (linked into a workspace) that nothing has written since it was stored."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and st.st_mtime_ns == STORED_NS
+
+
+class EvidenceStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "evidence"
+
+    def diff(self, parent_hash: str, genome_hash: str, make: Callable[[str, str], str]) -> Path:
+        """An attempt's diff vs its parent (genomes are immutable, so the pair names it), made once by `make`."""
+        return self._kept(self.root / "diffs" / f"{parent_hash}-{genome_hash}.diff",
+                          lambda: make(parent_hash, genome_hash).encode("utf-8"))
+
+    def rollout(self, evaluation_id: int, name: str, trajectory: Path) -> Path | None:
+        """A cell's trajectory.md as stored (a re-graded cell rewrites it: its mtime names the version), or None."""
+        try:
+            version = trajectory.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        return self._kept(self.root / "rollouts" / str(evaluation_id) / f"{name}.{version}.md", trajectory.read_bytes)
+
+    @staticmethod
+    def _kept(path: Path, content: Callable[[], bytes]) -> Path:
+        try:
+            if path.lstat().st_mtime_ns == STORED_NS:   # else written since: stored anew
+                return path
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        incoming = path.with_name(f".incoming-{os.getpid()}-{path.name}")
+        incoming.write_bytes(content())
+        incoming.chmod(0o444)
+        os.utime(incoming, ns=(STORED_NS, STORED_NS))
+        os.replace(incoming, path)   # atomic: a stored file is whole or absent
+        return path
+
+
+def link(stored: Path, target: Path) -> None:
+    """Show a stored file at `target` in a workspace: a hard link (never a symlink, which a sandbox would not
+    resolve); a copy where links are refused (another filesystem)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(stored, target)
+    except OSError:
+        shutil.copyfile(stored, target)
+        target.chmod(0o444)
+
+
+def staged(data_dir: Path, run_id: str, name: str) -> dict[str, Path]:
+    """What the workspace `name` of a run was shown beside its skill: relative path -> file, sorted; empty when
+    the workspace is gone."""
+    root = workspace_dir(data_dir, run_id, name)
+    found = {}
+    for folder in STAGED:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                found[path.relative_to(root).as_posix()] = path
+    return found
