@@ -1,7 +1,7 @@
 """The aiohttp dashboard server: a JSON API over the stores (read-only), webpages/ fresh from disk, live updates.
 
-It never writes a store and never talks to the loop: runs and test runs are started as separate
-`run.py` processes by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
+It never writes a store and never talks to the loop: runs and test runs are started as separate `run.py` processes
+by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import secrets
 import sqlite3
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from aiohttp import web
@@ -411,7 +412,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     s = settings(config_file)
     extra = [Path(data_dir)] if data_dir else [s.data_dir]   # an explicit data dir replaces the configured one
     app = web.Application(middlewares=[guard])
-    app[SETTINGS] = s if data_dir is None else _with_data_dir(s, Path(data_dir))
+    app[SETTINGS] = s if data_dir is None else replace(s, data_dir=Path(data_dir).resolve())
     app[STORES] = Stores(project_root, extra)
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
@@ -438,11 +439,6 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     researcher.register(app)
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app
-
-
-def _with_data_dir(s: Settings, data_dir: Path) -> Settings:
-    from dataclasses import replace
-    return replace(s, data_dir=data_dir.resolve())
 
 
 def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None,
