@@ -21,7 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from eval.errors import SkillMutatorError
-from mutator.config import ROOT, Settings
+from mutator.config import ROOT
 from mutator.server import compare
 from mutator.server import queries as Q
 from mutator.server.cache import ResponseCache
