@@ -108,7 +108,7 @@ def _mean(values: list[float | None]) -> float | None:
 def incomplete(db: sqlite_utils.Database, run: dict, a: dict, suite: str) -> dict | None:
     """An attempt's evaluation on `suite` that began and never finished (its id is stored on the attempt only once
     it returns): {evaluation_id, n_done, n_cells, why}; why is 'process died' once the run is not running."""
-    if not a.get("genome_hash"):
+    if not a.get("genome_hash") or a.get("verdict") == "SCREENED":   # a screen's train cells are partial by design
         return None
     found = one(db, "select id, status, n_done, n_cells from evaluations where genome_hash = ? and suite = ? and "
                     "replicates = ? and status != 'done' order by id desc limit 1",
