@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
-from mutator.server import compare  # noqa: E402
+from mutator.server import attempts_view, compare, spend_axis  # noqa: E402
 from mutator.server import queries as Q  # noqa: E402
 from mutator.server.app import create_app  # noqa: E402
 from mutator.store.db import connect, connect_readonly, dumps  # noqa: E402
@@ -286,15 +286,25 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
              Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from attempts a "
                      "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
                      "a.sibling", [r]),
-             Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in ids.values()],
+             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r])) for r in ids.values()],
         f"/api/compare?runs={compared}": lambda: [
             (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
-             Q.q(ro, "select * from test_runs where run_id = ?", [r])) for r in compared.split(",")],
+             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
+            for r in compared.split(",")],
         f"/api/attempts/{attempt['id']}": lambda: (
             Q.q(ro, "select * from attempts where id = ?", [attempt["id"]]), Q.q(ro, light, [run]),
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
-                    "where c.evaluation_id = ? group by c.task_id, t.name", [ev])),
+                    "where c.evaluation_id = ? group by c.task_id, t.name", [ev]),
+            # what the gate saw: the comparator's evaluation (the bench's rows are older: the fallback) and its cells
+            Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after is not "
+                    "null order by round desc, sibling limit 1", [run, attempt["round"]]),
+            Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
+            Q.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
+                    "where c.evaluation_id = ?", [ev])),
+        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?"), [run]),
+        "/api/attempts?skill=bench-skill": lambda: Q.q(ro, attempts_view.SQL.format(
+            where="a.run_id in (select id from runs where skill_name = ?)"), ["bench-skill"]),
         f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
                                        Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
     }
@@ -307,6 +317,8 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
         f"/api/compare?runs={compared}": lambda: compare.compare(ro, compared.split(",")),
         f"/api/attempts/{attempt['id']}": lambda: Q.attempt_detail(ro, attempt["id"], "val"),
         f"/api/cells/{cell}": lambda: Q.cell_row(ro, cell),
+        f"/api/attempts?run={run}": lambda: attempts_view.attempts(ro, run_id=run),
+        "/api/attempts?skill=bench-skill": lambda: attempts_view.attempts(ro, skill="bench-skill"),
     }
     return bare, functions
 
@@ -371,7 +383,7 @@ async def main() -> None:
               f"(1 / 5 / 15 min)\n")
         run = ids["population"]
         rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
-        attempt = Q.one(ro, "select id, val_evaluation_id from attempts where run_id = ? and round = ? and "
+        attempt = Q.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = ? and "
                             "val_evaluation_id is not null order by sibling limit 1", [run, rounds // 2])
         ev = attempt["val_evaluation_id"]
         cell = Q.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
@@ -397,7 +409,9 @@ async def main() -> None:
                 size = len(await (await client.get(url)).read())
                 raw, raw_cpu = timed(sql, args.repeat, before=change)  # after a commit too: SQLite's page cache
                 fn, fn_cpu = timed(functions[path], args.repeat, before=change)  # is reset as on a cold request
-                rows.append((path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,
+                label = {f"/api/attempts?run={ids['population']}": "/api/attempts (table, 1 run)",
+                         "/api/attempts?skill=bench-skill": "/api/attempts (table, 4 runs)"}.get(path)
+                rows.append((label or path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,
                              cold_cpu, warm, size, raw_cpu, fn_cpu))
             stats = (await (await client.get("/api/health")).json())["cache"]
         writer.close()

@@ -8,9 +8,10 @@ import * as round from './pages/round.js';
 import * as lineage from './pages/lineage.js';
 import * as history from './pages/history.js';
 import * as compare from './pages/compare.js';
+import * as attempts from './pages/attempts.js';
 import { AFTER_PAGES } from './pages/after_nav.js';
 
-const PAGES = { home, round, lineage, history, compare, ...AFTER_PAGES };
+const PAGES = { home, round, lineage, history, compare, attempts, ...AFTER_PAGES };
 const $ = (id) => document.getElementById(id);
 
 let events = null;
@@ -65,7 +66,7 @@ function fillRuns(select, ordinary, aa, value) {
 
 // Pages drawn from one run refetch only when that run (or, for Home and History, the run list) moved; the
 // others when anything in the store moved. A live refresh keeps the reader's place (see keepPlace).
-const RUN_PAGES = new Set(['home', 'round', 'lineage', 'history', 'compare']);
+const RUN_PAGES = new Set(['home', 'round', 'lineage', 'history', 'compare', 'attempts']);
 let wanted = null;
 
 async function refresh({ pickers = true, page = true, live = false } = {}) {
@@ -159,7 +160,7 @@ function connect() {
     if (state.paused) { state.missed = true; return; }
     const runs = before.runs !== data.runs, run = before.run !== data.run;
     const moved = !RUN_PAGES.has(state.page) ? before.version !== data.version
-      : run || (['history', 'compare'].includes(state.page) && runs) || (state.page === 'home' && (runs || before.children !== data.children));
+      : run || (['history', 'compare', 'attempts'].includes(state.page) && runs) || (state.page === 'home' && (runs || before.children !== data.children));
     if (runs || moved) refresh({ pickers: runs, page: moved, live: true });
   });
   events.onerror = () => $('live').classList.add('offline');

@@ -125,6 +125,17 @@ def export(c: Context) -> int:
     return 0
 
 
+def annotate(c: Context) -> int:
+    """--annotate RUN_OR_ATTEMPT [--name] [--tags] [--note]: the researcher's notes (the dashboard edits through this)."""
+    from mutator.store.db import connect
+    from mutator.store.notes import annotate as write
+    row = write(connect(c.settings.data_dir / "mutator.db"), c.args.annotate, name=c.args.name, tags=c.args.tags,
+                note=c.args.note)
+    print(f"{row['target']}: name {row.get('name') or '—'} · tags {row.get('tags') or '—'} · "
+          f"note {len(row.get('note') or '')} characters")
+    return 0
+
+
 def check(c: Context) -> int:
     from mutator.after.cli import check_command
     from mutator.store.liveness import check_key

@@ -167,7 +167,12 @@ def _after_flags(p: argparse.ArgumentParser) -> None:
                                                                       "into --to SKILL_DIR, keeping the folder's own "
                                                                       "files (atomic; the previous version kept)")
     after.add_argument("--reject", type=int, metavar="PROPOSAL", help="reject a proposed champion")
-    after.add_argument("--note", help="--accept: a note kept with the decision")
+    after.add_argument("--note", help="--accept: a note kept with the decision; --annotate: the note kept with the run "
+                                      "or attempt ('' clears it)")
+    after.add_argument("--annotate", metavar="RUN_OR_ATTEMPT", help="set a run's (run id) or an attempt's (attempt "
+                                                                    "id) --name, --tags and --note; spends nothing")
+    after.add_argument("--name", help="--annotate: a short name ('' clears it)")
+    after.add_argument("--tags", help="--annotate: comma-separated tags, replacing the old ones ('' clears them)")
     after.add_argument("--reason", help="--reject: the reason kept with the decision")
     after.add_argument("--to", type=Path, metavar="SKILL_DIR", help="--accept: the skill folder to deploy into")
     after.add_argument("--force", action="store_true", help="--accept: deploy even into a folder whose name or "

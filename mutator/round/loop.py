@@ -369,7 +369,8 @@ class Loop:
                 "eval": summary.eval, "cost": summary.cost, "steps": summary.steps, "delta": gate.delta,
                 "delta_eval": gate.delta_eval, "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
                 "gate_threshold": gate.threshold, "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df,
-                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks)})
+                "gate_t": gate.t, "gate_n": gate.n, "gate": dumps(gate_json), "looks": dumps(looks),   # the comparator:
+                "comparator_hash": state.incumbent.genome_hash, "comparator_evaluation_id": looks[-1]["incumbent_evaluation_id"]})
             row = self._attempt_row(round_no, sibling)
         outcome = self._evaluate(genome_hash, self.suites.val, "val (cached)", looked_at(loads(row["looks"], None), self.suites.val))
         candidate = per_task(outcome.cells, self.weights, val_norm)

@@ -54,9 +54,10 @@ class Gating:
                          tie_rule=tie_rule, model_gate=self.model_gate)
 
 
-def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float) -> dict:
+def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *, against: int) -> dict:
+    """One look's record; `against` is the incumbent's evaluation this look compared with (the gate's comparator)."""
     return {"look": look, "replicates": replicates, "cells": gate.n * replicates, "z": z, "decision": decision,
-            "gate": gate.to_json()}
+            "gate": gate.to_json(), "incumbent_evaluation_id": against}
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
                            tie_rule=gating.tie_rule if last else "keep")
         decision = None if last else holm.early(gate, gating.min_improvement)
         looks.append(look_json(look, look if cells is not None else len({c.replicate for c in outcome.cells}),
-                               gate, decision, z))
+                               gate, decision, z, against=theirs.evaluation_id))
         if last or decision:
             return outcome, gate, looks
     raise AssertionError("unreachable: the last look always decides")

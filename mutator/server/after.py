@@ -81,12 +81,7 @@ async def proposal(request: web.Request) -> web.Response:
 
 async def _decide(request: web.Request, action: str) -> web.Response:
     body = await s.read_body(request)
-    sid = body.get("store")
-    if not isinstance(sid, str) or not s.STORE_ID.match(sid):
-        raise s.fail(400, "store: expected the 10-hex id from /api/meta")
-    store = request.app[s.STORES].get(sid)
-    if store is None:
-        raise s.fail(404, f"no store {sid!r}")
+    store = s.store_in(request, body)
     data_dir = store.data_dir
     found = _proposal(request, store)
     if found["status"] != "proposed":
@@ -155,7 +150,10 @@ async def health_checks(request: web.Request) -> web.Response:
 async def spend_view(request: web.Request) -> web.Response:
     store = s.store_of(request)
     key, cached = s.hit(request, store)
-    return cached or s.remember(request, key, spend.view(s.db_of(request, store)), volatile=True)
+    if cached:
+        return cached
+    db = s.db_of(request, store)
+    return s.remember(request, key, Q.shown_statuses(db, spend.view(db), "runs", "run"), volatile=True)
 
 
 def register(app: web.Application) -> None:

@@ -1,7 +1,7 @@
 """The aiohttp dashboard server: a JSON API over the stores (read-only), webpages/ fresh from disk, live updates.
 
-It never writes a store and never talks to the loop: runs and test runs are started as separate
-`run.py` processes by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
+It never writes a store and never talks to the loop: runs and test runs are started as separate `run.py` processes
+by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ import secrets
 import sqlite3
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from aiohttp import web
 
 from eval.errors import SkillMutatorError
-from mutator.config import ROOT, Settings
+from mutator.config import ROOT
 from mutator.server import compare
 from mutator.server import queries as Q
 from mutator.server.cache import ResponseCache
@@ -28,7 +29,9 @@ from mutator.server.common import (
     ALLOWED_HOSTS,
     CACHE,
     CHILDREN,
+    RUN_ID,
     SETTINGS,
+    SKILL,
     STOP,
     STORE_ID,
     STORES,
@@ -60,13 +63,11 @@ from mutator.server.stores import Stores, inside
 CODE = web.AppKey("code", "CodeWatch")
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
-SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-RUN_ID = re.compile(r"^(run|aa)-[0-9a-f]{6,64}$")   # ordinary runs and A/A runs (mutator/validity/aa.py)
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 POLL_S = 1.0
+LIVENESS_S = 5.0   # how often an open page's live stream re-reads which running runs are stale
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                  ".json": "application/json", ".png": "image/png", ".ico": "image/x-icon", ".txt": "text/plain"}
-
 
 
 def loaded_project_files(root: Path = ROOT) -> list[Path]:
@@ -357,8 +358,8 @@ async def test_run(request: web.Request) -> web.Response:
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-Sent Events: one `change` event whenever the store's data_version, the code fingerprint or the
     dashboard's children move (checked every second; one PRAGMA per tick), a comment line as heartbeat. Each
-    event carries signatures of the store's run list and of the run the page shows (`run=`), read only when
-    the store changed, so the page refetches only what moved."""
+    event carries signatures of the store's run list and of the run the page shows (`run=`), read when the store
+    changed and every LIVENESS_S (they hold which running runs are stale), so the page refetches only what moved."""
     store = store_of(request)
     run_id = request.query.get("run") or None
     if run_id is not None and not RUN_ID.match(run_id):
@@ -368,13 +369,14 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     last: tuple | None = None
     signatures: dict = {}
-    beat = time.monotonic()
+    beat = checked = time.monotonic()
     try:
         while not stop.is_set():
             now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
+            if last is None or now[0] != last[0] or time.monotonic() - checked >= LIVENESS_S:
+                signatures, checked = Q.signatures(db_of(request, store), run_id), time.monotonic()
+            now = (*now, tuple(signatures.values()))
             if now != last:
-                if last is None or now[0] != last[0]:
-                    signatures = Q.signatures(db_of(request, store), run_id)
                 data = json.dumps({"version": now[0], "code_stale": now[1], "children": now[2], **signatures,
                                    "at": time.time()})
                 await response.write(f"event: change\ndata: {data}\n\n".encode())
@@ -410,7 +412,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     s = settings(config_file)
     extra = [Path(data_dir)] if data_dir else [s.data_dir]   # an explicit data dir replaces the configured one
     app = web.Application(middlewares=[guard])
-    app[SETTINGS] = s if data_dir is None else _with_data_dir(s, Path(data_dir))
+    app[SETTINGS] = s if data_dir is None else replace(s, data_dir=Path(data_dir).resolve())
     app[STORES] = Stores(project_root, extra)
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
@@ -432,15 +434,11 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.post("/api/launch/plan", launch_plan), web.post("/api/test-run", test_run),
         web.get("/{path:(?!api/).+}", static),
     ])
-    from mutator.server import after as server_after  # proposals, health checks, spend
-    server_after.register(app)
+    from mutator.server import after, researcher  # proposals, checks, spend; the researcher's views
+    after.register(app)
+    researcher.register(app)
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app
-
-
-def _with_data_dir(s: Settings, data_dir: Path) -> Settings:
-    from dataclasses import replace
-    return replace(s, data_dir=data_dir.resolve())
 
 
 def serve(*, host: str, port: int, data_dir: Path | None, config_file: Path | None = None,

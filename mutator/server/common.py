@@ -22,6 +22,8 @@ from mutator.store.db import connect_readonly
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 DIGITS = re.compile(r"[0-9]{1,9}")
+SKILL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+RUN_ID = re.compile(r"^(run|aa)-[0-9a-f]{6,64}$")   # ordinary runs and A/A runs (mutator/validity/aa.py)
 
 STORES = web.AppKey("stores", Stores)
 SETTINGS = web.AppKey("settings", Settings)
@@ -100,6 +102,17 @@ def store_of(request: web.Request, *, required: bool = True) -> Store:
     store = request.app[STORES].get(sid)
     if store is None:
         raise fail(404, f"no store {sid!r}" if sid else "no mutator.db found; launch a run first")
+    return store
+
+
+def store_in(request: web.Request, body: dict) -> Store:
+    """The store a POST body names by its id (required): 400 for a malformed id, 404 for an unknown one."""
+    sid = body.get("store")
+    if not isinstance(sid, str) or not STORE_ID.match(sid):
+        raise fail(400, "store: expected the 10-hex id from /api/meta")
+    store = request.app[STORES].get(sid)
+    if store is None:
+        raise fail(404, f"no store {sid!r}")
     return store
 
 

@@ -14,6 +14,7 @@ import sqlite_utils
 
 from mutator.server import decisions as D
 from mutator.server import queries as Q
+from mutator.server import spend_axis
 from mutator.validity.pairs import champions_pair
 from strategies.verdicts import Verdict
 
@@ -44,7 +45,7 @@ def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
     return {
         "run": {k: run.get(k) for k in keep},
         "curve": {"round": rounds, "champion": [by_genome.get(after[r] or "") for r in rounds],
-                  "test": [test_at.get(r) for r in rounds]},
+                  "test": [test_at.get(r) for r in rounds], **spend_axis.series(db, run["id"], rounds)},
         "seed": {"genome_hash": run["seed_hash"], "composite": by_genome.get(run["seed_hash"])},
         "champion": {"genome_hash": run["incumbent_hash"], "composite": by_genome.get(run["incumbent_hash"] or "")},
         "kept": sum(r["verdict"] == Verdict.KEEP for r in rows), "attempts": sum(r["round"] > 0 for r in rows),
@@ -76,6 +77,11 @@ def compare(db: sqlite_utils.Database, run_ids: list[str]) -> dict | None:
         view["latest_tests"] = {suite: t["id"] for suite, t in view["latest_tests"].items()}
     shared_seed = len({v["run"]["seed_hash"] for v in views}) == 1
     shared_val = len({v["run"]["val"] for v in views}) == 1
-    return {"runs": views, "pairs": pairs, "comparable": shared_seed and shared_val,
-            "note": "" if shared_seed and shared_val else
-            "these runs differ in seed or val suite: each curve is normalised to its own seed on its own val suite"}
+    # a one-model and a several-model run score on different scales (a mean over models' own composites)
+    shared_models = len({(run["model"], run.get("seed_models") or "") for run in runs}) == 1
+    differ = [what for what, same in (("seed", shared_seed), ("val suite", shared_val), ("eval models", shared_models))
+              if not same]
+    return {"runs": views, "pairs": pairs, "comparable": not differ,
+            "note": "" if not differ else f"these runs differ in {' and '.join(differ)}: each curve is normalised to "
+                                          "its own seed on its own val suite and models, so the composites are not "
+                                          "on one scale"}

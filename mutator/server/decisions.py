@@ -33,9 +33,29 @@ def pending(a: dict) -> str:
     return f"in progress ({a.get('status') or 'pending'})"
 
 
+def verdict_note(a: dict) -> str | None:
+    """When a verdict and the gate disagree, which stored fact decided: a pool's rank (a KEEP the gate did not pass,
+    or a REJECT it passed), a better sibling, or the confirmation that overturned a keep. None when they agree."""
+    keep = a.get("gate_keep")
+    if keep is None and isinstance(a.get("gate"), dict):
+        keep = a["gate"].get("keep")
+    pooled = a["pooled"] if "pooled" in a else a.get("pool_snapshot") is not None
+    if a.get("verdict") == "KEEP" and keep in (0, False):
+        return "kept by pool rank"
+    if a.get("verdict") == "REJECT" and keep in (1, True):
+        confirm = a.get("confirm")
+        if isinstance(confirm, dict) and confirm.get("stands") is False:
+            return "overturned on confirmation"
+        return "lost on pool rank" if pooled else "lost to a sibling"
+    return None
+
+
 def annotate(targets: Iterable[dict]) -> None:
-    """Set each attempt's `reason` to the stored one (targets were read with their `reason` column)."""
+    """Set each attempt's `reason` to the stored one (targets were read with their `reason` column) and its
+    `verdict_note` (verdict_note) when it was read with its gate's keep."""
     for a in targets:
+        if "gate_keep" in a or "gate" in a:
+            a["verdict_note"] = verdict_note(a)
         if a.get("reason"):
             continue
         if a.get("verdict") is None:

@@ -15,6 +15,8 @@ import sqlite_utils
 
 from mutator.after.spend import run_spend, run_totals
 from mutator.server import decisions as D
+from mutator.server import gate_view as G
+from mutator.server import spend_axis
 from mutator.server.models_view import (
     attempt_models,
     by_model,
@@ -27,6 +29,7 @@ from mutator.server.sql import loads, one, q
 from mutator.server.stages import EVAL_COLS, live_eval, progress, stages
 from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale, mark_stale_records
+from mutator.store.notes import notes_of
 
 RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
             "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
@@ -34,7 +37,8 @@ RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model,
 ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
                 "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
                 "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
-                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep, reason")
+                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep, reason, "
+                "pool_snapshot is not null as pooled")
 # What the curve and the incumbent per round read for every attempt of a run: the loop's stored decisions.
 LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "incumbent_after")
 LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
@@ -80,6 +84,17 @@ def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
     return mark_stale(db.conn, found)  # a dead writer's run shows as `stale` (mutator/store/liveness.py)
 
 
+def shown_statuses(db: sqlite_utils.Database, found: dict, rows: str, key: str) -> dict:
+    """found[rows] (records naming a run by `key`, with its stored status) with a dead writer's run shown
+    `stale`, as every other page shows it."""
+    running = mark_stale(db.conn, q(db, "select id, status, heartbeat_at from runs where status = 'running'"))
+    shown = {r["id"]: r["status"] for r in running}
+    for record in found.get(rows) or []:
+        if record.get("status") == "running":
+            record["status"] = shown.get(record.get(key), "running")
+    return found
+
+
 def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
     run = one(db, "select * from runs where id = ?", [run_id])
     if run:
@@ -89,6 +104,7 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         run["strategy_opts"] = loads(run["strategy_opts"], {})
         run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
+        run["notes"] = notes_of(db, [f"run:{run_id}"]).get(f"run:{run_id}")   # run.py --annotate
         run["spend"] = run_spend(db, run_id)                    # {total, kinds}: the CLI's and Cost's figure
         run["cost_usd"] = run["spend"]["total"]
     return run
@@ -103,6 +119,8 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
     if run is None:
         return None
     run["val_query_warn"] = val_query_warn
+    run["decided_round"] = db.conn.execute("select max(round) from attempts where run_id = ? and verdict is not null",
+                                           [run_id]).fetchone()[0]
     # The curve covers every round, so this runs over the whole run: plain tuples, no per-row dicts.
     light = db.conn.execute(f"select {LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
                             "on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
@@ -200,40 +218,42 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     seed_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [seed_ev_id]) if seed_ev_id else None
     parent = one(db, "select id, round, sibling, genome_hash, verdict, summary from attempts where run_id = ? and "
                      "genome_hash = ? order by id limit 1", [run["id"], a["parent_hash"]]) if a["parent_hash"] else None
-    parent_ev = None
-    if a["parent_hash"]:   # the parent's evaluation as this run stored it (never another run's, e.g. an A/A copy)
-        column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-        stored = one(db, f"select {column} as id from attempts where run_id = ? and genome_hash = ? and {column} is "
-                         "not null order by id limit 1", [run["id"], a["parent_hash"]])
-        parent_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ? and status = 'done'",
-                        [stored["id"]]) if stored else None
+    # the gate's comparator and, on val, the very evaluation it read (mutator/server/gate_view.py)
+    a["comparator"] = G.comparator(db, a, run)
+    a["task_deltas"] = G.task_deltas(a)
+    against = a["comparator"] or {}
+    against_id = against.get("evaluation_id") if split == "val" else G.own_evaluation(
+        db, run["id"], against.get("genome_hash"), split)
+    parent_id = against_id if a["parent_hash"] and a["parent_hash"] == against.get("genome_hash") else \
+        G.own_evaluation(db, run["id"], a["parent_hash"], split)
+    parent_ev, against_ev = (one(db, f"select {EVAL_COLS} from evaluations where id = ?", [i]) if i else None
+                             for i in (parent_id, against_id))
+    a["incomplete"] = G.incomplete(db, run, a, suite) if ev is None else None
+    a["notes"] = notes_of(db, [f"attempt:{attempt_id}"]).get(f"attempt:{attempt_id}")
     figures = {}
-    for name, e in (("candidate", ev), ("parent", parent_ev), ("seed", seed_ev)):
+    for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):
         figures[name] = None if e is None or e.get("eval") is None else {
             "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split=split),
             "evaluation_id": e["id"]}
         grouped = by_model(db, e["id"], run, split) if figures[name] else None
         if grouped:   # several eval models: the composite is the mean of each model's own, shown beside it
             figures[name].update(composite=mean_composite(grouped), by_model=grouped)
-    cells, grid, test_names = [], {}, []
-    if ev:   # a several-model evaluation's cells are its members', each with its model ('task@model' in the grid)
-        for model, source in cell_sources(db, ev["id"]):
-            cells += [{**c, "model": model or None} for c in q(
-                db, "select id, task_id, replicate, status, score, cost_usd, steps, duration_ms, input_tokens, "
-                    "output_tokens, agent_subtype, error from cells where evaluation_id = ? "
-                    "order by task_id, replicate", [source])]
-            for row in q(db, "select c.task_id, t.name, avg(t.score) as score from tests t join cells c on "
-                             "c.id = t.cell_id where c.evaluation_id = ? group by c.task_id, t.name", [source]):
-                grid.setdefault(row["task_id"] + (f"@{model}" if model else ""), {})[row["name"]] = row["score"]
-        test_names = sorted({n for per in grid.values() for n in per})
-    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason from "
-                     "attempts where run_id = ? and round = ? order by sibling", [run["id"], a["round"]])
+    # a several-model evaluation's cells are its members', each with its model ('task@model' in the grid)
+    cells = G.cells_of(db, cell_sources(db, ev["id"])) if ev else []
+    grid = G.test_grid(cells)
+    test_names = sorted({n for per in grid.values() for n in per})
+    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason, "
+                     "json_extract(gate, '$.keep') as gate_keep, pool_snapshot is not null as pooled from attempts "
+                     "where run_id = ? and round = ? "
+                     "order by sibling", [run["id"], a["round"]])
     D.annotate(siblings)
     for s in siblings:
         del s["status"], s["error"]
+    theirs = G.cells_of(db, cell_sources(db, against_id)) if against_id and split == "val" else []
+    a["gate"], a["looks"] = G.safe_ints(a["gate"]), G.safe_ints(a["looks"])
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
-            "figures": figures, "cells": cells, "tests": {"names": test_names, "grid": grid},
-            "siblings": siblings}
+            "figures": figures, "cells": cells, "comparator_cells": theirs,
+            "tests": {"names": test_names, "grid": grid}, "siblings": siblings}
 
 
 def confirmation(db: sqlite_utils.Database, record: dict | None, run: dict) -> dict | None:
@@ -270,7 +290,8 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     if run is None:
         return None
     nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
-                  "summary, composite, delta, error, reason from attempts where run_id = ? order by round, sibling",
+                  "summary, composite, delta, error, reason, json_extract(gate, '$.keep') as gate_keep, "
+                  "pool_snapshot is not null as pooled from attempts where run_id = ? order by round, sibling",
               [run_id])
     origin: dict[str, dict] = {}
     for n in nodes:
@@ -331,9 +352,13 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
         tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
                       "train_composite from test_runs where run_id = ? order by id", [run["id"]])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
-        out.append({"run": {k: run[k] for k in ("id", "kind", "status", "strategy", "model", "replicates", "rounds_done",
-                                               "rounds_target", "created_at", "suite", "val", "holdout", "alive")},
-                    "columns": HISTORY_COLUMNS, "points": rows, "tests": tests})
+        mark_stale(db.conn, [run])   # a dead writer's run is `stale` here as on every page
+        out.append({"run": {k: run.get(k) for k in ("id", "kind", "status", "strategy", "model", "replicates",
+                                                   "rounds_done", "rounds_target", "created_at", "suite", "val",
+                                                   "holdout", "alive", "stale_note")},
+                    "columns": HISTORY_COLUMNS, "points": rows, "tests": tests,
+                    "spend": {"round": (spent := sorted({r["round"] for r in light})),
+                              **spend_axis.series(db, run["id"], spent)}})
     return out
 
 
@@ -342,7 +367,9 @@ def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
     it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
     listing = db.conn.execute("select group_concat(id || ':' || status || ':' || coalesce(rounds_done, '') || ':' || "
                               "coalesce(pid, ''), ',') from (select * from runs order by id)").fetchone()[0]
-    out = {"runs": _digest(listing)}
+    running = mark_stale(db.conn, q(db, "select id, status, heartbeat_at from runs where status = 'running'"))
+    stale = ",".join(r["id"] for r in running if r["status"] == "stale")   # moves with no write: a writer died
+    out = {"runs": _digest(f"{listing}|{stale}")}
     if run_id:
         row = db.conn.execute(
             "select r.status, r.updated_at, r.rounds_done, r.incumbent_hash, r.cost_usd, r.error, "
@@ -351,9 +378,10 @@ def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
             "coalesce(train_evaluation_id, '') || coalesce(finished_at, ''), ',') from attempts where run_id = r.id), "
             "(select group_concat(id || status || coalesce(finished_at, ''), ',') from test_runs where run_id = r.id), "
             "case when r.status = 'running' then (select count(*) || '/' || coalesce(sum(n_done), 0) || '/' || "
-            "coalesce(max(id), 0) from evaluations where status = 'running') end "
+            "coalesce(max(id), 0) from evaluations where status = 'running') end, "
+            "(select max(updated_at) from notes) "   # a name, tags or note set by run.py --annotate
             "from runs r where r.id = ?", [run_id]).fetchone()
-        out["run"] = _digest(repr(tuple(row)) if row else "")
+        out["run"] = _digest((repr(tuple(row)) if row else "") + f"|{run_id in stale.split(',')}")
     return out
 
 

@@ -298,6 +298,26 @@ def run_gate_method(db: sqlite_utils.Database) -> None:
                                       "model_gate": identity.get("model_gate") or "mean"})
 
 
+@migration()
+def gate_comparator(db: sqlite_utils.Database) -> None:
+    # What each gate compared with: the incumbent's genome and the evaluation of it the deciding look read. Older
+    # attempts keep null; the dashboard then falls back to the run's own stored evaluation (never another run's).
+    for name, kind in (("comparator_hash", str), ("comparator_evaluation_id", int)):
+        if name not in db["attempts"].columns_dict:
+            db["attempts"].add_column(name, kind)
+
+
+@migration()
+def run_command_and_notes(db: sqlite_utils.Database) -> None:
+    # The command line that started a run (secrets redacted; null for older runs), and a researcher's name, tags
+    # and note per run or attempt, in a table of their own (written by run.py --note, never by the dashboard).
+    if "command" not in db["runs"].columns_dict:
+        db["runs"].add_column("command", str)
+    if "notes" not in db.table_names():
+        db["notes"].create({"target": str, "name": str, "tags": str, "note": str, "updated_at": float},
+                           pk="target")
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

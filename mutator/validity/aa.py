@@ -192,6 +192,7 @@ class AARun:
                                                                  "seed_evaluation_id": base.evaluation_id,
                                                                  "false_improvement": bool(gain)}}),
                 "looks": dumps(looks), "finished_at": now(), "reason": copy_reason(gate, gain),
+                "comparator_hash": seed_hash, "comparator_evaluation_id": base.evaluation_id,
                 "incumbent_after": seed_hash})
             update_run(self.session.db, self.session.run_id, rounds_done=copy, updated_at=now())
             self.session.progress.say(f"  copy {copy}: Δ {gate.delta:+.4f} vs threshold {gate.threshold:+.4f} → "

@@ -76,7 +76,12 @@ async def test_attempt_detail_on_both_splits_and_its_diff(client, run_id):
     assert val["suite"] == "clean-val" and val["evaluation"]["status"] == "done"
     assert len(val["cells"]) == val["evaluation"]["n_cells"] == 16
     assert val["tests"]["names"] and set(val["tests"]["grid"]) == {c["task_id"] for c in val["cells"]}
-    assert set(val["figures"]) == {"candidate", "parent", "seed"} and val["figures"]["seed"]["composite"] is not None
+    assert set(val["figures"]) == {"candidate", "parent", "comparator", "seed"}
+    assert val["figures"]["seed"]["composite"] is not None
+    # round 1 is compared with the seed: the gate's comparator is the seed's val evaluation, and so is the parent row
+    seed_val = detail["attempts"][0]["val_evaluation_id"]
+    assert val["attempt"]["comparator"]["evaluation_id"] == val["figures"]["comparator"]["evaluation_id"] == seed_val
+    assert val["figures"]["parent"]["evaluation_id"] == seed_val
     assert val["attempt"]["gate"]["n"] == 8 and isinstance(val["attempt"]["critic"], list)
     train = await get(client, f"/api/attempts/{first['id']}", store=store, split="train")
     assert train["suite"] == "clean-train"

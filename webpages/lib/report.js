@@ -24,6 +24,16 @@ function splitRow(name, s, gap, gapZ) {
     h('td', {}, gap ? fig(`${gap.z === null ? '∞' : num(gap.z, 1)} SE${flagged ? ' ⚠' : ''}`, TIPS.reportGap(gapZ), { class: flagged ? 'warn' : '' }) : '—'));
 }
 
+// Several eval models: one row per model of a paired comparison (its by_model), under the comparison's own row.
+function modelRows(s, attrs, tip, blanks) {
+  return Object.entries(s?.by_model || {}).map(([model, m]) =>
+    h('tr', { ...attrs, 'data-model': model, class: 'sub' }, h('th', {}, `· ${model}`),
+      h('td', {}, String(m.n_tasks)), h('td', {}, num(m.seed_composite)), h('td', {}, num(m.champion_composite)),
+      h('td', {}, fig(`${signed(m.delta.mean)} ± ${num(m.delta.se)}`, tip)),
+      h('td', {}, m.delta.ci_low === null ? '—' : `[${signed(m.delta.ci_low)}, ${signed(m.delta.ci_high)}]`),
+      Array.from({ length: blanks }, () => h('td', {}, ''))));
+}
+
 export function reportView(report) {
   if (!report) return null;
   const names = [...new Set(SPLITS.flatMap((s) => Object.keys(report.splits[s]?.mcnemar || {})))].sort();
@@ -36,7 +46,7 @@ export function reportView(report) {
         h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportDeltaEval }, 'Δeval'),
         h('th', { title: TIPS.reportSign }, 'sign W/L/T'), h('th', { title: TIPS.reportGap(report.gap_z) }, 'gap vs test'))),
       h('tbody', {}, SPLITS.flatMap((s) => [splitRow(s, report.splits[s], s === 'test' ? null : report.gap[s], report.gap_z),
-        ...modelRows(report.splits[s], { 'data-split': s })]))),
+        ...modelRows(report.splits[s], { 'data-split': s }, TIPS.reportDelta, 3)]))),
     flags.map((s) => h('p', { class: 'warn-line' }, `⚠ GAP: the ${s} gain exceeds test's by ${signed(report.gap[s].diff)} `
       + `(${report.gap[s].z === null ? '∞' : num(report.gap[s].z, 1)} SE > ${report.gap_z}) — it does not carry to held-out tasks`)),
     names.length ? h('details', { class: 'mcnemar' }, h('summary', { title: TIPS.reportMcnemar }, `McNemar per pass/fail test (${names.length})`),
@@ -67,7 +77,7 @@ function controlView(control) {
       h('td', {}, fig(`${s.sign.wins}/${s.sign.losses}/${s.sign.ties} p ${p(s.sign.p_value)}`, TIPS.reportSign)));
   };
   // several eval models: each model's own skill − none (in by_model, 'seed' is the no-skill side)
-  const models = (name) => modelRows(control[name], { 'data-control': name });
+  const models = (name) => modelRows(control[name], { 'data-control': name }, TIPS.controlDelta, 1);
   return h('table', { class: 'figs control-table', 'data-control-table': '' },
     h('thead', {}, h('tr', {}, h('th', { title: TIPS.controlNone }, 'no-skill control (test)'), h('th', {}, 'tasks'),
       h('th', { title: TIPS.controlNone }, 'none'), h('th', { title: TIPS.controlSkill }, 'with skill'),
@@ -76,14 +86,6 @@ function controlView(control) {
 }
 
 // Several eval models: one row per model of a paired comparison (by_model; its 'seed' side is the reference).
-function modelRows(s, attrs) {
-  return Object.entries(s?.by_model || {}).map(([model, m]) =>
-    h('tr', { ...attrs, 'data-model': model, class: 'sub' }, h('th', {}, `· ${model}`),
-      h('td', {}, String(m.n_tasks)), h('td', {}, num(m.seed_composite)), h('td', {}, num(m.champion_composite)),
-      h('td', {}, fig(`${signed(m.delta.mean)} ± ${num(m.delta.se)}`, TIPS.controlDelta)),
-      h('td', {}, m.delta.ci_low === null ? '—' : `[${signed(m.delta.ci_low)}, ${signed(m.delta.ci_high)}]`), h('td', {}, '')));
-}
-
 // "Look k of n at this test suite for this skill" (test_runs.look; mutator/store/looks.py).
 function lookLine(suite, look) {
   if (!look) return null;

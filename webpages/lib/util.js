@@ -58,8 +58,13 @@ export async function post(path, body) {
   return data;
 }
 
-export function verdictBadge(verdict) {
-  return h('span', { class: `badge v-${(verdict || 'pending').toLowerCase()}` }, verdict || 'pending');
+// `note` (the server's verdict_note) says which stored fact decided when the verdict and the gate disagree:
+// 'kept by pool rank', 'lost on pool rank', 'lost to a sibling', 'overturned on confirmation'.
+export function verdictBadge(verdict, note = null) {
+  const badge = h('span', { class: `badge v-${(verdict || 'pending').toLowerCase()}${note ? ' v-noted' : ''}`,
+    title: note ? `${verdict}: ${note} (the gate alone would have ${verdict === 'KEEP' ? 'rejected' : 'kept'} it)` : null },
+  verdict || 'pending', note ? ` · ${note}` : '');
+  return badge;
 }
 
 // Colour of a [0,1] score: red -> amber -> green.

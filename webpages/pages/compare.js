@@ -5,6 +5,7 @@ import { go } from '../lib/shell.js';
 import { api, h, mount, num, short, signed, usd } from '../lib/util.js';
 import { chart, noLine } from '../lib/charts.js';
 import { TIPS, fig } from '../lib/tips.js';
+import { AXES, axisPick } from '../lib/axis.js';
 
 const COLOURS = ['#1f6feb', '#d1242f', '#2da44e', '#8250df'];
 const MAX = 4;
@@ -68,25 +69,27 @@ function pairsView(data) {
         ? fig(Object.entries(p.mcnemar).map(([name, m]) => `${name} +${m.only_a}/−${m.only_b} p ${num(m.p_value, 3)}`).join(' · '), TIP.mcnemar) : '—')))));
 }
 
-export async function render(root, state) {
+export async function render(root, state, ui = {}) {
   if (!state.skill) { mount(root, h('p', {}, 'Pick a skill.')); return; }
   const chosen = picked(state);
   const head = [h('h2', {}, 'Compare runs'), picker(state, chosen)];
   if (chosen.length < 2) { mount(root, head, h('p', { class: 'hint', id: 'compare-empty' }, 'Tick two to four runs.')); return; }
   const data = await api('compare', { store: state.store, runs: chosen.join(',') });
-  const rounds = [...new Set(data.runs.flatMap((v) => v.curve.round))].sort((a, b) => a - b);
-  const align = (v, key) => rounds.map((r) => { const i = v.curve.round.indexOf(r); return i < 0 ? null : v.curve[key][i]; });
+  ui.x = ui.x || 'round';
+  const rounds = [...new Set(data.runs.flatMap((v) => v.curve[ui.x]))].filter((x) => x !== null).sort((a, b) => a - b);
+  const align = (v, key) => rounds.map((r) => { const i = v.curve[ui.x].indexOf(r); return i < 0 ? null : v.curve[key][i]; });
   const box = h('div', { class: 'chart', id: 'compare-curve' });
   mount(root, head,
     h('section', {}, h('h3', {}, 'Champion on val (lines) and tests (rings), one axis ',
-      h('small', { title: TIPS.composite }, data.note || 'same seed and val suite: the composites share one scale')), box),
+      h('small', { title: TIPS.composite, id: 'compare-note' }, data.note || 'same seed, val suite and eval models: the composites share one scale'), ' ',
+      axisPick(ui, () => render(root, state, ui), 'compare-x')), box),
     h('section', {}, h('h3', {}, 'Side by side'), figuresTable(data)),
     h('section', {}, h('h3', {}, 'Champion against champion on test'), pairsView(data)));
   chart('compare-curve', box, {
-    height: 280, scales: { x: { time: false } }, axes: [{ label: 'round', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: 'composite' }],
-    series: [{ label: 'round' },
+    height: 280, scales: { x: { time: false } }, axes: [{ label: AXES[ui.x], ...(ui.x === 'round' ? { incrs: [1, 2, 5, 10, 20, 50, 100] } : {}) }, { label: 'composite' }],
+    series: [{ label: AXES[ui.x] },
       ...data.runs.flatMap((v, i) => [
         { label: `${v.run.id} champion`, stroke: COLOURS[i], width: 2, spanGaps: true },
         { label: `${v.run.id} test`, stroke: COLOURS[i], paths: noLine, points: { show: true, size: 11, fill: '#fff', width: 2 } }])],
-  }, [rounds, ...data.runs.flatMap((v) => [align(v, 'champion'), align(v, 'test')])], chosen.join(','));
+  }, [rounds, ...data.runs.flatMap((v) => [align(v, 'champion'), align(v, 'test')])], `${chosen.join(',')}|${ui.x}`);
 }

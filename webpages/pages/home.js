@@ -7,6 +7,7 @@ import { reportView } from '../lib/report.js';
 import { metaSkillView, solveView, valQueries } from '../lib/runinfo.js';
 import { aaView } from '../lib/aa.js';
 import { sections } from '../lib/keyed.js';
+import { commandView, notesView } from '../lib/notes.js';
 import { TIPS, fig } from '../lib/tips.js';
 
 // the run's spend by kind (mutator/after/spend.py run_spend: the same figure as the CLI and the Cost page)
@@ -33,7 +34,7 @@ function attemptDrawer(ui, attemptId) {
     const a = (ui.detail?.attempts || []).find((x) => x.id === attemptId);
     if (!a) return h('p', {}, 'attempt not found');
     return h('div', { class: 'attempt-drawer', 'data-attempt': a.id },
-      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note)),
       h('p', { class: 'reason', id: 'drawer-reason' }, a.reason || ''),
       h('p', {}, a.summary || '(no summary yet)'),
       h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
@@ -125,11 +126,23 @@ function curveData(detail) {
   return [c.round, c.champion, c.best, c.train, c.test];
 }
 
+// Identical finished measurements (the same champion on the same suite with the same figures: a repeated --compare
+// or test served from the cache) are one card, newest first, saying how many times it was measured.
+function folded(tests) {
+  const cards = new Map();
+  for (const t of tests.slice().reverse()) {
+    const key = t.status === 'done' ? JSON.stringify([t.suite, t.genome_hash, t.composite, t.eval, t.cost, t.steps, t.report]) : `id ${t.id}`;
+    if (cards.has(key)) cards.get(key).repeats.push(t.id); else cards.set(key, { ...t, repeats: [] });
+  }
+  return [...cards.values()];
+}
+
 function testCard(t) {
   const bars = (t.progress || []).map((p) => h('div', { class: 'progress', title: `${p.n_done}/${p.n_cells} cells graded` },
     h('span', {}, `${p.suite}: ${p.n_done}/${p.n_cells}`), h('div', { class: 'bar' }, h('div', { style: { width: `${100 * p.n_done / Math.max(1, p.n_cells)}%` } }))));
   return h('div', { class: `test-card t-${t.status}`, 'data-test': t.id },
-    h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: `badge r-${t.status}` }, t.status)),
+    h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: `badge r-${t.status}` }, t.status),
+      t.repeats?.length ? h('span', { class: 'chip repeats', title: `identical measurements folded into this card (test runs ${t.repeats.join(', ')}): every look is recorded` }, ` ×${t.repeats.length + 1}`) : null),
     t.stale_note ? h('div', { class: 'stale-note' }, t.stale_note) : null,
     t.status === 'done' ? h('div', { class: 'figures' },
       fig(`test ${num(t.composite)}`, TIPS.testComposite), fig(`train ${num(t.train_composite)}`, TIPS.trainComposite),
@@ -142,6 +155,14 @@ function testCard(t) {
 // The attempt open in the drawer is marked in the timeline (a class, so the timeline's DOM stays as built).
 function markSelected(ui) {
   for (const node of document.querySelectorAll('#timeline .node')) node.classList.toggle('selected', Number(node.dataset.attempt) === ui.selected);
+}
+
+// The timeline follows the newest round (scrolled to its end) unless the reader scrolled back through it.
+function followNewest(ui, fresh) {
+  const line = document.getElementById('timeline');
+  if (!line) return;
+  if (fresh && !ui.timelineBack) line.scrollLeft = line.scrollWidth;
+  line.onscroll = () => { ui.timelineBack = line.scrollLeft + line.clientWidth < line.scrollWidth - 8; };
 }
 
 export async function render(root, state, ui) {
@@ -164,13 +185,15 @@ export async function render(root, state, ui) {
     return;
   }
   const run = detail.run;
-  const header = S.get('head', run, () => h('section', { class: 'run-head', id: 'run-head' },
+  const header = S.get('head', [state.store, run], () => h('section', { class: 'run-head', id: 'run-head' },
     h('h2', {}, run.id, ' ', h('span', { class: `badge r-${run.alive ? 'running' : run.status}` }, run.alive ? 'running' : run.status)),
-    h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target} · train ${run.suite} · val ${run.val} · `
+    h('p', {}, `${run.skill_name} · ${run.strategy} · round ${run.rounds_done}/${run.rounds_target}`,
+      run.decided_round > run.rounds_done && !run.alive ? h('span', { class: 'warn', id: 'round-unfinished', title: 'rounds_done counts rounds whose train evaluation and bookkeeping finished; this round was decided but not completed' }, ` (round ${run.decided_round} decided, not completed)`) : '',
+      ` · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, spendTip(run)), ' ', valQueries(run),
       run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
-    run.error ? h('p', { class: 'error' }, run.error) : null, launchButton()));
+    run.error ? h('p', { class: 'error' }, run.error) : null, notesView(state.store, run.id, run.notes), commandView(run.command), launchButton()));
   const extras = [S.get('solve', run.solve ?? null, () => solveView(run.solve)), S.get('meta-skill', run.meta_skill ?? null, () => metaSkillView(run.meta_skill))];
   const shown = new Set(detail.attempts.map((a) => a.round)).size;
   const timeline = S.get('timeline', [run.id, detail.attempts, detail.n_rounds, !!ui.all], () => h('section', { id: 'timeline-section' }, h('h3', {}, 'Round timeline ',
@@ -184,7 +207,7 @@ export async function render(root, state, ui) {
         ui.selected = a.id;
         markSelected(ui);
       },
-    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict)),
+    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict, a.verdict_note)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
     h('small', { title: 'val composite of this candidate: ' + TIPS.composite }, num(a.composite)),
     a.confirm ? h('small', { class: `confirm-mark ${a.confirm.stands ? 'ok' : 'bad'}`, title: 'winner\'s-curse confirmation on fresh val replicates: ' + (a.confirm.stands ? 'the keep stands' : 'the keep was overturned') }, a.confirm.stands ? ' ✓ confirmed' : ' ✗ overturned') : null)))));
@@ -207,10 +230,11 @@ export async function render(root, state, ui) {
         testStatus.textContent = 'starting…';
         try { const res = await post('test-run', { store: state.store, run_id: run.id, suite: suitePick.value }); testStatus.textContent = `started pid ${res.process.pid}`; refresh(); } catch (err) { testStatus.textContent = `refused: ${err.message}`; }
       } }, '▶ Run test'), testStatus),
-      h('div', { class: 'tests' }, detail.tests.length ? detail.tests.slice().reverse().map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
+      h('div', { class: 'tests' }, detail.tests.length ? folded(detail.tests).map(testCard) : h('p', { class: 'hint' }, 'No test yet.')));
   });
   mount(root, header, extras, procs || '', aa ? aa.section : null, timeline, curve, tests);
   markSelected(ui);
+  followNewest(ui, S.fresh('timeline'));
   if (aa) { if (S.fresh('aa')) aa.draw(); return; }
   if (!S.fresh('curve')) return;   // the same curve: its chart (and the reader's zoom) stays as drawn
   chart('home-curve', curve.box, {

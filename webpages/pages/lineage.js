@@ -44,7 +44,7 @@ function nodeViews(n, children, ui) {
       } }, collapsed ? `▸ ${branches.length}` : '▾') : h('span', { class: 'toggle-pad' }),
       h('a', { href: '#', class: 'hash', title: 'open in Round Analysis', onclick: (e) => { e.preventDefault(); go('round', n.attempt_id); } },
         n.genome_hash ? short(n.genome_hash) : `attempt ${n.attempt_id}`),
-      ' ', verdictBadge(n.verdict), ` r${n.round}${n.sibling ? '.' + n.sibling : ''} · `, fig(num(n.composite), `val ${TIPS.composite}`),
+      ' ', verdictBadge(n.verdict, n.verdict_note), ` r${n.round}${n.sibling ? '.' + n.sibling : ''} · `, fig(num(n.composite), `val ${TIPS.composite}`),
       n.delta !== null && n.delta !== undefined ? [' (', fig(`Δ ${signed(n.delta)}`, 'Δcomposite vs the incumbent of its round: mean over val tasks of the paired per-task deltas'), ')'] : '',
       (n.ref_hashes || []).map((ref) => h('a', { href: '#', class: 'ref', title: `crossover: ${short(ref)} was handed to the mutator as a read-only reference`,
         onclick: (e) => { e.preventDefault(); centre(ref); } }, ` ⨯ ref ${short(ref)}`)),

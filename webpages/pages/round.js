@@ -6,6 +6,9 @@ import { bars, chart, destroyCharts, noLine } from '../lib/charts.js';
 import { confirmView, criticTable, looksView, screenView } from '../lib/checks.js';
 import { TIPS, fig } from '../lib/tips.js';
 import { sections } from '../lib/keyed.js';
+import { comparatorLine, sideBySide, taskDeltasSection } from '../lib/gateview.js';
+import { notesView } from '../lib/notes.js';
+import { mutatorButton } from '../lib/mutatorview.js';
 
 const METRICS = ['score', 'cost_usd', 'steps', 'duration_ms', 'output_tokens', 'input_tokens'];
 const GATE_TIPS = {
@@ -84,7 +87,7 @@ export async function render(root, state, ui) {
       ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
     return h('section', { class: 'row', id: 'round-top' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →'));
   });
-  const verdict = S.get('verdict', [a, d.siblings, d.run, split], () => {
+  const verdict = S.get('verdict', [state.store, a, d.siblings, d.run, split], () => {
     const g = a.gate || {};
     const gateRows = [['Δcomposite', signed(a.delta), GATE_TIPS.delta], ['gate threshold', signed(a.gate_threshold), GATE_TIPS.threshold],
       ['Δeval', signed(a.delta_eval), GATE_TIPS.delta_eval], ['Δcost term', signed(a.delta_cost), GATE_TIPS.delta_cost],
@@ -97,26 +100,30 @@ export async function render(root, state, ui) {
       ...(g.flip ? [['sign patterns', `${g.flip.patterns}${g.flip.exhaustive ? ' (all)' : ` (sampled, seed ${g.flip.sample_seed})`} · on the threshold: reject w.p. ρ ${num(g.flip.rho, 3)}, coin u ${num(g.flip.u, 3)}`, GATE_TIPS.flip]] : []),
       ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
     return h('section', { class: 'cols', id: 'round-verdict' },
-      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict)),
+      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note)),
         h('p', { class: 'reason', id: 'verdict-reason' }, a.reason || ''),
-        h('p', { class: 'summary' }, a.summary || '—'), h('h4', {}, 'Reasoning'), h('p', { class: 'reasoning' }, a.reasoning || '—'),
+        comparatorLine(a),
+        notesView(state.store, String(a.id), a.notes),
+        h('p', { class: 'summary' }, a.summary || '—', ' ', mutatorButton(state.store, a)), h('h4', {}, 'Reasoning'), h('p', { class: 'reasoning' }, a.reasoning || '—'),
         a.error ? h('p', { class: 'error' }, a.error) : null,
         h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
-        d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); }, title: s.reason || '' }, `.${s.sibling} ${s.verdict || ''} `))) : null),
+        d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); }, title: s.reason || '' }, `.${s.sibling} ${s.verdict || ''}${s.verdict_note ? ' (' + s.verdict_note + ')' : ''} `))) : null),
       h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
         confirmView(a.confirm, a, d.run), screenView(a), looksView(a), criticTable(a.critic)));
   });
   const diffSection = S.get('diff', diff, () => h('section', { id: 'round-diff' }, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null));
   const f = d.figures;
   const keys = ['seed', 'parent', 'candidate'].filter((k) => f[k]);
-  const scores = S.get('scores', [a.id, split, d.suite, f], () => {
+  const scores = S.get('scores', [a.id, split, d.suite, f, a.comparator], () => {
     const figTable = h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, h('th', {}, ''), ['composite', 'eval', 'cost/cell', 'steps'].map((x) => h('th', {}, x)))),
-      h('tbody', {}, ['seed', 'parent', 'candidate'].flatMap((k) => [[k, f[k]], ...Object.entries(f[k]?.by_model || {}).map(([m, x]) => [`${k} · ${m}`, x])]).map(([k, x]) => h('tr', { class: k.includes(' · ') ? 'per-model' : '' }, h('th', {}, k), x ? [fig(num(x.composite), TIPS.composite), fig(num(x.eval, 3), TIPS.eval), fig(usd(x.cost), TIPS.cost), fig(num(x.steps, 2), TIPS.steps)].map((y) => h('td', {}, y)) : h('td', { colspan: 4 }, 'not evaluated on this split')))));
+      h('tbody', {}, ['seed', 'parent', ...(a.comparator ? ['comparator'] : []), 'candidate'].flatMap((k) => [[k, f[k]], ...Object.entries(f[k]?.by_model || {}).map(([m, x]) => [`${k} · ${m}`, x])]).map(([k, x]) => h('tr', { class: k.includes(' · ') ? 'per-model' : '', 'data-row': k }, h('th', { title: k.startsWith('comparator') ? 'the evaluation the gate compared with' : '' }, k.replace(/^comparator/, `compared with (${a.comparator?.role})`)), x ? [fig(num(x.composite), TIPS.composite), fig(num(x.eval, 3), TIPS.eval), fig(usd(x.cost), TIPS.cost), fig(num(x.steps, 2), TIPS.steps)].map((y) => h('td', {}, y)) : h('td', { colspan: 4 }, k === 'candidate' && a.incomplete ? `incomplete: ${a.incomplete.n_done}/${a.incomplete.n_cells} cells, ${a.incomplete.why}` : 'not evaluated on this split')))));
     const barsBox = h('div', { class: 'chart small', id: 'bars' });
     const section = h('section', { class: 'cols', id: 'round-scores' }, h('div', {}, h('h3', {}, `Scores on ${split} (${d.suite})`), figTable), h('div', {}, h('h3', {}, 'vs the seed'), barsBox));
     section.box = barsBox;
     return section;
   });
+  const deltas = split === 'val' ? S.get('task-deltas', [a.id, a.task_deltas, a.delta, a.gate_threshold, a.comparator, d.cells, d.comparator_cells], () => taskDeltasSection(d,
+    (row) => openDrawer(() => sideBySide(row, d, (cellId) => openDrawer(cellDrawer(state.store, cellId), { live: false })), { live: false }))) : null;
   ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';
   const evaluated = d.evaluation ? [
     S.get('grid', d.tests, () => {
@@ -143,8 +150,11 @@ export async function render(root, state, ui) {
       section.box = box;
       return section;
     }),
-  ] : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`);
-  mount(root, top, verdict, diffSection, scores, evaluated);
+  ] : a.incomplete ? h('p', { class: 'error', id: 'incomplete' }, `incomplete: ${a.incomplete.n_done}/${a.incomplete.n_cells} cells, ${a.incomplete.why}`,
+    h('small', { class: 'hint' }, ' (re-running the same command resumes it; finished cells are kept)'))
+    : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`);
+  mount(root, top, verdict, deltas, diffSection, scores, evaluated);
+  if (deltas && S.fresh('task-deltas')) deltas.draw();
   if (!keys.length) destroyCharts('round-bars');
   const barsBox = scores.box;
   barsBox.dataset.labels = keys.join(',');
