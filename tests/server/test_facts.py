@@ -135,7 +135,7 @@ async def test_every_verdict_carries_its_reason(client, store_rows):
     runs, _, _ = store_rows
     store = await _store(client)
     prefix = {"SEED": "seed:", "KEEP": "kept:", "REJECT": "rejected:", "CRITIC": "not evaluated: critic gate",
-              "FAILED": "failed:"}
+              "FAILED": "failed:", "SCREENED": "screened out before val: "}
     for strategy, run in runs.items():
         detail = await get(client, f"/api/runs/{run['id']}", store=store)
         for a in detail["attempts"]:
