@@ -69,6 +69,17 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
                           timeout=timeout, cwd=ROOT, env=env)
 
 
+def with_sigint(argv: list[str], disposition: str = "default") -> list[str]:
+    """argv run with SIGINT at its default ("default") or ignored ("ignore"), set by a tiny exec wrapper.
+
+    Not preexec_fn: it runs between fork and exec, which can deadlock when the test process has threads (pytest-timeout's
+    timer, a local API server), and a deadlocked child never starts: the test then hangs until its timeout.
+    """
+    wrapper = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == 'ignore' "
+               "else signal.SIG_DFL); os.execv(sys.argv[2], sys.argv[2:])")
+    return [sys.executable, "-c", wrapper, disposition, *argv]
+
+
 DEMO_ARGS = ("--suite", "clean-train", "--val", "clean-val", "--holdout", "clean-test", "--rounds", "6",
              "--replicates", "2")
 

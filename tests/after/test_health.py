@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -18,6 +19,7 @@ from mutator.after.health import HealthCheck
 from mutator.config import load_settings
 from mutator.round.progress import Progress
 from sandbox import get_launcher
+from tests.conftest import with_sigint
 
 from .conftest import ROOT, SEED, run_py
 
@@ -154,14 +156,19 @@ def test_cli_exit_codes_regressed_and_max_seconds(tmp_path, skill):
     assert ": stopped (PARTIAL)" in capped.stdout and "1/8 cells" in capped.stdout
 
 
+def run_py_ignoring_sigint(*args: str, timeout: float, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(with_sigint([sys.executable, str(ROOT / "run.py"), *args], "ignore"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def test_max_seconds_is_honoured_when_sigint_is_ignored(tmp_path, skill):
     """A scheduled check started as a script's background job has SIGINT ignored: --max-seconds must still stop it
     (the event loop's own timeout), not run on until the watchdog kills every hung agent. The watchdog is set to
     30 s here so a deadline that depended on SIGINT fails by finishing "done" on timed-out cells, not by hanging."""
-    hung = run_py("--check", str(skill), "--suite", "clean-val", "--replicates", "1", "--data-dir",
+    hung = run_py_ignoring_sigint("--check", str(skill), "--suite", "clean-val", "--replicates", "1", "--data-dir",
                   str(tmp_path / "data"), "--max-seconds", "2", "--build-timeout-ms", "30000",
                   "--build-heartbeat-ms", "30000", env={**os.environ, "FAKE_AGENT_HANG": "1"},
-                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN), timeout=300)
+                  timeout=300)
     assert hung.returncode == 5, hung.stdout + hung.stderr[-2000:]
     assert "Cancelled before completion (--max-seconds 2 reached)" in hung.stdout
     with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:

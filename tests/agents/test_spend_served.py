@@ -15,6 +15,7 @@ from eval.cost import Usage, usd
 from mutator.store.db import connect_readonly
 from tests.agents.messages_server import Reply, demo_agent, system_text
 from tests.agents.test_real_run import PRICES, ROOT, clean_env, demo_subset, run_py
+from tests.conftest import with_sigint
 
 JUDGE_OK = '{"correctness": 8, "procedure": 7, "conciseness": 9, "expectations": [], "feedback": "Fine."}'
 
@@ -65,8 +66,8 @@ def test_spend_after_a_sigint_mid_call_equals_what_was_served(server, tmp_path: 
             "anthropic", "--rounds", "1", "--replicates", "1", "--concurrency", "2", "--data-dir", str(data)]
     env = clean_env(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test", SM_ANTHROPIC_BACKOFF_S="0.01")
     # SIGINT is restored to its default in the child, so the real signal arrives however this test was started
-    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(with_sigint(args), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         assert responder.hanging.wait(600), "the run never reached the hanging call"
         proc.send_signal(signal.SIGINT)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mutator.config import ROOT, run_py
+from tests.conftest import with_sigint
 
 SEED = ROOT / "suites" / "csv-clean"
 FAKE_AGENT = ROOT / "fakes" / "fake_agent.py"
@@ -56,10 +57,9 @@ def test_ctrl_c_mid_run_exits_130_with_no_asyncio_noise(tmp_path):
     """SIGINT (its default handler restored: a background job would ignore it) once the first agent is running."""
     data = tmp_path / "data"
     child = subprocess.Popen(
-        [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--rounds", "1",
-         "--replicates", "1", "--data-dir", str(data)], cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=no_key_env(FAKE_AGENT_HANG="1"),
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        with_sigint([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--rounds",
+                     "1", "--replicates", "1", "--data-dir", str(data)]), cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=no_key_env(FAKE_AGENT_HANG="1"))
     try:
         while not list(data.glob("evals/**/stream.jsonl")):      # an agent has started (it hangs until killed)
             if child.poll() is not None:
