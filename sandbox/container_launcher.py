@@ -33,7 +33,8 @@ from sandbox.resolve import Program, resolve_command
 RUNTIME = "/opt/sm-runtime"          # the host's loader and libraries for the agent's own programs
 RELAY = Path(__file__).resolve().parent / "relay.py"
 LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(/\S+)|^\s*(/\S*ld-linux\S*)\s", re.MULTILINE)
-NOT_PASSED = ("PATH",)               # the image's own PATH finds the image's programs
+# The image's own PATH finds the image's programs; the API is plain HTTP to the relay, so no host CA file is needed
+NOT_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR")
 # The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the cell's.
 ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CONTAINERS_CONF",
               "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST", "CONTAINER_CONNECTION",
@@ -77,18 +78,17 @@ class ContainerSandbox:
 
 
 @functools.lru_cache(maxsize=32)
-def host_libraries(binary: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The host's dynamic loader for `binary` and the libraries it (and a Python's lib-dynload modules) loads."""
-    files = [binary, *map(str, sorted(Path(binary).resolve().parent.parent.glob("lib/python3*/lib-dynload/*.so")))]
-    loader, libs = "", {}
-    for file in files:
-        done = subprocess.run(["ldd", file], capture_output=True, text=True)
-        for name, path, ld in LDD_LINE.findall(done.stdout if done.returncode == 0 else ""):
-            if ld:
-                loader = loader or str(Path(ld).resolve())
-            elif name not in libs:
-                libs[name] = str(Path(path).resolve())
-    return loader, tuple(sorted(libs.items()))
+def host_libraries(binary: str) -> tuple[str, tuple[str, ...]]:
+    """The host's dynamic loader for `binary` and the folders of the libraries it loads (whole: a Python's
+    extension modules load more of them, e.g. libssl, libgcc_s)."""
+    done = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    loader, folders = "", []
+    for _name, path, ld in LDD_LINE.findall(done.stdout if done.returncode == 0 else ""):
+        if ld:
+            loader = loader or str(Path(ld).resolve())
+        else:
+            folders.append(str(Path(path).resolve().parent))
+    return loader, tuple(dict.fromkeys(folders))
 
 
 def _elf(path: Path) -> bool:
@@ -129,13 +129,14 @@ class TaskContainer:
         binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args, str(program.path)])
         if len(chain) > 2 or not _elf(binary.path):
             return [*program.exec_argv(), *rest]
-        loader, libs = host_libraries(str(binary.path))
+        loader, folders = host_libraries(str(binary.path))
         if not loader:
             return [*program.exec_argv(), *rest]
         mounts += ["-v", f"{loader}:{RUNTIME}/ld.so:ro"]
-        for name, path in libs:
-            mounts += ["-v", f"{path}:{RUNTIME}/lib/{name}:ro"]
-        return [f"{RUNTIME}/ld.so", "--library-path", f"{RUNTIME}/lib", str(binary.path), *args, *rest]
+        for n, folder in enumerate(folders):
+            mounts += ["-v", f"{folder}:{RUNTIME}/lib{n}:ro"]
+        search = ":".join(f"{RUNTIME}/lib{n}" for n in range(len(folders)))
+        return [f"{RUNTIME}/ld.so", "--library-path", search, str(binary.path), *args, *rest]
 
     @staticmethod
     def _same_path(writable: Sequence[Path], readable: Sequence[Path]) -> list[str]:

@@ -24,8 +24,8 @@ from sandbox import SandboxError, get_launcher
 from sandbox.container import ContainerEngine
 from sandbox.container_launcher import ContainerSandbox
 from sandbox.none import NoneLauncher
-from tests.agents.messages_server import MessagesServer, message, text, usage
-from tests.conftest import run_cli
+from tests.agents.messages_server import MessagesServer, message, text, tool_use, usage
+from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.container
 SECRET = "sk-ant-real-key-never-in-a-container"
@@ -147,3 +147,27 @@ def test_a_missing_engine_is_refused_before_any_cell(tmp_path: Path, monkeypatch
                    timeout=120)
     assert done.returncode == 2 and "--sandbox podman: `podman` is not on PATH; install podman" in done.stderr
     assert not data.exists()   # refused before a run began
+
+
+def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+    suite = harbor_task(tmp_path)
+    server = MessagesServer()
+    try:
+        server.script(message(tool_use("bash", {"command": "only-in-image > answer.txt; env > env.txt"}),
+                              stop="tool_use", use=usage(11, 2)), message(text("done"), use=usage(12, 1)))
+        [cell] = evaluate(EvalRequest(
+            skill_dir=None, skill_name="house", suite=load_suite(suite), key="sdk", price=Price(1, 5, 1.25, 0.1),
+            cells_root=tmp_path / "sdk", concurrency=1,
+            contract=Contract(model="m", replicates=1, max_turns=5, agent="anthropic", silence_ms=60_000,
+                              heartbeat_ms=60_000),
+            settings=CellSettings(agent_argv=[sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")],
+                                  launcher=ContainerSandbox(engine.id, NoneLauncher()), grader_timeout_s=120,
+                                  prune=False, infra_retries=0, network=True,
+                                  env={"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET})))
+        assert server.auth_keys == [SECRET, SECRET]
+    finally:
+        server.close()
+    assert (cell.status, cell.score) == ("ok", 1.0), cell.error   # its bash tool ran the image's program
+    assert (cell.input_tokens, cell.output_tokens) == (23, 3)
+    tool_env = (Path(cell.cell_dir) / "work" / "env.txt").read_text()
+    assert SECRET not in tool_env and "PWD=/app" in tool_env
