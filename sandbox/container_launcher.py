@@ -177,6 +177,9 @@ class TaskContainer:
             inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(base.port), "--", *inner],
                                   mounts)
         binds = [*self._same_path(writable, shown), *self._task_binds()]
+        for tool in command.tools:   # a tool in a system dir (the claude CLI's native binary): that file alone
+            if _is_system(tool.path) and tool.path.resolve().is_file():
+                binds += ["-v", f"{tool.path.resolve()}:{tool.path}:ro"]
         limits = self.limits
         args = ["run", "--rm", "-i", "--name", self.name, "--workdir", self.workdir if Path(cwd) == self.work
                 else str(cwd), "--cpus", str(limits.cpus), "--memory", f"{limits.memory_mb}m"]
