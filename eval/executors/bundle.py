@@ -4,7 +4,7 @@ Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes), the
 (project files as project-relative paths, the driver's Python as "this Python") and the launcher id; the
 skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
 No path of the driver's data dir or suites is in any of them. Worker side: `run_bundle` rebuilds a
-private suite dir, skill dir and cell dir, runs the cell with the same runner as a local cell
+private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/), runs the cell with the same runner as a local cell
 (eval/runner.py: launcher, watchdog, caps, group kill, grading after the group is gone) and hands back
 the result with the cell's files; `unpack_logs` writes them where a local cell would have them.
 """
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]     # the project on this machine (th
 Tree = dict[str, tuple[bytes, int]]             # relative POSIX path -> (bytes, permission bits)
 PYTHON, PROJECT, ARG = "python", "project", "arg"
 SUITE_STUB = Path("suite")                      # a bundled suite's path until a worker gives it its own dir
+HARBOR, ENVIRONMENT, ORACLE = "harbor", "environment", "oracle"   # an imported Harbor suite's folders
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class CellBundle:
     suite: Suite                # path and grader stripped (SUITE_STUB); the files come as a Tree
     skill_name: str
     skill_hash: str             # "" = bare (no skill)
+    environment_hash: str       # a Harbor task's environment/ (its own Tree, sent once per hash); "" = none
     inputs: Tree                # the task's declared inputs, nothing else from fixtures/
     contract: Contract
     agent_argv: tuple[tuple[str, str], ...]     # (PYTHON | PROJECT | ARG, value)
@@ -63,8 +65,19 @@ def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
 
 def suite_tree(suite: Suite) -> Tree:
     """What the grader may need, kept outside every cell: the suite dir without fixtures/ (the inputs travel
-    per cell, only those a task declares)."""
-    return read_tree(suite.path, skip_top=("fixtures",))
+    per cell, only those a task declares), without a Harbor suite's oracle/ (no worker needs it) and without its
+    tasks' environment/ folders (each travels by its own content hash, only to the cells of its task)."""
+    tree = read_tree(suite.path, skip_top=("fixtures", ORACLE) if suite.runner == HARBOR else ("fixtures",))
+    if suite.runner != HARBOR:
+        return tree
+    return {rel: item for rel, item in tree.items()
+            if not (rel.startswith(HARBOR + "/") and rel.split("/")[2:3] == [ENVIRONMENT])}
+
+
+def environment_dir(suite: Suite, task_id: str) -> Path | None:
+    """A Harbor task's environment/ (the image's build context) in its suite, or None."""
+    folder = suite.path / HARBOR / task_id / ENVIRONMENT
+    return folder if suite.runner == HARBOR and folder.is_dir() else None
 
 
 def portable_argv(argv: tuple[str, ...] | list[str], root: Path = ROOT) -> tuple[tuple[str, str], ...]:
@@ -94,14 +107,15 @@ def passed_env(job_env: Mapping[str, str], source: Mapping[str, str] | None = No
     return {**{k: v for k, v in source.items() if k.startswith(PREFIXES)}, **job_env}
 
 
-def make_bundle(job: CellJob, skill_hash: str) -> CellBundle:
+def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> CellBundle:
     run = job.settings   # what a worker needs of it, without this machine's paths (the retries stay with the driver)
     fixtures = job.suite.fixture_dir(job.task.id)
     inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs}
     grader = Path(job.suite.grader.name) if job.suite.grader else None
     return CellBundle(
         spec=job.spec, task=job.task, suite=replace(job.suite, path=SUITE_STUB, grader=grader),
-        skill_name=job.skill_name, skill_hash=skill_hash if job.skill_dir is not None else "", inputs=inputs,
+        skill_name=job.skill_name, skill_hash=skill_hash if job.skill_dir is not None else "",
+        environment_hash=environment_hash, inputs=inputs,
         contract=job.contract, agent_argv=portable_argv(tuple(run.agent_argv)),
         launcher_id=getattr(run.launcher, "choice", run.launcher.id),   # auto stays auto on the worker
         price=job.price, grader_timeout_s=run.grader_timeout_s, env=passed_env(run.env), prune=run.prune,
@@ -136,11 +150,14 @@ def _launcher(launcher_id: str):
     return get_launcher(launcher_id)
 
 
-def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path) -> CellJob:
+def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
+               environment: Tree | None = None) -> CellJob:
     """The bundle as a CellJob on this machine: suite, skill and cell dirs private to this node."""
     suite_dir = write_tree(suite, base / "suites" / bundle.suite.content_hash)
     fixtures = suite_dir / "fixtures" / bundle.task.id
     write_tree(bundle.inputs, fixtures)   # content-addressed by the suite's hash too
+    if environment is not None:           # where the harbor runner reads the task's build context
+        write_tree(environment, suite_dir / HARBOR / bundle.task.id / ENVIRONMENT)
     skill_dir = write_tree(skill, base / "skills" / bundle.skill_hash) if skill is not None else None
     local_suite = replace(bundle.suite, path=suite_dir,
                           grader=suite_dir / bundle.suite.grader.name if bundle.suite.grader else None)
@@ -154,13 +171,14 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path) 
         settings=settings)
 
 
-def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path) -> tuple[CellResult, Tree]:
+def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
+               environment: Tree | None = None) -> tuple[CellResult, Tree]:
     """Run one bundled cell here with the local runner; its files come back and its private dir goes."""
     from eval.environment import PASS_ENV
     from eval.runner import run_cell
     if PASS_ENV in bundle.env:   # the names the user passes on: their values are this worker's own
         os.environ[PASS_ENV] = bundle.env[PASS_ENV]
-    job = worker_job(bundle, skill, suite, base)
+    job = worker_job(bundle, skill, suite, base, environment)
     try:
         result = asyncio.run(run_cell(job))
         return result, read_tree(job.cell_root) if job.cell_root.is_dir() else {}

@@ -1,7 +1,8 @@
 """The `ray` executor: each cell is a Ray task that gets a self-contained bundle (eval/executors/bundle.py) and
 gives back the cell's result and files, so workers need no file system shared with the driver.
 
-The skill snapshot and the suite's grader files go into the object store once per content hash (`ray.put`);
+The skill snapshot, the suite's grader files and a Harbor task's environment (the image's build context) go into
+the object store once per content hash (`ray.put`);
 a worker or node lost mid-cell is retried by Ray (`max_retries`), and the retry is counted on the cell as an
 infrastructure retry; a cell Ray gives up on is an `infra_error`, never a verdict on the skill. A cancelled
 evaluation (Ctrl-C, a budget stop) cancels its Ray tasks. `ray` is imported only when this executor runs.
@@ -27,6 +28,7 @@ from eval.executors.bundle import (
     ROOT,
     CellBundle,
     Tree,
+    environment_dir,
     make_bundle,
     read_tree,
     run_bundle,
@@ -59,10 +61,10 @@ def _attempt_number() -> int:
         return 0
 
 
-def run_on_worker(bundle: CellBundle, skill: Tree | None, suite: Tree) -> dict[str, Any]:
+def run_on_worker(bundle: CellBundle, skill: Tree | None, suite: Tree, environment: Tree | None = None) -> dict[str, Any]:
     """The Ray task: one cell on whichever node Ray picked, with the local runner."""
     import ray
-    result, files = run_bundle(bundle, skill, suite, worker_base())
+    result, files = run_bundle(bundle, skill, suite, worker_base(), environment)
     return {"result": result, "files": files, "node": ray.get_runtime_context().get_node_id(),
             "attempt": _attempt_number()}
 
@@ -153,13 +155,16 @@ class RayExecutor:
         self._objects.move_to_end(key)
         return self._objects[key]
 
-    def task_args(self, job: CellJob) -> tuple[CellBundle, Any, Any]:
-        """What a cell's Ray task receives: the bundle, the skill snapshot and the suite's grader files."""
-        skill_dir = job.skill_dir
+    def task_args(self, job: CellJob) -> tuple[CellBundle, Any, Any, Any]:
+        """What a cell's Ray task receives: the bundle, the skill snapshot, the suite's grader files and the
+        task's environment (a Harbor task's; else None)."""
+        skill_dir, env_dir = job.skill_dir, environment_dir(job.suite, job.task.id)
         skill_hash = hash_tree(skill_dir) if skill_dir is not None else ""
         skill = self._put(f"skill:{skill_hash}", lambda: read_tree(skill_dir)) if skill_dir is not None else None
         suite = self._put(f"suite:{job.suite.content_hash}", lambda: suite_tree(job.suite))
-        return make_bundle(job, skill_hash), skill, suite
+        env_hash = hash_tree(env_dir) if env_dir is not None else ""
+        environment = self._put(f"environment:{env_hash}", lambda: read_tree(env_dir)) if env_dir else None
+        return make_bundle(job, skill_hash, env_hash), skill, suite, environment
 
     async def run_cell(self, job: CellJob) -> CellResult:
         started = time.monotonic()

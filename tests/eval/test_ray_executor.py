@@ -98,8 +98,9 @@ def test_cells_on_ray_match_local_cells_and_land_in_the_drivers_folders(cluster,
 
 def test_a_cell_task_gets_the_bundle_only(cluster, driver: dict) -> None:
     first, second = (job_for(driver, driver["data"] / "evals" / "k", i) for i in (0, 1))
-    bundle, skill, suite = cluster.executor.task_args(first)
-    assert cluster.executor.task_args(second)[1:] == (skill, suite)   # put once, by content hash
+    bundle, skill, suite, environment = cluster.executor.task_args(first)
+    assert environment is None and bundle.environment_hash == ""       # not a Harbor suite
+    assert cluster.executor.task_args(second)[1:3] == (skill, suite)   # put once, by content hash
     assert bundle.skill_hash == hash_tree(driver["skill"])
     shipped = pickle.dumps((bundle, ray.get(skill), ray.get(suite)))
     for path in (driver["data"], driver["suite"].path, driver["skill"], ROOT):
