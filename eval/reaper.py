@@ -5,17 +5,24 @@ The direct child also gets a parent-death signal, so it dies with the harness at
 (an agent's tool processes) share its process group, which the next start kills. A record is the group
 id plus the leader's start time, and the harness's pid and start time: a group is reaped only when its
 harness is gone (another run on the same data dir keeps its agents), and a recycled pid is never
-killed by mistake.
+killed by mistake. An agent's container (a Harbor cell under --sandbox podman|docker) lives on in the engine when
+the harness dies; it is recorded the same way, labelled with the data dir and its harness, and removed on the next
+start once its harness is gone (only containers carrying this data dir's label: another store's are never touched).
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
+CONTAINER = "container-"     # a record of an agent container: container-<name> holding the engine's argv
+DATA_DIR_LABEL, HARNESS_LABEL = "sm.data-dir", "sm.harness"
 _registry: Path | None = None
 
 
@@ -97,3 +104,65 @@ def reap(directory: Path) -> list[int]:
                 pass
         record.unlink(missing_ok=True)
     return killed
+
+
+def _harness() -> tuple[int, str | None]:
+    return os.getpid(), _start_time(os.getpid())
+
+
+def _alive(harness: object, started: object) -> bool:
+    return isinstance(harness, int) and started is not None and _start_time(harness) == started
+
+
+def labels() -> dict[str, str]:
+    """An agent container's labels: the data dir whose harness runs it, and that harness (none when unrecorded)."""
+    if _registry is None:
+        return {}
+    pid, started = _harness()
+    return {DATA_DIR_LABEL: str(_registry.parent.resolve()), HARNESS_LABEL: f"{pid}-{started}"}
+
+
+def register_container(name: str, engine: Sequence[str]) -> None:
+    """Record an agent container before it starts (`engine`: the engine's argv, e.g. podman and its flags)."""
+    if _registry is None:
+        return
+    pid, started = _harness()
+    try:
+        _registry.mkdir(parents=True, exist_ok=True)
+        (_registry / f"{CONTAINER}{name}").write_text(json.dumps({"engine": list(engine), "harness": pid,
+                                                                  "harness_started": started}))
+    except OSError:
+        pass
+
+
+def unregister_container(name: str) -> None:
+    if _registry is not None:
+        (_registry / f"{CONTAINER}{name}").unlink(missing_ok=True)
+
+
+def reap_containers(directory: Path) -> list[str]:
+    """Remove every recorded agent container whose harness is gone and that carries this data dir's label; returns
+    their names."""
+    removed: list[str] = []
+    if not directory.is_dir():
+        return removed
+    label = f"{DATA_DIR_LABEL}={directory.parent.resolve()}"
+    for record in sorted(directory.glob(f"{CONTAINER}*")):
+        try:
+            data = json.loads(record.read_text())
+            engine, name = [str(a) for a in data["engine"]], record.name[len(CONTAINER):]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _alive(data.get("harness"), data.get("harness_started")):
+            continue                         # its harness still runs: its container is in use
+        try:
+            found = subprocess.run([*engine, "ps", "-aq", "--filter", f"name=^{name}$", "--filter", f"label={label}"],
+                                   capture_output=True, text=True, timeout=120)
+            ids = found.stdout.split() if found.returncode == 0 else []
+            if ids:
+                subprocess.run([*engine, "rm", "-f", *ids], capture_output=True, timeout=120)
+                removed.append(name)
+        except (OSError, subprocess.TimeoutExpired):
+            continue                         # the engine is gone or stuck: the record waits for the next start
+        record.unlink(missing_ok=True)
+    return removed

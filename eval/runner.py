@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from eval import reaper
 from eval.agent_call import AgentCall, AgentRun, Cost, call, read_call, stage_cell
 from eval.agents.meter import agent_meter, judge_meter
 from eval.cost import Usage
@@ -116,6 +117,7 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
     finally:
         if container is not None:
             await asyncio.to_thread(container.close)   # gone before the verifier's fresh container starts
+            reaper.unregister_container(container.name)
     (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
     status, error = classify(done.run, done.metrics)
     tests: dict[str, float] = {}

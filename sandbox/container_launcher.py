@@ -103,8 +103,10 @@ class TaskContainer:
     """One cell's agent call in a fresh container of the task's image, removed by `close()`."""
 
     def __init__(self, engine: ContainerEngine, image: str, *, workdir: str, work: Path, limits: Limits,
-                 skills: Path | None = None, skill_targets: Sequence[str] = ()) -> None:
+                 skills: Path | None = None, skill_targets: Sequence[str] = (),
+                 labels: Mapping[str, str] | None = None) -> None:
         self.engine, self.image, self.workdir, self.work = engine, image, workdir, Path(work)
+        self.labels = dict(labels or {})     # whose container it is (eval/reaper.py removes a dead harness's)
         self.limits, self.skills, self.skill_targets = limits, skills, tuple(skill_targets)
         self.name = f"sm-agent-{uuid.uuid4().hex[:12]}"
         self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))   # short: a unix socket path has 108 bytes
@@ -185,6 +187,8 @@ class TaskContainer:
                 else str(cwd), "--cpus", str(limits.cpus), "--memory", f"{limits.memory_mb}m"]
         if not limits.network:
             args += ["--network", "none"]
+        for key, value in self.labels.items():
+            args += ["--label", f"{key}={value}"]
         args += ["--env-file", str(self._env_file(env))]
         client = [f"{name}={os.environ[name]}" for name in ENGINE_ENV if name in os.environ]
         return ["env", "-i", *client, *self.engine.argv(*args, *binds, *mounts, self.image, *inner)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from eval import reaper
 from eval.harbor import HarborError, HarborTask
 from eval.harbor_run import image_of, suite_task, task_network, verify
 from eval.jobs import CellJob
@@ -75,8 +76,10 @@ def _prepare(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:
     cfg = task.config
     limits = Limits(cfg.cpus, cfg.memory_mb, network=task_network(dict(job.suite.meta), task))
     skills = work / ".claude" / "skills" if job.skill_dir is not None else None
-    return "", TaskContainer(engine, image, workdir=task.workdir, work=work, limits=limits, skills=skills,
-                             skill_targets=task.skill_targets())
+    container = TaskContainer(engine, image, workdir=task.workdir, work=work, limits=limits, skills=skills,
+                              skill_targets=task.skill_targets(), labels=reaper.labels())
+    reaper.register_container(container.name, engine.argv())   # before it starts: a dead harness's is removed
+    return "", container
 
 
 async def prepare_cell(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:

@@ -38,12 +38,15 @@ def next_step(args: argparse.Namespace, *words: str) -> str:
 
 
 def reap_orphans(data_dir: Path) -> None:
-    """Kill agent process groups a killed harness left behind, then record this one's."""
+    """Kill agent process groups and remove agent containers a killed harness left behind, then record this one's."""
     from eval import reaper
     killed = reaper.reap(data_dir / "pids")
     if killed:
         print(f"reaped {len(killed)} agent process(es) left running by a harness that died: pids "
               f"{', '.join(map(str, killed[:10]))}", file=sys.stderr)
+    if removed := reaper.reap_containers(data_dir / "pids"):
+        print(f"removed {len(removed)} agent container(s) left by a harness that died: {', '.join(removed[:10])}",
+              file=sys.stderr)
     reaper.use(data_dir / "pids")
 
 
