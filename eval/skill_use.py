@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.skill_marks import SkillMarks, strings
+from eval.trajectory import stream_events
 
 CHARS_PER_TOKEN = 4      # the estimate: the API reports usage per turn, never per tool result
 READ_TOOLS = {"Read", "read", "view", "NotebookRead"}
@@ -100,19 +101,6 @@ class _Call:
     slots: list[int]    # its scripts' places in the runs list, whose exit codes its result fills in
 
 
-def _events(path: Path) -> list[dict]:
-    events = []
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue        # a half-written last line of a killed agent: the rest still counts
-            if isinstance(event, dict):
-                events.append(event)
-    return events
-
-
 def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str) -> SkillUse:
     """The cell's SkillUse from its stream.jsonl. `skill_dirs` are the skill folder's spellings the agent may have
     used (the cell's own path); any `.../skills/<skill_name>/...` path is recognised without them. Loaded means a
@@ -124,7 +112,7 @@ def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str)
     read: set[str] = set()
     runs: list[tuple[str, int | None]] = []
     tokens = 0
-    for event in _events(stream_path):
+    for event in stream_events(stream_path):
         message = event.get("message") if isinstance(event.get("message"), dict) else {}
         content = message.get("content")
         if event.get("type") == "assistant":

@@ -29,7 +29,8 @@ def _content_text(content) -> str:
     return str(content)
 
 
-def _events(stream: Path) -> list[dict]:
+def stream_events(stream: Path) -> list[dict]:
+    """The stream's events; a half-written line (a killed agent) is skipped, the rest still count."""
     events = []
     if stream.is_file():
         for line in stream.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -47,7 +48,7 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
     lines = [f"# {task_id} · replicate {replicate} · {status} · score {score:.3f}", "", "## Prompt", prompt.strip(), "",
              "## Trajectory"]
     step = 0
-    for event in _events(cell_root / "stream.jsonl"):
+    for event in stream_events(cell_root / "stream.jsonl"):
         kind = event.get("type")
         message = event.get("message")
         content = (message.get("content") if isinstance(message, dict) else None) or []
