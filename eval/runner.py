@@ -178,7 +178,7 @@ def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
     capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
-                      tests=tests, error=error, required=list(job.task.required))
+                      tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use)
     if job.settings.prune and status == "ok":
         slim(job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     return result
