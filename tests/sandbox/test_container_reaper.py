@@ -45,15 +45,15 @@ def start_as_dead_harness(engine: ContainerEngine, registry: Path, name: str) ->
 def names(engine: ContainerEngine) -> Iterator[list[str]]:
     made: list[str] = []
     yield made
-    if made:
-        subprocess.run(engine.argv("rm", "-f", *made), capture_output=True, timeout=300)
+    for name in made:    # one by one: a name already gone fails the whole `rm`
+        subprocess.run(engine.argv("rm", "-f", name), capture_output=True, timeout=300)
 
 
 def test_a_dead_harness_containers_go_on_the_next_start_and_no_one_elses(engine: ContainerEngine, tmp_path: Path,
                                                                          names: list[str]) -> None:
     here, other = tmp_path / "data" / "pids", tmp_path / "other-data" / "pids"
     tag = os.urandom(4).hex()
-    dead, elsewhere, live = (f"sm-agent-{who}-{tag}" for who in ("dead", "elsewhere", "live"))
+    dead, elsewhere, live = (f"sm-reaper-test-{who}-{tag}" for who in ("dead", "elsewhere", "live"))
     names += [dead, elsewhere, live]
     start_as_dead_harness(engine, here, dead)
     start_as_dead_harness(engine, other, elsewhere)      # another store's: its own start removes it, never ours
