@@ -201,6 +201,7 @@ class Settings:
     mutator_cmd: str = key("mutatorCmd", rule="your mutator's command line ('' = none)")   # --mutator-cmd: cli/agents
     w_cost: float = key("score.wCost", lambda v: v >= 0, "a number >= 0")
     w_steps: float = key("score.wSteps", lambda v: v >= 0, "a number >= 0")
+    w_trigger: float = key("score.wTrigger", lambda v: v >= 0, "a number >= 0 (0 = triggering not scored)", 0.0)
     val_query_warn: int = key("valQueryWarn", lambda v: v >= 0, "an integer >= 0")
     critic_max_lines: int = key("critic.maxSkillLines", _positive, "an integer >= 1")
     critic_max_bytes: int = key("critic.maxSkillBytes", _positive, "an integer >= 1")

@@ -85,6 +85,7 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
+            **({"w_trigger": s.w_trigger} if s.w_trigger else {}),
             **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
             **({"confirm": True} if s.confirm else {}), **cheaper}
 
@@ -124,7 +125,7 @@ class Session:
         evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=build_argv, launcher=launcher,
                                            progress=progress, network=network, concurrency=concurrency)
         session = cls(settings=settings, db=db, genomes=GenomeStore(settings.data_dir, db),
-                      weights=weights or Weights(settings.w_cost, settings.w_steps),
+                      weights=weights or Weights(settings.w_cost, settings.w_steps, settings.w_trigger),
                       skill_name=skill_name or read_properties(settings.skill_dir).name, contract=contract,
                       evaluator=evaluator, progress=progress, budget=budget)
         if budget:   # every cell asks the run's budget first (the run id is known once the run opens)
