@@ -84,10 +84,11 @@ class Evaluator:
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
                      launcher: Launcher, progress: Progress, network: bool = False, concurrency: int | None = None,
                      spend_gate: SpendGate | None = None, deadline: float | None = None,
-                     payer: Callable[[], str] | None = None) -> Evaluator:
+                     payer: Callable[[], str] | None = None, with_skills: tuple[Path, ...] = ()) -> Evaluator:
         """The evaluator a command builds from its settings: priced by the contract's model (each member model
         of a several-model evaluation by its own), its cells run as `cell_settings` says."""
-        cells = cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network)
+        cells = replace(cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network),
+                        with_skills=with_skills)
         return cls(db=db, data_dir=settings.data_dir, contract=contract, settings=cells,
                    price=price_for(settings.pricing, first_model(contract.model)),
                    concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
