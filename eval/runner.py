@@ -16,7 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from eval.agent_call import AgentCall, AgentRun, Cost, call, read_call, stage_cell
+from eval.agent_call import STREAM_NAME, AgentCall, AgentRun, Cost, call, read_call, stage_cell
 from eval.agents.meter import agent_meter, judge_meter
 from eval.cost import Usage
 from eval.graders import get_runner
@@ -24,6 +24,7 @@ from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
 from eval.kept import RESTORE, put_back, regradable, slim
 from eval.redact import redact, redact_cell
+from eval.skill_use import parse_skill_use
 from eval.stream_metrics import StreamMetrics
 from eval.trajectory import capture_and_prune
 
@@ -153,6 +154,9 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
             started: float, error: str, cost: Cost = NOTHING) -> CellResult:
     """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream."""
     usage = metrics.usage if metrics else Usage()   # a metered call's: what was served (read_call)
+    stream = job.cell_root / STREAM_NAME
+    skill_use = parse_skill_use(stream, job.skill_name).to_json() \
+        if metrics is not None and job.skill_dir is not None else None
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
@@ -162,7 +166,7 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
         error=error, cell_dir=str(job.cell_root),
         extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd, "reported_cost_usd": cost.reported_usd,
-               "api_retries": metrics.retries if metrics else 0})
+               "api_retries": metrics.retries if metrics else 0}, skill_use=skill_use)
 
 
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
@@ -174,7 +178,7 @@ def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
     capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
-                      tests=tests, error=error, required=list(job.task.required))
+                      tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use)
     if job.settings.prune and status == "ok":
         slim(job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     return result
