@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from eval.skill_use import SkillUse
 from eval.suite import Suite
 
 
@@ -26,10 +27,7 @@ def no_trigger_ids(evaluation: dict) -> frozenset[str]:
 def loaded(cell: dict) -> bool | None:
     """Whether the cell's agent loaded the skill, from its skill_use JSON; None when it was not recorded."""
     raw = cell.get("skill_use")
-    if not raw:
-        return None
-    value = json.loads(raw).get("loaded")
-    return None if value is None else bool(value)
+    return SkillUse.from_json(raw).loaded if raw else None
 
 
 def rates(cells: Iterable[dict], no_trigger: frozenset[str]) -> dict[str, float | None]:
