@@ -126,8 +126,9 @@ class Summary:
 
 
 def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,
-              seed_steps: float | None) -> tuple[float, float, float]:
-    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost − wSteps·steps/seedSteps.
+              seed_steps: float | None, trigger_term: float = 0.0) -> tuple[float, float, float]:
+    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost − wSteps·steps/seedSteps
+    + trigger_term (−wTrigger·(1 − hit share), mutator/scoring/trigger.py::term; 0 unless score.wTrigger > 0).
 
     Returns (composite, cost_term, steps_term), the terms being the signed penalties. A seed that spent nothing
     (e.g. all cells errored before the first step, or a free fake agent) gives no scale to measure against;
@@ -135,7 +136,7 @@ def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_co
     """
     cost_term = -weights.w_cost * cost / seed_cost if seed_cost and seed_cost > 0 else 0.0
     steps_term = -weights.w_steps * steps / seed_steps if seed_steps and seed_steps > 0 else 0.0
-    return eval_ + cost_term + steps_term, cost_term, steps_term
+    return eval_ + cost_term + steps_term + trigger_term, cost_term, steps_term
 
 
 def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) -> tuple[float, ...]:
@@ -144,9 +145,9 @@ def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) 
     eval_ = sum(trigger.cell_score(c, weights.w_trigger) for c in cells) / n
     cost = sum(c.cost_usd for c in cells) / n
     steps = sum(c.steps for c in cells) / n
-    total, cost_term, steps_term = composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps)
     trigger_term = trigger.term(cells, weights.w_trigger)
-    return eval_, cost, steps, total + trigger_term, cost_term, steps_term, trigger_term
+    total, cost_term, steps_term = composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps, trigger_term)
+    return eval_, cost, steps, total, cost_term, steps_term, trigger_term
 
 
 def models_of(cells: Iterable[CellFigures]) -> list[str]:
