@@ -78,6 +78,9 @@ def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eva
         "delta": paired_delta(deltas).to_json(),
         "delta_eval": paired_delta(paired({t: f.eval for t, f in champ.items()},
                                           {t: f.eval for t, f in seed.items()})).to_json(),
+        **({"delta_trigger": paired_delta(paired({t: f.trigger_term for t, f in champ.items()},
+                                                 {t: f.trigger_term for t, f in seed.items()})).to_json()}
+           if weights.w_trigger else {}),   # score.wTrigger > 0: the trigger term's paired change, per task
         "sign": sign_test(deltas).to_json(),
         "mcnemar": mcnemar_by_test(_tests(db, champion_eval), _tests(db, seed_eval)),
         "champion_evaluation_id": champion_eval,

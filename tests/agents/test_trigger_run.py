@@ -17,6 +17,7 @@ from mutator.round.summary import stored_cells
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, compare, per_task
 from mutator.store.db import connect_readonly
+from mutator.validity.report import compare_split
 from tests.agents.test_real_run import clean_env, run_py
 
 AGENT = Path(__file__).with_name("trigger_agent.py")
@@ -96,6 +97,10 @@ def test_a_description_raising_recall_is_kept_and_one_adding_false_triggers_reje
     assert gates[0]["delta_trigger"] == pytest.approx(0.5 * 0.5)          # 4 of 8 tasks gain the whole term
     assert gates[1]["delta_trigger"] == pytest.approx(-0.5 * 0.5)         # 4 near-misses lose it
     assert gates[1]["delta_eval"] == pytest.approx(-0.5)                  # and score 0 instead of 1 (loaded)
+    # the test report pairs the trigger term per task like the rest (here champion vs seed on val)
+    split = compare_split(db, attempts[0]["val_evaluation_id"], seed_val, weights, norm)
+    assert split["delta_trigger"]["mean"] == pytest.approx(0.25) and split["delta"]["mean"] == pytest.approx(
+        gates[0]["delta"])
     db.close()
 
 
