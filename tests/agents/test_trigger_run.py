@@ -146,14 +146,11 @@ def test_with_skills_installs_every_skill_read_only_and_keys_a_new_run(trigger_r
     assert again.returncode == 0 and "0 cells run by this command" in again.stdout
 
 
-@pytest.mark.parametrize("make, says", [
-    (lambda d: None, "not a folder"),
-    (lambda d: d.mkdir(), "holds no skill"),
-    (lambda d: skill_dir(d, "tabular", "Another tabular skill."), "has the evolved skill's name 'tabular'"),
-])
-def test_a_bad_with_skills_dir_exits_2_naming_it_before_any_cell(trigger_run, tmp_path, make, says):
+def test_a_bad_with_skills_dir_exits_2_naming_it_before_the_store_opens(trigger_run, tmp_path):
+    """(The other refusals, a missing DIR and one with no skill, are tests/eval/test_other_skills.py's.)"""
     others = tmp_path / "others"
-    make(others)
+    skill_dir(others, "tabular", "Another tabular skill.")
+    says = "has the evolved skill's name 'tabular'"
     done = run_py("--real", "--agent-cmd", f"{sys.executable} {AGENT}", "--mutator-cmd", trigger_run["mutator"],
                   "--skill-dir", str(trigger_run["skill"]), "--suite", str(trigger_run["train"]), "--val", str(trigger_run["val"]), "--rounds", "0",
                   "--with-skills", str(others), "--data-dir", str(tmp_path / "data"), env=clean_env())
