@@ -8,6 +8,7 @@ status, never an exception.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import re
@@ -27,15 +28,17 @@ from eval.redact import redact, redact_cell
 from eval.skill_use import parse_skill_use
 from eval.stream_metrics import StreamMetrics
 from eval.trajectory import capture_and_prune
+from sandbox import Launcher
 
 
-def call_of(job: CellJob, work: Path) -> AgentCall:
+def call_of(job: CellJob, work: Path, launcher: Launcher | None = None) -> AgentCall:
     """The build agent's call for this cell (eval/agent_call.py): the cell dir is its home, work/ its cwd, and
-    its model API traffic is metered beside the cell dir (eval/agents/meter.py::agent_meter)."""
+    its model API traffic is metered beside the cell dir (eval/agents/meter.py::agent_meter). `launcher`: the
+    cell's own (a Harbor task's container), else the evaluation's."""
     run = job.settings
     return AgentCall(
         argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model, max_turns=job.contract.max_turns,
-        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=run.launcher,
+        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=launcher or run.launcher,
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
         skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
@@ -103,11 +106,17 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
                       skill_dir=job.skill_dir, skill_name=job.skill_name, others=job.settings.with_skills)
+    container = None
     if job.suite.runner == "harbor":   # the task's image: built, its WORKDIR staged; a broken one is no verdict
         from eval.graders.harbor_runner import prepare_cell
-        if problem := await prepare_cell(job, work):
+        problem, container = await prepare_cell(job, work)
+        if problem:
             return infra_result(job, problem, started)
-    done = await call(call_of(job, work))
+    try:
+        done = await call(call_of(job, work, container))
+    finally:
+        if container is not None:
+            await asyncio.to_thread(container.close)   # gone before the verifier's fresh container starts
     (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
     status, error = classify(done.run, done.metrics)
     tests: dict[str, float] = {}
