@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from eval import reaper
 from eval.cells import Contract
 from eval.cost import Price
 from eval.evaluate import EvalRequest, evaluate
@@ -114,6 +115,8 @@ def test_a_command_agent_runs_in_the_tasks_container(engine: ContainerEngine, tm
     (genome / "SKILL.md").write_text(SKILL)
     sandbox = ContainerSandbox(engine.id, NoneLauncher())
     server = MessagesServer()
+    previous = reaper._registry
+    reaper.use(tmp_path / "data" / "pids")   # this test's containers carry its own data-dir label
     try:
         server.script(message(text("pong"), use=usage(7, 3)))
         cell, report = run_cells(suite, tmp_path, sandbox, "skill", genome,
@@ -121,6 +124,7 @@ def test_a_command_agent_runs_in_the_tasks_container(engine: ContainerEngine, tm
         assert server.auth_keys == [SECRET]   # the proxy added the real key on the host side
     finally:
         server.close()
+        reaper.use(previous)
     assert (cell.status, cell.score, cell.tests) == ("ok", 1.0, {"reward": 1.0}), cell.error
     assert report["cwd"] == "/app" and report["interfaces"] == ["lo"]   # the task's WORKDIR, no network
     assert report["skill"] == "/root/.claude/skills/house/SKILL.md"     # the genome, where the task expects it
@@ -129,8 +133,10 @@ def test_a_command_agent_runs_in_the_tasks_container(engine: ContainerEngine, tm
     cell_dir = Path(cell.cell_dir)
     assert SECRET not in "".join(p.read_text(errors="replace") for p in cell_dir.rglob("*") if p.is_file())
     assert not [p for p in cell_dir.rglob("*") if p.name == "solve.sh"]   # the oracle never enters a cell
-    left = subprocess.run(engine.argv("ps", "-a", "--format", "{{.Names}}"), capture_output=True, text=True)
-    assert "sm-agent-" not in left.stdout   # the agent's container is gone
+    mine = f"label={reaper.DATA_DIR_LABEL}={(tmp_path / 'data').resolve()}"   # never another run's containers
+    left = subprocess.run(engine.argv("ps", "-a", "--filter", mine, "--format", "{{.Names}}"), capture_output=True,
+                          text=True)
+    assert left.returncode == 0 and "sm-agent-" not in left.stdout   # the agent's container is gone
     # without the skill the agent never learns the program's name; on the host (the old way) it cannot run it
     bare, _ = run_cells(suite, tmp_path, sandbox, "bare", None, {})
     host, on_host = run_cells(suite, tmp_path, NoneLauncher(), "host", genome, {})
