@@ -57,10 +57,14 @@ async def test_spend_as_the_x_axis_sums_the_store(aiohttp_client, mixed_store):
     found = await (await client.get("/api/compare", params={"store": store, "runs": ",".join(runs[:2])})).json()
     for view in found["runs"]:
         run_id = view["run"]["id"]
+        # each val and train evaluation the run's attempts stored, and each screen's: the run's train evaluation of
+        # a screened candidate's genome (a candidate the screen stopped, or val rejected, never stores it)
         ((cells, usd),) = _rows(mixed_store, (
             "select sum(e.n_done), sum(e.cost_usd_total) from evaluations e where e.id in (select val_evaluation_id "
-            "from attempts where run_id = ? union select train_evaluation_id from attempts where run_id = ?)"),
-            [run_id, run_id])
+            "from attempts where run_id = ? union select train_evaluation_id from attempts where run_id = ? union "
+            "select (select s.id from evaluations s where s.genome_hash = a.genome_hash and s.suite = r.suite and "
+            "s.model = r.model and s.replicates = r.replicates order by s.id limit 1) from attempts a join runs r on "
+            "r.id = a.run_id where a.run_id = ? and a.screen is not null)"), [run_id, run_id, run_id])
         ((mutator,),) = _rows(mixed_store, "select sum(mutator_cost_usd) from attempts where run_id = ?", [run_id])
         assert view["curve"]["cells"][-1] == cells
         assert view["curve"]["usd"][-1] == pytest.approx(usd + mutator)
