@@ -318,6 +318,14 @@ def run_command_and_notes(db: sqlite_utils.Database) -> None:
                            pk="target")
 
 
+@migration()
+def cell_skill_use(db: sqlite_utils.Database) -> None:
+    # What each cell's agent did with the skill (eval/skill_use.py::SkillUse as JSON: loaded, turn, files read,
+    # scripts run, read tokens estimated). Null for older cells and bare cells; evaluation keys are unchanged.
+    if "skill_use" not in db["cells"].columns_dict:
+        db["cells"].add_column("skill_use", str)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {
