@@ -23,6 +23,7 @@ from eval import reaper
 from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, usd
 from eval.environment import CREDENTIALS, allowed_env, runs_our_backend
+from eval.other_skills import install
 from eval.snapshot import copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
 from sandbox import Launcher
@@ -48,8 +49,9 @@ TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
 
 # ---- staging ---------------------------------------------------------------------------------------------------
 def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_dir: Path | None,
-               skill_name: str) -> Path:
-    """A fresh cell dir: work/ holds the task's declared inputs and the skill at .claude/skills/<name>/."""
+               skill_name: str, others: Sequence[Path] = ()) -> Path:
+    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any other
+    installed skills (--with-skills) read-only beside it."""
     if cell_root.exists():
         shutil.rmtree(cell_root)  # left by a crashed run: an unfinished cell starts over
     work = cell_root / "work"
@@ -60,6 +62,7 @@ def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_
         shutil.copyfile(fixtures / rel, target)
     if skill_dir is not None:
         copy_tree(skill_dir, work / ".claude" / "skills" / skill_name)
+    install(tuple(others), work / ".claude" / "skills")
     return work
 
 

@@ -28,9 +28,14 @@ class Contract:
     heartbeat_ms: int      # watchdog: budget between stream growths
     protocol: int = EVAL_PROTOCOL
     salt: str = ""         # fresh replicate seeds (e.g. a confirmation re-evaluation) use a new salt
+    with_skills: str = ""  # the other skills installed in every cell (eval/other_skills.py digest); "" = none
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The contract as keyed and stored; a field added later enters only when set, so older keys stay."""
+        fields = asdict(self)
+        if not fields["with_skills"]:
+            del fields["with_skills"]
+        return fields
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,9 @@ class CellSettings:
     infra_backoff_s: float = 2.0
     env: dict[str, str] = field(default_factory=dict)   # more variables for the agent (tests' FAKE_* hooks)
     prune: bool = True          # drop work/ once trajectory.md is written (bounded disk per round)
+    # --with-skills: the other skills' folders, installed read-only beside the evolved one in every cell; what
+    # they are is keyed by Contract.with_skills (their digest), where they are is not
+    with_skills: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

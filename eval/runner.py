@@ -105,7 +105,7 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
     for meter in (agent_meter(job.cell_root), judge_meter(job.cell_root)):
         meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
-                      skill_dir=job.skill_dir, skill_name=job.skill_name)
+                      skill_dir=job.skill_dir, skill_name=job.skill_name, others=job.settings.with_skills)
     container = None
     if job.suite.runner == "harbor":   # the task's image: built, its WORKDIR staged; a broken one is no verdict
         from eval.graders.harbor_runner import prepare_cell

@@ -39,6 +39,7 @@ class Task:
     schema: tuple[tuple[str, str], ...] = ()      # optional structural check: (field, type)
     expectations: tuple[str, ...] = ()            # runner judge: what a good answer does, as sentences
     line: int = 0                                 # the task's line in tasks.jsonl
+    trigger: bool = True                          # false: a near-miss request, the skill should NOT be loaded
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,12 @@ def _task(raw: str, number: int, where: Path) -> Task:
     sentences = obj.get("expectations", [])
     if not isinstance(sentences, list) or not all(isinstance(v, str) and v.strip() for v in sentences):
         raise SuiteError(f"{where}:{number}: 'expectations' must be a list of non-empty sentences")
+    trigger = obj.get("trigger", True)
+    if not isinstance(trigger, bool):
+        raise SuiteError(f"{where}:{number}: 'trigger' must be true (the skill should be used, the default) or "
+                         f"false (a near-miss request: it should not), got {trigger!r}")
     return Task(obj["id"], obj["prompt"], lists["inputs"], lists["required"], expect, schema,
-                tuple(sentences), number)
+                tuple(sentences), number, trigger)
 
 
 def _runner_problem(runner: str, task: Task) -> str | None:

@@ -105,6 +105,11 @@ class Settings:
     """Every setting, each declared once as a config key (flags in --help follow this order within a group)."""
     skill_dir: Path = key("skillDir", rule="a path to a skill folder", group="run",
                           help="the seed skill folder (default: config skillDir)")
+    with_skills: str = key("withSkills", rule="a folder of skill folders, or '' (none)", default="", group="run",
+                           flag={"metavar": "DIR"},
+                           help="install the skills under DIR (each a folder with SKILL.md) read-only beside the "
+                                "evolved one in every cell, so triggering and interference are measured among them "
+                                "(default: none; a new evaluation key when set)")
     # the loop
     rounds: int = key("rounds", lambda v: v >= 0, "an integer >= 0", group="loop",
                       help="total rounds (a finished run with fewer is extended)")
@@ -205,6 +210,7 @@ class Settings:
     mutator_cmd: str = key("mutatorCmd", rule="your mutator's command line ('' = none)")   # --mutator-cmd: cli/agents
     w_cost: float = key("score.wCost", lambda v: v >= 0, "a number >= 0")
     w_steps: float = key("score.wSteps", lambda v: v >= 0, "a number >= 0")
+    w_trigger: float = key("score.wTrigger", lambda v: v >= 0, "a number >= 0 (0 = triggering not scored)", 0.0)
     val_query_warn: int = key("valQueryWarn", lambda v: v >= 0, "an integer >= 0")
     critic_max_lines: int = key("critic.maxSkillLines", _positive, "an integer >= 1")
     critic_max_bytes: int = key("critic.maxSkillBytes", _positive, "an integer >= 1")

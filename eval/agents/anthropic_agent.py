@@ -83,19 +83,33 @@ def read_prompt() -> str:
     return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
 
 
+def installed_skills(cwd: Path) -> list[Path]:
+    """Every skill the cell offers, as Claude Code finds them: SM_SKILL_DIR's first (the evolved one), then each
+    other folder with a SKILL.md under cwd/.claude/skills/ (--with-skills), by name."""
+    found: list[Path] = []
+    skill_env = os.environ.get("SM_SKILL_DIR")
+    if skill_env and Path(skill_env, "SKILL.md").is_file():
+        found.append(Path(skill_env).resolve())
+    root = cwd / ".claude" / "skills"
+    if root.is_dir():
+        found += [p.resolve() for p in sorted(root.iterdir())
+                  if (p / "SKILL.md").is_file() and p.resolve() not in found]
+    return found
+
+
 def skills_block(cwd: Path) -> tuple[str, list[str]]:
     """The Agent Skills way: only name + description up front, with the path to read SKILL.md from."""
-    skill_env = os.environ.get("SM_SKILL_DIR")
-    if not skill_env or not Path(skill_env, "SKILL.md").is_file():
+    skills = installed_skills(cwd)
+    if not skills:
         return "", []
     from skills_ref import read_properties, to_prompt
-    skill_dir = Path(skill_env).resolve()
-    block = to_prompt([skill_dir])
-    try:
-        block = block.replace(str(skill_dir / "SKILL.md"), (skill_dir / "SKILL.md").relative_to(cwd).as_posix())
-    except ValueError:
-        pass  # the skill lives outside cwd: the absolute path stays (the read tool will refuse it)
-    return SKILLS_SYSTEM.format(skills=block), [read_properties(skill_dir).name]
+    block = to_prompt(skills)
+    for skill_dir in skills:
+        try:
+            block = block.replace(str(skill_dir / "SKILL.md"), (skill_dir / "SKILL.md").relative_to(cwd).as_posix())
+        except ValueError:
+            pass  # the skill lives outside cwd: the absolute path stays (the read tool will refuse it)
+    return SKILLS_SYSTEM.format(skills=block), [read_properties(skill_dir).name for skill_dir in skills]
 
 
 def system_prompt(role: str, cwd: Path) -> tuple[str, list[str]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from skills_ref import read_properties
 
 from eval.cells import Contract, evaluation_key
+from eval.other_skills import digest
 from eval.scheduler import DeadlineReached
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import Suite
@@ -23,7 +24,7 @@ from mutator.after import drift
 from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop, cell_estimate
 from mutator.round.progress import Progress
-from mutator.round.session import Session
+from mutator.round.session import Session, other_skills
 from mutator.store.db import connect, dumps, loads, now, rows
 from sandbox import Launcher
 
@@ -54,7 +55,8 @@ class HealthCheck:
         skill_dir = skill_dir.resolve()
         skill_name = read_properties(skill_dir).name
         base = Contract(model=s.model, replicates=s.replicates, max_turns=s.max_turns, agent=self.build_id,
-                        silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms)
+                        silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
+                        with_skills=digest(other_skills(s, skill_name)))
         fingerprint = drift.fingerprint([(x.name, x.content_hash) for x in suites], base.to_json())
         genome_hash = hash_tree(skill_dir)
         n_cells = sum(len(x.tasks) for x in suites) * s.replicates

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from eval.errors import SkillMutatorError
 from eval.suite import load_suite, name_problem
+from mutator.after.trigger_import import GRADER, is_trigger_set, split_by_class, trigger_tasks
 
 FRACTIONS = {"val": 0.2, "test": 0.2}
 
@@ -59,14 +60,19 @@ def task_id(raw_id: object, index: int) -> str:
     return f"eval-{text}"
 
 
-def read_evals(evals_json: Path) -> tuple[str, list[dict]]:
+def read_json(evals_json: Path) -> object:
     try:
-        data = json.loads(evals_json.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+        return json.loads(evals_json.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise EvalsImportError(f"{evals_json}: cannot read it as JSON: {err}") from None
+
+
+def read_evals(evals_json: Path, data: object) -> tuple[str, list[dict]]:
     evals = data.get("evals") if isinstance(data, dict) else data
     if not isinstance(evals, list) or not evals:
-        raise EvalsImportError(f"{evals_json}: expected {{\"skill_name\": ..., \"evals\": [...]}} with at least one eval")
+        raise EvalsImportError(f"{evals_json}: expected {{\"skill_name\": ..., \"evals\": [...]}} with at least one "
+                               "eval (skill-creator's evals.json), or a list of {\"query\": ..., \"should_trigger\": "
+                               "true|false} (its trigger eval set)")
     skill_name = str(data.get("skill_name", "")) if isinstance(data, dict) else ""
     return skill_name, evals
 
@@ -108,8 +114,11 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
         raise EvalsImportError(f"--out {out}: the folder name {out.name!r} names the suites and is invalid: {problem}")
     if out.exists() and any(out.iterdir()):
         raise EvalsImportError(f"--out {out}: already exists and is not empty; pick a new folder or remove it")
+    data = read_json(evals_json)
+    if is_trigger_set(data):
+        return import_trigger_set(data, evals_json, out, seed)
     skill_root = evals_json.parent.parent if evals_json.parent.name == "evals" else evals_json.parent
-    skill_name, evals = read_evals(evals_json)
+    skill_name, evals = read_evals(evals_json, data)
     tasks = [to_task(entry, i, skill_root, evals_json) for i, entry in enumerate(evals)]
     ids = [t["id"].lower() for t, _ in tasks]
     if len(set(ids)) != len(ids):
@@ -132,12 +141,25 @@ def write_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path,
                              f"{' for ' + skill_name if skill_name else ''}), split {split} by seed {seed}.")
 
 
-def write_judge_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path, str]]]],
-                      origin: str) -> Imported:
-    """Write one judge-graded suite folder (suite.md, tasks.jsonl, fixtures/<id>/) and load it back.
+def import_trigger_set(data: list, evals_json: Path, out: Path, seed: int) -> list[Imported]:
+    """skill-creator's trigger eval set as trigger suites (mutator/after/trigger_import.py)."""
+    splits = split_by_class(trigger_tasks(data, evals_json, EvalsImportError), seed, split_counts)
+    if not splits["val"]:
+        raise EvalsImportError(f"{evals_json}: {len(data)} queries leave the val split empty; give at least 2 queries "
+                               "of one kind (should_trigger true or false)")
+    origin = f"Imported from `{evals_json}` (skill-creator trigger eval set), split {{split}} by seed {seed}."
+    return [write_judge_suite(out / f"{out.name}-{split}", split, [(t, []) for t in tasks],
+                              origin.format(split=split), grader=GRADER)
+            for split, tasks in splits.items() if tasks]
 
-    `origin` is the body's first sentence (where the tasks came from); shared by the evals.json import and
-    trace mining (mutator/mining/)."""
+
+def write_judge_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path, str]]]],
+                      origin: str, grader: str = "") -> Imported:
+    """Write one judge-graded suite folder (suite.md, tasks.jsonl, fixtures/<id>/) and load it back; with a
+    `grader` (a run-eval.py's text) a script-graded one instead.
+
+    `origin` is the body's first sentence (where the tasks came from); shared by the evals.json import, the
+    trigger eval set import and trace mining (mutator/mining/)."""
     (path / "fixtures").mkdir(parents=True)
     for task, files in tasks:
         fixture = path / "fixtures" / task["id"]
@@ -146,9 +168,12 @@ def write_judge_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple
             shutil.copyfile(source, fixture / name)
     (path / "tasks.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t, _ in tasks),
                                       encoding="utf-8")
+    if grader:
+        (path / "run-eval.py").write_text(grader, encoding="utf-8")
+    runner, how = ("script", "run-eval.py gives every finished cell 1: only triggering (score.wTrigger) counts.") \
+        if grader else ("judge", "Each task is graded by the judge against its expectation sentences.")
     (path / "suite.md").write_text(
-        f"---\nname: {path.name}\nsplit: {split}\nrunner: judge\n---\n\n# {path.name}\n\n{origin} "
-        f"Each task is graded by the judge against its expectation sentences.\n",
+        f"---\nname: {path.name}\nsplit: {split}\nrunner: {runner}\n---\n\n# {path.name}\n\n{origin} {how}\n",
         encoding="utf-8")
     suite = load_suite(path)   # the suite must load like any hand-written suite
     return Imported(split, path, tuple(t.id for t in suite.tasks))

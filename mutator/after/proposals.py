@@ -68,7 +68,7 @@ def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict, seed: dict)
                                           "where id in (?, ?)", list(ids))}
     if len(graded) < 2 or graded[ids[0]]["suite_hash"] == graded[ids[1]]["suite_hash"]:
         return attempt, seed
-    weights, norm = Weights(run["w_cost"], run["w_steps"]), stored_normalisers(run, "val")
+    weights, norm = Weights.of_run(run), stored_normalisers(run, "val")
     for mine, other, swap in ((graded[ids[0]], graded[ids[1]], 0), (graded[ids[1]], graded[ids[0]], 1)):
         found = rows(db, "select id from evaluations where genome_hash = ? and suite = ? and suite_hash = ? and "
                          "contract = ? and status = 'done' order by id desc limit 1",

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from mutator.round.session import Session, Suites
 
 
+# score.wTrigger > 0 (mutator/scoring/trigger.py): what the briefing's formula adds
+TRIGGER_FORMULA = " − {w}·(1 − trigger hit share)"
+TRIGGER_HIT = (" A hit is a cell that loaded the skill when its task should use it, or did not when it should not (a "
+               "near-miss task scores 1 if the skill was not loaded, else 0).")
+
 class MutatorView:
     """The mutator's view of a run: its briefing, the evidence staged beside it, and the meta skill's lessons."""
 
@@ -111,8 +116,10 @@ class MutatorView:
         attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows()]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.session.skill_name,
-            formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps); eval is the "
-                     f"mean per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."),
+            formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps)"
+                     f"{TRIGGER_FORMULA.format(w=s.w_trigger) if s.w_trigger else ''}; eval is the mean per-cell score "
+                     f"in [0,1], cost and steps per-cell means, normalised to the seed."
+                     f"{TRIGGER_HIT if s.w_trigger else ''}"),
             gate=self.gate_text(),
             incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective,
             meta_skill=next((e["lessons"] for e in reversed(self.meta_lessons()) if e["lessons"]), ""),

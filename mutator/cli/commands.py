@@ -15,7 +15,7 @@ from pathlib import Path
 from eval.suite import Suite, SuiteError, load_suite
 from mutator.after.cli import where_flags
 from mutator.config import ConfigError, Settings, resolve_suite_path, run_py
-from mutator.round.preflight import check_seed_skill, check_skill_dir_given, check_split
+from mutator.round.preflight import check_other_skills, check_seed_skill, check_skill_dir_given, check_split
 from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
 from strategies import make_strategy
@@ -213,6 +213,7 @@ def aa(c: Context) -> int:
     val, train = c.load(args.val, "--val"), c.load(args.suite, "--suite") if args.suite else None
     check_skill_dir_given(args.skill_dir, s.skill_dir, [suite for suite in (train, val) if suite])
     check_seed_skill(s.skill_dir)
+    check_other_skills(s)
     run = AARun(s, val, train=train,
                 build_argv=c.agents.build_argv, build_id=c.agents.build_id, launcher=c.launcher,
                 progress=c.progress, budget=budgets(c))
@@ -240,6 +241,7 @@ def evolve(c: Context) -> int:
         if suite:
             check_split(suite, flag, allow_mismatch=c.split_ok)
     check_seed_skill(s.skill_dir)
+    check_other_skills(s)
     strategy = make_strategy(s.strategy, s.strategy_opts)
     loop = Loop(s, suites, c.agents, c.launcher, strategy, progress=c.progress,
                 budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, c.daily),

@@ -25,9 +25,10 @@ from eval.kept import regradable
 from eval.scheduler import until
 from eval.suite import Suite
 from mutator.round.progress import Progress
+from mutator.round.summary import cell_figures, stored_cells
 from mutator.scoring.models import first_model, is_group, members
 from mutator.scoring.score import CellFigures
-from mutator.store import cache, charges
+from mutator.store import cache, charges, triggers
 from sandbox import Launcher
 
 
@@ -83,10 +84,11 @@ class Evaluator:
     def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
                      launcher: Launcher, progress: Progress, network: bool = False, concurrency: int | None = None,
                      spend_gate: SpendGate | None = None, deadline: float | None = None,
-                     payer: Callable[[], str] | None = None) -> Evaluator:
+                     payer: Callable[[], str] | None = None, with_skills: tuple[Path, ...] = ()) -> Evaluator:
         """The evaluator a command builds from its settings: priced by the contract's model (each member model
         of a several-model evaluation by its own), its cells run as `cell_settings` says."""
-        cells = cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network)
+        cells = replace(cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network),
+                        with_skills=with_skills)
         return cls(db=db, data_dir=settings.data_dir, contract=contract, settings=cells,
                    price=price_for(settings.pricing, first_model(contract.model)),
                    concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
@@ -152,7 +154,7 @@ class Evaluator:
         for c in failed:
             failures[c["status"]] = failures.get(c["status"], 0) + 1
         first = min((c for c in failed if c["error"]), key=lambda c: c["id"], default=None)
-        return Outcome(evaluation_id, _figures(cells), ran, ran_cost, complete=complete,
+        return Outcome(evaluation_id, tuple(cell_figures(cells, triggers.no_trigger_ids(row))), ran, ran_cost, complete=complete,
                        failures=dict(sorted(failures.items())), n_cells=n_cells, budget_stop=budget_stop,
                        first_error=first["error"] if first else "")
 
@@ -252,14 +254,7 @@ class Evaluator:
                              payer=self.payer() if self.payer else None)
 
     def cells(self, evaluation_id: int) -> tuple[CellFigures, ...]:
-        return _figures(cache.cell_rows(self.db, evaluation_id))
-
-
-def _figures(rows: list[dict]) -> tuple[CellFigures, ...]:
-    return tuple(CellFigures(task_id=r["task_id"], replicate=r["replicate"], score=r["score"] or 0.0,
-                             cost_usd=r["cost_usd"] or 0.0, steps=r["steps"] or 0, ok=r["status"] == "ok",
-                             model=r.get("model") or "")
-                 for r in rows)
+        return tuple(stored_cells(self.db, evaluation_id))
 
 
 class _Starter:

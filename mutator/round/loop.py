@@ -127,7 +127,7 @@ class Loop:
                 model=s.model, agent=self.agents.build_id, replicates=s.replicates,
                 mutator_model=None if self.agents.mutator_id.startswith("command@") else s.mutator_model,  # a
                 # --mutator-cmd picks its own model: config's mutatorModel only reaches it as SM_MODEL
-                rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
+                rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps, w_trigger=s.w_trigger,
                 min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
                 confirm=int(s.confirm)))
             self.progress.say(f"New run {self.run_id}: {new_run_words(s, self.suites, self.agents, self.skill_name)}.")

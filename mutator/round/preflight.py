@@ -32,6 +32,15 @@ def check_seed_skill(skill_dir: Path) -> None:
                           f"(name = folder name, lowercase letters, digits and hyphens; a description)")
 
 
+def check_other_skills(settings) -> None:
+    """--with-skills DIR: its skills are checked before the store is opened (eval/other_skills.py)."""
+    if settings.with_skills:
+        from skills_ref import read_properties
+
+        from mutator.round.session import other_skills
+        other_skills(settings, read_properties(settings.skill_dir).name)
+
+
 def check_split(suite: Suite, flag: str, *, allow_mismatch: bool) -> None:
     """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the mutator)."""
     role = ROLES[flag]

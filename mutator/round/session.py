@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import sqlite_utils
 from skills_ref import read_properties
 
 from eval.cells import Contract
 from eval.errors import SkillMutatorError
+from eval.other_skills import digest, find_skills
 from eval.suite import Suite
-from mutator.config import Settings
+from mutator.config import ConfigError, Settings
 from mutator.round.budget import Budget, RunGate
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.failures import account
@@ -28,6 +31,13 @@ from sandbox import Launcher
 
 class LoopError(SkillMutatorError, RuntimeError):
     """The loop refuses to start (e.g. --suite equals --val); the message says the fix."""
+
+
+def other_skills(settings: Settings, skill_name: str) -> tuple[Path, ...]:
+    """--with-skills DIR: the other skills to install in every cell, checked before any spend (eval/other_skills.py)."""
+    if not settings.with_skills:
+        return ()
+    return find_skills(Path(os.path.abspath(settings.with_skills)), skill_name)
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,7 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
+            **({"w_trigger": s.w_trigger} if s.w_trigger else {}),
             **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
             **({"confirm": True} if s.confirm else {}), **cheaper}
 
@@ -118,14 +129,22 @@ class Session:
         charged to the session's run as it is stored; without (a health check), nothing is charged to a run."""
         db = db or connect(settings.db_path)
         progress = progress or Progress()
+        skill_name = skill_name or read_properties(settings.skill_dir).name
+        others = other_skills(settings, skill_name)
         contract = contract or Contract(
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
-            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms, with_skills=digest(others))
+        if contract.with_skills != digest(others):
+            was = f"among other skills (digest {contract.with_skills})" if contract.with_skills else "alone"
+            now_ = f"those of {settings.with_skills} (digest {digest(others)})" if others else "none"
+            raise ConfigError(f"--with-skills: the run was evaluated {was}, but this command installs {now_}; pass "
+                              f"the run's own --with-skills DIR, unchanged (or none for a run evaluated alone)")
         evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=build_argv, launcher=launcher,
-                                           progress=progress, network=network, concurrency=concurrency)
+                                           progress=progress, network=network, concurrency=concurrency,
+                                           with_skills=others)
         session = cls(settings=settings, db=db, genomes=GenomeStore(settings.data_dir, db),
-                      weights=weights or Weights(settings.w_cost, settings.w_steps),
-                      skill_name=skill_name or read_properties(settings.skill_dir).name, contract=contract,
+                      weights=weights or Weights(settings.w_cost, settings.w_steps, settings.w_trigger),
+                      skill_name=skill_name, contract=contract,
                       evaluator=evaluator, progress=progress, budget=budget)
         if budget:   # every cell asks the run's budget first (the run id is known once the run opens)
             evaluator.spend_gate = RunGate(budget, db, lambda: session.run_id)

@@ -9,16 +9,24 @@ import sqlite_utils
 
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import CellFigures, Normalisers, Weights, by_model, summarise
-from mutator.store import cache
+from mutator.store import cache, triggers
 from mutator.store.db import loads, rows
 from mutator.store.liveness import mark_stale
 from strategies.verdicts import Verdict
 
 
 def stored_cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
-    """An evaluation's cells as the scorer sees them (a several-model one's tagged with each cell's model)."""
+    """An evaluation's cells as the scorer sees them (a several-model one's tagged with each cell's model), each
+    with whether it loaded the skill and whether its task should have (mutator/scoring/trigger.py)."""
+    evaluation = db["evaluations"].get(evaluation_id)
+    return cell_figures(cache.cell_rows(db, evaluation_id), triggers.no_trigger_ids(evaluation))
+
+
+def cell_figures(rows: list[dict], no_trigger: frozenset[str]) -> list[CellFigures]:
+    """Stored cell rows as CellFigures: the one place a cell row becomes a scored cell."""
     return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
-                        r["status"] == "ok", r.get("model") or "") for r in cache.cell_rows(db, evaluation_id)]
+                        r["status"] == "ok", r.get("model") or "", triggers.loaded(r), r["task_id"] not in no_trigger)
+            for r in rows]
 
 
 def _figures(db: sqlite_utils.Database, evaluation_id: int | None, weights: Weights, norm: Normalisers,
@@ -45,7 +53,7 @@ class SeedVsChampion:
 
 
 def seed_vs_champion(db: sqlite_utils.Database, run: dict) -> SeedVsChampion:
-    weights = Weights(run["w_cost"], run["w_steps"])
+    weights = Weights.of_run(run)
     val_norm, train_norm = stored_normalisers(run, "val"), stored_normalisers(run, "train")
     attempts = rows(db, "select * from attempts where run_id = ? order by round, sibling", [run["id"]])
     seed = attempts[0]

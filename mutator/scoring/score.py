@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scipy import special
 
-from mutator.scoring import signflip, ties
+from mutator.scoring import signflip, ties, trigger
 from mutator.scoring.mad import robust_scale_of
 
 # scipy.special carries the same distribution functions as scipy.stats without its ~2 s import, which every
@@ -39,6 +39,12 @@ class ScoreError(ValueError):
 class Weights:
     w_cost: float
     w_steps: float
+    w_trigger: float = 0.0   # score.wTrigger (mutator/scoring/trigger.py)
+
+    @classmethod
+    def of_run(cls, run: Mapping) -> Weights:
+        """The weights a stored run was scored with (a run from before score.wTrigger has none)."""
+        return cls(run.get("w_cost") or 0.0, run.get("w_steps") or 0.0, run.get("w_trigger") or 0.0)
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class CellFigures:
     steps: float
     ok: bool
     model: str = ""     # the eval model, set only when an evaluation spans several
+    loaded: bool | None = None   # the agent loaded the skill (cells.skill_use); None: not recorded
+    trigger: bool = True         # the task's "trigger": the skill should be loaded
 
     def __post_init__(self) -> None:
         if not self.ok:
@@ -89,9 +97,9 @@ class Normalisers:
 class TaskFigures:
     """One task's means over its replicate cells.
 
-    cost_term and steps_term are the signed contributions of cost and steps to the composite
-    (-wCost·cost/seedCost, -wSteps·steps/seedSteps), so composite = eval + cost_term + steps_term;
-    the gate needs them to split Δ into Δeval/Δcost/Δsteps.
+    cost_term, steps_term and trigger_term are the signed contributions of cost, steps and triggering to the
+    composite (-wCost·cost/seedCost, -wSteps·steps/seedSteps, -wTrigger·(1 − hit share)), so composite = eval +
+    cost_term + steps_term + trigger_term; the gate needs them to split Δ into Δeval/Δcost/Δsteps/Δtrigger.
     """
 
     task_id: str
@@ -102,6 +110,7 @@ class TaskFigures:
     n_cells: int
     cost_term: float = 0.0
     steps_term: float = 0.0
+    trigger_term: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -117,8 +126,9 @@ class Summary:
 
 
 def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,
-              seed_steps: float | None) -> tuple[float, float, float]:
-    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost − wSteps·steps/seedSteps.
+              seed_steps: float | None, trigger_term: float = 0.0) -> tuple[float, float, float]:
+    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost − wSteps·steps/seedSteps
+    + trigger_term (−wTrigger·(1 − hit share), mutator/scoring/trigger.py::term; 0 unless score.wTrigger > 0).
 
     Returns (composite, cost_term, steps_term), the terms being the signed penalties. A seed that spent nothing
     (e.g. all cells errored before the first step, or a free fake agent) gives no scale to measure against;
@@ -126,15 +136,18 @@ def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_co
     """
     cost_term = -weights.w_cost * cost / seed_cost if seed_cost and seed_cost > 0 else 0.0
     steps_term = -weights.w_steps * steps / seed_steps if seed_steps and seed_steps > 0 else 0.0
-    return eval_ + cost_term + steps_term, cost_term, steps_term
+    return eval_ + cost_term + steps_term + trigger_term, cost_term, steps_term
 
 
 def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) -> tuple[float, ...]:
+    """(eval, cost, steps, composite, cost_term, steps_term, trigger_term) of these cells."""
     n = len(cells)
-    eval_ = sum(c.score for c in cells) / n
+    eval_ = sum(trigger.cell_score(c, weights.w_trigger) for c in cells) / n
     cost = sum(c.cost_usd for c in cells) / n
     steps = sum(c.steps for c in cells) / n
-    return eval_, cost, steps, *composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps)
+    trigger_term = trigger.term(cells, weights.w_trigger)
+    total, cost_term, steps_term = composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps, trigger_term)
+    return eval_, cost, steps, total, cost_term, steps_term, trigger_term
 
 
 def models_of(cells: Iterable[CellFigures]) -> list[str]:
@@ -191,8 +204,7 @@ def per_task(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) 
         for model in models:
             for task_id, f in per_task([c for c in cells if c.model == model], weights,
                                        norm.for_model(model)).items():
-                out[f"{task_id}@{model}"] = TaskFigures(f"{task_id}@{model}", f.eval, f.cost, f.steps, f.composite,
-                                                        f.n_cells, f.cost_term, f.steps_term)
+                out[f"{task_id}@{model}"] = replace(f, task_id=f"{task_id}@{model}")
         return dict(sorted(out.items()))
     if norm.by_model and models:
         norm = norm.for_model(models[0])
@@ -202,17 +214,10 @@ def per_task(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) 
     out: dict[str, TaskFigures] = {}
     for task_id in sorted(by_task):
         group = by_task[task_id]
-        eval_, cost, steps, composite, cost_term, steps_term = _figures(group, weights, norm)
-        out[task_id] = TaskFigures(
-            task_id=task_id,
-            eval=eval_,
-            cost=cost,
-            steps=steps,
-            composite=composite,
-            n_cells=len(group),
-            cost_term=cost_term,
-            steps_term=steps_term,
-        )
+        eval_, cost, steps, composite, cost_term, steps_term, trigger_term = _figures(group, weights, norm)
+        out[task_id] = TaskFigures(task_id=task_id, eval=eval_, cost=cost, steps=steps, composite=composite,
+                                   n_cells=len(group), cost_term=cost_term, steps_term=steps_term,
+                                   trigger_term=trigger_term)
     return out
 
 
@@ -233,7 +238,7 @@ def summarise(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers)
         norm = norm.for_model(cells[0].model)
     if not cells:
         return Summary(eval=0.0, cost=0.0, steps=0.0, composite=0.0, n_cells=0, tasks=tasks)
-    eval_, cost, steps, composite, _, _ = _figures(cells, weights, norm)
+    eval_, cost, steps, composite, *_ = _figures(cells, weights, norm)
     return Summary(eval=eval_, cost=cost, steps=steps, composite=composite, n_cells=len(cells), tasks=tasks)
 
 
@@ -252,7 +257,7 @@ class Comparison:
 class Gate:
     """Every figure of one candidate-vs-incumbent gate decision.
 
-    delta = delta_eval + delta_cost + delta_steps, where delta_cost and delta_steps are the changes in
+    delta = delta_eval + delta_cost + delta_steps + delta_trigger, where the last three are the changes in
     the cost and steps terms of the composite (already weighted, normalised and sign-flipped: a
     cheaper candidate has a positive delta_cost).
     """
@@ -285,6 +290,7 @@ class Gate:
     tie: ties.TieCheck | None = None
     # score.modelGate 'each' (mutator/scoring/holm.py): every model's own gate, its Holm step and z; keep is Holm's
     models: dict | None = None
+    delta_trigger: float = 0.0   # the change in the trigger term (score.wTrigger > 0; mutator/scoring/trigger.py)
 
     @property
     def comparison(self) -> Comparison:
@@ -310,6 +316,7 @@ class Gate:
             "delta_eval": float(self.delta_eval),
             "delta_cost": float(self.delta_cost),
             "delta_steps": float(self.delta_steps),
+            **({"delta_trigger": float(self.delta_trigger)} if self.delta_trigger else {}),
             "s_r": float(self.s_r),
             "s": float(self.s),
             "df": int(self.df),
@@ -406,10 +413,10 @@ def compare(
     for side, figures in (("candidate", candidate), ("incumbent", incumbent)):
         for task_id in paired:
             f = figures[task_id]
-            if abs(f.eval + f.cost_term + f.steps_term - f.composite) > _SPLIT_TOLERANCE:
+            if abs(f.eval + f.cost_term + f.steps_term + f.trigger_term - f.composite) > _SPLIT_TOLERANCE:
                 raise ScoreError(
-                    f"{side} task {task_id!r}: composite {f.composite} != eval + cost_term + steps_term; "
-                    "build TaskFigures with score.per_task() so the Δ split adds up"
+                    f"{side} task {task_id!r}: composite {f.composite} != eval + cost_term + steps_term + "
+                    "trigger_term; build TaskFigures with score.per_task() so the Δ split adds up"
                 )
 
     deltas = {t: candidate[t].composite - incumbent[t].composite for t in paired}
@@ -437,6 +444,6 @@ def compare(
     tie = ties.check(candidate, incumbent, paired, delta=delta, gate_keep=keep, min_improvement=min_improvement,
                      rule=tie_rule)
     return Gate(deltas=deltas, n=n, delta=delta, delta_eval=mean_change("eval"), delta_cost=mean_change("cost_term"),
-                delta_steps=mean_change("steps_term"), s_r=s_r, s=s, df=df, se=se, t=t, threshold=threshold,
-                min_improvement=min_improvement, gate_z=gate_z, keep=tie.keep, scale_method=scale.method,
+                delta_steps=mean_change("steps_term"), delta_trigger=mean_change("trigger_term"), s_r=s_r, s=s, df=df,
+                se=se, t=t, threshold=threshold, min_improvement=min_improvement, gate_z=gate_z, keep=tie.keep, scale_method=scale.method,
                 scale_factor=scale.factor, method=method, t_student=t_student, flip=flip, tie=tie)

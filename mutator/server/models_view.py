@@ -35,7 +35,7 @@ def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, i
 def composite_of(row: dict, run: dict, cost_norm: float | None, steps_norm: float | None) -> float:
     """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers, by the one
     function the loop scores with (mutator/scoring/score.py)."""
-    weights = Weights(run["w_cost"], run["w_steps"])
+    weights = Weights.of_run(run)
     return composite(row["eval"], row["cost"] or 0, row["steps"] or 0, weights, cost_norm, steps_norm)[0]
 
 

@@ -18,7 +18,7 @@ import sqlite_utils
 from eval.cells import Contract
 from eval.jobs import FINAL, CellResult
 from eval.suite import Suite
-from mutator.store import ledger
+from mutator.store import ledger, triggers
 from mutator.store.db import dumps, now
 
 
@@ -37,7 +37,8 @@ def open_evaluation(db: sqlite_utils.Database, key: str, genome_hash: str, suite
             "key": key, "genome_hash": genome_hash, "suite": suite.name, "suite_hash": suite.content_hash,
             "split": suite.split, "contract": dumps(contract.to_json()), "model": contract.model,
             "replicates": contract.replicates, "status": "running", "agent_key": agent_key,
-            "n_cells": len(suite.tasks) * contract.replicates, "n_done": 0, "started_at": now()})
+            "n_cells": len(suite.tasks) * contract.replicates, "n_done": 0, "started_at": now(),
+            "no_trigger_tasks": triggers.no_trigger_json(suite)})
         row = find(db, key)
     elif agent_key and not row.get("agent_key"):
         db["evaluations"].update(row["id"], {"agent_key": agent_key})
@@ -188,7 +189,8 @@ def close_group(db: sqlite_utils.Database, evaluation_id: int) -> str:
         "status": status, "n_done": len(rows), "finished_at": now(), "n_failed": sum(failures.values()),
         "failures": dumps(dict(sorted(failures.items()))), "eval": sum(r["score"] or 0.0 for r in rows) / n,
         "cost": sum(r["cost_usd"] or 0.0 for r in rows) / n, "steps": sum(r["steps"] or 0 for r in rows) / n,
-        "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows)})
+        "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows),
+        **triggers.rates(rows, triggers.no_trigger_ids(db["evaluations"].get(evaluation_id)))})
     return status
 
 
@@ -205,7 +207,8 @@ def close_evaluation(db: sqlite_utils.Database, evaluation_id: int) -> str:
         "status": status, "n_done": len(rows), "finished_at": now(),
         "n_failed": sum(failures.values()), "failures": dumps(failures),
         "eval": sum(r["score"] or 0.0 for r in rows) / n, "cost": sum(r["cost_usd"] or 0.0 for r in rows) / n,
-        "steps": sum(r["steps"] or 0 for r in rows) / n, "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows)})
+        "steps": sum(r["steps"] or 0 for r in rows) / n, "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows),
+        **triggers.rates(rows, triggers.no_trigger_ids(db["evaluations"].get(evaluation_id)))})
     return status
 
 

@@ -326,6 +326,18 @@ def cell_skill_use(db: sqlite_utils.Database) -> None:
         db["cells"].add_column("skill_use", str)
 
 
+@migration()
+def trigger_scores(db: sqlite_utils.Database) -> None:
+    # Triggering (issue 31): a run's score.wTrigger (null before it existed: 0), and per evaluation its trigger
+    # recall and false-trigger rate beside eval, with the ids of its trigger:false tasks (JSON) so both re-derive
+    # from the cells' skill_use rows alone.
+    if "w_trigger" not in db["runs"].columns_dict:
+        db["runs"].add_column("w_trigger", float)
+    for name, kind in (("trigger_recall", float), ("false_trigger_rate", float), ("no_trigger_tasks", str)):
+        if name not in db["evaluations"].columns_dict:
+            db["evaluations"].add_column(name, kind)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

@@ -41,6 +41,7 @@ class RunRow:
     holdout: str | None = None
     mutator_model: str | None = None
     confirm: int | None = None
+    w_trigger: float | None = None   # score.wTrigger (null: a run from before it, or an A/A run: 0)
 
 
 def columns(db: sqlite_utils.Database, table: str, fields: dict) -> dict:

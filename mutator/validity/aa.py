@@ -225,7 +225,7 @@ def figures(db: sqlite_utils.Database, run_id: str) -> dict:
     copies = rows(db, "select * from attempts where run_id = ? and round > 0 and verdict is not null order by round",
                   [run_id])
     seed = rows(db, "select val_evaluation_id from attempts where run_id = ? and round = 0", [run_id])
-    weights = Weights(run["w_cost"], run["w_steps"])
+    weights = Weights.of_run(run)
     norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
     all_deltas = [d for c in copies for d in loads(c["gate"])["deltas"].values()]
     last = copies[-1] if copies else None

@@ -17,7 +17,7 @@ def champions_pair(db: sqlite_utils.Database, run_a: dict, run_b: dict, *, suite
                    seed_eval_a: int | None, genome_a: str | None = None, genome_b: str | None = None) -> dict:
     """The paired report of champion B − champion A on `suite` (evaluation ids of each champion's test cells and of
     run A's seed there). `n` 0 and no figures when the two evaluations share no task."""
-    weights = Weights(run_a.get("w_cost") or 0.0, run_a.get("w_steps") or 0.0)
+    weights = Weights.of_run(run_a)
     seed_cells = _cells(db, seed_eval_a) if seed_eval_a else []
     norm = normalisers(seed_cells) if seed_cells else Normalisers(0.0, 0.0)
     split = compare_split(db, eval_b, eval_a, weights, norm)

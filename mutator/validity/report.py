@@ -11,8 +11,9 @@ import math
 
 import sqlite_utils
 
+from mutator.round.summary import stored_cells
 from mutator.scoring.models import stored_normalisers
-from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task, split_key
+from mutator.scoring.score import Normalisers, Weights, per_task, split_key
 from mutator.store import cache
 from mutator.store.db import rows
 from mutator.validity import harm
@@ -22,9 +23,7 @@ from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_d
 GAP_Z = 2.0
 
 
-def _cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
-    return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
-                        r["status"] == "ok", r.get("model") or "") for r in cache.cell_rows(db, evaluation_id)]
+_cells = stored_cells
 
 
 def _tests(db: sqlite_utils.Database, evaluation_id: int) -> dict[tuple[str, int], dict[str, float]]:
@@ -79,6 +78,9 @@ def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eva
         "delta": paired_delta(deltas).to_json(),
         "delta_eval": paired_delta(paired({t: f.eval for t, f in champ.items()},
                                           {t: f.eval for t, f in seed.items()})).to_json(),
+        **({"delta_trigger": paired_delta(paired({t: f.trigger_term for t, f in champ.items()},
+                                                 {t: f.trigger_term for t, f in seed.items()})).to_json()}
+           if weights.w_trigger else {}),   # score.wTrigger > 0: the trigger term's paired change, per task
         "sign": sign_test(deltas).to_json(),
         "mcnemar": mcnemar_by_test(_tests(db, champion_eval), _tests(db, seed_eval)),
         "champion_evaluation_id": champion_eval,
@@ -138,7 +140,7 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
           test_norm: Normalisers, control_eval: int | None = None) -> dict:
     """The whole report for one test run; train and val come from the run's stored evaluations. With
     `control_eval` (the suite measured with no skill) it adds seed vs none and champion vs none."""
-    weights = Weights(run["w_cost"], run["w_steps"])
+    weights = Weights.of_run(run)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     seed_row = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
                         "and sibling = 0", [run["id"]])
