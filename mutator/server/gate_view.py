@@ -61,14 +61,16 @@ def task_deltas(a: dict) -> list[dict]:
 
 def heatmap(db: sqlite_utils.Database, run_id: str) -> dict:
     """The task x attempt grid of a run's stored per-task gate deltas: {tasks, attempts: [{id, round, sibling,
-    verdict}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted."""
-    found = db.conn.execute("select a.id, a.round, a.sibling, a.verdict, j.key, j.value from attempts a, "
-                            "json_each(a.gate, '$.deltas') j where a.run_id = ? and a.gate is not null "
-                            "order by a.round, a.sibling", [run_id]).fetchall()
+    verdict, look}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted; `look` is
+    the sequential val look the deltas are from (the last taken; None without sequential val)."""
+    found = db.conn.execute("select a.id, a.round, a.sibling, a.verdict, json_array_length(a.looks), j.key, j.value "
+                            "from attempts a, json_each(a.gate, '$.deltas') j where a.run_id = ? and a.gate is not "
+                            "null order by a.round, a.sibling", [run_id]).fetchall()
     attempts: dict[int, dict] = {}
     cells: dict[tuple[str, int], float] = {}
-    for attempt_id, rnd, sibling, verdict, task, d in found:
-        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling, "verdict": verdict})
+    for attempt_id, rnd, sibling, verdict, look, task, d in found:
+        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling, "verdict": verdict,
+                                         "look": look})
         cells[(task, attempt_id)] = d
     tasks = sorted({task for task, _ in cells})
     return {"tasks": tasks, "attempts": list(attempts.values()),

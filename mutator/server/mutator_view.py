@@ -1,6 +1,8 @@
 """What the mutator saw for one attempt: its prompt and briefing, its transcript (each model turn's tool calls and
-tokens), what it returned, and the read-only evidence staged beside its skill/ — read from the attempt's workspace
-(`<data_dir>/workspaces/<run>/round-R-S/`, where mutator/round/loop.py stages it), never written.
+tokens), what it returned, read from the attempt's workspace (`<data_dir>/workspaces/<run>/round-R-S/`, where
+mutator/round/loop.py stages it); and the read-only evidence staged beside its skill/, through the store's own
+reader (mutator/store/evidence.py), which still finds what the evidence store keeps once the workspace is gone.
+Never written.
 
 Every path is resolved inside the store's data dir; texts are capped (mutator/server/files.py).
 """
@@ -15,20 +17,21 @@ import sqlite_utils
 from mutator.server.files import SEGMENT, read_capped
 from mutator.server.sql import one
 from mutator.server.stores import Store, inside
+from mutator.store import evidence
 
-STAGED = ("evidence", "history", "tasks", "solve", "refs")   # the read-only folders beside skill/
 TOP = ("prompt.md", "briefing.md", "result.json", "agent.stderr")
 MAX_FILES = 500
 
 
-def workspace(store: Store, db: sqlite_utils.Database, attempt_id: int) -> tuple[dict | None, Path | None]:
-    a = one(db, "select id, run_id, round, sibling, mutator_cost_usd, mutator_input_tokens, mutator_output_tokens, "
-                "mutator_cache_write_tokens, mutator_cache_read_tokens, mutator_retries from attempts where id = ?",
-            [attempt_id])
-    if a is None or not SEGMENT.match(a["run_id"] or ""):
-        return a, None
-    found = inside(store.data_dir, store.data_dir / "workspaces" / a["run_id"] / f"round-{a['round']}-{a['sibling']}")
-    return a, found if found is not None and found.is_dir() else None
+def attempt_of(db: sqlite_utils.Database, attempt_id: int) -> dict | None:
+    return one(db, "select id, run_id, round, sibling, parent_hash, mutator_cost_usd, mutator_input_tokens, "
+                   "mutator_output_tokens, mutator_cache_write_tokens, mutator_cache_read_tokens, mutator_retries "
+                   "from attempts where id = ?", [attempt_id])
+
+
+def workspace(store: Store, a: dict) -> Path | None:
+    found = inside(store.data_dir, evidence.workspace_dir(store.data_dir, a["run_id"], f"round-{a['round']}-{a['sibling']}"))
+    return found if found is not None and found.is_dir() else None
 
 
 def turns(stream_text: str) -> list[dict]:
@@ -56,37 +59,41 @@ def turns(stream_text: str) -> list[dict]:
     return out
 
 
-def staged(folder: Path) -> list[dict]:
-    """The staged read-only files (relative path, bytes), at most MAX_FILES, in path order."""
-    files = []
-    for name in STAGED:
-        root = folder / name
-        if root.is_dir():
-            files += [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()]
-    return [{"path": p.relative_to(folder).as_posix(), "bytes": p.stat().st_size} for p in files[:MAX_FILES]]
+def shown(store: Store, db: sqlite_utils.Database, a: dict) -> tuple[dict[str, Path], str]:
+    """{relative path: file} of the evidence staged for the attempt, and where it was read: its workspace, else
+    what the evidence store keeps of it."""
+    name = f"round-{a['round']}-{a['sibling']}"
+    files = evidence.staged(store.data_dir, a["run_id"], name)
+    if files:
+        return files, "workspace"
+    return evidence.kept(db, store.data_dir, a), "evidence store"
 
 
 def view(store: Store, db: sqlite_utils.Database, attempt_id: int, file: str | None = None) -> dict | None:
-    """{attempt's call figures, found, texts of TOP files, turns, staged files} or, with `file`, that staged file."""
-    a, folder = workspace(store, db, attempt_id)
+    """{attempt's call figures, found (its workspace), texts of TOP files, turns, staged files and their source}
+    or, with `file`, that staged file."""
+    a = attempt_of(db, attempt_id)
     if a is None:
         return None
-    if folder is None:
-        return {"attempt": a, "found": False}
+    public = {k: v for k, v in a.items() if k != "parent_hash"}
+    if not SEGMENT.match(a["run_id"] or ""):
+        return {"attempt": public, "found": False, "texts": {}, "turns": [], "staged": [], "source": None}
+    files, source = shown(store, db, a)
     if file is not None:
-        parts = file.split("/")
-        path = inside(store.data_dir, folder.joinpath(*parts)) if parts[0] in STAGED and all(
-            SEGMENT.match(p) for p in parts) else None
+        path = inside(store.data_dir, files[file]) if file in files else None
         if path is None or not path.is_file():
-            return {"attempt": a, "found": True, "file": None}
+            return {"attempt": public, "file": None}
         text, truncated = read_capped(path)
-        return {"attempt": a, "found": True, "file": {"path": file, "text": text, "truncated": truncated}}
-    texts = {}
-    for name in TOP:
+        return {"attempt": public, "file": {"path": file, "text": text, "truncated": truncated}}
+    folder, texts, events = workspace(store, a), {}, []
+    for name in TOP if folder is not None else ():
         path = inside(store.data_dir, folder / name)
         if path is not None and path.is_file():
             text, truncated = read_capped(path)
             texts[name] = {"text": text, "truncated": truncated}
-    stream = inside(store.data_dir, folder / "stream.jsonl")
-    events = turns(read_capped(stream)[0]) if stream is not None and stream.is_file() else []
-    return {"attempt": a, "found": True, "texts": texts, "turns": events, "staged": staged(folder)}
+    stream = inside(store.data_dir, folder / "stream.jsonl") if folder is not None else None
+    if stream is not None and stream.is_file():
+        events = turns(read_capped(stream)[0])
+    listed = [{"path": rel, "bytes": path.stat().st_size} for rel, path in list(files.items())[:MAX_FILES]]
+    return {"attempt": public, "found": folder is not None, "texts": texts, "turns": events, "staged": listed,
+            "source": source if listed else None}

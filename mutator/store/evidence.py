@@ -1,7 +1,8 @@
 """The mutator's staged evidence, kept once: each attempt's diff and each train rollout is written to
 <data dir>/evidence/ the first time a workspace needs it and hard-linked into every later workspace, so a
 round's staging costs no more at round 500 than at round 5; `staged` is the one reader of what a workspace
-was shown (the dashboard reads it, never the folders themselves).
+was shown, and `kept` what of it this store still holds once the workspace is gone (the dashboard reads these,
+never the folders themselves).
 
 Holds only what is staged: never val task details nor anything of the test suite. A stored file is
 read-only with a fixed mtime; a write to it (a mutator without a sandbox) moves the mtime, and the next
@@ -15,6 +16,8 @@ import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
+
+import sqlite_utils
 
 STAGED = ("evidence", "history", "tasks", "solve")   # a workspace's read-only folders, as the mutator sees them
 STORED_NS = 946_684_800 * 10**9                       # 2000-01-01: the mtime of every stored file
@@ -50,6 +53,19 @@ class EvidenceStore:
         except FileNotFoundError:
             return None
         return self._kept(self.root / "rollouts" / str(evaluation_id) / f"{name}.{version}.md", trajectory.read_bytes)
+
+    def stored_diff(self, parent_hash: str, genome_hash: str) -> Path | None:
+        found = self.root / "diffs" / f"{parent_hash}-{genome_hash}.diff"
+        return found if found.is_file() else None
+
+    def rollouts(self, evaluation_id: int) -> dict[str, Path]:
+        """{cell name: its newest stored trajectory} of an evaluation (a re-graded cell is stored once per version)."""
+        found: dict[str, tuple[int, Path]] = {}
+        for path in (self.root / "rollouts" / str(evaluation_id)).glob("*.md"):
+            name, _, version = path.name[:-len(".md")].rpartition(".")
+            if name and version.isdigit() and int(version) >= found.get(name, (-1, path))[0]:
+                found[name] = (int(version), path)
+        return {name: path for name, (_, path) in sorted(found.items())}
 
     @staticmethod
     def _kept(path: Path, content: Callable[[], bytes]) -> Path:
@@ -88,3 +104,30 @@ def staged(data_dir: Path, run_id: str, name: str) -> dict[str, Path]:
             if path.is_file() and not path.is_symlink():
                 found[path.relative_to(root).as_posix()] = path
     return found
+
+
+def kept(db: sqlite_utils.Database, data_dir: Path, attempt: dict) -> dict[str, Path]:
+    """What the workspace of `attempt` (run_id, round, parent_hash) was shown that this store keeps, as `staged`
+    names it: the parent's train rollouts (evidence/current/), and each earlier round's train rollouts and diff.
+    For when the workspace is gone; the ledger, task statements and solve demonstrations were written into the
+    workspace only. Earlier rounds stand for "the attempts stored when it was staged" (siblings of its own round
+    had no genome yet)."""
+    store, found = EvidenceStore(data_dir), {}
+    earlier = [dict(r) for r in db.query(
+        "select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts where run_id = ? and "
+        "round > 0 and round < ? order by round, sibling", [attempt["run_id"], attempt["round"]])]
+    trained = [dict(r) for r in db.query(
+        "select genome_hash, train_evaluation_id from attempts where run_id = ? and round < ? and "
+        "train_evaluation_id is not null order by id", [attempt["run_id"], attempt["round"]])]
+    current = {r["genome_hash"]: r["train_evaluation_id"] for r in trained}.get(attempt.get("parent_hash"))
+    if current is not None:
+        found.update({f"evidence/current/{name}.md": path for name, path in store.rollouts(current).items()})
+    for a in earlier:
+        label = f"{a['round']}" + (f"-{a['sibling']}" if a["sibling"] else "")
+        if a["train_evaluation_id"]:
+            found.update({f"evidence/attempts/round-{label}/{name}.md": path
+                          for name, path in store.rollouts(a["train_evaluation_id"]).items()})
+        diff = store.stored_diff(a["parent_hash"], a["genome_hash"]) if a["parent_hash"] and a["genome_hash"] else None
+        if diff is not None:
+            found[f"history/round-{label}.diff"] = diff
+    return dict(sorted(found.items()))

@@ -43,6 +43,21 @@ def test_round_analysis_shows_every_stored_look_and_the_screen(server, store_cop
         row = page.locator(f'#looks tr[data-look="{look["look"]}"]')
         expect(row).to_contain_text(f"{look['gate']['delta']:+.4f}")
         expect(row).to_contain_text(look["decision"] or "—")
+    # the per-task view names the look its deltas are from, and shows any earlier look's on request
+    line = page.locator("#task-deltas-look")
+    expect(line).to_contain_text(f"look {last['look']} of {len(looks)} taken")
+    expect(line).to_contain_text(f"{last['cells']} cells")
+    expect(line).to_contain_text("the look the verdict rests on")
+    for look in ([looks[0], last] if len(looks) > 1 else [last]):
+        if len(looks) > 1:
+            page.select_option("#task-deltas-look-picker", str(look["look"]))
+            expect(line).to_have_attribute("data-look", str(look["look"]))
+        shown = {r.get_attribute("data-task"): r.locator("td").nth(1).inner_text()
+                 for r in page.locator("#task-deltas tbody tr").all()}
+        assert shown == {task: f"{d:+.4f}" for task, d in look["gate"]["deltas"].items()}, look["look"]
+        expect(page.locator("#round-task-deltas h3 small")).to_contain_text(
+            f"Δ {look['gate']['delta']:+.4f} vs threshold {look['gate']['threshold']:+.4f}")
+    assert len(looks) > 1   # the store's shape: val in 2 waves, decided at the last
     expect(page.locator("#screen")).to_contain_text("t1, t2, t3")
     expect(page.locator("#screen")).to_contain_text("passed: on to val")
     assert [e for e in page.console_errors if not e.startswith("Failed to load resource")] == []

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON
+from tests.browser_support import CHROMIUM, SKIP_REASON, wait_live_events
 
 from .conftest import ROOT
 
@@ -157,4 +157,26 @@ def test_run_metadata_notes_what_the_mutator_saw_and_spend_as_the_x_axis(server,
     heat.locator("summary").click()
     expect(heat.locator("tbody tr")).to_have_count(n_tasks)
     expect(heat.locator("thead th")).to_have_count(n_gated + 1)
+    assert _errors(page) == []
+
+
+def test_the_attempt_picker_follows_the_page_after_a_live_update(server, store, page):
+    expect = sync_api.expect
+    run_id = _one(store, "select id from runs where strategy = 'greedy'")[0]
+    last, verdict, before = _one(store, "select a.id, a.verdict, (select id from attempts where run_id = a.run_id and "
+                                        "round = a.round - 1) from attempts a where a.run_id = ? order by a.round desc "
+                                        "limit 1", [run_id])
+    with sqlite3.connect(store / "mutator.db") as conn:   # the newest round still running: no verdict yet
+        conn.execute("update attempts set verdict = null where id = ?", [last])
+    page.goto(server.url + f"/#/round?run={run_id}")   # no attempt named: the page follows the newest decided one
+    picker = page.locator("#attempt-picker")
+    expect(picker).to_have_value(str(before))
+    wait_live_events(page, 1)   # the live stream's first event is its baseline
+    with sqlite3.connect(store / "mutator.db") as conn:   # the loop decides the round
+        conn.execute("update attempts set verdict = ? where id = ?", [verdict, last])
+        conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [run_id])
+    round_no = _one(store, "select round from attempts where id = ?", [last])[0]
+    expect(page.locator("#round-verdict h2")).to_contain_text(f"Round {round_no} ")
+    expect(picker).to_have_value(str(last))   # the picker names the attempt the page shows
+    assert picker.evaluate("s => s.options[s.selectedIndex].text").startswith(f"round {round_no} · {verdict}")
     assert _errors(page) == []

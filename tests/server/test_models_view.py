@@ -32,6 +32,7 @@ def _build_two_models(folder: Path) -> None:
     assert tested.returncode == 0, tested.stderr[-2000:]
     assert "champion vs none" in tested.stdout
     (folder / "run_id").write_text(run_id)
+    (folder / "cli.txt").write_text(done.stdout + tested.stdout)   # what the CLI printed (the browser test reads it)
 
 
 def test_run_detail_shows_each_model_beside_the_mean(two_model_store) -> None:

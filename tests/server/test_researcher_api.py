@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 import sqlite3
 
 import pytest
 
 from mutator.round.provenance import command_line
 from mutator.server.app import create_app
-from mutator.server.common import CHILDREN
+from mutator.server.common import CACHE, CHILDREN
 from tests.conftest import copy_store
 
 from .conftest import TOKEN
@@ -56,10 +57,14 @@ async def test_spend_as_the_x_axis_sums_the_store(aiohttp_client, mixed_store):
     found = await (await client.get("/api/compare", params={"store": store, "runs": ",".join(runs[:2])})).json()
     for view in found["runs"]:
         run_id = view["run"]["id"]
+        # each val and train evaluation the run's attempts stored, and each screen's: the run's train evaluation of
+        # a screened candidate's genome (a candidate the screen stopped, or val rejected, never stores it)
         ((cells, usd),) = _rows(mixed_store, (
             "select sum(e.n_done), sum(e.cost_usd_total) from evaluations e where e.id in (select val_evaluation_id "
-            "from attempts where run_id = ? union select train_evaluation_id from attempts where run_id = ?)"),
-            [run_id, run_id])
+            "from attempts where run_id = ? union select train_evaluation_id from attempts where run_id = ? union "
+            "select (select s.id from evaluations s where s.genome_hash = a.genome_hash and s.suite = r.suite and "
+            "s.model = r.model and s.replicates = r.replicates order by s.id limit 1) from attempts a join runs r on "
+            "r.id = a.run_id where a.run_id = ? and a.screen is not null)"), [run_id, run_id, run_id])
         ((mutator,),) = _rows(mixed_store, "select sum(mutator_cost_usd) from attempts where run_id = ?", [run_id])
         assert view["curve"]["cells"][-1] == cells
         assert view["curve"]["usd"][-1] == pytest.approx(usd + mutator)
@@ -108,3 +113,29 @@ async def test_what_the_mutator_saw_stays_inside_the_store(aiohttp_client, mixed
     for bad in ("../../mutator.db", "skill/SKILL.md", "evidence/../../../mutator.db", "/etc/passwd"):
         got = await (await client.get(f"/api/attempts/{attempt_id}/mutator", params={"store": store, "file": bad})).json()
         assert got["file"] is None, bad
+
+
+@pytest.mark.asyncio
+async def test_what_the_mutator_saw_is_read_from_the_evidence_store_once_its_workspace_is_gone(
+        aiohttp_client, mixed_store, tmp_path):
+    data = copy_store(mixed_store, tmp_path / "project" / "data")
+    client, store = await _client(aiohttp_client, data)
+    attempt_id, run_id, round_no = _rows(data, "select a.id, a.run_id, a.round from attempts a join runs r on "
+                                               "r.id = a.run_id where r.strategy = 'greedy' order by a.round desc")[0]
+    url, params = f"/api/attempts/{attempt_id}/mutator", {"store": store}
+    before = await (await client.get(url, params=params)).json()
+    assert before["found"] and before["source"] == "workspace"
+    # what the evidence store keeps: every diff and train rollout the workspace was shown (not the ledger or tasks)
+    stored = {f["path"]: f["bytes"] for f in before["staged"]
+              if f["path"].startswith("evidence/") or f["path"].endswith(".diff")}
+    assert any(p.startswith("evidence/current/") for p in stored) and any(p.endswith(".diff") for p in stored)
+    texts = {p: (await (await client.get(url, params={**params, "file": p})).json())["file"]["text"] for p in stored}
+    shutil.rmtree(data / "workspaces" / run_id / f"round-{round_no}-0")
+    client.server.app[CACHE].clear()   # the store did not change: drop the answer kept for up to a second
+    after = await (await client.get(url, params=params)).json()
+    assert not after["found"] and after["source"] == "evidence store" and after["texts"] == {}
+    assert {f["path"]: f["bytes"] for f in after["staged"]} == stored
+    for path, text in texts.items():
+        assert (await (await client.get(url, params={**params, "file": path})).json())["file"]["text"] == text
+    for bad in ("../../mutator.db", "history/ledger.md", "evidence/../../../mutator.db"):
+        assert (await (await client.get(url, params={**params, "file": bad})).json())["file"] is None, bad

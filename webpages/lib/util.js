@@ -6,6 +6,9 @@ export function h(tag, attrs = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
     else if (key === 'class') el.className = value;
+    // the attribute, not only the property: a live refresh (app.js keepPlace) keeps a select the reader changed
+    // from its default, so a picked option that is not its select's default would be put back over the new page
+    else if (key === 'selected') el.defaultSelected = true;
     else if (key === 'style' && typeof value === 'object') Object.assign(el.style, value);
     else if (key in el && typeof value !== 'string') el[key] = value;
     else el.setAttribute(key, value === true ? '' : value);

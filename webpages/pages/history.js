@@ -59,7 +59,7 @@ function heatmapBox(state, runId, ui) {
     if (!box.open || body.firstChild) return;
     const m = await api(`runs/${runId}/task-deltas`, { store: state.store });
     body.replaceChildren(m.tasks.length ? h('table', { class: 'grid heat' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'task'), m.attempts.map((a) => h('th', { class: `v-${(a.verdict || '').toLowerCase()}`, title: `${a.verdict || ''}: open round ${a.round}.${a.sibling}`, onclick: () => go('round', a.id) }, `${a.round}${a.sibling ? '.' + a.sibling : ''}`)))),
+      h('thead', {}, h('tr', {}, h('th', {}, 'task'), m.attempts.map((a) => h('th', { class: `v-${(a.verdict || '').toLowerCase()}`, title: `${a.verdict || ''}${a.look ? ` · deltas of sequential val look ${a.look}` : ''}: open round ${a.round}.${a.sibling}`, 'data-look': a.look, onclick: () => go('round', a.id) }, `${a.round}${a.sibling ? '.' + a.sibling : ''}`)))),
       h('tbody', {}, m.tasks.map((t, i) => h('tr', { 'data-task': t }, h('th', {}, t), m.deltas[i].map(heatCell))))) : h('p', { class: 'hint' }, 'no gate decisions yet'));
   };
   box.addEventListener('toggle', load);

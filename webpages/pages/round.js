@@ -124,8 +124,10 @@ export async function render(root, state, ui) {
     section.box = barsBox;
     return section;
   });
-  const deltas = split === 'val' ? S.get('task-deltas', [a.id, a.task_deltas, a.delta, a.gate_threshold, a.comparator, d.cells, d.comparator_cells], () => taskDeltasSection(d,
-    (row) => openDrawer(() => sideBySide(row, d, (cellId) => openDrawer(cellDrawer(state.store, cellId), { live: false })), { live: false }))) : null;
+  const look = ui.look?.attempt === a.id ? ui.look.look : null;   // a look the reader picked, else the deciding one
+  const deltas = split === 'val' ? S.get('task-deltas', [a.id, a.task_deltas, a.looks, look, a.delta, a.gate_threshold, a.comparator, d.cells, d.comparator_cells], () => taskDeltasSection(d,
+    (row) => openDrawer(() => sideBySide(row, d, (cellId) => openDrawer(cellDrawer(state.store, cellId), { live: false })), { live: false }),
+    (picked) => { ui.look = { attempt: a.id, look: picked }; render(root, state, ui); }, look)) : null;
   ui.x = ui.x || 'cost_usd'; ui.y = ui.y || 'score';
   const evaluated = d.evaluation ? [
     S.get('grid', d.tests, () => {
