@@ -86,7 +86,8 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
             **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
-            **({"confirm": True} if s.confirm else {}), **cheaper}
+            **({"confirm": True} if s.confirm else {}), **({"null_controls": s.null_controls} if s.null_controls else {}),
+            **cheaper}
 
 
 @dataclass
