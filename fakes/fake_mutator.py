@@ -3,8 +3,7 @@
 Run as `python fakes/fake_mutator.py` with the workspace as cwd (skill/ + briefing.md). The script is keyed
 by SM_ROUND so a demo run shows every verdict: improvements, a regression the gate must reject, a no-op
 and a broken reference the critic must reject, and a cost cut. It only edits whatever skill/ it is given,
-never assumes what an earlier round left there. Test hooks: FAKE_MUTATOR_GARBAGE=1, FAKE_MUTATOR_SECRET=1 (a key
-shape pasted into SKILL.md).
+never assumes what an earlier round left there. Test hook: FAKE_MUTATOR_GARBAGE=1.
 
 Beyond the round script, in this order: a briefing objective naming a rule (branching siblings) is
 implemented; a reference genome under refs/<hash12>/ lends a rule the skill lacks (crossover); a
@@ -330,9 +329,6 @@ def main() -> int:
     briefing = briefing_file.read_text(encoding="utf-8") if briefing_file.is_file() else ""
     change = (follow_objective(skill, briefing, sibling) or cross_over(skill, Path("refs"))
               or aim_at_targets(skill, briefing, sibling) or scripted_change(skill, round_number, sibling))
-    if os.environ.get("FAKE_MUTATOR_SECRET") == "1":   # a key the harness's redactor knows by its shape
-        with (skill / "SKILL.md").open("a", encoding="utf-8") as out:
-            out.write("\nAPI key for the export step: sk-ant-api03-FAKEFAKEFAKE0000\n")
     if os.environ.get("FAKE_MUTATOR_GARBAGE") == "1":
         Path("result.json").write_text("Sure! Here is what I changed: {summary: oops", encoding="utf-8")
     else:

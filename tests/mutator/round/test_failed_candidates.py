@@ -30,6 +30,17 @@ sys.argv = [{str(ROOT / "fakes" / "fake_agent.py")!r}]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
+# The fake mutator, then a key of the shape the harness's redactor knows pasted into SKILL.md.
+PASTES_A_KEY = f"""import pathlib, runpy, sys
+sys.argv = [{str(ROOT / "fakes" / "fake_mutator.py")!r}]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+with open(pathlib.Path("skill") / "SKILL.md", "a", encoding="utf-8") as out:
+    out.write("\\nAPI key for the export step: sk-ant-api03-FAKEFAKEFAKE0000\\n")
+"""
+
 
 def test_an_unhealthy_candidate_is_failed_and_the_run_goes_on(tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"
@@ -62,14 +73,15 @@ def test_an_unhealthy_candidate_is_failed_and_the_run_goes_on(tmp_path: Path) ->
         in text and "FAILED 1" in text
 
 
-def test_a_candidate_whose_skill_holds_a_secret_is_failed_not_evaluated(tmp_path: Path, monkeypatch) -> None:
+def test_a_candidate_whose_skill_holds_a_secret_is_failed_not_evaluated(tmp_path: Path) -> None:
     """The mutator pastes a key into SKILL.md: the redactor replaces it, and the candidate is FAILED with the file
     named (on the attempt, in the round's line and in the summary), never evaluated, kept or proposed (issue 29 item 7)."""
-    monkeypatch.setenv("FAKE_MUTATOR_SECRET", "1")
+    mutator = tmp_path / "mutator.py"
+    mutator.write_text(PASTES_A_KEY)
     settings = load_settings({"data_dir": tmp_path / "data", "rounds": 1, "replicates": 1, "solve": "off"}, environ={})
     suites = Suites(train=load_suite(ROOT / "suites" / "clean-train"), val=load_suite(ROOT / "suites" / "clean-val"))
     agents = Agents(build_argv=(sys.executable, str(ROOT / "fakes" / "fake_agent.py")), build_id="fake-agent@1",
-                    mutator_argv=(sys.executable, str(ROOT / "fakes" / "fake_mutator.py")), mutator_id="fake-mutator@1")
+                    mutator_argv=(sys.executable, str(mutator)), mutator_id="pastes-a-key@1")
     said = io.StringIO()
     run_id = Loop(settings, suites, agents, NoneLauncher(), make_strategy("greedy", {}),
                   progress=Progress(said)).execute()
