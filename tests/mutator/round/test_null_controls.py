@@ -72,6 +72,11 @@ def test_a_dry_run_stores_each_rounds_null_controls_and_never_keeps_one(tmp_path
     assert run["incumbent_hash"] == (attempts[0]["genome_hash"] if attempts[0]["verdict"] == "KEEP" else seed)
     assert db.execute("select count(*) from cells where evaluation_id in (?, ?)",
                       [n["evaluation_id"] for n in nulls]).fetchone()[0] == 16
+    # the dashboard's round view reads them beside the gate band, as stored
+    from mutator.server.queries import attempt_detail
+    shown = attempt_detail(db, attempts[0]["id"], "val")["attempt"]["nulls"]
+    assert shown == [{k: n[k] for k in ("copy", "salt", "genome_hash", "evaluation_id", "delta", "threshold", "call")}
+                     for n in nulls]
 
 
 def test_an_old_store_resumes_with_no_cell_and_no_null_control(tmp_path: Path) -> None:
