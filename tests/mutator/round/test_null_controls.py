@@ -72,6 +72,11 @@ def test_a_dry_run_stores_each_rounds_null_controls_and_never_keeps_one(tmp_path
     assert run["incumbent_hash"] == (attempts[0]["genome_hash"] if attempts[0]["verdict"] == "KEEP" else seed)
     assert db.execute("select count(*) from cells where evaluation_id in (?, ?)",
                       [n["evaluation_id"] for n in nulls]).fetchone()[0] == 16
+    # their cells were charged to the run, once each, and the spend names them
+    from mutator.after.spend import run_spend
+    charged = db.execute("select sum(usd) from charges where run_id = ? and evaluation_id in (?, ?)",
+                         [run_id, *(n["evaluation_id"] for n in nulls)]).fetchone()[0]
+    assert charged > 0 and abs(run_spend(db, run_id)["kinds"]["null controls"] - charged) < 1e-12
     # the dashboard's round view reads them beside the gate band, as stored
     from mutator.server.queries import attempt_detail
     shown = attempt_detail(db, attempts[0]["id"], "val")["attempt"]["nulls"]
