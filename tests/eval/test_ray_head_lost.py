@@ -10,7 +10,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,9 @@ import pytest
 pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]'); the ray executor is optional")
 
 from tests.conftest import ROOT  # noqa: E402
+from tests.eval.executor_support import PATIENCE_S, wait_for  # noqa: E402
 
-PATIENCE_S = 300        # a bound on waiting for a condition (a hung test fails), never a measured duration
 HEAD = [sys.executable, str(ROOT / "tests" / "eval" / "ray_head.py")]
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + PATIENCE_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(0.1)
 
 
 def test_a_head_lost_mid_run_stops_it_resumably_with_exit_8(tmp_path: Path) -> None:
