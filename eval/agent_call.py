@@ -213,15 +213,16 @@ MODEL_API_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_U
 NETWORK_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
-def metering(env: Mapping[str, str], meter: Path | None):
+def metering(env: Mapping[str, str], meter: Path | None, unix_path: Path | None = None):
     """The env pointed at a fresh metering proxy (its nonce for the key), and the proxy; unchanged when there
-    is no meter or the process is given no model API (a fake, a command not passed the key)."""
+    is no meter or the process is given no model API (a fake, a command not passed the key). With `unix_path`
+    the proxy also listens there (a container launcher's socket: sandbox/container_launcher.py)."""
     env = dict(env)
     if meter is None or not any(env.get(name) for name in MODEL_API_VARS):
         return env, None
     # imported here: an agent process imports this module for the contract's names alone
     from eval.agents.key_proxy import KeyProxy, credentials
-    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter).start()
+    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter, unix_path=unix_path).start()
     for name in ("ANTHROPIC_AUTH_TOKEN", *NETWORK_PROXIES):
         env.pop(name, None)
     env.update(ANTHROPIC_BASE_URL=proxy.base_url, ANTHROPIC_API_KEY=proxy.nonce)
@@ -276,7 +277,7 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
                 max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
     """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done; with
     a meter, its model API calls go through a metering proxy closed only after the process group is gone."""
-    env, proxy = metering(env, meter)
+    env, proxy = metering(env, meter, getattr(launcher, "api_socket", None))
     try:
         return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
                             launcher=launcher, writable=writable, readable=readable, network=network,
@@ -295,9 +296,10 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     import asyncio
 
     from eval.supervisor import kill_and_reap, supervise
-    wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network)
     stderr_path = log_dir / "agent.stderr"
-    env, secrets = secret_pipe(argv, env)
+    # no pipe passes into a container: there our backend's key is the proxy's one-cell nonce, from its env
+    env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
+    wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "wb") as err:
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -22,6 +22,8 @@ DEFAULT_WORKDIR = "/app"             # Terminal-Bench's and SkillsBench's WORKDI
 SKILLS_DIR = "skills"                # SkillsBench: environment/skills/ holds the task's bundled skills
 MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GMK])\s*$", re.IGNORECASE)
 WORKDIR_LINE = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+# `COPY skills /root/.claude/skills` (flags such as --chown allowed): where the task expects its skills
+SKILLS_COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*\.?/?skills/?\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 class HarborError(SkillMutatorError, ValueError):
@@ -72,6 +74,13 @@ class HarborTask:
         if self.config.docker_image:
             digest.update(b"image\0" + self.config.docker_image.encode())
         return digest.hexdigest()[:16]
+
+    def skill_targets(self) -> list[str]:
+        """Where the task's Dockerfile puts its bundled skills (absolute; a relative one is under WORKDIR)."""
+        dockerfile = self.environment / "Dockerfile"
+        text = dockerfile.read_text(encoding="utf-8", errors="replace") if dockerfile.is_file() else ""
+        targets = [t.strip("'\"").rstrip("/") for t in SKILLS_COPY.findall(text)]
+        return list(dict.fromkeys(t if t.startswith("/") else f"{self.workdir.rstrip('/')}/{t}" for t in targets if t))
 
     def environment_files(self) -> list[Path]:
         """The environment's files an agent on the host is given (relative): all but the Dockerfile and skills/."""

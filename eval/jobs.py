@@ -45,6 +45,7 @@ class CellResult:
     cell_dir: str
     extra: dict = field(default_factory=dict)
     retries: int = 0            # infrastructure retries inside this evaluation before this result
+    skill_use: str | None = None  # eval/skill_use.py::SkillUse as JSON; None in a bare cell or before a stream
 
     @property
     def ok(self) -> bool:

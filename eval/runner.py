@@ -8,6 +8,7 @@ status, never an exception.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import re
@@ -16,7 +17,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from eval.agent_call import AgentCall, AgentRun, Cost, call, read_call, stage_cell
+from eval.agent_call import STREAM_NAME, AgentCall, AgentRun, Cost, call, read_call, stage_cell
 from eval.agents.meter import agent_meter, judge_meter
 from eval.cost import Usage
 from eval.graders import get_runner
@@ -24,17 +25,20 @@ from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
 from eval.kept import RESTORE, put_back, regradable, slim
 from eval.redact import redact, redact_cell
+from eval.skill_use import parse_skill_use
 from eval.stream_metrics import StreamMetrics
 from eval.trajectory import capture_and_prune
+from sandbox import Launcher
 
 
-def call_of(job: CellJob, work: Path) -> AgentCall:
+def call_of(job: CellJob, work: Path, launcher: Launcher | None = None) -> AgentCall:
     """The build agent's call for this cell (eval/agent_call.py): the cell dir is its home, work/ its cwd, and
-    its model API traffic is metered beside the cell dir (eval/agents/meter.py::agent_meter)."""
+    its model API traffic is metered beside the cell dir (eval/agents/meter.py::agent_meter). `launcher`: the
+    cell's own (a Harbor task's container), else the evaluation's."""
     run = job.settings
     return AgentCall(
         argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model, max_turns=job.contract.max_turns,
-        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=run.launcher,
+        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=launcher or run.launcher,
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
         skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
@@ -102,11 +106,17 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         meter.unlink(missing_ok=True)  # an earlier try's meter was settled on its cell row before this one
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
                       skill_dir=job.skill_dir, skill_name=job.skill_name)
+    container = None
     if job.suite.runner == "harbor":   # the task's image: built, its WORKDIR staged; a broken one is no verdict
         from eval.graders.harbor_runner import prepare_cell
-        if problem := await prepare_cell(job, work):
+        problem, container = await prepare_cell(job, work)
+        if problem:
             return infra_result(job, problem, started)
-    done = await call(call_of(job, work))
+    try:
+        done = await call(call_of(job, work, container))
+    finally:
+        if container is not None:
+            await asyncio.to_thread(container.close)   # gone before the verifier's fresh container starts
     (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
     status, error = classify(done.run, done.metrics)
     tests: dict[str, float] = {}
@@ -153,6 +163,9 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
             started: float, error: str, cost: Cost = NOTHING) -> CellResult:
     """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream."""
     usage = metrics.usage if metrics else Usage()   # a metered call's: what was served (read_call)
+    stream = job.cell_root / STREAM_NAME
+    skill_use = parse_skill_use(stream, job.skill_name).to_json() \
+        if metrics is not None and job.skill_dir is not None else None
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
     return CellResult(
         task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=score, tests=tests,
@@ -162,7 +175,7 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
         duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
         error=error, cell_dir=str(job.cell_root),
         extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd, "reported_cost_usd": cost.reported_usd,
-               "api_retries": metrics.retries if metrics else 0})
+               "api_retries": metrics.retries if metrics else 0}, skill_use=skill_use)
 
 
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
@@ -174,7 +187,7 @@ def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
     capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
-                      tests=tests, error=error, required=list(job.task.required))
+                      tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use)
     if job.settings.prune and status == "ok":
         slim(job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     return result

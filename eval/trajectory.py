@@ -29,7 +29,8 @@ def _content_text(content) -> str:
     return str(content)
 
 
-def _events(stream: Path) -> list[dict]:
+def stream_events(stream: Path) -> list[dict]:
+    """The stream's events; a half-written line (a killed agent) is skipped, the rest still count."""
     events = []
     if stream.is_file():
         for line in stream.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -43,11 +44,11 @@ def _events(stream: Path) -> list[dict]:
 
 
 def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status: str, score: float,
-           tests: dict[str, float], error: str, required: list[str]) -> str:
+           tests: dict[str, float], error: str, required: list[str], skill_use: str | None = None) -> str:
     lines = [f"# {task_id} · replicate {replicate} · {status} · score {score:.3f}", "", "## Prompt", prompt.strip(), "",
              "## Trajectory"]
     step = 0
-    for event in _events(cell_root / "stream.jsonl"):
+    for event in stream_events(cell_root / "stream.jsonl"):
         kind = event.get("type")
         message = event.get("message")
         content = (message.get("content") if isinstance(message, dict) else None) or []
@@ -67,6 +68,13 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
         elif kind == "result":
             lines.append(f"Result: {event.get('subtype')} after {event.get('num_turns')} turns"
                          + (" (error)" if event.get("is_error") else ""))
+    if skill_use:   # eval/skill_use.py's record, said in words (a bare cell has none)
+        use = json.loads(skill_use)
+        ran = ", ".join(f"{p} (exit {'?' if c is None else c})" for p, c in use["scripts_run"]) or "none"
+        lines += ["", "## Skill use",
+                  f"- loaded: {'yes, turn ' + str(use['loaded_turn']) if use['loaded'] else 'NO'}",
+                  f"- files read: {', '.join(use['files_read']) or 'none'}", f"- scripts run: {ran}",
+                  f"- tokens reading the skill: ~{use['read_tokens_est']} (an estimate)"]
     lines += ["", "## Grader"]
     lines += [f"- {name}: {value:.3f}" for name, value in sorted(tests.items())] or ["- (not graded)"]
     judge = cell_root / "judge.md"

@@ -199,9 +199,13 @@ class Settings:
                                 "127.0.0.1 only; 'auto' or HOST:PORT joins a running cluster (`ray start --head`)")
     ray_timeout_s: float = key("rayTimeoutS", _positive, "seconds > 0", 60.0, group="where", flag={"metavar": "S"},
                                help="--executor ray: give up joining the cluster after S seconds (default 60)")
-    sandbox: str = key("sandbox", lambda v: v in ("auto", "none", "bwrap"), "auto, none or bwrap", group="where",
+    sandbox: str = key("sandbox", lambda v: v in ("auto", "none", "bwrap", "podman", "docker"),
+                       "auto, none, bwrap, podman or docker", group="where",
                        help="how agents are launched: auto (default: bwrap when it is installed and works, else "
-                            "none) | bwrap (bubblewrap: each agent sees only its cell) | none (bare processes)")
+                            "none; a Harbor task's agent in the task's container when podman or docker works) | "
+                            "bwrap (bubblewrap: each agent sees only its cell) | none (bare processes) | podman, "
+                            "docker (a Harbor task's agent in the task's container, network off; other agents as "
+                            "auto; exit 2 when the engine is missing)")
     # config and environment only (no flag)
     mutator_cmd: str = key("mutatorCmd", rule="your mutator's command line ('' = none)")   # --mutator-cmd: cli/agents
     w_cost: float = key("score.wCost", lambda v: v >= 0, "a number >= 0")

@@ -6,7 +6,7 @@ lifetime, watchdog and kill semantics for every launcher alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -21,9 +21,11 @@ class Launcher(Protocol):
     id: str
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None) -> list[str]:
+             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
+             env: Mapping[str, str] | None = None) -> list[str]:
         """The argv that runs `argv` in `cwd` with only `writable` writable and `readable` visible. With `run`,
-        that command runs instead, in the very sandbox `argv` would get (preflight's probe, sandbox/probe.py)."""
+        that command runs instead, in the very sandbox `argv` would get (preflight's probe, sandbox/probe.py).
+        `env` is what the process is started with (a container launcher passes its names in)."""
         ...
 
     def check(self) -> None:
@@ -32,20 +34,29 @@ class Launcher(Protocol):
 
 
 def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None = None) -> Launcher:
-    """A checked launcher. `auto` (the default) is bwrap when it is installed and works here, else none; the
-    fallback's reason goes to `on_fallback` (run.py warns for real runs)."""
+    """A checked launcher. `auto` (the default) is bwrap when it is installed and works here, else none (the
+    fallback's reason goes to `on_fallback`; run.py warns for real runs), and a Harbor task's agent runs in the
+    task's container when an engine works here. `podman` / `docker` run Harbor tasks' agents in their containers
+    (refused here when the engine is missing) and every other agent as `auto` would."""
     from sandbox.bwrap import BwrapLauncher
     from sandbox.none import NoneLauncher
     registry: dict[str, type] = {"none": NoneLauncher, "bwrap": BwrapLauncher}
-    if launcher_id == "auto":
-        try:
-            return get_launcher("bwrap")
-        except SandboxError as err:
-            if on_fallback:
-                on_fallback(str(err))
-            return get_launcher("none")
+    if launcher_id in ("auto", "podman", "docker"):
+        from sandbox.container_launcher import ContainerSandbox
+        return ContainerSandbox(launcher_id, lambda: _host(on_fallback))
     if launcher_id not in registry:
-        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: auto, {', '.join(registry)}")
+        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: auto, {', '.join(registry)}, podman, "
+                           f"docker")
     launcher = registry[launcher_id]()
     launcher.check()
     return launcher
+
+
+def _host(on_fallback: Callable[[str], None] | None) -> Launcher:
+    """bwrap when it works here, else none."""
+    try:
+        return get_launcher("bwrap")
+    except SandboxError as err:
+        if on_fallback:
+            on_fallback(str(err))
+        return get_launcher("none")

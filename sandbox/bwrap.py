@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sandbox import SandboxError
@@ -64,7 +64,8 @@ class BwrapLauncher:
         return args + system_args()
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None) -> list[str]:
+             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
+             env: Mapping[str, str] | None = None) -> list[str]:
         cwd = Path(cwd).absolute()
         command = resolve_command(tuple(argv), cwd=cwd)   # ProgramError names what is missing
         writable_abs = tuple(Path(w).absolute() for w in writable)

@@ -5,7 +5,7 @@ For skills and suites you authored and trust; it isolates nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -13,7 +13,8 @@ class NoneLauncher:
     id = "none"
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None) -> list[str]:
+             readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
+             env: Mapping[str, str] | None = None) -> list[str]:
         return list(argv if run is None else run)
 
     def check(self) -> None:

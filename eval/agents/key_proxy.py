@@ -6,7 +6,8 @@ a bubblewrap sandbox of its own, which cannot start inside ours. Instead the CLI
 its ANTHROPIC_BASE_URL is this proxy on 127.0.0.1 and its ANTHROPIC_API_KEY a one-cell nonce, which the proxy
 swaps for the real credentials before forwarding to the real base URL. Responses (SSE included) stream back
 unchanged. A request without the nonce is refused, so no other local process can spend through it.
-Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
+With `unix_path` it also listens on that unix socket, which a container without a network reaches
+(sandbox/relay.py). Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
 harness starts one per agent call (eval/agent_call.py) and per judge call, whatever the backend.
 """
 
@@ -45,7 +46,9 @@ def credentials(environ: Mapping[str, str]) -> dict[str, str]:
 class KeyProxy:
     """Started in a thread of its own; `base_url` and `nonce` are what the CLI is given."""
 
-    def __init__(self, upstream: str, auth: Mapping[str, str], meter: Path | None = None) -> None:
+    def __init__(self, upstream: str, auth: Mapping[str, str], meter: Path | None = None,
+                 unix_path: Path | None = None) -> None:
+        self.unix_path = unix_path   # also served on this unix socket (bound into a task's container)
         self.upstream = (upstream or DEFAULT_UPSTREAM).rstrip("/")
         self.auth = dict(auth)
         self.meter = meter
@@ -88,7 +91,10 @@ class KeyProxy:
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
-        return self.runner.addresses[0][1]
+        port = self.runner.addresses[0][1]
+        if self.unix_path is not None:
+            await web.UnixSite(self.runner, str(self.unix_path)).start()
+        return port
 
     async def _stop(self) -> None:
         if self.runner is not None:

@@ -102,7 +102,8 @@ def make_bundle(job: CellJob, skill_hash: str) -> CellBundle:
     return CellBundle(
         spec=job.spec, task=job.task, suite=replace(job.suite, path=SUITE_STUB, grader=grader),
         skill_name=job.skill_name, skill_hash=skill_hash if job.skill_dir is not None else "", inputs=inputs,
-        contract=job.contract, agent_argv=portable_argv(tuple(run.agent_argv)), launcher_id=run.launcher.id,
+        contract=job.contract, agent_argv=portable_argv(tuple(run.agent_argv)),
+        launcher_id=getattr(run.launcher, "choice", run.launcher.id),   # auto stays auto on the worker
         price=job.price, grader_timeout_s=run.grader_timeout_s, env=passed_env(run.env), prune=run.prune,
         network=run.network, cell_timeout_ms=run.cell_timeout_ms, max_output_bytes=run.max_output_bytes)
 

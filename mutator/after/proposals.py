@@ -79,7 +79,8 @@ def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict, seed: dict)
             regraded = {"composite": figures.composite, "eval": figures.eval, "cost": figures.cost,
                         "steps": figures.steps, "val_evaluation_id": found[0]["id"]}
             return ({**attempt, **regraded}, seed) if swap == 0 else (attempt, {**seed, **regraded})
-    return attempt, {}   # no pair graded alike: no seed figure to compare with (why_not says so)
+    return attempt, {"graded_apart": (graded[ids[0]]["suite"], graded[ids[0]]["suite_hash"],
+                                      graded[ids[1]]["suite_hash"])}   # no pair graded alike (why_not says so)
 
 
 def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict, dict | None, list]:
@@ -90,6 +91,8 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
            "seed_composite": seed.get("composite"), "seed_eval": seed.get("eval"),
            "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold"),
            "evaluation_id": attempt.get("val_evaluation_id"), "seed_evaluation_id": seed.get("val_evaluation_id")}
+    if seed.get("graded_apart"):
+        val["graded_apart"] = list(seed["graded_apart"])
     tests = rows(db, "select * from test_runs where run_id = ? and genome_hash = ? and status = 'done' "
                      "order by id desc limit 1", [run["id"], champion])
     test = None
@@ -106,6 +109,12 @@ def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test
             min_delta: float, max_failed_share: float, no_harm: bool = False) -> str:
     """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its latest
     test flags a task it harms."""
+    if val.get("graded_apart"):
+        suite, mine, seed = val["graded_apart"]
+        return (f"the champion and the seed were graded by different versions of val suite {suite} (suite hash "
+                f"{mine[:12]} vs {seed[:12]}) and neither was re-graded under the other's grader, so there is no "
+                f"like-for-like figure; re-run the run's own command (it re-grades with no agent run), then "
+                f"--propose again")
     if val.get("composite") is None or val.get("seed_composite") is None:
         return "the champion or the seed has no val composite"
     gain = val["composite"] - val["seed_composite"]

@@ -25,6 +25,7 @@ class BriefingInput:
     target_tasks: Sequence[str] = ()   # pareto: train tasks the parent loses
     meta_skill: str = ""               # cross-round lessons distilled from the whole attempt log
     caps: str = ""                     # the critic's size caps and the room the parent leaves (critic.caps_text)
+    skill_use: Sequence[str] = ()      # how the parent's skill was used: train per file, val as aggregates only
 
 
 def _signed(value: float | None) -> str:
@@ -57,11 +58,15 @@ def render(data: BriefingInput) -> str:
               f"{data.incumbent.get('steps', 0):.2f} | {data.incumbent.get('composite', 0):.3f} |", ""]
     if data.train_tasks:
         lines += ["## Your parent on train tasks (worst composite first)",
-                  "| task | eval | cost | steps | composite | failing tests |", "|---|---|---|---|---|---|"]
-        for task in sorted(data.train_tasks, key=lambda t: t["composite"]):
+                  "| task | eval | cost | steps | composite | skill use | failing tests |",
+                  "|---|---|---|---|---|---|---|"]
+        for task in sorted(data.train_tasks, key=lambda t: t["composite"]):   # failing tests stay the last column
             lines.append(f"| {task['task_id']} | {task['eval']:.3f} | {task['cost']:.5f} | {task['steps']:.1f} | "
-                         f"{task['composite']:.3f} | {', '.join(task.get('failing', [])) or '—'} |")
+                         f"{task['composite']:.3f} | {task.get('skill_use') or '—'} | "
+                         f"{', '.join(task.get('failing', [])) or '—'} |")
         lines.append("")
+    if data.skill_use:
+        lines += ["## How your parent's skill was used (from the build agents' own streams)", *data.skill_use, ""]
     lines += ["## Last attempts (val: aggregates only; train: vs the attempt's parent)",
               "| round | verdict | val Δcomposite | Δeval | Δcost | Δsteps | train Δcomposite | summary |",
               "|---|---|---|---|---|---|---|---|"]

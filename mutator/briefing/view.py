@@ -20,6 +20,7 @@ from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
 from mutator.store import cache, charges
 from mutator.store.db import dumps, loads, rows
 from mutator.store.evidence import EvidenceStore
+from mutator.store.skill_use import cell_uses, evaluation_tally, skill_files, tally, task_text
 from strategies import CandidateSpec, State
 
 if TYPE_CHECKING:
@@ -102,9 +103,11 @@ class MutatorView:
             for r in rows(self.session.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
                                    f"c.evaluation_id in ({', '.join('?' * len(ids))}) and t.score < 1", ids):
                 failing.setdefault(r["task_id"], set()).add(r["name"])
+            uses = self._task_uses(ids)
             for task_id, f in per_task(cells, self.session.weights, norm).items():
                 train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps, "composite":
-                                    f.composite, "failing": sorted(failing.get(split_key(task_id)[0], ()))})
+                                    f.composite, "failing": sorted(failing.get(split_key(task_id)[0], ())),
+                                    "skill_use": uses.get(split_key(task_id)[0], "—")})
         attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows()]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.session.skill_name,
@@ -115,7 +118,32 @@ class MutatorView:
             meta_skill=next((e["lessons"] for e in reversed(self.meta_lessons()) if e["lessons"]), ""),
             siblings=self._earlier_siblings(round_no, sibling) if objective else (),
             target_tasks=spec.target_tasks if spec else (),
-            caps=caps_text(room(Tree(self.session.genomes.path(parent)), limits_from(s)))))
+            caps=caps_text(room(Tree(self.session.genomes.path(parent)), limits_from(s))),
+            skill_use=self.skill_use_lines(parent, train_eval[0]["train_evaluation_id"] if train_eval else None,
+                                           incumbent.get("val_evaluation_id"))))
+
+    def _task_uses(self, evaluation_ids: list[int]) -> dict[str, str]:
+        """Each train task's skill use over its cells, as a table cell (train only: never called for val)."""
+        marks = ", ".join("?" * len(evaluation_ids))
+        by_task: dict[str, list[dict]] = {}
+        for r in rows(self.session.db, f"select task_id, skill_use from cells where evaluation_id in ({marks})",
+                      evaluation_ids):
+            by_task.setdefault(r["task_id"], []).append(r)
+        return {task: task_text(tally(cell_uses(found))) for task, found in by_task.items()}
+
+    def skill_use_lines(self, parent: str, train_id: int | None, val_id: int | None) -> list[str]:
+        """The parent's skill use: on train per file (every file of the skill, read or not); on val the same
+        aggregates over all its cells, never which val task did what."""
+        files = skill_files(self.session.genomes.path(parent))
+        lines = []
+        for split, evaluation_id in (("train", train_id), ("val (aggregates only)", val_id)):
+            if evaluation_id is None:
+                continue
+            ids = list(cache.member_ids(self.session.db, evaluation_id).values()) or [evaluation_id]
+            found = evaluation_tally(self.session.db, ids, files)
+            if found.cells:
+                lines += [f"- {split}: {found.summary()}", *(f"  - {line}" for line in found.lines())]
+        return lines
 
     def gate_text(self) -> str:
         """The gate as it stands now, with this run's pooled noise figures."""

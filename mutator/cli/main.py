@@ -87,7 +87,8 @@ def apply_run_defaults(c: Context) -> int | None:
 def with_launcher(c: Context) -> Context:
     """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped."""
     c.launcher = get_launcher(c.settings.sandbox, on_fallback=(lambda why: print(
-        f"warning: no sandbox: agents run as bare processes (--sandbox auto could not use bwrap: {why})",
+        f"warning: no sandbox: agents{'' if c.settings.sandbox == 'auto' else ' outside Harbor tasks'} run as bare "
+        f"processes (--sandbox {c.settings.sandbox} could not use bwrap: {why})",
         file=sys.stderr)) if c.args.real else None)
     reap_orphans(c.settings.data_dir)
     return c

@@ -12,7 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+from eval.cost import price_for
 from mutator.config import run_py as run_py_command
+from mutator.mining.judging import charge_pass, judge_meters
 from mutator.mining.mine import MineOptions, MiningError, mine, parse_since, render
 from mutator.mining.split import SplitError
 from mutator.round.preflight import check_out_folder
@@ -41,18 +43,21 @@ def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: b
     model = os.environ.get("SM_JUDGE_MODEL") or settings.model
     price = None
     if judge:
-        from eval.cost import price_for
         price = price_for(settings.pricing, model)   # PricingError names the model and the config key
     return MineOptions(traces=traces.expanduser(), skill_dir=settings.skill_dir, out=args.out, seed=settings.seed,
                        since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=model,
-                       judge_price=price, judge_budget_usd=getattr(args, "budget_usd", None), rebuild=rebuild)
+                       judge_price=price, judge_budget_usd=getattr(args, "budget_usd", None), rebuild=rebuild,
+                       judge_meters=judge_meters(settings.data_dir))
 
 
 def mine_command(args: argparse.Namespace, settings) -> int:
     try:
         opts = mine_options(args, settings, args.mine_traces, rebuild=False)
-        record = mine(opts)
-        charge_judge(settings.db_path, record)
+        record = None
+        try:
+            record = mine(opts)
+        finally:   # this pass's judge calls (and any a crashed pass left) are charged even when mining fails
+            charge_judge(settings, record)
     except (MiningError, SplitError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -64,16 +69,11 @@ def mine_command(args: argparse.Namespace, settings) -> int:
     return 0
 
 
-def charge_judge(db_path: Path, record: dict) -> None:
+def charge_judge(settings, record: dict | None) -> float:
     """The judge pass's spend on the store's ledger (no run pays it), so the Cost page and the daily budget count
-    it like every other model call."""
-    cost = (record.get("judge") or {}).get("cost_usd")
-    if cost:
-        from mutator.store import ledger
-        from mutator.store.db import connect
-        db = connect(db_path)
-        with db.conn:
-            ledger.charge(db.conn, run_id=None, usd=cost, kind="mining judge")
+    it like every other model call; a crashed pass's meters left in the data dir are charged here too."""
+    return charge_pass(settings.db_path, (record or {}).get("judge"), judge_meters(settings.data_dir),
+                       lambda model: price_for(settings.pricing, model))
 
 
 def every_seconds(text: str) -> float:
@@ -119,7 +119,8 @@ def watch_command(args: argparse.Namespace, settings, actions: list[argparse.Act
     try:
         opts = WatchOptions(mining=mine_options(args, settings, args.watch, rebuild=True), db_path=settings.db_path,
                             min_traces=args.min_traces, every_s=every_seconds(args.every),
-                            run_argv=(sys.executable, str(run_py), *run_flags(args, actions)))
+                            run_argv=(sys.executable, str(run_py), *run_flags(args, actions)),
+                            price_of=lambda model: price_for(settings.pricing, model))
         if opts.min_traces < 1:
             raise MiningError(f"--min-traces {opts.min_traces}: must be at least 1")
     except MiningError as err:

@@ -10,6 +10,7 @@ proxy and capped by --budget-usd; never sees a skill.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,13 +90,52 @@ async def _judge_all(tasks: list[MinedTask], backend_name: str, model: str, pric
 
 
 def judge_pass(tasks: list[MinedTask], *, backend: str, model: str, price: Price | None = None,
-               budget_usd: float | None = None) -> tuple[list[MinedTask], JudgePass]:
+               budget_usd: float | None = None, meters: Path | None = None) -> tuple[list[MinedTask], JudgePass]:
     """The judge pass; a real judge's calls pass the metering proxy (their cost is what was served, failed calls
-    included). With `budget_usd`, no call starts that would pass it: the tasks left are dropped, and said so."""
-    with tempfile.TemporaryDirectory(prefix="sm-judge-meters-") as meters:
-        results = asyncio.run(_judge_all(tasks, backend, model, price, budget_usd, Path(meters))) if tasks else []
+    included). With `budget_usd`, no call starts that would pass it: the tasks left are dropped, and said so.
+    With `meters` (a folder in the data dir), the meters stay there for `charge_pass` to charge once, so a crash
+    mid-pass loses none of what was served; without it they live in a temporary folder for the pass only."""
+    with contextlib.ExitStack() as stack:
+        if meters is None:
+            meters = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sm-judge-meters-")))
+        meters.mkdir(parents=True, exist_ok=True)
+        results = asyncio.run(_judge_all(tasks, backend, model, price, budget_usd, meters)) if tasks else []
     kept = [t for t, (ok, _) in zip(tasks, results) if ok]
     dropped = tuple(t.id for t, (ok, _) in zip(tasks, results) if ok is False)
     unjudged = tuple(t.id for t, (ok, _) in zip(tasks, results) if ok is None)
     return kept, JudgePass(backend, model, len(tasks) - len(unjudged), dropped + unjudged,
                            round(sum(c for _, c in results), 6), unjudged)
+
+
+def judge_meters(data_dir: Path) -> Path:
+    """Where a judge pass's meters wait to be charged: in the data dir, so a crash mid-pass leaves them to the
+    next mining command or watch tick."""
+    return data_dir / "meters" / "mining-judge"
+
+
+def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of, *,
+                at: float | None = None) -> float:
+    """Charge the store's ledger (no run pays it) for a judge pass: each meter left in `meters` by this pass or
+    a crashed one once (keyed by its content, then removed), and an unmetered judge's (the fake's) own figure;
+    returns what was charged."""
+    from mutator.store import ledger
+    from mutator.store.charges import meter_ref, priced
+    from mutator.store.db import connect
+    found = sorted(meters.glob("*.meter.jsonl")) if meters is not None and meters.is_dir() else []
+    judge = judge or {}
+    metered = str(judge.get("backend", "")).startswith("anthropic")   # as _judge_all meters its calls
+    unmetered = 0.0 if metered else judge.get("cost_usd") or 0.0
+    if not found and not unmetered:
+        return 0.0
+    db, charged = connect(db_path), 0.0
+    for meter in found:
+        amount, _ = priced(meter, price_of)
+        with db.conn:
+            if ledger.charge(db.conn, run_id=None, usd=amount, kind="mining judge", ref=meter_ref(meter), at=at):
+                charged += amount
+        meter.unlink(missing_ok=True)
+    if unmetered:
+        with db.conn:
+            ledger.charge(db.conn, run_id=None, usd=unmetered, kind="mining judge", at=at)
+        charged += unmetered
+    return charged

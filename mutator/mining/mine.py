@@ -47,6 +47,7 @@ class MineOptions:
     judge_model: str = "claude-haiku-4-5"
     judge_price: Price | None = None  # config.json pricing of judge_model, to report the pass's cost
     judge_budget_usd: float | None = None   # --budget-usd: no judge call starts that would pass it
+    judge_meters: Path | None = None        # the data dir's folder the judge's meters wait in (judging.judge_meters)
     rebuild: bool = False             # the watch: replace train/val of an earlier mining, keep its test frozen
 
 
@@ -161,7 +162,7 @@ def mine(opts: MineOptions) -> dict:
     judged = None
     if opts.judge:
         tasks, judged = judge_pass(tasks, backend=opts.judge, model=opts.judge_model, price=opts.judge_price,
-                                   budget_usd=opts.judge_budget_usd)
+                                   budget_usd=opts.judge_budget_usd, meters=opts.judge_meters)
         found.dropped["judge"] += len(judged.dropped)
     side = split_sessions([t.session for t in tasks], seed=opts.seed, with_test=frozen is None)
     by_split = {s: [t for t in tasks if side[t.session] == s] for s in SPLITS}

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from eval.skill_marks import SkillMarks
+
 COMMAND = re.compile(r"<command-name>\s*/?([^<\s]+)\s*</command-name>")
 COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 NOT_A_REQUEST = ("<local-command-stdout>", "<local-command-stderr>", "<command-message>", "Caveat:",
@@ -69,45 +71,6 @@ class Reading:
     unreadable_lines: int = 0
     sessions: set[str] = field(default_factory=set)
     exchanges: list[Exchange] = field(default_factory=list)
-
-
-class SkillMarks:
-    """How a transcript shows the skill in use: its name in a Skill call or a slash command, its folder in
-    any tool input, or its SKILL.md loaded into the conversation."""
-
-    def __init__(self, name: str, folder: Path | None) -> None:
-        self.name = name
-        self.paths = [f"/skills/{name}/", f"skills/{name}/SKILL.md"]
-        if folder is not None:
-            self.paths.append(str(folder.resolve()) + "/")
-            self.folder = str(folder.resolve())
-        else:
-            self.folder = ""
-
-    def in_text(self, text: str) -> bool:
-        return any(p in text for p in self.paths) or bool(self.folder and text.rstrip("/").endswith(self.folder))
-
-    def in_tool(self, name: str, args: object) -> bool:
-        if name == "Skill" and isinstance(args, dict):
-            named = str(args.get("skill") or args.get("command") or "").lstrip("/")
-            if named.split(":")[-1] == self.name:
-                return True
-        return any(self.in_text(s) for s in strings(args))
-
-    def loaded(self, text: str) -> bool:
-        """Claude Code puts a loaded skill's SKILL.md in a meta user message starting with its base dir."""
-        found = re.search(r"Base directory for this skill:\s*(\S+)", text)
-        return bool(found and found.group(1).rstrip("/").split("/")[-1] == self.name)
-
-
-def strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in strings(v)]
-    return []
 
 
 def epoch(stamp: object, default: float) -> float:

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.cost import Price
 from mutator.after.spend import DailyBudget, daily_limit
 from mutator.mining import secrets
+from mutator.mining.judging import charge_pass
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.round.budget import BudgetStop
-from mutator.store import ledger
 from mutator.store.db import connect, rows
 from mutator.store.lock import RunLock
 
@@ -38,6 +39,7 @@ class WatchOptions:
     min_traces: int = 20
     every_s: float = 6 * 3600
     run_argv: tuple[str, ...] = ()    # `python run.py <the user's run flags>`, suites and skill added per tick
+    price_of: Callable[[str], Price] | None = None   # a model's price, for the judge's meters (judging.charge_pass)
 
 
 def suites_key(out: Path) -> str:
@@ -98,11 +100,14 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
             DailyBudget(limit, clock=clock).check(db, next_usd=0.0, what="this tick's judge pass")
         except BudgetStop as stop:
             return record(db, row, "failed", reason=str(stop), clock=clock, say=say)
+    mined = None
     try:
         mined = mine(opts.mining)
     except (MiningError, SplitError) as err:
         return record(db, row, "failed", reason=f"mining: {err}", clock=clock, say=say)
-    # the judge pass's spend is stored on the tick, so it counts in the store's spend and the daily budget
+    finally:   # charged now, before the loop runs for hours: what the judge was served is never lost
+        charge_pass(opts.db_path, (mined or {}).get("judge"), opts.mining.judge_meters, opts.price_of, at=clock())
+    # the judge pass's spend is also shown on the tick (the ledger holds it once, charged above)
     row["judge_cost_usd"] = (mined.get("judge") or {}).get("cost_usd") or None
     say(render(mined, out))
     argv = loop_argv(opts)
@@ -133,10 +138,8 @@ def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Call
            reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
     row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
            "finished_at": clock()}
-    with db.conn:   # the tick and its judge pass's charge (no run pays it) together
+    with db.conn:
         row["id"] = db["triggers"].insert(row).last_pk
-        ledger.charge(db.conn, run_id=None, usd=row.get("judge_cost_usd") or 0.0, kind="mining judge",
-                      at=row["finished_at"], ref=f"trigger:{row['id']}")
     say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible request(s) "
         f"({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "") + (f"; {reason}" if reason else ""))
     return row

@@ -277,7 +277,7 @@ async def attempt(request: web.Request) -> web.Response:
     key, cached = hit(request, store)
     if cached:
         return cached
-    found = Q.attempt_detail(db_of(request, store), int(request.match_info["id"]), split)
+    found = Q.attempt_detail(db_of(request, store), int(request.match_info["id"]), split, store.data_dir)
     if found is None:
         raise fail(404, "no such attempt")
     return remember(request, key, found, volatile=running(found["run"]))

@@ -25,6 +25,7 @@ from mutator.server.models_view import (
     mean_composite,
     train_composite,
 )
+from mutator.server.skill_use_view import skill_use
 from mutator.server.sql import loads, one, q
 from mutator.server.stages import EVAL_COLS, live_eval, progress, stages
 from mutator.server.stores import pid_alive
@@ -198,7 +199,7 @@ def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict
 
 
 # ---- one attempt (Round Analysis) ------------------------------------------------------------------
-def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> dict | None:
+def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_dir: Path | None = None) -> dict | None:
     a = one(db, "select * from attempts where id = ?", [attempt_id])
     if a is None:
         return None
@@ -230,6 +231,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str) -> di
     parent_ev, against_ev = (one(db, f"select {EVAL_COLS} from evaluations where id = ?", [i]) if i else None
                              for i in (parent_id, against_id))
     a["incomplete"] = G.incomplete(db, run, a, suite) if ev is None else None
+    a["skill_use"] = skill_use(db, candidate=(ev_id, a["genome_hash"]), parent=(parent_id, a["parent_hash"]),
+                               data_dir=data_dir)
     a["notes"] = notes_of(db, [f"attempt:{attempt_id}"]).get(f"attempt:{attempt_id}")
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):
@@ -277,6 +280,7 @@ def cell_row(db: sqlite_utils.Database, cell_id: int) -> dict | None:
     cell = one(db, "select c.*, e.key as evaluation_key, e.genome_hash, e.suite from cells c join evaluations e "
                    "on e.id = c.evaluation_id where c.id = ?", [cell_id])
     if cell:
+        cell["skill_use"] = loads(cell.get("skill_use"), None)
         cell["tests"] = {r["name"]: r["score"] for r in q(db, "select name, score from tests where cell_id = ? "
                                                               "order by name", [cell_id])}
     return cell

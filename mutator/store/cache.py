@@ -130,7 +130,7 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
            "status": cell.status, "score": cell.score, **agent, "steps": cell.steps,
            "duration_ms": cell.duration_ms, "agent_subtype": cell.agent_subtype, "error": cell.error,
            "cell_dir": cell.cell_dir, "finished_at": now(), "retries": retries, "prior_cost_usd": prior,
-           "grader_cost_usd": grader, "agent_cell_id": agent_cell_id, **extra}
+           "grader_cost_usd": grader, "agent_cell_id": agent_cell_id, "skill_use": cell.skill_use, **extra}
     conn = db.conn
     with conn:
         if old:

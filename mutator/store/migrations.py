@@ -319,6 +319,14 @@ def run_command_and_notes(db: sqlite_utils.Database) -> None:
 
 
 @migration()
+def cell_skill_use(db: sqlite_utils.Database) -> None:
+    # What each cell's agent did with the skill (eval/skill_use.py::SkillUse as JSON: loaded, turn, files read,
+    # scripts run, read tokens estimated). Null for older cells and bare cells; evaluation keys are unchanged.
+    if "skill_use" not in db["cells"].columns_dict:
+        db["cells"].add_column("skill_use", str)
+
+
+@migration()
 def null_controls(db: sqlite_utils.Database) -> None:
     # Per-round null controls (mutator/round/nulls.py): a byte-identical copy of the incumbent under a fresh salt,
     # its Δ against the incumbent and the gate's call on it; a store made before has none (nullControls was 0).

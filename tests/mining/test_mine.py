@@ -178,3 +178,35 @@ def test_a_real_judge_pass_is_metered_and_stops_at_the_budget(traces, tmp_path: 
     assert judged.cost_usd == pytest.approx(usd(price, Usage(**server.served_usage())), abs=1e-9)   # what was served
     assert judged.cost_usd == pytest.approx(0.0045) and kept == []   # 3 x $0.0015 fit; a garbled verdict grades none
     assert set(judged.dropped) == {t.id for t in tasks}
+
+
+def test_a_judge_pass_cut_short_is_charged_once_from_the_meters_it_left(traces, tmp_path: Path, monkeypatch) -> None:
+    # the meters wait in the data dir, not a temporary folder: a pass that crashed before its charge leaves them,
+    # the next mining command charges exactly what was served, and a crash after the charge charges nothing twice
+    from eval.cost import Price, Usage, usd
+    from mutator.mining.judging import charge_pass, judge_meters
+    from mutator.store.db import connect_readonly
+    from tests.agents.messages_server import MessagesServer, message, text, usage
+    projects, skill = traces
+    server = MessagesServer()
+    server.responder = lambda body: message(text("no verdict here"), use=usage(1000, 100))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "local")
+    price = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
+    data, db_path = tmp_path / "data", tmp_path / "data" / "mutator.db"
+    tasks = collect(MineOptions(projects, skill, tmp_path / "mined")).tasks[:4]
+    try:
+        judge_pass(tasks, backend="anthropic", model="claude-haiku-4-5", price=price, meters=judge_meters(data))
+    finally:
+        server.close()
+    left = sorted(judge_meters(data).glob("*.meter.jsonl"))
+    assert len(left) == 4 and not db_path.exists()   # the process "crashed" here: nothing charged yet
+    kept_copy = left[0].read_bytes()
+    served = usd(price, Usage(**server.served_usage()))
+    assert charge_pass(db_path, None, judge_meters(data), lambda model: price) == pytest.approx(served, abs=1e-9)
+    left[0].write_bytes(kept_copy)   # a crash between a meter's charge and its removal
+    assert charge_pass(db_path, None, judge_meters(data), lambda model: price) == 0.0
+    assert not list(judge_meters(data).glob("*"))
+    rows = list(connect_readonly(db_path).query("select run_id, kind, usd from charges"))
+    assert [(r["run_id"], r["kind"]) for r in rows] == [(None, "mining judge")] * 4
+    assert sum(r["usd"] for r in rows) == pytest.approx(served, abs=1e-9) == pytest.approx(0.006)

@@ -130,7 +130,8 @@ def test_a_ticks_judge_pass_counts_in_the_stores_spend_and_the_daily_budget(tmp_
     db = connect(data / "mutator.db")
     assert [r["judge_cost_usd"] for r in db["triggers"].rows] == [judged["cost_usd"]]
     calls = [c for c in spend.calls(db) if c["kind"] == "mining judge"]
-    assert [(c["usd"], c["model"], c["at"]) for c in calls] == [(judged["cost_usd"], "judge", row["finished_at"])]
+    assert [(c["usd"], c["model"]) for c in calls] == [(judged["cost_usd"], "judge")]
+    assert row["at"] < calls[0]["at"] < row["finished_at"]   # charged as the pass ended, before the loop ran
     assert spend.spent_since(db, 0.0) == judged["cost_usd"]          # nothing else spent in this store
     # a daily budget already used up: the next tick past the trigger records why and judges nothing
     db["spend_limits"].upsert({"name": "daily", "usd": judged["cost_usd"], "set_at": 0.0}, pk="name")

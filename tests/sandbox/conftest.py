@@ -21,6 +21,8 @@ from eval.jobs import CellResult, CellSettings
 from eval.suite import load_suite
 from sandbox import Launcher, SandboxError
 from sandbox.bwrap import BwrapLauncher
+from sandbox.container import ContainerEngine, get_engine
+from sandbox.host_image import ensure_base_image
 from tests.conftest import ROOT, make_suite
 
 PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
@@ -33,6 +35,25 @@ def bwrap_unavailable() -> str:
     except SandboxError as err:
         return str(err)
     return ""
+
+
+# A host whose kernel refuses the engine's default rlimits (this project's VMs) needs them off; an explicit
+# CONTAINERS_CONF of the machine's own wins.
+NO_ULIMITS = "[containers]\ndefault_ulimits = []\n"
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContainerEngine]:
+    """The container tests' engine, with the offline base image (sandbox/host_image.py) built once."""
+    conf = tmp_path_factory.mktemp("containers") / "containers.conf"
+    conf.write_text(NO_ULIMITS)
+    before = os.environ.get("CONTAINERS_CONF")
+    os.environ.setdefault("CONTAINERS_CONF", str(conf))
+    engine = get_engine("auto")     # no engine is a failure here, not a skip: .ci/run installs podman
+    ensure_base_image(engine)
+    yield engine
+    if before is None:
+        os.environ.pop("CONTAINERS_CONF", None)
 
 
 needs_bwrap = pytest.mark.skipif(bool(bwrap_unavailable()), reason=bwrap_unavailable() or "bwrap runs")

@@ -6,10 +6,8 @@ verifier's reward. Images are built offline FROM a base made of the host's own p
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,17 +20,12 @@ from eval.harbor_run import check_task, suite_task
 from eval.jobs import CellSettings
 from eval.suite import load_suite
 from mutator.after.harbor_import import import_harbor
-from sandbox.container import ContainerEngine, get_engine
-from sandbox.host_image import ensure_base_image
+from sandbox.container import ContainerEngine
 from sandbox.none import NoneLauncher
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.container
 EXAMPLE = ROOT / "suites" / "harbor-example"
-# A host whose kernel refuses the engine's default rlimits (this project's VMs) needs them off; an explicit
-# CONTAINERS_CONF of the machine's own wins.
-NO_ULIMITS = "[containers]\ndefault_ulimits = []\n"
-
 AGENT = """import json, os, pathlib
 skill = os.environ.get("SM_SKILL_DIR")
 text = pathlib.Path("greeting.txt").read_text()
@@ -43,19 +36,6 @@ with open(os.environ["SM_STREAM"], "a") as f:
     f.write(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
                         "usage": {"input_tokens": 10, "output_tokens": 5}}) + "\\n")
 """
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContainerEngine]:
-    conf = tmp_path_factory.mktemp("containers") / "containers.conf"
-    conf.write_text(NO_ULIMITS)
-    before = os.environ.get("CONTAINERS_CONF")
-    os.environ.setdefault("CONTAINERS_CONF", str(conf))
-    engine = get_engine("auto")     # no engine is a failure here, not a skip: .ci/run installs podman
-    ensure_base_image(engine)
-    yield engine
-    if before is None:
-        os.environ.pop("CONTAINERS_CONF", None)
 
 
 @pytest.fixture(scope="module")

@@ -98,6 +98,14 @@ async def test_cell_drill_down_reads_its_files(client, run_id):
     cell = await get(client, f"/api/cells/{val['cells'][0]['id']}", store=store)
     assert cell["found_dir"] and cell["events"][0]["type"] == "system" and cell["events"][-1]["type"] == "result"
     assert set(cell["cell"]["tests"]) and "grade.stdout" in cell["files"] and "cell_dir" not in cell["cell"]
+    # skill telemetry: the cell's own record, and the evaluation's file × (read, run) table beside its parent's
+    assert cell["cell"]["skill_use"] == {"loaded": True, "loaded_turn": 1, "files_read": ["SKILL.md", "rules.json"],
+                                         "scripts_run": [], "read_tokens_est": cell["cell"]["skill_use"]["read_tokens_est"]}
+    used = val["attempt"]["skill_use"]
+    files = {f["path"]: (f["read"], f["run"]) for f in used["candidate"]["files"]}
+    assert used["candidate"]["cells"] == used["parent"]["cells"] == 16 and used["candidate"]["loaded"] == 16
+    assert files["SKILL.md"] == files["rules.json"] == (16, 0) and files["examples.md"] == (0, 0)
+    assert "examples.md read in 0 of 16 cells" in used["candidate"]["lines"]
 
 
 async def test_lineage_chain_runs_champion_to_seed(client, run_id):

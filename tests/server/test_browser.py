@@ -79,6 +79,9 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     expect(page.locator("#drawer .cell-drawer")).to_contain_text("Agent stream")
     expect(page.locator("#drawer .cell-drawer .ev-result")).to_have_count(1)
     expect(page.locator("#drawer .cell-drawer .cell-where")).to_have_text("ran on this machine")   # cells.node
+    expect(page.locator("#drawer #cell-skill-use")).to_contain_text("loadedyes, turn 1")          # cells.skill_use
+    expect(page.locator('#skill-use tr[data-file="examples.md"]')).to_contain_text("0/16 (0%)")
+    expect(page.locator('#skill-use tr[data-file="SKILL.md"] td').first).to_have_text("16/16 (100%)")
     # round 1 was a keep: its winner's-curse confirmation and every critic gate row
     expect(page.locator("#confirm")).to_contain_text("fresh Δcomposite")
     expect(page.locator("#confirm .badge")).to_have_text(re.compile("stands|OVERTURNED"))

@@ -61,6 +61,8 @@ def test_a_store_migrated_by_position_is_adopted_and_resumes_with_no_cell(tmp_pa
     assert "0 cells run by this command" in again.stdout
     with sqlite3.connect(store) as conn:
         assert conn.execute("select count(*) from cells").fetchone()[0] == cells
+        # skill telemetry (migration cell_skill_use) is null for the old cells; their keys did not change
+        assert conn.execute("select count(*) from cells where skill_use is not null").fetchone()[0] == 0
     # the versions it had are recorded under their names, in order; only the ones it lacked ran
     assert names(store) == [POSITIONAL[v] for v in range(1, 14)] + [m.name for m in migration._migrations[13:]]
     assert schema(store) == schema(fresh)                          # the same tables, columns and indexes

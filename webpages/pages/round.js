@@ -9,6 +9,7 @@ import { sections } from '../lib/keyed.js';
 import { comparatorLine, sideBySide, taskDeltasSection } from '../lib/gateview.js';
 import { notesView } from '../lib/notes.js';
 import { mutatorButton } from '../lib/mutatorview.js';
+import { cellSkillUse, skillUseSection } from '../lib/skilluse.js';
 
 const METRICS = ['score', 'cost_usd', 'steps', 'duration_ms', 'output_tokens', 'input_tokens'];
 const GATE_TIPS = {
@@ -58,6 +59,7 @@ function cellDrawer(store, cellId) {
       h('p', {}, `score ${num(c.score, 3)} · cost ${usd(c.cost_usd)} · ${c.steps} steps · ${c.duration_ms} ms · ${c.agent_subtype || ''}`),
       h('p', { class: 'hint cell-where' }, `ran on ${c.node === 'local' || !c.node ? 'this machine' : `Ray node ${c.node}`}`, c.retries ? ` · ${c.retries} infrastructure ${c.retries === 1 ? 'retry' : 'retries'} (not the skill's doing)` : ''),
       c.error ? h('p', { class: 'error' }, c.error) : null,
+      cellSkillUse(c.skill_use),
       h('h4', {}, 'Grader result'), h('div', { class: 'tests-row' }, Object.entries(c.tests).map(([n, s]) => h('span', { class: 'chip', style: { background: scoreColour(s) } }, `${n} ${num(s, 2)}`))),
       file('grade.stdout'),
       h('details', {}, h('summary', {}, 'Error log (grade.stderr, agent.stderr)'), h('h4', {}, 'grade.stderr'), file('grade.stderr'), h('h4', {}, 'agent.stderr'), file('agent.stderr')),
@@ -143,6 +145,7 @@ export async function render(root, state, ui) {
         })))));
       return h('section', { id: 'round-cells' }, h('h3', {}, 'Cells (task × replicate) — click one'), failureLine(d.cells), cellGrid);
     }),
+    S.get('skill-use', [a.skill_use, split], () => skillUseSection(a.skill_use, split)),
     S.get('scatter', [a.id, split, ui.x, ui.y, d.cells], () => {
       const axisPick = (key) => h('select', { onchange: (e) => { ui[key] = e.target.value; render(root, state, ui); } }, METRICS.map((m) => h('option', { value: m, selected: m === ui[key] }, m)));
       const box = h('div', { class: 'chart', id: 'scatter' });
@@ -169,7 +172,7 @@ export async function render(root, state, ui) {
   }
   if (d.evaluation && d.cells.length && S.fresh('scatter')) {
     const sorted = d.cells.slice().sort((p, q) => (p[ui.x] ?? 0) - (q[ui.x] ?? 0));
-    chart("round-scatter", evaluated[2].box, {
+    chart("round-scatter", evaluated[3].box, {
       height: 260, scales: { x: { time: false } }, axes: [{ label: ui.x }, { label: ui.y }],
       series: [{ label: ui.x }, { label: ui.y, stroke: '#8250df', paths: noLine, points: { show: true, size: 8, fill: '#8250df66' } }],
     }, [sorted.map((c) => c[ui.x] ?? 0), sorted.map((c) => c[ui.y] ?? null)], `${a.id}|${split}|${ui.x}|${ui.y}`);

@@ -37,7 +37,7 @@ def test_train_table_worst_composite_first_with_failing_tests() -> None:
              {"task_id": "c", "eval": 0.5, "cost": 0.001, "steps": 4, "composite": 0.45, "failing": ["rows"]}]
     lines = [line for line in briefing(train_tasks=tasks).splitlines() if line[:4] in ("| a ", "| b ", "| c ")]
     assert [line[2] for line in lines] == ["a", "c", "b"]
-    assert lines[0].endswith("| 0.100 | dates, rows |") and lines[2].endswith("| — |")
+    assert lines[0].endswith("| 0.100 | — | dates, rows |") and lines[2].endswith("| — | — |")
 
 
 def test_meta_skill_and_objective_sections_only_when_set() -> None:
@@ -58,3 +58,12 @@ def test_ledger_lists_every_attempt_with_reason() -> None:
             in text)
     assert "- why: identical to its parent" in text and text.index("Attempt 1") < text.index("Attempt 2.1")
     assert "No attempts yet." in render_ledger([])
+
+
+def test_skill_use_column_and_section() -> None:
+    tasks = [{"task_id": "a", "eval": 0.2, "cost": 0.002, "steps": 5, "composite": 0.1, "failing": [],
+              "skill_use": "NOT loaded (0/2)"}]
+    text = briefing(train_tasks=tasks, skill_use=["- train: skill loaded in 0 of 2 cells"])
+    assert "| a | 0.200 | 0.00200 | 5.0 | 0.100 | NOT loaded (0/2) | — |" in text
+    assert "## How your parent's skill was used (from the build agents' own streams)\n- train: skill loaded" in text
+    assert "How your parent's skill was used" not in briefing()

@@ -101,6 +101,11 @@ def test_mutator_sees_no_val_details_and_nothing_of_test(tmp_path: Path, monkeyp
     # the train side really is there: a positive control for the search above
     briefing = (captures[-1] / "workspace" / "briefing.md").read_text()
     assert any(t.id in briefing for t in load_suite(ROOT / "suites" / "clean-train").tasks)
+    # ... with its skill telemetry: per train task, and on val only as aggregates (no val task id: searched above)
+    assert "| skill use | failing tests |" in briefing and "loaded 1/1; read SKILL.md 1, rules.json 1" in briefing
+    assert "- train: skill loaded in " in briefing and "- val (aggregates only): skill loaded in " in briefing
+    rollouts = list((captures[-1] / "workspace" / "evidence" / "current").glob("*.md"))
+    assert rollouts and all("## Skill use\n- loaded: yes, turn 1" in p.read_text() for p in rollouts)
     # ... and the critic's caps with the parent's room under them, before the mutator call is paid
     assert "## Size caps (the critic rejects a candidate past them before it is evaluated)" in briefing
     assert "lines of the 500-line cap (critic.maxSkillLines): " in briefing and " bytes in all;" in briefing

@@ -133,6 +133,16 @@ def test_a_changed_grader_regrades_every_scored_cell_and_keeps_decided_figures(s
     assert "Grading only" not in more.stdout + more.stderr
     round2 = query(data, "select gate_df from attempts where round = 2")
     assert round2 and round2[0]["gate_df"] is not None
+    # with neither re-grade there (marked not done here), no figure pair exists: --propose names why and the fix
+    from mutator.after.proposals import why_not
+    regraded = [figures["evaluation_id"], *(old_val[g] for g in old_val if g != candidate["genome_hash"])]
+    with db.conn:
+        db.conn.execute(f"update evaluations set status = 'stale' where id in ({', '.join('?' * len(regraded))})",
+                        regraded)
+    apart = _figures(db, run, candidate["genome_hash"])[0]
+    assert apart["seed_composite"] is None and apart["graded_apart"][0] == "tiny-val"
+    reason = why_not(db, run, candidate["genome_hash"], apart, None, min_delta=0.0, max_failed_share=1.0)
+    assert reason.startswith("the champion and the seed were graded by different versions of val suite tiny-val")
 
 
 def test_an_edited_prompt_is_named_before_spending_and_starts_a_new_run(setup) -> None:

@@ -1,0 +1,33 @@
+"""The dashboard's skill telemetry: per evaluation a file × (read share, run share) table from the cells' stored
+`skill_use` (mutator/store/skill_use.py), the candidate beside its parent so a round shows how they moved. Reads
+the store and the genome folders only; tokens reading the skill are an estimate and labelled so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlite_utils
+
+from mutator.server.stores import inside
+from mutator.store import cache
+from mutator.store.skill_use import evaluation_tally, skill_files
+
+
+def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: str | None,
+             data_dir: Path | None) -> dict | None:
+    """One evaluation's tally (a group's over its members), every file of its genome listed; None when none of
+    its cells has telemetry (cells stored before it, or bare cells)."""
+    if not evaluation_id:
+        return None
+    folder = inside(data_dir, data_dir / "genomes" / genome_hash) if data_dir and genome_hash else None
+    ids = list(cache.member_ids(db, evaluation_id).values()) or [evaluation_id]
+    found = evaluation_tally(db, ids, skill_files(folder) if folder else ())
+    return {**found.to_json(), "lines": found.lines(), "summary": found.summary()} if found.cells else None
+
+
+def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | None],
+              parent: tuple[int | None, str | None], data_dir: Path | None) -> dict | None:
+    """{candidate, parent} tallies of one attempt on one split; None when the candidate has no telemetry."""
+    mine = tally_of(db, *candidate, data_dir)
+    return {"candidate": mine, "parent": tally_of(db, *parent, data_dir)} if mine else None

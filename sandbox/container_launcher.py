@@ -1,0 +1,205 @@
+"""Agents inside a Harbor task's container: `--sandbox podman|docker` (and `auto`, when an engine works here).
+
+`ContainerSandbox` is the run's launcher: every agent without a task image (the mutator, a suite of our own
+format) runs on the host launcher (bwrap when it works, else none); a Harbor cell gets a `TaskContainer`, one
+container of the task's image for its agent call. In it: the cell dir at its own path (the contract's SM_* paths
+hold), the work dir also at the task's WORKDIR, the genome read-only where the task's Dockerfile COPYs its
+skills, the agent's programs (the harness's Python, a script's folder, the claude CLI) read-only at their own
+paths and started through the host's dynamic loader with the host's libraries (so they need nothing of the
+image's libc), and the key proxy's unix socket, relayed to the container's own 127.0.0.1 (sandbox/relay.py):
+the network is off unless the task asks and the import allowed it. Only the named environment variables enter
+(the image's PATH stays), and never a real key: a container gets the proxy's one-cell nonce.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sandbox import Launcher, SandboxError
+from sandbox.bwrap import _is_system
+from sandbox.container import ContainerEngine, Limits, get_engine
+from sandbox.resolve import Program, resolve_command
+
+RUNTIME = "/opt/sm-runtime"          # the host's loader and libraries for the agent's own programs
+RELAY = Path(__file__).resolve().parent / "relay.py"
+LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(/\S+)|^\s*(/\S*ld-linux\S*)\s", re.MULTILINE)
+# The image's own PATH finds the image's programs; the API is plain HTTP to the relay, so no host CA file is needed
+NOT_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR")
+# The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the cell's.
+ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CONTAINERS_CONF",
+              "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST", "CONTAINER_CONNECTION",
+              "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
+CREDENTIAL_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+NONCE_PREFIX = "sm-proxy-"           # eval/agents/key_proxy.py's one-cell nonces
+
+
+class ContainerSandbox:
+    """The run's launcher under `--sandbox auto|podman|docker`; `engine()` is what Harbor cells run in."""
+
+    def __init__(self, choice: str, host: Launcher | Callable[[], Launcher]) -> None:
+        self.choice = choice
+        self._engine: ContainerEngine | None = None
+        self._missing = ""                      # why no engine works here (auto: asked once per process)
+        if choice != "auto":
+            self._engine = get_engine(choice)   # refused before any cell: SandboxError names what to install
+        self.host: Launcher = host() if callable(host) else host
+
+    @property
+    def id(self) -> str:
+        return self.host.id if self.choice == "auto" else self.choice
+
+    def engine(self) -> ContainerEngine:
+        """The engine a Harbor task's agent runs in (raises SandboxError when none works here)."""
+        if self._engine is None and not self._missing:
+            try:
+                self._engine = get_engine("auto")
+            except SandboxError as err:
+                self._missing = str(err)
+        if self._engine is None:
+            raise SandboxError(self._missing)
+        return self._engine
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
+             network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run, env=env)
+
+    def check(self) -> None:
+        self.host.check()
+
+
+@functools.lru_cache(maxsize=32)
+def host_libraries(binary: str) -> tuple[str, tuple[str, ...]]:
+    """The host's dynamic loader for `binary` and the folders of the libraries it loads (whole: a Python's
+    extension modules load more of them, e.g. libssl, libgcc_s)."""
+    done = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    loader, folders = "", []
+    for _name, path, ld in LDD_LINE.findall(done.stdout if done.returncode == 0 else ""):
+        if ld:
+            loader = loader or str(Path(ld).resolve())
+        else:
+            folders.append(str(Path(path).resolve().parent))
+    return loader, tuple(dict.fromkeys(folders))
+
+
+def _elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+class TaskContainer:
+    """One cell's agent call in a fresh container of the task's image, removed by `close()`."""
+
+    def __init__(self, engine: ContainerEngine, image: str, *, workdir: str, work: Path, limits: Limits,
+                 skills: Path | None = None, skill_targets: Sequence[str] = ()) -> None:
+        self.engine, self.image, self.workdir, self.work = engine, image, workdir, Path(work)
+        self.limits, self.skills, self.skill_targets = limits, skills, tuple(skill_targets)
+        self.name = f"sm-agent-{uuid.uuid4().hex[:12]}"
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))   # short: a unix socket path has 108 bytes
+        self.api_socket = self._socket_dir / "api.sock"                # the key proxy listens here too
+
+    @property
+    def id(self) -> str:
+        return self.engine.id
+
+    def check(self) -> None:
+        return None
+
+    def close(self) -> None:
+        """The container gone (even one whose client was killed at a timeout) before the verifier's starts."""
+        subprocess.run(self.engine.argv("rm", "-f", self.name), capture_output=True, timeout=120)
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    def _program(self, program: Program, rest: Sequence[str], mounts: list[str]) -> list[str]:
+        """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's loader
+        with the host's libraries, mounted under RUNTIME; anything else as it is."""
+        chain = program.programs()
+        binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args, str(program.path)])
+        if len(chain) > 2 or not _elf(binary.path):
+            return [*program.exec_argv(), *rest]
+        loader, folders = host_libraries(str(binary.path))
+        if not loader:
+            return [*program.exec_argv(), *rest]
+        mounts += ["-v", f"{loader}:{RUNTIME}/ld.so:ro"]
+        for n, folder in enumerate(folders):
+            mounts += ["-v", f"{folder}:{RUNTIME}/lib{n}:ro"]
+        search = ":".join(f"{RUNTIME}/lib{n}" for n in range(len(folders)))
+        return [f"{RUNTIME}/ld.so", "--library-path", search, str(binary.path), *args, *rest]
+
+    @staticmethod
+    def _same_path(writable: Sequence[Path], readable: Sequence[Path]) -> list[str]:
+        """Host paths bound at their own paths (a system dir never: it is the image's own)."""
+        args: list[str] = []
+        seen: set[Path] = set()
+        for path, mode in [*((p, "rw") for p in writable), *((p, "ro") for p in readable)]:
+            path = Path(path).absolute()
+            if path in seen or _is_system(path) or not path.exists():
+                continue
+            seen.add(path)
+            args += ["-v", f"{path.resolve()}:{path}:{mode}"]
+        return args
+
+    def _task_binds(self) -> list[str]:
+        """The work dir at the task's WORKDIR, the genome where the task expects its skills, the proxy's socket."""
+        args = ["-v", f"{self.work.resolve()}:{self.workdir}:rw"]
+        if self.skills is not None and self.skills.is_dir():
+            for target in self.skill_targets:
+                args += ["-v", f"{self.skills.resolve()}:{target}:ro"]
+        return args + ["-v", f"{self._socket_dir}:{self._socket_dir}:rw"]
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
+             network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+        env = dict(env or {})
+        for name in CREDENTIAL_NAMES:   # defence in depth: only the key proxy's nonce may enter a container
+            if env.get(name) and not env[name].startswith(NONCE_PREFIX):
+                raise SandboxError(f"{name} would enter the task's container; it gets only the key proxy's nonce "
+                                   f"(a metered call)")
+        command = resolve_command(tuple(run or argv), cwd=Path(cwd))
+        mounts: list[str] = []
+        inner = self._program(command.program, list((run or argv)[1:]), mounts)
+        shown = [*readable, *command.mounts(tuple(Path(w).absolute() for w in writable))]
+        base = urlsplit(env.get("ANTHROPIC_BASE_URL", ""))
+        if base.hostname == "127.0.0.1" and base.port:   # the key proxy: relayed inside the container
+            relay = resolve_command((sys.executable, str(RELAY)), cwd=Path(cwd))
+            shown += relay.mounts()
+            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(base.port), "--", *inner],
+                                  mounts)
+        binds = [*self._same_path(writable, shown), *self._task_binds()]
+        for tool in command.tools:   # a tool in a system dir (the claude CLI's native binary): that file alone
+            if _is_system(tool.path) and tool.path.resolve().is_file():
+                binds += ["-v", f"{tool.path.resolve()}:{tool.path}:ro"]
+        limits = self.limits
+        args = ["run", "--rm", "-i", "--name", self.name, "--workdir", self.workdir if Path(cwd) == self.work
+                else str(cwd), "--cpus", str(limits.cpus), "--memory", f"{limits.memory_mb}m"]
+        if not limits.network:
+            args += ["--network", "none"]
+        args += ["--env-file", str(self._env_file(env))]
+        client = [f"{name}={os.environ[name]}" for name in ENGINE_ENV if name in os.environ]
+        return ["env", "-i", *client, *self.engine.argv(*args, *binds, *mounts, self.image, *inner)]
+
+    def _env_file(self, env: Mapping[str, str]) -> Path:
+        """The agent's environment for the container, in a file only the harness reads (never in an argv)."""
+        lines = []
+        for name, value in env.items():
+            if name in NOT_PASSED:
+                continue
+            if "\n" in value:
+                raise SandboxError(f"the environment variable {name} holds a newline; a container's env file "
+                                   f"cannot carry it (drop it from --pass-env)")
+            lines.append(f"{name}={value}\n")
+        path = self._socket_dir / "agent.env"
+        path.touch(mode=0o600)
+        path.write_text("".join(lines), encoding="utf-8")
+        return path

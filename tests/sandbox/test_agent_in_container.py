@@ -1,0 +1,173 @@
+"""A Harbor task's agent runs inside the task's container (`--sandbox podman|docker`, sandbox/container_launcher.py):
+it finds a program only the image has, reads the genome where the task's Dockerfile puts its skills, has no
+network but the model API through the key proxy's socket, and never sees the real key; the verifier then runs in
+a fresh container; the oracle never enters the cell. One task image, FROM the tests' offline base image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.cells import Contract
+from eval.cost import Price
+from eval.evaluate import EvalRequest, evaluate
+from eval.jobs import CellSettings
+from eval.suite import load_suite
+from mutator.after.harbor_import import import_harbor
+from sandbox import SandboxError, get_launcher
+from sandbox.container import ContainerEngine
+from sandbox.container_launcher import ContainerSandbox
+from sandbox.none import NoneLauncher
+from tests.agents.messages_server import MessagesServer, message, text, tool_use, usage
+from tests.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.container
+SECRET = "sk-ant-real-key-never-in-a-container"
+DOCKERFILE = """FROM localhost/sm-harbor-base
+WORKDIR /app
+RUN mkdir -p /usr/local/bin && printf '#!/bin/sh\\necho only-in-image says 42\\n' > /usr/local/bin/only-in-image && chmod +x /usr/local/bin/only-in-image
+COPY skills /root/.claude/skills
+"""
+# the verifier scores 0 when the agent's container lingers into its own (a marker in the container's /tmp)
+VERIFIER = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ ! -e /tmp/agent-was-here ] && [ "$(cat /app/answer.txt 2>/dev/null)" = "only-in-image says 42" ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+SKILL = "---\nname: house\ndescription: the house way\n---\nTo answer, run only-in-image and save what it prints.\n"
+# A command agent: only the skill names the program; it asks the model API once when it is given one.
+AGENT = """import json, os, pathlib, re, subprocess, urllib.request
+report = {"cwd": os.getcwd(), "key": os.environ.get("ANTHROPIC_API_KEY", ""),
+          "interfaces": sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:])}
+if os.getcwd() == "/app":
+    pathlib.Path("/tmp/agent-was-here").write_text("x")
+skill = pathlib.Path("/root/.claude/skills/house/SKILL.md")   # where the task's Dockerfile puts its skills
+if not skill.is_file() and os.environ.get("SM_SKILL_DIR"):
+    skill = pathlib.Path(os.environ["SM_SKILL_DIR"], "SKILL.md")
+if skill.is_file():
+    report["skill"] = str(skill)
+    program = re.search(r"run (\\S+)", skill.read_text()).group(1)
+    try:
+        out = subprocess.run([program], capture_output=True, text=True).stdout
+        pathlib.Path("answer.txt").write_text(out.strip())
+    except FileNotFoundError as err:
+        report["missing"] = program
+if os.environ.get("ANTHROPIC_BASE_URL"):
+    ask = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", method="POST",
+                                 data=json.dumps({"model": "m", "max_tokens": 5, "messages": []}).encode(),
+                                 headers={"x-api-key": report["key"], "content-type": "application/json"})
+    report["reply"] = json.loads(urllib.request.urlopen(ask, timeout=30).read())["content"][0]["text"]
+pathlib.Path(os.environ["HOME"], "agent-report.json").write_text(json.dumps(report))
+with open(os.environ["SM_STREAM"], "a") as f:
+    f.write(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+                        "usage": {"input_tokens": 1, "output_tokens": 1}}) + "\\n")
+"""
+
+
+def harbor_task(root: Path) -> Path:
+    task = root / "tasks" / "only-in-image"
+    (task / "environment" / "skills" / "house").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (task / "environment" / "skills" / "house" / "SKILL.md").write_text(SKILL.replace("run only-in-image", "guess"))
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text(VERIFIER)
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text("only-in-image > /app/answer.txt\n")
+    (task / "instruction.md").write_text("Write the answer to /app/answer.txt, the house way.\n")
+    (task / "task.toml").write_text('version = "1.0"\n[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 60.0\n'
+                                    '[environment]\ncpus = 1\nmemory_mb = 256\nallow_internet = false\n')
+    split = root / "split.json"
+    split.write_text(json.dumps({"train": ["only-in-image"], "val": ["only-in-image-copy"]}))
+    copy = root / "tasks" / "only-in-image-copy"
+    subprocess.run(["cp", "-r", str(task), str(copy)], check=True)
+    import_harbor(root / "tasks", root / "out" / "ox", split_file=split)
+    return root / "out" / "ox" / "ox-train"
+
+
+def run_cells(suite: Path, tmp_path: Path, launcher, label: str, skill: Path | None, env: dict) -> tuple:
+    agent = tmp_path / "agent" / "agent.py"
+    agent.parent.mkdir(exist_ok=True)
+    agent.write_text(AGENT)
+    [cell] = evaluate(EvalRequest(
+        skill_dir=skill, skill_name="house", suite=load_suite(suite), key=label, price=Price(1, 5, 1.25, 0.1),
+        cells_root=tmp_path / label, concurrency=1,
+        contract=Contract(model="m", replicates=1, max_turns=5, agent="test", silence_ms=60_000, heartbeat_ms=60_000),
+        settings=CellSettings(agent_argv=[sys.executable, str(agent)], launcher=launcher, grader_timeout_s=120,
+                              prune=False, infra_retries=0, env=env)))
+    report = Path(cell.cell_dir) / "agent-report.json"
+    return cell, json.loads(report.read_text()) if report.is_file() else {}
+
+
+def test_a_command_agent_runs_in_the_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+    suite = harbor_task(tmp_path)
+    genome = tmp_path / "genome" / "house"
+    genome.mkdir(parents=True)
+    (genome / "SKILL.md").write_text(SKILL)
+    sandbox = ContainerSandbox(engine.id, NoneLauncher())
+    server = MessagesServer()
+    try:
+        server.script(message(text("pong"), use=usage(7, 3)))
+        cell, report = run_cells(suite, tmp_path, sandbox, "skill", genome,
+                                 {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET})
+        assert server.auth_keys == [SECRET]   # the proxy added the real key on the host side
+    finally:
+        server.close()
+    assert (cell.status, cell.score, cell.tests) == ("ok", 1.0, {"reward": 1.0}), cell.error
+    assert report["cwd"] == "/app" and report["interfaces"] == ["lo"]   # the task's WORKDIR, no network
+    assert report["skill"] == "/root/.claude/skills/house/SKILL.md"     # the genome, where the task expects it
+    assert report["reply"] == "pong" and report["key"].startswith("sm-proxy-")   # the API only through the proxy
+    assert (cell.input_tokens, cell.output_tokens) == (7, 3)   # metered as served, through the socket
+    cell_dir = Path(cell.cell_dir)
+    assert SECRET not in "".join(p.read_text(errors="replace") for p in cell_dir.rglob("*") if p.is_file())
+    assert not [p for p in cell_dir.rglob("*") if p.name == "solve.sh"]   # the oracle never enters a cell
+    left = subprocess.run(engine.argv("ps", "-a", "--format", "{{.Names}}"), capture_output=True, text=True)
+    assert "sm-agent-" not in left.stdout   # the agent's container is gone
+    # without the skill the agent never learns the program's name; on the host (the old way) it cannot run it
+    bare, _ = run_cells(suite, tmp_path, sandbox, "bare", None, {})
+    host, on_host = run_cells(suite, tmp_path, NoneLauncher(), "host", genome, {})
+    assert [(c.status, c.score) for c in (bare, host)] == [("ok", 0.0), ("ok", 0.0)]
+    assert on_host["missing"] == "only-in-image"
+
+
+def test_a_missing_engine_is_refused_before_any_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))   # neither podman nor docker is on it
+    with pytest.raises(SandboxError, match="--sandbox docker: `docker` is not on PATH"):
+        get_launcher("docker")
+    data = tmp_path / "data"
+    done = run_cli("--sandbox", "podman", "--data-dir", str(data), env={**os.environ, "PATH": str(tmp_path)},
+                   timeout=120)
+    assert done.returncode == 2 and "--sandbox podman: `podman` is not on PATH; install podman" in done.stderr
+    assert not data.exists()   # refused before a run began
+
+
+def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+    suite = harbor_task(tmp_path)
+    server = MessagesServer()
+    try:
+        server.script(message(tool_use("bash", {"command": "only-in-image > answer.txt; env > env.txt"}),
+                              stop="tool_use", use=usage(11, 2)), message(text("done"), use=usage(12, 1)))
+        [cell] = evaluate(EvalRequest(
+            skill_dir=None, skill_name="house", suite=load_suite(suite), key="sdk", price=Price(1, 5, 1.25, 0.1),
+            cells_root=tmp_path / "sdk", concurrency=1,
+            contract=Contract(model="m", replicates=1, max_turns=5, agent="anthropic", silence_ms=60_000,
+                              heartbeat_ms=60_000),
+            settings=CellSettings(agent_argv=[sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")],
+                                  launcher=ContainerSandbox(engine.id, NoneLauncher()), grader_timeout_s=120,
+                                  prune=False, infra_retries=0, network=True,
+                                  env={"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET})))
+        assert server.auth_keys == [SECRET, SECRET]
+    finally:
+        server.close()
+    assert (cell.status, cell.score) == ("ok", 1.0), cell.error   # its bash tool ran the image's program
+    assert (cell.input_tokens, cell.output_tokens) == (23, 3)
+    tool_env = (Path(cell.cell_dir) / "work" / "env.txt").read_text()
+    assert SECRET not in tool_env and "PWD=/app" in tool_env

@@ -1,0 +1,65 @@
+"""What a Harbor cell's container is started with (sandbox/container_launcher.py), read from its argv: no engine
+runs here. The container tests (test_agent_in_container.py) show the same container at work."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox import SandboxError
+from sandbox.container import ContainerEngine, Limits
+from sandbox.container_launcher import RELAY, RUNTIME, TaskContainer
+
+
+def container(tmp_path: Path, network: bool = False) -> tuple[TaskContainer, Path]:
+    cell = tmp_path / "cell"
+    work = cell / "work"
+    (work / ".claude" / "skills" / "house").mkdir(parents=True)
+    return TaskContainer(ContainerEngine("podman", ["--runtime", "runc"]), "localhost/sm-env:abc", workdir="/app",
+                         work=work, limits=Limits(2, 512, network=network), skills=work / ".claude" / "skills",
+                         skill_targets=["/root/.claude/skills"]), cell
+
+
+def binds(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, word in enumerate(argv) if word == "-v"]
+
+
+def test_the_cell_in_the_tasks_layout_the_runtime_by_the_hosts_loader(tmp_path: Path) -> None:
+    box, cell = container(tmp_path)
+    agent = tmp_path / "agent" / "agent.py"
+    agent.parent.mkdir()
+    agent.write_text("print(1)\n")
+    try:
+        argv = box.wrap([sys.executable, str(agent)], cwd=cell / "work", writable=[cell], readable=[], network=True,
+                        env={"PATH": "/host/bin", "SM_STREAM": str(cell / "stream.jsonl"), "HOME": str(cell),
+                             "ANTHROPIC_BASE_URL": "http://127.0.0.1:4567", "ANTHROPIC_API_KEY": "sm-proxy-nonce"})
+        mounted = binds(argv)
+        assert argv[:2] == ["env", "-i"] and "--network" in argv and argv[argv.index("--network") + 1] == "none"
+        assert argv[argv.index("--workdir") + 1] == "/app" and argv[argv.index("--cpus") + 1] == "2"
+        assert f"{cell.resolve()}:{cell}:rw" in mounted and f"{(cell / 'work').resolve()}:/app:rw" in mounted
+        assert f"{(cell / 'work' / '.claude' / 'skills').resolve()}:/root/.claude/skills:ro" in mounted
+        assert f"{agent.parent.resolve()}:{agent.parent}:ro" in mounted
+        assert "sm-proxy-nonce" not in " ".join(argv)   # values only in the env file
+        env_file = Path(argv[argv.index("--env-file") + 1])
+        assert env_file.stat().st_mode & 0o077 == 0
+        assert sorted(line.split("=")[0] for line in env_file.read_text().splitlines()) == \
+            ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HOME", "SM_STREAM"]   # the image keeps its own PATH
+        image = argv.index("localhost/sm-env:abc")
+        relay, agent_at = argv.index(str(RELAY)), argv.index(str(agent))
+        assert argv[image + 1] == f"{RUNTIME}/ld.so" and image < relay < agent_at
+        assert argv[relay + 1:relay + 4] == [str(box.api_socket), "4567", "--"]
+    finally:
+        box.close()
+    assert not box.api_socket.parent.exists()
+
+
+def test_a_real_key_never_enters_a_container(tmp_path: Path) -> None:
+    box, cell = container(tmp_path)
+    try:
+        with pytest.raises(SandboxError, match="ANTHROPIC_API_KEY would enter the task's container"):
+            box.wrap([sys.executable, "-c", "1"], cwd=cell / "work", writable=[cell], readable=[], network=True,
+                     env={"ANTHROPIC_API_KEY": "sk-ant-real"})
+    finally:
+        box.close()

@@ -1,0 +1,46 @@
+// Skill telemetry (README "Skill telemetry"): what the build agents did with the skill, from their own streams.
+// Per evaluation a file × (read share, run share) table, the candidate beside its parent; per cell in the drawer.
+import { h, num } from './util.js';
+
+const TIP = {
+  read: 'cells whose agent read this file of the skill (a Skill call or a read of SKILL.md counts as reading SKILL.md), of the cells with telemetry',
+  run: 'cells whose agent ran this script of the skill; failed: cells where a run of it exited non-zero',
+  tokens: 'an estimate: characters of what the reads of the skill returned / 4 (the API reports usage per turn, not per file)',
+};
+
+const share = (k, n) => (n ? `${k}/${n} (${num(100 * k / n, 0)}%)` : '—');
+
+function byPath(tally) {
+  return Object.fromEntries((tally?.files || []).map((f) => [f.path, f]));
+}
+
+export function skillUseSection(su, split) {
+  if (!su) return h('section', { id: 'round-skill-use' }, h('h3', {}, 'Skill use'), h('p', { class: 'hint' }, 'no telemetry for these cells (stored before it existed, or run without the skill)'));
+  const mine = byPath(su.candidate), theirs = byPath(su.parent);
+  const paths = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort();
+  const cellOf = (f, n, key) => (f ? share(f[key], n) : '—');
+  const rows = paths.map((p) => {
+    const c = mine[p], q = theirs[p];
+    const failed = c && c.failed ? ` · failed ${c.failed}` : '';
+    return h('tr', { 'data-file': p, class: c && !c.read && !c.run ? 'unused' : '' }, h('th', {}, p),
+      h('td', { title: TIP.read }, cellOf(c, su.candidate.cells, 'read')), h('td', { title: TIP.run }, cellOf(c, su.candidate.cells, 'run') + failed),
+      h('td', { class: 'hint' }, su.parent ? cellOf(q, su.parent.cells, 'read') : '—'), h('td', { class: 'hint' }, su.parent ? cellOf(q, su.parent.cells, 'run') : '—'));
+  });
+  const loaded = (t) => (t ? share(t.loaded, t.cells) : '—');
+  return h('section', { id: 'round-skill-use' }, h('h3', {}, `Skill use on ${split} (from the build agents' streams)`),
+    h('p', { id: 'skill-loaded' }, `loaded in ${loaded(su.candidate)} of cells (parent ${loaded(su.parent)}) · `,
+      h('span', { title: TIP.tokens }, `~${num(su.candidate.read_tokens_est, 0)} tokens per cell reading the skill (estimate)`)),
+    h('table', { class: 'figs', id: 'skill-use' }, h('thead', {}, h('tr', {}, h('th', {}, 'file'), h('th', { title: TIP.read }, 'read'), h('th', { title: TIP.run }, 'run'),
+      h('th', { class: 'hint' }, 'parent read'), h('th', { class: 'hint' }, 'parent run'))), h('tbody', {}, rows)));
+}
+
+export function cellSkillUse(use) {
+  if (!use) return h('p', { class: 'hint', id: 'cell-skill-use' }, 'skill use: not recorded (a bare cell, or stored before telemetry)');
+  const runs = use.scripts_run.map(([p, code]) => `${p} (exit ${code ?? '?'})`).join(', ') || 'none';
+  return h('div', { id: 'cell-skill-use' }, h('h4', {}, 'Skill use'),
+    h('table', { class: 'kv' }, h('tbody', {},
+      h('tr', {}, h('th', {}, 'loaded'), h('td', {}, use.loaded ? `yes, turn ${use.loaded_turn}` : 'NO')),
+      h('tr', {}, h('th', {}, 'files read'), h('td', {}, use.files_read.join(', ') || 'none')),
+      h('tr', {}, h('th', {}, 'scripts run'), h('td', {}, runs)),
+      h('tr', { title: TIP.tokens }, h('th', {}, 'tokens reading it'), h('td', {}, `~${use.read_tokens_est} (estimate)`)))));
+}
