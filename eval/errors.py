@@ -12,6 +12,7 @@ from it and mutator/cli/main.py maps every one of them in one `except SkillMutat
     ├── SolveAbort (exit 4)                   the solve phase found the mutator model not capable
     └── Stop (exit 3, "stopped")              a clean stop; re-running the same command resumes
         ├── BudgetStop, DiskFull
+        ├── ExecutorLost (exit 8)             where cells run went away mid-evaluation (a Ray cluster's head)
         └── EvaluationStop (exit 8)           an evaluation no verdict may rest on
             └── UnhealthyEvaluation (exit 7)
 
@@ -19,6 +20,8 @@ Errors that never reach the user as such (a tool call's refusal, a stream's shap
 """
 
 from __future__ import annotations
+
+EXIT_INCOMPLETE = 8     # an evaluation holds cells that are not results: the same command redoes exactly them
 
 
 class SkillMutatorError(Exception):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eval.cells import CellSpec, Contract, enumerate_cells
 from eval.cost import Price
-from eval.executors import Executor
+from eval.executors import Executor, ExecutorLost
 from eval.executors.local import LocalExecutor
 from eval.jobs import CellJob, CellResult, CellSettings
 from eval.scheduler import pump
@@ -49,7 +49,9 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
     (run afresh when it is gone); cells in `reuse` grade the kept agent run in the cell dir it names (another
     evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried `infra_retries` times; the count is on
     its result (with the executor's own retries, e.g. Ray's for a lost node). `limit` runs only the first N
-    pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default)."""
+    pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default): once it
+    is lost (a Ray head gone), no further cell starts or is retried, and ExecutorLost is raised after the cells in
+    flight are reported (as infra_error)."""
     executor = executor or LocalExecutor()
     check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
@@ -71,15 +73,21 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
         tries, earlier = 0, 0   # our re-runs; the executor's own retries inside the earlier tries
         while True:
             result = await executor.run_cell(job(spec))
-            if result.status != "infra_error" or tries >= request.settings.infra_retries:
+            if result.status != "infra_error" or tries >= request.settings.infra_retries or executor.lost:
                 return replace(result, retries=result.retries + earlier + tries)
             earlier += result.retries
             tries += 1
             await asyncio.sleep(request.settings.infra_backoff_s * tries)
 
+    def startable() -> bool:
+        return not executor.lost and (may_start is None or may_start())
+
     specs = pending_cells(request, set(skip))
-    return await pump(specs if limit is None else specs[:limit], work, concurrency=request.concurrency,
-                      on_done=on_cell, may_start=may_start)
+    results = await pump(specs if limit is None else specs[:limit], work, concurrency=request.concurrency,
+                         on_done=on_cell, may_start=startable)
+    if executor.lost:
+        raise ExecutorLost(executor.lost)
+    return results
 
 
 def evaluate(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),

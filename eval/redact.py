@@ -60,13 +60,13 @@ def redact_file(path: Path, source: Mapping[str, str] | None = None) -> bool:
 
 
 def redact_tree(root: Path, source: Mapping[str, str] | None = None, *,
-                skip: Callable[[Path], bool] | None = None) -> int:
+                skip: Callable[[Path], bool] | None = None) -> list[Path]:
     """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says were
-    redacted already (evidence staged from stored cells); returns files changed."""
+    redacted already (evidence staged from stored cells); returns the files changed."""
     if not root.is_dir():
-        return 0
-    return sum(redact_file(path, source) for path in root.rglob("*")
-               if not path.is_symlink() and not (skip and skip(path)))
+        return []
+    return [path for path in sorted(root.rglob("*"))
+            if not path.is_symlink() and not (skip and skip(path)) and redact_file(path, source)]
 
 
 def redact_cell(cell_root: Path, error: str | None, source: Mapping[str, str] | None = None) -> str | None:

@@ -181,6 +181,11 @@ class Settings:
     confirm: bool = key("confirm", rule="true or false", group="view",
                         help="winner's-curse guard: re-evaluate a keep and the incumbent on fresh val replicates; "
                              "the keep stands only if the confirmed delta still passes the gate")
+    null_controls: int = key("nullControls", lambda v: v in (0, 1, 2) and not isinstance(v, bool), "0, 1 or 2", 0,
+                             group="view", flag={"metavar": "N"},
+                             help="per round, evaluate N (0-2) byte-identical copies of the incumbent on val beside "
+                                  "the candidates under a fresh replicate salt: the round's own noise floor (Δ and "
+                                  "the gate's call), never a candidate; within the budget (default 0)")
     # where (--config, not a setting, is listed after --data-dir)
     data_dir: Path = key("dataDir", rule="a path", group="where",
                          help="holds mutator.db, genomes, cells (default ./data)")

@@ -44,6 +44,14 @@ def seed_skill(text: str, folder: str = "my-skill") -> Callable[[Path], None]:
     return make
 
 
+def evals_json(tmp: Path) -> None:
+    """A skill with a skill-creator eval set of two evals (enough to split), which imports cleanly elsewhere."""
+    seed_skill("---\nname: my-skill\ndescription: d\n---\nBody.\n")(tmp)
+    (tmp / "my-skill" / "evals").mkdir()
+    evals = [{"id": i, "prompt": f"Task {i}.", "expectations": ["It is done"]} for i in (1, 2)]
+    (tmp / "my-skill" / "evals" / "evals.json").write_text(json.dumps({"skill_name": "my-skill", "evals": evals}))
+
+
 def damaged_store(tmp: Path) -> None:
     from mutator.store.db import connect
     db = connect(tmp / "data" / "mutator.db")
@@ -106,6 +114,17 @@ CASES = {
                                       setup=seed_skill("---\nname: my-skill\ndescription: d\n---\nBody.\n")),
     "mine-out-inside-the-data-dir": Case(("--mine-traces", "{tmp}", "--out", "{tmp}/data/mined"),
                                          ("--out", "inside the data dir")),
+    "import-evals-out-inside-a-suite": Case(("--import-evals", "{tmp}/my-skill/evals/evals.json", "--out",
+                                             "{tmp}/suite/imported"),
+                                            ("--out", "inside the suite", "suite.md", "pick a new folder"),
+                                            setup=lambda tmp: evals_json(tmp) or seed_skill("x", "suite")(tmp) or
+                                            (tmp / "suite" / "suite.md").write_text("---\nname: s\n---\n")),
+    "import-evals-out-inside-the-skill": Case(("--import-evals", "{tmp}/my-skill/evals/evals.json", "--out",
+                                               "{tmp}/my-skill/imported"), ("--out", "inside the skill"),
+                                              setup=lambda tmp: evals_json(tmp)),
+    "import-evals-out-inside-the-data-dir": Case(("--import-evals", "{tmp}/my-skill/evals/evals.json", "--out",
+                                                  "{tmp}/data/imported"), ("--out", "inside the data dir"),
+                                                 setup=lambda tmp: evals_json(tmp) or (tmp / "data").mkdir()),
     "test-run-unknown-run": Case(("--test-run", "run-nope"), ("no run 'run-nope'", "--data-dir")),
     "compare-unknown-run": Case(("--compare", "run-a", "run-b"), ("no run 'run-a'", "--data-dir")),
     "seed-binary-skill-md": Case((*DEMO, "--skill-dir", "{tmp}/my-skill"),

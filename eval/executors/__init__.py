@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Protocol
 
-from eval.errors import SkillMutatorError
+from eval.errors import EXIT_INCOMPLETE, SkillMutatorError, Stop
 
 if TYPE_CHECKING:
     from eval.jobs import CellJob, CellResult
@@ -28,8 +28,15 @@ class ExecutorError(SkillMutatorError, RuntimeError):
     says the fix."""
 
 
+class ExecutorLost(Stop, RuntimeError):
+    """Where cells run went away mid-evaluation (a Ray cluster's head): the cells in flight are stored as
+    infra_error, no other starts, and the run stops (exit 8); the same command resumes once it is back."""
+    exit_code = EXIT_INCOMPLETE
+
+
 class Executor(Protocol):
     id: str
+    lost: str   # "" while cells can run; once where they run is gone, why (one line naming it)
 
     async def run_cell(self, job: CellJob) -> CellResult:
         """Stage, run the agent, grade; the result's logs are in `job.cell_root` on this machine when it returns."""

@@ -12,6 +12,7 @@ NODE = "local"
 
 class LocalExecutor:
     id = "local"
+    lost = ""   # this machine does not go away under its own cells
 
     async def run_cell(self, job: CellJob) -> CellResult:
         result = await run_cell(job)

@@ -43,6 +43,8 @@ DEFAULT_RESOURCES = {"num_cpus": 1}
 # Never shipped to a cluster with the code: history, stores, suites (a cell gets its suite as a bundle), the SPA.
 SHIP_EXCLUDES = (".git", "/data", "/suites", "/webpages", "/reference", "*.db", "*.db-wal", "*.db-shm",
                  "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules")
+HEAD_POLL_S = 2.0       # how often a waiting cell asks whether the cluster's head still answers
+HEAD_GRACE_S = 10.0     # silent this long = lost (Ray itself ends the driver after 60 s without its head)
 KEEP_OBJECTS = 16       # skill snapshots and suites kept in the object store by this driver (newest first)
 INSTALL_HINT = "pip install -e '.[ray]' (or: pip install 'ray>=2.60,<3')"
 
@@ -82,6 +84,9 @@ class RayExecutor:
         self.exclude = tuple(Path(p) for p in exclude)  # folders never shipped with the code (the data dir)
         self._objects: OrderedDict[str, Any] = OrderedDict()
         self._remote: Any = None
+        self._head = ""                             # the cluster's GCS HOST:PORT, once connected
+        self._silent_since: float | None = None     # when the head first did not answer (None: it answers)
+        self.lost = ""                              # why cells can no longer run here ("" while they can)
 
     # ---- the connection ---------------------------------------------------------------------------------
     def connect(self):
@@ -93,6 +98,7 @@ class RayExecutor:
             self._start(ray)
         if self._remote is None:
             self._remote = ray.remote(run_on_worker)
+            self._head = ray.get_runtime_context().gcs_address
         return ray
 
     def _start(self, ray) -> None:
@@ -100,8 +106,8 @@ class RayExecutor:
         cell fits a node; a refusal shuts Ray down again, so nothing is left running."""
         if self.address:
             ray_link.reachable(self.address, self.timeout_s)
-        else:
-            ray_link.loopback_only()
+        if not self.address or ray_link.on_loopback(self.address):
+            ray_link.loopback_only()   # else Ray rewrites 127.0.0.1 to the machine's address, where nothing listens
         where = "a private local Ray instance" if not self.address else f"the Ray cluster at {self.address}"
         try:
             if self.address:
@@ -173,20 +179,48 @@ class RayExecutor:
         ref = self._remote.options(max_retries=self.max_retries, retry_exceptions=False,
                                    name=f"cell {job.spec.name}",
                                    **ray_link.task_options(self.resources)).remote(*self.task_args(job))
+        waiting = asyncio.wrap_future(ref.future())
         try:
-            reply = await ref
+            while not (await asyncio.wait({waiting}, timeout=HEAD_POLL_S))[0]:
+                if await self._head_lost():
+                    waiting.cancel()
+                    return infra_result(job, self.lost, started)
+            reply = waiting.result()
         except asyncio.CancelledError:
+            waiting.cancel()
             with suppress(Exception):     # a cluster already gone has nothing left to stop
                 ray.cancel(ref, force=True)   # Ctrl-C or a stopped evaluation: the cell stops where it runs
             raise
         except RayTaskError as err:       # our code failed on the worker (its disk, a bug): a harness fault
             return infra_result(job, f"harness fault on a Ray worker: {_first_line(err.cause or err)}", started)
-        except RayError as err:           # the worker or node died and Ray's retries are spent
+        except RayError as err:           # the worker or node died and Ray's retries are spent, or the head did
+            for _ in range(math.ceil(HEAD_GRACE_S / HEAD_POLL_S) + 1):   # the head answers, or is lost
+                if await self._head_lost() or self._silent_since is None:
+                    break
+                await asyncio.sleep(HEAD_POLL_S)
+            if self.lost:
+                return infra_result(job, self.lost, started)
             lost = infra_result(job, f"infrastructure (Ray, not the skill): the node or worker running the cell "
                                      f"was lost ({type(err).__name__}: {_first_line(err)})", started)
             return replace(lost, retries=self.max_retries)
         result = unpack_logs(reply["files"], reply["result"], job.cell_root)
         return replace(result, retries=result.retries + reply["attempt"], extra={**result.extra, "node": reply["node"]})
+
+    async def _head_lost(self) -> bool:
+        """Whether the cluster's head is gone: silent for HEAD_GRACE_S (a blip is not a loss). Then `lost` says
+        so in one line naming the address, and no further cell is sent (eval/evaluate.py)."""
+        if self.lost or not self._head:
+            return bool(self.lost)
+        if await ray_link.answers(self._head, HEAD_POLL_S):
+            self._silent_since = None
+            return False
+        self._silent_since = self._silent_since or time.monotonic()
+        if time.monotonic() - self._silent_since >= HEAD_GRACE_S:
+            where = f"the Ray cluster at {self.address}" if self.address else "the private Ray instance"
+            self.lost = (f"infrastructure (Ray, not the skill): lost {where} mid-run (its head at {self._head} has "
+                         f"not answered for {HEAD_GRACE_S:g} s); the cells in flight are stored as infra_error. "
+                         f"Start the cluster again and re-run the same command to resume")
+        return bool(self.lost)
 
     async def regrade_cell(self, job: CellJob) -> CellResult | None:
         # the kept working dir came back with the cell's files: the driver grades it (the suite is here)

@@ -8,6 +8,7 @@ is 0 (ray/_private/services.py get_node_ip_address; the knob is read when ray is
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -45,6 +46,13 @@ def loopback_only() -> None:
         constants.ENABLE_RAY_CLUSTER = False
 
 
+def on_loopback(address: str) -> bool:
+    """Whether a HOST:PORT names this machine's loopback (a cluster started with --node-ip-address 127.0.0.1)."""
+    found = HOST_PORT.match(address)
+    return found is not None and found["host"].strip("[]") in ("localhost", "::1") or (
+        found is not None and found["host"].startswith("127."))
+
+
 def reachable(address: str, timeout_s: float) -> None:
     """A HOST:PORT that refuses or does not answer is named now, not retried by Ray forever."""
     found = HOST_PORT.match(address)
@@ -58,6 +66,17 @@ def reachable(address: str, timeout_s: float) -> None:
         raise ExecutorError(f"--ray-address {address}: cannot reach a Ray cluster there ({why} within "
                             f"{timeout_s:g} s, --ray-timeout-s); start its head (`ray start --head`), fix the "
                             f"address, or leave --ray-address empty for a private instance") from None
+
+
+async def answers(address: str, timeout_s: float) -> bool:
+    """Whether something accepts a connection at HOST:PORT (a cluster's head, its GCS) within `timeout_s`."""
+    host, _, port = address.rpartition(":")
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)), timeout_s)
+    except (OSError, TimeoutError, ValueError):
+        return False
+    writer.close()
+    return True
 
 
 def within(timeout_s: float, what: str, call: Callable[[], Any]) -> Any:

@@ -107,6 +107,12 @@ def to_task(entry: object, index: int, skill_root: Path, evals_json: Path) -> tu
     return task, files
 
 
+def evals_skill(evals_json: Path) -> Path:
+    """The skill an evals.json belongs to: SKILL/evals/evals.json, or the folder holding it."""
+    evals_json = Path(evals_json)
+    return evals_json.parent.parent if evals_json.parent.name == "evals" else evals_json.parent
+
+
 def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported]:
     evals_json, out = Path(evals_json), Path(out)
     problem = name_problem(out.name)
@@ -117,7 +123,7 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
     data = read_json(evals_json)
     if is_trigger_set(data):
         return import_trigger_set(data, evals_json, out, seed)
-    skill_root = evals_json.parent.parent if evals_json.parent.name == "evals" else evals_json.parent
+    skill_root = evals_skill(evals_json)
     skill_name, evals = read_evals(evals_json, data)
     tasks = [to_task(entry, i, skill_root, evals_json) for i, entry in enumerate(evals)]
     ids = [t["id"].lower() for t, _ in tasks]

@@ -28,8 +28,8 @@ HEALTH = "health checks"
 OTHER = "other (no run)"
 WATCH = "the watch (mining judge passes)"
 # what a cell's charge paid for, told from its evaluation (the ledger's kind says agent or judge)
-CELLS, SOLVE, CONTROL, TEST, AA, MEMBER = ("cells", "solve phase", "no-skill control", "test run",
-                                           "A/A re-evaluation", "member evaluation")
+CELLS, SOLVE, CONTROL, TEST, AA, MEMBER, NULL = ("cells", "solve phase", "no-skill control", "test run",
+                                                 "A/A re-evaluation", "member evaluation", "null controls")
 BARE = "bare"   # the genome hash of a skill-less evaluation (mutator/round/solve.py)
 
 
@@ -59,6 +59,7 @@ def _roles(db: sqlite_utils.Database, ids: set[int]) -> dict[int, tuple[str, str
                 CONTROL if e["genome_hash"] == BARE else
                 TEST if e["split"] == "test" else
                 AA if salt.startswith("aa-") else
+                NULL if salt.startswith("null:") else
                 MEMBER if e["id"] in members else CELLS)
         out[e["id"]] = (role, e["model"] or "?")
     return out

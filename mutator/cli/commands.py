@@ -14,8 +14,9 @@ from pathlib import Path
 
 from eval.suite import Suite, SuiteError, load_suite
 from mutator.after.cli import where_flags
-from mutator.config import ConfigError, Settings, resolve_suite_path, run_py
-from mutator.round.preflight import check_other_skills, check_seed_skill, check_skill_dir_given, check_split
+from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path, run_py
+from mutator.round.preflight import (check_other_skills, check_out_folder, check_seed_skill, check_skill_dir_given,
+                                     check_split)
 from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
 from strategies import make_strategy
@@ -61,10 +62,13 @@ def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: boo
 
 
 def import_evals_command(args: argparse.Namespace) -> int:
-    from mutator.after.importer import few_task_warnings, import_evals
+    from mutator.after.importer import evals_skill, few_task_warnings, import_evals
     if not args.out:
         print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
         return 2
+    # as --mine-traces --out: never into a suite, the skill whose evals these are, or the data dir
+    data_dir = load_settings({"data_dir": args.data_dir}, config_file=args.config).data_dir
+    check_out_folder("--out", args.out, skill_dir=evals_skill(args.import_evals), data_dir=data_dir)
     made = import_evals(args.import_evals, args.out, seed=args.seed or 0)   # errors: exit 2 in cli/main.py
     return report_import(made, few_task_warnings(made, args.import_evals), args.import_evals.resolve().parent.parent)
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from mutator.round import reasons
 from mutator.round.failures import account
-from mutator.scoring import holm
-from mutator.scoring.score import Normalisers, per_task
+from mutator.round.nulls import gate_against
+from mutator.scoring.score import Normalisers
 from mutator.store.attempts import update_attempt
 from mutator.store.db import dumps, loads
 from strategies import Integration, Scored, State
@@ -39,12 +39,8 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
                                                contract=fresh) for h in (new, old)]
         for outcome in evaluations:
             account(session, outcome, val, f"round {round_no} · confirmation")
-        gate = holm.gate(per_task(evaluations[0].cells, session.weights, val_norm),
-                         per_task(evaluations[1].cells, session.weights, val_norm),
-                         prior=session.prior_comparisons(exclude=row["id"], suite_hash=val.content_hash),
-                         min_improvement=session.settings.min_improvement, gate_z=session.settings.gate_z,
-                         method=session.settings.gate_method, tie_rule=tie_rule,
-                         model_gate=session.settings.model_gate)
+        gate = gate_against(session, evaluations[0].cells, evaluations[1].cells, val_norm, exclude=row["id"],
+                            suite_hash=val.content_hash, tie_rule=tie_rule)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}

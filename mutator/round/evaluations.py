@@ -19,11 +19,12 @@ from eval.agents.meter import agent_meter, judge_meter
 from eval.cells import CellSpec, Contract, agent_key, enumerate_cells, evaluation_key
 from eval.cost import Price, PricingError, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
-from eval.executors import Executor, get_executor
+from eval.executors import Executor, ExecutorLost, get_executor
 from eval.jobs import FINAL, CellResult, CellSettings
 from eval.kept import regradable
 from eval.scheduler import until
 from eval.suite import Suite
+from mutator.round.failures import ExecutorGone
 from mutator.round.progress import Progress
 from mutator.round.summary import cell_figures, stored_cells
 from mutator.scoring.models import first_model, is_group, members
@@ -217,6 +218,8 @@ class Evaluator:
             results += asyncio.run(until(self.deadline, evaluate_async(
                 request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
                 may_start=gate.may_start if self.spend_gate else None, executor=self.executor)))
+        except ExecutorLost as err:   # its cells in flight are stored (infra_error): a stop like any incomplete one
+            raise ExecutorGone(str(err)) from None
         finally:   # Ctrl-C or the deadline: the cells cut short are recorded with what they were served
             self._settle(evaluation_id, suite, contract, key, cells_root, price)
         self.progress.finish()

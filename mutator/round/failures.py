@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import sqlite_utils
 
 from eval.cells import Contract, evaluation_key
-from eval.errors import Stop
+from eval.errors import EXIT_INCOMPLETE, Stop
 from eval.suite import Suite
 from mutator.round.budget import BudgetStop
 from mutator.store import cache
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from mutator.round.session import Session
 
 EXIT_UNHEALTHY_SEED = 7
-EXIT_INCOMPLETE = 8
 
 
 class EvaluationStop(Stop, RuntimeError):
@@ -47,6 +46,11 @@ class UnhealthySeed(UnhealthyEvaluation):
 
 class IncompleteEvaluation(EvaluationStop):
     exit_code = EXIT_INCOMPLETE
+
+
+class ExecutorGone(IncompleteEvaluation):
+    """Where cells run went away mid-evaluation (eval's ExecutorLost, a Ray head): its cells in flight are stored
+    as infra_error, and the run stops as on any evaluation left incomplete (exit 8; the same command resumes)."""
 
 
 @dataclass(frozen=True)

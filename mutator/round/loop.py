@@ -13,6 +13,7 @@ import sqlite3
 from contextlib import suppress
 
 from eval.cells import evaluation_key
+from eval.cost import price_for
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.briefing.view import MutatorView
@@ -31,6 +32,7 @@ from mutator.round.failures import (
     seed_evaluation,
 )
 from mutator.round.mutate import MutatorAgent, mutate
+from mutator.round.nulls import null_controls
 from mutator.round.progress import Progress
 from mutator.round.provenance import gate_columns, launch_columns
 from mutator.round.regrade import changed_since, manifests, regrade_decided, stored_run
@@ -71,7 +73,7 @@ class Loop:
         self.session = Session.open(settings, build_argv=agents.build_argv, build_id=agents.build_id,
                                     launcher=launcher, progress=progress, budget=budget, network=agents.network,
                                     pays=True)
-        self.mutator_price = _price(settings, settings.mutator_model)
+        self.mutator_price = price_for(settings.pricing, first_model(settings.mutator_model))
         self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
             argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
             max_turns=settings.max_turns, price=self.mutator_price, launcher=launcher,
@@ -288,6 +290,8 @@ class Loop:
                     "pool_snapshot": dumps(list(integration.pool)) if integration.pool else None,
                     "finished_at": row["finished_at"] or now()})
                 self._report_attempt(round_no, candidate.sibling)
+        null_controls(self.session, self.suites.val, round_no, state.incumbent.genome_hash, val_norm,
+                      tie_rule=self.decisions.gating.tie_rule)   # the round's noise floor (nullControls), never kept
         if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later candidate
             whole = summarise(self._evaluate(integration.incumbent, self.suites.val, f"round {round_no} · the new "
                                              "incumbent's remaining val waves").cells, self.weights, val_norm)
@@ -444,7 +448,3 @@ class Loop:
             **paid, "diff_stat": self.genomes.diff_stat(spec.parent_hash, genome_hash)})
         return self._attempt_row(round_no, sibling)
 
-
-def _price(settings: Settings, model: str):
-    from eval.cost import price_for
-    return price_for(settings.pricing, first_model(model))  # several models: each member is priced by its own

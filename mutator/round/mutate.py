@@ -94,13 +94,18 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
     before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/round/tamper.py)
     done = asyncio.run(call(spec))
     outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
-    redact_tree(workspace, skip=untouched)  # secrets never stored nor staged: its stream, stderr, result.json and skill/
+    # secrets never stored nor staged: its stream, stderr, result.json and skill/
+    redacted = [path.relative_to(workspace).as_posix() for path in redact_tree(workspace, skip=untouched)
+                if path.is_relative_to(skill_dir)]
     cost = done.cost.usd
     used = {"usage": done.metrics.usage, "retries": done.metrics.retries, "priced_usd": done.cost.priced_usd,
             "reported_usd": done.cost.reported_usd}
     if outside:
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
         return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir, **used)
+    if redacted:   # a skill must never carry a key: this candidate is not evaluated, kept nor proposed
+        return Mutation(False, "", "", f"the mutator wrote a secret into {', '.join(redacted)} (redacted there): a "
+                        f"skill must never carry a key; the candidate is FAILED, not evaluated", cost, skill_dir, **used)
     # The mutator's contract is the workspace and result.json: a stream (and its result event) is optional,
     # so only a timeout or a non-zero exit fails it here; read_result judges what it wrote.
     failure = redact(done.run.failure(has_result=True))

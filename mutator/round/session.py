@@ -97,7 +97,8 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
             **({"w_trigger": s.w_trigger} if s.w_trigger else {}),
             **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
-            **({"confirm": True} if s.confirm else {}), **cheaper}
+            **({"confirm": True} if s.confirm else {}), **({"null_controls": s.null_controls} if s.null_controls else {}),
+            **cheaper}
 
 
 @dataclass

@@ -132,3 +132,12 @@ def safe_ints(value):
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= BIG:
         return str(value)
     return value
+
+
+def null_controls(db: sqlite_utils.Database, run_id: str, round_no: int) -> list[dict]:
+    """A round's null controls as the loop stored them (mutator/round/nulls.py): the incumbent again under a fresh
+    salt, its Δ vs the incumbent and the gate's call on it; [] for a store made before them."""
+    if "null_controls" not in db.table_names():
+        return []
+    return [dict(r) for r in db.query("select copy, salt, genome_hash, evaluation_id, delta, threshold, call from "
+                                      "null_controls where run_id = ? and round = ? order by copy", [run_id, round_no])]

@@ -221,6 +221,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_
                      "genome_hash = ? order by id limit 1", [run["id"], a["parent_hash"]]) if a["parent_hash"] else None
     # the gate's comparator and, on val, the very evaluation it read (mutator/server/gate_view.py)
     a["comparator"] = G.comparator(db, a, run)
+    a["nulls"] = G.null_controls(db, run["id"], a["round"])   # the round's noise floor beside the gate band
     a["task_deltas"] = G.task_deltas(a)
     against = a["comparator"] or {}
     against_id = against.get("evaluation_id") if split == "val" else G.own_evaluation(

@@ -338,6 +338,17 @@ def trigger_scores(db: sqlite_utils.Database) -> None:
             db["evaluations"].add_column(name, kind)
 
 
+@migration()
+def null_controls(db: sqlite_utils.Database) -> None:
+    # Per-round null controls (mutator/round/nulls.py): a byte-identical copy of the incumbent under a fresh salt,
+    # its Δ against the incumbent and the gate's call on it; a store made before has none (nullControls was 0).
+    db["null_controls"].create({"id": int, "run_id": str, "round": int, "copy": int, "genome_hash": str, "salt": str,
+                                "evaluation_id": int, "incumbent_evaluation_id": int, "delta": float,
+                                "threshold": float, "keep": int, "call": str, "gate": str, "created_at": float},
+                               pk="id", if_not_exists=True)
+    db["null_controls"].create_index(["run_id", "round", "copy"], unique=True, if_not_exists=True)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

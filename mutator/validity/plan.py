@@ -68,6 +68,7 @@ class Plan:
     judge_suites: tuple[str, ...] = ()
     train_replicates: int = 0      # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
     expected_round_usd: float = 0.0   # a round of null changes: each screened, val at a null change's expected waves
+    null_controls: int = 0         # per round, full val evaluations of the incumbent under a fresh salt (nullControls)
 
     @property
     def train_cells(self) -> int:
@@ -195,10 +196,10 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     screen_cells = min(settings.screen_tasks, len(train.tasks)) * k * settings.screen_replicates \
         if settings.screen_tasks >= 3 else 0
     # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
-    # confirmation every round
+    # confirmation every round, the round's null controls
     train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
     round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell) + n_train * train_reps * train_cell
-                 + (2 * n_val * reps * val_cell if confirm else 0.0) + candidates * mutator)
+                 + ((2 if confirm else 0) + settings.null_controls) * n_val * reps * val_cell + candidates * mutator)
     design = _design(settings)   # a null change's val cells: its expected waves of one replicate each
     val_expected = design["null"] / design["looks"] * n_val * reps if design else n_val * reps
     expected_round_usd = round_usd - candidates * (n_val * reps - val_expected) * val_cell
@@ -214,7 +215,7 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 test_usd=3 * n_test * reps * cell if n_test else None,
                 design=design, screen_cells=screen_cells, expected_round_usd=expected_round_usd,
                 solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge, judge_suites=judged,
-                train_replicates=train_reps)
+                train_replicates=train_reps, null_controls=settings.null_controls)
 
 
 def _design(settings: Settings) -> dict | None:
@@ -248,7 +249,9 @@ def render_plan(p: Plan) -> str:
         f"    per round ≤ ${p.round_usd:.4f} ({p.candidates} val evaluation(s) of {p.n_val * p.replicates} cells, one "
         f"train evaluation of {p.train_cells} cells" + (", a confirmation of 2 × "
                                                                      f"{p.n_val * p.replicates} cells" if p.confirm
-                                                                     else "") + f", {p.candidates} mutator call(s))",
+                                                                     else "")
+        + (f", {p.null_controls} null control(s) of {p.n_val * p.replicates} cells" if p.null_controls else "")
+        + f", {p.candidates} mutator call(s))",
         *_cheaper_lines(p),
         *([f"    the LLM judge grades {' and '.join(p.judge_suites)}: ≈ ${p.judge_usd:.5f} a cell (estimated: "
            f"{JUDGE_TOKENS.input_tokens:,} input + {JUDGE_TOKENS.output_tokens:,} output tokens a call), in the "

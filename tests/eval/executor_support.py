@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,12 @@ def same_outcome(a: CellResult, b: CellResult) -> tuple:
     return pick(a), pick(b)
 
 
+PATIENCE_S = 300        # a bound on waiting for a condition (a hung test fails), never a measured duration
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + PATIENCE_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting: {what}")
+        time.sleep(0.05)

@@ -71,14 +71,19 @@ def test_the_agent_command_names_no_machine_path() -> None:
 
 
 class Scripted:
-    """An executor whose cells fail on the infrastructure first (with its own retries inside), then finish."""
+    """An executor whose cells fail on the infrastructure first (with its own retries inside), then finish; with
+    `lose_at`, where cells run goes away during that cell (the cell's result is an infra_error)."""
     id = "scripted"
+    lost = ""
 
-    def __init__(self, plan: list[tuple[str, int]]) -> None:
-        self.plan = plan
+    def __init__(self, plan: list[tuple[str, int]], lose_at: int | None = None) -> None:
+        self.plan, self.lose_at, self.calls = plan, lose_at, 0
 
     async def run_cell(self, job: CellJob) -> CellResult:
-        status, retries = self.plan.pop(0)
+        self.calls += 1
+        if self.calls == self.lose_at:
+            self.lost = "lost the cluster at 127.0.0.1:6379"
+        status, retries = self.plan.pop(0) if not self.lost else ("infra_error", 0)
         return CellResult(task_id=job.spec.task_id, replicate=job.spec.replicate, status=status, score=0.0, tests={},
                           cost_usd=0.0, steps=0, input_tokens=0, output_tokens=0, cache_write_tokens=0,
                           cache_read_tokens=0, duration_ms=0, agent_subtype="", error="", cell_dir="",
@@ -103,6 +108,24 @@ def test_an_executors_own_retries_add_to_the_infrastructure_retries(driver: dict
                                                 infra_retries=1, infra_backoff_s=0))
     [cell] = asyncio.run(evaluate_async(request, executor=Scripted(list(plan))))
     assert (cell.status, cell.retries) == (status, retries)
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_an_executor_lost_mid_evaluation_starts_and_retries_nothing_more(driver: dict, tmp_path: Path,
+                                                                         concurrency: int) -> None:
+    """The cells in flight when it goes are reported (infra_error, not retried), none other starts, and the
+    evaluation ends with ExecutorLost (exit 8): the run stops and resumes those cells."""
+    from eval.executors import ExecutorLost
+    request = EvalRequest(skill_dir=None, skill_name="csv-clean", suite=driver["suite"], contract=CONTRACT, key="k",
+                          cells_root=tmp_path, price=PRICE, concurrency=concurrency,
+                          settings=CellSettings(agent_argv=FAKE, launcher=get_launcher("none"), grader_timeout_s=60,
+                                                infra_retries=3, infra_backoff_s=0))
+    executor, seen = Scripted([("ok", 0)] * 8, lose_at=2), []
+    with pytest.raises(ExecutorLost, match="127.0.0.1:6379") as stop:
+        asyncio.run(evaluate_async(request, executor=executor, on_cell=seen.append))
+    assert stop.value.exit_code == 8
+    assert executor.calls == 2                                   # no retry of the lost cell, no third cell
+    assert [(c.status, c.retries) for c in seen] == [("ok", 0), ("infra_error", 0)]
 
 
 def test_the_executor_is_not_part_of_the_run(tmp_path: Path) -> None:

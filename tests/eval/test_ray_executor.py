@@ -12,7 +12,6 @@ import os
 import pickle
 import sys
 import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -28,10 +27,9 @@ from eval.jobs import CellSettings  # noqa: E402
 from eval.snapshot import hash_tree  # noqa: E402
 from sandbox import get_launcher  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
-from tests.eval.executor_support import CONTRACT, FAKE, PRICE, job_for, same_outcome  # noqa: E402
+from tests.eval.executor_support import CONTRACT, FAKE, PRICE, job_for, same_outcome, wait_for  # noqa: E402
 
 GATED = [sys.executable, str(ROOT / "tests" / "eval" / "gated_agent.py")]
-PATIENCE_S = 300        # a bound on waiting for a condition (a hung test fails), never a measured duration
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +63,6 @@ def started(gate: Path) -> dict[str, list[int]]:
         _, seed, pid = marker.name.split("-")
         found.setdefault(seed, []).append(int(pid))
     return found
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + PATIENCE_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:

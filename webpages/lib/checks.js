@@ -88,3 +88,15 @@ export function screenView(a) {
     h('small', { title: 'a few train tasks, paired with the incumbent\'s cells on the same tasks and replicates; a decisive loss at the screen z stops the candidate before val, and the cells are reused by its train evaluation' }, s.decision === 'loss' ? 'screened out' : 'passed')),
   h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
 }
+
+// The round's null controls (config nullControls): the incumbent again, byte-identical, under a fresh replicate salt,
+// gated against the incumbent as a candidate is: its Δ is this round's noise floor, and any call but a tie is false.
+export function nullsView(nulls) {
+  if (!nulls || !nulls.length) return null;
+  const tip = 'a byte-identical copy of the round\'s incumbent evaluated on val under a fresh replicate salt and gated against the incumbent\'s own val evaluation as a candidate would be (never kept, never pooled into the gate\'s noise); a win or a loss is a false call';
+  return h('div', { id: 'null-controls' }, h('h4', { title: tip }, 'Null controls: this round\'s noise floor'),
+    h('table', { class: 'figs' }, h('thead', {}, h('tr', {}, ['copy', 'Δ vs incumbent', 'gate threshold', 'the gate would call it'].map((x) => h('th', {}, x)))),
+      h('tbody', {}, nulls.map((n) => h('tr', { 'data-copy': String(n.copy), title: `salt ${n.salt} · evaluation ${n.evaluation_id}` },
+        h('td', {}, String(n.copy)), h('td', {}, signed(n.delta)), h('td', {}, signed(n.threshold)),
+        h('td', { class: n.call === 'tie' ? '' : 'below' }, n.call === 'tie' ? 'a tie' : `a ${n.call} (false)`))))));
+}

@@ -3,7 +3,7 @@
 import { go, openDrawer } from '../lib/shell.js';
 import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } from '../lib/util.js';
 import { bars, chart, destroyCharts, noLine } from '../lib/charts.js';
-import { confirmView, criticTable, looksView, screenView } from '../lib/checks.js';
+import { confirmView, criticTable, looksView, nullsView, screenView } from '../lib/checks.js';
 import { TIPS, fig } from '../lib/tips.js';
 import { sections } from '../lib/keyed.js';
 import { comparatorLine, sideBySide, taskDeltasSection } from '../lib/gateview.js';
@@ -111,7 +111,7 @@ export async function render(root, state, ui) {
         h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
         d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); }, title: s.reason || '' }, `.${s.sibling} ${s.verdict || ''}${s.verdict_note ? ' (' + s.verdict_note + ')' : ''} `))) : null),
       h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
-        confirmView(a.confirm, a, d.run), screenView(a), looksView(a), criticTable(a.critic)));
+        confirmView(a.confirm, a, d.run), nullsView(a.nulls), screenView(a), looksView(a), criticTable(a.critic)));
   });
   const diffSection = S.get('diff', diff, () => h('section', { id: 'round-diff' }, h('h3', {}, `Diff vs parent ${short(diff.parent)}`), diffView(diff.diff), diff.note ? h('p', { class: 'hint' }, diff.note) : null));
   const f = d.figures;
