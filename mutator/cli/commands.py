@@ -15,8 +15,13 @@ from pathlib import Path
 from eval.suite import Suite, SuiteError, load_suite
 from mutator.after.cli import where_flags
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path, run_py
-from mutator.round.preflight import (check_other_skills, check_out_folder, check_seed_skill, check_skill_dir_given,
-                                     check_split)
+from mutator.round.preflight import (
+    check_other_skills,
+    check_out_folder,
+    check_seed_skill,
+    check_skill_dir_given,
+    check_split,
+)
 from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
 from strategies import make_strategy
