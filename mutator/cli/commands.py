@@ -73,7 +73,9 @@ def import_evals_command(args: argparse.Namespace) -> int:
         return 2
     # as --mine-traces --out: never into a suite, the skill whose evals these are, or the data dir
     data_dir = load_settings({"data_dir": args.data_dir}, config_file=args.config).data_dir
-    check_out_folder("--out", args.out, skill_dir=evals_skill(args.import_evals), data_dir=data_dir)
+    skill = evals_skill(args.import_evals)   # a skill only when it has a SKILL.md (a trigger set may lie anywhere)
+    check_out_folder("--out", args.out, skill_dir=skill if (skill / "SKILL.md").is_file() else None,
+                     data_dir=data_dir)
     made = import_evals(args.import_evals, args.out, seed=args.seed or 0)   # errors: exit 2 in cli/main.py
     return report_import(made, few_task_warnings(made, args.import_evals), args.import_evals.resolve().parent.parent)
 

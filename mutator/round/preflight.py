@@ -101,7 +101,7 @@ def check_skill_dir_given(given: Path | None, skill_dir: Path, suites: list[Suit
                           f"{names}; pass --skill-dir PATH/TO/YOUR/SKILL")
 
 
-def check_out_folder(flag: str, out: Path, *, skill_dir: Path, data_dir: Path) -> None:
+def check_out_folder(flag: str, out: Path, *, skill_dir: Path | None, data_dir: Path) -> None:
     """A command that writes suites into `out` must not write into an existing suite (it would change that suite on
     disk under every run of it), the skill or the data dir; a new folder beside the suites (suites/NAME) is fine."""
     out = out.resolve()
@@ -110,6 +110,8 @@ def check_out_folder(flag: str, out: Path, *, skill_dir: Path, data_dir: Path) -
             raise ConfigError(f"{flag} {out}: inside the suite {place} (it has a suite.md); writing there would "
                               f"change that suite on disk; pick a new folder such as {place.parent / 'mined'}")
     for what, where in (("the skill", skill_dir), ("the data dir", data_dir)):
+        if where is None:
+            continue
         where = where.resolve()
         if out == where or out.is_relative_to(where):
             raise ConfigError(f"{flag} {out}: inside {what} {where}; pick a folder outside it, such as suites/NAME")

@@ -21,7 +21,8 @@ def typed(key, tmp_path):
     special = {"strategy": ("branching", "branching"), "model": ("m1,m2", "m1,m2"), "mutator_model": ("m3", "m3"),
                "sandbox": ("none", "none"), "gate_method": ("t", "t"), "model_gate": ("each", "each"), "executor": ("ray", "ray"),
                "ray_address": ("auto", "auto"), "strategy_opts": ('{"width": 2}', {"width": 2}),
-               "max_failed_share": ("0.5", 0.5), "solve_min_score": ("0.5", 0.5)}
+               "max_failed_share": ("0.5", 0.5), "solve_min_score": ("0.5", 0.5), "null_controls": ("2", 2),
+               "with_skills": ("other-skills", "other-skills")}
     if key.attr in special:
         return [key.option, special[key.attr][0]], special[key.attr][1]
     if key.kind is int:
@@ -44,8 +45,8 @@ def test_every_flagged_key_has_one_flag_with_its_help():
     for key in FLAGGED:
         assert actions[key.attr].option_strings[0] == key.option and actions[key.attr].help == key.help
     assert set(FLAG_ATTRS) == {key.attr for key in FLAGGED}
-    assert len(FLAGGED) == 35      # every flag that was a setting before keys made them, --ray-timeout-s,
-    # --model-gate, --seal-test and --propose-no-harm
+    assert len(FLAGGED) == 37      # every flag that was a setting before keys made them, --ray-timeout-s,
+    # --model-gate, --seal-test, --propose-no-harm, --with-skills and --null-controls
 
 
 @pytest.mark.parametrize("key", FLAGGED, ids=lambda key: key.attr)
