@@ -12,6 +12,7 @@ Never imports mutator/; never decides what a call's outcome means for a cell or 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -304,11 +305,18 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "wb") as err:
+        start = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
+            start_new_session=True, preexec_fn=reaper.die_with_parent, pass_fds=() if secrets is None else (secrets,)))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
-                start_new_session=True, preexec_fn=reaper.die_with_parent,
-                pass_fds=() if secrets is None else (secrets,))
+            proc = await asyncio.shield(start)
+        except asyncio.CancelledError:
+            # Ctrl-C or a deadline while the process starts: asyncio cannot cancel a start cleanly (Python 3.11 may
+            # then wait forever for the stdin pipe it connects after closing the others), so the start finishes
+            # and its group is killed and reaped, then the cancellation goes on
+            with contextlib.suppress(Exception):
+                await kill_and_reap(await start)
+            raise
         finally:
             if secrets is not None:
                 os.close(secrets)
