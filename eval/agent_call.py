@@ -13,14 +13,17 @@ Never imports mutator/; never decides what a call's outcome means for a cell or 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from eval import reaper
+from eval.agents import tool_server_args
 from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, usd
 from eval.environment import CREDENTIALS, allowed_env, runs_our_backend
@@ -46,6 +49,7 @@ NAMES = (PROMPT_FILE, STREAM, SKILL_DIR, MODEL, MAX_TURNS, CELL_SEED, TASK, ROUN
 
 PROMPT_NAME, STREAM_NAME, RESULT_NAME = "prompt.md", "stream.jsonl", "result.json"
 TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
+LINE_LIMIT = 64 * 2**20   # one line of a tool server's answers (a clipped tool output, JSON-escaped, is far below)
 
 
 # ---- staging ---------------------------------------------------------------------------------------------------
@@ -280,13 +284,22 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
                 network: bool = False, silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
                 max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
     """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done; with
-    a meter, its model API calls go through a metering proxy closed only after the process group is gone."""
+    a meter, its model API calls go through a metering proxy closed only after the process group is gone.
+    Our SDK agent's process is its tool server: its loop runs here, on this process's warm client, pointed at
+    that same proxy, and the process is given no model API at all (eval/agents/warm.py)."""
     env, proxy = metering(env, meter, getattr(launcher, "api_socket", None))
+    talk = None
+    served = tool_server_args(argv)
+    if served is not None:
+        from eval.agents.warm import drive   # the SDK, imported once per process that runs agents
+        api = {name: env.pop(name) for name in MODEL_API_VARS if name in env}
+        talk = functools.partial(drive, role=served[0], config=served[1], env=dict(env), api=api, prompt=prompt,
+                                 stream=stream, stderr=log_dir / "agent.stderr")
     try:
         return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
                             launcher=launcher, writable=writable, readable=readable, network=network,
                             silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
-                            max_output_bytes=max_output_bytes)
+                            max_output_bytes=max_output_bytes, talk=talk)
     finally:
         if proxy is not None:
             proxy.close()   # every response it was served is on the meter
@@ -295,19 +308,22 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
 async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                  log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path],
                  network: bool, silence_ms: int, heartbeat_ms: int, wall_ms: int,
-                 max_output_bytes: int) -> AgentRun:
+                 max_output_bytes: int, talk: Callable[[Any], Awaitable[None]] | None = None) -> AgentRun:
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio
 
     from eval.supervisor import kill_and_reap, supervise
     stderr_path = log_dir / "agent.stderr"
+    stderr_path.unlink(missing_ok=True)   # opened to append: a harness-side loop (`talk`) appends to it too
     # no pipe passes into a container: there our backend's key is the proxy's one-cell nonce, from its env
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env)
-    with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "wb") as err:
+    with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
         start = asyncio.ensure_future(asyncio.create_subprocess_exec(
-            *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=reaper.die_with_parent, pass_fds=() if secrets is None else (secrets,)))
+            *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stderr=err, start_new_session=True,
+            # with `talk`, stdout is the tool server's answers to the loop
+            stdout=out if talk is None else asyncio.subprocess.PIPE, limit=LINE_LIMIT,
+            preexec_fn=reaper.die_with_parent, pass_fds=() if secrets is None else (secrets,)))
         try:
             proc = await asyncio.shield(start)
         except asyncio.CancelledError:
@@ -321,24 +337,35 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
             if secrets is not None:
                 os.close(secrets)
         reaper.register(proc.pid)
+        loop_task = None
         try:
-            assert proc.stdin is not None
-            try:
-                proc.stdin.write(prompt.encode("utf-8"))
-                await proc.stdin.drain()
-                proc.stdin.close()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # an agent that ignores stdin may exit before reading it
+            if talk is not None:
+                loop_task = asyncio.ensure_future(talk(proc))
+            else:
+                await send_prompt(proc, prompt)
             watch = await supervise(proc, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
                                     wall_ms=wall_ms, outputs=(log_dir / "agent.stdout", stderr_path),
                                     max_output_bytes=max_output_bytes)
         finally:
+            if loop_task is not None:   # done when the process ended on its word; else cut off with it
+                loop_task.cancel()
+                await asyncio.gather(loop_task, return_exceptions=True)
             await kill_and_reap(proc)  # also kills anything the agent left running
             reaper.unregister(proc.pid)
     if max_output_bytes:
         for path in (stream, log_dir / "agent.stdout", stderr_path):
             truncate(path, max_output_bytes)
     return AgentRun(watch.timed_out, watch.returncode, watch.reason, stderr_path, watch.overflow)
+
+
+async def send_prompt(proc, prompt: str) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(prompt.encode("utf-8"))
+        await proc.stdin.drain()
+        proc.stdin.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # an agent that ignores stdin may exit before reading it
 
 
 def truncate(path: Path, limit: int) -> None:

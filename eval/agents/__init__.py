@@ -14,7 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -65,20 +65,34 @@ def _need_key(environ: Mapping[str, str], what: str) -> None:
                               f"drop --real for a zero-spend dry run")
 
 
+TOOL_SERVER = HERE / "toolserver.py"
+
+
+def tool_server_args(argv: Sequence[str]) -> tuple[str, Path | None] | None:
+    """(role, config file) when `argv` runs our SDK agent's tool server, whose loop the harness runs itself
+    (eval/agents/warm.py); None for any other agent."""
+    if len(argv) < 2 or Path(argv[1]).name != TOOL_SERVER.name or Path(argv[1]).resolve() != TOOL_SERVER:
+        return None
+    words = list(argv[2:])
+    option = {flag: words[i + 1] for i, flag in enumerate(words[:-1]) if flag in ("--role", "--config")}
+    return option.get("--role", "build"), Path(option["--config"]) if "--config" in option else None
+
+
 @dataclass(frozen=True)
 class AnthropicBackend:
-    """Our tool-use loop on the anthropic SDK (eval/agents/anthropic_agent.py)."""
+    """Our tool-use loop on the anthropic SDK (eval/agents/loop.py): run by the harness on its warm client, its
+    tools in the sandboxed tool server (eval/agents/toolserver.py, the process its argv names)."""
     config_file: Path | None = None    # its pricing gives the result event's total_cost_usd
     id: str = "anthropic"
 
     def argv(self, role: str) -> tuple[str, ...]:
         extra = ("--config", str(self.config_file)) if self.config_file else ()
-        return (sys.executable, str(HERE / "anthropic_agent.py"), "--role", role, *extra)
+        return (sys.executable, str(TOOL_SERVER), "--role", role, *extra)
 
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
-        code = _digest(*_sources("anthropic_agent.py", "tools.py", "stream.py", "result_json.py", "caching.py",
-                                "hide.py"),
+        code = _digest(*_sources("loop.py", "warm.py", "toolserver.py", "tools.py", "stream.py", "result_json.py",
+                                "caching.py"),
                        sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
 
