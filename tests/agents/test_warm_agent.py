@@ -113,8 +113,8 @@ def test_a_deadline_cuts_the_warm_loop_and_kills_the_tool_server(api, tmp_path: 
     spec = agent_call(list(AnthropicBackend().argv("build")), tmp_path, api, name="cell", wall_ms=1500)
     done = asyncio.run(call(spec))
     assert done.run.timed_out and "wall-clock cap" in done.run.reason
-    events = [json.loads(line) for line in spec.stream.read_text().splitlines()]
-    assert [e["type"] for e in events] == ["system"]            # cut mid-request: no result, as a killed agent
+    events = [json.loads(line) for line in spec.stream.read_text().splitlines()] if spec.stream.exists() else []
+    assert "result" not in [e["type"] for e in events]          # cut mid-request: no result, as a killed agent
 
 
 def test_the_implementation_id_covers_the_code_the_warm_path_runs(monkeypatch) -> None:
