@@ -1,8 +1,8 @@
 """The harness's half of the SDK agent: the tool-use loop on one warm client, the tools in the sandboxed process.
 
-A process that runs cells (the local harness, a Ray worker) imports the SDK once and keeps one AsyncAnthropic
-client per event loop (its connection pool and TLS context built once); each call gets a cheap copy pointed at
-that call's metering proxy with its one-cell nonce, exactly what the agent process was given before, so metering,
+A process that runs cells (the local harness, a Ray worker) imports the SDK once and keeps one connection
+pool per event loop (its TLS context built once); each call gets a cheap client on it, pointed at that call's
+metering proxy with its one-cell nonce, exactly what the agent process was given before, so metering,
 the budget and the key's distance from the agent are unchanged. The spawned process is toolserver.py (stdlib
 only): the loop sends it each tool call over JSON lines and finally the exit code it is to end with, so the
 watchdog, the group kill and the exit-code contract see one agent process as before.
@@ -73,7 +73,7 @@ async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | N
     def log(line: str) -> None:
         with open(stderr, "a", encoding="utf-8") as err:   # the child appends to it too (opened O_APPEND)
             err.write(line + "\n")
-    code = 1
+    code, writer = 1, None
     try:
         assert proc.stdout is not None
         line = await proc.stdout.readline()
@@ -92,6 +92,8 @@ async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | N
     except Exception as err:
         log(f"anthropic_agent: harness loop failed: {type(err).__name__}: {err}")
     finally:
+        if writer is not None:
+            writer.close()   # already closed after its result event; here when cut off
         if proc.stdin is not None and not proc.stdin.is_closing():
             try:
                 proc.stdin.write(json.dumps({"exit": code}).encode() + b"\n")

@@ -155,7 +155,9 @@ def test_a_missing_engine_is_refused_before_any_cell(tmp_path: Path, monkeypatch
     assert not data.exists()   # refused before a run began
 
 
-def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", ["toolserver.py", "anthropic_agent.py"], ids=["warm", "whole-process"])
+def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine, tmp_path: Path, agent: str) -> None:
+    """The harness's warm loop with its tool server in the container, and the whole agent process in it."""
     suite = harbor_task(tmp_path)
     server = MessagesServer()
     try:
@@ -166,7 +168,7 @@ def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine
             cells_root=tmp_path / "sdk", concurrency=1,
             contract=Contract(model="m", replicates=1, max_turns=5, agent="anthropic", silence_ms=60_000,
                               heartbeat_ms=60_000),
-            settings=CellSettings(agent_argv=[sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")],
+            settings=CellSettings(agent_argv=[sys.executable, str(ROOT / "eval" / "agents" / agent)],
                                   launcher=ContainerSandbox(engine.id, NoneLauncher()), grader_timeout_s=120,
                                   prune=False, infra_retries=0, network=True,
                                   env={"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET})))
