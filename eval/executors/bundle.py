@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from eval import reaper
 from eval.cells import CellSpec, Contract
 from eval.cost import Price
 from eval.environment import PREFIXES
@@ -55,6 +56,7 @@ class CellBundle:
     network: bool = False
     cell_timeout_ms: int = CELL_TIMEOUT_MS
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    reaper_scope: dict | None = None    # whose records the worker's agents and containers are (eval/reaper.py)
 
 
 def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
@@ -119,7 +121,8 @@ def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> Ce
         contract=job.contract, agent_argv=portable_argv(tuple(run.agent_argv)),
         launcher_id=getattr(run.launcher, "choice", run.launcher.id),   # auto stays auto on the worker
         price=job.price, grader_timeout_s=run.grader_timeout_s, env=passed_env(run.env), prune=run.prune,
-        network=run.network, cell_timeout_ms=run.cell_timeout_ms, max_output_bytes=run.max_output_bytes)
+        network=run.network, cell_timeout_ms=run.cell_timeout_ms, max_output_bytes=run.max_output_bytes,
+        reaper_scope=reaper.scope())
 
 
 # ---- worker side ----------------------------------------------------------------------------------------
@@ -180,7 +183,8 @@ def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
         os.environ[PASS_ENV] = bundle.env[PASS_ENV]
     job = worker_job(bundle, skill, suite, base, environment)
     try:
-        result = asyncio.run(run_cell(job))
+        with reaper.adopted(bundle.reaper_scope, base / "pids"):   # labelled and recorded as the driver's
+            result = asyncio.run(run_cell(job))
         return result, read_tree(job.cell_root) if job.cell_root.is_dir() else {}
     finally:
         shutil.rmtree(job.cell_root.parent, ignore_errors=True)

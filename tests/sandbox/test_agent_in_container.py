@@ -177,3 +177,30 @@ def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine
     assert (cell.input_tokens, cell.output_tokens) == (23, 3)
     tool_env = (Path(cell.cell_dir) / "work" / "env.txt").read_text()
     assert SECRET not in tool_env and "PWD=/app" in tool_env
+
+
+def test_preflight_probes_the_agent_in_each_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+    """The agent's programs are probed in the task's image before any cell: the harness's Python starts there through
+    the mounted loader, the agent's script is found; a program the image lacks (a host program in a system dir, which
+    the container never mounts) is refused naming the task, the image and the fix, with exit 2 and no cell run."""
+    from eval.graders.harbor_runner import preflight
+    from sandbox.resolve import ProgramError
+    suite = harbor_task(tmp_path)
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    sandbox = ContainerSandbox(engine.id, NoneLauncher())
+    preflight(sandbox, [load_suite(suite)], [sys.executable, str(agent)], what="the build agent")   # runs there
+    with pytest.raises(ProgramError) as refused:
+        preflight(sandbox, [load_suite(suite)], ["/usr/bin/perl", "-e", "0"], what="the build agent")
+    said = str(refused.value)
+    assert "the build agent in the container of Harbor task ox-train/only-in-image (image localhost/sm-env:" in said
+    assert "/usr/bin/perl is not visible or not executable" in said and "its Dockerfile" in said
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_"))}
+    done = run_cli("--suite", str(suite), "--val", str(suite.parent / "ox-val"), "--rounds", "0", "--replicates", "1",
+                   "--real", "--agent", "command", "--agent-cmd", "/usr/bin/perl -e 0", "--mutator-cmd",
+                   f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--no-solve", "--sandbox", engine.id,
+                   "--data-dir", str(data), "--skill-dir", str(ROOT / "suites" / "csv-clean"), env=env, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Harbor task ox-train/only-in-image (image localhost/sm-env:" in done.stderr
+    assert not (data / "mutator.db").exists() and not (data / "evals").exists()   # refused before any cell
