@@ -3,7 +3,8 @@
 Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes), the contract, the agent command
 (project files as project-relative paths, the driver's Python as "this Python") and the launcher id; the
 skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
-No path of the driver's data dir or suites is in any of them. Worker side: `run_bundle` rebuilds a
+No path of the driver's data dir or suites is in any of them, but its reaper registry's
+(eval/reaper.py: a worker on the driver's machine records its agents' containers there, so a dead driver's go). Worker side: `run_bundle` rebuilds a
 private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/), runs the cell with the same runner as a local cell
 (eval/runner.py: launcher, watchdog, caps, group kill, grading after the group is gone) and hands back
 the result with the cell's files; `unpack_logs` writes them where a local cell would have them.
