@@ -1,18 +1,21 @@
 """A cell as a self-contained bundle, for a machine that shares no file system with the driver.
 
-Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes), the contract, the agent command
+Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes; a Harbor task's inputs that are its
+environment's own files travel in the environment instead, once per content hash), the contract, the agent command
 (project files as project-relative paths, the driver's Python as "this Python") and the launcher id; the
 skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
-No path of the driver's data dir or suites is in any of them, but its reaper registry's
-(eval/reaper.py: a worker on the driver's machine records its agents' containers there, so a dead driver's go). Worker side: `run_bundle` rebuilds a
-private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/), runs the cell with the same runner as a local cell
-(eval/runner.py: launcher, watchdog, caps, group kill, grading after the group is gone) and hands back
-the result with the cell's files; `unpack_logs` writes them where a local cell would have them.
+No path of the driver's data dir or suites is in any of them, but its reaper registry's (eval/reaper.py: a worker
+on the driver's machine records its agents' containers there, so a dead driver's go). Worker side: `run_bundle`
+rebuilds a private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/),
+runs the cell with the same runner as a local cell (eval/runner.py: launcher, watchdog, caps, group kill, grading
+after the group is gone) and hands back the result with the cell's files; `unpack_logs` writes them where a local
+cell would have them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import filecmp
 import functools
 import json
 import os
@@ -83,6 +86,15 @@ def environment_dir(suite: Suite, task_id: str) -> Path | None:
     return folder if suite.runner == HARBOR and folder.is_dir() else None
 
 
+def in_environment(suite: Suite, task_id: str, rel: str) -> bool:
+    """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the environment,
+    once per content hash, and the worker stages it from there: never again in each cell's bundle)."""
+    folder = environment_dir(suite, task_id)
+    if folder is None or Path(rel) not in list_files(folder):   # what read_tree sends of it
+        return False
+    return filecmp.cmp(folder / rel, suite.fixture_dir(task_id) / rel, shallow=False)
+
+
 def portable_argv(argv: tuple[str, ...] | list[str], root: Path = ROOT) -> tuple[tuple[str, str], ...]:
     """The agent command without this machine's paths: the running Python and files of the project are
     named so that a worker resolves them against its own Python and its own copy of the project."""
@@ -113,7 +125,8 @@ def passed_env(job_env: Mapping[str, str], source: Mapping[str, str] | None = No
 def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> CellBundle:
     run = job.settings   # what a worker needs of it, without this machine's paths (the retries stay with the driver)
     fixtures = job.suite.fixture_dir(job.task.id)
-    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs}
+    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs
+              if not (environment_hash and in_environment(job.suite, job.task.id, rel))}
     grader = Path(job.suite.grader.name) if job.suite.grader else None
     return CellBundle(
         spec=job.spec, task=job.task, suite=replace(job.suite, path=SUITE_STUB, grader=grader),
@@ -159,7 +172,10 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
     """The bundle as a CellJob on this machine: suite, skill and cell dirs private to this node."""
     suite_dir = write_tree(suite, base / "suites" / bundle.suite.content_hash)
     fixtures = suite_dir / "fixtures" / bundle.task.id
-    write_tree(bundle.inputs, fixtures)   # content-addressed by the suite's hash too
+    inputs = dict(bundle.inputs)          # a Harbor task's inputs from its environment, sent once by hash
+    inputs.update({rel: environment[rel] for rel in bundle.task.inputs if rel not in inputs and environment
+                   and rel in environment})
+    write_tree(inputs, fixtures)          # content-addressed by the suite's hash too
     if environment is not None:           # where the harbor runner reads the task's build context
         write_tree(environment, suite_dir / HARBOR / bundle.task.id / ENVIRONMENT)
     skill_dir = write_tree(skill, base / "skills" / bundle.skill_hash) if skill is not None else None
