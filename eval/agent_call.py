@@ -291,7 +291,7 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
     talk = None
     served = tool_server_args(argv)
     if served is not None:
-        from eval.agents.warm import drive   # the SDK, imported once per process that runs agents
+        from eval.agents.warm import drive  # the SDK, imported once per process that runs agents
         api = {name: env.pop(name) for name in MODEL_API_VARS if name in env}
         talk = functools.partial(drive, role=served[0], config=served[1], env=dict(env), api=api, prompt=prompt,
                                  stream=stream, stderr=log_dir / "agent.stderr")

@@ -25,15 +25,15 @@ try:
     from eval.agents.loop import Options, converse, count_request, options_from_env
     from eval.agents.result_json import settle_mutator_result
     from eval.agents.stream import StreamWriter
-    from eval.agents.toolserver import hello, run_tool, skills_block, system_prompt, toolbox_for
     from eval.agents.tools import Toolbox
+    from eval.agents.toolserver import hello, run_tool, skills_block, system_prompt, toolbox_for
 except ImportError:  # run as a script, e.g. in a sandbox that shows only this folder: siblings are top-level
     from hide import take_secrets, undumpable  # type: ignore[no-redef]
     from loop import Options, converse, count_request, options_from_env  # type: ignore[no-redef]
     from result_json import settle_mutator_result  # type: ignore[no-redef]
     from stream import StreamWriter  # type: ignore[no-redef]
-    from toolserver import hello, run_tool, skills_block, system_prompt, toolbox_for  # type: ignore[no-redef]
     from tools import Toolbox  # type: ignore[no-redef]
+    from toolserver import hello, run_tool, skills_block, system_prompt, toolbox_for  # type: ignore[no-redef]
 
 __all__ = ["Options", "main", "skills_block", "system_prompt"]
 

@@ -60,7 +60,7 @@ def skills_block(cwd: Path) -> tuple[str, list[str]]:
     skills = installed_skills(cwd)
     if not skills:
         return "", []
-    from skills_ref import read_properties, to_prompt   # only when a skill is offered (~40 ms of import)
+    from skills_ref import read_properties, to_prompt  # only when a skill is offered (~40 ms of import)
     block = to_prompt(skills)
     for skill_dir in skills:
         try:

@@ -12,34 +12,51 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anthropic
+import httpx2  # the SDK's own HTTP library
 
 from eval.agents.loop import converse, count_request, options_from_env
 from eval.agents.stream import StreamWriter
 
-# one connection pool (and TLS context, ~60 ms of CPU to build) per event loop: a pool is bound to its loop
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.DefaultAsyncHttpxClient] = \
+# One connection pool per event loop (a pool is bound to its loop; a Ray worker runs each cell in a loop of its
+# own) and per kind of route; the TLS context, ~40-60 ms of CPU to build, once per process.
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, anthropic.DefaultAsyncHttpxClient]] = \
     weakref.WeakKeyDictionary()
+_tls: list[ssl.SSLContext] = []
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _pool(trust_env: bool) -> anthropic.DefaultAsyncHttpxClient:
+    pools = _pools.setdefault(asyncio.get_running_loop(), {})
+    if trust_env not in pools:
+        _tls[:] = _tls or [httpx2.create_ssl_context()]
+        pools[trust_env] = anthropic.DefaultAsyncHttpxClient(verify=_tls[0], trust_env=trust_env,
+                                                             event_hooks={"request": [count_request]})
+    return pools[trust_env]
+
 
 class ToolServerGone(RuntimeError):
     """The sandboxed process stopped answering (it exited or was killed); its stderr says why."""
 
+
 def client_for(api: Mapping[str, str], timeout_s: float) -> anthropic.AsyncAnthropic:
     """This call's client on the event loop's warm connection pool, given the call's API (its proxy and nonce)
     explicitly: nothing is read from the harness's own environment."""
-    loop = asyncio.get_running_loop()
-    http = _pools.get(loop)
-    if http is None:
-        http = _pools[loop] = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [count_request]})
     base_url = api.get("ANTHROPIC_BASE_URL") or None
+    # the metering proxy is reached directly, as the agent process did (its env had no network proxy variables);
+    # only a call straight to the API honours the harness's HTTPS_PROXY / NO_PROXY
+    http = _pool(trust_env=urlsplit(base_url or "").hostname not in LOOPBACK)
     key = api.get("ANTHROPIC_API_KEY") or ("" if api.get("ANTHROPIC_AUTH_TOKEN") else "local-server")
     credential = {"api_key": key} if key else {"auth_token": api["ANTHROPIC_AUTH_TOKEN"]}
     return anthropic.AsyncAnthropic(**credential, base_url=base_url or "https://api.anthropic.com",
                                     timeout=timeout_s, http_client=http)
+
 
 class RemoteTools:
     """The loop's `Tools`, answered by the tool server over its stdin/stdout."""
