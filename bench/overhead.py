@@ -317,7 +317,7 @@ def per_round(rounds: int) -> None:
     import rounds as bench_rounds
     records = bench_rounds.measure(ROOT, argparse.Namespace(rounds=rounds, replicates=1))
     found = bench_rounds.summary(records)
-    late = f"{max(rounds - 5, 6)}-{rounds}"
+    late = f"{max(rounds - 5, 1)}-{rounds}"
     print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 -> "
           f"{late}")
     for key, unit, scale in (("staging", "ms staging + tamper CPU (self + children)", 1000),
