@@ -325,6 +325,7 @@ def per_round(rounds: int) -> None:
                              ("self", "ms harness CPU in cell-free rounds", 1000)):
         a, b = (value * scale for value in found[key])
         print(f"  {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
+    print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, every round)")
 
 
 def main(argv: list[str] | None = None) -> int:
