@@ -153,7 +153,7 @@ class Evidence:
                                   workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
             if a["genome_hash"] and a["parent_hash"]:
                 link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
-                     history / f"round-{_label(a, '-')}.diff")
+                     f"{history}/round-{_label(a, '-')}.diff")
         _write_read_only(history / "ledger.md", render_ledger(self.ledger_rows(train)))
         stage_tasks(self.train, workspace / "tasks")
         make_read_only(workspace / "tasks")

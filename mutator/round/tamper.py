@@ -70,9 +70,9 @@ PRIVATE = ("val suite", "test suite")   # their file names are val/test details:
 def snapshot(workspace: Path, parent_dir: Path, watch: Mapping[str, Path] | None = None) -> dict[str, str]:
     """Everything the mutator must leave as it was, by path -> content digest (watched folders by label)."""
     state = _tree(workspace, str(workspace), allowed=MAY_WRITE)
-    for entry in workspace.parent.iterdir():  # `../`: the run's other workspaces and anything new beside them
-        if entry != workspace:
-            state[str(entry)] = _digest(str(entry))
+    for entry in os.scandir(workspace.parent):  # `../`: the run's other workspaces and anything new beside them
+        if entry.name != workspace.name:
+            state[entry.path] = _digest(entry.path, entry)
     state.update(_tree(parent_dir, str(parent_dir)))
     for label, folder in (watch or {}).items():
         state.update(_tree(folder, f"{label} {folder}" if label not in PRIVATE else label))

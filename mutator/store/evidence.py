@@ -47,7 +47,7 @@ class EvidenceStore:
 
     def diff(self, parent_hash: str, genome_hash: str, make: Callable[[str, str], str]) -> Path:
         """An attempt's diff vs its parent (genomes are immutable, so the pair names it), made once by `make`."""
-        return self._kept(self.root / "diffs" / f"{parent_hash}-{genome_hash}.diff",
+        return self._kept(f"{self.root}/diffs/{parent_hash}-{genome_hash}.diff",
                           lambda: make(parent_hash, genome_hash).encode("utf-8"))
 
     def rollout(self, evaluation_id: int, name: str, trajectory: Path | str) -> Path | None:
