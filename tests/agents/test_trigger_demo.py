@@ -1,0 +1,72 @@
+"""The triggering demo (README "Skill telemetry"): the loop with fakes/trigger_agent.py and fakes/trigger_mutator.py
+on suites/trigger-train|val|test and the seed suites/tidy-tables, score.wTrigger 0.5. Round 1 widens the description
+with the words of the train requests it missed (val recall 0.25 -> 1) and is KEPT; round 2 with the words of the
+near-misses (val false triggers 0 -> 1) and is REJECTED; every stored rate recomputes from the cells in SQL."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from mutator.store.db import connect_readonly
+from tests.agents.test_real_run import ROOT, clean_env, run_py
+
+SUITES = ROOT / "suites"
+DEMO = ("--real", "--agent-cmd", f"{sys.executable} {ROOT / 'fakes' / 'trigger_agent.py'}",
+        "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'trigger_mutator.py'}",
+        "--skill-dir", str(SUITES / "tidy-tables"), "--suite", str(SUITES / "trigger-train"),
+        "--val", str(SUITES / "trigger-val"), "--holdout", str(SUITES / "trigger-test"))
+ENV = {"SKILL_MUTATOR_W_TRIGGER": "0.5", "SKILL_MUTATOR_SCREEN_TASKS": "0"}
+
+# every evaluation's recall and false-trigger rate, recomputed from its cells' skill_use and its no-trigger tasks
+RATES_SQL = """
+select e.id, e.trigger_recall, e.false_trigger_rate,
+  avg(case when c.task_id not in (select value from json_each(e.no_trigger_tasks))
+      then json_extract(c.skill_use, '$.loaded') end) as recall,
+  avg(case when c.task_id in (select value from json_each(e.no_trigger_tasks))
+      then json_extract(c.skill_use, '$.loaded') end) as false_rate
+from evaluations e join cells c on c.evaluation_id = e.id
+where c.skill_use is not null group by e.id order by e.id"""
+
+
+def near_misses(split: str) -> list[str]:
+    tasks = [json.loads(line) for line in (SUITES / f"trigger-{split}" / "tasks.jsonl").read_text().splitlines()]
+    return [t["id"] for t in tasks if t["trigger"] is False]
+
+
+@pytest.fixture(scope="module")
+def trigger_demo(tmp_path_factory) -> Path:
+    data = tmp_path_factory.mktemp("trigger-demo") / "data"
+    done = run_py(*DEMO, "--rounds", "2", "--replicates", "1", "--data-dir", str(data), env=clean_env(**ENV))
+    assert done.returncode == 0, done.stderr[-4000:]
+    return data
+
+
+def test_the_demo_keeps_the_recall_fix_and_rejects_the_false_triggers(trigger_demo):
+    db = connect_readonly(trigger_demo / "mutator.db")
+    attempts = [dict(r) for r in db.query("select * from attempts order by round")]
+    assert [(a["round"], a["verdict"], a["summary"]) for a in attempts] == [
+        (0, "SEED", attempts[0]["summary"]),
+        (1, "KEEP", "Rewrite the description so the skill triggers on should-000-orders"),
+        (2, "REJECT", "Rewrite the description so the skill triggers on should-not-000-poem, should-not-001-haiku")]
+    val = {a["round"]: db["evaluations"].get(a["val_evaluation_id"]) for a in attempts}
+    assert {r: (e["trigger_recall"], e["false_trigger_rate"], json.loads(e["no_trigger_tasks"]))
+            for r, e in val.items()} == {0: (0.25, 0.0, near_misses("val")), 1: (1.0, 0.0, near_misses("val")),
+                                         2: (1.0, 1.0, near_misses("val"))}
+    gates = {a["round"]: json.loads(a["gate"]) for a in attempts[1:]}
+    assert gates[1]["delta_trigger"] == pytest.approx(0.5 * 3 / 10)     # 3 of 4 should-tasks now hit, of 10 tasks
+    assert gates[2]["delta_trigger"] == pytest.approx(-0.5 * 6 / 10)    # 6 near-misses now miss
+    # the genomes on disk say why: the kept description names the orders request, the rejected one the poem
+    described = {r: (trigger_demo / "genomes" / a["genome_hash"] / "SKILL.md").read_text().splitlines()[2]
+                 for r, a in enumerate(attempts)}
+    assert described[0] == "description: Tidy tabular data files."
+    assert "spreadsheet" in described[1] and "poem" not in described[1] and "poem" in described[2]
+    # every evaluation's stored rates (train and val, each genome) recompute from its cells in SQL
+    rows = [dict(r) for r in db.query(RATES_SQL)]
+    assert len(rows) == db.execute("select count(*) from evaluations").fetchone()[0] >= 5
+    for row in rows:
+        assert (row["trigger_recall"], row["false_trigger_rate"]) == pytest.approx((row["recall"], row["false_rate"]))
+    db.close()
