@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mutator.store.db import connect_readonly
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
 from tests.agents.test_real_run import ROOT, clean_env, run_py
 
 SUITES = ROOT / "suites"
@@ -70,3 +71,38 @@ def test_the_demo_keeps_the_recall_fix_and_rejects_the_false_triggers(trigger_de
     for row in rows:
         assert (row["trigger_recall"], row["false_trigger_rate"]) == pytest.approx((row["recall"], row["false_rate"]))
     db.close()
+
+
+def test_round_analysis_shows_the_stored_trigger_rates_and_how_they_moved(trigger_demo, tmp_path):
+    """Round Analysis of round 2 (REJECT) on val: its rates beside its parent's, and every round's, as stored."""
+    if not CHROMIUM.exists():
+        pytest.skip(SKIP_REASON)
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    from playwright.sync_api import expect
+    db = connect_readonly(trigger_demo / "mutator.db")
+    run_id = db.execute("select id from runs").fetchone()[0]
+    attempts = [dict(r) for r in db.query("select a.id, a.round, a.verdict, e.trigger_recall, e.false_trigger_rate, "
+                                          "e.no_trigger_tasks from attempts a join evaluations e on "
+                                          "e.id = a.val_evaluation_id order by a.round")]
+    db.close()
+    shown = [[str(r["round"]), r["verdict"], f"{r['trigger_recall']:.3f}",
+              f"{r['false_trigger_rate']:.3f}", str(len(json.loads(r["no_trigger_tasks"])))] for r in attempts]
+    assert [row[1:4] for row in shown] == [["SEED", "0.250", "0.000"], ["KEEP", "1.000", "0.000"],
+                                           ["REJECT", "1.000", "1.000"]]
+    server = Server(trigger_demo, token="trigger-demo-token")
+    try:
+        with chromium_page(tmp_path / "artifacts") as page:
+            page.goto(server.url + f"/#/round/{attempts[2]['id']}?run={run_id}")
+            rates = page.locator("#trigger-rates")
+            expect(rates.locator('tr[data-row="candidate"] td')).to_have_text(shown[2][2:])
+            expect(rates.locator('tr[data-row="parent"] td')).to_have_text(shown[1][2:])
+            near = rates.locator('tr[data-row="candidate"] td').nth(2).get_attribute("title")
+            assert near.endswith(": " + ", ".join(near_misses("val")))
+            rounds = page.locator("#trigger-rounds tbody tr")
+            expect(rounds).to_have_count(3)
+            for i, row in enumerate(shown):
+                expect(rounds.nth(i).locator("th")).to_have_text(str(attempts[i]["round"]))
+                expect(rounds.nth(i).locator("td")).to_have_text(row[1:])
+            assert page.console_errors == []
+    finally:
+        server.stop()
