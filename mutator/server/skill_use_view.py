@@ -11,23 +11,11 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.server.sql import loads, one, q
+from mutator.server.sql import loads, q
 from mutator.server.stores import inside
 from mutator.store import cache
 from mutator.store.skill_use import evaluation_tally, skill_files
-
-RATE_COLS = "trigger_recall, false_trigger_rate, no_trigger_tasks"
-
-
-def trigger_rates(db: sqlite_utils.Database, evaluation_id: int | None) -> dict | None:
-    """One evaluation's stored trigger rates; None when it has none (no telemetry, or stored before them)."""
-    if not evaluation_id or "trigger_recall" not in db["evaluations"].columns_dict:
-        return None
-    row = one(db, f"select {RATE_COLS} from evaluations where id = ?", [evaluation_id])
-    if row is None or (row["trigger_recall"] is None and row["false_trigger_rate"] is None):
-        return None
-    return {"recall": row["trigger_recall"], "false_trigger_rate": row["false_trigger_rate"],
-            "no_trigger_tasks": loads(row["no_trigger_tasks"], [])}
+from mutator.store.triggers import stored_rates
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[dict]:
@@ -36,8 +24,9 @@ def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[d
         return []
     column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
     return [{**r, "no_trigger_tasks": len(loads(r["no_trigger_tasks"], []))} for r in q(
-        db, f"select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as evaluation_id, "
-            f"e.{RATE_COLS.replace(', ', ', e.')} from attempts a join evaluations e on e.id = a.{column} "
+        db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as evaluation_id, "
+            "e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks from attempts a join evaluations e "
+            f"on e.id = a.{column} "
             "where a.run_id = ? and (e.trigger_recall is not null or e.false_trigger_rate is not null) "
             "order by a.round, a.sibling, a.id", [run_id])]
 
@@ -52,7 +41,7 @@ def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: 
     ids = list(cache.member_ids(db, evaluation_id).values()) or [evaluation_id]
     found = evaluation_tally(db, ids, skill_files(folder) if folder else ())
     return {**found.to_json(), "lines": found.lines(), "summary": found.summary(),
-            "triggers": trigger_rates(db, evaluation_id)} if found.cells else None
+            "triggers": stored_rates(db, evaluation_id)} if found.cells else None
 
 
 def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | None],

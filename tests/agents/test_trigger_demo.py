@@ -18,8 +18,9 @@ from tests.agents.test_real_run import ROOT, clean_env, run_py
 SUITES = ROOT / "suites"
 DEMO = ("--real", "--agent-cmd", f"{sys.executable} {ROOT / 'fakes' / 'trigger_agent.py'}",
         "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'trigger_mutator.py'}",
-        "--skill-dir", str(SUITES / "tidy-tables"), "--suite", str(SUITES / "trigger-train"),
-        "--val", str(SUITES / "trigger-val"), "--holdout", str(SUITES / "trigger-test"))
+        "--skill-dir", str(SUITES / "tidy-tables"))
+SPLITS = ("--suite", str(SUITES / "trigger-train"), "--val", str(SUITES / "trigger-val"),
+          "--holdout", str(SUITES / "trigger-test"))
 ENV = {"SKILL_MUTATOR_W_TRIGGER": "0.5", "SKILL_MUTATOR_SCREEN_TASKS": "0"}
 
 # every evaluation's recall and false-trigger rate, recomputed from its cells' skill_use and its no-trigger tasks
@@ -41,7 +42,7 @@ def near_misses(split: str) -> list[str]:
 @pytest.fixture(scope="module")
 def trigger_demo(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("trigger-demo") / "data"
-    done = run_py(*DEMO, "--rounds", "2", "--replicates", "1", "--data-dir", str(data), env=clean_env(**ENV))
+    done = run_py(*DEMO, *SPLITS, "--rounds", "2", "--replicates", "1", "--data-dir", str(data), env=clean_env(**ENV))
     assert done.returncode == 0, done.stderr[-4000:]
     return data
 
@@ -103,6 +104,50 @@ def test_round_analysis_shows_the_stored_trigger_rates_and_how_they_moved(trigge
             for i, row in enumerate(shown):
                 expect(rounds.nth(i).locator("th")).to_have_text(str(attempts[i]["round"]))
                 expect(rounds.nth(i).locator("td")).to_have_text(row[1:])
+            assert page.console_errors == []
+    finally:
+        server.stop()
+
+
+def test_a_test_of_a_run_among_other_skills_says_which_and_compares_alone(tmp_path):
+    """--with-skills: the test report (printed, stored, and on the dashboard's test card) names the skills installed
+    beside the evolved one and measures the champion alone too: among − alone, with both stored trigger rates."""
+    others = tmp_path / "others" / "poems"
+    others.mkdir(parents=True)
+    (others / "SKILL.md").write_text("---\nname: poems\ndescription: Write poems.\n---\n# poems\n\n1. Rhyme.\n")
+    flags = (*DEMO, "--with-skills", str(others.parent), "--data-dir", str(tmp_path / "data"))
+    done = run_py(*flags, *SPLITS, "--rounds", "0", "--replicates", "1", env=clean_env(**ENV))
+    assert done.returncode == 0, done.stderr[-3000:]
+    db = connect_readonly(tmp_path / "data" / "mutator.db")
+    run_id = db.execute("select id from runs").fetchone()[0]
+    assert f"--test-run {run_id} --with-skills {others.parent}" in done.stdout   # the printed next step works
+    tested = run_py(*flags, "--test-run", run_id, env=clean_env(**ENV))
+    assert tested.returncode == 0, tested.stderr[-3000:]
+    report = json.loads(db.execute("select report from test_runs").fetchone()[0])["with_skills"]
+    alone_id = report["alone"]["alone_evaluation_id"]
+    among, alone = (dict(db["evaluations"].get(i)) for i in (report["alone"]["among_evaluation_id"], alone_id))
+    assert json.loads(among["contract"])["with_skills"] == report["digest"] and "with_skills" not in json.loads(
+        alone["contract"])            # the same champion on the same suite, its cells holding it alone
+    assert (among["genome_hash"], among["suite"]) == (alone["genome_hash"], alone["suite"]) == (
+        db.execute("select incumbent_hash from runs").fetchone()[0], "trigger-test")
+    assert report["skills"] == ["poems"] and report["dir"] == str(others.parent)
+    for side, row in (("among", among), ("alone", alone)):
+        assert (report["triggers"][side]["recall"], report["triggers"][side]["false_trigger_rate"]) == (
+            row["trigger_recall"], row["false_trigger_rate"])
+    assert report["alone"]["n_tasks"] == 6 and report["alone"]["delta"]["mean"] == 0.0   # the fake ignores others
+    db.close()
+    assert f"Evaluated among other skills (--with-skills {others.parent}): poems installed beside it" in tested.stdout
+    assert "champion among them vs alone   6 tasks" in tested.stdout
+    if not CHROMIUM.exists():
+        return
+    from playwright.sync_api import expect
+    server = Server(tmp_path / "data", token="trigger-demo-token")
+    try:
+        with chromium_page(tmp_path / "artifacts") as page:
+            page.goto(server.url + f"/#/home?run={run_id}")
+            expect(page.locator("#test-among [data-skills]")).to_have_attribute("data-skills", "poems")
+            expect(page.locator("#test-among [data-among]")).to_contain_text(
+                f"trigger recall among {among['trigger_recall']:.3f} / alone {alone['trigger_recall']:.3f}")
             assert page.console_errors == []
     finally:
         server.stop()
