@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     bench.print_cells({line.label: rows[line.label] for line in ours})
     print()
     bench.print_tests({line.label: rows[line.label] for line in ours}, args.seeds)
+    bench.print_choice({line.label: rows[line.label] for line in ours}, args.seeds)
     print()
     for label, peer_runs in runs.items():
         print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "

@@ -62,15 +62,18 @@ from bench.search import (  # noqa: E402,F401  (re-exported, as above)
 STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}), ("population", "population", {}),
               ("pareto", "pareto", {}))
 VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True), ("seq+screen", True, True))
+NO_GATE = (("nogate", "positive"), ("raw", "raw"))   # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
 
 
 def make_lines(screen_tasks: int) -> tuple[Line, ...]:
     """Each strategy with the gate as configured, with and without sequential val and the screen (its train tasks
-    `screen_tasks`), then the gate-less greedy lines and best-of-N (which judge on every val cell at once)."""
+    `screen_tasks`), then each strategy without a gate (keep iff Δ > 0; a raw threshold Δ ≥ τ, gateZ 0) and
+    best-of-N, which judge on every val cell at once with no screen."""
     ours = tuple(Line(f"{name}:{variant}", strategy, opts, waves=waves, screen=screen_tasks if screen else 0)
                  for name, strategy, opts in STRATEGIES for variant, waves, screen in VARIANTS)
-    return (*ours, Line("greedy-nogate", "greedy", {}, keep="positive"), Line("greedy-raw", "greedy", {}, keep="raw"),
-            Line("best-of-n", "best-of-n", {}))
+    gateless = tuple(Line(f"{name}-{suffix}", strategy, opts, keep=keep)
+                     for name, strategy, opts in STRATEGIES for suffix, keep in NO_GATE)
+    return (*ours, *gateless, Line("best-of-n", "best-of-n", {}))
 
 
 def default_variant(rules: Rules) -> str:
@@ -81,7 +84,8 @@ def default_variant(rules: Rules) -> str:
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
 EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),       # only with --lines: the configured greedy
          Line("greedy-oracle", "greedy", {}, keep="oracle"))           # keeping every tie; a greedy that is never wrong
-DEFAULT, GATELESS = f"greedy:{default_variant(Rules.from_config())}", ("greedy-nogate", "greedy-raw")
+DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
+GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
@@ -131,8 +135,8 @@ def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Ru
           f" → optimum {statistics.mean(o[3] for o in res.optima):.4f}.")
     print(f"Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val in "
           f"waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. {DEFAULT} is "
-          f"config.json's default. greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff Δ ≥ {args.raw_threshold:g} "
-          "(gateZ 0); best-of-N = independent mutants of the seed, best measured val.")
+          f"config.json's default. STRATEGY-nogate = keep iff Δ > 0; STRATEGY-raw = keep iff Δ ≥ "
+          f"{args.raw_threshold:g} (gateZ 0): no gate, no screen, no waves; best-of-N = independent mutants of the seed, best measured val.")
     print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
           "median counts the seeds that never got there as censored at '> budget'.\n")
 
@@ -211,6 +215,41 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
               + (" — every other difference is not." if found else "."))
 
 
+def choose(rows: dict[str, list[Outcome]], alpha: float = 0.05) -> tuple[str | None, dict[str, list[tuple]]]:
+    """The choice rule (README, "Which line should be the default"): among our gated lines, the one with the highest
+    mean final TRUE test composite that beats every gate-less line, each Wilcoxon paired over seeds with Holm over
+    its comparisons with them at p < alpha; None when no gated line does. Also each gated line's (gate-less line,
+    mean difference, Holm p)."""
+    test = lambda o: o.test_true  # noqa: E731
+    others = [label for label in GATELESS if label in rows]
+    gated = [label for label in rows if ":" in label]
+    table, winners = {}, []
+    for line in gated:
+        mine = [test(o) for o in rows[line]]
+        ps = [wilcoxon_p(mine, [test(o) for o in rows[other]]) for other in others]
+        diffs = [statistics.mean(mine) - statistics.mean(test(o) for o in rows[other]) for other in others]
+        table[line] = list(zip(others, diffs, holm(ps), strict=True))
+        if others and all(d > 0 and q < alpha for _, d, q in table[line]):
+            winners.append((statistics.mean(mine), line))
+    return (max(winners)[1] if winners else None), table
+
+
+def print_choice(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
+    chosen, table = choose(rows)
+    if not table or not next(iter(table.values())):
+        return
+    others = [other for other, *_ in next(iter(table.values()))]
+    print(f"\nEach gated line against every gate-less line on the final TRUE test composite: mean difference (Holm p over "
+          f"the line's {len(others)} comparisons; Wilcoxon paired over {n_seeds} seeds):")
+    print("| line | mean | " + " | ".join(others) + " |")
+    print("|---|---|" + "---|" * len(others))
+    for line, cells in table.items():
+        mean = statistics.mean(o.test_true for o in rows[line])
+        print(f"| {line} | {mean:.4f} | " + " | ".join(f"{d:+.4f} ({q:.2g})" for _, d, q in cells) + " |")
+    print("The choice rule (the highest mean among the gated lines that beat every gate-less line, Holm p < 0.05): "
+          + (f"{chosen}." if chosen else "no gated line beats every gate-less line."))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--seeds", type=int, default=8, help="landscapes (paired across lines); 32 for the full "
@@ -254,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     print_cells(res.rows)
     print()
     print_tests(res.rows, args.seeds)
+    print_choice(res.rows, args.seeds)
 
 
 if __name__ == "__main__":
