@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import random
 import statistics
 import sys
@@ -101,19 +102,37 @@ class Results:
     optima: list[tuple[float, float, float, float]]   # per seed: seed val, optimum val, seed test, optimum test
 
 
+def over_seeds(work, seeds: range, jobs: int = 1) -> list:
+    """work(seed) for every seed, in seed order; in `jobs` forked processes when jobs > 1. Every seed is
+    independent (its own landscape, cells and mutator stream), so the result is the same for any jobs."""
+    if jobs <= 1:
+        return [work(seed) for seed in seeds]
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return pool.map(work, seeds, chunksize=1)
+
+
+def one_seed(seed: int, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
+             rules: Rules) -> tuple[tuple[float, float, float, float], float, dict[str, Outcome]]:
+    """One seed's optima, 90% target and every line's outcome."""
+    land = Landscape(random.Random(seed))
+    val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
+    seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
+    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm), land.optimum("test", test_norm))
+    return optima, seed_val + 0.9 * (opt_val - seed_val), {
+        line.label: run_search(land, line, budget, replicates, seed, raw_threshold, rules) for line in lines}
+
+
 def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
-            rules: Rules) -> Results:
-    results = Results({line.label: [] for line in lines}, [], [], [])
-    for seed in seeds:
-        land = Landscape(random.Random(seed))
-        val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
-        seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
-        results.lands.append(land)
-        results.optima.append((seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
-                               land.optimum("test", test_norm)))
-        results.targets.append(seed_val + 0.9 * (opt_val - seed_val))
-        for line in lines:
-            results.rows[line.label].append(run_search(land, line, budget, replicates, seed, raw_threshold, rules))
+            rules: Rules, jobs: int = 1) -> Results:
+    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds], [], [])
+    work = functools.partial(one_seed, lines=lines, budget=budget, replicates=replicates,
+                             raw_threshold=raw_threshold, rules=rules)
+    for optima, target, outcomes in over_seeds(work, seeds, jobs):
+        results.optima.append(optima)
+        results.targets.append(target)
+        for label, outcome in outcomes.items():
+            results.rows[label].append(outcome)
     return results
 
 
@@ -269,6 +288,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"in config.json, or {SCREEN_TASKS} when it is 0)")
     ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties and "
                     "greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision right)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
@@ -282,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in every)}")
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     res = run_all(seeds, tuple(line for line in every if line.label in wanted), args.budget, args.replicates,
-                  args.raw_threshold, rules)
+                  args.raw_threshold, rules, args.jobs)
     print_header(args, seeds, res, rules)
     print_table(res.rows, res.targets, args.budget)
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")

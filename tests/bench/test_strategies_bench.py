@@ -160,3 +160,10 @@ def test_the_choice_rule_picks_the_best_gated_line_that_beats_every_gateless_one
     assert all(q < 0.05 for *_, q in table["greedy:seq"]) and not all(q < 0.05 for *_, q in table["pareto:fixed"])
     rows["branching-raw"] = [out(v + 0.35) for v in base]          # a gate-less line above both: nothing qualifies
     assert bench.choose(rows)[0] is None
+
+
+def test_seeds_in_several_processes_give_the_same_rows(bench):
+    lines = tuple(line for line in bench.LINES if line.label in ("greedy:seq+screen", "branching-raw"))
+    one, two = (bench.run_all(range(5, 7), lines, 120, 2, bench.RAW_THRESHOLD, bench.Rules.from_config(), jobs)
+                for jobs in (1, 2))
+    assert one.rows == two.rows and one.targets == two.targets and one.optima == two.optima
