@@ -8,6 +8,9 @@ harness is gone (another run on the same data dir keeps its agents), and a recyc
 killed by mistake. An agent's container (a Harbor cell under --sandbox podman|docker) lives on in the engine when
 the harness dies; it is recorded the same way, labelled with the data dir and its harness, and removed on the next
 start once its harness is gone (only containers carrying this data dir's label: another store's are never touched).
+A Ray worker's cell is recorded for the driver's harness (`scope`, carried in its bundle; `adopted` on the worker):
+on the driver's own machine in the data dir's registry, as a local cell; on another node in that node's own registry,
+owned by the worker process (Ray ends it with its driver), reaped before the next cell there.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 CONTAINER = "container-"     # a record of an agent container: container-<name> holding the engine's argv
 DATA_DIR_LABEL, HARNESS_LABEL = "sm.data-dir", "sm.harness"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")   # one machine, one boot: where a pid and its start time mean something
 _registry: Path | None = None
+_owner: tuple[int, str | None] | None = None   # the harness the records name (a Ray worker's: the driver); None: this one
 
 
 def use(directory: Path) -> None:
@@ -52,7 +58,8 @@ def register(pid: int) -> None:
     if _registry is not None and (started := _start_time(pid)) is not None:
         try:
             _registry.mkdir(parents=True, exist_ok=True)
-            (_registry / str(pid)).write_text(f"{started} {os.getpid()} {_start_time(os.getpid())}")
+            harness, harness_started = _harness()
+            (_registry / str(pid)).write_text(f"{started} {harness} {harness_started}")
         except OSError:
             pass
 
@@ -107,7 +114,44 @@ def reap(directory: Path) -> list[int]:
 
 
 def _harness() -> tuple[int, str | None]:
-    return os.getpid(), _start_time(os.getpid())
+    return _owner or (os.getpid(), _start_time(os.getpid()))
+
+
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
+
+
+def scope() -> dict | None:
+    """Whose records a cell run elsewhere (a Ray worker) makes: this data dir's registry, this harness, this machine's
+    boot; None when nothing is recorded."""
+    if _registry is None:
+        return None
+    pid, started = _harness()
+    return {"registry": str(_registry.resolve()), "harness": pid, "harness_started": started, "boot": _boot_id()}
+
+
+@contextmanager
+def adopted(driver: dict | None, local: Path) -> Iterator[None]:
+    """On a Ray worker, for one cell: records and labels for the driver's harness. On the driver's machine (same boot,
+    its data dir there) in its registry, naming the driver, so its next start removes what a dead driver left; on
+    another node in `local`, that node's registry, naming this worker process, whose dead predecessors' agents and
+    containers are reaped first."""
+    global _registry, _owner
+    saved = _registry, _owner
+    here = driver is not None and driver.get("boot") == _boot_id() and Path(driver["registry"]).parent.is_dir()
+    if here:
+        _registry, _owner = Path(driver["registry"]), (int(driver["harness"]), driver.get("harness_started"))
+    else:
+        reap(local)
+        reap_containers(local)
+        _registry, _owner = local, None
+    try:
+        yield
+    finally:
+        _registry, _owner = saved
 
 
 def _alive(harness: object, started: object) -> bool:

@@ -14,6 +14,7 @@ the network is off unless the task asks and the import allowed it. Only the name
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import shutil
@@ -41,6 +42,7 @@ ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "X
               "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
 CREDENTIAL_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 NONCE_PREFIX = "sm-proxy-"           # eval/agents/key_proxy.py's one-cell nonces
+PROBE_PORT = 47011                   # the relay's port in a probe's container (its own network namespace)
 
 
 class ContainerSandbox:
@@ -134,11 +136,18 @@ class TaskContainer:
         loader, folders = host_libraries(str(binary.path))
         if not loader:
             return [*program.exec_argv(), *rest]
-        mounts += ["-v", f"{loader}:{RUNTIME}/ld.so:ro"]
-        for n, folder in enumerate(folders):
-            mounts += ["-v", f"{folder}:{RUNTIME}/lib{n}:ro"]
-        search = ":".join(f"{RUNTIME}/lib{n}" for n in range(len(folders)))
-        return [f"{RUNTIME}/ld.so", "--library-path", search, str(binary.path), *args, *rest]
+        # named by the host path, so two programs' mounts (the agent's, the relay's Python) never clash
+        at = {path: f"{RUNTIME}/{hashlib.sha256(path.encode()).hexdigest()[:12]}" for path in (loader, *folders)}
+        for path, target in at.items():
+            if f"{path}:{target}:ro" not in mounts:
+                mounts += ["-v", f"{path}:{target}:ro"]
+        search = ":".join(at[folder] for folder in folders)
+        return [at[loader], "--library-path", search, str(binary.path), *args, *rest]
+
+    def start_argv(self, argv: Sequence[str]) -> list[str]:
+        """How this container starts a program of the host (preflight's probe asks an interpreter to do nothing
+        the way the agent's own start reaches it: through the host's loader, whose mounts `wrap` adds)."""
+        return self._program(resolve_command(tuple(argv), cwd=self.work).program, list(argv[1:]), [])
 
     @staticmethod
     def _same_path(writable: Sequence[Path], readable: Sequence[Path]) -> list[str]:
@@ -168,16 +177,20 @@ class TaskContainer:
             if env.get(name) and not env[name].startswith(NONCE_PREFIX):
                 raise SandboxError(f"{name} would enter the task's container; it gets only the key proxy's nonce "
                                    f"(a metered call)")
-        command = resolve_command(tuple(run or argv), cwd=Path(cwd))
+        command = resolve_command(tuple(argv), cwd=Path(cwd))
         mounts: list[str] = []
-        inner = self._program(command.program, list((run or argv)[1:]), mounts)
+        inner = self._program(command.program, list(argv[1:]), mounts)
+        if run is not None:   # preflight's probe (sandbox/probe.py) in the image's own shell, mounts as for argv
+            inner = list(run)
         shown = [*readable, *command.mounts(tuple(Path(w).absolute() for w in writable))]
         base = urlsplit(env.get("ANTHROPIC_BASE_URL", ""))
-        if base.hostname == "127.0.0.1" and base.port:   # the key proxy: relayed inside the container
+        # the key proxy relayed inside the container; a probe goes through the relay too (the harness's Python
+        # must start there), on a port of its own
+        if (base.hostname == "127.0.0.1" and base.port) or run is not None:
             relay = resolve_command((sys.executable, str(RELAY)), cwd=Path(cwd))
             shown += relay.mounts()
-            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(base.port), "--", *inner],
-                                  mounts)
+            port = base.port if base.hostname == "127.0.0.1" and base.port else PROBE_PORT
+            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(port), "--", *inner], mounts)
         binds = [*self._same_path(writable, shown), *self._task_binds()]
         for tool in command.tools:   # a tool in a system dir (the claude CLI's native binary): that file alone
             if _is_system(tool.path) and tool.path.resolve().is_file():

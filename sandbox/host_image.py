@@ -1,5 +1,6 @@
 """A small base image made offline from this host's own programs (bash, coreutils, grep, sed and their shared
-libraries), imported into the container engine as `localhost/sm-harbor-base`.
+libraries, and the rest of libc6's libraries a Debian image has: what the claude CLI's native binary loads), imported
+into the container engine as `localhost/sm-harbor-base` (and `:<content hash>`, so a changed root is imported again).
 
 For machines that reach no image registry (CI, this project's tests, a try-out of the example Harbor suite):
 task Dockerfiles say `FROM localhost/sm-harbor-base`. Real benchmark tasks pull their own base images instead.
@@ -8,6 +9,7 @@ Run `python -m sandbox.host_image` to make it; it is rebuilt only when missing.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import shutil
@@ -23,6 +25,8 @@ BASE_TAG = "localhost/sm-harbor-base"
 PROGRAMS = ("bash", "sh", "dash", "cat", "cp", "ls", "mkdir", "rm", "mv", "grep", "sed", "head", "tail", "wc",
             "sort", "tr", "cut", "touch", "test", "env", "printf", "echo", "true", "false", "diff", "chmod")
 LIBRARY = re.compile(r"(/\S+\.so[.\d]*)")
+# libc6's other libraries, which every Debian-based image has beside libc (librt: the claude CLI needs it)
+LIBC_SIBLINGS = ("librt.so.1", "libpthread.so.0", "libdl.so.2", "libm.so.6", "libresolv.so.2", "libutil.so.1")
 
 
 def _libraries(binary: Path) -> set[Path]:
@@ -41,6 +45,9 @@ def rootfs_tar(programs: tuple[str, ...] = PROGRAMS) -> bytes:
         files[f"usr/bin/{name}"] = real
         for lib in _libraries(real):
             files[str(lib).lstrip("/")] = lib.resolve()
+            for sibling in (lib.parent / name for name in LIBC_SIBLINGS if lib.name == "libc.so.6"):
+                if sibling.exists():
+                    files[str(sibling).lstrip("/")] = sibling.resolve()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for folder in ("usr/bin", "tmp", "etc", "app", "root"):
@@ -63,10 +70,14 @@ def rootfs_tar(programs: tuple[str, ...] = PROGRAMS) -> bytes:
 
 
 def ensure_base_image(engine: ContainerEngine, tag: str = BASE_TAG) -> str:
-    """The base image, imported from the host's programs when the engine does not have it yet."""
-    if engine.has_image(tag):
+    """The base image, imported from the host's programs when the engine does not have this root yet."""
+    root = rootfs_tar()
+    exact = f"{tag}:{hashlib.sha256(root).hexdigest()[:16]}"
+    if engine.has_image(exact):
         return tag
-    done = subprocess.run(engine.argv("import", "-", tag), input=rootfs_tar(), capture_output=True)
+    done = subprocess.run(engine.argv("import", "-", exact), input=root, capture_output=True)
+    if done.returncode == 0:
+        done = subprocess.run(engine.argv("tag", exact, tag), capture_output=True)
     if done.returncode != 0:
         raise SandboxError(f"importing {tag} failed: {done.stderr.decode('utf-8', 'replace')[-1000:]}")
     return tag

@@ -13,7 +13,7 @@ import re
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sandbox import Launcher
@@ -45,9 +45,10 @@ def interpreter_argv(program: Program) -> list[str]:
     return [*interpreter_argv(inner), *program.interpreter_args]
 
 
-def probe_script(command: Command) -> str:
+def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] | None = None) -> str:
     """One /bin/sh script: every file the command needs is visible, each interpreter starts and does nothing,
-    each program the command runs itself answers --version. The first failure is named on stderr."""
+    each program the command runs itself answers --version. The first failure is named on stderr. `start_argv`:
+    how the sandbox starts a program of the host (a task's container: through the host's loader)."""
     lines: list[str] = []
 
     def need(path: Path | str, test: str, what: str) -> None:
@@ -70,14 +71,18 @@ def probe_script(command: Command) -> str:
     elif program.interpreter is not None and (idle := idle_args(program.final().path.name)) is not None:
         start = interpreter_argv(program)
     if start and idle is not None:
-        run([*start, *idle], f"`{' '.join(start)} {' '.join(idle)}` failed in the sandbox")
+        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` failed in the sandbox")
     for tool in command.tools:
         need(tool.path, "-x", f"{tool.path} is not visible or not executable in the sandbox")
         run([str(tool.path), "--version"], f"`{tool.path} --version` failed in the sandbox")
     return "\n".join(lines)
 
 
-def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120) -> None:
+FIX = ("Run the real program by its full path (not a wrapper script that calls another), or use --sandbox none for a "
+       "program you trust")
+
+
+def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120, fix: str = FIX) -> None:
     """Run `argv`'s programs once in `launcher`'s sandbox, in a scratch working dir; raise ProgramError naming
     `what` (e.g. "the build agent (--agent-cmd)"), the program, the path it resolved to and the fix."""
     with tempfile.TemporaryDirectory(prefix="sm-preflight-") as tmp:
@@ -86,7 +91,7 @@ def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: floa
             command = resolve_command(tuple(argv), cwd=cwd)
         except ProgramError as err:
             raise ProgramError(f"{what}: {err}") from None
-        script = probe_script(command)
+        script = probe_script(command, getattr(launcher, "start_argv", None))
         wrapped = launcher.wrap(argv, cwd=cwd, writable=[cwd], readable=[], network=False,
                                 run=["/bin/sh", "-c", script])
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": os.environ.get("LANG", "C.UTF-8")}
@@ -102,6 +107,4 @@ def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: floa
         mounted = ", ".join(str(p) for p in command.mounts((cwd,))) or "system dirs only"
         raise ProgramError(
             f"{what}: `{argv[0]}` resolves to {command.program.chain()}, which cannot run in the {launcher.id} "
-            f"sandbox (exit {done.returncode}): {said}. Mounted for it, read-only: {mounted}. Run the real program "
-            f"by its full path (not a wrapper script that calls another), or use --sandbox none for a program you "
-            f"trust")
+            f"sandbox (exit {done.returncode}): {said}. Mounted for it, read-only: {mounted}. {fix}")

@@ -1,17 +1,21 @@
 """A cell as a self-contained bundle, for a machine that shares no file system with the driver.
 
-Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes), the contract, the agent command
+Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes; a Harbor task's inputs that are its
+environment's own files travel in the environment instead, once per content hash), the contract, the agent command
 (project files as project-relative paths, the driver's Python as "this Python") and the launcher id; the
 skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
-No path of the driver's data dir or suites is in any of them. Worker side: `run_bundle` rebuilds a
-private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/), runs the cell with the same runner as a local cell
-(eval/runner.py: launcher, watchdog, caps, group kill, grading after the group is gone) and hands back
-the result with the cell's files; `unpack_logs` writes them where a local cell would have them.
+No path of the driver's data dir or suites is in any of them, but its reaper registry's (eval/reaper.py: a worker
+on the driver's machine records its agents' containers there, so a dead driver's go). Worker side: `run_bundle`
+rebuilds a private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/),
+runs the cell with the same runner as a local cell (eval/runner.py: launcher, watchdog, caps, group kill, grading
+after the group is gone) and hands back the result with the cell's files; `unpack_logs` writes them where a local
+cell would have them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import filecmp
 import functools
 import json
 import os
@@ -22,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from eval import reaper
 from eval.cells import CellSpec, Contract
 from eval.cost import Price
 from eval.environment import PREFIXES
@@ -55,6 +60,7 @@ class CellBundle:
     network: bool = False
     cell_timeout_ms: int = CELL_TIMEOUT_MS
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    reaper_scope: dict | None = None    # whose records the worker's agents and containers are (eval/reaper.py)
 
 
 def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
@@ -78,6 +84,15 @@ def environment_dir(suite: Suite, task_id: str) -> Path | None:
     """A Harbor task's environment/ (the image's build context) in its suite, or None."""
     folder = suite.path / HARBOR / task_id / ENVIRONMENT
     return folder if suite.runner == HARBOR and folder.is_dir() else None
+
+
+def in_environment(suite: Suite, task_id: str, rel: str) -> bool:
+    """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the environment,
+    once per content hash, and the worker stages it from there: never again in each cell's bundle)."""
+    folder = environment_dir(suite, task_id)
+    if folder is None or Path(rel) not in list_files(folder):   # what read_tree sends of it
+        return False
+    return filecmp.cmp(folder / rel, suite.fixture_dir(task_id) / rel, shallow=False)
 
 
 def portable_argv(argv: tuple[str, ...] | list[str], root: Path = ROOT) -> tuple[tuple[str, str], ...]:
@@ -110,7 +125,8 @@ def passed_env(job_env: Mapping[str, str], source: Mapping[str, str] | None = No
 def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> CellBundle:
     run = job.settings   # what a worker needs of it, without this machine's paths (the retries stay with the driver)
     fixtures = job.suite.fixture_dir(job.task.id)
-    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs}
+    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs
+              if not (environment_hash and in_environment(job.suite, job.task.id, rel))}
     grader = Path(job.suite.grader.name) if job.suite.grader else None
     return CellBundle(
         spec=job.spec, task=job.task, suite=replace(job.suite, path=SUITE_STUB, grader=grader),
@@ -119,7 +135,8 @@ def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> Ce
         contract=job.contract, agent_argv=portable_argv(tuple(run.agent_argv)),
         launcher_id=getattr(run.launcher, "choice", run.launcher.id),   # auto stays auto on the worker
         price=job.price, grader_timeout_s=run.grader_timeout_s, env=passed_env(run.env), prune=run.prune,
-        network=run.network, cell_timeout_ms=run.cell_timeout_ms, max_output_bytes=run.max_output_bytes)
+        network=run.network, cell_timeout_ms=run.cell_timeout_ms, max_output_bytes=run.max_output_bytes,
+        reaper_scope=reaper.scope())
 
 
 # ---- worker side ----------------------------------------------------------------------------------------
@@ -155,7 +172,10 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
     """The bundle as a CellJob on this machine: suite, skill and cell dirs private to this node."""
     suite_dir = write_tree(suite, base / "suites" / bundle.suite.content_hash)
     fixtures = suite_dir / "fixtures" / bundle.task.id
-    write_tree(bundle.inputs, fixtures)   # content-addressed by the suite's hash too
+    inputs = dict(bundle.inputs)          # a Harbor task's inputs from its environment, sent once by hash
+    inputs.update({rel: environment[rel] for rel in bundle.task.inputs if rel not in inputs and environment
+                   and rel in environment})
+    write_tree(inputs, fixtures)          # content-addressed by the suite's hash too
     if environment is not None:           # where the harbor runner reads the task's build context
         write_tree(environment, suite_dir / HARBOR / bundle.task.id / ENVIRONMENT)
     skill_dir = write_tree(skill, base / "skills" / bundle.skill_hash) if skill is not None else None
@@ -180,7 +200,8 @@ def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
         os.environ[PASS_ENV] = bundle.env[PASS_ENV]
     job = worker_job(bundle, skill, suite, base, environment)
     try:
-        result = asyncio.run(run_cell(job))
+        with reaper.adopted(bundle.reaper_scope, base / "pids"):   # labelled and recorded as the driver's
+            result = asyncio.run(run_cell(job))
         return result, read_tree(job.cell_root) if job.cell_root.is_dir() else {}
     finally:
         shutil.rmtree(job.cell_root.parent, ignore_errors=True)

@@ -12,6 +12,9 @@ infra_error with the reason (a build log's tail), or a grader error if it happen
 from __future__ import annotations
 
 import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from eval import reaper
@@ -19,7 +22,7 @@ from eval.harbor import HarborError, HarborTask
 from eval.harbor_run import image_of, suite_task, task_network, verify
 from eval.jobs import CellJob
 from sandbox import SandboxError
-from sandbox.container import ContainerEngine, Limits, get_engine
+from sandbox.container import BuildError, ContainerEngine, Limits, get_engine
 from sandbox.container_launcher import ContainerSandbox, TaskContainer
 from sandbox.host_layout import HostLayout
 
@@ -73,13 +76,64 @@ def _prepare(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:
         return problem, None
     if not (isinstance(job.settings.launcher, ContainerSandbox) and isinstance(engine, ContainerEngine)):
         return "", None
-    cfg = task.config
-    limits = Limits(cfg.cpus, cfg.memory_mb, network=task_network(dict(job.suite.meta), task))
     skills = work / ".claude" / "skills" if job.skill_dir is not None else None
-    container = TaskContainer(engine, image, workdir=task.workdir, work=work, limits=limits, skills=skills,
+    return "", task_container(engine, image, task, work, network=task_network(dict(job.suite.meta), task),
+                              skills=skills)
+
+
+def task_container(engine: ContainerEngine, image: str, task: HarborTask, work: Path, *, network: bool,
+                   skills: Path | None = None) -> TaskContainer:
+    """A container of the task's image for one agent call, labelled and recorded for the reaper before it starts (a
+    dead harness's is removed on the next start, eval/reaper.py)."""
+    cfg = task.config
+    container = TaskContainer(engine, image, workdir=task.workdir, work=work, skills=skills,
+                              limits=Limits(cfg.cpus, cfg.memory_mb, network=network),
                               skill_targets=task.skill_targets(), labels=reaper.labels())
-    reaper.register_container(container.name, engine.argv())   # before it starts: a dead harness's is removed
-    return "", container
+    reaper.register_container(container.name, engine.argv())
+    return container
+
+
+PROBE_FIX = ("The agent runs inside the task's container: its programs are mounted from the host at their own paths "
+             "(a program in a system dir, e.g. /usr/bin, is the image's own, not the host's) and started with the "
+             "host's loader. Name a program installed outside the system dirs (a venv, ~/.local, /opt), install it "
+             "in the task's image (its Dockerfile), or run the agent on the host with --sandbox bwrap")
+
+
+def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> None:
+    """Under a container launcher with an engine: the agent's programs probed once in each Harbor task's image
+    (built here, as its first cell would), through the harness's relay, before any cell; ProgramError names the
+    task, the image and the fix. An image that does not build is left to its cells (infra_error, the log's tail)."""
+    from sandbox.probe import probe
+    harbor = [suite for suite in suites if suite.runner == "harbor"]
+    if not harbor or not isinstance(launcher, ContainerSandbox):
+        return
+    try:
+        engine = launcher.engine()
+    except SandboxError:
+        if launcher.choice == "auto":
+            return   # no engine here: Harbor cells run on the host, which the host probe covered
+        raise
+    probed: set[str] = set()
+    for suite in harbor:
+        for task_id in (t.id for t in suite.tasks):
+            task = suite_task(suite.path, task_id)
+            try:
+                image = image_of(engine, task)
+            except BuildError as err:
+                print(f"warning: {suite.name}/{task_id}: the task's image did not build; its cells will be "
+                      f"infra_error ({str(err).splitlines()[0]})", file=sys.stderr)
+                continue
+            if image in probed:
+                continue
+            probed.add(image)
+            with tempfile.TemporaryDirectory(prefix="sm-preflight-") as tmp:
+                container = task_container(engine, image, task, Path(tmp), network=False)
+                try:
+                    probe(container, argv, what=f"{what} in the container of Harbor task {suite.name}/{task_id} "
+                                                f"(image {image})", fix=PROBE_FIX)
+                finally:
+                    container.close()
+                    reaper.unregister_container(container.name)
 
 
 async def prepare_cell(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:

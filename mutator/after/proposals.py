@@ -57,17 +57,19 @@ def _champion_attempt(db: sqlite_utils.Database, run_id: str, genome_hash: str) 
     return found[0] if found else {}
 
 
-def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict, seed: dict) -> tuple[dict, dict]:
-    """The champion's and the seed's val figures graded by one grader. A resumed run re-grades its seed under
-    today's grader (round 0) while the champion's deciding attempt keeps its day's: then the champion's evaluation
-    re-made under the seed's grader (regrade.py) is read, or else the seed's under the champion's."""
+def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict,
+                seed: dict) -> tuple[dict, dict, tuple[str, str, str] | None]:
+    """The champion's and the seed's val figures graded by one grader, and (suite, the champion's suite hash, the
+    seed's) when no such pair exists. A resumed run re-grades its seed under today's grader (round 0) while the
+    champion's deciding attempt keeps its day's: then the champion's evaluation re-made under the seed's grader
+    (regrade.py) is read, or else the seed's under the champion's."""
     ids = (attempt.get("val_evaluation_id"), seed.get("val_evaluation_id"))
     if None in ids:
-        return attempt, seed
+        return attempt, seed, None
     graded = {r["id"]: r for r in rows(db, "select id, genome_hash, suite, suite_hash, contract from evaluations "
                                           "where id in (?, ?)", list(ids))}
     if len(graded) < 2 or graded[ids[0]]["suite_hash"] == graded[ids[1]]["suite_hash"]:
-        return attempt, seed
+        return attempt, seed, None
     weights, norm = Weights.of_run(run), stored_normalisers(run, "val")
     for mine, other, swap in ((graded[ids[0]], graded[ids[1]], 0), (graded[ids[1]], graded[ids[0]], 1)):
         found = rows(db, "select id from evaluations where genome_hash = ? and suite = ? and suite_hash = ? and "
@@ -78,21 +80,20 @@ def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict, seed: dict)
             figures = summarise(cells, weights, norm)
             regraded = {"composite": figures.composite, "eval": figures.eval, "cost": figures.cost,
                         "steps": figures.steps, "val_evaluation_id": found[0]["id"]}
-            return ({**attempt, **regraded}, seed) if swap == 0 else (attempt, {**seed, **regraded})
-    return attempt, {"graded_apart": (graded[ids[0]]["suite"], graded[ids[0]]["suite_hash"],
-                                      graded[ids[1]]["suite_hash"])}   # no pair graded alike (why_not says so)
+            return ({**attempt, **regraded}, seed, None) if swap == 0 else (attempt, {**seed, **regraded}, None)
+    return attempt, {}, (graded[ids[0]]["suite"], graded[ids[0]]["suite_hash"], graded[ids[1]]["suite_hash"])
 
 
 def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict, dict | None, list]:
-    attempt, seed = _one_grader(db, run, _champion_attempt(db, run["id"], champion),
+    attempt, seed, apart = _one_grader(db, run, _champion_attempt(db, run["id"], champion),
                                 _champion_attempt(db, run["id"], run["seed_hash"]))
     val = {"suite": run["val"], "round": attempt.get("round"), "composite": attempt.get("composite"),
            "eval": attempt.get("eval"), "cost": attempt.get("cost"), "steps": attempt.get("steps"),
            "seed_composite": seed.get("composite"), "seed_eval": seed.get("eval"),
            "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold"),
            "evaluation_id": attempt.get("val_evaluation_id"), "seed_evaluation_id": seed.get("val_evaluation_id")}
-    if seed.get("graded_apart"):
-        val["graded_apart"] = list(seed["graded_apart"])
+    if apart:   # no pair graded alike: why_not says so
+        val["graded_apart"] = list(apart)
     tests = rows(db, "select * from test_runs where run_id = ? and genome_hash = ? and status = 'done' "
                      "order by id desc limit 1", [run["id"], champion])
     test = None

@@ -75,9 +75,26 @@ def fake_agents():
                   solve_argv=(sys.executable, str(build)), solve_id=implementation(build), launch={"real": False})
 
 
-def preflight_agents(agents, launcher, *, build_only: bool = False) -> None:
+def named_suites(settings: Settings, args: argparse.Namespace) -> list:
+    """The suites the command names (--suite, --val, --holdout) that load; one that does not is the command's to
+    report, in its own words."""
+    from eval.suite import SuiteError, load_suite
+    from mutator.config import resolve_suite_path
+    suites = []
+    for name in (args.suite, args.val, args.holdout):
+        if name:
+            try:
+                suites.append(load_suite(resolve_suite_path(settings, name)))
+            except (SuiteError, ConfigError, OSError):
+                continue
+    return suites
+
+
+def preflight_agents(agents, launcher, *, build_only: bool = False, suites=()) -> None:
     """Run each real agent's resolved programs once inside the chosen sandbox (sandbox/probe.py), before any cell
-    or mutator call is paid: a program that resolves here but cannot start there is named (ProgramError, exit 2)."""
+    or mutator call is paid: a program that resolves here but cannot start there is named (ProgramError, exit 2).
+    The build agent of a Harbor suite's cells is probed in each task's container too (--sandbox podman|docker)."""
+    from eval.graders.harbor_runner import preflight as in_containers
     from sandbox.probe import probe
     launch = agents.launch
     build = f"--agent-cmd {launch['agent_cmd']}" if launch.get("agent_cmd") else f"--agent {launch.get('agent')}"
@@ -89,3 +106,4 @@ def preflight_agents(agents, launcher, *, build_only: bool = False) -> None:
         if tuple(argv) not in seen:
             seen.add(tuple(argv))
             probe(launcher, argv, what=what)
+    in_containers(launcher, suites, agents.build_argv, what=checks[0][1])

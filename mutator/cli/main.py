@@ -19,7 +19,7 @@ from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
 from mutator.cli import commands, harbor
-from mutator.cli.agents import DRY_RUN, check_prices, fake_agents, preflight_agents, real_agents
+from mutator.cli.agents import DRY_RUN, check_prices, fake_agents, named_suites, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
 from mutator.config import ROOT, ConfigError, load_settings
@@ -109,7 +109,7 @@ def with_agents(c: Context) -> Context:
     c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
                            build_only=build_only) if args.real else fake_agents()
     if args.real and not args.plan:
-        preflight_agents(c.agents, c.launcher, build_only=build_only)
+        preflight_agents(c.agents, c.launcher, build_only=build_only, suites=named_suites(c.settings, args))
     if c.settings.executor == "ray" and not args.plan:
         join_ray(c.settings)
     if not args.real:   # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)

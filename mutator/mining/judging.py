@@ -119,7 +119,7 @@ def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of
     a crashed one once (keyed by its content, then removed), and an unmetered judge's (the fake's) own figure;
     returns what was charged."""
     from mutator.store import ledger
-    from mutator.store.charges import meter_ref, priced
+    from mutator.store.charges import settle_call
     from mutator.store.db import connect
     found = sorted(meters.glob("*.meter.jsonl")) if meters is not None and meters.is_dir() else []
     judge = judge or {}
@@ -129,11 +129,7 @@ def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of
         return 0.0
     db, charged = connect(db_path), 0.0
     for meter in found:
-        amount, _ = priced(meter, price_of)
-        with db.conn:
-            if ledger.charge(db.conn, run_id=None, usd=amount, kind="mining judge", ref=meter_ref(meter), at=at):
-                charged += amount
-        meter.unlink(missing_ok=True)
+        charged += settle_call(db, meter, price_of, payer=None, kind="mining judge", at=at)
     if unmetered:
         with db.conn:
             ledger.charge(db.conn, run_id=None, usd=unmetered, kind="mining judge", at=at)

@@ -103,14 +103,16 @@ def call_meter(data_dir: Path, run_id: str, name: str) -> Path:
     return folder / f"{name}.meter.jsonl"
 
 
-def settle_call(db: sqlite_utils.Database, meter: Path, price: Price, *, payer: str | None, kind: str,
-                attempt_id: int | None = None) -> float:
-    """An agent call outside a cell whose meter was left unsettled by an interrupt or a crash: its served cost
-    goes to the payer (and the attempt's mutator cost) unless it was charged already; returns what was charged."""
-    amount, _ = priced(meter, lambda _model: price)
+def settle_call(db: sqlite_utils.Database, meter: Path, price: Price | Callable[[str], Price], *,
+                payer: str | None, kind: str, attempt_id: int | None = None, at: float | None = None) -> float:
+    """An agent or judge call outside a cell whose meter was left unsettled by an interrupt or a crash: its served
+    cost (at `price`, or each response at `price(model)`) goes to the payer (and the attempt's mutator cost) unless
+    it was charged already; returns what was charged."""
+    amount, _ = priced(meter, price if callable(price) else lambda _model: price)
     ref = meter_ref(meter)
     with db.conn:
-        charged = ledger.charge(db.conn, run_id=payer, usd=amount, kind=kind, ref=ref, attempt_id=attempt_id)
+        charged = ledger.charge(db.conn, run_id=payer, usd=amount, kind=kind, ref=ref, attempt_id=attempt_id,
+                                at=at)
         if charged and attempt_id is not None:
             db.conn.execute("update attempts set mutator_cost_usd = coalesce(mutator_cost_usd, 0) + ? "
                             "where id = ?", [amount, attempt_id])

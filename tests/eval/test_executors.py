@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -196,3 +197,32 @@ def test_a_remote_grader_error_keeps_its_working_dir_so_the_driver_regrades_it(t
     (suite_dir / "run-eval.py").write_text(GRADER_OK)        # the grader fixed: re-graded, the agent not re-run
     regraded = asyncio.run(regrade_cell(job))
     assert regraded is not None and regraded.status == "ok" and regraded.tests == {"exists": 1.0, "says_done": 1.0}
+
+
+def test_a_harbor_tasks_environment_files_travel_once_by_hash_not_in_each_bundle(tmp_path: Path) -> None:
+    """An imported Harbor task's inputs are its environment's files: the bundle carries none of their bytes (the
+    environment goes once per content hash), and the worker stages the very same inputs from the environment, so a
+    cell sees what it saw before (the suite and every key are unchanged: stores resume as they were)."""
+    from eval.executors.bundle import environment_dir, worker_job
+    from mutator.after.harbor_import import import_harbor
+    tasks = tmp_path / "tasks"
+    for name in ("count-lines", "shout"):
+        shutil.copytree(ROOT / "suites" / "harbor-example" / name, tasks / name)
+    split = tmp_path / "split.json"
+    split.write_text(json.dumps({"train": ["count-lines"], "val": ["shout"]}))
+    import_harbor(tasks, tmp_path / "hx", split_file=split)
+    suite = load_suite(tmp_path / "hx" / "hx-train")
+    [task] = suite.tasks
+    assert task.inputs == ("visits.log",)
+    job = CellJob(spec=enumerate_cells(suite, CONTRACT, "k")[0], task=task, suite=suite, skill_dir=None,
+                  skill_name="s", contract=CONTRACT, cell_root=tmp_path / "cells" / "c", price=PRICE,
+                  settings=CellSettings(agent_argv=FAKE, launcher=get_launcher("none"), grader_timeout_s=60))
+    env_dir = environment_dir(suite, task.id)
+    log = (env_dir / "visits.log").read_bytes()
+    bundle = make_bundle(job, "", hash_tree(env_dir))
+    assert bundle.inputs == {} and log not in pickle.dumps(bundle)
+    assert make_bundle(job, "").inputs == {"visits.log": (log, 0o644)}   # no environment shipped: as before
+    on_worker = worker_job(bundle, None, suite_tree(suite), tmp_path / "worker", read_tree(env_dir))
+    assert (on_worker.suite.fixture_dir(task.id) / "visits.log").read_bytes() == log
+    (suite.fixture_dir(task.id) / "visits.log").write_text("edited by hand\n")   # no longer the environment's
+    assert make_bundle(job, "", hash_tree(env_dir)).inputs == {"visits.log": (b"edited by hand\n", 0o644)}

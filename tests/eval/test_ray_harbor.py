@@ -77,7 +77,7 @@ def test_a_harbor_task_environment_ships_by_content_hash_and_scores_as_locally(e
         first = job_for(world, tmp_path / "probe")
         bundle, _, grader_files, environment = executor.task_args(first)
         assert executor.task_args(replace(first, cell_root=tmp_path / "other"))[3] == environment   # put once
-        assert bundle.environment_hash == hash_tree(env_dir)
+        assert bundle.environment_hash == hash_tree(env_dir) and bundle.inputs == {}   # visits.log: in the environment
         assert ray.get(environment) == read_tree(env_dir)
         shipped = ray.get(grader_files)
         assert "harbor/count-lines/tests/test.sh" in shipped

@@ -3,6 +3,7 @@ and what they started is reaped by the next start; a live harness's agents are n
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from eval import reaper
 from tests.conftest import ROOT, make_suite
+from tests.eval.executor_support import driver, job_for  # noqa: F401 - the driver's world (a fixture)
 
 # Hangs while a flag file beside it exists, after starting a helper in its own process group.
 AGENT = """import json, os, pathlib, subprocess, sys, time
@@ -100,3 +102,79 @@ def test_a_live_harness_keeps_its_agents(tmp_path: Path) -> None:
         reaper._registry = None
         if child.poll() is None:
             child.kill()
+
+
+# A Ray worker's cell, as eval/executors/bundle.py::run_bundle runs it: its agent container recorded and labelled
+# under the driver's scope (carried in the bundle), by another process than the driver's.
+WORKER = """import json, sys
+from pathlib import Path
+from eval import reaper
+scope, local, engine = json.loads(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+with reaper.adopted(scope, local):
+    reaper.register_container("sm-agent-worker", engine)
+    print(json.dumps(reaper.labels()))
+"""
+# A container engine that knows one container, and logs what it is asked to do.
+ENGINE = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/engine.log"
+[ "$1" = ps ] && echo c0ffee
+exit 0
+"""
+
+
+def as_worker(scope: dict | None, local: Path, engine: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", WORKER, json.dumps(scope), str(local), str(engine)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_ray_workers_containers_are_the_drivers_and_go_when_it_dies(tmp_path: Path) -> None:
+    engine = tmp_path / "engine"
+    engine.write_text(ENGINE)
+    engine.chmod(0o755)
+    here, local = tmp_path / "data" / "pids", tmp_path / "worker" / "pids"
+    here.parent.mkdir()                                            # the driver's data dir, on this machine
+    previous = reaper._registry
+    reaper.use(here)
+    try:
+        scope, mine = reaper.scope(), reaper.labels()
+    finally:
+        reaper.use(previous)
+    # on the driver's machine: labelled as the driver's own cells are, recorded in its data dir, naming the driver
+    assert as_worker(scope, local, engine) == mine == {reaper.DATA_DIR_LABEL: str((tmp_path / "data").resolve()),
+                                                       reaper.HARNESS_LABEL: f"{os.getpid()}-{scope['harness_started']}"}
+    record = json.loads((here / "container-sm-agent-worker").read_text())
+    assert (record["harness"], record["engine"]) == (os.getpid(), [str(engine)]) and not local.exists()
+    assert reaper.reap_containers(here) == []                      # the driver lives: its container is in use
+    (here / "container-sm-agent-worker").write_text(json.dumps({**record, "harness": 999_999_999}))   # the driver died
+    assert reaper.reap_containers(here) == ["sm-agent-worker"]     # its next start removes the worker's container
+    assert "rm -f c0ffee" in (tmp_path / "engine.log").read_text() and not list(here.iterdir())
+    # on another node: the node's own registry, owned by the worker process (Ray ends it with its driver)
+    labels = as_worker({**scope, "boot": "another-machine"}, local, engine)
+    assert labels[reaper.DATA_DIR_LABEL] == str(local.parent.resolve()) and labels[reaper.HARNESS_LABEL] != mine[
+        reaper.HARNESS_LABEL]
+    assert json.loads((local / "container-sm-agent-worker").read_text())["harness"] != os.getpid()
+    as_worker({**scope, "boot": "another-machine"}, local, engine)  # the next cell there: the dead worker's goes first
+    assert (tmp_path / "engine.log").read_text().count("rm -f c0ffee") == 2
+
+
+def test_a_bundled_cell_runs_under_the_drivers_scope(driver: dict, tmp_path: Path, monkeypatch) -> None:
+    """run_bundle (a Ray worker's cell) labels and records as the driver whose bundle it is, then stops."""
+    import eval.runner
+    from eval.executors.bundle import make_bundle, run_bundle, suite_tree
+    seen = []
+
+    async def cell(job):
+        seen.append(reaper.labels())
+        return "result"
+    previous = reaper._registry
+    reaper.use(driver["data"] / "pids")
+    try:
+        bundle, mine = make_bundle(job_for(driver, tmp_path / "cells"), ""), reaper.labels()
+    finally:
+        reaper.use(previous)
+    assert bundle.reaper_scope["registry"] == str((driver["data"] / "pids").resolve())
+    monkeypatch.setattr(eval.runner, "run_cell", cell)
+    assert run_bundle(bundle, None, suite_tree(driver["suite"]), tmp_path / "worker") == ("result", {})
+    assert seen == [mine] and reaper._registry is previous

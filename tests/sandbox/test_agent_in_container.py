@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from sandbox import SandboxError, get_launcher
 from sandbox.container import ContainerEngine
 from sandbox.container_launcher import ContainerSandbox
 from sandbox.none import NoneLauncher
-from tests.agents.messages_server import MessagesServer, message, text, tool_use, usage
+from tests.agents.messages_server import MessagesServer, message, text, tool_history, tool_use, usage
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.container
@@ -74,9 +75,12 @@ with open(os.environ["SM_STREAM"], "a") as f:
 """
 
 
-def harbor_task(root: Path) -> Path:
+def harbor_task(root: Path, note: str = "") -> Path:
+    """The task imported (train: it, val: a copy); a `note` in its environment makes an image of its own."""
     task = root / "tasks" / "only-in-image"
     (task / "environment" / "skills" / "house").mkdir(parents=True)
+    if note:
+        (task / "environment" / "note.txt").write_text(note)
     (task / "environment" / "Dockerfile").write_text(DOCKERFILE)
     (task / "environment" / "skills" / "house" / "SKILL.md").write_text(SKILL.replace("run only-in-image", "guess"))
     (task / "tests").mkdir()
@@ -177,3 +181,68 @@ def test_our_sdk_agents_tools_run_in_the_tasks_container(engine: ContainerEngine
     assert (cell.input_tokens, cell.output_tokens) == (23, 3)
     tool_env = (Path(cell.cell_dir) / "work" / "env.txt").read_text()
     assert SECRET not in tool_env and "PWD=/app" in tool_env
+
+
+def test_preflight_probes_the_agent_in_each_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+    """The agent's programs are probed in the task's image before any cell: the harness's Python starts there through
+    the mounted loader, the agent's script is found; a program the image lacks (a host program in a system dir, which
+    the container never mounts) is refused naming the task, the image and the fix, with exit 2 and no cell run."""
+    from eval.graders.harbor_runner import preflight
+    from sandbox.resolve import ProgramError
+    suite = harbor_task(tmp_path)
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    sandbox = ContainerSandbox(engine.id, NoneLauncher())
+    preflight(sandbox, [load_suite(suite)], [sys.executable, str(agent)], what="the build agent")   # runs there
+    with pytest.raises(ProgramError) as refused:
+        preflight(sandbox, [load_suite(suite)], ["/usr/bin/perl", "-e", "0"], what="the build agent")
+    said = str(refused.value)
+    assert "the build agent in the container of Harbor task ox-train/only-in-image (image localhost/sm-env:" in said
+    assert "/usr/bin/perl is not visible or not executable" in said and "its Dockerfile" in said
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_"))}
+    done = run_cli("--suite", str(suite), "--val", str(suite.parent / "ox-val"), "--rounds", "0", "--replicates", "1",
+                   "--real", "--agent", "command", "--agent-cmd", "/usr/bin/perl -e 0", "--mutator-cmd",
+                   f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--no-solve", "--sandbox", engine.id,
+                   "--data-dir", str(data), "--skill-dir", str(ROOT / "suites" / "csv-clean"), env=env, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Harbor task ox-train/only-in-image (image localhost/sm-env:" in done.stderr
+    assert not (data / "mutator.db").exists() and not (data / "evals").exists()   # refused before any cell
+
+
+@pytest.mark.skipif(shutil.which("claude") is None,
+                    reason="the claude CLI is not installed (npm install -g @anthropic-ai/claude-code)")
+def test_the_real_claude_cli_runs_in_the_tasks_container(engine: ContainerEngine, tmp_path: Path) -> None:
+    """The claude-cli backend as a run starts it (the adapter, --claude the host's CLI): in the task's container its
+    native binary loads the image's libc (the base image carries libc6's librt), its Bash tool runs the image's
+    program at /app, and its requests reach the local server through the relay with the real key added outside."""
+    suite = harbor_task(tmp_path, note="an image built FROM the base that carries librt\n")
+
+    def model(body: dict) -> object:
+        if not body.get("tools"):
+            return message(text("ok"), use=usage(1, 1))   # the CLI's side calls
+        if not tool_history(body):
+            return message(tool_use("Bash", {"command": "only-in-image > answer.txt; pwd > where.txt",
+                                             "description": "answer"}), stop="tool_use", use=usage(30, 5))
+        return message(text("Done."), use=usage(40, 2))
+    server = MessagesServer()
+    server.responder = model
+    claude = str(Path(shutil.which("claude")).absolute())
+    try:
+        [cell] = evaluate(EvalRequest(
+            skill_dir=None, skill_name="house", suite=load_suite(suite), key="cli", price=Price(1, 5, 1.25, 0.1),
+            cells_root=tmp_path / "cli", concurrency=1,
+            contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=5, agent="claude-cli",
+                              silence_ms=120_000, heartbeat_ms=120_000),
+            settings=CellSettings(agent_argv=[sys.executable, str(ROOT / "eval" / "agents" / "claude_cli.py"),
+                                              "--role", "build", "--claude", claude],
+                                  launcher=ContainerSandbox(engine.id, NoneLauncher()), grader_timeout_s=120,
+                                  prune=False, infra_retries=0, network=True,
+                                  env={"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET})))
+        assert server.auth_keys and set(server.auth_keys) == {SECRET}   # every request, the key added outside
+    finally:
+        server.close()
+    assert (cell.status, cell.score) == ("ok", 1.0), cell.error
+    assert (Path(cell.cell_dir) / "work" / "where.txt").read_text().strip() == "/app"
+    served = server.served_usage("claude-haiku-4-5")
+    assert (cell.input_tokens, cell.output_tokens) == (served["input_tokens"], served["output_tokens"])

@@ -48,7 +48,8 @@ def test_the_cell_in_the_tasks_layout_the_runtime_by_the_hosts_loader(tmp_path: 
             ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HOME", "SM_STREAM"]   # the image keeps its own PATH
         image = argv.index("localhost/sm-env:abc")
         relay, agent_at = argv.index(str(RELAY)), argv.index(str(agent))
-        assert argv[image + 1] == f"{RUNTIME}/ld.so" and image < relay < agent_at
+        assert argv[image + 1].startswith(f"{RUNTIME}/") and image < relay < agent_at
+        assert any(bind.endswith(f":{argv[image + 1]}:ro") for bind in mounted)   # the host's loader, mounted
         assert argv[relay + 1:relay + 4] == [str(box.api_socket), "4567", "--"]
     finally:
         box.close()
@@ -63,3 +64,17 @@ def test_a_real_key_never_enters_a_container(tmp_path: Path) -> None:
                      env={"ANTHROPIC_API_KEY": "sk-ant-real"})
     finally:
         box.close()
+
+
+def test_an_agent_and_the_relay_with_different_libraries_mount_each_folder_once(tmp_path: Path) -> None:
+    """A non-Python agent (here perl) behind the relay (the harness's Python): two loaders' library folders, every
+    mount destination once (the engine refuses a duplicate destination)."""
+    box, cell = container(tmp_path)
+    try:
+        argv = box.wrap(["/usr/bin/perl", "-e", "0"], cwd=cell / "work", writable=[cell], readable=[], network=True,
+                        env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:4567"})
+    finally:
+        box.close()
+    targets = [bind.split(":")[1] for bind in binds(argv)]
+    assert len(targets) == len(set(targets)), targets
+    assert sum(target.startswith(f"{RUNTIME}/") for target in targets) >= 3   # a loader and its libraries
