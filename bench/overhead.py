@@ -1,7 +1,7 @@
 """Cell throughput of the harness against raw spawning of the same agent + grader processes.
 
 Usage: python bench/overhead.py [--sandbox none|bwrap] [--suite clean-train] [--replicates 4]
-       [--concurrency 4] [--repeats 3] [--caching-model claude-sonnet-4-5]
+       [--concurrency 4] [--repeats 3] [--rounds 60] [--caching-model claude-sonnet-4-5]
        python bench/overhead.py --executor ray [--nodes 1,2,4] [--node-cpus 1]
 The harness side runs `eval.evaluate.evaluate` (staging, launcher, watchdog, stream metrics, grading,
 cell.json) with the fake build agent; the raw side stages the same inputs and runs the same two
@@ -11,6 +11,10 @@ bwrap also the launch cost alone (median wall ms of `true` bare vs through the l
 which a busy machine's noise blurs far less than whole-cell throughput does. Beside cells/s, the spawning
 process's own CPU per cell (the harness parent against the raw thread pool), which a busy machine blurs little.
 
+The per-round line (--rounds N, 0 skips it): one dry greedy run of N rounds through bench/rounds.py: the CPU
+of staging the mutator's evidence and of the tamper snapshots per round at rounds 1-5 and the last 6, the bytes
+each round adds to workspaces/ and evidence/, and the harness's own CPU in rounds that ran no cell.
+
 The start-up line (--startup-cells N, 0 skips it; --agent-startup prints only it): CPU seconds of our SDK agent
 from its spawn until the local Messages-API server receives its first request: the agent process's, read from
 /proc as the request arrives, plus the harness thread's that spawned it, for the warm path (the loop in the
@@ -18,7 +22,7 @@ harness, the tools in a spawned tool server) and for the whole agent in one proc
 a bare `python -c pass` and `python -c 'import anthropic'`.
 
 With --executor ray: the Ray executor (a private local instance, each cell a Ray task with its bundle)
-against local at the same concurrency, interleaved; then a simulated multi-node cluster
+against local at the same concurrency, interleaved, and against local before Ray was started (no daemons); then a simulated multi-node cluster
 (ray.cluster_utils.Cluster: a head that runs no cell and N worker nodes of --node-cpus CPUs, all on this
 machine, so their CPUs are this machine's) with cells/s per node count at concurrency N x node CPUs.
 
@@ -274,9 +278,13 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
     import ray
 
     from eval.executors.ray import RayExecutor
+    cells = len(suite.tasks) * args.replicates
+    bare: list[float] = []   # local before Ray starts: its daemons (raylet, GCS, workers) compete for the CPUs
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+            bare.append(harness(suite, "none", args.replicates, args.concurrency, Path(scratch)))
     executor = RayExecutor(concurrency=args.concurrency)
     executor.connect()
-    cells = len(suite.tasks) * args.replicates
     rates: dict[str, list[float]] = {"local": [], "ray": []}
     try:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:   # untimed: Ray starts its workers
@@ -294,7 +302,10 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
     for side, values in rates.items():
         label = "--executor local" if side == "local" else "--executor ray (private)"
         print(f"  {label:<26} {median[side]:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in values))
-    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}")
+    alone = statistics.median(bare)
+    print(f"  local, Ray not started     {alone:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in bare))
+    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local with Ray's daemons up)")
+    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what choosing Ray costs on this machine)")
 
 
 def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
@@ -339,6 +350,23 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
             cluster.shutdown()
 
 
+def per_round(rounds: int) -> None:
+    """The harness's own cost per round early and late in one long dry run (bench/rounds.py's child)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import rounds as bench_rounds
+    records = bench_rounds.measure(ROOT, argparse.Namespace(rounds=rounds, replicates=1))
+    found = bench_rounds.summary(records)
+    late = f"{max(rounds - 5, 1)}-{rounds}"
+    print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 -> "
+          f"{late}")
+    for key, unit, scale in (("staging", "ms staging + tamper CPU (self + children)", 1000),
+                             ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)", 1 / 1024),
+                             ("self", "ms harness CPU in cell-free rounds", 1000)):
+        a, b = (value * scale for value in found[key])
+        print(f"  {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
+    print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, every round)")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
@@ -356,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", default="1,2,4", type=lambda v: [int(n) for n in v.split(",")],
                    help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
     p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
+    p.add_argument("--rounds", type=int, default=60,
+                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips it)")
     args = p.parse_args(argv)
     suite = load_suite(ROOT / "suites" / args.suite)
     if args.agent_startup:
@@ -396,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
         bare, boxed = launch_ms("none"), launch_ms("bwrap")
         print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
               f"per agent process (median of 30, serial)")
+    if args.rounds:
+        per_round(args.rounds)
     if args.startup_cells:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             print_startup(startup(suite, Path(scratch), args.startup_cells))

@@ -13,6 +13,7 @@ the `bench` extra (pip install -e '.[bench]') and never a dependency of mutator/
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import importlib.util
 import random
@@ -266,6 +267,16 @@ def print_significance(rows: dict[str, list[Outcome]], seeds: int, ours: list[st
             print(f"  {peer:<10} − {line:<21} {diff:+.4f}  p={p:<8.2g} Holm p={q:<8.2g} {verdict}")
 
 
+def one_seed(seed: int, ours: tuple, budget: int, replicates: int) -> tuple[float, dict[str, PeerRun], dict[str, Outcome]]:
+    """One seed's 90% target, GEPA's runs and our lines' outcomes."""
+    land = Landscape(random.Random(seed))
+    val_norm = bench.norm_for(land, "val")
+    seed_val = land.expected(Genome(SEED_RULES), "val", val_norm)
+    return (seed_val + 0.9 * (land.optimum("val", val_norm) - seed_val),
+            {peer.label: run_gepa(land, peer, budget, replicates, seed) for peer in PEER_LINES},
+            {line.label: bench.run_search(land, line, budget, replicates, seed) for line in ours})
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=32, help="landscapes (paired across lines)")
@@ -275,6 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
     ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: every line "
                     "of bench/strategies.py)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
     args = ap.parse_args(argv)
     ours = tuple(line for line in LINES if not args.lines or line.label in args.lines.split(","))
     unknown = set(args.lines.split(",")) - {line.label for line in LINES} if args.lines else set()
@@ -288,16 +300,16 @@ def main(argv: list[str] | None = None) -> None:
     rows: dict[str, list[Outcome]] = {line.label: [] for line in (*PEER_LINES, *ours)}
     runs: dict[str, list[PeerRun]] = {line.label: [] for line in PEER_LINES}
     targets = []
-    for seed in range(args.seed_offset, args.seed_offset + args.seeds):
-        land = Landscape(random.Random(seed))
-        val_norm = bench.norm_for(land, "val")
-        seed_val = land.expected(Genome(SEED_RULES), "val", val_norm)
-        targets.append(seed_val + 0.9 * (land.optimum("val", val_norm) - seed_val))
-        for peer in PEER_LINES:
-            runs[peer.label].append(run_gepa(land, peer, args.budget, args.replicates, seed))
-            rows[peer.label].append(runs[peer.label][-1].outcome)
-        for line in ours:
-            rows[line.label].append(bench.run_search(land, line, args.budget, args.replicates, seed))
+    work = functools.partial(one_seed, ours=ours, budget=args.budget, replicates=args.replicates)
+    for target, peer_runs, outcomes in bench.over_seeds(work, range(args.seed_offset, args.seed_offset + args.seeds),
+                                                        args.jobs):
+        targets.append(target)
+        for label, run in peer_runs.items():
+            runs[label].append(run)
+            rows[label].append(run.outcome)
+        for label, outcome in outcomes.items():
+            rows[label].append(outcome)
+    land = Landscape(random.Random(args.seed_offset))
     print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} seeds "
           f"(from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + train), "
           f"{args.replicates} replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}.")
@@ -312,6 +324,7 @@ def main(argv: list[str] | None = None) -> None:
     bench.print_cells({line.label: rows[line.label] for line in ours})
     print()
     bench.print_tests({line.label: rows[line.label] for line in ours}, args.seeds)
+    bench.print_choice({line.label: rows[line.label] for line in ours}, args.seeds)
     print()
     for label, peer_runs in runs.items():
         print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "

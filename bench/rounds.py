@@ -5,7 +5,8 @@ Runs the dry greedy demo (fake agents) for --rounds rounds in a child process an
 harness process's own CPU, its children's CPU (agents, graders, git), the CPU of staging the mutator's
 evidence and of the tamper snapshots around the mutator call (self + children), and the bytes the round
 added to workspaces/ and the evidence store (each inode counted once: a hard link adds no bytes).
-Prints rounds 1-5 against the last 6 (per-round means) and their ratio. With --before DIR (a checkout of
+Prints rounds 1-5 against the last 6 (per-round means) and their ratio, and the staging CPU's least-squares
+growth per round over every round (on a loaded machine a window's mean moves with one spike; the slope less). With --before DIR (a checkout of
 other code, e.g. `git archive main | tar -x -C DIR`), the same run on that code too, interleaved per repeat,
 so the two are measured side by side under the same load.
 """
@@ -109,7 +110,9 @@ def summary(records: list[dict], tail: int = 6) -> dict:
 
     def mean(rows, key):
         return statistics.mean(r[key] for r in rows) if rows else float("nan")
-    return {"staging": (mean(first, "staging"), mean(last, "staging")),
+    # least squares over every round: the growth per round, which one load spike in a window of 5 cannot fake
+    slope = statistics.linear_regression([r["round"] for r in records], [r["staging"] for r in records]).slope
+    return {"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope,
             "added": (mean(records[1:5], "added"), mean(last, "added")),
             "self": (mean(quiet[:3], "self"), mean(quiet[-tail:], "self")),
             "children": (mean(quiet[:3], "children"), mean(quiet[-tail:], "children")),
@@ -148,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             a = statistics.median(r[key][0] for r in runs) * scale
             b = statistics.median(r[key][1] for r in runs) * scale
             print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
+        slope = statistics.median(r["slope"] for r in runs) * 1000
+        print(f"    {slope:+9.3f} ms per round: staging + tamper CPU's growth (least squares over every round)")
     return 0
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import random
 import statistics
 import sys
@@ -62,15 +63,18 @@ from bench.search import (  # noqa: E402,F401  (re-exported, as above)
 STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}), ("population", "population", {}),
               ("pareto", "pareto", {}))
 VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True), ("seq+screen", True, True))
+NO_GATE = (("nogate", "positive"), ("raw", "raw"))   # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
 
 
 def make_lines(screen_tasks: int) -> tuple[Line, ...]:
     """Each strategy with the gate as configured, with and without sequential val and the screen (its train tasks
-    `screen_tasks`), then the gate-less greedy lines and best-of-N (which judge on every val cell at once)."""
+    `screen_tasks`), then each strategy without a gate (keep iff Δ > 0; a raw threshold Δ ≥ τ, gateZ 0) and
+    best-of-N, which judge on every val cell at once with no screen."""
     ours = tuple(Line(f"{name}:{variant}", strategy, opts, waves=waves, screen=screen_tasks if screen else 0)
                  for name, strategy, opts in STRATEGIES for variant, waves, screen in VARIANTS)
-    return (*ours, Line("greedy-nogate", "greedy", {}, keep="positive"), Line("greedy-raw", "greedy", {}, keep="raw"),
-            Line("best-of-n", "best-of-n", {}))
+    gateless = tuple(Line(f"{name}-{suffix}", strategy, opts, keep=keep)
+                     for name, strategy, opts in STRATEGIES for suffix, keep in NO_GATE)
+    return (*ours, *gateless, Line("best-of-n", "best-of-n", {}))
 
 
 def default_variant(rules: Rules) -> str:
@@ -81,7 +85,8 @@ def default_variant(rules: Rules) -> str:
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
 EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),       # only with --lines: the configured greedy
          Line("greedy-oracle", "greedy", {}, keep="oracle"))           # keeping every tie; a greedy that is never wrong
-DEFAULT, GATELESS = f"greedy:{default_variant(Rules.from_config())}", ("greedy-nogate", "greedy-raw")
+DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
+GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
@@ -97,19 +102,37 @@ class Results:
     optima: list[tuple[float, float, float, float]]   # per seed: seed val, optimum val, seed test, optimum test
 
 
+def over_seeds(work, seeds: range, jobs: int = 1) -> list:
+    """work(seed) for every seed, in seed order; in `jobs` forked processes when jobs > 1. Every seed is
+    independent (its own landscape, cells and mutator stream), so the result is the same for any jobs."""
+    if jobs <= 1:
+        return [work(seed) for seed in seeds]
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return pool.map(work, seeds, chunksize=1)
+
+
+def one_seed(seed: int, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
+             rules: Rules) -> tuple[tuple[float, float, float, float], float, dict[str, Outcome]]:
+    """One seed's optima, 90% target and every line's outcome."""
+    land = Landscape(random.Random(seed))
+    val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
+    seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
+    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm), land.optimum("test", test_norm))
+    return optima, seed_val + 0.9 * (opt_val - seed_val), {
+        line.label: run_search(land, line, budget, replicates, seed, raw_threshold, rules) for line in lines}
+
+
 def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
-            rules: Rules) -> Results:
-    results = Results({line.label: [] for line in lines}, [], [], [])
-    for seed in seeds:
-        land = Landscape(random.Random(seed))
-        val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
-        seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
-        results.lands.append(land)
-        results.optima.append((seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
-                               land.optimum("test", test_norm)))
-        results.targets.append(seed_val + 0.9 * (opt_val - seed_val))
-        for line in lines:
-            results.rows[line.label].append(run_search(land, line, budget, replicates, seed, raw_threshold, rules))
+            rules: Rules, jobs: int = 1) -> Results:
+    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds], [], [])
+    work = functools.partial(one_seed, lines=lines, budget=budget, replicates=replicates,
+                             raw_threshold=raw_threshold, rules=rules)
+    for optima, target, outcomes in over_seeds(work, seeds, jobs):
+        results.optima.append(optima)
+        results.targets.append(target)
+        for label, outcome in outcomes.items():
+            results.rows[label].append(outcome)
     return results
 
 
@@ -131,8 +154,8 @@ def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Ru
           f" → optimum {statistics.mean(o[3] for o in res.optima):.4f}.")
     print(f"Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val in "
           f"waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. {DEFAULT} is "
-          f"config.json's default. greedy-nogate = keep iff Δ > 0; greedy-raw = keep iff Δ ≥ {args.raw_threshold:g} "
-          "(gateZ 0); best-of-N = independent mutants of the seed, best measured val.")
+          f"config.json's default. STRATEGY-nogate = keep iff Δ > 0; STRATEGY-raw = keep iff Δ ≥ "
+          f"{args.raw_threshold:g} (gateZ 0): no gate, no screen, no waves; best-of-N = independent mutants of the seed, best measured val.")
     print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
           "median counts the seeds that never got there as censored at '> budget'.\n")
 
@@ -211,6 +234,41 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
               + (" — every other difference is not." if found else "."))
 
 
+def choose(rows: dict[str, list[Outcome]], alpha: float = 0.05) -> tuple[str | None, dict[str, list[tuple]]]:
+    """The choice rule (README, "Which line should be the default"): among our gated lines, the one with the highest
+    mean final TRUE test composite that beats every gate-less line, each Wilcoxon paired over seeds with Holm over
+    its comparisons with them at p < alpha; None when no gated line does. Also each gated line's (gate-less line,
+    mean difference, Holm p)."""
+    test = lambda o: o.test_true  # noqa: E731
+    others = [label for label in GATELESS if label in rows]
+    gated = [label for label in rows if ":" in label]
+    table, winners = {}, []
+    for line in gated:
+        mine = [test(o) for o in rows[line]]
+        ps = [wilcoxon_p(mine, [test(o) for o in rows[other]]) for other in others]
+        diffs = [statistics.mean(mine) - statistics.mean(test(o) for o in rows[other]) for other in others]
+        table[line] = list(zip(others, diffs, holm(ps), strict=True))
+        if others and all(d > 0 and q < alpha for _, d, q in table[line]):
+            winners.append((statistics.mean(mine), line))
+    return (max(winners)[1] if winners else None), table
+
+
+def print_choice(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
+    chosen, table = choose(rows)
+    if not table or not next(iter(table.values())):
+        return
+    others = [other for other, *_ in next(iter(table.values()))]
+    print(f"\nEach gated line against every gate-less line on the final TRUE test composite: mean difference (Holm p over "
+          f"the line's {len(others)} comparisons; Wilcoxon paired over {n_seeds} seeds):")
+    print("| line | mean | " + " | ".join(others) + " |")
+    print("|---|---|" + "---|" * len(others))
+    for line, cells in table.items():
+        mean = statistics.mean(o.test_true for o in rows[line])
+        print(f"| {line} | {mean:.4f} | " + " | ".join(f"{d:+.4f} ({q:.2g})" for _, d, q in cells) + " |")
+    print("The choice rule (the highest mean among the gated lines that beat every gate-less line, Holm p < 0.05): "
+          + (f"{chosen}." if chosen else "no gated line beats every gate-less line."))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--seeds", type=int, default=8, help="landscapes (paired across lines); 32 for the full "
@@ -230,6 +288,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"in config.json, or {SCREEN_TASKS} when it is 0)")
     ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties and "
                     "greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision right)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
@@ -243,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in every)}")
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     res = run_all(seeds, tuple(line for line in every if line.label in wanted), args.budget, args.replicates,
-                  args.raw_threshold, rules)
+                  args.raw_threshold, rules, args.jobs)
     print_header(args, seeds, res, rules)
     print_table(res.rows, res.targets, args.budget)
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
@@ -254,6 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     print_cells(res.rows)
     print()
     print_tests(res.rows, args.seeds)
+    print_choice(res.rows, args.seeds)
 
 
 if __name__ == "__main__":

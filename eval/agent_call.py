@@ -28,7 +28,7 @@ from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, usd
 from eval.environment import CREDENTIALS, allowed_env, runs_our_backend
 from eval.other_skills import install
-from eval.snapshot import copy_tree
+from eval.snapshot import copy_file, copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
 from sandbox import Launcher
 
@@ -63,8 +63,9 @@ def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_
     work.mkdir(parents=True)
     for rel in inputs:
         target = work / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(fixtures / rel, target)
+        if target.parent != work:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        copy_file(fixtures / rel, target)
     if skill_dir is not None:
         copy_tree(skill_dir, work / ".claude" / "skills" / skill_name)
     install(tuple(others), work / ".claude" / "skills")

@@ -18,6 +18,7 @@ from eval.environment import SECRET_NAME, environ_items
 REDACTED = "[REDACTED]"
 MIN_SECRET = 8          # shorter values ("1", "test") are not secrets and would mangle ordinary text
 KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}|\bsk-[A-Za-z0-9]{32,}\b")
+KEY_BYTES = re.compile(KEY_SHAPES.pattern.encode("ascii"))
 MAX_FILE = 64 * 1024 * 1024
 
 
@@ -44,29 +45,66 @@ def redact(text: str | None, source: Mapping[str, str] | None = None) -> str | N
 def redact_file(path: Path, source: Mapping[str, str] | None = None) -> bool:
     """Rewrite one text file without its secrets; True when something was replaced. Binary files are left."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE:
+        if path.is_symlink() or not path.is_file():
             return False
-        raw = path.read_bytes()
+        return _redact_regular(str(path), path.stat().st_size, source)
     except OSError:
         return False
-    if b"\0" in raw:
+
+
+def _redact_regular(path: str, size: int, source: Mapping[str, str] | None) -> bool:
+    if size > MAX_FILE:
+        return False
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    # what the text below would match is in the bytes too (the bytes' \b is ASCII: it matches at least as
+    # often), so a file without either is left unread as text: most of a cell's files
+    if b"\0" in raw or not (KEY_BYTES.search(raw) or any(value in raw for value in _secret_bytes(source))):
         return False
     text = raw.decode("utf-8", errors="surrogateescape")
     clean = redact(text, source)
     if clean == text:
         return False
-    path.write_bytes(clean.encode("utf-8", errors="surrogateescape"))
+    with open(path, "wb") as f:
+        f.write(clean.encode("utf-8", errors="surrogateescape"))
     return True
+
+
+def _secret_bytes(source: Mapping[str, str] | None) -> tuple[bytes, ...]:
+    return _encoded(tuple(secret_values(source)))
+
+
+@functools.lru_cache(maxsize=16)
+def _encoded(values: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(value.encode("utf-8", errors="surrogateescape") for value in values)
 
 
 def redact_tree(root: Path, source: Mapping[str, str] | None = None, *,
                 skip: Callable[[Path], bool] | None = None) -> list[Path]:
     """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says were
-    redacted already (evidence staged from stored cells); returns the files changed."""
-    if not root.is_dir():
-        return []
-    return [path for path in sorted(root.rglob("*"))
-            if not path.is_symlink() and not (skip and skip(path)) and redact_file(path, source)]
+    redacted already (evidence staged from stored cells); returns the files changed, sorted. Symlinks are
+    neither followed nor redacted."""
+    changed: list[Path] = []
+    pending = [str(root)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            elif entry.is_file(follow_symlinks=False) and not (skip and skip(Path(entry.path))):
+                try:
+                    size = entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue
+                if _redact_regular(entry.path, size, source):
+                    changed.append(Path(entry.path))
+    return sorted(changed)
 
 
 def redact_cell(cell_root: Path, error: str | None, source: Mapping[str, str] | None = None) -> str | None:

@@ -41,20 +41,23 @@ def rewrite_description(skill: Path, briefing: str, tasks: Path) -> base.Change 
         return None
     have = stems(found.group(1))
     words: list[str] = []
+    aimed: list[str] = []        # the tasks whose words made it into the first MAX_WORDS
     for task in missed:
         statement = tasks / f"{task}.md"
         body = statement.read_text(encoding="utf-8").split("\n## ")[0] if statement.is_file() else ""
         body = "\n".join(line for line in body.splitlines() if not line.startswith("#"))   # not its id heading
         for word in re.findall(r"[a-z][a-z0-9]+", body.casefold()):
-            if len(word) > 3 and word not in STEM_STOP and word[:4] not in have and word not in words:
+            if len(words) < MAX_WORDS and len(word) > 3 and word not in STEM_STOP and word[:4] not in have \
+                    and word not in words:
                 words.append(word)
+                aimed += [] if task in aimed else [task]
     if not words:
         return None
-    new = (found.group(1).rstrip() + " Also use it for requests about " + ", ".join(words[:MAX_WORDS]) + ".")[:1024]
+    new = (found.group(1).rstrip() + " Also use it for requests about " + ", ".join(words) + ".")[:1024]
     md.write_text(text[:found.start(1)] + new + text[found.end(1):], encoding="utf-8")
-    return base.Change(summary=f"Rewrite the description so the skill triggers on {', '.join(missed)}",
+    return base.Change(summary=f"Rewrite the description so the skill triggers on {', '.join(aimed)}",
                        reasoning=f"The build agents did not load the skill on {', '.join(missed)}: its description "
-                                 f"shares no word with those requests. Added: {', '.join(words[:MAX_WORDS])}.")
+                                 f"shares no word with those requests. Added: {', '.join(words)}.")
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ Never staged: the database, any val task detail (val appears only as aggregate d
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from eval.suite import Suite
 from mutator.store import cache
-from mutator.store.evidence import STAGED, EvidenceStore, link
+from mutator.store.evidence import EvidenceStore, link
 
 INPUT_CLIP = 4000
 
@@ -68,10 +69,10 @@ def link_trajectories(store: EvidenceStore, evaluation_id: int, cell_dirs: Seque
     """Show each cell's trajectory.md as <cell name>.md (stored once, linked); returns how many were found."""
     target.mkdir(parents=True, exist_ok=True)
     found = 0
-    for name, cell_dir in cell_dirs:
-        stored = store.rollout(evaluation_id, name, Path(cell_dir) / "trajectory.md")
+    for name, cell_dir in cell_dirs:   # strings: every rollout shown is linked anew each round
+        stored = store.rollout(evaluation_id, name, f"{cell_dir}/trajectory.md")
         if stored is not None:
-            link(stored, target / f"{name}.md")
+            link(stored, f"{target}/{name}.md")
             found += 1
     return found
 
@@ -88,9 +89,11 @@ def stage_tasks(suite: Suite, target: Path) -> None:
 
 
 def make_read_only(root: Path) -> None:
-    for path in root.rglob("*"):
-        if path.is_file() and stat.S_IMODE(path.stat().st_mode) != 0o444:   # a stored file already is
-            path.chmod(0o444)
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            if stat.S_IMODE(os.stat(path).st_mode) != 0o444:   # a stored file already is
+                os.chmod(path, 0o444)
 
 
 class Evidence:
@@ -109,7 +112,7 @@ class Evidence:
     def _cells(self, evaluation_id: int) -> list[tuple[str, str]]:
         # several eval models: each model's cells, named by model too
         return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""), r["cell_dir"])
-                for r in cache.cell_rows(self.db, evaluation_id)]
+                for r in cache.cell_rows(self.db, evaluation_id, "task_id, replicate, cell_dir")]
 
     def train_evaluations(self) -> dict[str, int]:
         """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on)."""
@@ -120,10 +123,11 @@ class Evidence:
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
 
-    def ledger_rows(self) -> list[LedgerRow]:
-        rows, train = [], self.train_evaluations()
-        for a in self._rows("select * from attempts where run_id = ? and round > 0 and verdict is not null "
-                            "order by round, sibling", [self.run_id]):
+    def ledger_rows(self, train: dict[str, int] | None = None) -> list[LedgerRow]:
+        rows, train = [], self.train_evaluations() if train is None else train
+        for a in self._rows("select round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, "
+                            "delta_steps, train_evaluation_id, parent_hash, status, error from attempts where "
+                            "run_id = ? and round > 0 and verdict is not null order by round, sibling", [self.run_id]):
             mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
             train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
             rows.append(LedgerRow(
@@ -134,11 +138,12 @@ class Evidence:
         return rows
 
     def stage(self, workspace: Path, parent_hash: str) -> None:
-        current = self.train_evaluation(parent_hash)
+        train = self.train_evaluations()
+        current = train.get(parent_hash)
         target = workspace / "evidence" / "current"
         if current is None or not link_trajectories(self.store, current, self._cells(current), target):
             target.mkdir(parents=True, exist_ok=True)
-            (target / "README.md").write_text("The parent has no train rollouts yet.\n", encoding="utf-8")
+            _write_read_only(target / "README.md", "The parent has no train rollouts yet.\n")
         history = workspace / "history"
         history.mkdir(parents=True, exist_ok=True)
         for a in self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
@@ -148,14 +153,20 @@ class Evidence:
                                   workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
             if a["genome_hash"] and a["parent_hash"]:
                 link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
-                     history / f"round-{_label(a, '-')}.diff")
-        (history / "ledger.md").write_text(render_ledger(self.ledger_rows()), encoding="utf-8")
+                     f"{history}/round-{_label(a, '-')}.diff")
+        _write_read_only(history / "ledger.md", render_ledger(self.ledger_rows(train)))
         stage_tasks(self.train, workspace / "tasks")
+        make_read_only(workspace / "tasks")
         if self.solve_dir and self.solve_dir.is_dir():
             shutil.copytree(self.solve_dir, workspace / "solve")
-        for folder in STAGED:
-            if (workspace / folder).exists():
-                make_read_only(workspace / folder)
+            make_read_only(workspace / "solve")
+        # evidence/ and history/ hold stored files (read-only already, mutator/store/evidence.py) and the two
+        # written above: not walked again, so a round costs no more for the files earlier rounds added
+
+
+def _write_read_only(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o444)
 
 
 def _label(attempt: dict, sep: str = ".") -> str:

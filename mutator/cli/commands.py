@@ -268,6 +268,7 @@ def evolve(c: Context) -> int:
         " — nothing new: the run resumed complete" if loop.cells_run == 0 and not regraded else "")
           + f". Record: {s.db_path}")
     if suites.holdout:
-        print(f"Test the champion: {next_step(args, '--test-run', run_id)}")
+        beside = ("--with-skills", args.with_skills) if getattr(args, "with_skills", None) else ()   # the run's own
+        print(f"Test the champion: {next_step(args, '--test-run', run_id, *beside)}")
     print(propose_finished(s, run_id, where_flags(args).strip()))
     return 0

@@ -10,38 +10,57 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from mutator.store.evidence import untouched
+from mutator.store.evidence import stored
 
 MAY_WRITE = {"skill", "result.json", "stream.jsonl", "agent.stdout", "agent.stderr"}
 SKIP = {"__pycache__"}
 
 
-def _digest(path: Path) -> str:
-    if path.is_symlink():
-        return "-> " + str(path.readlink())
-    if path.is_dir():
-        return "<dir>"
-    if untouched(path):   # stored evidence linked in: any write moves its mtime (mutator/store/evidence.py)
-        return f"<stored file {path.lstat().st_ino}>"
+def _digest(path: str, entry: os.DirEntry | None = None) -> str:
+    """A file's content digest; a stored file linked in is named by its inode (any write moves its mtime,
+    mutator/store/evidence.py), a folder is "<dir>", a symlink its target."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(path)
+    except OSError as err:
+        return f"<unreadable: {err.strerror}>"
+    if stat.S_ISLNK(st.st_mode):
+        return "-> " + os.readlink(path)
+    if stat.S_ISDIR(st.st_mode):
+        return "<dir>"
+    if stored(st):
+        return f"<stored file {st.st_ino}>"
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
     except OSError as err:
         return f"<unreadable: {err.strerror}>"
 
 
 def _tree(root: Path, label: str, *, allowed: set[str] = frozenset()) -> dict[str, str]:
+    """Every entry under root (not below a symlinked folder, nor in SKIP, nor in `allowed` at the top) by
+    "label/relative path": one scandir and one lstat per entry, so a staged file costs microseconds."""
     state: dict[str, str] = {}
-    if not root.exists():
-        return state
-    for path in root.rglob("*"):
-        rel = path.relative_to(root)
-        if rel.parts[0] in allowed or SKIP & set(rel.parts):
+    top = str(root)
+    pending = [(top, f"{label}/")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):   # as rglob skips them
             continue
-        state[f"{label}/{rel.as_posix()}"] = _digest(path)
+        for entry in entries:
+            if entry.name in SKIP or (allowed and folder == top and entry.name in allowed):
+                continue
+            key = prefix + entry.name
+            state[key] = _digest(entry.path, entry)
+            if state[key] == "<dir>":
+                pending.append((entry.path, key + "/"))
     return state
 
 
@@ -51,9 +70,9 @@ PRIVATE = ("val suite", "test suite")   # their file names are val/test details:
 def snapshot(workspace: Path, parent_dir: Path, watch: Mapping[str, Path] | None = None) -> dict[str, str]:
     """Everything the mutator must leave as it was, by path -> content digest (watched folders by label)."""
     state = _tree(workspace, str(workspace), allowed=MAY_WRITE)
-    for entry in workspace.parent.iterdir():  # `../`: the run's other workspaces and anything new beside them
-        if entry != workspace:
-            state[str(entry)] = "<dir>" if entry.is_dir() and not entry.is_symlink() else _digest(entry)
+    for entry in os.scandir(workspace.parent):  # `../`: the run's other workspaces and anything new beside them
+        if entry.name != workspace.name:
+            state[entry.path] = _digest(entry.path, entry)
     state.update(_tree(parent_dir, str(parent_dir)))
     for label, folder in (watch or {}).items():
         state.update(_tree(folder, f"{label} {folder}" if label not in PRIVATE else label))

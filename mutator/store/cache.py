@@ -155,14 +155,14 @@ def member_ids(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, int]:
     return json.loads(found[0]["members"]) if found and found[0].get("members") else {}
 
 
-def cell_rows(db: sqlite_utils.Database, evaluation_id: int) -> list[dict]:
-    """The evaluation's cells; a group's are its members' cells, each row with its `model`, model by model."""
+def cell_rows(db: sqlite_utils.Database, evaluation_id: int, columns: str = "*") -> list[dict]:
+    """The evaluation's cells (`columns` of them); a group's are its members' cells, each row with its `model`,
+    model by model."""
     members = member_ids(db, evaluation_id)
+    sql = f"select {columns} from cells where evaluation_id = ? order by task_id, replicate"
     if not members:
-        return list(db.query("select * from cells where evaluation_id = ? order by task_id, replicate",
-                             [evaluation_id]))
-    return [{**row, "model": model} for model, member in members.items()
-            for row in db.query("select * from cells where evaluation_id = ? order by task_id, replicate", [member])]
+        return list(db.query(sql, [evaluation_id]))
+    return [{**row, "model": model} for model, member in members.items() for row in db.query(sql, [member])]
 
 
 def open_group(db: sqlite_utils.Database, key: str, genome_hash: str, suite: Suite, contract: Contract,

@@ -31,9 +31,13 @@ def workspace_dir(data_dir: Path, run_id: str, name: str) -> Path:
 def untouched(path: Path) -> bool:
     """A stored file (linked into a workspace) that nothing has written since it was stored."""
     try:
-        st = path.lstat()
+        return stored(os.lstat(path))
     except OSError:
         return False
+
+
+def stored(st: os.stat_result) -> bool:
+    """`untouched` from a file's lstat."""
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and st.st_mtime_ns == STORED_NS
 
 
@@ -43,16 +47,17 @@ class EvidenceStore:
 
     def diff(self, parent_hash: str, genome_hash: str, make: Callable[[str, str], str]) -> Path:
         """An attempt's diff vs its parent (genomes are immutable, so the pair names it), made once by `make`."""
-        return self._kept(self.root / "diffs" / f"{parent_hash}-{genome_hash}.diff",
+        return self._kept(f"{self.root}/diffs/{parent_hash}-{genome_hash}.diff",
                           lambda: make(parent_hash, genome_hash).encode("utf-8"))
 
-    def rollout(self, evaluation_id: int, name: str, trajectory: Path) -> Path | None:
+    def rollout(self, evaluation_id: int, name: str, trajectory: Path | str) -> Path | None:
         """A cell's trajectory.md as stored (a re-graded cell rewrites it: its mtime names the version), or None."""
         try:
-            version = trajectory.stat().st_mtime_ns
+            version = os.stat(trajectory).st_mtime_ns
         except FileNotFoundError:
             return None
-        return self._kept(self.root / "rollouts" / str(evaluation_id) / f"{name}.{version}.md", trajectory.read_bytes)
+        # a string path: staging asks this for every rollout shown, each round
+        return self._kept(f"{self.root}/rollouts/{evaluation_id}/{name}.{version}.md", Path(trajectory).read_bytes)
 
     def stored_diff(self, parent_hash: str, genome_hash: str) -> Path | None:
         found = self.root / "diffs" / f"{parent_hash}-{genome_hash}.diff"
@@ -68,12 +73,14 @@ class EvidenceStore:
         return {name: path for name, (_, path) in sorted(found.items())}
 
     @staticmethod
-    def _kept(path: Path, content: Callable[[], bytes]) -> Path:
+    def _kept(where: Path | str, content: Callable[[], bytes]) -> Path:
         try:
-            if path.lstat().st_mtime_ns == STORED_NS:   # else written since: stored anew
-                return path
+            st = os.lstat(where)
+            if st.st_mtime_ns == STORED_NS and stat.S_IMODE(st.st_mode) == 0o444:   # else written since: anew
+                return Path(where)
         except FileNotFoundError:
             pass
+        path = Path(where)
         path.parent.mkdir(parents=True, exist_ok=True)
         incoming = path.with_name(f".incoming-{os.getpid()}-{path.name}")
         incoming.write_bytes(content())
@@ -83,15 +90,21 @@ class EvidenceStore:
         return path
 
 
-def link(stored: Path, target: Path) -> None:
+def link(stored: Path, target: Path | str) -> None:
     """Show a stored file at `target` in a workspace: a hard link (never a symlink, which a sandbox would not
     resolve); a copy where links are refused (another filesystem)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(stored, target)
-    except OSError:
-        shutil.copyfile(stored, target)
-        target.chmod(0o444)
+    for attempt in range(2):
+        try:
+            os.link(stored, target)
+            return
+        except FileNotFoundError:
+            if attempt:
+                raise
+            Path(target).parent.mkdir(parents=True, exist_ok=True)   # its folder is new: made once, not per file
+        except OSError:
+            break
+    shutil.copyfile(stored, target)
+    os.chmod(target, 0o444)
 
 
 def staged(data_dir: Path, run_id: str, name: str) -> dict[str, Path]:

@@ -38,3 +38,18 @@ def rates(cells: Iterable[dict], no_trigger: frozenset[str]) -> dict[str, float 
             (should_not if cell["task_id"] in no_trigger else should).append(was)
     return {"trigger_recall": sum(should) / len(should) if should else None,
             "false_trigger_rate": sum(should_not) / len(should_not) if should_not else None}
+
+
+def stored_rates(db, evaluation_id: int | None) -> dict | None:
+    """One evaluation's rates as the loop stored them ({recall, false_trigger_rate, no_trigger_tasks}); None when
+    it has none (no telemetry, a store from before them, or no such evaluation). Never re-derived."""
+    if not evaluation_id or "trigger_recall" not in db["evaluations"].columns_dict:
+        return None
+    found = list(db.query("select trigger_recall, false_trigger_rate, no_trigger_tasks from evaluations where id = ?",
+                          [evaluation_id]))
+    if not found or (found[0]["trigger_recall"] is None and found[0]["false_trigger_rate"] is None):
+        return None
+    row = found[0]
+    return {"recall": row["trigger_recall"], "false_trigger_rate": row["false_trigger_rate"],
+            "no_trigger_tasks": json.loads(row["no_trigger_tasks"] or "[]")}
+

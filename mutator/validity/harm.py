@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import stats
 
-from mutator.scoring.score import CellFigures, Normalisers, Weights, composite
+from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task
 from mutator.validity.stats import mde
 
 HARM_ALPHA = 0.05     # the family-wise rate of flagging a task that is not harmed, over every task of a comparison
@@ -27,13 +27,14 @@ TEST = ("exact one-sided permutation test of the mean per-cell composite (Fisher
 
 
 def cell_composites(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers) -> dict[str, list[float]]:
-    """{task (or 'task@model' with several models): each replicate cell's composite, by replicate}."""
+    """{task (or 'task@model' with several models): each replicate cell's composite, by replicate}: the composite
+    of the cell alone, as the gate scores a task (per_task), so with score.wTrigger > 0 a near-miss cell counts its
+    hit and every cell its trigger term."""
     cells = list(cells)
     several = len({c.model for c in cells}) > 1
     out: dict[str, list[tuple[int, float]]] = {}
     for c in sorted(cells, key=lambda c: (c.task_id, c.model, c.replicate)):
-        own = norm.for_model(c.model) if norm.by_model else norm
-        value = composite(c.score, c.cost_usd, c.steps, weights, own.seed_cost, own.seed_steps)[0]
+        value = per_task([c], weights, norm)[c.task_id].composite     # several models: against its own seed
         out.setdefault(f"{c.task_id}@{c.model}" if several else c.task_id, []).append((c.replicate, value))
     return {k: [v for _, v in sorted(pairs)] for k, pairs in out.items()}
 

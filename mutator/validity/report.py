@@ -16,6 +16,7 @@ from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Normalisers, Weights, per_task, split_key
 from mutator.store import cache
 from mutator.store.db import rows
+from mutator.store.triggers import stored_rates
 from mutator.validity import harm
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
 
@@ -136,10 +137,26 @@ def control(db: sqlite_utils.Database, *, champion_eval: int, seed_eval: int, no
             "champion": against_none(db, champion_eval, none_eval, weights, norm)}
 
 
+def among_others(db: sqlite_utils.Database, beside: dict | None, champion_eval: int, weights: Weights,
+                 norm: Normalisers) -> dict | None:
+    """A run evaluated among other skills (--with-skills): which they were and, when the champion was also
+    measured alone on the suite, among − alone paired by task, with both evaluations' stored trigger rates."""
+    if not beside:
+        return None
+    alone_eval = beside.get("alone_evaluation_id")
+    split = compare_split(db, champion_eval, alone_eval, weights, norm) if alone_eval else None
+    names = {"champion_composite": "among_composite", "seed_composite": "alone_composite",
+             "champion_evaluation_id": "among_evaluation_id", "seed_evaluation_id": "alone_evaluation_id"}
+    return {**beside, "alone": {names.get(k, k): v for k, v in split.items()} if split else None,
+            "triggers": {"among": stored_rates(db, champion_eval), "alone": stored_rates(db, alone_eval)}}
+
+
 def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: int, seed_eval: int,
-          test_norm: Normalisers, control_eval: int | None = None) -> dict:
+          test_norm: Normalisers, control_eval: int | None = None, beside: dict | None = None) -> dict:
     """The whole report for one test run; train and val come from the run's stored evaluations. With
-    `control_eval` (the suite measured with no skill) it adds seed vs none and champion vs none."""
+    `control_eval` (the suite measured with no skill) it adds seed vs none and champion vs none; with `beside`
+    (the other skills installed in every cell, and the champion's evaluation alone) the champion among them vs
+    alone."""
     weights = Weights.of_run(run)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     seed_row = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
@@ -156,7 +173,8 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
             "gap": {"train": gap(splits["train"], splits["test"]), "val": gap(splits["val"], splits["test"])},
             "gap_z": GAP_Z, "control": control(db, champion_eval=champion_eval, seed_eval=seed_eval,
                                                none_eval=control_eval, weights=weights, norm=test_norm),
-            "harm": task_harm(db, champion_eval, {"seed": seed_eval, "none": control_eval}, weights, test_norm)}
+            "harm": task_harm(db, champion_eval, {"seed": seed_eval, "none": control_eval}, weights, test_norm),
+            "with_skills": among_others(db, beside, champion_eval, weights, test_norm)}
 
 
 def task_harm(db: sqlite_utils.Database, champion_eval: int, references: dict[str, int | None], weights: Weights,
@@ -207,7 +225,7 @@ def render(report: dict) -> str:
                 m = (report["splits"][split] or {}).get("mcnemar", {}).get(n)
                 parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} p={m['p_value']:.3g}"))
             lines.append(f"    {n:<16} " + "   ".join(parts))
-    lines += render_control(report.get("control"))
+    lines += render_control(report.get("control")) + render_among(report.get("with_skills"))
     found = report.get("harm") or {}
     lines += harm.render(found.get("seed"), "the seed") + harm.render(found.get("none"), "no skill")
     for split in ("train", "val"):
@@ -252,3 +270,25 @@ def render_control(found: dict | None) -> list[str]:
                      f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
         lines += _model_lines(s, "      ", "none", name, with_ci=True)   # does the skill help, on each model
     return lines
+
+
+def render_among(found: dict | None) -> list[str]:
+    """The other skills installed beside it and, when measured, the champion among them vs alone; [] when alone."""
+    if not found:
+        return []
+    lines = [f"  Evaluated among other skills (--with-skills {found['dir']}): {', '.join(found['skills'])} "
+             f"installed beside it in every cell (digest {found['digest']})"]
+    s = found.get("alone")
+    if s is None:
+        return lines + ["    champion alone: not measured (--no-control)"]
+    d, sign = s["delta"], s["sign"]
+    lines.append(f"    champion among them vs alone {s['n_tasks']:>3} tasks   alone {s['alone_composite']:.4f}   among "
+                 f"{s['among_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {_ci(d)}   "
+                 f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
+    rates = found.get("triggers") or {}
+    if rates.get("among") or rates.get("alone"):
+        def pair(key: str) -> str:
+            return " · ".join(f"{side} {_fmt((rates.get(side) or {}).get(key), '.3f')}" for side in ("among", "alone"))
+        lines.append(f"    trigger recall {pair('recall')}; false-trigger rate {pair('false_trigger_rate')}")
+    return lines
+

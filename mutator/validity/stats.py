@@ -6,6 +6,7 @@ Pure functions over numbers handed in: never touches the database, never starts 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -176,6 +177,7 @@ class Rate:
         return asdict(self)
 
 
+@functools.lru_cache(maxsize=1024)   # a pure function of three numbers: the A/A view asks for the same ones per request
 def binomial_rate(k: int, n: int, *, confidence: float = 0.95) -> Rate:
     """The exact (Clopper–Pearson) interval an A/A false-call rate is read with, from its beta-quantile form.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from eval.cells import Contract
@@ -20,7 +21,7 @@ from mutator.round.budget import BudgetStop, refused
 from mutator.round.evaluations import Evaluator
 from mutator.round.failures import EvaluationStop, refuse_sick
 from mutator.round.progress import Progress
-from mutator.round.session import Session
+from mutator.round.session import Session, other_skills
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
@@ -173,12 +174,22 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                                   contract=contract)
         _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv)
         measured.append((none, suite, "no skill on the test suite"))
+    beside = beside_it(settings, run["skill_name"], contract)
+    alone = None
+    if control and beside:   # measured among other skills (--with-skills): the champion alone too, to compare
+        alone = _alone(session, settings, agent_argv, launcher, network).evaluate(
+            genomes.path(champion), champion, run["skill_name"], suite, label=f"test · champion alone on {suite.name}",
+            contract=replace(contract, with_skills=""))
+        _settle(db, settings, run_id, test_id, [(alone, suite, "the champion alone on the test suite")], agent_argv)
+        measured.append((alone, suite, "the champion alone on the test suite"))
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
     train = _train_composite(db, evaluator, weights, run, champion)
     report = test_report.build(db, run, suite=suite.name, champion_eval=best.evaluation_id,
                                seed_eval=seed.evaluation_id, test_norm=norm,
-                               control_eval=none.evaluation_id if none else None)
+                               control_eval=none.evaluation_id if none else None,
+                               beside={**beside, "alone_evaluation_id": alone.evaluation_id if alone else None}
+                               if beside else None)
     look = looks.look_of(db, skill_name=run["skill_name"], suite=suite.name, genome_hash=champion, before=test_id)
     report["look"] = {"k": look.k, "looks": look.looks, "repeat_of": look.repeat_of, "kind": kind,
                       "sealed": bool(run.get("seal_test") or settings.seal_test)}
@@ -190,6 +201,25 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
             "train_composite": train, "cells_run": sum(o.ran for o, _, _ in measured), "report": report}
+
+
+def beside_it(settings: Settings, skill_name: str, contract: Contract) -> dict | None:
+    """The other skills the run's cells held (--with-skills, checked against the run's digest by Session.open):
+    {dir, skills, digest}; None for a run evaluated alone."""
+    if not contract.with_skills:
+        return None
+    return {"dir": str(settings.with_skills), "skills": [p.name for p in other_skills(settings, skill_name)],
+            "digest": contract.with_skills}
+
+
+def _alone(session: Session, settings: Settings, agent_argv: list[str], launcher: Launcher,
+           network: bool) -> Evaluator:
+    """An evaluator like the session's (its budget asked, its run charged) whose cells hold the skill alone."""
+    mine = session.evaluator
+    contract = replace(session.contract, with_skills="")
+    return Evaluator.for_settings(settings, session.db, contract, agent_argv=agent_argv, launcher=launcher,
+                                  progress=session.progress, network=network, spend_gate=mine.spend_gate,
+                                  payer=mine.payer)
 
 
 def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from mutator.scoring.score import CellFigures
 from tests.conftest import ROOT
 
 
@@ -108,3 +109,61 @@ def test_evidence_replicates_sets_the_train_depth_only(bench):
     search.run()
     assert {len(search.cells["train"][g]) for g in search.evidence} == {len(land.suites["train"])}
     assert {len(cells) for cells in search.cells["val"].values()} == {2 * len(land.suites["val"])}
+
+
+@pytest.mark.parametrize(("gains", "kept"), [
+    ((0.010, 0.030, -0.050), {"branching-nogate": 1, "branching-raw": 1}),   # the best sibling clears both rules
+    ((0.010, 0.015, -0.050), {"branching-nogate": 1, "branching-raw": None}),  # Δ +0.015: > 0 but < 0.02
+    ((-0.010, -0.002, -0.050), {"branching-nogate": None, "branching-raw": None}),
+])
+def test_the_gateless_branching_lines_keep_the_best_sibling_by_delta_alone(bench, gains, kept):
+    """A constructed round: 3 siblings scoring the seed's score + gains on every val cell (same cost and turns).
+    branching-nogate keeps the best sibling iff its Δ > 0, branching-raw iff Δ ≥ 0.02; neither screens nor waves,
+    whatever config.json says: every child costs its 16 val cells at once and no train cell but a keep's evidence."""
+    land = bench.Landscape(random.Random(0))
+    seed = bench.Genome(bench.SEED_RULES)
+    children = [bench.Genome({*bench.SEED_RULES, ("notes", i)}) for i in range(3)]
+    score = {seed: 0.5, **{child: 0.5 + gain for child, gain in zip(children, gains, strict=True)}}
+    cost, turns = land.cost(seed), land.turns(seed)
+    land.cell = lambda g, _split, task, rep, **_: (CellFigures(task, rep, score[g], cost, turns, True), [])
+    lines = {line.label: line for line in bench.LINES}
+    for label, best in kept.items():
+        search = bench.Search(land, lines[label], 640, 2, 0)
+        proposals = iter(children)
+        search.mutator = lambda parent, **_: (next(proposals), "op")
+        search.max_calls = 3                                    # one round of branching's 3 siblings
+        search.run()
+        assert (search.screen.tasks, search.gating.design.looks) == (0, 1), label
+        assert search.incumbent == (seed if best is None else children[best]), label
+        assert {len(search.cells["val"][g]) for g in children} == {2 * len(land.suites["val"])}, label
+        assert set(search.cells["train"]) == {seed} | ({children[best]} if best is not None else set()), label
+        assert search.decisions == 3 and search.purpose["val"] == 3 * 2 * len(land.suites["val"]), label
+
+
+def test_every_strategy_has_its_gateless_lines(bench):
+    lines = {line.label: line for line in bench.LINES}
+    for name, strategy, opts in bench.STRATEGIES:
+        assert (lines[f"{name}-nogate"].keep, lines[f"{name}-raw"].keep) == ("positive", "raw")
+        assert lines[f"{name}-nogate"].strategy == strategy and lines[f"{name}-raw"].opts == opts
+    assert set(bench.GATELESS) == {label for label, line in lines.items() if line.keep in ("positive", "raw")}
+
+
+def test_the_choice_rule_picks_the_best_gated_line_that_beats_every_gateless_one(bench):
+    out = lambda v: bench.Outcome([(0, v)], v, v, 0, 0.0)  # noqa: E731
+    base = [0.5 + i / 100 for i in range(12)]
+    rows = {"greedy:seq": [out(v + 0.2) for v in base], "branching:seq": [out(v + 0.3) for v in base],
+            "pareto:fixed": [out(v + 0.8 if i % 2 else v - 0.1) for i, v in enumerate(base)],   # best mean, no win
+            **{label: [out(v) for v in base] for label in bench.GATELESS}}
+    chosen, table = bench.choose(rows)
+    assert chosen == "branching:seq"
+    assert [other for other, *_ in table["greedy:seq"]] == list(bench.GATELESS)
+    assert all(q < 0.05 for *_, q in table["greedy:seq"]) and not all(q < 0.05 for *_, q in table["pareto:fixed"])
+    rows["branching-raw"] = [out(v + 0.35) for v in base]          # a gate-less line above both: nothing qualifies
+    assert bench.choose(rows)[0] is None
+
+
+def test_seeds_in_several_processes_give_the_same_rows(bench):
+    lines = tuple(line for line in bench.LINES if line.label in ("greedy:seq+screen", "branching-raw"))
+    one, two = (bench.run_all(range(5, 7), lines, 120, 2, bench.RAW_THRESHOLD, bench.Rules.from_config(), jobs)
+                for jobs in (1, 2))
+    assert one.rows == two.rows and one.targets == two.targets and one.optima == two.optima

@@ -69,3 +69,16 @@ def test_propose_no_harm_names_the_flagged_tasks() -> None:
     assert harm.flagged_reason(report).startswith("proposeNoHarm: its latest test finds it worse than the seed on t (")
     assert harm.flagged_reason({"harm": {"seed": harm.harm({"t": [1.0] * 3}, {"t": [1.0] * 3})}}) == ""
     assert harm.flagged_reason(None) == ""
+
+
+def test_with_w_trigger_a_cell_counts_its_hit_and_trigger_term_as_the_gate_does() -> None:
+    """score.wTrigger 0.5: a near-miss cell that loaded the skill scores 0 (not its grade) and loses 0.5; one that
+    left it alone scores 1; a should-trigger cell that did not load loses 0.5 on its grade. Without it: the grades."""
+    cells = [CellFigures("near", 0, 1.0, 0.0, 0, True, loaded=True, trigger=False),
+             CellFigures("near", 1, 1.0, 0.0, 0, True, loaded=False, trigger=False),
+             CellFigures("should", 0, 0.8, 0.0, 0, True, loaded=False, trigger=True),
+             CellFigures("should", 1, 0.8, 0.0, 0, True, loaded=None, trigger=True)]   # no telemetry: its grade
+    norm = Normalisers(0.0, 0.0)
+    scored = harm.cell_composites(cells, Weights(0.0, 0.0, 0.5), norm)
+    assert scored["near"] == [-0.5, 1.0] and scored["should"] == pytest.approx([0.3, 0.8])
+    assert harm.cell_composites(cells, Weights(0.0, 0.0), norm) == {"near": [1.0, 1.0], "should": [0.8, 0.8]}

@@ -55,7 +55,7 @@ export function reportView(report) {
           const m = report.splits[s]?.mcnemar?.[n];
           return h('td', {}, m ? fig(`+${m.only_a}/−${m.only_b} p ${p(m.p_value)}`, TIPS.reportMcnemar) : '—');
         })))))) : null,
-    controlView(report.control),
+    controlView(report.control), amongView(report.with_skills),
     harmView(report.harm?.seed, 'the seed'), harmView(report.harm?.none, 'no skill'),
     h('p', { class: 'hint' }, 'val Δ is the champion\'s selection score: it is biased up by the choice itself; test is not.'));
 }
@@ -111,3 +111,17 @@ function harmView(found, reference) {
       h('td', {}, r.champion.map((v) => num(v, 3)).join(' ')), h('td', {}, r.reference.map((v) => num(v, 3)).join(' ')),
       h('td', {}, p(r.p_worse)))))));
 }
+
+// A run evaluated among other skills (--with-skills): which were installed beside it and, when measured, the
+// champion among them vs alone on the test suite, with both evaluations' stored trigger rates.
+function amongView(w) {
+  if (!w) return null;
+  const a = w.alone, t = w.triggers || {};
+  const rate = (side, key) => num(t[side]?.[key], 3);
+  return h('div', { class: 'among', id: 'test-among' },
+    h('p', { 'data-skills': w.skills.join(',') }, `Evaluated among other skills (--with-skills ${w.dir}): ${w.skills.join(', ')} installed beside it in every cell (digest ${w.digest}).`),
+    a ? h('p', { 'data-among': '' }, `Champion among them vs alone, ${a.n_tasks} tasks: alone ${num(a.alone_composite)} · among ${num(a.among_composite)} · Δ ${signed(a.delta.mean)} ± ${num(a.delta.se)}`
+      + ` · trigger recall among ${rate('among', 'recall')} / alone ${rate('alone', 'recall')} · false-trigger rate among ${rate('among', 'false_trigger_rate')} / alone ${rate('alone', 'false_trigger_rate')}`)
+      : h('p', { class: 'hint' }, 'the champion alone was not measured (--no-control)'));
+}
+

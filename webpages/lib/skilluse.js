@@ -1,10 +1,14 @@
 // Skill telemetry (README "Skill telemetry"): what the build agents did with the skill, from their own streams.
 // Per evaluation a file × (read share, run share) table, the candidate beside its parent; per cell in the drawer.
+// Beside it the trigger rates the loop stored on each evaluation (never re-derived here), and how they moved by round.
 import { h, num } from './util.js';
 
 const TIP = {
   read: 'cells whose agent read this file of the skill (a Skill call or a read of SKILL.md counts as reading SKILL.md), of the cells with telemetry',
   run: 'cells whose agent ran this script of the skill; failed: cells where a run of it exited non-zero',
+  recall: 'trigger recall, as the loop stored it on the evaluation: share of the cells of trigger:true tasks whose agent loaded the skill',
+  false: 'false-trigger rate, as stored: share of the cells of trigger:false tasks (near-misses) whose agent loaded the skill',
+  near: 'the tasks marked "trigger": false (the skill should be left alone on them)',
   tokens: 'an estimate: characters of what the reads of the skill returned / 4 (the API reports usage per turn, not per file)',
 };
 
@@ -30,8 +34,27 @@ export function skillUseSection(su, split) {
   return h('section', { id: 'round-skill-use' }, h('h3', {}, `Skill use on ${split} (from the build agents' streams)`),
     h('p', { id: 'skill-loaded' }, `loaded in ${loaded(su.candidate)} of cells (parent ${loaded(su.parent)}) · `,
       h('span', { title: TIP.tokens }, `~${num(su.candidate.read_tokens_est, 0)} tokens per cell reading the skill (estimate)`)),
-    h('table', { class: 'figs', id: 'skill-use' }, h('thead', {}, h('tr', {}, h('th', {}, 'file'), h('th', { title: TIP.read }, 'read'), h('th', { title: TIP.run }, 'run'),
-      h('th', { class: 'hint' }, 'parent read'), h('th', { class: 'hint' }, 'parent run'))), h('tbody', {}, rows)));
+    h('div', { class: 'cols' },
+      h('table', { class: 'figs', id: 'skill-use' }, h('thead', {}, h('tr', {}, h('th', {}, 'file'), h('th', { title: TIP.read }, 'read'), h('th', { title: TIP.run }, 'run'),
+        h('th', { class: 'hint' }, 'parent read'), h('th', { class: 'hint' }, 'parent run'))), h('tbody', {}, rows)),
+      triggerTables(su)));
+}
+
+function triggerTables(su) {
+  const rates = [['candidate', su.candidate?.triggers], ['parent', su.parent?.triggers]].filter(([, t]) => t);
+  if (!rates.length) return h('p', { class: 'hint', id: 'trigger-rates' }, 'no trigger rates stored for this evaluation');
+  const near = (ids) => h('td', { title: `${TIP.near}: ${ids.join(', ') || 'none'}` }, String(ids.length));
+  const head = (...cols) => h('thead', {}, h('tr', {}, cols.map(([x, tip]) => h('th', { title: tip || '' }, x))));
+  const figs = [['recall', TIP.recall], ['false-trigger rate', TIP.false]];
+  const rounds = su.trigger_rounds || [];
+  return h('div', {},
+    h('table', { class: 'figs', id: 'trigger-rates' }, head(['', ''], ...figs, ['no-trigger tasks', TIP.near]),
+      h('tbody', {}, rates.map(([k, t]) => h('tr', { 'data-row': k }, h('th', {}, k), h('td', { title: TIP.recall }, num(t.recall, 3)),
+        h('td', { title: TIP.false }, num(t.false_trigger_rate, 3)), near(t.no_trigger_tasks))))),
+    rounds.length ? h('table', { class: 'figs', id: 'trigger-rounds' }, h('caption', {}, 'by round (each attempt\'s own evaluation on this split)'),
+      head(['round', ''], ['verdict', ''], ...figs, ['no-trigger tasks', TIP.near]),
+      h('tbody', {}, rounds.map((r) => h('tr', { 'data-attempt': r.attempt_id }, h('th', {}, `${r.round}${r.sibling ? '.' + r.sibling : ''}`), h('td', {}, r.verdict || ''),
+        h('td', { title: TIP.recall }, num(r.trigger_recall, 3)), h('td', { title: TIP.false }, num(r.false_trigger_rate, 3)), h('td', { title: TIP.near }, String(r.no_trigger_tasks)))))) : null);
 }
 
 export function cellSkillUse(use) {
