@@ -289,14 +289,18 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
     Our SDK agent's process is its tool server: its loop runs here, on this process's warm client, pointed at
     that same proxy, and the process is given no model API at all (eval/agents/warm.py)."""
     env, proxy = metering(env, meter, getattr(launcher, "api_socket", None))
-    talk = None
-    served = tool_server_args(argv)
-    if served is not None:
-        from eval.agents.warm import drive  # the SDK, imported once per process that runs agents
-        api = {name: env.pop(name) for name in MODEL_API_VARS if name in env}
-        talk = functools.partial(drive, role=served[0], config=served[1], env=dict(env), api=api, prompt=prompt,
-                                 stream=stream, stderr=log_dir / "agent.stderr")
     try:
+        talk = None
+        served = tool_server_args(argv)
+        if served is not None:
+            import asyncio
+            import importlib
+            # the SDK, imported once per process that runs agents (seconds of CPU), off the event loop: the other
+            # cells' supervision goes on meanwhile
+            warm = await asyncio.to_thread(importlib.import_module, "eval.agents.warm")
+            api = {name: env.pop(name) for name in MODEL_API_VARS if name in env}
+            talk = functools.partial(warm.drive, role=served[0], config=served[1], env=dict(env), api=api,
+                                     prompt=prompt, stream=stream, stderr=log_dir / "agent.stderr")
         return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
                             launcher=launcher, writable=writable, readable=readable, network=network,
                             silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
