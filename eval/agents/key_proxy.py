@@ -9,6 +9,11 @@ unchanged. A request without the nonce is refused, so no other local process can
 With `unix_path` it also listens on that unix socket, which a container without a network reaches
 (sandbox/relay.py). Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
 harness starts one per agent call (eval/agent_call.py) and per judge call, whatever the backend.
+
+A request whose caller goes away (Ctrl-C, a watchdog kill) is still metered: closing, the proxy waits up to
+METER_GRACE_S for each in-flight response's usage (a stream's `message_start`, a JSON body's end), then reads on
+what the API already sent until the stream is quiet for QUIET_S (at most DRAIN_S), so a request the API began to
+serve is on the meter even when its caller left before the first byte came back.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ import asyncio
 import secrets
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 
-from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, web
 
 try:
     from eval.agents.meter import Tap
@@ -32,6 +37,9 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DROP_REQUEST = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "upgrade",
                 "proxy-authorization", "proxy-connection", "te", "trailer", "x-api-key", "authorization"}
 DROP_RESPONSE = {"content-length", "connection", "keep-alive", "transfer-encoding", "upgrade", "trailer"}
+METER_GRACE_S = 10.0   # callerless, how long an in-flight response may take to say its usage
+QUIET_S = 0.25         # then read on while the API still sends, with pauses no longer than this
+DRAIN_S = 1.0          # for at most this long (reading on keeps the API generating)
 
 
 def credentials(environ: Mapping[str, str]) -> dict[str, str]:
@@ -41,6 +49,15 @@ def credentials(environ: Mapping[str, str]) -> dict[str, str]:
     if environ.get("ANTHROPIC_AUTH_TOKEN"):
         return {"authorization": f"Bearer {environ['ANTHROPIC_AUTH_TOKEN']}"}
     return {}
+
+
+async def _sent(write: Awaitable[object]) -> bool:
+    """Whether a write to the caller went through (False: the caller is gone, e.g. cancelled by a Ctrl-C)."""
+    try:
+        await write
+    except ConnectionResetError:   # aiohttp's ClientConnectionResetError is one
+        return False
+    return True
 
 
 class KeyProxy:
@@ -58,6 +75,8 @@ class KeyProxy:
         self.runner: web.AppRunner | None = None
         self.session: ClientSession | None = None
         self.port = 0
+        self.in_flight: set[asyncio.Task] = set()   # the metered requests being forwarded
+        self.closing: asyncio.Event | None = None   # set by close(): every caller is gone
 
     @property
     def base_url(self) -> str:
@@ -87,7 +106,8 @@ class KeyProxy:
                                      auto_decompress=False)
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
-        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
+        self.closing = asyncio.Event()
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=METER_GRACE_S + DRAIN_S + 1)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
@@ -97,8 +117,12 @@ class KeyProxy:
         return port
 
     async def _stop(self) -> None:
+        assert self.closing is not None
+        self.closing.set()   # requests in flight read what the API sent, then end (_copy)
         if self.runner is not None:
             await self.runner.cleanup()
+        if self.in_flight:   # a handler whose caller is gone outlives its connection: it ends on its own
+            await asyncio.wait(self.in_flight, timeout=METER_GRACE_S + DRAIN_S + 1)
         if self.session is not None:
             await self.session.close()
 
@@ -119,7 +143,11 @@ class KeyProxy:
         headers.update(self.auth)
         body = await request.read()
         response = web.StreamResponse()
-        tap = None
+        if self.meter is not None:
+            task = asyncio.current_task()
+            assert task is not None
+            self.in_flight.add(task)
+            task.add_done_callback(self.in_flight.discard)
         try:
             async with self.session.request(request.method, self.upstream + request.path_qs, headers=headers,
                                             data=body or None, allow_redirects=False) as upstream:
@@ -127,15 +155,13 @@ class KeyProxy:
                 for name, value in upstream.headers.items():
                     if name.lower() not in DROP_RESPONSE:
                         response.headers.add(name, value)
-                await response.prepare(request)
+                caller_gone = not await _sent(response.prepare(request))
+                tap = None
                 if self.meter is not None and upstream.status == 200 and request.path.endswith("/messages"):
                     tap = Tap(self.meter, request_id=f"req-{uuid.uuid4().hex}",
                               streaming="event-stream" in upstream.headers.get("content-type", ""))
                 try:
-                    async for chunk in upstream.content.iter_any():
-                        if tap is not None:
-                            tap.feed(chunk)   # metered as read, before the client has it: a cut loses nothing
-                        await response.write(chunk)
+                    cut = await self._copy(upstream, response, tap, caller_gone)
                 finally:
                     if tap is not None:
                         tap.close()
@@ -145,5 +171,45 @@ class KeyProxy:
             # The CLI retries a 502 and, past its retries, reports an API error: the cell is infra_error.
             return web.json_response({"type": "error", "error": {
                 "type": "api_error", "message": f"key proxy: {self.upstream} unreachable: {err}"}}, status=502)
-        await response.write_eof()
+        if not cut:
+            await response.write_eof()
         return response
+
+    async def _copy(self, upstream: ClientResponse, response: web.StreamResponse, tap: Tap | None,
+                    caller_gone: bool) -> bool:
+        """The upstream body to the caller, each chunk metered as read, before the caller has it (a cut loses
+        nothing). Once the caller is gone (or the proxy closes), only until the API's usage is known and it goes
+        quiet (module docstring). Returns whether the response was cut short (its caller gone, or the proxy closing)."""
+        assert self.closing is not None
+        loop = asyncio.get_running_loop()
+        read: asyncio.Future[bytes] | None = None
+        usage_by = quiet_by = 0.0   # callerless deadlines: for the usage, then for reading on
+        try:
+            while True:
+                read = read or asyncio.ensure_future(upstream.content.readany())
+                if not (caller_gone or self.closing.is_set()):
+                    closing = asyncio.ensure_future(self.closing.wait())
+                    await asyncio.wait({read, closing}, return_when=asyncio.FIRST_COMPLETED)
+                    closing.cancel()
+                    if not read.done():
+                        continue   # closing: the same read, now callerless
+                else:
+                    now = loop.time()
+                    usage_by = usage_by or now + METER_GRACE_S
+                    known = tap is None or bool(tap.usage)
+                    if known:
+                        quiet_by = quiet_by or now + DRAIN_S
+                    wait = min(QUIET_S, quiet_by - now) if known else usage_by - now
+                    done, _ = await asyncio.wait({read}, timeout=max(wait, 0.0))
+                    if not done:
+                        return True   # cut here: what the API sent until now is on the meter
+                chunk, read = read.result(), None
+                if not chunk:
+                    return caller_gone
+                if tap is not None:
+                    tap.feed(chunk)
+                if not caller_gone:
+                    caller_gone = not await _sent(response.write(chunk))
+        finally:
+            if read is not None:
+                read.cancel()

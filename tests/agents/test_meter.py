@@ -4,6 +4,7 @@ back once per response; and the metering proxy between a real anthropic SDK clie
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import anthropic
@@ -68,3 +69,38 @@ def test_the_proxy_meters_what_the_server_served(server, tmp_path: Path, stream:
     assert server.auth_keys == ["real"] * 3                 # the key is the proxy's; the 529 is retried by the SDK
     served = read_meter(meter)
     assert served.responses == 2 and served.total() == server.served_usage()
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["sse", "json"])
+def test_a_caller_gone_before_the_first_byte_is_still_metered(server, tmp_path: Path, stream: bool) -> None:
+    """A Ctrl-C cancels the call while the API is still thinking: the proxy, closed, waits for the response's
+    usage, so what the API served is on the meter though no byte of it reached the caller."""
+    server.script(Reply([text("late")], "end_turn", usage(640, 33, 0, 12), hang_s=0.6))
+    meter = tmp_path / "meter.jsonl"
+    with KeyProxy(server.base_url, {"x-api-key": "real"}, meter=meter) as proxy:
+        client = anthropic.Anthropic(api_key=proxy.nonce, base_url=proxy.base_url, max_retries=0, timeout=0.1)
+        kwargs = dict(model="claude-haiku-4-5", max_tokens=50, messages=[{"role": "user", "content": "x"}])
+        with pytest.raises(anthropic.APITimeoutError):
+            if stream:
+                with client.messages.stream(**kwargs) as events:
+                    events.get_final_message()
+            else:
+                client.messages.create(**kwargs)
+    served = read_meter(meter)
+    assert served is not None and served.responses == 1
+    assert served.total() == server.served_usage() == usage(640, 33, 0, 12)
+
+
+def test_a_caller_gone_mid_stream_is_metered_to_the_cut_and_closing_does_not_wait_for_the_rest(
+        server, tmp_path: Path) -> None:
+    server.script(Reply([text("a long answer")], "end_turn", usage(900, 50), hang_mid_s=600))
+    meter = tmp_path / "meter.jsonl"
+    proxy = KeyProxy(server.base_url, {"x-api-key": "real"}, meter=meter).start()
+    client = anthropic.Anthropic(api_key=proxy.nonce, base_url=proxy.base_url, max_retries=0)
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=50,
+                                messages=[{"role": "user", "content": "x"}]) as events:
+        next(iter(events))   # message_start, then the model "generates" for ten minutes: the caller leaves
+    started = time.monotonic()
+    proxy.close()
+    assert time.monotonic() - started < 5
+    assert read_meter(meter).total() == server.served_usage() == usage(900, 1)
