@@ -34,6 +34,8 @@ from mutator.server.app import create_app  # noqa: E402
 from mutator.store.db import connect, connect_readonly, dumps  # noqa: E402
 
 TESTS = ("parses", "headers", "rows", "amounts", "dates", "emails", "flags", "text")
+# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its endpoint computes the note in SQL)
+PLAIN_NOTE = "json_extract(a.gate, '$.keep') as gate_keep, a.pool_snapshot is not null as pooled"
 GATE = -0.02   # every comparison's threshold here (the figures are synthetic; the shapes are the loop's)
 
 
@@ -262,8 +264,11 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
         return (Q.q(ro, "select * from runs where id = ?", [run_id]),
                 Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t on "
                         "t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling", [run_id]),
-                Q.q(ro, f"select {Q.ATTEMPT_LIST} from attempts where run_id = ? and round >= ? order by round, "
-                        "sibling", [run_id, low]),
+                # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline as before
+                # the endpoint moved the note into its SQL)
+                Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, pool_snapshot "
+                        "is not null as pooled from attempts where run_id = ? and round >= ? order by round, sibling",
+                    [run_id, low]),
                 Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
                         "attempts where run_id = ? and round >= ?)", [run_id, low]),
                 Q.q(ro, "select * from test_runs where run_id = ? order by id", [run_id]))
@@ -302,9 +307,10 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ?", [ev])),
-        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?"), [run]),
+        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?", note=PLAIN_NOTE),
+                                                [run]),
         "/api/attempts?skill=bench-skill": lambda: Q.q(ro, attempts_view.SQL.format(
-            where="a.run_id in (select id from runs where skill_name = ?)"), ["bench-skill"]),
+            where="a.run_id in (select id from runs where skill_name = ?)", note=PLAIN_NOTE), ["bench-skill"]),
         f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
                                        Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
     }

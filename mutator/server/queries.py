@@ -38,24 +38,17 @@ RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model,
 ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
                 "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
                 "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
-                "mutator_cost_usd, started_at, finished_at, json_extract(gate, '$.keep') as gate_keep, reason, "
-                "pool_snapshot is not null as pooled")
+                "mutator_cost_usd, started_at, finished_at, reason")
 # What the curve and the incumbent per round read for every attempt of a run: the loop's stored decisions.
 LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "incumbent_after")
 LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
 
 
-_COLUMNS: dict[tuple[int, int], str] = {}   # (connection, schema_version) -> attempt_list
-
-
 def attempt_list(db: sqlite_utils.Database) -> str:
-    """ATTEMPT_LIST plus `confirm` when the store has it (migration v3; a store no newer loop has opened lacks it).
-    Looked up once per schema version (a migration moves it), not on every request."""
-    key = (id(db.conn), db.conn.execute("PRAGMA schema_version").fetchone()[0])
-    if key not in _COLUMNS:
-        names = {row[1] for row in db.conn.execute("PRAGMA table_info(attempts)")}
-        _COLUMNS[key] = ATTEMPT_LIST + (", confirm" if "confirm" in names else ", null as confirm")
-    return _COLUMNS[key]
+    """ATTEMPT_LIST plus `confirm` (null when the store lacks it: decisions.has_confirm) and the verdict's note."""
+    confirm = D.has_confirm(db)
+    return (f"{ATTEMPT_LIST}, {'confirm' if confirm else 'null as confirm'}, "
+            f"{D.verdict_note_sql(confirm=confirm)} as verdict_note")
 
 
 def composite(ev: dict | None, run: dict, *, split: str) -> float | None:
@@ -200,7 +193,7 @@ def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict
 
 # ---- one attempt (Round Analysis) ------------------------------------------------------------------
 def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_dir: Path | None = None) -> dict | None:
-    a = one(db, "select * from attempts where id = ?", [attempt_id])
+    a = one(db, f"select *, {D.verdict_note_column(db)} from attempts where id = ?", [attempt_id])
     if a is None:
         return None
     run = run_row(db, a["run_id"])
@@ -247,9 +240,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_
     grid = G.test_grid(cells)
     test_names = sorted({n for per in grid.values() for n in per})
     siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason, "
-                     "json_extract(gate, '$.keep') as gate_keep, pool_snapshot is not null as pooled from attempts "
-                     "where run_id = ? and round = ? "
-                     "order by sibling", [run["id"], a["round"]])
+                     f"{D.verdict_note_column(db)} from attempts where run_id = ? and round = ? order by sibling",
+                 [run["id"], a["round"]])
     D.annotate(siblings)
     for s in siblings:
         del s["status"], s["error"]
@@ -295,8 +287,8 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     if run is None:
         return None
     nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
-                  "summary, composite, delta, error, reason, json_extract(gate, '$.keep') as gate_keep, "
-                  "pool_snapshot is not null as pooled from attempts where run_id = ? order by round, sibling",
+                  f"summary, composite, delta, error, reason, {D.verdict_note_column(db)} from attempts "
+                  "where run_id = ? order by round, sibling",
               [run_id])
     origin: dict[str, dict] = {}
     for n in nodes:

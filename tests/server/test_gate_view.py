@@ -10,9 +10,10 @@ import sqlite3
 
 import pytest
 import pytest_asyncio
+import sqlite_utils
 
 from mutator.server.app import create_app
-from mutator.server.decisions import verdict_note
+from mutator.server.decisions import has_confirm, verdict_note_column
 from mutator.server.gate_view import safe_ints
 from tests.conftest import copy_store
 
@@ -116,17 +117,53 @@ async def test_badges_say_when_a_pool_rank_or_a_sibling_decided(mixed, mixed_sto
     assert "lost to a sibling" in notes.values()                 # the branching run's gate-passing losers
 
 
-@pytest.mark.parametrize(("row", "note"), [
-    ({"verdict": "KEEP", "gate_keep": 0, "pooled": 1}, "kept by pool rank"),
-    ({"verdict": "KEEP", "gate_keep": 1, "pooled": 1}, None),
-    ({"verdict": "REJECT", "gate_keep": 1, "pooled": 1}, "lost on pool rank"),
-    ({"verdict": "REJECT", "gate_keep": 1, "pooled": 0}, "lost to a sibling"),
-    ({"verdict": "REJECT", "gate_keep": 0, "pooled": 0}, None),
-    ({"verdict": "REJECT", "gate": {"keep": True}, "confirm": {"stands": False}}, "overturned on confirmation"),
-    ({"verdict": "CRITIC", "gate_keep": None, "pooled": 0}, None),
+KEEP, REJECT = '{"keep": true}', '{"keep": false}'
+
+
+@pytest.mark.parametrize(("confirm_column", "row", "note"), [
+    (True, ("KEEP", REJECT, "[]", None), "kept by pool rank"),
+    (True, ("KEEP", KEEP, "[]", None), None),
+    (True, ("REJECT", KEEP, "[]", None), "lost on pool rank"),
+    (True, ("REJECT", KEEP, None, None), "lost to a sibling"),
+    (True, ("REJECT", REJECT, None, None), None),
+    (True, ("REJECT", KEEP, None, '{"stands": false}'), "overturned on confirmation"),
+    (True, ("REJECT", KEEP, "[]", '{"stands": true}'), "lost on pool rank"),
+    (True, ("REJECT", KEEP, None, "not json"), "lost to a sibling"),
+    (True, ("CRITIC", None, None, None), None),
+    (False, ("REJECT", KEEP, "[]", None), "lost on pool rank"),   # a store from before `confirm` (migration v3)
 ])
-def test_verdict_note_names_what_decided_when_the_gate_did_not(row, note):
-    assert verdict_note(row) == note
+def test_verdict_note_names_what_decided_when_the_gate_did_not(confirm_column, row, note):
+    db = sqlite_utils.Database(memory=True)
+    conn = db.conn
+    conn.execute("create table attempts (verdict, gate, pool_snapshot" + (", confirm)" if confirm_column else ")"))
+    conn.execute(f"insert into attempts values ({', '.join('?' * (4 if confirm_column else 3))})",
+                 row if confirm_column else row[:3])
+    assert has_confirm(db) is confirm_column
+    assert conn.execute(f"select {verdict_note_column(db, 'a.')} from attempts a").fetchone()[0] == note
+
+
+@pytest.mark.asyncio
+async def test_every_view_of_an_attempt_overturned_on_confirmation_says_so(aiohttp_client, mixed_store, tmp_path):
+    """The lineage, the attempts table and Round Analysis's siblings read the note as the run detail does
+    (they once judged it without the confirmation and called such an attempt "lost to a sibling")."""
+    data = copy_store(mixed_store, tmp_path / "project" / "data")
+    conn = sqlite3.connect(data / "mutator.db")
+    target = conn.execute("select a.id, a.run_id from attempts a join runs r on r.id = a.run_id where r.kind != 'aa' "
+                          "and a.verdict = 'REJECT' and json_extract(a.gate, '$.keep') = 1 limit 1").fetchone()
+    assert target is not None
+    with conn:
+        conn.execute("update attempts set confirm = ? where id = ?", [json.dumps({"stands": False}), target[0]])
+    conn.close()
+    client, store = await _client(aiohttp_client, data)
+    params = {"store": store}
+    lineage = await (await client.get(f"/api/runs/{target[1]}/lineage", params=params)).json()
+    assert {n["attempt_id"]: n["verdict_note"] for n in lineage["nodes"]}[target[0]] == "overturned on confirmation"
+    table = await (await client.get("/api/attempts", params={**params, "run": target[1]})).json()
+    at = table["columns"].index("verdict_note")
+    assert {r[0]: r[at] for r in table["rows"]}[target[0]] == "overturned on confirmation"
+    detail = await (await client.get(f"/api/attempts/{target[0]}", params=params)).json()
+    assert detail["attempt"]["verdict_note"] == "overturned on confirmation"
+    assert {s["id"]: s["verdict_note"] for s in detail["siblings"]}[target[0]] == "overturned on confirmation"
 
 
 def test_integers_beyond_two_to_the_53_become_strings():
