@@ -307,7 +307,10 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
                             max_output_bytes=max_output_bytes, talk=talk)
     finally:
         if proxy is not None:
-            proxy.close()   # every response it was served is on the meter
+            import asyncio
+            # every response it was served is on the meter; off the event loop, since a request whose caller left
+            # may hold the close for its grace (key_proxy.METER_GRACE_S) while other cells go on
+            await asyncio.to_thread(proxy.close)
 
 
 async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
