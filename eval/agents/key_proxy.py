@@ -107,7 +107,7 @@ class KeyProxy:
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
         self.closing = asyncio.Event()
-        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=METER_GRACE_S + DRAIN_S + 1)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
@@ -119,10 +119,14 @@ class KeyProxy:
     async def _stop(self) -> None:
         assert self.closing is not None
         self.closing.set()   # requests in flight read what the API sent, then end (_copy)
+        if self.in_flight:   # one grace for them all; what is still running then is cut
+            _, late = await asyncio.wait(self.in_flight, timeout=METER_GRACE_S + DRAIN_S)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=1)
         if self.runner is not None:
             await self.runner.cleanup()
-        if self.in_flight:   # a handler whose caller is gone outlives its connection: it ends on its own
-            await asyncio.wait(self.in_flight, timeout=METER_GRACE_S + DRAIN_S + 1)
         if self.session is not None:
             await self.session.close()
 

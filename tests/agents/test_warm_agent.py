@@ -109,12 +109,14 @@ def test_an_api_outage_ends_with_an_error_result_and_exit_1(api, tmp_path: Path)
 
 
 def test_a_deadline_cuts_the_warm_loop_and_kills_the_tool_server(api, tmp_path: Path) -> None:
-    api.script(Reply(content=[text("late")], usage=usage(1, 1), hang_s=60))
+    # the model answers 2.5 s after the cut: within the proxy's grace, so what it served is on the meter
+    api.script(Reply(content=[text("late")], usage=usage(700, 9), hang_s=4))
     spec = agent_call(list(AnthropicBackend().argv("build")), tmp_path, api, name="cell", wall_ms=1500)
     done = asyncio.run(call(spec))
     assert done.run.timed_out and "wall-clock cap" in done.run.reason
     events = [json.loads(line) for line in spec.stream.read_text().splitlines()] if spec.stream.exists() else []
     assert "result" not in [e["type"] for e in events]          # cut mid-request: no result, as a killed agent
+    assert done.metrics.usage.input_tokens == 700 == api.served_usage()["input_tokens"]
 
 
 def test_the_implementation_id_covers_the_code_the_warm_path_runs(monkeypatch) -> None:
