@@ -151,15 +151,19 @@ def test_every_strategy_has_its_gateless_lines(bench):
 def test_the_choice_rule_picks_the_best_gated_line_that_beats_every_gateless_one(bench):
     out = lambda v: bench.Outcome([(0, v)], v, v, 0, 0.0)  # noqa: E731
     base = [0.5 + i / 100 for i in range(12)]
-    rows = {"greedy:seq": [out(v + 0.2) for v in base], "branching:seq": [out(v + 0.3) for v in base],
-            "pareto:fixed": [out(v + 0.8 if i % 2 else v - 0.1) for i, v in enumerate(base)],   # best mean, no win
+    # differences of distinct sizes: with tied |Δ| scipy's Wilcoxon turns to a permutation test, 0.7 s a call
+    jitter = [i / 1000 for i in range(12)]
+    rows = {"greedy:seq": [out(v + 0.2 + j) for v, j in zip(base, jitter)],
+            "branching:seq": [out(v + 0.3 + j) for v, j in zip(base, jitter)],
+            "pareto:fixed": [out(v + 0.8 + j if i % 2 else v - 0.1 - j)                  # best mean, no win
+                             for i, (v, j) in enumerate(zip(base, jitter))],
             **{label: [out(v) for v in base] for label in bench.GATELESS}}
     chosen, table = bench.choose(rows)
     assert chosen == "branching:seq"
     assert [other for other, *_ in table["greedy:seq"]] == list(bench.GATELESS)
     assert all(q < 0.05 for *_, q in table["greedy:seq"]) and not all(q < 0.05 for *_, q in table["pareto:fixed"])
-    rows["branching-raw"] = [out(v + 0.35) for v in base]          # a gate-less line above both: nothing qualifies
-    assert bench.choose(rows)[0] is None
+    rows["branching-raw"] = [out(v + 0.35 + 2 * j) for v, j in zip(base, jitter)]   # a gate-less line above both:
+    assert bench.choose(rows)[0] is None                                                  # nothing qualifies
 
 
 def test_seeds_in_several_processes_give_the_same_rows(bench):
