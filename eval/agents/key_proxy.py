@@ -187,14 +187,13 @@ class KeyProxy:
         assert self.closing is not None
         loop = asyncio.get_running_loop()
         read: asyncio.Future[bytes] | None = None
+        closing = asyncio.ensure_future(self.closing.wait())   # one waiter for the whole body, not one per chunk
         usage_by = quiet_by = 0.0   # callerless deadlines: for the usage, then for reading on
         try:
             while True:
                 read = read or asyncio.ensure_future(upstream.content.readany())
-                if not (caller_gone or self.closing.is_set()):
-                    closing = asyncio.ensure_future(self.closing.wait())
+                if not (caller_gone or closing.done()):
                     await asyncio.wait({read, closing}, return_when=asyncio.FIRST_COMPLETED)
-                    closing.cancel()
                     if not read.done():
                         continue   # closing: the same read, now callerless
                 else:
@@ -215,5 +214,6 @@ class KeyProxy:
                 if not caller_gone:
                     caller_gone = not await _sent(response.write(chunk))
         finally:
+            closing.cancel()
             if read is not None:
                 read.cancel()

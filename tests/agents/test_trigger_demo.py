@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mutator.store.db import connect_readonly
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
 from tests.agents.test_real_run import ROOT, clean_env, run_py
+from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
 
 SUITES = ROOT / "suites"
 DEMO = ("--real", "--agent-cmd", f"{sys.executable} {ROOT / 'fakes' / 'trigger_agent.py'}",

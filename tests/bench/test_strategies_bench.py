@@ -130,7 +130,7 @@ def test_the_gateless_branching_lines_keep_the_best_sibling_by_delta_alone(bench
     for label, best in kept.items():
         search = bench.Search(land, lines[label], 640, 2, 0)
         proposals = iter(children)
-        search.mutator = lambda parent, **_: (next(proposals), "op")
+        search.mutator = lambda parent, proposals=proposals, **_: (next(proposals), "op")
         search.max_calls = 3                                    # one round of branching's 3 siblings
         search.run()
         assert (search.screen.tasks, search.gating.design.looks) == (0, 1), label

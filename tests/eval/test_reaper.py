@@ -159,7 +159,7 @@ def test_a_ray_workers_containers_are_the_drivers_and_go_when_it_dies(tmp_path: 
     assert (tmp_path / "engine.log").read_text().count("rm -f c0ffee") == 2
 
 
-def test_a_bundled_cell_runs_under_the_drivers_scope(driver: dict, tmp_path: Path, monkeypatch) -> None:
+def test_a_bundled_cell_runs_under_the_drivers_scope(driver: dict, tmp_path: Path, monkeypatch) -> None:  # noqa: F811 - the imported fixture
     """run_bundle (a Ray worker's cell) labels and records as the driver whose bundle it is, then stops."""
     import eval.runner
     from eval.executors.bundle import make_bundle, run_bundle, suite_tree
