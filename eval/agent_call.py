@@ -326,12 +326,13 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     # no pipe passes into a container: there our backend's key is the proxy's one-cell nonce, from its env
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env)
+    wrapped, preexec = reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
         start = asyncio.ensure_future(asyncio.create_subprocess_exec(
             *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stderr=err, start_new_session=True,
             # with `talk`, stdout is the tool server's answers to the loop
             stdout=out if talk is None else asyncio.subprocess.PIPE, limit=LINE_LIMIT,
-            preexec_fn=reaper.die_with_parent, pass_fds=() if secrets is None else (secrets,)))
+            preexec_fn=preexec, pass_fds=() if secrets is None else (secrets,)))
         try:
             proc = await asyncio.shield(start)
         except asyncio.CancelledError:

@@ -16,8 +16,10 @@ owned by the worker process (Ray ends it with its driver), reaped before the nex
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -44,6 +46,37 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's setpriv when it can set the parent-death signal (2.33+; on every Debian), else None."""
+    path = shutil.which("setpriv")
+    if path is None:
+        return None
+    try:
+        usage = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if "--pdeathsig" in usage else None
+
+
+def dying_with_parent(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple[list[str], object]:
+    """(argv, preexec_fn) for a process that gets SIGKILL when the harness dies. Through setpriv, which sets the
+    signal and execs the program: the spawn stays a vfork. A preexec_fn forces a full fork of the harness, ~4 ms
+    of CPU in the parent and as much in the child for a harness-sized process, per agent (bench/overhead.py);
+    it is the fallback where setpriv is missing, and for a program not found (the spawn's own error then)."""
+    setpriv = _setpriv()
+    program = argv[0] if argv else ""
+    if setpriv is None or not program:
+        return list(argv), die_with_parent
+    if os.sep in program:   # as the spawn resolves it: relative to the child's cwd
+        found = str(cwd / program) if os.access(cwd / program, os.X_OK) else None
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.defpath))
+    if found is None:
+        return list(argv), die_with_parent
+    return [setpriv, "--pdeathsig", "KILL", "--", found, *argv[1:]], None
 
 
 def _start_time(pid: int) -> str | None:

@@ -28,7 +28,7 @@ from eval.kept import RESTORE, put_back, regradable, slim
 from eval.redact import redact, redact_cell
 from eval.skill_use import parse_skill_use
 from eval.stream_metrics import StreamMetrics
-from eval.trajectory import capture_and_prune
+from eval.trajectory import capture_and_prune, stream_events
 from sandbox import Launcher
 
 
@@ -162,11 +162,12 @@ NOTHING = Cost()   # a cell the harness failed before its agent's stream: no cal
 
 
 def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics | None,
-            started: float, error: str, cost: Cost = NOTHING) -> CellResult:
-    """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream."""
+            started: float, error: str, cost: Cost = NOTHING, events: list[dict] | None = None) -> CellResult:
+    """The cell's record; `cost` is its agent call's (eval/agent_call.py::read_call), nothing before a stream;
+    `events`: the stream's, when the caller has read them already."""
     usage = metrics.usage if metrics else Usage()   # a metered call's: what was served (read_call)
     stream = job.cell_root / STREAM_NAME
-    skill_use = parse_skill_use(stream, job.skill_name).to_json() \
+    skill_use = parse_skill_use(stream, job.skill_name, events=events).to_json() \
         if metrics is not None and job.skill_dir is not None else None
     score = sum(tests.values()) / len(tests) if status == "ok" and tests else 0.0
     return CellResult(
@@ -183,13 +184,16 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
             started: float, error: str) -> CellResult:
     error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
-    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error)
+    events = stream_events(job.cell_root / STREAM_NAME)   # read once, redacted, for the skill use and the trajectory
+    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error,
+                     events=events)
     (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
     # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run; a graded
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
     capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
-                      tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use)
+                      tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use,
+                      events=events)
     if job.settings.prune and status == "ok":
         slim(job.cell_root, job.suite.fixture_dir(job.task.id), job.task.inputs)
     return result

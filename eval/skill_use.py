@@ -101,10 +101,12 @@ class _Call:
     slots: list[int]    # its scripts' places in the runs list, whose exit codes its result fills in
 
 
-def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str) -> SkillUse:
-    """The cell's SkillUse from its stream.jsonl. `skill_dirs` are the skill folder's spellings the agent may have
-    used (the cell's own path); any `.../skills/<skill_name>/...` path is recognised without them. Loaded means a
-    `Skill` call naming it, its SKILL.md in the conversation, or any tool touching its folder."""
+def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str,
+                    events: list[dict] | None = None) -> SkillUse:
+    """The cell's SkillUse from its stream.jsonl (or its `events`, when the caller has read them already). `skill_dirs`
+    are the skill folder's spellings the agent may have used (the cell's own path); any `.../skills/<skill_name>/...`
+    path is recognised without them. Loaded means a `Skill` call naming it, its SKILL.md in the conversation, or any
+    tool touching its folder."""
     marks = SkillMarks(skill_name, *skill_dirs)
     turn, loaded_turn = 0, None
     messages: set[str] = set()
@@ -112,7 +114,7 @@ def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str)
     read: set[str] = set()
     runs: list[tuple[str, int | None]] = []
     tokens = 0
-    for event in stream_events(stream_path):
+    for event in stream_events(stream_path) if events is None else events:
         message = event.get("message") if isinstance(event.get("message"), dict) else {}
         content = message.get("content")
         if event.get("type") == "assistant":

@@ -55,16 +55,26 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
                     clock: Callable[[], float] = time.monotonic, poll_s: float = 0.05) -> Watch:
     """Wait for `proc` (started with start_new_session=True), killing its group on a stalled stream, past
     the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output file passes `max_output_bytes`."""
+    # one waiter for the whole watch, not a task made and cancelled per poll (wait_for's): the poll is the
+    # harness's only per-second cost of a running agent
+    waiter = asyncio.ensure_future(proc.wait())
+    try:
+        return await _watch(proc, waiter, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
+                            watched=[stream, *outputs], max_output_bytes=max_output_bytes, clock=clock, poll_s=poll_s)
+    finally:
+        waiter.cancel()
+
+
+async def _watch(proc: asyncio.subprocess.Process, waiter: asyncio.Future, stream: Path, *, silence_ms: int,
+                 heartbeat_ms: int, wall_ms: int, watched: list[Path], max_output_bytes: int,
+                 clock: Callable[[], float], poll_s: float) -> Watch:
     last_size = _size(stream)
     started = last_growth = clock()
     grown = last_size > 0   # a fast agent may have written its first event before the watch began
-    watched = [stream, *outputs]
     while True:
-        try:
-            returncode = await asyncio.wait_for(proc.wait(), timeout=poll_s)
-            return Watch(False, returncode)
-        except TimeoutError:
-            pass
+        done, _ = await asyncio.wait((waiter,), timeout=poll_s)
+        if done:
+            return Watch(False, waiter.result())
         size = _size(stream)
         now = clock()
         if size != last_size:

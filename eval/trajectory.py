@@ -44,11 +44,12 @@ def stream_events(stream: Path) -> list[dict]:
 
 
 def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status: str, score: float,
-           tests: dict[str, float], error: str, required: list[str], skill_use: str | None = None) -> str:
+           tests: dict[str, float], error: str, required: list[str], skill_use: str | None = None,
+           events: list[dict] | None = None) -> str:
     lines = [f"# {task_id} · replicate {replicate} · {status} · score {score:.3f}", "", "## Prompt", prompt.strip(), "",
              "## Trajectory"]
     step = 0
-    for event in stream_events(cell_root / "stream.jsonl"):
+    for event in stream_events(cell_root / "stream.jsonl") if events is None else events:
         kind = event.get("type")
         message = event.get("message")
         content = (message.get("content") if isinstance(message, dict) else None) or []

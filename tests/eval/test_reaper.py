@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from eval import reaper
 from tests.conftest import ROOT, make_suite
 from tests.eval.executor_support import driver, job_for  # noqa: F401 - the driver's world (a fixture)
@@ -108,6 +110,8 @@ def test_a_live_harness_keeps_its_agents(tmp_path: Path) -> None:
 # under the driver's scope (carried in the bundle), by another process than the driver's.
 WORKER = """import json, sys
 from pathlib import Path
+import pytest
+
 from eval import reaper
 scope, local, engine = json.loads(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 with reaper.adopted(scope, local):
@@ -178,3 +182,57 @@ def test_a_bundled_cell_runs_under_the_drivers_scope(driver: dict, tmp_path: Pat
     monkeypatch.setattr(eval.runner, "run_cell", cell)
     assert run_bundle(bundle, None, suite_tree(driver["suite"]), tmp_path / "worker") == ("result", {})
     assert seen == [mine] and reaper._registry is previous
+
+
+# Says the parent-death signal it runs with (prctl PR_GET_PDEATHSIG), and keeps the stream contract.
+DEATH_SIGNAL = """import ctypes, json, os
+sig = ctypes.c_int(0)
+ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(sig))
+open(os.environ["SM_STREAM"], "a").write(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                                                     "num_turns": 1, "pdeathsig": sig.value}) + "\\n")
+"""
+
+
+def test_an_agent_dies_with_the_harness_without_a_fork_of_it(tmp_path: Path, monkeypatch) -> None:
+    """The agent gets SIGKILL as its parent-death signal, and the spawn passes no preexec_fn: one would force a
+    full fork of the harness (~4 ms of CPU in the parent and as much in the child per agent) instead of a vfork."""
+    import asyncio
+
+    from eval import agent_call
+    from sandbox.none import NoneLauncher
+    if reaper._setpriv() is None:
+        pytest.skip("util-linux's setpriv is not installed")
+    seen: list[dict] = []
+    real = asyncio.create_subprocess_exec
+
+    async def spy(*argv, **kwargs):
+        seen.append({"argv": argv, "preexec_fn": kwargs.get("preexec_fn")})
+        return await real(*argv, **kwargs)
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", spy)
+    script = tmp_path / "agent.py"
+    script.write_text(DEATH_SIGNAL)
+    stream = tmp_path / "stream.jsonl"
+    run = asyncio.run(agent_call.spawn([sys.executable, str(script)], cwd=tmp_path, env={"SM_STREAM": str(stream)},
+                                       prompt="", stream=stream, log_dir=tmp_path, launcher=NoneLauncher(),
+                                       writable=(tmp_path,), silence_ms=60_000, heartbeat_ms=60_000))
+    assert run.returncode == 0, run.stderr_tail()
+    assert json.loads(stream.read_text())["pdeathsig"] == signal.SIGKILL
+    assert [s["preexec_fn"] for s in seen] == [None]
+    assert seen[0]["argv"][:4] == (reaper._setpriv(), "--pdeathsig", "KILL", "--")
+
+
+def test_the_program_is_found_as_the_spawn_would_find_it(tmp_path: Path) -> None:
+    if reaper._setpriv() is None:
+        pytest.skip("util-linux's setpriv is not installed")
+    tool = tmp_path / "bin" / "tool"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    on_path, preexec = reaper.dying_with_parent(["tool", "-x"], cwd=ROOT, env={"PATH": str(tool.parent)})
+    assert on_path[4:] == [str(tool), "-x"] and preexec is None      # on the child's PATH, not ours
+    relative, _ = reaper.dying_with_parent(["bin/tool"], cwd=tmp_path, env={})
+    assert relative[4:] == [str(tool)]                                # relative to the child's cwd
+    # not found: spawned as before, so the spawn's own error says so (and the signal comes from a preexec_fn)
+    assert reaper.dying_with_parent(["no-such-tool"], cwd=tmp_path, env={"PATH": str(tmp_path)}) == \
+        (["no-such-tool"], reaper.die_with_parent)
