@@ -214,12 +214,15 @@ class Child:
 
 @dataclass
 class Children:
-    """Processes this dashboard started; they outlive it (own session)."""
-    log_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="sm-dashboard-")))
+    """Processes this dashboard started; they outlive it (own session). Their logs go to a temp dir made by the
+    first of them: a dashboard that starts nothing leaves nothing behind."""
+    log_dir: Path | None = None
     items: list[Child] = field(default_factory=list)
 
     def spawn(self, kind: str, argv: list[str]) -> Child:
         n = len(self.items) + 1
+        if self.log_dir is None:
+            self.log_dir = Path(tempfile.mkdtemp(prefix="sm-dashboard-"))
         log = self.log_dir / f"{kind}-{n}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
