@@ -23,6 +23,8 @@ INTERPRETERS = {"python", "python3", "bash", "sh", "zsh", "node", "deno", "bun",
                 "source", ".", "uv", "pipx", "npx", "tsx", "ts-node"}
 SEPARATORS = {"&&", "||", ";", "|", "&"}
 EXIT_CODE = re.compile(r"^\s*(?:Error:\s*)?exit code:?\s*(-?\d+)", re.I)
+QUOTING = re.compile(r"['\"\\]")       # what makes shlex's words differ from a split on its whitespace
+SHELL_SPACE = re.compile(r"[ \t\r\n]+")    # shlex's whitespace
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,13 @@ def shell_paths(command: str, marks: SkillMarks) -> tuple[list[str], list[str]]:
     """(skill files read, skill scripts run) by one shell command: a skill path in command position, or after an
     interpreter and its flags (`python3 -u`, `uv run`), is run; one given to a reader (cat, head, sed...) is read;
     any other mention (ls, cd, cp) is neither."""
-    try:
-        words = shlex.split(command, posix=True)
-    except ValueError:
-        words = command.split()
+    if QUOTING.search(command):
+        try:
+            words = shlex.split(command, posix=True)
+        except ValueError:
+            words = command.split()
+    else:   # shlex's own words, without its per-character Python loop (most of reading a cell's skill use)
+        words = [word for word in SHELL_SPACE.split(command) if word]
     read: list[str] = []
     run: list[str] = []
     start = 0       # where the current simple command starts

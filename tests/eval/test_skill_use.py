@@ -104,3 +104,21 @@ def test_json_round_trip_and_an_absent_stream(tmp_path):
     use = SkillUse(True, 3, ("SKILL.md",), (("scripts/a.py", None), ("scripts/a.py", 1)), 12)
     assert SkillUse.from_json(use.to_json()) == use
     assert parse_skill_use(tmp_path / "missing.jsonl", "s") == NOT_USED
+
+
+def test_a_command_without_quoting_splits_as_shlex_splits_it() -> None:
+    """The fast path (no quote or backslash) gives shlex's words for every such command, comments, tabs, vertical
+    tabs, non-breaking spaces and operators included."""
+    import random
+    import shlex
+
+    from eval.skill_use import QUOTING, SHELL_SPACE
+    draw = random.Random(7)
+    alphabet = "ab/ .-\t\n\r|&;<>$()#*?~=\x0b\x0c\xa0é"
+    checked = 0
+    for _ in range(20_000):
+        command = "".join(draw.choice(alphabet) for _ in range(draw.randint(0, 16)))
+        if not QUOTING.search(command):
+            assert [w for w in SHELL_SPACE.split(command) if w] == shlex.split(command, posix=True), repr(command)
+            checked += 1
+    assert checked > 10_000
