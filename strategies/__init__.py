@@ -33,7 +33,8 @@ class State:
     round: int
     incumbent: Member
     rng: random.Random
-    members: tuple[Member, ...] = ()       # every genome this run has scored on val, seed included
+    members: tuple[Member, ...] = ()       # every genome this run has scored on val, seed included; left empty for
+                                           # a strategy whose `reads_members` is False (the loop reads no cells for it)
     pool: tuple[str, ...] = ()             # population: the pool's genome hashes (leader first)
 
 
@@ -71,6 +72,7 @@ class Integration:
 
 class Strategy(Protocol):
     id: str
+    reads_members: bool   # whether plan/integrate read `State.members`: building them reads every scored genome's cells
 
     def plan(self, state: State) -> list[CandidateSpec]: ...
 

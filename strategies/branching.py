@@ -16,6 +16,7 @@ from strategies.verdicts import Verdict
 
 class Branching:
     id = "branching"
+    reads_members = False
     DEFAULTS: dict[str, Any] = {"width": 3}
 
     def __init__(self, width: int = 3) -> None:

@@ -11,6 +11,7 @@ from strategies.verdicts import Verdict
 
 class Greedy:
     id = "greedy"
+    reads_members = False
 
     @classmethod
     def from_opts(cls, opts: dict[str, Any]) -> Greedy:

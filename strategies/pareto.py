@@ -57,6 +57,7 @@ def target_tasks(parent: Member, rivals: Sequence[Member], limit: int) -> tuple[
 
 class Pareto:
     id = "pareto"
+    reads_members = True
     DEFAULTS: dict[str, Any] = {"targets": 3}
 
     def __init__(self, targets: int = 3) -> None:

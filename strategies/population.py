@@ -35,6 +35,7 @@ def rank_weights(n: int) -> list[int]:
 
 class Population:
     id = "population"
+    reads_members = True
     DEFAULTS: dict[str, Any] = {"pool": 4, "children": 2, "crossoverRate": 0.5}
 
     def __init__(self, pool: int = 4, children: int = 2, crossover_rate: float = 0.5) -> None:
