@@ -63,9 +63,10 @@ def _setpriv() -> str | None:
 
 def dying_with_parent(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple[list[str], object]:
     """(argv, preexec_fn) for a process that gets SIGKILL when the harness dies. Through setpriv, which sets the
-    signal and execs the program: the spawn stays a vfork. A preexec_fn forces a full fork of the harness, ~4 ms
-    of CPU in the parent and as much in the child for a harness-sized process, per agent (bench/overhead.py);
-    it is the fallback where setpriv is missing, and for a program not found (the spawn's own error then)."""
+    signal and execs the program as the spawn would (the same PATH and cwd, the same argv[0]): the spawn stays a
+    vfork. A preexec_fn forces a full fork of the harness, ~4 ms of CPU in the parent and as much in the child for
+    a harness-sized process, per agent (bench/overhead.py); it is the fallback where setpriv is missing, and for a
+    program not found (the spawn's own error then)."""
     setpriv = _setpriv()
     program = argv[0] if argv else ""
     if setpriv is None or not program:
@@ -76,7 +77,7 @@ def dying_with_parent(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) ->
         found = shutil.which(program, path=env.get("PATH", os.defpath))
     if found is None:
         return list(argv), die_with_parent
-    return [setpriv, "--pdeathsig", "KILL", "--", found, *argv[1:]], None
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv], None
 
 
 def _start_time(pid: int) -> str | None:

@@ -237,18 +237,14 @@ class Loop:
         left = rows(self.db, "select incumbent_after from attempts where run_id = ? and round < ? and "
                              "incumbent_after is not null order by round desc, id desc limit 1", [self.run_id, round_no])
         incumbent = left[0]["incumbent_after"] if left else self.run()["incumbent_hash"]
-        members: tuple[Member, ...] = ()
-        # every scored genome's cells, read each round (a cost that grows with the run): only for a strategy that
-        # reads them (pareto, population)
-        if getattr(self.strategy, "reads_members", True):
-            scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
-                                   "val_evaluation_id is not null and status != 'failed' order by id",
-                          [self.run_id, round_no])
-            members = tuple(self.member(r["genome_hash"], val_norm) for r in scored)
+        scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
+                               "val_evaluation_id is not null and status != 'failed' order by id", [self.run_id, round_no]) \
+            if getattr(self.strategy, "reads_members", True) else []   # each one's cells: a cost growing per round
         snapshot = rows(self.db, "select pool_snapshot from attempts where run_id = ? and round < ? and "
                                  "pool_snapshot is not null order by id desc limit 1", [self.run_id, round_no])
         return State(round=round_no, incumbent=self.member(incumbent, val_norm),
-                     rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"), members=members,
+                     rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"),
+                     members=tuple(self.member(r["genome_hash"], val_norm) for r in scored),
                      pool=tuple(loads(snapshot[0]["pool_snapshot"])) if snapshot else ())
 
     def member(self, genome_hash: str, val_norm: Normalisers) -> Member:

@@ -88,7 +88,10 @@ def test_build_agent_completes_demo_tasks_and_usage_matches_the_script(api_env, 
     assert ".claude/skills/csv-clean/SKILL.md" in paths and ".claude/skills/csv-clean/rules.json" in paths
 
 
-def test_watchdog_kills_a_silent_agent_and_the_evaluation_goes_on(api_env, tmp_path: Path) -> None:
+def test_watchdog_kills_a_silent_agent_and_the_evaluation_goes_on(api_env, tmp_path: Path, monkeypatch) -> None:
+    from eval.agents import key_proxy
+    # the cut call never answers: the metering proxy's grace for its usage (10 s) would only lengthen the test
+    monkeypatch.setattr(key_proxy, "METER_GRACE_S", 1.0)
     server = api_env
     suite = load_suite(small_suite(tmp_path, 2))
     silent_task = suite.tasks[0].prompt

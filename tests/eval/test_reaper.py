@@ -219,7 +219,7 @@ def test_an_agent_dies_with_the_harness_without_a_fork_of_it(tmp_path: Path, mon
     assert run.returncode == 0, run.stderr_tail()
     assert json.loads(stream.read_text())["pdeathsig"] == signal.SIGKILL
     assert [s["preexec_fn"] for s in seen] == [None]
-    assert seen[0]["argv"][:4] == (reaper._setpriv(), "--pdeathsig", "KILL", "--")
+    assert seen[0]["argv"] == (reaper._setpriv(), "--pdeathsig", "KILL", "--", sys.executable, str(script))
 
 
 def test_the_program_is_found_as_the_spawn_would_find_it(tmp_path: Path) -> None:
@@ -230,9 +230,9 @@ def test_the_program_is_found_as_the_spawn_would_find_it(tmp_path: Path) -> None
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     on_path, preexec = reaper.dying_with_parent(["tool", "-x"], cwd=ROOT, env={"PATH": str(tool.parent)})
-    assert on_path[4:] == [str(tool), "-x"] and preexec is None      # on the child's PATH, not ours
-    relative, _ = reaper.dying_with_parent(["bin/tool"], cwd=tmp_path, env={})
-    assert relative[4:] == [str(tool)]                                # relative to the child's cwd
+    assert on_path[4:] == ["tool", "-x"] and preexec is None          # found on the child's PATH, not ours
+    relative, preexec = reaper.dying_with_parent(["bin/tool"], cwd=tmp_path, env={})
+    assert relative[4:] == ["bin/tool"] and preexec is None           # found relative to the child's cwd
     # not found: spawned as before, so the spawn's own error says so (and the signal comes from a preexec_fn)
     assert reaper.dying_with_parent(["no-such-tool"], cwd=tmp_path, env={"PATH": str(tmp_path)}) == \
         (["no-such-tool"], reaper.die_with_parent)
