@@ -113,6 +113,16 @@ def raw(suite: Suite, replicates: int, concurrency: int, scratch: Path) -> float
     return len(specs) / (time.perf_counter() - started)
 
 
+def create_ms(files: int = 500) -> float:
+    """CPU ms per empty file created in the scratch dir. On ext4 it rises many-fold after heavy create/delete
+    churn (as a test suite leaves), which weighs on the harness's side more than on raw spawning's."""
+    with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+        started = time.thread_time()
+        for n in range(files):
+            os.close(os.open(f"{scratch}/{n}", os.O_CREAT | os.O_WRONLY, 0o644))
+        return (time.thread_time() - started) * 1000 / files
+
+
 def launch_ms(sandbox: str, runs: int = 30) -> float:
     """Median wall ms to run `true` through the launcher, with a cell-like writable dir."""
     launcher = get_launcher(sandbox)
@@ -396,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         ray_versus_local(suite, args)
         ray_scaling(suite, args)
         return 0
+    probe = [create_ms()]
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
     parent: dict[str, list[float]] = {side: [] for side in sides}   # this process's own CPU per cell
@@ -408,9 +419,12 @@ def main(argv: list[str] | None = None) -> int:
                         harness(suite, side, args.replicates, args.concurrency, Path(scratch)))
                 parent[side].append((time.process_time() - before) / cells)
             rates[side].append(rate)
+    probe.append(create_ms())
     median = {side: statistics.median(values) for side, values in rates.items()}
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
           f"median of {args.repeats} interleaved repeats")
+    print(f"  scratch {tempfile.gettempdir()}: {probe[0]:.3f} ms CPU per file created before, {probe[1]:.3f} ms after "
+          f"(the harness creates ~4x the files of raw spawning per cell; set TMPDIR to move the scratch)")
     for side in sides:
         label = "raw spawn (no harness)" if side == "raw" else f"harness, --sandbox {side}"
         print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
