@@ -411,14 +411,19 @@ def main(argv: list[str] | None = None) -> int:
     rates: dict[str, list[float]] = {side: [] for side in sides}
     parent: dict[str, list[float]] = {side: [] for side in sides}   # this process's own CPU per cell
     cells = len(suite.tasks) * args.replicates
+    # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and the
+    # graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
+    evals = Path(tempfile.mkdtemp(prefix="sm-bench-evals-"))
     for _ in range(args.repeats):  # interleaved, so load drift hits every side alike
         for side in sides:
             with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
                 before = time.process_time()
                 rate = (raw(suite, args.replicates, args.concurrency, Path(scratch)) if side == "raw" else
-                        harness(suite, side, args.replicates, args.concurrency, Path(scratch)))
+                        harness(suite, side, args.replicates, args.concurrency, evals))
                 parent[side].append((time.process_time() - before) / cells)
+                shutil.rmtree(evals / f"harness-{side}", ignore_errors=True)
             rates[side].append(rate)
+    shutil.rmtree(evals, ignore_errors=True)
     probe.append(create_ms())
     median = {side: statistics.median(values) for side, values in rates.items()}
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "

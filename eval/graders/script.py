@@ -3,10 +3,18 @@
 It runs as a helper process (timeout, process-group kill, logs) from a private copy of the suite's folder,
 made for this cell and removed after: a grader that writes (a log, a cache) never changes the suite the run
 hashed, nor another cell's grading. It gets the cell's working dir and the task id, never the skill.
+
+The copy's folders are its own; its files are hard links to a template, a pristine copy of the suite's folder kept
+per suite version and task beside the evaluations (`.grader-templates-*`), so a cell allocates no inode per file (on
+a churned ext4 an inode costs up to ~0.8 ms of CPU). A template is lent to one grader at a time, its files' mtime
+pinned; when the grader is gone, a file whose size, mode or mtime moved (the grader wrote into it through its link)
+means the template is dropped, never lent again: no other grader saw the change, and its own grader saw what a copy
+would have shown it. A file that cannot be linked (another filesystem) is copied.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import json
@@ -15,6 +23,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 from eval.environment import allowed_env
@@ -70,18 +79,121 @@ def _listing(suite_dir: Path, content_hash: str, task_id: str) -> tuple[tuple[st
     return tuple(sorted(found, key=lambda entry: entry[1]))   # a folder before what it holds
 
 
-def private_suite(job: CellJob) -> tuple[Path, list[str]]:
-    """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder."""
+PINNED_NS = 946_684_800 * 10**9   # a template file's mtime (2000-01-01): any write through a link moves it
+
+
+@dataclasses.dataclass(frozen=True)
+class Template:
+    """A pristine copy of a suite's folder for one task (`folder`), and each file's (relative path, size, mode)."""
+    folder: Path
+    files: tuple[tuple[str, int, int], ...]
+
+    def untouched(self) -> bool:
+        for rel, size, mode in self.files:
+            try:
+                st = os.lstat(f"{self.folder}/{rel}")
+            except OSError:
+                return False
+            if not stat.S_ISREG(st.st_mode) or (st.st_size, stat.S_IMODE(st.st_mode), st.st_mtime_ns) != \
+                    (size, mode, PINNED_NS):
+                return False
+        return True
+
+
+_free: dict[tuple, list[Template]] = {}   # (templates' root, suite path, content hash, task id) -> templates not lent
+_roots: list[Path] = []
+_lock = threading.Lock()
+
+
+def _templates_root(near: Path) -> Path:
+    """This process's folder of templates beside the evaluations (on their filesystem, so links work)."""
+    with _lock:
+        for root in _roots:
+            if root.parent == near:
+                return root
+        for left in near.glob(".grader-templates-*-*"):   # a killed harness's (its exit handler never ran)
+            if not _alive(int(left.name.split("-")[2]) if left.name.split("-")[2].isdigit() else 0):
+                shutil.rmtree(left, ignore_errors=True)
+        root = Path(tempfile.mkdtemp(prefix=f".grader-templates-{os.getpid()}-", dir=near))
+        _roots.append(root)
+        return root
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@atexit.register
+def _drop_templates() -> None:
+    for root in _roots:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def borrow(job: CellJob) -> Template | None:
+    """A template of this suite version and task lent to this cell alone (made when none is free); None when none can
+    be made (the copy is then made from the suite)."""
+    near = job.cell_root.parent.parent
+    try:
+        root = _templates_root(near)
+    except OSError:
+        return None
+    key = (str(root), str(job.suite.path), job.suite.content_hash, job.task.id)
+    with _lock:
+        if _free.get(key):
+            return _free[key].pop()
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="t-", dir=root)) / job.suite.path.name
+        folder.mkdir()
+        files = []
+        for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, job.task.id):
+            target = f"{folder}/{rel}"
+            if kind == "dir":
+                os.mkdir(target)
+            elif kind == "link":
+                os.symlink(os.readlink(f"{job.suite.path}/{rel}"), target)
+            else:
+                copy_file(f"{job.suite.path}/{rel}", target, mode)
+                os.utime(target, ns=(PINNED_NS, PINNED_NS))
+                files.append((rel, os.lstat(target).st_size, mode))
+        return Template(folder, tuple(files))
+    except OSError:
+        return None
+
+
+def give_back(job: CellJob, template: Template | None) -> None:
+    """After the cell's grader is gone: the template is free again, or dropped when the grader changed a file of it."""
+    if template is None:
+        return
+    if template.untouched():
+        with _lock:
+            _free.setdefault((str(template.folder.parent.parent), str(job.suite.path), job.suite.content_hash,
+                              job.task.id), []).append(template)
+    else:
+        shutil.rmtree(template.folder.parent, ignore_errors=True)
+
+
+def private_suite(job: CellJob, template: Template | None = None) -> tuple[Path, list[str]]:
+    """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder, its files
+    hard links to `template`'s where one is lent, else copies."""
     root = Path(tempfile.mkdtemp(prefix="grader-suite-", dir=job.cell_root))
     copy = root / job.suite.path.name
     copy.mkdir()
     source, target = f"{job.suite.path}/", f"{copy}/"   # strings: a cell copies a dozen files, pathlib costs more
+    linked = f"{template.folder}/" if template is not None else None
     for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, job.task.id):
         if kind == "dir":
             os.mkdir(target + rel)
         elif kind == "link":
             os.symlink(os.readlink(source + rel), target + rel)
-        else:
+        elif linked is None or not _link(linked + rel, target + rel):
             copy_file(source + rel, target + rel, mode)
     grader = job.suite.grader
     if grader is not None and grader.is_relative_to(job.suite.path):
@@ -89,8 +201,21 @@ def private_suite(job: CellJob) -> tuple[Path, list[str]]:
     return root, dataclasses.replace(job.suite, path=copy, grader=grader).grader_argv()
 
 
+def _link(src: str, dst: str) -> bool:
+    try:
+        os.link(src, dst)
+        return True
+    except OSError:   # another filesystem, or one without hard links
+        return False
+
+
 async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
-    root, argv = private_suite(job)
+    template = borrow(job)
+    try:
+        root, argv = private_suite(job, template)
+    except BaseException:
+        give_back(job, template)
+        raise
     suite_dir = root / job.suite.path.name
     try:
         env = allowed_env(home=job.cell_root, extra={"SM_SUITE_DIR": str(suite_dir), "SM_CELL_DIR": str(work),
@@ -99,6 +224,7 @@ async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] 
                                          cwd=suite_dir, env=env, timeout_s=job.settings.grader_timeout_s,
                                          log_dir=job.cell_root, what="grader")
     finally:
+        give_back(job, template)   # run_helper has killed the grader's group: nothing writes through a link now
         shutil.rmtree(root, ignore_errors=True)
     if stdout is None:
         return None, error

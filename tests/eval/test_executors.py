@@ -39,7 +39,8 @@ def test_a_bundle_runs_like_a_local_cell_and_lands_where_a_local_cell_does(drive
     job = job_for(driver, driver["data"] / "evals" / "remote")
     bundle = make_bundle(job, hash_tree(job.skill_dir))
     remote, files = run_bundle(bundle, read_tree(job.skill_dir), suite_tree(job.suite), tmp_path / "worker")
-    assert not list((tmp_path / "worker" / "cells").iterdir())       # the worker keeps no cell behind
+    # the worker keeps no cell behind; the graders' suite templates stay for its next cells (eval/graders/script.py)
+    assert [p for p in (tmp_path / "worker" / "cells").iterdir() if not p.name.startswith(".grader-templates-")] == []
     assert {"stream.jsonl", "trajectory.md", "cell.json", "grade.stdout", "prompt.md"} <= set(files)
     local_kept = sorted(p.relative_to(Path(local.cell_dir)).as_posix() for p in Path(local.cell_dir).rglob("work/*")
                         if p.is_file())

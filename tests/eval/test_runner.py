@@ -175,6 +175,50 @@ def test_a_grader_writing_into_its_folder_leaves_the_suite_unchanged(tmp_path: P
     assert not list((tmp_path / "cells").rglob("grader-suite-*"))   # the copies are gone after grading
 
 
+GRADER_REWRITES_ITS_FOLDER = """import json, os, pathlib, sys
+here = pathlib.Path(__file__).parent
+md, tasks = here / "suite.md", here / "tasks.jsonl"
+pristine = not md.read_text().startswith("CHANGED") and tasks.stat().st_mode & 0o777 != 0o600
+with open(md, "r+") as f:           # in place, the same size: through a hard link it would reach every copy
+    f.write("CHANGED")
+tasks.chmod(0o600)
+print(json.dumps({"pristine": float(pristine)}))
+"""
+
+
+def test_a_grader_rewriting_its_folders_files_in_place_is_seen_by_no_other_cell(tmp_path: Path, ok_agent) -> None:
+    """The copy's files are hard links to a template lent to one grader at a time; a template whose files a grader
+    changed is dropped, so the next grader of the same task still sees the suite as it is, at any concurrency."""
+    from eval.suite import check_unchanged
+    suite_dir = make_suite(tmp_path / "suites", grader=GRADER_REWRITES_ITS_FOLDER)
+    req = request(suite_dir, tmp_path, ok_agent, replicates=4)
+    for concurrency in (1, 2, 4):   # one at a time, two replicates at once, all four at once
+        cells = evaluate(replace(req, concurrency=concurrency, cells_root=tmp_path / f"cells-{concurrency}"))
+        assert [c.status for c in cells] == ["ok"] * 8 and all(c.tests == {"pristine": 1.0} for c in cells)
+    check_unchanged(req.suite)
+    assert not (suite_dir / "suite.md").read_text().startswith("CHANGED")
+
+
+GRADER_SAYS_ITS_INODE = """import json, os, pathlib, sys
+st = os.stat(pathlib.Path(__file__))
+print(json.dumps({"linked": float(st.st_nlink >= 2), "inode": st.st_ino / 10**12}))
+"""
+
+
+def test_a_cells_grader_files_are_links_to_a_template_reused_by_the_next_cell(tmp_path: Path, ok_agent) -> None:
+    """No inode per file per cell: the grader's script is a hard link, and the next cell of the task (one at a time)
+    gets the same template, so the same inode."""
+    suite_dir = make_suite(tmp_path / "suites", grader=GRADER_SAYS_ITS_INODE)
+    left = tmp_path / ".grader-templates-999999999-gone"   # a killed harness's templates, beside the evaluations
+    (left / "t-0").mkdir(parents=True)
+    cells = evaluate(replace(request(suite_dir, tmp_path, ok_agent, replicates=3), concurrency=1))
+    assert not left.exists() and len(list(tmp_path.glob(".grader-templates-*"))) == 1   # this process's only
+    assert [c.status for c in cells] == ["ok"] * 6 and all(c.tests["linked"] == 1.0 for c in cells)
+    for task in {c.task_id for c in cells}:
+        assert len({c.tests["inode"] for c in cells if c.task_id == task}) == 1
+    assert not list((tmp_path / "cells").rglob("grader-suite-*"))   # each cell's copy is gone after grading
+
+
 def test_the_graders_copy_keeps_modes_and_links_and_only_its_tasks_fixtures(tmp_path: Path) -> None:
     import os
     import stat
