@@ -107,14 +107,15 @@ _lock = threading.Lock()
 
 def _templates_root(near: Path) -> Path:
     """This process's folder of templates beside the evaluations (on their filesystem, so links work)."""
+    mine = f".grader-templates-{os.getpid()}-"   # a forked child makes its own: lending stays one grader at a time
     with _lock:
         for root in _roots:
-            if root.parent == near:
+            if root.parent == near and root.name.startswith(mine):
                 return root
         for left in near.glob(".grader-templates-*-*"):   # a killed harness's (its exit handler never ran)
             if not _alive(int(left.name.split("-")[2]) if left.name.split("-")[2].isdigit() else 0):
                 shutil.rmtree(left, ignore_errors=True)
-        root = Path(tempfile.mkdtemp(prefix=f".grader-templates-{os.getpid()}-", dir=near))
+        root = Path(tempfile.mkdtemp(prefix=mine, dir=near))
         _roots.append(root)
         return root
 
@@ -134,7 +135,8 @@ def _alive(pid: int) -> bool:
 @atexit.register
 def _drop_templates() -> None:
     for root in _roots:
-        shutil.rmtree(root, ignore_errors=True)
+        if root.name.startswith(f".grader-templates-{os.getpid()}-"):   # never a parent's, from a forked child
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def borrow(job: CellJob) -> Template | None:
