@@ -35,21 +35,20 @@ billed input tokens per cell, how many were cache reads, and USD per cell at con
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from startup import print_startup, startup  # noqa: E402  (bench/startup.py)
 
 from eval import agent_call  # noqa: E402
 from eval.cells import Contract, enumerate_cells  # noqa: E402
@@ -178,111 +177,6 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
     return found
 
 
-def _cpu_s(pid: int) -> float | None:
-    """A live process's CPU so far (user + system), from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _mine(pid: int) -> bool:
-    """Whether a process descends from this one (other processes on the machine may run our agent too)."""
-    while pid > 1:
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            return False
-        if pid == os.getpid():
-            return True
-    return False
-
-
-def _thread_cpu_s(tid: int) -> float:
-    """CPU so far of one thread of this process (ns resolution, from schedstat)."""
-    return int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0]) / 1e9
-
-
-def startup(suite: Suite, scratch: Path, cells: int = 4) -> dict[str, dict]:
-    """CPU seconds of our SDK agent from spawn until the local server receives its first request (cells run one at a
-    time): the agent process (read from /proc as the request arrives) plus the harness thread that spawned it (from
-    the spawn on). `warm`: as the harness runs it (the loop here, the tool server spawned); `process`: the whole
-    agent in one process (eval/agents/anthropic_agent.py, as before issue 28). Beside `python -c pass` and
-    `python -c 'import anthropic'` run bare."""
-    from eval.agents import AnthropicBackend
-    from tests.agents.messages_server import MessagesServer, demo_agent
-    mark: dict[str, float] = {}
-    seen: dict[int, tuple[float, float]] = {}   # agent pid -> (its CPU, the spawning thread's CPU since the spawn)
-    real_spawn = agent_call.spawn
-
-    async def spawn(*args, **kwargs):
-        mark.update(tid=threading.get_native_id(), cpu=_thread_cpu_s(threading.get_native_id()))
-        return await real_spawn(*args, **kwargs)
-
-    def responder(body: dict):
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) not in seen:
-                try:
-                    argv = (entry / "cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if any(part.endswith((b"anthropic_agent.py", b"toolserver.py")) for part in argv) \
-                        and _mine(int(entry.name)):
-                    cpu = _cpu_s(int(entry.name))
-                    if cpu is not None:
-                        seen[int(entry.name)] = (cpu, _thread_cpu_s(int(mark["tid"])) - mark["cpu"])
-        return demo_agent(body)
-    server = MessagesServer()
-    server.responder = responder
-    saved = {k: os.environ.get(k) for k in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")}
-    os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="bench")
-    agent_call.spawn = spawn
-    found: dict[str, dict] = {}
-    try:
-        one = dataclasses.replace(suite, tasks=suite.tasks[:cells])
-        for side, argv in (("process", [sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")]),
-                           ("warm", list(AnthropicBackend().argv("build")))):
-            seen.clear()
-            evaluate(EvalRequest(
-                skill_dir=SKILL, skill_name="csv-clean", suite=one, key=f"bench-startup-{side}",
-                cells_root=scratch / f"startup-{side}", price=PRICE, concurrency=1,
-                contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=30, agent=f"bench-startup-{side}",
-                                  silence_ms=600_000, heartbeat_ms=300_000),
-                settings=CellSettings(agent_argv=argv, launcher=get_launcher("none"), grader_timeout_s=60,
-                                      network=True)))
-            runs = list(seen.values())   # in spawn order: the first warm cell pays the harness's one SDK import
-            found[side] = {"agent": statistics.median(a for a, _ in runs), "harness": statistics.median(h for _, h in runs),
-                           "total": statistics.median(a + h for a, h in runs), "first": sum(runs[0]), "cells": len(runs)}
-    finally:
-        agent_call.spawn = real_spawn
-        server.close()
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-
-    def bare(code: str) -> float:
-        times = []
-        for _ in range(3):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([sys.executable, "-c", code], check=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            times.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        return statistics.median(times)
-    return {**found, "bare": {"pass": bare("pass"), "import": bare("import anthropic")}}
-
-
-def print_startup(found: dict[str, dict]) -> None:
-    bare, load = found["bare"], os.getloadavg()[0]
-    print(f"SDK agent start-up, CPU s from spawn to its first request (median of {found['warm']['cells']} cells run "
-          f"one at a time, load {load:.1f}; agent process + the harness thread that spawned it):")
-    for side, label in (("process", "whole agent process (before)"), ("warm", "warm loop + tool server")):
-        f = found[side]
-        print(f"  {label:<29} {f['total']:.3f} s  (agent process {f['agent']:.3f}, harness {f['harness']:.3f}; "
-              f"first cell {f['first']:.3f})")
-    print(f"  bare `python -c pass` {bare['pass']:.3f} s, `import anthropic` {bare['import']:.3f} s (the warm path "
-          f"pays it once per process that runs cells: its first cell)")
-
-
 def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
     """The Ray executor on a private local instance against local, same concurrency, interleaved repeats."""
     import ray
@@ -377,35 +271,8 @@ def per_round(rounds: int) -> None:
     print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, every round)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
-    p.add_argument("--suite", default="clean-train")
-    p.add_argument("--replicates", type=int, default=4)
-    p.add_argument("--concurrency", type=int, default=4)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--caching-model", default="claude-sonnet-4-5",
-                   help="the model of the real-backend caching line ('' skips it)")
-    p.add_argument("--startup-cells", type=int, default=4,
-                   help="cells of the SDK agent start-up line (0 skips it)")
-    p.add_argument("--agent-startup", action="store_true", help="print only the SDK agent start-up line")
-    p.add_argument("--executor", default="local", choices=("local", "ray"),
-                   help="ray: the Ray executor against local, then a simulated multi-node scaling table")
-    p.add_argument("--nodes", default="1,2,4", type=lambda v: [int(n) for n in v.split(",")],
-                   help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
-    p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
-    p.add_argument("--rounds", type=int, default=60,
-                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips it)")
-    args = p.parse_args(argv)
-    suite = load_suite(ROOT / "suites" / args.suite)
-    if args.agent_startup:
-        with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-            print_startup(startup(suite, Path(scratch), args.startup_cells or 4))
-        return 0
-    if args.executor == "ray":
-        ray_versus_local(suite, args)
-        ray_scaling(suite, args)
-        return 0
+def throughput(suite: Suite, args: argparse.Namespace) -> None:
+    """Cells/s of raw spawning and of the harness (and bwrap), interleaved repeats; the parent's CPU per cell."""
     probe = [create_ms()]
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
@@ -445,11 +312,43 @@ def main(argv: list[str] | None = None) -> int:
         bare, boxed = launch_ms("none"), launch_ms("bwrap")
         print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
               f"per agent process (median of 30, serial)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sandbox", default="none", choices=("none", "bwrap"))
+    p.add_argument("--suite", default="clean-train")
+    p.add_argument("--replicates", type=int, default=4)
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--caching-model", default="claude-sonnet-4-5",
+                   help="the model of the real-backend caching line ('' skips it)")
+    p.add_argument("--startup-cells", type=int, default=4,
+                   help="cells of the SDK agent start-up line (0 skips it)")
+    p.add_argument("--agent-startup", action="store_true", help="print only the SDK agent start-up line")
+    p.add_argument("--executor", default="local", choices=("local", "ray"),
+                   help="ray: the Ray executor against local, then a simulated multi-node scaling table")
+    p.add_argument("--nodes", default="1,2,4", type=lambda v: [int(n) for n in v.split(",")],
+                   help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
+    p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
+    p.add_argument("--rounds", type=int, default=60,
+                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips it)")
+    args = p.parse_args(argv)
+    suite = load_suite(ROOT / "suites" / args.suite)
+    if args.agent_startup:
+        with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
+            print_startup(startup(suite, Path(scratch), args.startup_cells or 4, SKILL, PRICE))
+        return 0
+    if args.executor == "ray":
+        ray_versus_local(suite, args)
+        ray_scaling(suite, args)
+        return 0
+    throughput(suite, args)
     if args.rounds:
         per_round(args.rounds)
     if args.startup_cells:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-            print_startup(startup(suite, Path(scratch), args.startup_cells))
+            print_startup(startup(suite, Path(scratch), args.startup_cells, SKILL, PRICE))
     if args.caching_model:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             found = caching(suite, args.caching_model, Path(scratch))
