@@ -4,12 +4,13 @@ It runs as a helper process (timeout, process-group kill, logs) from a private c
 made for this cell and removed after: a grader that writes (a log, a cache) never changes the suite the run
 hashed, nor another cell's grading. It gets the cell's working dir and the task id, never the skill.
 
-The copy's folders are its own; its files are hard links to a template, a pristine copy of the suite's folder kept
-per suite version and task beside the evaluations (`.grader-templates-*`), so a cell allocates no inode per file (on
-a churned ext4 an inode costs up to ~0.8 ms of CPU). A template is lent to one grader at a time, its files' mtime
-pinned; when the grader is gone, a file whose size, mode or mtime moved (the grader wrote into it through its link)
-means the template is dropped, never lent again: no other grader saw the change, and its own grader saw what a copy
-would have shown it. A file that cannot be linked (another filesystem) is copied.
+The copy's folders are its own; its files are hard links to a template, a pristine copy of the suite's folder
+(every task's fixtures) kept per suite version beside the evaluations (`.grader-templates-*`), so a cell allocates
+no inode per file (on a churned ext4 an inode costs up to ~0.8 ms of CPU). A template is lent to one grader at a
+time (a process holds at most as many as it grades at once), its files' mtime pinned; when the grader is gone, a
+linked file whose size, mode or mtime moved (the grader wrote into it through its link) means the template is
+dropped, never lent again: no other grader saw the change, and its own grader saw what a copy would have shown it.
+A file that cannot be linked (another filesystem) is copied.
 """
 
 from __future__ import annotations
@@ -60,13 +61,14 @@ def parse_grades(stdout: str) -> dict[str, float]:
 
 
 @functools.lru_cache(maxsize=256)
-def _listing(suite_dir: Path, content_hash: str, task_id: str) -> tuple[tuple[str, str, int], ...]:
-    """What a grader's copy holds, walked once per suite version and task: (kind, relative path, mode or 0)."""
+def _listing(suite_dir: Path, content_hash: str, task_id: str | None) -> tuple[tuple[str, str, int], ...]:
+    """What a grader's copy holds, walked once per suite version and task: (kind, relative path, mode or 0); with no
+    task, every task's fixtures (a template's)."""
     found: list[tuple[str, str, int]] = []
     for folder, dirs, files in os.walk(suite_dir):
         here = Path(folder)
         # only this task's fixtures: one task's copy, not all
-        dirs[:] = [d for d in dirs if d != "__pycache__" and (here != suite_dir / "fixtures" or d == task_id)]
+        dirs[:] = [d for d in dirs if d != "__pycache__" and (here != suite_dir / "fixtures" or task_id in (None, d))]
         for name in dirs + [f for f in files if f != "__pycache__"]:
             path, rel = here / name, str((here / name).relative_to(suite_dir))
             if path.is_symlink():   # copied as the link, as copytree(symlinks=True) did
@@ -84,12 +86,14 @@ PINNED_NS = 946_684_800 * 10**9   # a template file's mtime (2000-01-01): any wr
 
 @dataclasses.dataclass(frozen=True)
 class Template:
-    """A pristine copy of a suite's folder for one task (`folder`), and each file's (relative path, size, mode)."""
+    """A pristine copy of a suite's folder, every task's fixtures included (`folder`); each file's (size, mode)."""
     folder: Path
-    files: tuple[tuple[str, int, int], ...]
+    files: dict[str, tuple[int, int]]
 
-    def untouched(self) -> bool:
-        for rel, size, mode in self.files:
+    def untouched(self, rels) -> bool:
+        """Whether the files `rels` (the ones a grader had links to) are as the template made them."""
+        for rel in rels:
+            size, mode = self.files[rel]
             try:
                 st = os.lstat(f"{self.folder}/{rel}")
             except OSError:
@@ -100,7 +104,7 @@ class Template:
         return True
 
 
-_free: dict[tuple, list[Template]] = {}   # (templates' root, suite path, content hash, task id) -> templates not lent
+_free: dict[tuple, list[Template]] = {}   # (templates' root, suite path, content hash) -> templates not lent
 _roots: list[Path] = []
 _lock = threading.Lock()
 
@@ -140,22 +144,23 @@ def _drop_templates() -> None:
 
 
 def borrow(job: CellJob) -> Template | None:
-    """A template of this suite version and task lent to this cell alone (made when none is free); None when none can
-    be made (the copy is then made from the suite)."""
+    """A template of this suite version lent to this cell alone (made when none is free; so a process holds at most as
+    many as it grades at once, whatever the tasks); None when none can be made (the copy is then made from the
+    suite)."""
     near = job.cell_root.parent.parent
     try:
         root = _templates_root(near)
     except OSError:
         return None
-    key = (str(root), str(job.suite.path), job.suite.content_hash, job.task.id)
+    key = (str(root), str(job.suite.path), job.suite.content_hash)
     with _lock:
         if _free.get(key):
             return _free[key].pop()
     try:
         folder = Path(tempfile.mkdtemp(prefix="t-", dir=root)) / job.suite.path.name
         folder.mkdir()
-        files = []
-        for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, job.task.id):
+        files = {}
+        for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, None):
             target = f"{folder}/{rel}"
             if kind == "dir":
                 os.mkdir(target)
@@ -164,8 +169,8 @@ def borrow(job: CellJob) -> Template | None:
             else:
                 copy_file(f"{job.suite.path}/{rel}", target, mode)
                 os.utime(target, ns=(PINNED_NS, PINNED_NS))
-                files.append((rel, os.lstat(target).st_size, mode))
-        return Template(folder, tuple(files))
+                files[rel] = (os.lstat(target).st_size, mode)
+        return Template(folder, files)
     except OSError:
         return None
 
@@ -174,10 +179,11 @@ def give_back(job: CellJob, template: Template | None) -> None:
     """After the cell's grader is gone: the template is free again, or dropped when the grader changed a file of it."""
     if template is None:
         return
-    if template.untouched():
+    linked = [rel for kind, rel, _ in _listing(job.suite.path, job.suite.content_hash, job.task.id) if kind == "file"]
+    if template.untouched(linked):
         with _lock:
-            _free.setdefault((str(template.folder.parent.parent), str(job.suite.path), job.suite.content_hash,
-                              job.task.id), []).append(template)
+            _free.setdefault((str(template.folder.parent.parent), str(job.suite.path), job.suite.content_hash),
+                             []).append(template)
     else:
         shutil.rmtree(template.folder.parent, ignore_errors=True)
 

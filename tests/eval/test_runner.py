@@ -206,13 +206,15 @@ print(json.dumps({"linked": float(st.st_nlink >= 2), "inode": st.st_ino / 10**12
 
 
 def test_a_cells_grader_files_are_links_to_a_template_reused_by_the_next_cell(tmp_path: Path, ok_agent) -> None:
-    """No inode per file per cell: the grader's script is a hard link, and the next cell of the task (one at a time)
+    """No inode per file per cell: the grader's script is a hard link, and the next cell (one at a time), of any task,
     gets the same template, so the same inode."""
     suite_dir = make_suite(tmp_path / "suites", grader=GRADER_SAYS_ITS_INODE)
     left = tmp_path / ".grader-templates-999999999-gone"   # a killed harness's templates, beside the evaluations
     (left / "t-0").mkdir(parents=True)
     cells = evaluate(replace(request(suite_dir, tmp_path, ok_agent, replicates=3), concurrency=1))
     assert not left.exists() and len(list(tmp_path.glob(".grader-templates-*"))) == 1   # this process's only
+    (root,) = tmp_path.glob(".grader-templates-*")
+    assert len(list(root.iterdir())) == 1   # one template for both tasks: one grader at a time, one lent at a time
     assert [c.status for c in cells] == ["ok"] * 6 and all(c.tests["linked"] == 1.0 for c in cells)
     for task in {c.task_id for c in cells}:
         assert len({c.tests["inode"] for c in cells if c.task_id == task}) == 1
