@@ -80,6 +80,19 @@ def dying_with_parent(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) ->
     return [setpriv, "--pdeathsig", "KILL", "--", *argv], None
 
 
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this pid exists (another user's counts)."""
+    if not pid or pid < 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _start_time(pid: int) -> str | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -30,6 +30,7 @@ from pathlib import Path
 from eval.environment import allowed_env
 from eval.graders.process import run_helper
 from eval.jobs import CellJob
+from eval.reaper import pid_alive
 from eval.snapshot import copy_file
 
 
@@ -86,9 +87,11 @@ PINNED_NS = 946_684_800 * 10**9   # a template file's mtime (2000-01-01): any wr
 
 @dataclasses.dataclass(frozen=True)
 class Template:
-    """A pristine copy of a suite's folder, every task's fixtures included (`folder`); each file's (size, mode)."""
+    """A pristine copy of a suite's folder, every task's fixtures included (`folder`); each file's (size, mode); the
+    pool it goes back to (`key`)."""
     folder: Path
     files: dict[str, tuple[int, int]]
+    key: tuple[str, str, str]
 
     def untouched(self, rels) -> bool:
         """Whether the files `rels` (the ones a grader had links to) are as the template made them."""
@@ -117,23 +120,12 @@ def _templates_root(near: Path) -> Path:
             if root.parent == near and root.name.startswith(mine):
                 return root
         for left in near.glob(".grader-templates-*-*"):   # a killed harness's (its exit handler never ran)
-            if not _alive(int(left.name.split("-")[2]) if left.name.split("-")[2].isdigit() else 0):
+            pid = left.name.split("-")[2]
+            if not pid_alive(int(pid) if pid.isdigit() else None):
                 shutil.rmtree(left, ignore_errors=True)
         root = Path(tempfile.mkdtemp(prefix=mine, dir=near))
         _roots.append(root)
         return root
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @atexit.register
@@ -170,7 +162,7 @@ def borrow(job: CellJob) -> Template | None:
                 copy_file(f"{job.suite.path}/{rel}", target, mode)
                 os.utime(target, ns=(PINNED_NS, PINNED_NS))
                 files[rel] = (os.lstat(target).st_size, mode)
-        return Template(folder, files)
+        return Template(folder, files, key)
     except OSError:
         return None
 
@@ -182,8 +174,7 @@ def give_back(job: CellJob, template: Template | None) -> None:
     linked = [rel for kind, rel, _ in _listing(job.suite.path, job.suite.content_hash, job.task.id) if kind == "file"]
     if template.untouched(linked):
         with _lock:
-            _free.setdefault((str(template.folder.parent.parent), str(job.suite.path), job.suite.content_hash),
-                             []).append(template)
+            _free.setdefault(template.key, []).append(template)
     else:
         shutil.rmtree(template.folder.parent, ignore_errors=True)
 

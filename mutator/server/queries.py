@@ -13,6 +13,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from eval.reaper import pid_alive
 from mutator.after.spend import run_spend, run_totals
 from mutator.server import decisions as D
 from mutator.server import gate_view as G
@@ -28,7 +29,6 @@ from mutator.server.models_view import (
 from mutator.server.skill_use_view import skill_use
 from mutator.server.sql import loads, one, q
 from mutator.server.stages import EVAL_COLS, live_eval, progress, stages
-from mutator.server.stores import pid_alive
 from mutator.store.liveness import mark_stale, mark_stale_records
 from mutator.store.notes import notes_of
 

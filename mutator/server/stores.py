@@ -8,13 +8,13 @@ request ever carries a filesystem path. Connections are read-only: the dashboard
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlite_utils
 
+from eval.reaper import pid_alive
 from mutator.store.db import connect_readonly, upgrade
 
 DB_NAME = "mutator.db"
@@ -65,18 +65,6 @@ def inside(root: Path, candidate: Path) -> Path | None:
     except OSError:
         return None
     return resolved if resolved.is_relative_to(root.resolve()) else None
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass

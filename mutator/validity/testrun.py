@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eval.cells import Contract
 from eval.errors import SkillMutatorError
+from eval.reaper import pid_alive
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.budget import BudgetStop, refused
@@ -101,15 +102,7 @@ def apply_run_defaults(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _alive(pid: int | None) -> bool:
-    if not pid or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    return pid != os.getpid() and pid_alive(pid)
 
 
 def refuse_sealed(db, settings: Settings, run: dict, suite: Suite) -> None:
