@@ -1,6 +1,6 @@
 """The harness's own cost per round of a long dry run: does it stay flat as rounds accumulate?
 
-Usage: python bench/rounds.py [--rounds 60] [--replicates 1] [--repeats 3] [--before DIR]
+Usage: python bench/rounds.py [--rounds 60] [--replicates 1] [--repeats 3] [--sandbox auto] [--before DIR]
 Runs the dry greedy demo (fake agents) for --rounds rounds in a child process and records, per round: the
 harness process's own CPU, its children's CPU (agents, graders, git), the CPU of staging the mutator's
 evidence and of the tamper snapshots around the mutator call (self + children), and the bytes the round
@@ -45,7 +45,7 @@ def _bytes(*roots: Path) -> int:
     return total
 
 
-def child(code: Path, rounds: int, replicates: int, data_dir: Path) -> list[dict]:
+def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str = "auto") -> list[dict]:
     """One dry run on `code`, in this process; a record per round."""
     sys.path.insert(0, str(code))
     sys.modules["pandas"] = None  # type: ignore[assignment]   as run.py does: sqlite_utils's pandas probe
@@ -83,7 +83,7 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path) -> list[dict
 
     loop.Loop.round = round_
     code_ = main(["--suite", "clean-train", "--val", "clean-val", "--rounds", str(rounds), "--replicates",
-                  str(replicates), "--data-dir", str(data_dir)])
+                  str(replicates), "--data-dir", str(data_dir), "--sandbox", sandbox])
     if code_:
         raise SystemExit(f"the dry run exited {code_}")
     return records
@@ -93,7 +93,8 @@ def measure(code: Path, args: argparse.Namespace) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="sm-bench-rounds-", ignore_cleanup_errors=True) as scratch:
         out = Path(scratch) / "records.json"
         subprocess.run([sys.executable, __file__, "--child", str(code), "--rounds", str(args.rounds), "--replicates",
-                        str(args.replicates), "--out", str(out), "--data-dir", str(Path(scratch) / "data")],
+                        str(args.replicates), "--out", str(out), "--data-dir", str(Path(scratch) / "data"),
+                        "--sandbox", args.sandbox],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code)
         return json.loads(out.read_text())
 
@@ -124,13 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=60)
     p.add_argument("--replicates", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--sandbox", default="auto", help="the runs' --sandbox (default auto: bwrap where it works, "
+                   "whose mutator sees the run's shared history bound in; none: every earlier file linked in)")
     p.add_argument("--before", type=Path, help="a checkout of other code, measured side by side")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        args.out.write_text(json.dumps(child(args.child, args.rounds, args.replicates, args.data_dir)))
+        args.out.write_text(json.dumps(child(args.child, args.rounds, args.replicates, args.data_dir, args.sandbox)))
         return 0
     sides = {"this code": ROOT, **({"before": args.before.resolve()} if args.before else {})}
     found: dict[str, list[dict]] = {side: [] for side in sides}
@@ -138,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):   # interleaved, so load drift hits both alike
         for side, code in sides.items():
             found[side].append(summary(measure(code, args)))
-    print(f"dry greedy run, {args.rounds} rounds, {args.replicates} replicate(s), {args.repeats} repeats "
+    print(f"dry greedy run, {args.rounds} rounds, {args.replicates} replicate(s), --sandbox {args.sandbox}, "
+          f"{args.repeats} repeats "
           f"({time.time() - started:.0f} s, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs); per round, "
           f"early -> late, median over repeats of the per-round means")
     for side, runs in found.items():

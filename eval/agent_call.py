@@ -103,6 +103,7 @@ class AgentCall:
     skill_dir: Path | None = None
     writable: Sequence[Path] = ()
     readable: Sequence[Path] = ()
+    shown: Mapping[Path, Path] = field(default_factory=dict)   # folder seen -> host folder bound there read-only
     network: bool = False
     wall_ms: int = 0
     max_output_bytes: int = 0
@@ -197,7 +198,7 @@ async def call(spec: AgentCall) -> CallResult:
     writable = [*spec.writable, *((spec.result_path, spec.stream) if spec.result_json else ())]
     run = await spawn(spec.argv, cwd=spec.cwd, env=contract_env(spec), prompt=spec.prompt, stream=spec.stream,
                       log_dir=spec.home, launcher=spec.launcher, writable=writable, readable=spec.readable,
-                      network=spec.network, silence_ms=spec.silence_ms, heartbeat_ms=spec.heartbeat_ms,
+                      shown=spec.shown, network=spec.network, silence_ms=spec.silence_ms, heartbeat_ms=spec.heartbeat_ms,
                       wall_ms=spec.wall_ms, max_output_bytes=spec.max_output_bytes, meter=spec.meter)
     return CallResult(run, *read_call(spec.stream, spec.price, agent=spec.agent, meter=spec.meter))
 
@@ -282,7 +283,7 @@ class AgentRun:
 
 async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                 log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path] = (),
-                network: bool = False, silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
+                shown: Mapping[Path, Path] | None = None, network: bool = False, silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
                 max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
     """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done; with
     a meter, its model API calls go through a metering proxy closed only after the process group is gone.
@@ -302,7 +303,7 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
             talk = functools.partial(warm.drive, role=served[0], config=served[1], env=dict(env), api=api,
                                      prompt=prompt, stream=stream, stderr=log_dir / "agent.stderr")
         return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
-                            launcher=launcher, writable=writable, readable=readable, network=network,
+                            launcher=launcher, writable=writable, readable=readable, shown=shown, network=network,
                             silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
                             max_output_bytes=max_output_bytes, talk=talk)
     finally:
@@ -315,7 +316,7 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
 
 async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                  log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path],
-                 network: bool, silence_ms: int, heartbeat_ms: int, wall_ms: int,
+                 shown: Mapping[Path, Path] | None, network: bool, silence_ms: int, heartbeat_ms: int, wall_ms: int,
                  max_output_bytes: int, talk: Callable[[Any], Awaitable[None]] | None = None) -> AgentRun:
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio
@@ -325,7 +326,8 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     stderr_path.unlink(missing_ok=True)   # opened to append: a harness-side loop (`talk`) appends to it too
     # no pipe passes into a container: there our backend's key is the proxy's one-cell nonce, from its env
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
-    wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env)
+    wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env,
+                            **({"shown": shown} if shown else {}))
     wrapped, preexec = reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
         start = asyncio.ensure_future(asyncio.create_subprocess_exec(

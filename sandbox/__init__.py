@@ -22,15 +22,23 @@ class Launcher(Protocol):
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
              readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
-             env: Mapping[str, str] | None = None) -> list[str]:
+             env: Mapping[str, str] | None = None, shown: Mapping[Path, Path] | None = None) -> list[str]:
         """The argv that runs `argv` in `cwd` with only `writable` writable and `readable` visible. With `run`,
         that command runs instead, in the very sandbox `argv` would get (preflight's probe, sandbox/probe.py).
-        `env` is what the process is started with (a container launcher passes its names in)."""
+        `env` is what the process is started with (a container launcher passes its names in). `shown` maps a
+        folder the agent sees to the host folder bound there read-only; only a launcher that `binds_folders`
+        is given one."""
         ...
 
     def check(self) -> None:
         """Raise SandboxError (what to install / enable) when this launcher cannot run here."""
         ...
+
+
+def binds_folders(launcher: Launcher) -> bool:
+    """Whether `launcher` can show a host folder read-only at another path (wrap's `shown`): bwrap can; a bare
+    process (none) sees only the host's own paths."""
+    return bool(getattr(launcher, "binds_folders", False))
 
 
 def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None = None) -> Launcher:

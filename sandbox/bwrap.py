@@ -49,6 +49,7 @@ def system_args() -> list[str]:
 
 class BwrapLauncher:
     id = "bwrap"
+    binds_folders = True   # wrap's `shown`: a host folder bound read-only at another path
 
     def __init__(self, *, drop_caps: bool = True) -> None:
         # drop_caps=False exists only so a test can show why --cap-drop ALL is needed as root.
@@ -65,7 +66,7 @@ class BwrapLauncher:
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
              readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
-             env: Mapping[str, str] | None = None) -> list[str]:
+             env: Mapping[str, str] | None = None, shown: Mapping[Path, Path] | None = None) -> list[str]:
         cwd = Path(cwd).absolute()
         command = resolve_command(tuple(argv), cwd=cwd)   # ProgramError names what is missing
         writable_abs = tuple(Path(w).absolute() for w in writable)
@@ -75,12 +76,16 @@ class BwrapLauncher:
             mounts.setdefault(Path(path).absolute(), False)
         for path in writable_abs:
             mounts[path] = True
+        sources = {Path(dest).absolute(): Path(source) for dest, source in (shown or {}).items()}
+        for dest in sources:   # another host folder, read-only, at `dest` (an empty folder the caller made)
+            mounts[dest] = False
         args = self.base_args(network)
         # Parents before children, so `skill/` (rw) lands on top of its read-only workspace.
         for dest in sorted(mounts, key=lambda p: (len(p.parts), str(p))):
-            if not dest.exists():
-                raise SandboxError(f"sandbox: {dest} does not exist; it must be created before the agent runs")
-            args += ["--bind" if mounts[dest] else "--ro-bind", str(dest.resolve()), str(dest)]
+            if not dest.exists() or not sources.get(dest, dest).exists():
+                raise SandboxError(f"sandbox: {sources.get(dest, dest) if dest.exists() else dest} does not exist; "
+                                   f"it must be created before the agent runs")
+            args += ["--bind" if mounts[dest] else "--ro-bind", str(sources.get(dest, dest).resolve()), str(dest)]
         if network and Path("/run").is_dir():
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target
         if first := command.path_dirs():

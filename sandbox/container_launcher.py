@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from sandbox import Launcher, SandboxError
+from sandbox import Launcher, SandboxError, binds_folders
 from sandbox.bwrap import _is_system
 from sandbox.container import ContainerEngine, Limits, get_engine
 from sandbox.resolve import Program, resolve_command
@@ -71,9 +71,15 @@ class ContainerSandbox:
             raise SandboxError(self._missing)
         return self._engine
 
+    @property
+    def binds_folders(self) -> bool:
+        return binds_folders(self.host)
+
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
-             network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
-        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run, env=env)
+             network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
+             shown: Mapping[Path, Path] | None = None) -> list[str]:
+        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run, env=env,
+                              **({"shown": shown} if shown else {}))
 
     def check(self) -> None:
         self.host.check()
@@ -171,7 +177,10 @@ class TaskContainer:
         return args + ["-v", f"{self._socket_dir}:{self._socket_dir}:rw"]
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
-             network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+             network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
+             shown: Mapping[Path, Path] | None = None) -> list[str]:
+        if shown:
+            raise ValueError("a task's container shows host folders at their own paths only")
         env = dict(env or {})
         for name in CREDENTIAL_NAMES:   # defence in depth: only the key proxy's nonce may enter a container
             if env.get(name) and not env[name].startswith(NONCE_PREFIX):

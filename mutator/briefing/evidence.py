@@ -8,6 +8,11 @@ tasks/                 the train task statements and their inputs
 solve/                 the solve phase's graded demonstrations (when it ran)
 
 Never staged: the database, any val task detail (val appears only as aggregate deltas), the test suite.
+
+Under a sandbox that binds folders (bwrap), history/ and evidence/attempts/ are the run's shared history
+(<data dir>/evidence/runs/<run>/, mutator/store/evidence.py::Shared) bound read-only: the same files, added to
+once per attempt instead of linked into every workspace, so staging, the tamper check and redaction walk a
+workspace whose size does not grow with the round number. Without one (`--sandbox none`), they are linked in.
 """
 
 from __future__ import annotations
@@ -101,8 +106,11 @@ class Evidence:
     shares (diffs, rollouts) is stored once and linked (mutator/store/evidence.py); the ledger is written anew."""
 
     def __init__(self, *, db, genomes, store: EvidenceStore, run_id: str, train: Suite, train_composite,
-                 solve_dir: Path | None) -> None:
+                 solve_dir: Path | None, known: dict | None = None) -> None:
         self.db, self.genomes, self.store, self.run_id, self.train = db, genomes, store, run_id, train
+        # what the run's shared history holds, by what made it ({} before this session's first staging): the
+        # session keeps it across rounds, so a round adds only what is new
+        self.known = {} if known is None else known
         self.train_composite = train_composite      # evaluation id -> train composite (seed-normalised)
         self.solve_dir = solve_dir
 
@@ -123,11 +131,16 @@ class Evidence:
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
 
-    def ledger_rows(self, train: dict[str, int] | None = None) -> list[LedgerRow]:
+    def ledger_rows(self, train: dict[str, int] | None = None, last: int | None = None) -> list[LedgerRow]:
+        """Every decided attempt of the run as the ledger shows it, in order; with `last`, only the last ones (the
+        briefing's: read without the rest, so a briefing costs no more at round 500 than at round 5)."""
         rows, train = [], self.train_evaluations() if train is None else train
-        for a in self._rows("select round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, "
-                            "delta_steps, train_evaluation_id, parent_hash, status, error from attempts where "
-                            "run_id = ? and round > 0 and verdict is not null order by round, sibling", [self.run_id]):
+        found = self._rows("select round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, "
+                           "delta_steps, train_evaluation_id, parent_hash, status, error from attempts where "
+                           "run_id = ? and round > 0 and verdict is not null order by round desc, sibling desc"
+                           + (" limit ?" if last is not None else ""), [self.run_id, *([last] if last is not None
+                                                                                      else [])])
+        for a in reversed(found):
             mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
             train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
             rows.append(LedgerRow(
@@ -137,24 +150,34 @@ class Evidence:
                 note=a["error"] if a["status"] in ("critic_rejected", "failed") else ""))
         return rows
 
-    def stage(self, workspace: Path, parent_hash: str) -> None:
+    def stage(self, workspace: Path, parent_hash: str, shared: bool = False) -> dict[Path, Path]:
+        """Stage the workspace's read-only evidence. `shared` (the sandbox binds folders): its history/ and
+        evidence/attempts/ are left as empty folders and the answer maps each to the run's shared folder the
+        sandbox binds there read-only (the same files, kept once per run), so a round's staging and tamper
+        check cost no more at round 500 than at round 5; else every file is linked into the workspace itself."""
         train = self.train_evaluations()
         current = train.get(parent_hash)
         target = workspace / "evidence" / "current"
         if current is None or not link_trajectories(self.store, current, self._cells(current), target):
             target.mkdir(parents=True, exist_ok=True)
             _write_read_only(target / "README.md", "The parent has no train rollouts yet.\n")
-        history = workspace / "history"
-        history.mkdir(parents=True, exist_ok=True)
-        for a in self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
-                            "where run_id = ? and round > 0 order by round, sibling", [self.run_id]):
-            if a["train_evaluation_id"]:
-                link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
-                                  workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
-            if a["genome_hash"] and a["parent_hash"]:
-                link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
-                     f"{history}/round-{_label(a, '-')}.diff")
-        _write_read_only(history / "ledger.md", render_ledger(self.ledger_rows(train)))
+        attempts = self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
+                              "where run_id = ? and round > 0 order by round, sibling", [self.run_id])
+        ledger = render_ledger(self.ledger_rows(train))
+        shown = self._share(attempts, ledger) if shared else {}
+        if not shared:
+            history = workspace / "history"
+            history.mkdir(parents=True, exist_ok=True)
+            for a in attempts:
+                if a["train_evaluation_id"]:
+                    link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
+                                      workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
+                if a["genome_hash"] and a["parent_hash"]:
+                    link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
+                         f"{history}/round-{_label(a, '-')}.diff")
+            _write_read_only(history / "ledger.md", ledger)
+        for folder in shown:
+            (workspace / folder).mkdir(parents=True, exist_ok=True)   # where the sandbox binds the shared one
         stage_tasks(self.train, workspace / "tasks")
         make_read_only(workspace / "tasks")
         if self.solve_dir and self.solve_dir.is_dir():
@@ -162,11 +185,44 @@ class Evidence:
             make_read_only(workspace / "solve")
         # evidence/ and history/ hold stored files (read-only already, mutator/store/evidence.py) and the two
         # written above: not walked again, so a round costs no more for the files earlier rounds added
+        return {workspace / folder: source for folder, source in shown.items()}
+
+    def _share(self, attempts: list[dict], ledger: str) -> dict[str, Path]:
+        """Bring the run's shared history up to `attempts` (adding only what is new since this process's last
+        staging; built anew at its first) and write its ledger; {workspace folder: shared folder} to bind."""
+        shared = self.store.shared(self.run_id)
+        if not self.known:   # first staging of this run here: a re-grade or a re-done attempt may have come since
+            shutil.rmtree(shared.root, ignore_errors=True)
+            shared.history.mkdir(parents=True)
+            shared.attempts.mkdir()
+            self.known["built"] = True
+        for a in attempts:
+            label = _label(a, "-")
+            if a["train_evaluation_id"] and self.known.get(f"attempts/{label}") != a["train_evaluation_id"]:
+                shutil.rmtree(shared.attempts / f"round-{label}", ignore_errors=True)   # this process's older one
+                link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
+                                  shared.attempts / f"round-{label}")
+                self.known[f"attempts/{label}"] = self.known["rollouts"] = a["train_evaluation_id"]
+            pair = (a["parent_hash"], a["genome_hash"])
+            if all(pair) and self.known.get(f"history/{label}") != pair:
+                (shared.history / f"round-{label}.diff").unlink(missing_ok=True)
+                link(self.store.diff(*pair, self.genomes.diff), shared.history / f"round-{label}.diff")
+                self.known[f"history/{label}"] = pair
+        _replace_read_only(shared.history / "ledger.md", ledger)
+        return {"history": shared.history, **({"evidence/attempts": shared.attempts} if "rollouts" in self.known
+                                               else {})}
 
 
 def _write_read_only(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
     path.chmod(0o444)
+
+
+def _replace_read_only(path: Path, text: str) -> None:
+    """`_write_read_only` by an atomic replace: a file a sandbox shows is whole or the one before."""
+    incoming = path.with_name(f".incoming-{os.getpid()}-{path.name}")
+    _write_read_only(incoming, text)
+    os.replace(incoming, path)
 
 
 def _label(attempt: dict, sep: str = ".") -> str:

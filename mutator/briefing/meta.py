@@ -8,14 +8,14 @@ through eval/agent_call.py, charged by the same rule as a mutation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eval.agent_call import call, read_result_json, stage_workspace
 from eval.redact import redact, redact_tree
-from mutator.round.mutate import MutatorAgent
+from mutator.round.mutate import MutatorAgent, Stage
 from mutator.store.evidence import untouched
+from sandbox import binds_folders
 
 PROMPT = """Read history/ledger.md and history/*.diff: every attempt this run has made on the skill, with its
 verdict and how the score moved, and the train rollouts under evidence/. Do not edit anything. Distil
@@ -33,12 +33,12 @@ class Lessons:
     usage: dict = field(default_factory=dict)   # tokens (input, output, cache write, cache read) and retries
 
 
-def distil(*, workspace: Path, skill_dir: Path, stage: Callable[[Path], None], agent: MutatorAgent,
+def distil(*, workspace: Path, skill_dir: Path, stage: Stage, agent: MutatorAgent,
            round_no: int, meter: Path | None = None) -> Lessons:
     stage_workspace(workspace, skill_dir, "# Meta skill\n\n" + PROMPT, {})
-    stage(workspace)
+    shown = stage(workspace, binds_folders(agent.launcher))
     spec = agent.call(workspace, PROMPT, writable=(), round_no=round_no, sibling=0, task="meta",
-                      meter=meter)
+                      meter=meter, shown=shown)
     done = asyncio.run(call(spec))
     redact_tree(workspace, skip=untouched)  # secrets never stored: its stream, stderr and result.json
     cost = done.cost.usd     # the mutator's rule (eval/agent_call.py::cost_of), as for a mutation

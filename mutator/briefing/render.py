@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+LAST_ATTEMPTS = 5   # the briefing's table of attempts: the last ones (the ledger holds every one)
+
 
 @dataclass(frozen=True)
 class BriefingInput:
@@ -70,7 +72,7 @@ def render(data: BriefingInput) -> str:
     lines += ["## Last attempts (val: aggregates only; train: vs the attempt's parent)",
               "| round | verdict | val Δcomposite | Δeval | Δcost | Δsteps | train Δcomposite | summary |",
               "|---|---|---|---|---|---|---|---|"]
-    for attempt in list(data.attempts)[-5:]:
+    for attempt in list(data.attempts)[-LAST_ATTEMPTS:]:
         deltas = " | ".join(_signed(attempt.get(key))
                             for key in ("delta", "delta_eval", "delta_cost", "delta_steps", "train_delta"))
         lines.append(f"| {attempt['round']} | {attempt['verdict']} | {deltas} | {attempt.get('summary') or '—'} |")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from mutator.briefing.evidence import Evidence
 from mutator.briefing.meta import distil
-from mutator.briefing.render import BriefingInput, render
+from mutator.briefing.render import LAST_ATTEMPTS, BriefingInput, render
 from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
@@ -39,6 +39,7 @@ class MutatorView:
     def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent):
         self.session, self.suites, self.mutator = session, suites, mutator
         self._train_composites: dict[tuple[int, str], float] = {}   # (evaluation id, finished at) -> composite
+        self._shared: dict = {}   # what the run's shared history holds (Evidence.known), this session's stagings
 
     def meta_lessons(self) -> list[dict]:
         return loads(self.session.run()["meta_skill"], [])
@@ -54,7 +55,8 @@ class MutatorView:
         result, _ = charges.paid_call(
             self.session.db, meter, self.mutator.price, payer=self.session.run_id, kind="meta skill",
             call=lambda meter: distil(workspace=workspace, skill_dir=self.session.genomes.path(incumbent),
-                                      stage=lambda ws: self.evidence().stage(ws, incumbent), agent=self.mutator,
+                                      stage=lambda ws, shared: self.evidence().stage(ws, incumbent, shared),
+                                      agent=self.mutator,
                                       round_no=round_no, meter=meter))
         if not result.ok:
             self.session.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
@@ -67,7 +69,7 @@ class MutatorView:
     def evidence(self) -> Evidence:
         return Evidence(db=self.session.db, genomes=self.session.genomes, store=EvidenceStore(self.session.settings.data_dir),
                         run_id=self.session.run_id, train=self.suites.train, train_composite=self.train_composite,
-                        solve_dir=self.solve_dir)
+                        solve_dir=self.solve_dir, known=self._shared)
 
     @property
     def solve_dir(self) -> Path:
@@ -113,7 +115,7 @@ class MutatorView:
                 train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps, "composite":
                                     f.composite, "failing": sorted(failing.get(split_key(task_id)[0], ())),
                                     "skill_use": uses.get(split_key(task_id)[0], "—")})
-        attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows()]
+        attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows(last=LAST_ATTEMPTS)]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.session.skill_name,
             formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps)"

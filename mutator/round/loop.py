@@ -427,7 +427,7 @@ class Loop:
                 workspace=workspace, parent_dir=self.genomes.path(spec.parent_hash),
                 briefing=self.view.briefing(round_no, sibling, state, objective, spec), refs=refs, agent=self.mutator,
                 round_no=round_no, sibling=sibling,
-                stage=lambda workspace: self.view.evidence().stage(workspace, spec.parent_hash),
+                stage=lambda workspace, shared: self.view.evidence().stage(workspace, spec.parent_hash, shared),
                 watch={"seed skill": self.settings.skill_dir, "train suite": self.suites.train.path,
                        "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (mutator/round/tamper.py)
                        **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})},

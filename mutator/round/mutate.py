@@ -17,13 +17,18 @@ from eval.cost import Price, Usage
 from eval.redact import redact, redact_tree
 from mutator.round import tamper
 from mutator.store.evidence import untouched
-from sandbox import Launcher
+from sandbox import Launcher, binds_folders
 
 PROMPT = """You are improving an agent skill. Read briefing.md in your working directory: it gives the
 objective, how candidates are scored and gated, and the recent attempts. Make ONE focused change to
 the skill in ./skill/ (edit only files under ./skill/). When done, write ./result.json as
 {"summary": "<one line: what you changed>", "reasoning": "<why it should raise the composite score>"}.
 """
+
+
+# Stages a workspace's read-only evidence (mutator/briefing/evidence.py): (workspace, the sandbox binds folders) ->
+# {folder of the workspace: the host folder to bind there read-only}
+Stage = Callable[[Path, bool], Mapping[Path, Path]]
 
 
 @dataclass(frozen=True)
@@ -74,22 +79,25 @@ class MutatorAgent:
     env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's hooks); never SM_*
 
     def call(self, workspace: Path, prompt: str, *, writable: Sequence[Path], round_no: int, sibling: int,
-             task: str = "", meter: Path | None = None) -> AgentCall:
-        """A mutator-role call in `workspace` (its cwd and home), writing result.json; metered when given one."""
+             task: str = "", meter: Path | None = None, shown: Mapping[Path, Path] | None = None) -> AgentCall:
+        """A mutator-role call in `workspace` (its cwd and home), writing result.json; metered when given one;
+        `shown`: folders of the workspace bound read-only from the run's shared history (a `stage`'s answer)."""
         return AgentCall(argv=self.argv, agent=self.agent, model=self.model, max_turns=self.max_turns,
                          price=self.price, prompt=prompt, cwd=workspace, home=workspace, launcher=self.launcher,
                          silence_ms=self.silence_ms, heartbeat_ms=self.heartbeat_ms, skill_dir=workspace / "skill",
-                         writable=writable, readable=(workspace,), network=self.network, result_json=True,
+                         writable=writable, readable=(workspace,), shown=dict(shown or {}), network=self.network,
+                         result_json=True,
                          round_no=round_no, sibling=sibling, task=task, env=self.env, meter=meter)
 
 
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], agent: MutatorAgent,
-           round_no: int, sibling: int, stage: Callable[[Path], None] | None = None,
+           round_no: int, sibling: int, stage: Stage | None = None,
            watch: Mapping[str, Path] | None = None, meter: Path | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
-    if stage is not None:
-        stage(workspace)  # read-only evidence, history, tasks beside skill/
-    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling, meter=meter)
+    # read-only evidence, history, tasks beside skill/; the run's history bound in where the sandbox can
+    shown = stage(workspace, binds_folders(agent.launcher)) if stage is not None else {}
+    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling, meter=meter,
+                      shown=shown)
     prepare(spec)   # its prompt and empty outputs exist before the snapshot: they are the harness's, not its writes
     before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/round/tamper.py)
     done = asyncio.run(call(spec))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlite_utils
@@ -118,6 +118,8 @@ class Session:
     run_id: str = ""
     cells_run: int = 0      # cells this command ran (cached ones are not counted)
     cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
+    # attempt id -> (its gate_n and gate as stored, the comparison read from them): each gate is parsed once
+    _comparisons: dict[int, tuple[tuple, Comparison | None]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
@@ -176,9 +178,18 @@ class Session:
         found = rows(self.db, "select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "
                               "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
                               "e.suite_hash = ? order by a.id", [self.run_id, exclude, suite_hash])
-        # an early look averages fewer replicates per task: its scale is not the full evaluation's
-        return [Comparison(r["gate_n"], gate["s_r"]) for r in found
-                if "early_look" not in (gate := loads(r["gate"]))]
+        out = []
+        for r in found:
+            stored = (r["gate_n"], r["gate"])
+            known = self._comparisons.get(r["id"])
+            if known is None or known[0] != stored:   # new, or its gate rewritten since
+                gate = loads(r["gate"])
+                # an early look averages fewer replicates per task: its scale is not the full evaluation's
+                known = self._comparisons[r["id"]] = (stored, None if "early_look" in gate else
+                                                      Comparison(r["gate_n"], gate["s_r"]))
+            if known[1] is not None:
+                out.append(known[1])
+        return out
 
     # ---- evaluations ---------------------------------------------------------------------------------
     def evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,

@@ -25,6 +25,8 @@ SKIP = {"__pycache__"}
 def _digest(path: str, entry: os.DirEntry | None = None) -> str:
     """A file's content digest; a stored file linked in is named by its inode (any write moves its mtime,
     mutator/store/evidence.py), a folder is "<dir>", a symlink its target."""
+    if entry is not None and entry.is_dir(follow_symlinks=False):   # from the directory entry: no lstat
+        return "<dir>"
     try:
         st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(path)
     except OSError as err:

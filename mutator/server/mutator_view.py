@@ -64,6 +64,8 @@ def shown(store: Store, db: sqlite_utils.Database, a: dict) -> tuple[dict[str, P
     what the evidence store keeps of it."""
     name = f"round-{a['round']}-{a['sibling']}"
     files = evidence.staged(store.data_dir, a["run_id"], name)
+    if files and "history/ledger.md" not in files:   # its history was the run's shared one, bound in by the sandbox
+        return dict(sorted({**evidence.kept(db, store.data_dir, a), **files}.items())), "workspace and evidence store"
     if files:
         return files, "workspace"
     return evidence.kept(db, store.data_dir, a), "evidence store"

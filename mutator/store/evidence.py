@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
@@ -41,9 +42,28 @@ def stored(st: os.stat_result) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and st.st_mtime_ns == STORED_NS
 
 
+@dataclass(frozen=True)
+class Shared:
+    """A run's history as its workspaces see it, kept once: `history/` (each attempt's diff, linked from the store,
+    and the ledger) and `attempts/` (each train-evaluated attempt's rollouts, linked), bound read-only at a
+    workspace's history/ and evidence/attempts/ by a sandbox that binds folders (mutator/briefing/evidence.py)."""
+    root: Path
+
+    @property
+    def history(self) -> Path:
+        return self.root / "history"
+
+    @property
+    def attempts(self) -> Path:
+        return self.root / "attempts"
+
+
 class EvidenceStore:
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / "evidence"
+
+    def shared(self, run_id: str) -> Shared:
+        return Shared(self.root / "runs" / run_id)
 
     def diff(self, parent_hash: str, genome_hash: str, make: Callable[[str, str], str]) -> Path:
         """An attempt's diff vs its parent (genomes are immutable, so the pair names it), made once by `make`."""
