@@ -49,21 +49,29 @@ def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.4f}"
 
 
+LEDGER_HEAD = ("# Ledger — every attempt of this run", "",
+               "Val figures are aggregates over the validation suite (Δcomposite = Δeval + Δcost + Δsteps); the",
+               "train Δ is vs the parent on the train tasks. Each attempt's diff is in round-<label>.diff.", "")
+
+
+def ledger_block(row: LedgerRow) -> list[str]:
+    """One attempt's lines in the ledger."""
+    lines = [f"## Attempt {row.label} — {row.verdict}",
+             f"- summary: {row.summary or '—'}",
+             f"- val Δcomposite {_signed(row.delta)} (Δeval {_signed(row.delta_eval)}, Δcost "
+             f"{_signed(row.delta_cost)}, Δsteps {_signed(row.delta_steps)}); train Δcomposite "
+             f"{_signed(row.train_delta)}"]
+    if row.note:
+        lines.append(f"- why: {row.note}")
+    if row.reasoning:
+        lines.append(f"- reasoning: {row.reasoning[:1500]}")
+    return [*lines, ""]
+
+
 def render_ledger(rows: Sequence[LedgerRow]) -> str:
-    lines = ["# Ledger — every attempt of this run", "",
-             "Val figures are aggregates over the validation suite (Δcomposite = Δeval + Δcost + Δsteps); the",
-             "train Δ is vs the parent on the train tasks. Each attempt's diff is in round-<label>.diff.", ""]
+    lines = list(LEDGER_HEAD)
     for row in rows:
-        lines += [f"## Attempt {row.label} — {row.verdict}",
-                  f"- summary: {row.summary or '—'}",
-                  f"- val Δcomposite {_signed(row.delta)} (Δeval {_signed(row.delta_eval)}, Δcost "
-                  f"{_signed(row.delta_cost)}, Δsteps {_signed(row.delta_steps)}); train Δcomposite "
-                  f"{_signed(row.train_delta)}"]
-        if row.note:
-            lines.append(f"- why: {row.note}")
-        if row.reasoning:
-            lines.append(f"- reasoning: {row.reasoning[:1500]}")
-        lines.append("")
+        lines += ledger_block(row)
     if not rows:
         lines.append("No attempts yet.")
     return "\n".join(lines) + "\n"
@@ -131,24 +139,45 @@ class Evidence:
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
 
+    LEDGER = ("round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, delta_steps, "
+              "train_evaluation_id, parent_hash, status, error")
+
     def ledger_rows(self, train: dict[str, int] | None = None, last: int | None = None) -> list[LedgerRow]:
         """Every decided attempt of the run as the ledger shows it, in order; with `last`, only the last ones (the
         briefing's: read without the rest, so a briefing costs no more at round 500 than at round 5)."""
-        rows, train = [], self.train_evaluations() if train is None else train
-        found = self._rows("select round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, "
-                           "delta_steps, train_evaluation_id, parent_hash, status, error from attempts where "
-                           "run_id = ? and round > 0 and verdict is not null order by round desc, sibling desc"
-                           + (" limit ?" if last is not None else ""), [self.run_id, *([last] if last is not None
-                                                                                      else [])])
-        for a in reversed(found):
-            mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
-            train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
-            rows.append(LedgerRow(
-                label=_label(a), verdict=a["verdict"], summary=a["summary"] or "", reasoning=a["reasoning"] or "",
-                delta=a["delta"], delta_eval=a["delta_eval"], delta_cost=a["delta_cost"],
-                delta_steps=a["delta_steps"], train_delta=train_delta,
-                note=a["error"] if a["status"] in ("critic_rejected", "failed") else ""))
-        return rows
+        train = self.train_evaluations() if train is None else train
+        found = self._rows(f"select {self.LEDGER} from attempts where run_id = ? and round > 0 and verdict is not "
+                           "null order by round desc, sibling desc" + (" limit ?" if last is not None else ""),
+                           [self.run_id, *([last] if last is not None else [])])
+        return [self._ledger_row(a, train) for a in reversed(found)]
+
+    def _ledger_row(self, a: dict, train: dict[str, int]) -> LedgerRow:
+        mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
+        train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
+        return LedgerRow(label=_label(a), verdict=a["verdict"], summary=a["summary"] or "",
+                         reasoning=a["reasoning"] or "", delta=a["delta"], delta_eval=a["delta_eval"],
+                         delta_cost=a["delta_cost"], delta_steps=a["delta_steps"], train_delta=train_delta,
+                         note=a["error"] if a["status"] in ("critic_rejected", "failed") else "")
+
+    def ledger(self, train: dict[str, int]) -> str:
+        """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its figures
+        stay as they were: a round reads every decided attempt's figures, not its texts (a reasoning may be 20 KB)."""
+        made = self.known.setdefault("ledger", {})   # attempt id -> (its figures, its lines)
+        lines = list(LEDGER_HEAD)
+        figures = self.db.execute(
+            "select id, round, sibling, verdict, delta, delta_eval, delta_cost, delta_steps, train_evaluation_id, "
+            "parent_hash, status, error, length(summary), length(reasoning) from attempts where run_id = ? and "
+            "round > 0 and verdict is not null order by round, sibling", [self.run_id]).fetchall()
+        for f in figures:
+            mine, parents = f[8], train.get(f[9] or "")
+            key = (f, (self.train_composite(mine), self.train_composite(parents)) if mine and parents else None)
+            if made.get(f[0], (None,))[0] != key:
+                whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f[0]])[0]
+                made[f[0]] = (key, ledger_block(self._ledger_row(whole, train)))
+            lines += made[f[0]][1]
+        if not figures:
+            lines.append("No attempts yet.")
+        return "\n".join(lines) + "\n"
 
     def stage(self, workspace: Path, parent_hash: str, shared: bool = False) -> dict[Path, Path]:
         """Stage the workspace's read-only evidence. `shared` (the sandbox binds folders): its history/ and
@@ -163,7 +192,7 @@ class Evidence:
             _write_read_only(target / "README.md", "The parent has no train rollouts yet.\n")
         attempts = self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
                               "where run_id = ? and round > 0 order by round, sibling", [self.run_id])
-        ledger = render_ledger(self.ledger_rows(train))
+        ledger = self.ledger(train)
         shown = self._share(attempts, ledger) if shared else {}
         if not shared:
             history = workspace / "history"
@@ -191,7 +220,7 @@ class Evidence:
         """Bring the run's shared history up to `attempts` (adding only what is new since this process's last
         staging; built anew at its first) and write its ledger; {workspace folder: shared folder} to bind."""
         shared = self.store.shared(self.run_id)
-        if not self.known:   # first staging of this run here: a re-grade or a re-done attempt may have come since
+        if "built" not in self.known:   # first staging here: a re-grade or a re-done attempt may have come since
             shutil.rmtree(shared.root, ignore_errors=True)
             shared.history.mkdir(parents=True)
             shared.attempts.mkdir()

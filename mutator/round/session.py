@@ -23,7 +23,7 @@ from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.failures import account
 from mutator.round.progress import Progress
 from mutator.scoring.score import Comparison, Weights
-from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store.db import connect, dumps, loads, now
 from mutator.store.genome import GenomeStore
 from mutator.store.runs import add_spend, update_run
 from sandbox import Launcher
@@ -175,18 +175,17 @@ class Session:
     def prior_comparisons(self, *, exclude: int, suite_hash: str) -> list[Comparison]:
         """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose
         content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`."""
-        found = rows(self.db, "select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "
-                              "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
-                              "e.suite_hash = ? order by a.id", [self.run_id, exclude, suite_hash])
+        found = self.db.execute("select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "
+                                "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
+                                "e.suite_hash = ? order by a.id", [self.run_id, exclude, suite_hash]).fetchall()
         out = []
-        for r in found:
-            stored = (r["gate_n"], r["gate"])
-            known = self._comparisons.get(r["id"])
-            if known is None or known[0] != stored:   # new, or its gate rewritten since
-                gate = loads(r["gate"])
+        for attempt_id, gate_n, gate_text in found:
+            known = self._comparisons.get(attempt_id)
+            if known is None or known[0] != (gate_n, gate_text):   # new, or its gate rewritten since
+                gate = loads(gate_text)
                 # an early look averages fewer replicates per task: its scale is not the full evaluation's
-                known = self._comparisons[r["id"]] = (stored, None if "early_look" in gate else
-                                                      Comparison(r["gate_n"], gate["s_r"]))
+                known = self._comparisons[attempt_id] = ((gate_n, gate_text), None if "early_look" in gate else
+                                                         Comparison(gate_n, gate["s_r"]))
             if known[1] is not None:
                 out.append(known[1])
         return out

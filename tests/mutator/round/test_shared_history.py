@@ -20,7 +20,7 @@ import sqlite_utils
 
 from eval.suite import load_suite
 from mutator.briefing import evidence as evidence_module
-from mutator.briefing.evidence import Evidence
+from mutator.briefing.evidence import Evidence, render_ledger
 from mutator.config import load_settings
 from mutator.round.loop import Loop
 from mutator.round.progress import Progress
@@ -144,3 +144,9 @@ def test_a_new_session_rebuilds_the_shared_history_and_a_round_adds_only_what_is
     evidence.stage(tmp_path / "ws2", db.execute("select incumbent_hash from runs").fetchone()[0], True)
     assert [m for m in made if str(shared.root) in m] == []   # the next round: nothing new, nothing linked
     assert list((tmp_path / "ws2" / "history").iterdir()) == []
+    # the ledger, its blocks made once per session, is the ledger of every attempt as the store now has it
+    train = evidence.train_evaluations()
+    assert evidence.ledger(train) == render_ledger(evidence.ledger_rows(train))
+    db["attempts"].update(db.execute("select id from attempts where round = 2").fetchone()[0], {"verdict": "REJECT"})
+    assert evidence.ledger(train) == render_ledger(evidence.ledger_rows(train))   # overturned since: made anew
+    assert "## Attempt 2 — REJECT" in evidence.ledger(train)
