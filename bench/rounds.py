@@ -113,7 +113,12 @@ def summary(records: list[dict], tail: int = 6) -> dict:
         return statistics.mean(r[key] for r in rows) if rows else float("nan")
     # least squares over every round: the growth per round, which one load spike in a window of 5 cannot fake
     slope = statistics.linear_regression([r["round"] for r in records], [r["staging"] for r in records]).slope
+    # the same over the cell-free rounds' own CPU: the early window is three rounds, so one spike moves it
+    own = (statistics.linear_regression([r["round"] for r in quiet], [r["self"] for r in quiet])
+           if len(quiet) > 2 else None)
     return {"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope,
+            "own_fit": (own.intercept + own.slope, own.intercept + own.slope * records[-1]["round"]) if own
+            else (float("nan"), float("nan")),
             "added": (mean(records[1:5], "added"), mean(last, "added")),
             "self": (mean(quiet[:3], "self"), mean(quiet[-tail:], "self")),
             "children": (mean(quiet[:3], "children"), mean(quiet[-tail:], "children")),
@@ -157,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
         slope = statistics.median(r["slope"] for r in runs) * 1000
         print(f"    {slope:+9.3f} ms per round: staging + tamper CPU's growth (least squares over every round)")
+        a, b = (statistics.median(r["own_fit"][i] for r in runs) * 1000 for i in (0, 1))
+        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free rounds, "
+              f"least-squares line at round 1 -> the last")
     return 0
 
 
