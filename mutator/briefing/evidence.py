@@ -190,8 +190,11 @@ class Evidence:
         if current is None or not link_trajectories(self.store, current, self._cells(current), target):
             target.mkdir(parents=True, exist_ok=True)
             _write_read_only(target / "README.md", "The parent has no train rollouts yet.\n")
+        # shared: from the round before the last one it saw (an attempt is final once its round ended: its genome
+        # and its train evaluation are set by then), so a round reads a few rows, not one per earlier attempt
+        since = self.known.get("since", 1) if shared else 1
         attempts = self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
-                              "where run_id = ? and round > 0 order by round, sibling", [self.run_id])
+                              "where run_id = ? and round >= ? order by round, sibling", [self.run_id, since])
         ledger = self.ledger(train)
         shown = self._share(attempts, ledger) if shared else {}
         if not shared:
@@ -237,6 +240,8 @@ class Evidence:
                 (shared.history / f"round-{label}.diff").unlink(missing_ok=True)
                 link(self.store.diff(*pair, self.genomes.diff), shared.history / f"round-{label}.diff")
                 self.known[f"history/{label}"] = pair
+        if attempts:
+            self.known["since"] = max(self.known.get("since", 1), attempts[-1]["round"] - 1)
         _replace_read_only(shared.history / "ledger.md", ledger)
         return {"history": shared.history, **({"evidence/attempts": shared.attempts} if "rollouts" in self.known
                                                else {})}

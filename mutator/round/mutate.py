@@ -95,13 +95,15 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
            watch: Mapping[str, Path] | None = None, meter: Path | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     # read-only evidence, history, tasks beside skill/; the run's history bound in where the sandbox can
-    shown = stage(workspace, binds_folders(agent.launcher)) if stage is not None else {}
+    sandboxed = binds_folders(agent.launcher)   # bwrap: it sees only its workspace, the rest mounted read-only
+    shown = stage(workspace, sandboxed) if stage is not None else {}
     spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling, meter=meter,
                       shown=shown)
     prepare(spec)   # its prompt and empty outputs exist before the snapshot: they are the harness's, not its writes
-    before = tamper.snapshot(workspace, parent_dir, watch)  # what it must leave as it was (mutator/round/tamper.py)
+    # what it must leave as it was (mutator/round/tamper.py)
+    before = tamper.snapshot(workspace, parent_dir, watch, around=not sandboxed)
     done = asyncio.run(call(spec))
-    outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch))
+    outside = tamper.changed(before, tamper.snapshot(workspace, parent_dir, watch, around=not sandboxed))
     # secrets never stored nor staged: its stream, stderr, result.json and skill/
     redacted = [path.relative_to(workspace).as_posix() for path in redact_tree(workspace, skip=untouched)
                 if path.is_relative_to(skill_dir)]

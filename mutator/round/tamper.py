@@ -69,10 +69,13 @@ def _tree(root: Path, label: str, *, allowed: set[str] = frozenset()) -> dict[st
 PRIVATE = ("val suite", "test suite")   # their file names are val/test details: a message names only the suite
 
 
-def snapshot(workspace: Path, parent_dir: Path, watch: Mapping[str, Path] | None = None) -> dict[str, str]:
-    """Everything the mutator must leave as it was, by path -> content digest (watched folders by label)."""
+def snapshot(workspace: Path, parent_dir: Path, watch: Mapping[str, Path] | None = None, *,
+             around: bool = True) -> dict[str, str]:
+    """Everything the mutator must leave as it was, by path -> content digest (watched folders by label). `around`:
+    the folder around the workspace too (one entry per earlier round's workspace); a sandbox that mounts only the
+    workspace (bwrap) shows the mutator no such folder, so there it is left out."""
     state = _tree(workspace, str(workspace), allowed=MAY_WRITE)
-    for entry in os.scandir(workspace.parent):  # `../`: the run's other workspaces and anything new beside them
+    for entry in os.scandir(workspace.parent) if around else ():  # `../`: the other workspaces, anything new beside
         if entry.name != workspace.name:
             state[entry.path] = _digest(entry.path, entry)
     state.update(_tree(parent_dir, str(parent_dir)))
