@@ -202,11 +202,9 @@ class Evidence:
             history.mkdir(parents=True, exist_ok=True)
             for a in attempts:
                 if a["train_evaluation_id"]:
-                    link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
-                                      workspace / "evidence" / "attempts" / f"round-{_label(a, '-')}")
+                    self._link_rollouts(a, workspace / "evidence" / "attempts")
                 if a["genome_hash"] and a["parent_hash"]:
-                    link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
-                         f"{history}/round-{_label(a, '-')}.diff")
+                    self._link_diff(a, history)
             _write_read_only(history / "ledger.md", ledger)
         for folder in shown:
             (workspace / folder).mkdir(parents=True, exist_ok=True)   # where the sandbox binds the shared one
@@ -218,6 +216,16 @@ class Evidence:
         # evidence/ and history/ hold stored files (read-only already, mutator/store/evidence.py) and the two
         # written above: not walked again, so a round costs no more for the files earlier rounds added
         return {workspace / folder: source for folder, source in shown.items()}
+
+    def _link_rollouts(self, a: dict, attempts: Path) -> None:
+        """Attempt `a`'s train rollouts into `attempts`/round-<label>/."""
+        link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
+                          attempts / f"round-{_label(a, '-')}")
+
+    def _link_diff(self, a: dict, history: Path) -> None:
+        """Attempt `a`'s diff vs its parent as `history`/round-<label>.diff."""
+        link(self.store.diff(a["parent_hash"], a["genome_hash"], self.genomes.diff),
+             f"{history}/round-{_label(a, '-')}.diff")
 
     def _share(self, attempts: list[dict], ledger: str) -> dict[str, Path]:
         """Bring the run's shared history up to `attempts` (adding only what is new since this process's last
@@ -232,13 +240,12 @@ class Evidence:
             label = _label(a, "-")
             if a["train_evaluation_id"] and self.known.get(f"attempts/{label}") != a["train_evaluation_id"]:
                 shutil.rmtree(shared.attempts / f"round-{label}", ignore_errors=True)   # this process's older one
-                link_trajectories(self.store, a["train_evaluation_id"], self._cells(a["train_evaluation_id"]),
-                                  shared.attempts / f"round-{label}")
+                self._link_rollouts(a, shared.attempts)
                 self.known[f"attempts/{label}"] = self.known["rollouts"] = a["train_evaluation_id"]
             pair = (a["parent_hash"], a["genome_hash"])
             if all(pair) and self.known.get(f"history/{label}") != pair:
                 (shared.history / f"round-{label}.diff").unlink(missing_ok=True)
-                link(self.store.diff(*pair, self.genomes.diff), shared.history / f"round-{label}.diff")
+                self._link_diff(a, shared.history)
                 self.known[f"history/{label}"] = pair
         if attempts:
             self.known["since"] = max(self.known.get("since", 1), attempts[-1]["round"] - 1)
