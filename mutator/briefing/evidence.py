@@ -27,6 +27,7 @@ from pathlib import Path
 from eval.suite import Suite
 from mutator.store import cache
 from mutator.store.evidence import EvidenceStore, link
+from mutator.store.figures import Mark, RunFigures
 
 INPUT_CLIP = 4000
 
@@ -114,8 +115,10 @@ class Evidence:
     shares (diffs, rollouts) is stored once and linked (mutator/store/evidence.py); the ledger is written anew."""
 
     def __init__(self, *, db, genomes, store: EvidenceStore, run_id: str, train: Suite, train_composite,
-                 solve_dir: Path | None, known: dict | None = None) -> None:
+                 solve_dir: Path | None, known: dict | None = None, figures: RunFigures | None = None) -> None:
         self.db, self.genomes, self.store, self.run_id, self.train = db, genomes, store, run_id, train
+        # the run's attempts' small columns, re-read where they changed (the session's, kept across rounds)
+        self.figures = figures or RunFigures(db, run_id)
         # what the run's shared history holds, by what made it ({} before this session's first staging): the
         # session keeps it across rounds, so a round adds only what is new
         self.known = {} if known is None else known
@@ -132,9 +135,8 @@ class Evidence:
 
     def train_evaluations(self) -> dict[str, int]:
         """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on)."""
-        return {r["genome_hash"]: r["train_evaluation_id"] for r in self._rows(
-            "select genome_hash, train_evaluation_id from attempts where run_id = ? and train_evaluation_id is not "
-            "null order by id", [self.run_id])}
+        return {f.genome_hash: f.train_evaluation_id for f in self.figures.rows().values()
+                if f.train_evaluation_id is not None}
 
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
@@ -160,22 +162,26 @@ class Evidence:
                          note=a["error"] if a["status"] in ("critic_rejected", "failed") else "")
 
     def ledger(self, train: dict[str, int]) -> str:
-        """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its figures
-        stay as they were: a round reads every decided attempt's figures, not its texts (a reasoning may be 20 KB)."""
-        made = self.known.setdefault("ledger", {})   # attempt id -> (its figures, its lines)
+        """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its row and
+        the train evaluations its train Δ compares stay as they were (mutator/store/figures.py notes which changed):
+        a round reads no attempt's texts (a reasoning may be 20 KB) and no figure that did not change."""
+        made = self.known.setdefault("ledger", {})   # attempt id -> (its row's read and train ids, composites, lines)
+        # train evaluations changed since the last ledger (re-graded, re-run); None: any may have
+        changed = self.figures.watch.changed("evaluations", self.known.setdefault("evaluations", Mark()))
         lines = list(LEDGER_HEAD)
-        figures = self.db.execute(
-            "select id, round, sibling, verdict, delta, delta_eval, delta_cost, delta_steps, train_evaluation_id, "
-            "parent_hash, status, error, length(summary), length(reasoning) from attempts where run_id = ? and "
-            "round > 0 and verdict is not null order by round, sibling", [self.run_id]).fetchall()
-        for f in figures:
-            mine, parents = f[8], train.get(f[9] or "")
-            key = (f, (self.train_composite(mine), self.train_composite(parents)) if mine and parents else None)
-            if made.get(f[0], (None,))[0] != key:
-                whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f[0]])[0]
-                made[f[0]] = (key, ledger_block(self._ledger_row(whole, train)))
-            lines += made[f[0]][1]
-        if not figures:
+        decided = [f for f in self.figures.ordered() if f.round > 0 and f.verdict is not None]
+        for f in decided:
+            mine, parents = f.train_evaluation_id, train.get(f.parent_hash or "")
+            key, old = (f.read, mine, parents), made.get(f.id)
+            compared = bool(mine and parents)
+            moved = compared and (changed is None or mine in changed or parents in changed)
+            composites = (self.train_composite(mine), self.train_composite(parents)) if compared and (
+                old is None or old[0] != key or moved) else None
+            if old is None or old[0] != key or (moved and composites != old[1]):
+                whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f.id])[0]
+                made[f.id] = old = (key, composites, ledger_block(self._ledger_row(whole, train)))
+            lines += old[2]
+        if not decided:
             lines.append("No attempts yet.")
         return "\n".join(lines) + "\n"
 

@@ -69,7 +69,7 @@ class MutatorView:
     def evidence(self) -> Evidence:
         return Evidence(db=self.session.db, genomes=self.session.genomes, store=EvidenceStore(self.session.settings.data_dir),
                         run_id=self.session.run_id, train=self.suites.train, train_composite=self.train_composite,
-                        solve_dir=self.solve_dir, known=self._shared)
+                        solve_dir=self.solve_dir, known=self._shared, figures=self.session.figures())
 
     @property
     def solve_dir(self) -> Path:

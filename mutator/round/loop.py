@@ -311,7 +311,7 @@ class Loop:
             self.view.meta_skill(round_no)
 
     def val_queries(self) -> int:
-        return count_val_queries(self.db, self.run_id, self.settings.val_query_warn, self.progress.say)
+        return count_val_queries(self.session.figures().rows().values(), self.settings.val_query_warn, self.progress.say)
 
     def _report_attempt(self, round_no: int, sibling: int) -> None:
         row = self._attempt_row(round_no, sibling)

@@ -24,6 +24,7 @@ from mutator.round.failures import account
 from mutator.round.progress import Progress
 from mutator.scoring.score import Comparison, Weights
 from mutator.store.db import connect, dumps, loads, now
+from mutator.store.figures import RunFigures
 from mutator.store.genome import GenomeStore
 from mutator.store.runs import add_spend, update_run
 from sandbox import Launcher
@@ -120,6 +121,7 @@ class Session:
     cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
     # attempt id -> (its gate_n and gate as stored, the comparison read from them): each gate is parsed once
     _comparisons: dict[int, tuple[tuple, Comparison | None]] = field(default_factory=dict, repr=False)
+    _figures: RunFigures | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
@@ -172,20 +174,25 @@ class Session:
             "run_id = ? and round = ? and sibling = ?", [self.run_id, round_no, sibling]))
         return found[0] if found else None
 
+    def figures(self) -> RunFigures:
+        """The run's attempts' small columns, re-read each time only where they changed (mutator/store/figures.py)."""
+        if self._figures is None or self._figures.run_id != self.run_id:
+            self._figures = RunFigures(self.db, self.run_id)
+        return self._figures
+
     def prior_comparisons(self, *, exclude: int, suite_hash: str) -> list[Comparison]:
         """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose
         content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`."""
-        found = self.db.execute("select a.id, a.gate_n, a.gate from attempts a join evaluations e on e.id = "
-                                "a.val_evaluation_id where a.run_id = ? and a.gate_n is not null and a.id != ? and "
-                                "e.suite_hash = ? order by a.id", [self.run_id, exclude, suite_hash]).fetchall()
         out = []
-        for attempt_id, gate_n, gate_text in found:
-            known = self._comparisons.get(attempt_id)
-            if known is None or known[0] != (gate_n, gate_text):   # new, or its gate rewritten since
-                gate = loads(gate_text)
+        for f in self.figures().rows().values():
+            if f.gate_n is None or f.id == exclude or f.val_suite_hash != suite_hash:
+                continue
+            known = self._comparisons.get(f.id)
+            if known is None or known[0] != (f.gate_n, f.gate):   # new, or its gate rewritten since
+                gate = loads(f.gate)
                 # an early look averages fewer replicates per task: its scale is not the full evaluation's
-                known = self._comparisons[attempt_id] = ((gate_n, gate_text), None if "early_look" in gate else
-                                                         Comparison(gate_n, gate["s_r"]))
+                known = self._comparisons[f.id] = ((f.gate_n, f.gate), None if "early_look" in gate else
+                                                   Comparison(f.gate_n, gate["s_r"]))
             if known[1] is not None:
                 out.append(known[1])
         return out

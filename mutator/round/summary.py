@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import CellFigures, Normalisers, Weights, by_model, summarise
 from mutator.store import cache, triggers
 from mutator.store.db import loads, rows
+from mutator.store.figures import Figures
 from mutator.store.liveness import mark_stale
 from strategies.verdicts import Verdict
 
@@ -181,12 +183,10 @@ def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
     return total, len(dirs)
 
 
-def count_val_queries(db, run_id: str, warn: int, say) -> int:
+def count_val_queries(figures: Iterable[Figures], warn: int, say) -> int:
     """Candidate evaluations that queried val so far (candidates, confirmations: never the seed's baseline, round
-    0); past `warn`, say so."""
-    found = rows(db, "select count(val_evaluation_id) as n, sum(confirm is not null) as c from attempts "
-                     "where run_id = ? and round > 0", [run_id])[0]
-    total = (found["n"] or 0) + 2 * (found["c"] or 0)
+    0), from the run's attempts' figures; past `warn`, say so."""
+    total = sum((f.val_evaluation_id is not None) + 2 * f.confirmed for f in figures if f.round > 0)
     if total > warn:
         say(f"  warning: val has been queried by {total} candidate evaluations (> {warn}); a val set queried this "
             f"often is a training set")

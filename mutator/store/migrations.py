@@ -349,6 +349,19 @@ def null_controls(db: sqlite_utils.Database) -> None:
     db["null_controls"].create_index(["run_id", "round", "copy"], unique=True, if_not_exists=True)
 
 
+
+@migration()
+def change_counts(db: sqlite_utils.Database) -> None:
+    # How many rows of attempts and evaluations any connection has inserted, updated or deleted (a counter each,
+    # bumped by a trigger in the store), so a long-lived reader can tell its own changes from another process's
+    # (mutator/store/figures.py) and re-read only what changed. Older code writing a newer store bumps it too.
+    db.execute("create table if not exists store_changes (tbl text primary key, n integer not null)")
+    for table in ("attempts", "evaluations"):
+        db.execute("insert or ignore into store_changes (tbl, n) values (?, 0)", [table])
+        for op in ("insert", "update", "delete"):
+            db.execute(f"create trigger if not exists store_changes_{table}_{op} after {op} on {table} begin "
+                       f"update store_changes set n = n + 1 where tbl = '{table}'; end")
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

@@ -1,0 +1,149 @@
+"""A session's view of its run's attempts that a round re-reads only where they changed, so the figures a round
+asks of every earlier attempt (the ledger, the gate's pooled noise, the val-query count, each genome's train
+evaluation) cost no more at round 500 than at round 5.
+
+Which rows this connection changed is noted by TEMP triggers (the connection's temp schema: nothing is written to
+the store); whether another process changed any is told by the store's change counters (`store_changes`, bumped by
+a trigger per row written, migration `change_counts`): when a table's counter moved by more than this connection's
+own changes, another connection wrote it (never the heartbeat, which writes `runs` only) and everything is read."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import sqlite_utils
+
+WATCHED = ("attempts", "evaluations")
+
+
+@dataclass
+class Mark:
+    """Where one reader of the watch last looked: the table's change counter and the last own change it saw."""
+    count: int | None = None
+    seq: int = 0
+
+
+class Watch:
+    """Which rows of the watched tables changed since a reader's mark: a set of ids when this connection made every
+    change since, else None."""
+
+    def __init__(self, db: sqlite_utils.Database):
+        self.conn = db.conn
+        try:
+            counted = self.conn.execute("select count(*) from sqlite_master where type = 'trigger' and name like "
+                                        "'store\\_changes\\_%' escape '\\'").fetchone()[0]
+            self.conn.execute("create temp table if not exists sm_watch_changes (seq integer primary key, "
+                              "tbl text not null, row integer not null)")
+            for table in WATCHED:
+                for op, ref in (("insert", "new"), ("update", "new"), ("delete", "old")):
+                    self.conn.execute(f"create temp trigger if not exists sm_watch_{table}_{op} after {op} on "
+                                      f"main.{table} begin insert into sm_watch_changes (tbl, row) values "
+                                      f"('{table}', {ref}.id); end")
+            self.live = counted == 3 * len(WATCHED)   # a store whose counters a later change dropped: read all
+        except sqlite3.Error:   # a connection that cannot hold them (read-only): every look reads everything
+            self.live = False
+
+    def changed(self, table: str, mark: Mark) -> set[int] | None:
+        """The ids of `table` changed since `mark` (which moves on), or None: anything may have (the first look,
+        another connection's write, a store without the counters)."""
+        if not self.live:
+            return None
+        # one statement, so the counter and the own changes are read from one snapshot
+        count, last = self.conn.execute(
+            "select (select n from main.store_changes where tbl = ?), (select coalesce(max(seq), 0) from "
+            "temp.sm_watch_changes)", [table]).fetchone()
+        ids = None
+        if mark.count is not None and mark.seq <= last:
+            own = [r[0] for r in self.conn.execute("select row from temp.sm_watch_changes where seq > ? and seq <= ? "
+                                                   "and tbl = ?", [mark.seq, last, table])]
+            if count - mark.count == len(own):   # every change since was this connection's
+                ids = set(own)
+        # a look inside an open transaction may read what a rollback then undoes (no trigger says so): the next
+        # look reads everything
+        mark.count, mark.seq = (None if self.conn.in_transaction else count), last
+        return ids
+
+
+def watch(db: sqlite_utils.Database) -> Watch:
+    """The store's one watch, kept on its Database object (the triggers are its connection's)."""
+    found = getattr(db, "_sm_watch", None)
+    if found is None or found.conn is not db.conn:
+        found = db._sm_watch = Watch(db)
+    return found
+
+
+class Figures(NamedTuple):
+    """An attempt's small columns (never its summary or reasoning), and how many times this session read it."""
+    id: int
+    round: int
+    sibling: int
+    verdict: str | None
+    status: str | None
+    error: str | None
+    parent_hash: str | None
+    genome_hash: str | None
+    delta: float | None
+    delta_eval: float | None
+    delta_cost: float | None
+    delta_steps: float | None
+    val_evaluation_id: int | None
+    train_evaluation_id: int | None
+    gate_n: int | None
+    gate: str | None
+    confirmed: int
+    val_suite_hash: str | None   # the val evaluation's suite content hash (never changes once made)
+    summary_length: int | None
+    reasoning_length: int | None
+    read: int = 0   # which read made it (kept by a whole re-read that found it as it was): a reader's cache key
+
+
+COLUMNS = ("a.id, a.round, a.sibling, a.verdict, a.status, a.error, a.parent_hash, a.genome_hash, a.delta, "
+           "a.delta_eval, a.delta_cost, a.delta_steps, a.val_evaluation_id, a.train_evaluation_id, a.gate_n, "
+           "a.gate, a.confirm is not null, e.suite_hash, length(a.summary), length(a.reasoning)")
+
+
+_reads = itertools.count(1)   # unique across sessions, so a cache keyed by it never mistakes one read for another
+
+
+def _same(old: Figures | None, new: Figures) -> Figures:
+    return old if old is not None and old[:-1] == new[:-1] else new
+
+
+class RunFigures:
+    """Every attempt of one run, by id, as of the last `rows()`: re-read where the watch says it changed."""
+
+    def __init__(self, db: sqlite_utils.Database, run_id: str):
+        self.db, self.run_id = db, run_id
+        self.watch, self.mark = watch(db), Mark()
+        self._rows: dict[int, Figures] = {}
+
+    def _read(self, where: str = "", params: tuple = ()) -> list[Figures]:
+        read = next(_reads)
+        return [Figures(*r, read=read) for r in self.db.execute(
+            f"select {COLUMNS} from attempts a left join evaluations e on e.id = a.val_evaluation_id where "
+            f"a.run_id = ?{where}", [self.run_id, *params]).fetchall()]
+
+    def rows(self) -> dict[int, Figures]:
+        ids = self.watch.changed("attempts", self.mark)
+        if ids is None:   # anything may have changed: a row found as it was keeps its read, so readers keep theirs
+            old = self._rows
+            self._rows = {f.id: _same(old.get(f.id), f) for f in self._read()}
+        elif ids:
+            for attempt_id in ids:
+                self._rows.pop(attempt_id, None)
+            found = sorted(ids)
+            for at in range(0, len(found), 500):   # under SQLite's bound-parameter limit
+                part = found[at:at + 500]
+                self._rows.update((f.id, f) for f in self._read(f" and a.id in ({', '.join('?' * len(part))})",
+                                                                 tuple(part)))
+            self._rows = dict(sorted(self._rows.items()))
+        return self._rows
+
+    def ordered(self) -> list[Figures]:
+        """The run's attempts by round, then sibling."""
+        return sorted(self.rows().values(), key=lambda f: (f.round, f.sibling))
+
+
