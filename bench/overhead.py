@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -110,6 +111,11 @@ def raw(suite: Suite, replicates: int, concurrency: int, scratch: Path) -> float
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(one, specs))
     return len(specs) / (time.perf_counter() - started)
+
+
+def _children_cpu() -> float:
+    found = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return found.ru_utime + found.ru_stime
 
 
 def create_ms(files: int = 500) -> float:
@@ -277,6 +283,7 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
     parent: dict[str, list[float]] = {side: [] for side in sides}   # this process's own CPU per cell
+    total: dict[str, list[float]] = {side: [] for side in sides}    # and with its reaped children's (agent, grader)
     cells = len(suite.tasks) * args.replicates
     # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and the
     # graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
@@ -284,10 +291,11 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     for _ in range(args.repeats):  # interleaved, so load drift hits every side alike
         for side in sides:
             with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-                before = time.process_time()
+                before, kids = time.process_time(), _children_cpu()
                 rate = (raw(suite, args.replicates, args.concurrency, Path(scratch)) if side == "raw" else
                         harness(suite, side, args.replicates, args.concurrency, evals))
                 parent[side].append((time.process_time() - before) / cells)
+                total[side].append(parent[side][-1] + (_children_cpu() - kids) / cells)
                 shutil.rmtree(evals / f"harness-{side}", ignore_errors=True)
             rates[side].append(rate)
     shutil.rmtree(evals, ignore_errors=True)
@@ -305,6 +313,11 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     own = {side: statistics.median(values) * 1000 for side, values in parent.items()}
     print("  parent CPU per cell (the spawning process's own work; a busy machine blurs it far less than "
           "cells/s): " + ", ".join(f"{side} {own[side]:.2f} ms" for side in sides))
+    every = {side: statistics.median(values) * 1000 for side, values in total.items()}
+    print("  all CPU per cell (the spawning process and every process it reaped: agents, graders, the sandbox; "
+          "what bounds cells/s on a machine the cells keep busy): " + ", ".join(f"{side} {every[side]:.1f} ms"
+                                                                            for side in sides)
+          + f" -> raw/harness {every['raw'] / every['none']:.3f}")
     if "bwrap" in median:
         print(f"  harness/raw (bwrap)      {median['bwrap'] / median['raw']:7.3f}")
         print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
