@@ -240,8 +240,8 @@ class Loop:
         scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
                                "val_evaluation_id is not null and status != 'failed' order by id", [self.run_id, round_no]) \
             if getattr(self.strategy, "reads_members", True) else []   # each one's cells: a cost growing per round
-        snapshot = rows(self.db, "select pool_snapshot from attempts where run_id = ? and round < ? and "
-                                 "pool_snapshot is not null order by id desc limit 1", [self.run_id, round_no])
+        pooled = max((f.id for f in self.session.figures().rows().values() if f.pooled and f.round < round_no), default=0)
+        snapshot = rows(self.db, "select pool_snapshot from attempts where id = ?", [pooled]) if pooled else []
         return State(round=round_no, incumbent=self.member(incumbent, val_norm),
                      rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"),
                      members=tuple(self.member(r["genome_hash"], val_norm) for r in scored),

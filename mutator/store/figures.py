@@ -94,6 +94,7 @@ class Figures(NamedTuple):
     gate_n: int | None
     gate: str | None
     confirmed: int
+    pooled: int                  # whether it stored a pool snapshot (population, pareto)
     val_suite_hash: str | None   # the val evaluation's suite content hash (never changes once made)
     summary_length: int | None
     reasoning_length: int | None
@@ -102,7 +103,7 @@ class Figures(NamedTuple):
 
 COLUMNS = ("a.id, a.round, a.sibling, a.verdict, a.status, a.error, a.parent_hash, a.genome_hash, a.delta, "
            "a.delta_eval, a.delta_cost, a.delta_steps, a.val_evaluation_id, a.train_evaluation_id, a.gate_n, "
-           "a.gate, a.confirm is not null, e.suite_hash, length(a.summary), length(a.reasoning)")
+           "a.gate, a.confirm is not null, a.pool_snapshot is not null, e.suite_hash, length(a.summary), length(a.reasoning)")
 
 
 _reads = itertools.count(1)   # unique across sessions, so a cache keyed by it never mistakes one read for another
