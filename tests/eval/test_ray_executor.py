@@ -77,7 +77,8 @@ def test_cells_on_ray_match_local_cells_and_land_in_the_drivers_folders(cluster,
     remote = asyncio.run(evaluate_async(request_for(driver, driver["data"] / "ray", FAKE), executor=cluster.executor))
     key = lambda c: (c.task_id, c.replicate)  # noqa: E731
     pairs = [same_outcome(a, b) for a, b in zip(sorted(local, key=key), sorted(remote, key=key))]
-    assert len(pairs) == 8 and all(a == b for a, b in pairs)
+    differ = [(a, b) for a, b in pairs if a != b]   # each side's status and error, when they differ
+    assert len(pairs) == 8 and not differ, differ
     workers = {w.node_id for w in cluster.workers}
     for cell in remote:
         assert cell.extra["node"] in workers and cell.retries == 0

@@ -96,7 +96,9 @@ def test_an_early_win_under_each_needs_every_model_to_win() -> None:
 
 def test_a_dry_run_keeps_by_the_mean_what_each_rejects(tmp_path: Path) -> None:
     """The fake sonnet cannot use the `dates` rule the first round adds (misread_agent.py); haiku gains."""
-    agent = Path(__file__).with_name("misread_agent.py")
+    # relative to the checkout (run_cli runs from it): the command is part of the agent's id, so of every cell's seed,
+    # and the verdicts must not depend on where the checkout lies
+    agent = Path(__file__).with_name("misread_agent.py").relative_to(ROOT)
     env = {**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "0"}   # the val gate decides (the screen would kill it first)
     found = {}
     for rule in ("mean", "each"):
