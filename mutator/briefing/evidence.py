@@ -173,11 +173,12 @@ class Evidence:
         for f in decided:
             mine, parents = f.train_evaluation_id, train.get(f.parent_hash or "")
             key, old = (f.read, mine, parents), made.get(f.id)
+            fresh = old is None or old[0] != key
             compared = bool(mine and parents)
             moved = compared and (changed is None or mine in changed or parents in changed)
-            composites = (self.train_composite(mine), self.train_composite(parents)) if compared and (
-                old is None or old[0] != key or moved) else None
-            if old is None or old[0] != key or (moved and composites != old[1]):
+            composites = (self.train_composite(mine), self.train_composite(parents)) if compared and (fresh or moved) \
+                else None
+            if fresh or (moved and composites != old[1]):
                 whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f.id])[0]
                 made[f.id] = old = (key, composites, ledger_block(self._ledger_row(whole, train)))
             lines += old[2]

@@ -125,22 +125,28 @@ class RunFigures:
         read = next(_reads)
         return [Figures(*r, read=read) for r in self.db.execute(
             f"select {COLUMNS} from attempts a left join evaluations e on e.id = a.val_evaluation_id where "
-            f"a.run_id = ?{where}", [self.run_id, *params]).fetchall()]
+            f"a.run_id = ?{where} order by a.id", [self.run_id, *params]).fetchall()]
 
     def rows(self) -> dict[int, Figures]:
+        """By id, in id order (a genome's newest train evaluation is its last)."""
         ids = self.watch.changed("attempts", self.mark)
         if ids is None:   # anything may have changed: a row found as it was keeps its read, so readers keep theirs
             old = self._rows
             self._rows = {f.id: _same(old.get(f.id), f) for f in self._read()}
         elif ids:
-            for attempt_id in ids:
+            found: dict[int, Figures] = {}
+            wanted = sorted(ids)
+            for at in range(0, len(wanted), 500):   # under SQLite's bound-parameter limit
+                part = wanted[at:at + 500]
+                found.update((f.id, f) for f in self._read(f" and a.id in ({', '.join('?' * len(part))})",
+                                                           tuple(part)))
+            for attempt_id in ids - found.keys():   # deleted (or moved to another run)
                 self._rows.pop(attempt_id, None)
-            found = sorted(ids)
-            for at in range(0, len(found), 500):   # under SQLite's bound-parameter limit
-                part = found[at:at + 500]
-                self._rows.update((f.id, f) for f in self._read(f" and a.id in ({', '.join('?' * len(part))})",
-                                                                 tuple(part)))
-            self._rows = dict(sorted(self._rows.items()))
+            new = found.keys() - self._rows.keys()
+            late = bool(new) and min(new) < max(self._rows, default=0)
+            self._rows.update(found)   # a changed row keeps its place; a new one (a larger id, as SQLite gives) goes last
+            if late:
+                self._rows = dict(sorted(self._rows.items()))
         return self._rows
 
     def ordered(self) -> list[Figures]:

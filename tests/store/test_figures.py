@@ -68,6 +68,7 @@ def test_the_figures_equal_a_fresh_read_after_own_and_other_connections_writes(t
         if kind == "heartbeat":
             assert changed == set()
         assert {k: f[:-1] for k, f in figures.rows().items()} == fresh(db), (step, kind)
+        assert list(figures.rows()) == sorted(fresh(db)), (step, kind)   # in id order: a genome's last train is its newest
 
 
 def test_a_look_inside_a_transaction_makes_the_next_look_read_everything(tmp_path: Path) -> None:
