@@ -277,6 +277,14 @@ def per_round(rounds: int) -> None:
     print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, every round)")
 
 
+def paired(rates: dict[str, list[float]], side: str) -> str:
+    """Each repeat's harness/raw (the two measured back to back, so a load that drifts between repeats hits both),
+    their median and range: the figure to read when whole measurements spread as much as the gap between sides."""
+    ratios = sorted(h / r for h, r in zip(rates[side], rates["raw"]))
+    return (f"(paired by repeat: median {statistics.median(ratios):.3f}, {ratios[0]:.3f}–{ratios[-1]:.3f}, "
+            f"{sum(r >= 0.95 for r in ratios)} of {len(ratios)} ≥ 0.95)")
+
+
 def throughput(suite: Suite, args: argparse.Namespace) -> None:
     """Cells/s of raw spawning and of the harness (and bwrap), interleaved repeats; the parent's CPU per cell."""
     probe = [create_ms()]
@@ -309,7 +317,7 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
         label = "raw spawn (no harness)" if side == "raw" else f"harness, --sandbox {side}"
         print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
               + ", ".join(f"{r:.2f}" for r in rates[side]))
-    print(f"  harness/raw (none)       {median['none'] / median['raw']:7.3f}")
+    print(f"  harness/raw (none)       {median['none'] / median['raw']:7.3f}   {paired(rates, 'none')}")
     own = {side: statistics.median(values) * 1000 for side, values in parent.items()}
     print("  parent CPU per cell (the spawning process's own work; a busy machine blurs it far less than "
           "cells/s): " + ", ".join(f"{side} {own[side]:.2f} ms" for side in sides))
@@ -317,9 +325,11 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     print("  all CPU per cell (the spawning process and every process it reaped: agents, graders, the sandbox; "
           "what bounds cells/s on a machine the cells keep busy): " + ", ".join(f"{side} {every[side]:.1f} ms"
                                                                             for side in sides)
-          + f" -> raw/harness {every['raw'] / every['none']:.3f}")
+          + " -> raw/harness " + ", ".join(f"{side} {every['raw'] / every[side]:.3f}" for side in sides[1:])
+          + (" (bwrap's sandboxed processes are reaped inside its pid namespace: their CPU is not counted)"
+             if "bwrap" in sides else ""))
     if "bwrap" in median:
-        print(f"  harness/raw (bwrap)      {median['bwrap'] / median['raw']:7.3f}")
+        print(f"  harness/raw (bwrap)      {median['bwrap'] / median['raw']:7.3f}   {paired(rates, 'bwrap')}")
         print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
               f"(bwrap costs {100 * (1 - median['bwrap'] / median['none']):.1f}% of cell throughput)")
         bare, boxed = launch_ms("none"), launch_ms("bwrap")

@@ -30,7 +30,7 @@ from eval.environment import CREDENTIALS, allowed_env, runs_our_backend
 from eval.other_skills import install
 from eval.snapshot import copy_file, copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
-from sandbox import Launcher
+from sandbox import Launcher, dies_with_parent
 
 # ---- the names (README "Agent process contract"); an agent reads these, the harness sets them here only --------
 PROMPT_FILE = "SM_PROMPT_FILE"   # the prompt as a file (also on stdin)
@@ -328,7 +328,9 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env,
                             **({"shown": shown} if shown else {}))
-    wrapped, preexec = reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
+    # bwrap's sandbox dies with the harness by itself; any other launcher's process gets a parent-death signal
+    wrapped, preexec = (wrapped, None) if dies_with_parent(launcher) else \
+        reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
         start = asyncio.ensure_future(asyncio.create_subprocess_exec(
             *wrapped, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stderr=err, start_new_session=True,

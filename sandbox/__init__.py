@@ -41,6 +41,13 @@ def binds_folders(launcher: Launcher) -> bool:
     return bool(getattr(launcher, "binds_folders", False))
 
 
+def dies_with_parent(launcher: Launcher) -> bool:
+    """Whether what `launcher` wraps dies with the process that spawned it by itself (bwrap's --die-with-parent
+    kills the whole sandbox when its parent dies), so the agent needs no parent-death signal of its own
+    (eval/reaper.py: util-linux's setpriv, one more exec per agent)."""
+    return bool(getattr(launcher, "dies_with_parent", False))
+
+
 def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None = None) -> Launcher:
     """A checked launcher. `auto` (the default) is bwrap when it is installed and works here, else none (the
     fallback's reason goes to `on_fallback`; run.py warns for real runs), and a Harbor task's agent runs in the

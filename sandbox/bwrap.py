@@ -50,6 +50,7 @@ def system_args() -> list[str]:
 class BwrapLauncher:
     id = "bwrap"
     binds_folders = True   # wrap's `shown`: a host folder bound read-only at another path
+    dies_with_parent = True   # base_args' --die-with-parent: the sandbox goes with the harness
 
     def __init__(self, *, drop_caps: bool = True) -> None:
         # drop_caps=False exists only so a test can show why --cap-drop ALL is needed as root.

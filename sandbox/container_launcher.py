@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from sandbox import Launcher, SandboxError, binds_folders
+from sandbox import Launcher, SandboxError, binds_folders, dies_with_parent
 from sandbox.bwrap import _is_system
 from sandbox.container import ContainerEngine, Limits, get_engine
 from sandbox.resolve import Program, resolve_command
@@ -74,6 +74,10 @@ class ContainerSandbox:
     @property
     def binds_folders(self) -> bool:
         return binds_folders(self.host)
+
+    @property
+    def dies_with_parent(self) -> bool:   # wrap is the host's (a Harbor task's container is TaskContainer's)
+        return dies_with_parent(self.host)
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
              network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None,

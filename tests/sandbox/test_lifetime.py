@@ -98,3 +98,69 @@ def test_bare_daemon_outlives_its_agent(tmp_path: Path) -> None:
     _, [cell], left = run(tmp_path, NoneLauncher(), hang=False)
     assert cell.status == "ok" and cell.tests == {"agent_gone": 0.0}
     assert len(left) == 1
+
+
+# Ticks into a file beside it until killed; its argv carries the test's token.
+TICKER = """import os, sys, time
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "ticks"), "a") as f:
+    while True:
+        f.write("."); f.flush(); time.sleep(0.05)
+"""
+
+# A stand-in harness: spawns the ticker under bwrap through the agent call's own spawn, then waits to be killed.
+HARNESS = """import asyncio, json, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from eval import agent_call
+from sandbox.bwrap import BwrapLauncher
+here = Path({here!r})
+seen = []
+real = asyncio.create_subprocess_exec
+async def spy(*argv, **kwargs):
+    seen.append([list(argv), kwargs.get("preexec_fn") is None])
+    (here / "spawned.json").write_text(json.dumps(seen))
+    return await real(*argv, **kwargs)
+asyncio.create_subprocess_exec = spy
+asyncio.run(agent_call.spawn([sys.executable, str(here / "ticker.py"), {token!r}], cwd=here, env={{}}, prompt="",
+                             stream=here / "stream.jsonl", log_dir=here, launcher=BwrapLauncher(), writable=(here,),
+                             silence_ms=600_000, heartbeat_ms=600_000))
+"""
+
+
+@needs_bwrap
+def test_a_bwrap_agent_dies_with_a_killed_harness_with_no_setpriv_exec(tmp_path: Path) -> None:
+    """bwrap's --die-with-parent takes the sandbox down when the harness dies, so the agent is spawned as bwrap
+    itself: no setpriv in front (an exec and ~1 ms of CPU per agent) and no preexec_fn (a full fork)."""
+    import json
+    import subprocess
+
+    from tests.conftest import ROOT
+    token = f"bwrap-parent-death-{uuid.uuid4().hex}"
+    (tmp_path / "ticker.py").write_text(TICKER)
+    (tmp_path / "harness.py").write_text(HARNESS.format(root=str(ROOT), here=str(tmp_path), token=token))
+    harness = subprocess.Popen([sys.executable, str(tmp_path / "harness.py")], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    ticks = tmp_path / "ticks"
+    try:
+        deadline = time.monotonic() + 60
+        while not (ticks.exists() and ticks.stat().st_size > 3) and time.monotonic() < deadline:
+            assert harness.poll() is None, harness.stderr.read().decode()[-2000:]
+            time.sleep(0.05)
+        assert ticks.exists(), "the agent never ticked"
+        [[argv, no_preexec]] = json.loads((tmp_path / "spawned.json").read_text())
+        assert os.path.basename(argv[0]) == "bwrap" and "--die-with-parent" in argv and no_preexec
+        assert not any("setpriv" in part for part in argv)
+        assert survivors(token)
+        harness.kill()
+        harness.wait(30)
+        deadline = time.monotonic() + 10
+        while survivors(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert survivors(token) == []   # gone with the harness, not at the next start
+        size = ticks.stat().st_size
+        time.sleep(0.3)
+        assert ticks.stat().st_size == size
+    finally:
+        harness.kill()
+        for pid in survivors(token):
+            os.kill(pid, signal.SIGKILL)
