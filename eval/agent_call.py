@@ -321,7 +321,9 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio
 
+    from eval import child_watch
     from eval.supervisor import kill_and_reap, supervise
+    child_watch.install()
     stderr_path = log_dir / "agent.stderr"
     stderr_path.unlink(missing_ok=True)   # opened to append: a harness-side loop (`talk`) appends to it too
     # no pipe passes into a container: there our backend's key is the proxy's one-cell nonce, from its env

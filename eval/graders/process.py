@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+from eval import child_watch
 from eval.supervisor import kill_and_reap
 
 OUTPUT_CAP = 1 << 20      # bytes of a grader's stdout that are read; the rest is ignored
@@ -19,6 +20,7 @@ STDERR_KEEP = 4000
 
 async def run_helper(argv: Sequence[str], *, payload: bytes, cwd: Path, env: dict[str, str], timeout_s: float,
                      log_dir: Path, what: str) -> tuple[str | None, str]:
+    child_watch.install()
     out_path, err_path = log_dir / "grade.stdout", log_dir / "grade.stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = await asyncio.create_subprocess_exec(
