@@ -71,8 +71,11 @@ def install() -> bool:
         os.close(os.pidfd_open(os.getpid()))
     except OSError:   # a kernel before 5.3, or a seccomp filter that refuses it: keep asyncio's thread per child
         return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        asyncio.set_child_watcher(PidfdWatcher())
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.set_child_watcher(PidfdWatcher())
+    except (AttributeError, NotImplementedError, RuntimeError):   # another event loop policy: its own way to wait
+        return False
     _installed = True
     return True
