@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scipy.stats import theilslopes
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -116,7 +118,13 @@ def summary(records: list[dict], tail: int = 6) -> dict:
     # the same over the cell-free rounds' own CPU: the early window is three rounds, so one spike moves it
     own = (statistics.linear_regression([r["round"] for r in quiet], [r["self"] for r in quiet])
            if len(quiet) > 2 else None)
+    # and the Theil-Sen line (the median of the slopes between every two rounds): a busy machine's spikes only ever
+    # add CPU, so a few of them tilt the least-squares line where they fall; the median slope is not moved by them
+    robust = (theilslopes([r["self"] for r in quiet], [r["round"] for r in quiet]) if len(quiet) > 2 else None)
     return {"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope,
+            "robust_fit": (float(robust.intercept + robust.slope),
+                           float(robust.intercept + robust.slope * records[-1]["round"]))
+            if robust else (float("nan"), float("nan")),
             "own_fit": (own.intercept + own.slope, own.intercept + own.slope * records[-1]["round"]) if own
             else (float("nan"), float("nan")),
             "added": (mean(records[1:5], "added"), mean(last, "added")),
@@ -165,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         a, b = (statistics.median(r["own_fit"][i] for r in runs) * 1000 for i in (0, 1))
         print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free rounds, "
               f"least-squares line at round 1 -> the last")
+        a, b = (statistics.median(r["robust_fit"][i] for r in runs) * 1000 for i in (0, 1))
+        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free rounds, "
+              f"Theil-Sen line (the median slope: load spikes do not tilt it) at round 1 -> the last")
     return 0
 
 
