@@ -296,8 +296,8 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and the
     # graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
     evals = Path(tempfile.mkdtemp(prefix="sm-bench-evals-"))
-    for _ in range(args.repeats):  # interleaved, so load drift hits every side alike
-        for side in sides:
+    for repeat in range(args.repeats):  # interleaved, so load drift hits every side alike
+        for side in (sides if repeat % 2 == 0 else sides[::-1]):   # and in turn first and last (ABBA)
             with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
                 before, kids = time.process_time(), _children_cpu()
                 rate = (raw(suite, args.replicates, args.concurrency, Path(scratch)) if side == "raw" else
