@@ -152,5 +152,3 @@ class RunFigures:
     def ordered(self) -> list[Figures]:
         """The run's attempts by round, then sibling."""
         return sorted(self.rows().values(), key=lambda f: (f.round, f.sibling))
-
-

@@ -349,7 +349,6 @@ def null_controls(db: sqlite_utils.Database) -> None:
     db["null_controls"].create_index(["run_id", "round", "copy"], unique=True, if_not_exists=True)
 
 
-
 @migration()
 def change_counts(db: sqlite_utils.Database) -> None:
     # How many rows of attempts and evaluations any connection has inserted, updated or deleted (a counter each,
@@ -361,6 +360,7 @@ def change_counts(db: sqlite_utils.Database) -> None:
         for op in ("insert", "update", "delete"):
             db.execute(f"create trigger if not exists store_changes_{table}_{op} after {op} on {table} begin "
                        f"update store_changes set n = n + 1 where tbl = '{table}'; end")
+
 
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
 # line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -16,7 +18,7 @@ from eval.suite import load_suite
 from sandbox import Launcher
 from sandbox.bwrap import BwrapLauncher
 from sandbox.none import NoneLauncher
-from tests.conftest import make_suite
+from tests.conftest import ROOT, make_suite
 from tests.sandbox.conftest import PRICE, needs_bwrap
 
 # Leaves a daemon in a new session (out of reach of a process-group kill), then finishes or hangs.
@@ -131,10 +133,6 @@ asyncio.run(agent_call.spawn([sys.executable, str(here / "ticker.py"), {token!r}
 def test_a_bwrap_agent_dies_with_a_killed_harness_with_no_setpriv_exec(tmp_path: Path) -> None:
     """bwrap's --die-with-parent takes the sandbox down when the harness dies, so the agent is spawned as bwrap
     itself: no setpriv in front (an exec and ~1 ms of CPU per agent) and no preexec_fn (a full fork)."""
-    import json
-    import subprocess
-
-    from tests.conftest import ROOT
     token = f"bwrap-parent-death-{uuid.uuid4().hex}"
     (tmp_path / "ticker.py").write_text(TICKER)
     (tmp_path / "harness.py").write_text(HARNESS.format(root=str(ROOT), here=str(tmp_path), token=token))
