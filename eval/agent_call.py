@@ -321,7 +321,7 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio
 
-    from eval import child_watch
+    from eval import child_watch, guardian
     from eval.supervisor import kill_and_reap, supervise
     child_watch.install()
     stderr_path = log_dir / "agent.stderr"
@@ -330,8 +330,9 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env,
                             **({"shown": shown} if shown else {}))
-    # bwrap's sandbox dies with the harness by itself; any other launcher's process gets a parent-death signal
-    wrapped, preexec = (wrapped, None) if dies_with_parent(launcher) else \
+    # the guardian kills the agent's group when the harness dies (bwrap's sandbox also goes by itself); where no
+    # guardian runs, a launcher other than bwrap gets a parent-death signal through setpriv
+    wrapped, preexec = (wrapped, None) if guardian.ready() or dies_with_parent(launcher) else \
         reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
         start = asyncio.ensure_future(asyncio.create_subprocess_exec(
@@ -351,7 +352,7 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
         finally:
             if secrets is not None:
                 os.close(secrets)
-        reaper.register(proc.pid)
+        guardian.watch(proc.pid, reaper.register(proc.pid))
         loop_task = None
         try:
             if talk is not None:
@@ -366,6 +367,7 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
                 loop_task.cancel()
                 await asyncio.gather(loop_task, return_exceptions=True)
             await kill_and_reap(proc)  # also kills anything the agent left running
+            guardian.forget(proc.pid)
             reaper.unregister(proc.pid)
     if max_output_bytes:
         for path in (stream, log_dir / "agent.stdout", stderr_path):

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from eval.cells import CellSpec, Contract
 from eval.cost import Price
 from eval.suite import Suite, Task
@@ -50,6 +52,11 @@ class CellResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def write_record(self, cell_root: Path) -> None:
+        """cell.json, the record beside the cell's files for whoever opens the folder (the store holds the result;
+        nothing reads this back): orjson, ~5x faster than json's indented (pure-Python) encoder."""
+        (cell_root / "cell.json").write_bytes(orjson.dumps(self.__dict__, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
 
     @property
     def final(self) -> bool:

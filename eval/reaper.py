@@ -101,14 +101,17 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]   # field 22: start time in clock ticks since boot
 
 
-def register(pid: int) -> None:
-    if _registry is not None and (started := _start_time(pid)) is not None:
+def register(pid: int) -> str | None:
+    """Record an agent group (its leader `pid`) while it runs; returns the leader's start time."""
+    started = _start_time(pid)
+    if _registry is not None and started is not None:
         try:
             _registry.mkdir(parents=True, exist_ok=True)
             harness, harness_started = _harness()
             (_registry / str(pid)).write_text(f"{started} {harness} {harness_started}")
         except OSError:
             pass
+    return started
 
 
 def unregister(pid: int) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import re
 import shutil
 import time
@@ -187,7 +186,7 @@ def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
     events = stream_events(job.cell_root / STREAM_NAME)   # read once, redacted, for the skill use and the trajectory
     result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error,
                      events=events)
-    (job.cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
+    result.write_record(job.cell_root)
     # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run; a graded
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
     capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from eval.cost import Usage
 
 
@@ -36,6 +38,16 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "c
 
 class ShapeError(ValueError):
     """A stream event that parses as JSON but is not the shape the contract promises."""
+
+
+def decode_line(line: str) -> object:
+    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON): orjson first, ~3x faster on
+    a stream's lines, and json for what orjson refuses and json takes (NaN, integers past 64 bits, lone surrogates),
+    so no stream reads differently."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def _usage(raw: object) -> Usage:
@@ -77,8 +89,8 @@ def read_stream(path: Path) -> StreamMetrics:
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
+                event = decode_line(line)
+            except ValueError:
                 bad += 1
                 continue
             if not isinstance(event, dict):

@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+from eval.stream_metrics import decode_line
+
 CLIP = 600
 OUTPUT_CLIP = 3000
 
@@ -35,8 +37,8 @@ def stream_events(stream: Path) -> list[dict]:
     if stream.is_file():
         for line in stream.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
+                event = decode_line(line)
+            except ValueError:
                 continue
             if isinstance(event, dict):
                 events.append(event)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import filecmp
 import functools
-import json
 import os
 import shutil
 import sys
@@ -221,5 +220,5 @@ def unpack_logs(files: Tree, result: CellResult, cell_root: Path) -> CellResult:
         path.chmod(mode)
     result = replace(result, cell_dir=str(cell_root))
     if "cell.json" in files:
-        (cell_root / "cell.json").write_text(json.dumps({**result.__dict__}, indent=1), encoding="utf-8")
+        result.write_record(cell_root)
     return result

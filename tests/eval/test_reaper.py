@@ -1,8 +1,10 @@
-"""Nothing outlives the harness: kill -9 of run.py takes its agents down at once (parent-death signal),
-and what they started is reaped by the next start; a live harness's agents are never touched."""
+"""Nothing outlives the harness: kill -9 of run.py takes its agents and what they started down at once (its
+guardian, eval/guardian.py), and what a harness without one left is reaped by the next start; a live harness's agents
+are never touched."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,6 +50,20 @@ def wait_for(predicate, seconds: float = 60.0) -> bool:
     return predicate()
 
 
+def guardian_of(harness: int) -> int | None:
+    """The harness's guardian process (eval/guardian.py), if it runs."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (entry / "cmdline").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == harness and b"guardian_watch.py" in cmdline:
+                return int(entry.name)
+    return None
+
+
 def test_kill_9_of_run_py_leaves_no_agent_running(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
     train, val = make_suite(suites, "k-train", split="train"), make_suite(suites, "k-val", split="val")
@@ -59,33 +75,55 @@ def test_kill_9_of_run_py_leaves_no_agent_running(tmp_path: Path) -> None:
             "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}", "--no-solve", "--sandbox", "none", "--concurrency", "2", "--data-dir", str(tmp_path / "data"),
             "--skill-dir", str(ROOT / "suites" / "csv-clean")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_"))}
-    harness = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pids_dir = tmp_path / "pids"
-    try:
-        assert wait_for(lambda: pids_dir.is_dir() and len(list(pids_dir.iterdir())) == 2), "agents never started"
-        pairs = [tuple(map(int, p.name.split("-"))) for p in pids_dir.iterdir()]
-        recorded = sorted(int(p.name) for p in (tmp_path / "data" / "pids").iterdir())
-        assert recorded == sorted(a for a, _ in pairs)            # each agent's group is on record while it runs
-        harness.send_signal(signal.SIGKILL)
-        harness.wait(30)
-        assert wait_for(lambda: all(gone(a) for a, _ in pairs), 30)  # the agents died with the harness
-        helpers = [h for _, h in pairs]
-        assert not any(gone(h) for h in helpers)                    # what they started lingers until the next start
-        (tmp_path / "hang").unlink()
-        again = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-        assert again.returncode == 0, again.stderr[-2000:]
-        assert "reaped 2 agent process(es) left running by a harness that died" in again.stderr
-        assert wait_for(lambda: all(gone(h) for h in helpers), 30)
-        assert list((tmp_path / "data" / "pids").iterdir()) == []   # every record cleared
-    finally:
-        if harness.poll() is None:
-            harness.kill()
+    records = tmp_path / "data" / "pids"
+    started: list[tuple[int, int]] = []
+
+    def hang_and_kill(guardian_too: bool) -> list[tuple[int, int]]:
+        """Start the harness, wait for its two hanging agents, kill it (and first its guardian) with SIGKILL."""
         for p in pids_dir.glob("*-*"):
-            for pid in map(int, p.name.split("-")):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            p.unlink()
+        harness = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            assert wait_for(lambda: pids_dir.is_dir() and len(list(pids_dir.iterdir())) == 2), "agents never started"
+            pairs = [tuple(map(int, p.name.split("-"))) for p in pids_dir.iterdir()]
+            started.extend(pairs)
+            assert sorted(int(p.name) for p in records.iterdir()) == sorted(a for a, _ in pairs)  # on record
+            guardian = guardian_of(harness.pid)
+            assert guardian is not None                               # one watcher, the harness's own child
+            if guardian_too:
+                os.kill(guardian, signal.SIGKILL)
+            harness.send_signal(signal.SIGKILL)
+            harness.wait(30)
+            return pairs
+        finally:
+            if harness.poll() is None:
+                harness.kill()
+
+    try:
+        # the guardian takes each agent's whole group down with the harness: the agents and what they started
+        pairs = hang_and_kill(guardian_too=False)
+        assert wait_for(lambda: all(gone(pid) for pair in pairs for pid in pair), 10)
+        # with the guardian gone too (killed first), the agents and their tools live on: the next start reaps them
+        pairs = hang_and_kill(guardian_too=True)
+        time.sleep(0.5)
+        assert not any(gone(pid) for pair in pairs for pid in pair)
+        # (still hanging: an agent let go would end itself and its tool, and leave nothing to reap)
+        again = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_for(lambda: all(gone(pid) for pair in pairs for pid in pair), 60)
+        finally:
+            (tmp_path / "hang").unlink()
+            _, stderr = again.communicate(timeout=300)
+        assert again.returncode == 0, stderr[-2000:]
+        assert "reaped 4 agent process(es) left running by a harness that died" in stderr
+        assert list(records.iterdir()) == []   # every record cleared, the first run's included
+    finally:
+        for pid in {pid for pair in started for pid in pair}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def test_a_live_harness_keeps_its_agents(tmp_path: Path) -> None:
@@ -193,15 +231,13 @@ open(os.environ["SM_STREAM"], "a").write(json.dumps({"type": "result", "subtype"
 """
 
 
-def test_an_agent_dies_with_the_harness_without_a_fork_of_it(tmp_path: Path, monkeypatch) -> None:
-    """The agent gets SIGKILL as its parent-death signal, and the spawn passes no preexec_fn: one would force a
-    full fork of the harness (~4 ms of CPU in the parent and as much in the child per agent) instead of a vfork."""
+def spawn_recording(tmp_path: Path, monkeypatch) -> tuple[dict, dict]:
+    """Spawn DEATH_SIGNAL's agent through agent_call.spawn under --sandbox none; (what the agent said, the spawn's
+    argv and preexec_fn)."""
     import asyncio
 
     from eval import agent_call
     from sandbox.none import NoneLauncher
-    if reaper._setpriv() is None:
-        pytest.skip("util-linux's setpriv is not installed")
     seen: list[dict] = []
     real = asyncio.create_subprocess_exec
 
@@ -217,9 +253,64 @@ def test_an_agent_dies_with_the_harness_without_a_fork_of_it(tmp_path: Path, mon
                                        prompt="", stream=stream, log_dir=tmp_path, launcher=NoneLauncher(),
                                        writable=(tmp_path,), silence_ms=60_000, heartbeat_ms=60_000))
     assert run.returncode == 0, run.stderr_tail()
-    assert json.loads(stream.read_text())["pdeathsig"] == signal.SIGKILL
-    assert [s["preexec_fn"] for s in seen] == [None]
-    assert seen[0]["argv"] == (reaper._setpriv(), "--pdeathsig", "KILL", "--", sys.executable, str(script))
+    [spawned] = seen
+    return json.loads(stream.read_text()), spawned
+
+
+def test_an_agent_is_spawned_bare_when_the_guardian_watches(tmp_path: Path, monkeypatch) -> None:
+    """With the guardian (eval/guardian.py) watching, the agent is spawned as itself: no setpriv exec in front (~1 ms
+    of CPU per agent) and no preexec_fn (a full fork of the harness)."""
+    from eval import guardian
+    assert guardian.ready()
+    said, spawned = spawn_recording(tmp_path, monkeypatch)
+    assert spawned == {"argv": (sys.executable, str(tmp_path / "agent.py")), "preexec_fn": None}
+    assert said["pdeathsig"] == 0
+
+
+def test_without_a_guardian_an_agent_dies_with_the_harness_without_a_fork_of_it(tmp_path: Path, monkeypatch) -> None:
+    """Where no guardian runs, the agent gets SIGKILL as its parent-death signal, and the spawn passes no preexec_fn:
+    one would force a full fork of the harness (~4 ms of CPU in the parent and as much in the child per agent)."""
+    from eval import guardian
+    if reaper._setpriv() is None:
+        pytest.skip("util-linux's setpriv is not installed")
+    monkeypatch.setattr(guardian, "ready", lambda: False)
+    said, spawned = spawn_recording(tmp_path, monkeypatch)
+    assert said["pdeathsig"] == signal.SIGKILL and spawned["preexec_fn"] is None
+    assert spawned["argv"] == (reaper._setpriv(), "--pdeathsig", "KILL", "--", sys.executable, str(tmp_path / "agent.py"))
+
+
+def test_the_guardian_kills_the_groups_still_running_when_its_harness_ends() -> None:
+    """eval/guardian_watch.py, fed as the harness feeds it: at the pipe's end it kills each group still on its list
+    (the leader and the rest of its group), and leaves alone a group the harness reaped itself and a pid whose start
+    time says it now names another process."""
+    from eval import guardian
+    sleep = [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+             "'import time; time.sleep(60)']); time.sleep(60)"]
+    kept, reaped, recycled = (subprocess.Popen(sleep, start_new_session=True) for _ in range(3))
+    read, write = os.pipe()
+    watcher = subprocess.Popen([sys.executable, "-I", "-S", str(guardian.WATCH)], stdin=read, start_new_session=True)
+    os.close(read)
+    tools: dict[int, list[int]] = {}
+    try:
+        time.sleep(0.5)   # each leader has started its tool
+        tools = {p.pid: [int(t) for t in Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()]
+                 for p in (kept, reaped, recycled)}
+        os.write(write, f"+{kept.pid} {reaper._start_time(kept.pid)}\n+{reaped.pid} {reaper._start_time(reaped.pid)}\n"
+                        f"+{recycled.pid} 1\n-{reaped.pid}\n".encode())
+        time.sleep(0.2)
+        assert kept.poll() is None and watcher.poll() is None     # the harness lives: nothing is touched
+        os.close(write)
+        watcher.wait(10)
+        assert kept.wait(10) == -signal.SIGKILL and wait_for(lambda: all(gone(t) for t in tools[kept.pid]), 10)
+        assert reaped.poll() is None and recycled.poll() is None
+        assert not any(gone(t) for t in tools[reaped.pid] + tools[recycled.pid])
+    finally:
+        for p in (kept, reaped, recycled):
+            for t in tools.get(p.pid, []):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(t, signal.SIGKILL)
+            p.kill()
+            p.wait()
 
 
 def test_the_program_is_found_as_the_spawn_would_find_it(tmp_path: Path) -> None:
