@@ -22,6 +22,7 @@ from mutator.round.budget import Budget, RunGate
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.failures import account
 from mutator.round.progress import Progress
+from mutator.scoring.prior import Pool, Prior
 from mutator.scoring.score import Comparison, Weights
 from mutator.store.db import connect, dumps, loads, now
 from mutator.store.figures import RunFigures
@@ -121,6 +122,7 @@ class Session:
     cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
     # attempt id -> (its gate_n and gate as stored, the comparison read from them): each gate is parsed once
     _comparisons: dict[int, tuple[tuple, Comparison | None]] = field(default_factory=dict, repr=False)
+    _pools: dict[str, tuple[RunFigures, Pool]] = field(default_factory=dict, repr=False)   # by suite hash
     _figures: RunFigures | None = field(default=None, repr=False)
 
     @classmethod
@@ -180,22 +182,31 @@ class Session:
             self._figures = RunFigures(self.db, self.run_id)
         return self._figures
 
-    def prior_comparisons(self, *, exclude: int, suite_hash: str) -> list[Comparison]:
+    def prior_comparisons(self, *, exclude: int, suite_hash: str) -> Prior:
         """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose
-        content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`."""
-        out = []
-        for f in self.figures().rows().values():
-            if f.gate_n is None or f.id == exclude or f.val_suite_hash != suite_hash:
-                continue
+        content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`; kept from round to
+        round where only new attempts changed (mutator/scoring/prior.py)."""
+        figures = self.figures()
+        rows = figures.rows()
+
+        def member(attempt_id: int) -> tuple[tuple, Comparison] | None:
+            f = rows.get(attempt_id)
+            if f is None or f.gate_n is None or f.val_suite_hash != suite_hash:
+                return None
             known = self._comparisons.get(f.id)
             if known is None or known[0] != (f.gate_n, f.gate):   # new, or its gate rewritten since
                 gate = loads(f.gate)
                 # an early look averages fewer replicates per task: its scale is not the full evaluation's
                 known = self._comparisons[f.id] = ((f.gate_n, f.gate), None if "early_look" in gate else
                                                    Comparison(f.gate_n, gate["s_r"]))
-            if known[1] is not None:
-                out.append(known[1])
-        return out
+            return None if known[1] is None else known
+
+        source, pool = self._pools.get(suite_hash, (None, None))
+        changed = figures.changed_since(pool.version) if pool is not None and source is figures else None
+        if changed is None or not pool.update(figures.version, changed, member):
+            pool = Pool.build(figures.version, rows, member)
+            self._pools[suite_hash] = (figures, pool)
+        return pool.prior(exclude)
 
     # ---- evaluations ---------------------------------------------------------------------------------
     def evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,

@@ -426,14 +426,15 @@ def compare(
         return sum(getattr(candidate[t], field) - getattr(incumbent[t], field) for t in paired) / n
 
     delta = sum(deltas.values()) / n
-    scale = robust_scale_of(list(deltas.values()))
-    s_r = scale.s_r
-    s, df = pooled([*prior, Comparison(n=n, s_r=s_r)])
+    s_r = (scale := robust_scale_of(list(deltas.values()))).s_r
+    # = pooled([*prior, Comparison(n, s_r)]) to the bit; a run's Prior (mutator/scoring/prior.py) carries its sums
+    prior_weight, prior_df = getattr(prior, "sums", None) or pooling_sums(prior)
+    df = prior_df + max(n - 1, 0)
+    s = (prior_weight + max(n - 1, 0) * float(s_r)) / df if df else 0.0
     se = s / math.sqrt(n)
     t_student = gate_t(gate_z, df)
     t, flip, keep = t_student, None, None
     if method == "signflip" and t_student > 0 and s > 0:
-        prior_weight, prior_df = pooling_sums(prior)
         critical = signflip.critical([d - min_improvement for d in deltas.values()], prior_weight, prior_df,
                                      float(special.ndtr(-gate_z)))
         if math.isfinite(critical.t):

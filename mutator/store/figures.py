@@ -106,6 +106,7 @@ COLUMNS = ("a.id, a.round, a.sibling, a.verdict, a.status, a.error, a.parent_has
            "a.gate, a.confirm is not null, a.pool_snapshot is not null, e.suite_hash, length(a.summary), length(a.reasoning)")
 
 
+LOG = 64   # refreshes remembered by changed_since: a reader that looks less often than this rebuilds
 _reads = itertools.count(1)   # unique across sessions, so a cache keyed by it never mistakes one read for another
 
 
@@ -120,6 +121,10 @@ class RunFigures:
         self.db, self.run_id = db, run_id
         self.watch, self.mark = watch(db), Mark()
         self._rows: dict[int, Figures] = {}
+        # which rows each refresh changed, so a reader can update what it made from them without a pass over all
+        # (None: a whole re-read); `version` counts the refreshes that changed something
+        self.version = 0
+        self._log: list[tuple[int, set[int] | None]] = []
 
     def _read(self, where: str = "", params: tuple = ()) -> list[Figures]:
         read = next(_reads)
@@ -133,7 +138,9 @@ class RunFigures:
         if ids is None:   # anything may have changed: a row found as it was keeps its read, so readers keep theirs
             old = self._rows
             self._rows = {f.id: _same(old.get(f.id), f) for f in self._read()}
+            self._changed(None)
         elif ids:
+            self._changed(ids)
             found: dict[int, Figures] = {}
             wanted = sorted(ids)
             for at in range(0, len(wanted), 500):   # under SQLite's bound-parameter limit
@@ -148,6 +155,26 @@ class RunFigures:
             if late:
                 self._rows = dict(sorted(self._rows.items()))
         return self._rows
+
+    def _changed(self, ids: set[int] | None) -> None:
+        self.version += 1
+        self._log.append((self.version, None if ids is None else set(ids)))
+        del self._log[:-LOG]
+
+    def changed_since(self, version: int) -> set[int] | None:
+        """The ids of the rows changed (added, rewritten or gone) by the refreshes after `version` (as of the last
+        `rows()`), or None: unknown (a whole re-read since, or older than the log keeps)."""
+        if version == self.version:
+            return set()
+        if version > self.version or not self._log or self._log[0][0] > version + 1:
+            return None
+        ids: set[int] = set()
+        for made, changed in self._log:
+            if made > version:
+                if changed is None:
+                    return None
+                ids |= changed
+        return ids
 
     def ordered(self) -> list[Figures]:
         """The run's attempts by round, then sibling."""
