@@ -135,8 +135,15 @@ class Evidence:
 
     def train_evaluations(self) -> dict[str, int]:
         """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on)."""
-        return {f.genome_hash: f.train_evaluation_id for f in self.figures.rows().values()
-                if f.train_evaluation_id is not None}
+        return dict(self._since_figures("train", lambda rows: {f.genome_hash: f.train_evaluation_id for f in rows
+                                                               if f.train_evaluation_id is not None}))
+
+    def _since_figures(self, name: str, make):
+        """`make(the attempts' figures in id order)`, made again only when a row changed since (read twice a round)."""
+        rows, seen = self.figures.rows(), self.known.get(name)
+        if seen is None or seen[0] is not self.figures or seen[1] != self.figures.version:
+            seen = self.known[name] = (self.figures, self.figures.version, make(rows.values()))
+        return seen[2]
 
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
@@ -169,7 +176,8 @@ class Evidence:
         # train evaluations changed since the last ledger (re-graded, re-run); None: any may have
         changed = self.figures.watch.changed("evaluations", self.known.setdefault("evaluations", Mark()))
         lines = list(LEDGER_HEAD)
-        decided = [f for f in self.figures.ordered() if f.round > 0 and f.verdict is not None]
+        decided = self._since_figures("decided", lambda rows: sorted(
+            (f for f in rows if f.round > 0 and f.verdict is not None), key=lambda f: (f.round, f.sibling)))
         for f in decided:
             mine, parents = f.train_evaluation_id, train.get(f.parent_hash or "")
             key, old = (f.read, mine, parents), made.get(f.id)

@@ -175,7 +175,3 @@ class RunFigures:
                     return None
                 ids |= changed
         return ids
-
-    def ordered(self) -> list[Figures]:
-        """The run's attempts by round, then sibling."""
-        return sorted(self.rows().values(), key=lambda f: (f.round, f.sibling))
