@@ -351,7 +351,7 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
     10 rounds) and reject too rarely; with the mean, bench/gate.py measures the designed 1 − Φ(gateZ) at every
     task count and round.
     """
-    weighted, df = pooling_sums(prior_plus_current)
+    weighted, df = getattr(prior_plus_current, "sums", None) or pooling_sums(prior_plus_current)   # a Prior's own
     if df == 0:
         return 0.0, 0
     return weighted / df, df

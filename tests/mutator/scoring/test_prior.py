@@ -32,6 +32,7 @@ def test_a_pool_built_one_comparison_at_a_time_sums_to_the_same_floats() -> None
         assert pool.update(i, [i], member)
     everything = list(comparisons.values())
     assert pool.prior(-1) == tuple(everything) and pool.prior(-1).sums == pooling_sums(everything)
+    assert pooled(pool.prior(-1)) == pooled(everything)             # the briefing's figure, from the carried sums
     assert pool.prior(-1).sums != pooling_sums(everything[::-1])    # the order matters to the floats: it is kept
     assert pool.prior(5) == tuple(everything[:4] + everything[5:]) and pool.prior(5).sums == pooling_sums(
         everything[:4] + everything[5:])
