@@ -327,3 +327,30 @@ def test_the_program_is_found_as_the_spawn_would_find_it(tmp_path: Path) -> None
     # not found: spawned as before, so the spawn's own error says so (and the signal comes from a preexec_fn)
     assert reaper.dying_with_parent(["no-such-tool"], cwd=tmp_path, env={"PATH": str(tmp_path)}) == \
         (["no-such-tool"], reaper.die_with_parent)
+
+
+def test_a_forked_child_of_the_harness_holds_no_guardian_of_its_own_parent() -> None:
+    """A child forked from the harness (os.fork) does not write to the harness's watcher: it starts its own, and the
+    harness's pipe is closed in it, so the harness's watcher still sees the harness's end alone."""
+    from eval import guardian
+    assert guardian.ready()
+    parent_watcher, parent_pipe = guardian._state[2].pid, guardian._state[1]
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:   # the forked child: report, then leave at once (no pytest teardown here)
+        try:
+            closed = False
+            try:
+                os.fstat(parent_pipe)
+            except OSError:
+                closed = True
+            fresh = guardian._state is None and guardian.ready() and guardian._state[2].pid != parent_watcher
+            os.write(write, json.dumps([closed, fresh]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = json.loads(os.read(read, 100).decode())
+    os.close(read)
+    os.waitpid(child, 0)
+    assert said == [True, True]
+    assert guardian._state[2].pid == parent_watcher and guardian._state[2].poll() is None
