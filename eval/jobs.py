@@ -56,7 +56,8 @@ class CellResult:
     def write_record(self, cell_root: Path) -> None:
         """cell.json, the record beside the cell's files for whoever opens the folder (the store holds the result;
         nothing reads this back): orjson, ~5x faster than json's indented (pure-Python) encoder."""
-        (cell_root / "cell.json").write_bytes(orjson.dumps(self.__dict__, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+        options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+        (cell_root / "cell.json").write_bytes(orjson.dumps(self.__dict__, option=options))
 
     @property
     def final(self) -> bool:

@@ -1,8 +1,9 @@
 """Nothing outlives the harness: every agent process group is recorded while it runs, and a group left
 behind by a harness that was killed (kill -9 leaves no chance to clean up) is reaped on the next start.
 
-The direct child also gets a parent-death signal, so it dies with the harness at once; its own children
-(an agent's tool processes) share its process group, which the next start kills. A record is the group
+While the harness lives, its guardian (eval/guardian.py) kills every agent group at once when it dies; where no
+guardian runs, the direct child gets a parent-death signal instead (its tool processes, in its group, then wait for
+the next start). What a harness killed together with its guardian left running is killed by the next start. A record is the group
 id plus the leader's start time, and the harness's pid and start time: a group is reaped only when its
 harness is gone (another run on the same data dir keeps its agents), and a recycled pid is never
 killed by mistake. An agent's container (a Harbor cell under --sandbox podman|docker) lives on in the engine when
