@@ -23,7 +23,7 @@ class Prior(tuple):
 
     def __new__(cls, comparisons: Iterable[Comparison], sums: tuple[float, int] | None = None) -> Prior:
         made = super().__new__(cls, comparisons)
-        made.sums = pooling_sums(made) if sums is None else sums
+        made.sums = pooling_sums(tuple(made)) if sums is None else sums
         return made
 
 
@@ -46,9 +46,8 @@ class Pool:
         return pool
 
     def _add(self, attempt_id: int, key: tuple, comparison: Comparison) -> None:
-        k = max(int(comparison.n) - 1, 0)        # as score.pooling_sums adds it
-        self.df += k
-        self.weighted += k * float(comparison.s_r)
+        term, k = pooling_sums([comparison])     # the term score.pooling_sums adds for it (0.0 + x is x)
+        self.weighted, self.df = self.weighted + term, self.df + k
         self.keys[attempt_id] = key
         self.ids.append(attempt_id)
         self.comparisons.append(comparison)

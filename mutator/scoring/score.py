@@ -351,7 +351,7 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
     10 rounds) and reject too rarely; with the mean, bench/gate.py measures the designed 1 − Φ(gateZ) at every
     task count and round.
     """
-    weighted, df = getattr(prior_plus_current, "sums", None) or pooling_sums(prior_plus_current)   # a Prior's own
+    weighted, df = pooling_sums(prior_plus_current)
     if df == 0:
         return 0.0, 0
     return weighted / df, df
@@ -359,8 +359,9 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
 
 def pooling_sums(comparisons: Sequence[Comparison]) -> tuple[float, int]:
     """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip gate pools each pattern with."""
-    df = 0
-    weighted = 0.0
+    if (carried := getattr(comparisons, "sums", None)) is not None:   # a run's Prior (scoring/prior.py): the same
+        return carried
+    df, weighted = 0, 0.0
     for comp in comparisons:
         k = max(int(comp.n) - 1, 0)
         df += k
@@ -427,10 +428,9 @@ def compare(
 
     delta = sum(deltas.values()) / n
     s_r = (scale := robust_scale_of(list(deltas.values()))).s_r
-    # = pooled([*prior, Comparison(n, s_r)]) to the bit; a run's Prior (mutator/scoring/prior.py) carries its sums
-    prior_weight, prior_df = getattr(prior, "sums", None) or pooling_sums(prior)
-    df = prior_df + max(n - 1, 0)
-    s = (prior_weight + max(n - 1, 0) * float(s_r)) / df if df else 0.0
+    prior_weight, prior_df = pooling_sums(prior)   # then = pooled([*prior, Comparison(n, s_r)]) to the bit:
+    term, k = pooling_sums([Comparison(n=n, s_r=s_r)])   # the current comparison's own term (0.0 + x is x)
+    s, df = ((prior_weight + term) / (prior_df + k), prior_df + k) if prior_df + k else (0.0, 0)
     se = s / math.sqrt(n)
     t_student = gate_t(gate_z, df)
     t, flip, keep = t_student, None, None

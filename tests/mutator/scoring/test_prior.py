@@ -26,7 +26,8 @@ def afresh(db, exclude: int = -1) -> list[Comparison]:
 def test_a_pool_built_one_comparison_at_a_time_sums_to_the_same_floats() -> None:
     rng = random.Random(3)
     comparisons = {i: Comparison(rng.choice([4, 8, 12]), rng.random() / 7) for i in range(1, 300)}
-    member = {i: ((c.n, str(c.s_r)), c) for i, c in comparisons.items()}.get
+    members = {i: ((c.n, str(c.s_r)), c) for i, c in comparisons.items()}
+    member = members.get
     pool = Pool.build(0, [], member)
     for i in comparisons:
         assert pool.update(i, [i], member)
@@ -37,7 +38,7 @@ def test_a_pool_built_one_comparison_at_a_time_sums_to_the_same_floats() -> None
     assert pool.prior(5) == tuple(everything[:4] + everything[5:]) and pool.prior(5).sums == pooling_sums(
         everything[:4] + everything[5:])
     # a gate a round's sums cannot take in id order: rebuild
-    assert not pool.update(400, [7], {**member.__self__, 7: ((1, "rewritten"), Comparison(9, 0.5))}.get)
+    assert not pool.update(400, [7], {**members, 7: ((1, "rewritten"), Comparison(9, 0.5))}.get)
     assert not Pool.build(0, [5], member).update(1, [3], member)      # one before the last
     # the gate decides the same from a Prior as from a plain list of the same comparisons
     rows, other = ({f"t{i}": TaskFigures(f"t{i}", (e := 0.5 + rng.random() / 4), 0.0, 0.0, e, 2) for i in range(8)}
