@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite
 from mutator.store import cache
 from mutator.store.evidence import EvidenceStore, link
-from mutator.store.figures import Mark, RunFigures
+from mutator.store.figures import Figures, Mark, RunFigures, kept_newest
 
 INPUT_CLIP = 4000
 
@@ -133,17 +133,11 @@ class Evidence:
         return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""), r["cell_dir"])
                 for r in cache.cell_rows(self.db, evaluation_id, "task_id, replicate, cell_dir")]
 
-    def train_evaluations(self) -> dict[str, int]:
-        """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on)."""
-        return dict(self._since_figures("train", lambda rows: {f.genome_hash: f.train_evaluation_id for f in rows
-                                                               if f.train_evaluation_id is not None}))
-
-    def _since_figures(self, name: str, make):
-        """`make(the attempts' figures in id order)`, made again only when a row changed since (read twice a round)."""
-        rows, seen = self.figures.rows(), self.known.get(name)
-        if seen is None or seen[0] is not self.figures or seen[1] != self.figures.version:
-            seen = self.known[name] = (self.figures, self.figures.version, make(rows.values()))
-        return seen[2]
+    def train_evaluations(self) -> Mapping[str, int]:
+        """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on): kept
+        across rounds and changed in place, so read it, never change it."""
+        newest = self.known.setdefault("train", kept_newest(lambda f: f.train_evaluation_id))
+        return newest.of(self.figures)[0]
 
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
@@ -151,7 +145,7 @@ class Evidence:
     LEDGER = ("round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, delta_steps, "
               "train_evaluation_id, parent_hash, status, error")
 
-    def ledger_rows(self, train: dict[str, int] | None = None, last: int | None = None) -> list[LedgerRow]:
+    def ledger_rows(self, train: Mapping[str, int] | None = None, last: int | None = None) -> list[LedgerRow]:
         """Every decided attempt of the run as the ledger shows it, in order; with `last`, only the last ones (the
         briefing's: read without the rest, so a briefing costs no more at round 500 than at round 5)."""
         train = self.train_evaluations() if train is None else train
@@ -160,7 +154,7 @@ class Evidence:
                            [self.run_id, *([last] if last is not None else [])])
         return [self._ledger_row(a, train) for a in reversed(found)]
 
-    def _ledger_row(self, a: dict, train: dict[str, int]) -> LedgerRow:
+    def _ledger_row(self, a: dict, train: Mapping[str, int]) -> LedgerRow:
         mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
         train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
         return LedgerRow(label=_label(a), verdict=a["verdict"], summary=a["summary"] or "",
@@ -168,31 +162,27 @@ class Evidence:
                          delta_cost=a["delta_cost"], delta_steps=a["delta_steps"], train_delta=train_delta,
                          note=a["error"] if a["status"] in ("critic_rejected", "failed") else "")
 
-    def ledger(self, train: dict[str, int]) -> str:
+    def ledger(self, train: Mapping[str, int]) -> str:
         """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its row and
         the train evaluations its train Δ compares stay as they were (mutator/store/figures.py notes which changed):
-        a round reads no attempt's texts (a reasoning may be 20 KB) and no figure that did not change."""
-        made = self.known.setdefault("ledger", {})   # attempt id -> (its row's read and train ids, composites, lines)
+        a round reads no attempt's texts (a reasoning may be 20 KB) and no figure that did not change, and when
+        only attempts decided after the last one shown changed, their lines are added to the text made before."""
         # train evaluations changed since the last ledger (re-graded, re-run); None: any may have
         changed = self.figures.watch.changed("evaluations", self.known.setdefault("evaluations", Mark()))
-        lines = list(LEDGER_HEAD)
-        decided = self._since_figures("decided", lambda rows: sorted(
-            (f for f in rows if f.round > 0 and f.verdict is not None), key=lambda f: (f.round, f.sibling)))
-        for f in decided:
-            mine, parents = f.train_evaluation_id, train.get(f.parent_hash or "")
-            key, old = (f.read, mine, parents), made.get(f.id)
-            fresh = old is None or old[0] != key
-            compared = bool(mine and parents)
-            moved = compared and (changed is None or mine in changed or parents in changed)
-            composites = (self.train_composite(mine), self.train_composite(parents)) if compared and (fresh or moved) \
-                else None
-            if fresh or (moved and composites != old[1]):
-                whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f.id])[0]
-                made[f.id] = old = (key, composites, ledger_block(self._ledger_row(whole, train)))
-            lines += old[2]
-        if not decided:
-            lines.append("No attempts yet.")
-        return "\n".join(lines) + "\n"
+        kept = self.train_evaluations()   # up to date with the rows: a parent's changed only with its rows
+        book, rows = self.known.get("book"), self.figures.rows()
+        ids = self.figures.changed_since(book.version) if book and book.figures is self.figures else None
+        if ids is not None and changed is not None and book.stands(ids, changed, train, kept, rows):
+            new = sorted((rows[i] for i in ids if i in rows and _decided(rows[i])), key=_order)
+            if not new or _order(new[0]) > book.last:
+                return book.add(new, train, changed)
+        made = self.known.setdefault("ledger", {})   # attempt id -> (its row's read and train ids, composites, lines)
+        self.known["book"] = book = Book(self.figures, made, self.train_composite, self._block)
+        return book.add(sorted((f for f in rows.values() if _decided(f)), key=_order), train, changed)
+
+    def _block(self, f: Figures, train: Mapping[str, int]) -> list[str]:
+        whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f.id])[0]
+        return ledger_block(self._ledger_row(whole, train))
 
     def stage(self, workspace: Path, parent_hash: str, shared: bool = False) -> dict[Path, Path]:
         """Stage the workspace's read-only evidence. `shared` (the sandbox binds folders): its history/ and
@@ -267,6 +257,68 @@ class Evidence:
         _replace_read_only(shared.history / "ledger.md", ledger)
         return {"history": shared.history, **({"evidence/attempts": shared.attempts} if "rollouts" in self.known
                                                else {})}
+
+
+def _decided(f: Figures) -> bool:
+    return f.round > 0 and f.verdict is not None
+
+
+def _order(f: Figures) -> tuple[int, int]:
+    return f.round, f.sibling
+
+
+class Book:
+    """The ledger's text as made from the decided attempts in order, with what each attempt's lines compared, so
+    a round that only decided new attempts after the last one adds their lines and walks none of the others."""
+
+    def __init__(self, figures: RunFigures, made: dict, composite, block):
+        self.figures, self.version, self.made, self.composite, self.block = figures, figures.version, made, composite, block
+        self.shown: set[int] = set()                   # the attempts shown
+        self.parents: dict[str, int | None] = {}       # each shown attempt's parent -> the train evaluation it compared
+        self.evaluations: set[int] = set()             # the train evaluations the shown train Δs compare
+        self.last: tuple[int, int] | None = None       # the last shown attempt's (round, sibling)
+        self.train: Mapping[str, int] | None = None    # the train map the lines were made with
+        self.text = ""
+
+    def stands(self, ids: set[int], changed: set[int], train: Mapping[str, int], kept: Mapping[str, int],
+               rows: dict[int, Figures]) -> bool:
+        """Whether every attempt shown reads as it did: none of their rows changed, no train evaluation their Δs
+        compare, and each parent's newest train evaluation is the one compared. When `train` is the session's kept
+        map, changed in place since the last ledger (not made anew), only the parents whose rows changed are
+        looked at: an entry changes in place only for a row that changed and holds that genome."""
+        if not self.shown or ids & self.shown or changed & self.evaluations or not ids <= rows.keys():
+            return False
+        parents = self.parents.keys() & {rows[i].genome_hash for i in ids} \
+            if train is kept and train is self.train else self.parents
+        return all(train.get(parent) == self.parents[parent] for parent in parents)
+
+    def add(self, decided: list[Figures], train: Mapping[str, int], changed: set[int] | None) -> str:
+        """Add `decided` (in order, after every attempt shown) and return the text; `changed`: the train evaluations
+        changed since the last ledger (None: any may have)."""
+        lines: list[str] = []
+        for f in decided:
+            mine, parents = f.train_evaluation_id, train.get(f.parent_hash or "")
+            key, old = (f.read, mine, parents), self.made.get(f.id)
+            fresh = old is None or old[0] != key
+            compared = bool(mine and parents)
+            moved = compared and (changed is None or mine in changed or parents in changed)
+            composites = (self.composite(mine), self.composite(parents)) if compared and (fresh or moved) else None
+            if fresh or (moved and composites != old[1]):
+                self.made[f.id] = old = (key, composites, self.block(f, train))
+            lines += old[2]
+            self.shown.add(f.id)
+            self.parents[f.parent_hash or ""] = parents
+            if compared:
+                self.evaluations.update((mine, parents))
+        if decided:
+            self.last = _order(decided[-1])
+        self.train = train
+        if not self.text:
+            lines = [*LEDGER_HEAD, *(lines or ["No attempts yet."])]
+        if lines:
+            self.text += "\n".join(lines) + "\n"
+        self.version = self.figures.version
+        return self.text
 
 
 def _write_read_only(path: Path, text: str) -> None:

@@ -240,7 +240,7 @@ class Loop:
         scored = rows(self.db, "select distinct genome_hash from attempts where run_id = ? and round < ? and "
                                "val_evaluation_id is not null and status != 'failed' order by id", [self.run_id, round_no]) \
             if getattr(self.strategy, "reads_members", True) else []   # each one's cells: a cost growing per round
-        pooled = max((f.id for f in self.session.figures().rows().values() if f.pooled and f.round < round_no), default=0)
+        pooled = self.session.last_pooled(before=round_no)
         snapshot = rows(self.db, "select pool_snapshot from attempts where id = ?", [pooled]) if pooled else []
         return State(round=round_no, incumbent=self.member(incumbent, val_norm),
                      rng=random.Random(f"{self.settings.seed}:{self.run_id}:{round_no}"),
@@ -311,7 +311,7 @@ class Loop:
             self.view.meta_skill(round_no)
 
     def val_queries(self) -> int:
-        return count_val_queries(self.session.figures().rows().values(), self.settings.val_query_warn, self.progress.say)
+        return count_val_queries(self.session.val_queries(), self.settings.val_query_warn, self.progress.say)
 
     def _report_attempt(self, round_no: int, sibling: int) -> None:
         row = self._attempt_row(round_no, sibling)

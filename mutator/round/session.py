@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 from skills_ref import read_properties
@@ -25,7 +27,7 @@ from mutator.round.progress import Progress
 from mutator.scoring.prior import Pool, Prior
 from mutator.scoring.score import Comparison, Weights
 from mutator.store.db import connect, dumps, loads, now
-from mutator.store.figures import RunFigures
+from mutator.store.figures import Kept, RunFigures, kept_sum, kept_where
 from mutator.store.genome import GenomeStore
 from mutator.store.runs import add_spend, update_run
 from sandbox import Launcher
@@ -124,6 +126,7 @@ class Session:
     _comparisons: dict[int, tuple[tuple, Comparison | None]] = field(default_factory=dict, repr=False)
     _pools: dict[str, tuple[RunFigures, Pool]] = field(default_factory=dict, repr=False)   # by suite hash
     _figures: RunFigures | None = field(default=None, repr=False)
+    _kept: dict[str, Kept] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
@@ -181,6 +184,21 @@ class Session:
         if self._figures is None or self._figures.run_id != self.run_id:
             self._figures = RunFigures(self.db, self.run_id)
         return self._figures
+
+    def kept(self, name: str, make: Callable[[], Kept]) -> Any:
+        """What the Kept `make()` makes from the run's attempts, brought up to date each look (one per name)."""
+        return (self._kept.get(name) or self._kept.setdefault(name, make())).of(self.figures())
+
+    def val_queries(self) -> int:
+        """The candidate evaluations that queried val so far: each attempt's own and its confirmation's two (never
+        the seed's baseline, round 0)."""
+        return self.kept("val queries", lambda: kept_sum(
+            lambda f: (f.val_evaluation_id is not None) + 2 * f.confirmed if f.round > 0 else 0))[0]
+
+    def last_pooled(self, *, before: int) -> int:
+        """The last attempt before round `before` that stored a pool snapshot (0: none)."""
+        pooled = self.kept("pooled", lambda: kept_where(lambda f: f.round if f.pooled else None))
+        return next((attempt_id for attempt_id, made in reversed(pooled.items()) if made < before), 0)
 
     def prior_comparisons(self, *, exclude: int, suite_hash: str) -> Prior:
         """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +11,6 @@ from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import CellFigures, Normalisers, Weights, by_model, summarise
 from mutator.store import cache, triggers
 from mutator.store.db import loads, rows
-from mutator.store.figures import Figures
 from mutator.store.liveness import mark_stale
 from strategies.verdicts import Verdict
 
@@ -183,10 +181,8 @@ def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
     return total, len(dirs)
 
 
-def count_val_queries(figures: Iterable[Figures], warn: int, say) -> int:
-    """Candidate evaluations that queried val so far (candidates, confirmations: never the seed's baseline, round
-    0), from the run's attempts' figures; past `warn`, say so."""
-    total = sum((f.val_evaluation_id is not None) + 2 * f.confirmed for f in figures if f.round > 0)
+def count_val_queries(total: int, warn: int, say) -> int:
+    """`total` (Session.val_queries); past `warn`, say so."""
     if total > warn:
         say(f"  warning: val has been queried by {total} candidate evaluations (> {warn}); a val set queried this "
             f"often is a training set")

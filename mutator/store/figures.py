@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlite_utils
 
@@ -175,3 +176,80 @@ class RunFigures:
                     return None
                 ids |= changed
         return ids
+
+
+class Kept:
+    """What a reader makes from every attempt of a run, brought up to date from the rows the refreshes since
+    changed — `apply(value, ids, rows)` in place, False when it cannot (then `make(rows)` again) — so a round
+    that changed a few rows costs it no more at round 500 than at round 5."""
+
+    def __init__(self, make: Callable[[dict[int, Figures]], Any],
+                 apply: Callable[[Any, set[int], dict[int, Figures]], bool]):
+        self.make, self.apply = make, apply
+        self.source: RunFigures | None = None
+        self.version, self.value = 0, None
+
+    def of(self, figures: RunFigures) -> Any:
+        rows = figures.rows()
+        changed = figures.changed_since(self.version) if self.source is figures else None
+        if changed is None or (changed and not self.apply(self.value, changed, rows)):
+            self.value = self.make(rows)
+        self.source, self.version = figures, figures.version
+        return self.value
+
+
+def kept_sum(term: Callable[[Figures], int]) -> Kept:
+    """`sum(term(f) for f in rows)` (whole numbers: the same in any order), as [total, {id: term}]."""
+    def make(rows: dict[int, Figures]) -> list:
+        terms = {attempt_id: term(f) for attempt_id, f in rows.items()}
+        return [sum(terms.values()), terms]
+
+    def apply(value: list, ids: set[int], rows: dict[int, Figures]) -> bool:
+        for attempt_id in ids:
+            new = term(rows[attempt_id]) if attempt_id in rows else 0
+            value[0] += new - value[1].pop(attempt_id, 0)
+            if attempt_id in rows:
+                value[1][attempt_id] = new
+        return True
+    return Kept(make, apply)
+
+
+def kept_newest(value: Callable[[Figures], Any], of: Callable[[Figures], Any] = lambda f: f.genome_hash) -> Kept:
+    """{of(f): value(f) of the last row (in id order) with a value not None}, e.g. each genome's newest train
+    evaluation, as (that map, {key: the row's id}, {row id: key})."""
+    def make(rows: dict[int, Figures]) -> tuple[dict, dict, dict]:
+        found, holder = {}, {}
+        for f in rows.values():
+            if (v := value(f)) is not None:
+                found[of(f)], holder[of(f)] = v, f.id
+        return found, holder, {attempt_id: key for key, attempt_id in holder.items()}
+
+    def apply(kept: tuple[dict, dict, dict], ids: set[int], rows: dict[int, Figures]) -> bool:
+        found, holder, held = kept
+        for attempt_id in sorted(ids):
+            f, key = rows.get(attempt_id), held.get(attempt_id)
+            if key is not None and (f is None or of(f) != key or value(f) is None):
+                return False                        # it held a key as it no longer does: an older row may now
+            if f is not None and (v := value(f)) is not None and holder.get(of(f), 0) <= attempt_id:
+                held.pop(holder.get(of(f)), None)
+                found[of(f)], holder[of(f)], held[attempt_id] = v, attempt_id, of(f)
+        return True
+    return Kept(make, apply)
+
+
+def kept_where(value: Callable[[Figures], Any]) -> Kept:
+    """{row id: value(f)} of the rows whose value is not None, in id order."""
+    def make(rows: dict[int, Figures]) -> dict[int, Any]:
+        return {attempt_id: v for attempt_id, f in rows.items() if (v := value(f)) is not None}
+
+    def apply(found: dict[int, Any], ids: set[int], rows: dict[int, Figures]) -> bool:
+        for attempt_id in sorted(ids):
+            v = value(rows[attempt_id]) if attempt_id in rows else None
+            if v is None:
+                found.pop(attempt_id, None)
+            elif attempt_id in found or not found or attempt_id > next(reversed(found)):
+                found[attempt_id] = v
+            else:
+                return False                       # one before the last: out of id order
+        return True
+    return Kept(make, apply)

@@ -12,7 +12,6 @@ import pytest
 
 from mutator.briefing.evidence import Evidence, render_ledger
 from mutator.round.session import Session
-from mutator.round.summary import count_val_queries
 from mutator.store.db import connect
 from mutator.store.figures import Mark, RunFigures, watch
 
@@ -95,7 +94,8 @@ def test_a_rounds_reads_of_the_store_do_not_grow_with_the_attempts_before_it(tmp
         train = evidence.train_evaluations()
         evidence.ledger(train)
         session.prior_comparisons(exclude=-1, suite_hash="val-hash")
-        count_val_queries(session.figures().rows().values(), 10**6, print)
+        session.val_queries()
+        session.last_pooled(before=10**6)
 
     a_round()
     steps = [0]
@@ -131,3 +131,98 @@ def test_the_ledger_follows_a_train_evaluation_regraded_by_this_or_another_conne
     other.commit()
     assert evidence.ledger(train) == render_ledger(evidence.ledger_rows(train))
     assert "train Δcomposite -0.4000" in evidence.ledger(train)
+
+
+def a_session(db) -> tuple[Session, Evidence]:
+    session = Session(settings=None, db=db, genomes=None, weights=None, skill_name="s", contract=None,
+                      evaluator=None, progress=None, run_id=RUN)
+    return session, Evidence(db=db, genomes=None, store=None, run_id=RUN, train=None, solve_dir=None,
+                             train_composite=lambda evaluation_id: evaluation_id / 1000, figures=session.figures(),
+                             known={})
+
+
+def test_what_a_round_keeps_from_every_attempt_equals_it_made_afresh_after_each_change(tmp_path: Path) -> None:
+    """The val-query count, the last pool snapshot, each genome's newest train evaluation and the ledger, kept by
+    the session from round to round, equal what a fresh session makes from the store after any change."""
+    db = store(tmp_path, 12)
+    session, evidence = a_session(db)
+    other = sqlite3.connect(tmp_path / "mutator.db")
+    rng = random.Random(3)
+    for step in range(120):
+        ids = list(fresh(db))
+        open_ = [i for i, f in fresh(db).items() if f[3] is None]   # undecided: not in the ledger
+        kind = rng.choice(["new round", "new round", "decide", "train", "confirm", "pool", "genome", "delete",
+                           "regrade", "other", "parent trained", "open genome"])
+        if kind == "new round":   # what a round writes: a val evaluation and its decided attempt
+            val = db["evaluations"].insert({"key": f"v-{step}", "status": "done", "suite_hash": "val-hash"}).last_pk
+            db["attempts"].insert({"run_id": RUN, "round": 100 + step, "sibling": rng.choice([0, 1]), "status": "done",
+                                   "verdict": rng.choice(["KEEP", "REJECT", None]), "val_evaluation_id": val,
+                                   "parent_hash": f"g{rng.randrange(12)}", "genome_hash": f"n{step}"})
+        elif kind == "decide":
+            db["attempts"].update(rng.choice(ids), {"verdict": rng.choice(["KEEP", "REJECT", None])})
+        elif kind == "train":     # a genome (new or one of the seed's) evaluated on train, or its evaluation gone
+            train = db["evaluations"].insert({"key": f"t-{step}", "status": "done", "suite_hash": "train-hash"}).last_pk
+            db["attempts"].update(rng.choice(ids), {"train_evaluation_id": rng.choice([train, None])})
+        elif kind == "confirm":
+            db["attempts"].update(rng.choice(ids), {"confirm": rng.choice([json.dumps({}), None])})
+        elif kind == "pool":
+            db["attempts"].update(rng.choice(ids), {"pool_snapshot": rng.choice(["[]", None])})
+        elif kind == "parent trained":   # an undecided attempt of a genome other attempts' train Δs compare to
+            train = db["evaluations"].insert({"key": f"t-{step}", "status": "done", "suite_hash": "train-hash"}).last_pk
+            db["attempts"].insert({"run_id": RUN, "round": 300 + step, "status": "done", "train_evaluation_id": train,
+                                   "genome_hash": f"g{3 * rng.randrange(4)}"})
+        elif kind == "open genome" and open_:
+            db["attempts"].update(rng.choice(open_), {"genome_hash": f"g{3 * rng.randrange(4)}"})
+        elif kind == "genome":
+            db["attempts"].update(rng.choice(ids), {"genome_hash": f"g{rng.randrange(12)}"})
+        elif kind == "delete":
+            db["attempts"].delete(rng.choice(ids))
+        elif kind == "regrade":
+            db["evaluations"].update(rng.choice([r["id"] for r in db["evaluations"].rows]), {"finished_at": step})
+        else:
+            other.execute("update attempts set verdict = 'REJECT', round = ? where id = ?",
+                          [rng.choice([500, 1000]) + step, rng.choice(ids)])
+            other.commit()
+        again, made = a_session(db)
+        before = rng.randrange(200)
+        assert session.val_queries() == again.val_queries(), (step, kind)
+        assert session.last_pooled(before=before) == again.last_pooled(before=before), (step, kind)
+        train = evidence.train_evaluations()
+        assert train == made.train_evaluations(), (step, kind)
+        assert evidence.ledger(train) == made.ledger(train) == render_ledger(made.ledger_rows(train)), (step, kind)
+
+
+def test_a_rounds_python_work_does_not_grow_with_the_attempts_before_it() -> None:
+    """A round that decided one more attempt walks none of the earlier ones: the Python calls a round makes for the
+    ledger, the val-query count, the pool snapshot and the train evaluations are as many at 400 attempts as at 40."""
+    import sys
+    import tempfile
+
+    def calls(attempts: int) -> int:
+        with tempfile.TemporaryDirectory() as folder:
+            db = store(Path(folder), attempts)
+            session, evidence = a_session(db)
+
+            def a_round() -> None:
+                evidence.ledger(evidence.train_evaluations())
+                session.val_queries()
+                session.last_pooled(before=10**6)
+
+            a_round()
+            val = db["evaluations"].insert({"key": "v-new", "status": "done", "suite_hash": "val-hash"}).last_pk
+            db["attempts"].insert({"run_id": RUN, "round": attempts + 1, "sibling": 0, "status": "done",
+                                   "verdict": "REJECT", "val_evaluation_id": val, "parent_hash": "g0",
+                                   "genome_hash": "new", "gate_n": 8, "gate": json.dumps({"s_r": 0.2})})
+            count = [0]
+            sys.setprofile(lambda frame, event, arg: count.__setitem__(0, count[0] + 1))
+            try:
+                a_round()
+            finally:
+                sys.setprofile(None)
+            train = evidence.train_evaluations()
+            assert evidence.ledger(train) == render_ledger(evidence.ledger_rows(train))
+            return count[0]
+
+    small, large = calls(40), calls(400)
+    # measured: 353 and 353 profile events; the code before walked every attempt each round (675 and 4275)
+    assert large <= small + 50, (small, large)
