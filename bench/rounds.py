@@ -1,12 +1,15 @@
 """The harness's own cost per round of a long dry run: does it stay flat as rounds accumulate?
 
-Usage: python bench/rounds.py [--rounds 60] [--replicates 1] [--repeats 3] [--sandbox auto] [--before DIR]
+Usage: python bench/rounds.py [--rounds 60] [--replicates 1] [--repeats 3] [--sandbox auto] [--count]
+                             [--before DIR]
 Runs the dry greedy demo (fake agents) for --rounds rounds in a child process and records, per round: the
 harness process's own CPU, its children's CPU (agents, graders, git), the CPU of staging the mutator's
 evidence and of the tamper snapshots around the mutator call (self + children), and the bytes the round
 added to workspaces/ and the evidence store (each inode counted once: a hard link adds no bytes).
 Prints rounds 1-5 against the last 6 (per-round means) and their ratio, and the staging CPU's least-squares
-growth per round over every round (on a loaded machine a window's mean moves with one spike; the slope less). With --before DIR (a checkout of
+growth per round over every round (on a loaded machine a window's mean moves with one spike; the slope less).
+With --count, the harness's Python calls and SQLite VM steps per cell-free round instead: the work itself, which
+load cannot move (the median of the first 50 such rounds against the last 50). With --before DIR (a checkout of
 other code, e.g. `git archive main | tar -x -C DIR`), the same run on that code too, interleaved per repeat,
 so the two are measured side by side under the same load.
 """
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,8 +51,10 @@ def _bytes(*roots: Path) -> int:
     return total
 
 
-def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str = "auto") -> list[dict]:
-    """One dry run on `code`, in this process; a record per round."""
+def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str = "auto",
+          count: bool = False) -> list[dict]:
+    """One dry run on `code`, in this process; a record per round (with `count`, its Python calls and SQLite
+    steps too)."""
     sys.path.insert(0, str(code))
     sys.modules["pandas"] = None  # type: ignore[assignment]   as run.py does: sqlite_utils's pandas probe
     import sqlite_utils  # noqa: F401
@@ -75,11 +81,25 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
 
     def round_(self, round_no, val_norm):
         staging[0] = 0.0
-        own, kids = _cpu()
         cells = self.db.execute("select count(*) from cells").fetchone()[0]
-        original(self, round_no, val_norm)
+        calls, steps = [0], [0]
+        if count:   # every Python function entered (ours, libraries', builtins) in any thread; SQLite's VM steps
+            self.db.conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
+            def tally(frame, event: str, arg) -> None:
+                if event in ("call", "c_call"):
+                    calls[0] += 1
+            threading.setprofile(tally)
+            sys.setprofile(tally)
+        own, kids = _cpu()
+        try:
+            original(self, round_no, val_norm)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)   # type: ignore[arg-type]
+            self.db.conn.set_progress_handler(None, 0)
         own2, kids2 = _cpu()
         records.append({"round": round_no, "self": own2 - own, "children": kids2 - kids, "staging": staging[0],
+                        "calls": calls[0], "steps": steps[0] * 100,
                         "cells": self.db.execute("select count(*) from cells").fetchone()[0] - cells,
                         # only where summary() reads it: a walk of the whole data dir each round is the bench's own
                         # work growing with the rounds, and its pass over every inode weighs on the next round
@@ -99,7 +119,7 @@ def measure(code: Path, args: argparse.Namespace) -> list[dict]:
         out = Path(scratch) / "records.json"
         subprocess.run([sys.executable, __file__, "--child", str(code), "--rounds", str(args.rounds), "--replicates",
                         str(args.replicates), "--out", str(out), "--data-dir", str(Path(scratch) / "data"),
-                        "--sandbox", args.sandbox],
+                        "--sandbox", args.sandbox, *(["--count"] if args.count else [])],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code)
         return json.loads(out.read_text())
 
@@ -127,10 +147,11 @@ def summary(records: list[dict], tail: int = 6) -> dict:
     robust = (theilslopes([r["self"] for r in quiet], [r["round"] for r in quiet]) if len(quiet) > 2 else None)
     # the medians of the first and the last 50 cell-free rounds (fewer in a short run): a spike moves neither
     bucket = max(min(50, len(quiet) // 4), 1)
-    medians = ((statistics.median(r["self"] for r in quiet[:bucket]),
-                statistics.median(r["self"] for r in quiet[-bucket:]))
-               if quiet else (float("nan"), float("nan")))
-    return {"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope, "medians": medians,
+    def medians_of(key: str) -> tuple[float, float]:
+        return ((statistics.median(r[key] for r in quiet[:bucket]), statistics.median(r[key] for r in quiet[-bucket:]))
+                if quiet else (float("nan"), float("nan")))
+    medians = medians_of("self")
+    return {"calls": medians_of("calls"), "steps": medians_of("steps"),"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope, "medians": medians,
             "bucket": bucket,
             "robust_fit": (float(robust.intercept + robust.slope),
                            float(robust.intercept + robust.slope * records[-1]["round"]))
@@ -151,12 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sandbox", default="auto", help="the runs' --sandbox (default auto: bwrap where it works, "
                    "whose mutator sees the run's shared history bound in; none: every earlier file linked in)")
     p.add_argument("--before", type=Path, help="a checkout of other code, measured side by side")
+    p.add_argument("--count", action="store_true", help="count the harness's Python calls and SQLite steps per "
+                   "round instead of timing it: the same count on a busy machine as on an idle one (the run is "
+                   "about 2x slower, so the CPU figures are not printed)")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        args.out.write_text(json.dumps(child(args.child, args.rounds, args.replicates, args.data_dir, args.sandbox)))
+        args.out.write_text(json.dumps(child(args.child, args.rounds, args.replicates, args.data_dir, args.sandbox,
+                                             args.count)))
         return 0
     sides = {"this code": ROOT, **({"before": args.before.resolve()} if args.before else {})}
     found: dict[str, list[dict]] = {side: [] for side in sides}
@@ -171,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     for side, runs in found.items():
         early, late = runs[0]["rounds"]
         print(f"  {side}:")
+        if args.count:
+            for key, unit in (("calls", "Python calls"), ("steps", "SQLite VM steps")):
+                a, b = (statistics.median(r[key][i] for r in runs) for i in (0, 1))
+                print(f"    {a:9.0f} -> {b:9.0f}  x{b / a if a else float('nan'):.4f}  {unit} of the harness per cell-free "
+                      f"round, the median of the first {runs[0]['bucket']} -> of the last {runs[0]['bucket']}")
+            continue
         for key, unit, scale in (("staging", "ms staging + tamper CPU, rounds 1-5 -> last 6", 1000),
                                  ("added", "KB added to disk, rounds 2-5 -> last 6", 1 / 1024),
                                  ("self", f"ms harness CPU, cell-free rounds {early} -> {late}", 1000),
