@@ -56,9 +56,12 @@ class BwrapLauncher:
         # drop_caps=False exists only so a test can show why --cap-drop ALL is needed as root.
         self.drop_caps = drop_caps
         self._checked = False
+        self._program: str | None = None
 
     def base_args(self, network: bool) -> list[str]:
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
+        # bwrap found on PATH once, not by each spawn's exec trying every PATH folder in turn (~15 here)
+        self._program = self._program or shutil.which("bwrap") or "bwrap"
+        args = [self._program, "--unshare-all", "--die-with-parent", "--new-session"]
         if network:
             args.append("--share-net")  # only when the backend must reach the model API
         if self.drop_caps:

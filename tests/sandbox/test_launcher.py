@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -51,6 +52,8 @@ def test_argv_binds_only_what_it_is_given(tmp_path: Path) -> None:
         assert flag in argv
     assert "--share-net" not in argv
     assert argv[argv.index("--chdir") + 1] == str(work) and argv[-2:] == [sys.executable, str(ROOT / "fakes" / "fake_agent.py")]
+    # bwrap by its path, found once: an exec of a bare name tries every PATH folder first, at every spawn
+    assert shutil.which("bwrap") is None or argv[0] == shutil.which("bwrap")
 
 
 def test_writable_child_mounts_over_readonly_parent(tmp_path: Path) -> None:

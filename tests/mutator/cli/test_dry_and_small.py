@@ -73,3 +73,18 @@ def test_ctrl_c_mid_run_exits_130_with_no_asyncio_noise(tmp_path):
     assert child.returncode == 130, err[-2000:]
     assert "re-run the same command to resume" in err
     assert "is closed" not in err and "Traceback" not in err and "Task was destroyed" not in err
+
+
+def test_the_fakes_start_without_site_and_keep_their_ids():
+    """The dry run's fakes run with -S (the standard library only: no .pth of every installed package imported per
+    fake cell); their ids hash the scripts, so stores made before resume with the same keys."""
+    import hashlib
+
+    from mutator.cli.agents import fake_agents
+    agents = fake_agents()
+    for argv, agent_id in ((agents.build_argv, agents.build_id), (agents.mutator_argv, agents.mutator_id)):
+        assert argv[:2] == (sys.executable, "-S")
+        assert agent_id == f"fake@{hashlib.sha256(Path(argv[2]).read_bytes()).hexdigest()[:10]}"
+    # and a fake imports nothing -S hides: it runs as a cell would run it (an empty prompt: it answers and exits 0)
+    done = subprocess.run([*agents.build_argv], input="", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
