@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,8 +271,10 @@ class Book:
     """The ledger's text as made from the decided attempts in order, with what each attempt's lines compared, so
     a round that only decided new attempts after the last one adds their lines and walks none of the others."""
 
-    def __init__(self, figures: RunFigures, made: dict, composite, block):
-        self.figures, self.version, self.made, self.composite, self.block = figures, figures.version, made, composite, block
+    def __init__(self, figures: RunFigures, made: dict, composite: Callable[[int], float],
+                 block: Callable[[Figures, Mapping[str, int]], list[str]]):
+        self.figures, self.version, self.made = figures, figures.version, made
+        self.composite, self.block = composite, block   # a train evaluation's composite; an attempt's lines
         self.shown: set[int] = set()                   # the attempts shown
         self.parents: dict[str, int | None] = {}       # each shown attempt's parent -> the train evaluation it compared
         self.evaluations: set[int] = set()             # the train evaluations the shown train Δs compare
