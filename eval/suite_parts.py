@@ -8,8 +8,10 @@ folder (`content_hash`: a script grader runs in a copy of it and may read any fi
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from eval.snapshot import list_files
@@ -77,3 +79,32 @@ def changes(before: dict, after: dict) -> list[str]:
                 parts.append(f"the grading fields of task {task_id}")
         named.insert(0, "tasks.jsonl" + (f" ({'; '.join(parts)})" if parts else " (task order or layout)"))
     return named
+
+
+# what `python -S` leaves out that a script could use: site's builtins, and importing a module by its name
+SITE_BUILTINS = frozenset({"exit", "quit", "help", "copyright", "credits", "license"})
+BY_NAME = frozenset({"importlib", "__import__", "runpy", "pkgutil", "exec", "eval", "compile", "site",
+                     "sitecustomize", "usercustomize", "distutils"})   # distutils: setuptools' .pth replaces it
+
+
+def needs_site(source: str) -> bool:
+    """Whether a Python script may use what `site` adds (the installed packages, exit()): True unless every module
+    it imports is the standard library's, it imports none by name and it names none of site's builtins. A script
+    for which this is False runs the same under `python -S`, which skips importing every installed .pth."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if not node.level else [""]   # a relative import: a package's own module
+        elif isinstance(node, ast.Name) and node.id in SITE_BUILTINS | BY_NAME or \
+                isinstance(node, ast.Attribute) and node.attr in ("import_module", "__import__"):
+            return True
+        else:
+            continue
+        if any(name.split(".")[0] not in sys.stdlib_module_names or name.split(".")[0] in BY_NAME for name in names):
+            return True
+    return False

@@ -245,3 +245,23 @@ def test_the_graders_copy_keeps_modes_and_links_and_only_its_tasks_fixtures(tmp_
         assert stat.S_IMODE((copy / "helpers" / "check.sh").stat().st_mode) == 0o750
         assert os.readlink(copy / "answers.csv") == "helpers/check.sh"
         assert str(copy / "run-eval.py") in argv
+
+
+@pytest.mark.parametrize("grader, no_site", [
+    # the standard library only: started with -S (site's import of every installed .pth skipped)
+    ("from __future__ import annotations\nimport json, sys\nprint(json.dumps({'no_site': float(sys.flags.no_site)}))\n",
+     1.0),
+    # an installed package: with site, so it imports
+    ("import json, sys\nimport sqlite_utils\nprint(json.dumps({'no_site': float(sys.flags.no_site)}))\n", 0.0),
+    # site's exit(): with site, so it exists
+    ("import json, sys\nprint(json.dumps({'no_site': float(sys.flags.no_site)}))\nexit(0)\n", 0.0),
+    # a module imported by name: with site, whatever the name
+    ("import importlib, json, sys\nimportlib.import_module('json')\n"
+     "print(json.dumps({'no_site': float(sys.flags.no_site)}))\n", 0.0),
+])
+def test_a_python_grader_starts_without_site_only_when_it_needs_nothing_site_adds(
+        tmp_path: Path, ok_agent: list[str], grader: str, no_site: float) -> None:
+    suite = make_suite(tmp_path / "suites", grader=grader, tasks=1)
+    cells = evaluate(request(suite, tmp_path, ok_agent))
+    assert [c.status for c in cells] == ["ok"], cells[0].error
+    assert cells[0].tests == {"no_site": no_site}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval.suite import load_suite
-from eval.suite_parts import changes, manifest
+from eval.suite_parts import changes, manifest, needs_site
 from tests.conftest import make_suite
 
 
@@ -39,3 +39,19 @@ def test_the_agent_hash_moves_only_with_what_the_agent_sees(tmp_path: Path, edit
     assert after.content_hash != before.content_hash                     # every change re-grades
     assert (after.agent_hash != before.agent_hash) is agent_side
     assert changes(was, manifest(suite, "tiny", {})) == named
+
+
+@pytest.mark.parametrize("source, needs", [
+    ("from __future__ import annotations\nimport csv, json, re\nfrom pathlib import Path\nimport os.path\n", False),
+    ("import sys\nsys.exit(2)\n", False),                       # sys.exit is the standard library's
+    ("import numpy\n", True),                                   # an installed package
+    ("from yaml import safe_load\n", True),
+    ("import helpers\n", True),                                 # a module beside it: not known to be stdlib-only
+    ("from . import helpers\n", True),                          # a relative import
+    ("exit(2)\n", True), ("quit()\n", True), ("help(print)\n", True),   # builtins only site adds
+    ("import importlib\n", True), ("m = __import__('json')\n", True), ("exec('import numpy')\n", True),
+    ("import runpy\n", True), ("import distutils\n", True),     # distutils: setuptools' .pth replaces it
+    ("def broken(:\n", True),                                   # what it does cannot be read: as before
+])
+def test_a_script_needs_site_unless_it_uses_only_the_standard_library(source: str, needs: bool) -> None:
+    assert needs_site(source) is needs
