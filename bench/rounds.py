@@ -147,12 +147,12 @@ def summary(records: list[dict], tail: int = 6) -> dict:
     robust = (theilslopes([r["self"] for r in quiet], [r["round"] for r in quiet]) if len(quiet) > 2 else None)
     # the medians of the first and the last 50 cell-free rounds (fewer in a short run): a spike moves neither
     bucket = max(min(50, len(quiet) // 4), 1)
+
     def medians_of(key: str) -> tuple[float, float]:
         return ((statistics.median(r[key] for r in quiet[:bucket]), statistics.median(r[key] for r in quiet[-bucket:]))
                 if quiet else (float("nan"), float("nan")))
-    medians = medians_of("self")
-    return {"calls": medians_of("calls"), "steps": medians_of("steps"),"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope, "medians": medians,
-            "bucket": bucket,
+    return {"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope, "bucket": bucket,
+            "medians": medians_of("self"), "calls": medians_of("calls"), "steps": medians_of("steps"),
             "robust_fit": (float(robust.intercept + robust.slope),
                            float(robust.intercept + robust.slope * records[-1]["round"]))
             if robust else (float("nan"), float("nan")),

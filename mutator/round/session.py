@@ -9,6 +9,7 @@ import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from mutator.round.progress import Progress
 from mutator.scoring.prior import Pool, Prior
 from mutator.scoring.score import Comparison, Weights
 from mutator.store.db import connect, dumps, loads, now
-from mutator.store.figures import Kept, RunFigures, kept_sum, kept_where
+from mutator.store.figures import Figures, Kept, RunFigures, kept_sum, kept_where
 from mutator.store.genome import GenomeStore
 from mutator.store.runs import add_spend, update_run
 from sandbox import Launcher
@@ -124,9 +125,8 @@ class Session:
     cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
     # attempt id -> (its gate_n and gate as stored, the comparison read from them): each gate is parsed once
     _comparisons: dict[int, tuple[tuple, Comparison | None]] = field(default_factory=dict, repr=False)
-    _pools: dict[str, tuple[RunFigures, Pool]] = field(default_factory=dict, repr=False)   # by suite hash
     _figures: RunFigures | None = field(default=None, repr=False)
-    _kept: dict[str, Kept] = field(default_factory=dict, repr=False)
+    _kept: dict[str, Kept] = field(default_factory=dict, repr=False)   # by name (Session.kept); a Pool per suite hash
 
     @classmethod
     def open(cls, settings: Settings, *, build_argv: tuple[str, ...], build_id: str, launcher: Launcher,
@@ -204,10 +204,7 @@ class Session:
         """This run's stored full-evaluation comparisons (the gate's pooled noise) graded by the suite whose
         content hash is `suite_hash` (one grader's comparisons), all but attempt `exclude`; kept from round to
         round where only new attempts changed (mutator/scoring/prior.py)."""
-        figures = self.figures()
-        rows = figures.rows()
-
-        def member(attempt_id: int) -> tuple[tuple, Comparison] | None:
+        def member(rows: dict[int, Figures], attempt_id: int) -> tuple[tuple, Comparison] | None:
             f = rows.get(attempt_id)
             if f is None or f.gate_n is None or f.val_suite_hash != suite_hash:
                 return None
@@ -219,11 +216,9 @@ class Session:
                                                    Comparison(f.gate_n, gate["s_r"]))
             return None if known[1] is None else known
 
-        source, pool = self._pools.get(suite_hash, (None, None))
-        changed = figures.changed_since(pool.version) if pool is not None and source is figures else None
-        if changed is None or not pool.update(figures.version, changed, member):
-            pool = Pool.build(figures.version, rows, member)
-            self._pools[suite_hash] = (figures, pool)
+        pool = self.kept(f"pool {suite_hash}", lambda: Kept(
+            lambda rows: Pool.build(rows, partial(member, rows)),
+            lambda pool, ids, rows: pool.update(ids, partial(member, rows))))
         return pool.prior(exclude)
 
     # ---- evaluations ---------------------------------------------------------------------------------

@@ -28,18 +28,17 @@ class Prior(tuple):
 
 
 class Pool:
-    """One suite's comparisons of one run, as of the figures' `version`."""
+    """One suite's comparisons of one run (kept up to date by the session: store.figures.Kept)."""
 
-    def __init__(self, version: int):
-        self.version = version
+    def __init__(self) -> None:
         self.keys: dict[int, tuple] = {}        # attempt id -> the stored gate its comparison was read from
         self.ids: list[int] = []
         self.comparisons: list[Comparison] = []
         self.weighted, self.df = 0.0, 0
 
     @classmethod
-    def build(cls, version: int, ids: Iterable[int], member: Member) -> Pool:
-        pool = cls(version)
+    def build(cls, ids: Iterable[int], member: Member) -> Pool:
+        pool = cls()
         for attempt_id in ids:
             if (found := member(attempt_id)) is not None:
                 pool._add(attempt_id, *found)
@@ -52,7 +51,7 @@ class Pool:
         self.ids.append(attempt_id)
         self.comparisons.append(comparison)
 
-    def update(self, version: int, changed: Iterable[int], member: Member) -> bool:
+    def update(self, changed: Iterable[int], member: Member) -> bool:
         """Apply the attempts changed since; False when one cannot be applied in id order (then rebuild)."""
         for attempt_id in sorted(changed):
             found = member(attempt_id)
@@ -61,7 +60,6 @@ class Pool:
             if found is None or attempt_id in self.keys or (self.ids and attempt_id < self.ids[-1]):
                 return False
             self._add(attempt_id, *found)
-        self.version = version
         return True
 
     def prior(self, exclude: int) -> Prior:

@@ -28,9 +28,9 @@ def test_a_pool_built_one_comparison_at_a_time_sums_to_the_same_floats() -> None
     comparisons = {i: Comparison(rng.choice([4, 8, 12]), rng.random() / 7) for i in range(1, 300)}
     members = {i: ((c.n, str(c.s_r)), c) for i, c in comparisons.items()}
     member = members.get
-    pool = Pool.build(0, [], member)
+    pool = Pool.build([], member)
     for i in comparisons:
-        assert pool.update(i, [i], member)
+        assert pool.update([i], member)
     everything = list(comparisons.values())
     assert pool.prior(-1) == tuple(everything) and pool.prior(-1).sums == pooling_sums(everything)
     assert pooled(pool.prior(-1)) == pooled(everything)             # the briefing's figure, from the carried sums
@@ -38,8 +38,8 @@ def test_a_pool_built_one_comparison_at_a_time_sums_to_the_same_floats() -> None
     assert pool.prior(5) == tuple(everything[:4] + everything[5:]) and pool.prior(5).sums == pooling_sums(
         everything[:4] + everything[5:])
     # a gate a round's sums cannot take in id order: rebuild
-    assert not pool.update(400, [7], {**members, 7: ((1, "rewritten"), Comparison(9, 0.5))}.get)
-    assert not Pool.build(0, [5], member).update(1, [3], member)      # one before the last
+    assert not pool.update([7], {**members, 7: ((1, "rewritten"), Comparison(9, 0.5))}.get)
+    assert not Pool.build([5], member).update([3], member)      # one before the last
     # the gate decides the same from a Prior as from a plain list of the same comparisons
     rows, other = ({f"t{i}": TaskFigures(f"t{i}", (e := 0.5 + rng.random() / 4), 0.0, 0.0, e, 2) for i in range(8)}
                    for _ in range(2))
@@ -55,7 +55,7 @@ def test_a_sessions_pooled_noise_follows_the_store_and_adds_a_rounds_attempt_in_
     session = session_of(db)
     first = session.prior_comparisons(exclude=-1, suite_hash="val-hash")
     assert isinstance(first, Prior) and list(first) == afresh(db) and len(first) == 60
-    pool = session._pools["val-hash"][1]
+    pool = session._kept["pool val-hash"].value
     for step in range(5):   # a round: its attempt, gated; an earlier attempt's verdict changed (not its gate)
         new = db["attempts"].insert({"run_id": RUN, "round": 100 + step, "status": "done", "verdict": "REJECT",
                                      "gate_n": 8, "gate": json.dumps({"s_r": 0.3 + step / 97}),
@@ -65,9 +65,9 @@ def test_a_sessions_pooled_noise_follows_the_store_and_adds_a_rounds_attempt_in_
         assert list(got) == afresh(db, exclude=new) and got.sums == pooling_sums(list(got))
         got = session.prior_comparisons(exclude=-1, suite_hash="val-hash")
         assert list(got) == afresh(db) and got.sums == pooling_sums(afresh(db)) and len(got) == 61 + step
-    assert session._pools["val-hash"][1] is pool                     # each round's attempt added in place
+    assert session._kept["pool val-hash"].value is pool                     # each round's attempt added in place
     db["attempts"].update(2, {"gate": json.dumps({"s_r": 0.9})})     # an earlier gate rewritten: built again
     got = session.prior_comparisons(exclude=-1, suite_hash="val-hash")
-    assert session._pools["val-hash"][1] is not pool and list(got) == afresh(db) and got.sums == pooling_sums(afresh(db))
+    assert session._kept["pool val-hash"].value is not pool and list(got) == afresh(db) and got.sums == pooling_sums(afresh(db))
     db["attempts"].update(4, {"gate": json.dumps({"s_r": 0.2, "early_look": True})})   # an early look pools nothing
     assert list(session.prior_comparisons(exclude=-1, suite_hash="val-hash")) == afresh(db) and len(afresh(db)) == 64
