@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval.suite import Suite, SuiteError, load_suite
 from mutator.after.cli import where_flags
@@ -26,14 +28,17 @@ from mutator.store.db import store_problem
 from mutator.store.lock import KEY, RunLock
 from strategies import make_strategy
 
+if TYPE_CHECKING:
+    from mutator.store.liveness import Heartbeat
+
 HELD: list = []  # release/stop callables of the run locks and heartbeats this command holds (mutator/store/)
 
 
-def hold(settings: Settings, key: str, *, what: str, beat_sql: str, beat_params: list) -> None:
-    """One writer per run: take its lock (LockHeld names the holder) and beat the record's heartbeat."""
-    from mutator.store.liveness import Heartbeat
+def hold(settings: Settings, key: str, *, what: str, beat: Callable[[Path, str], Heartbeat], subject: str) -> None:
+    """One writer per run: take its lock (LockHeld names the holder), then beat the record's heartbeat
+    (`beat(db_path, subject)`, a mutator/store/lookups.py heartbeat)."""
     HELD.append(RunLock.acquire(settings.data_dir, key, what=what).release)
-    HELD.append(Heartbeat(settings.db_path, beat_sql, beat_params).stop)
+    HELD.append(beat(settings.db_path, subject).stop)
 
 
 def next_step(args: argparse.Namespace, *words: str) -> str:
@@ -153,17 +158,18 @@ def annotate(c: Context) -> int:
 def check(c: Context) -> int:
     from mutator.after.cli import check_command
     from mutator.store.liveness import check_key
+    from mutator.store.lookups import check_heartbeat
     skill = c.args.check.resolve()
-    hold(c.settings, check_key(skill), what=f"the health check of {skill}", beat_params=[str(skill)],
-         beat_sql="update health_checks set heartbeat_at = ? where skill_dir = ? and status = 'running'")
+    hold(c.settings, check_key(skill), what=f"the health check of {skill}", beat=check_heartbeat,
+         subject=str(skill))
     return check_command(c.args, c.settings, c.agents, c.launcher, c.progress, c.daily)
 
 
 def hold_champion(settings: Settings, run_id: str) -> None:
     """A fixed champion: never tested while its loop runs."""
+    from mutator.store.lookups import test_run_heartbeat
     if settings.db_path.is_file() and KEY.match(run_id):
-        hold(settings, run_id, what=f"run {run_id}", beat_params=[run_id],
-             beat_sql="update test_runs set heartbeat_at = ? where run_id = ? and status = 'running'")
+        hold(settings, run_id, what=f"run {run_id}", beat=test_run_heartbeat, subject=run_id)
 
 
 def test_run(c: Context) -> int:
