@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The one launcher: a thin entry to mutator/cli/ (flags, the command registry, exit codes).
+"""The one launcher: a thin entry to mutator/cli/ (flags, subcommands, the command registry, exit codes).
 
 Default is a zero-spend dry run with the fakes. Re-running the same command resumes the same run.
+The `skill-mutator` console script (mutator/cli/console.py) runs the same parser.
 """
 
 from __future__ import annotations
@@ -12,15 +13,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-# sqlite_utils imports pandas, when installed, only to map pd.Timestamp to TEXT; that probe costs every CLI call
-# ~0.5 s. Nothing inserts pandas values (pandas is used, and imported normally, by the export alone), so the probe
-# is answered "not installed" while sqlite_utils loads.
-if "pandas" not in sys.modules:
-    sys.modules["pandas"] = None  # type: ignore[assignment]
-    try:
-        import sqlite_utils  # noqa: E402, F401
-    finally:
-        del sys.modules["pandas"]
+from mutator.cli.console import skip_pandas_probe  # noqa: E402
+
+skip_pandas_probe()   # before anything imports sqlite_utils: ~0.5 s a call (see its docstring)
 
 from mutator.cli.commands import load  # noqa: E402, F401  (tests and scripts load a suite for a role)
 from mutator.cli.flags import parser  # noqa: E402, F401  (tests/test_readme.py reads every flag)

@@ -22,6 +22,7 @@ from mutator.cli import commands, harbor
 from mutator.cli.agents import DRY_RUN, check_prices, fake_agents, named_suites, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
+from mutator.cli.parse import parse
 from mutator.config import ROOT, ConfigError, load_settings
 from mutator.round.preflight import check_agent_flags, check_executor, check_finite
 from mutator.store.db import store_problem
@@ -154,7 +155,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse(argv)
     absolute_paths(args)
     if args.solve is not None:
         args.solve = "on" if args.solve else "off"
