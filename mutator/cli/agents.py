@@ -11,8 +11,10 @@ from eval.cost import PricingError
 from mutator.config import ROOT, ConfigError, Settings
 
 
-def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False, check: bool = True):
-    """The real backends, checked before any spend (the prices: check_prices): API key / CLI / command present.
+def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: bool = False,
+                check: bool = True):
+    """The real backends, checked before any spend (the prices: check_prices): API key / CLI / command
+    present.
     `build_only`: the command runs no mutator (--check, --test-run, --compare, --aa), so none is asked for;
     `check=False`: it runs no agent at all (--plan), so no key, CLI or command is demanded."""
     import os
@@ -23,10 +25,10 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
     try:
         # a typed --mutator-agent other than command outranks config mutatorCmd (flags win over config)
         configured = settings.mutator_cmd if args.mutator_agent in (None, "command") else ""
+        source = "--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})"
         build_choice, mutator_choice = choose(
             agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent,
-            mutator_cmd=args.mutator_cmd or configured or None,
-            mutator_cmd_source="--mutator-cmd" if args.mutator_cmd else f"config mutatorCmd ({settings.config_file})")
+            mutator_cmd=args.mutator_cmd or configured or None, mutator_cmd_source=source)
         build = backend_for(build_choice, config_file=settings.config_file, environ=os.environ, check=check)
         mutator = build if build_only else backend_for(mutator_choice, config_file=settings.config_file,
                                                        environ=os.environ, check=check)
@@ -35,7 +37,8 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
     # the solve phase runs the mutator's backend as a build agent with the mutator model: only ours can
     solver = mutator if mutator_choice.can_solve else None
     return Agents(build_argv=build.argv("build"), build_id=build.implementation("build"),
-                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"), network=True,
+                  mutator_argv=mutator.argv("mutator"), mutator_id=mutator.implementation("mutator"),
+                  network=True,
                   solve_argv=solver.argv("build") if solver else None,
                   solve_id=solver.implementation("build") if solver else "",
                   mutator_how=mutator_choice.how,
@@ -44,8 +47,8 @@ def real_agents(settings: Settings, args: argparse.Namespace, *, build_only: boo
 
 
 def check_prices(settings: Settings, args: argparse.Namespace) -> None:
-    """Every eval model and the mutator model has a price, before the first cell of any of them runs (a dry run
-    too: its cells are priced as a real run's would be)."""
+    """Every eval model and the mutator model has a price, before the first cell of any of them runs (a dry
+    run too: its cells are priced as a real run's would be)."""
     from eval.cost import price_for
     for model, attr, key in (*((m, "model", "model") for m in settings.models),   # every eval model is priced
                              (settings.mutator_model, "mutator_model", "mutatorModel")):
@@ -54,14 +57,14 @@ def check_prices(settings: Settings, args: argparse.Namespace) -> None:
             price_for(settings.pricing, model)  # PricingError names the model and the config key to add
         except PricingError as err:
             how = (f"{flag} {getattr(args, attr)}" if getattr(args, attr) else
-                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} (pass {flag} "
-                   f"to choose another)")
+                   f"the {key} {model!r} from {settings.config_file} or SKILL_MUTATOR_{attr.upper()} "
+                   f"(pass {flag} to choose another)")
             raise PricingError(f"{how}: {err}") from None
 
 
-DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules (a skill's rules.json, "
-           "fakes/csv_rules.py); on another skill's suites they check that its suites, graders and flags work, not how "
-           "good the skill is. Add --real for real agents")
+DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules (a skill's "
+           "rules.json, fakes/csv_rules.py); on another skill's suites they check that its suites, graders "
+           "and flags work, not how good the skill is. Add --real for real agents")
 
 
 def fake_agents():
@@ -70,8 +73,8 @@ def fake_agents():
     def implementation(script: Path) -> str:
         return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
-    # -S: the fakes use the standard library only, so each skips site's import of every installed .pth (~30 ms of
-    # a fake cell's start here); their ids hash the scripts, never the argv, so no store's keys move
+    # -S: the fakes use the standard library only, so each skips site's import of every installed .pth (~30 ms
+    # of a fake cell's start here); their ids hash the scripts, never the argv, so no store's keys move
     python = (sys.executable, "-S")
     return Agents(build_argv=(*python, str(build)), build_id=implementation(build),
                   mutator_argv=(*python, str(mutator)), mutator_id=implementation(mutator),
@@ -79,8 +82,8 @@ def fake_agents():
 
 
 def named_suites(settings: Settings, args: argparse.Namespace) -> list:
-    """The suites the command names (--suite, --val, --holdout) that load; one that does not is the command's to
-    report, in its own words."""
+    """The suites the command names (--suite, --val, --holdout) that load; one that does not is the command's
+    to report, in its own words."""
     from eval.suite import SuiteError, load_suite
     from mutator.config import resolve_suite_path
     suites = []
@@ -94,13 +97,17 @@ def named_suites(settings: Settings, args: argparse.Namespace) -> list:
 
 
 def preflight_agents(agents, launcher, *, build_only: bool = False, suites=()) -> None:
-    """Run each real agent's resolved programs once inside the chosen sandbox (sandbox/probe.py), before any cell
-    or mutator call is paid: a program that resolves here but cannot start there is named (ProgramError, exit 2).
-    The build agent of a Harbor suite's cells is probed in each task's container too (--sandbox podman|docker)."""
+    """Run each real agent's resolved programs once inside the chosen sandbox (sandbox/probe.py), before any
+    cell or mutator call is paid: a program that resolves here but cannot start there is named (ProgramError,
+    exit 2). The build agent of a Harbor suite's cells is probed in each task's container too (--sandbox
+    podman|docker)."""
     from eval.graders.harbor_runner import preflight as in_containers
     from sandbox.probe import probe
     launch = agents.launch
-    build = f"--agent-cmd {launch['agent_cmd']}" if launch.get("agent_cmd") else f"--agent {launch.get('agent')}"
+    if launch.get("agent_cmd"):
+        build = f"--agent-cmd {launch['agent_cmd']}"
+    else:
+        build = f"--agent {launch.get('agent')}"
     checks = [(agents.build_argv, f"the build agent ({build})")]
     if not build_only:   # the solve phase runs the mutator's own backend (the same programs)
         checks += [(agents.mutator_argv, f"the mutator ({agents.mutator_how})")]

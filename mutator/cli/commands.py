@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 HELD: list = []  # release/stop callables of the run locks and heartbeats this command holds (mutator/store/)
 
 
-def hold(settings: Settings, key: str, *, what: str, beat: Callable[[Path, str], Heartbeat], subject: str) -> None:
+def hold(settings: Settings, key: str, *, what: str, beat: Callable[[Path, str], Heartbeat],
+         subject: str) -> None:
     """One writer per run: take its lock (LockHeld names the holder), then beat the record's heartbeat
     (`beat(db_path, subject)`, a mutator/store/lookups.py heartbeat)."""
     HELD.append(RunLock.acquire(settings.data_dir, key, what=what).release)
@@ -42,22 +43,24 @@ def hold(settings: Settings, key: str, *, what: str, beat: Callable[[Path, str],
 
 
 def next_step(args: argparse.Namespace, *words: str) -> str:
-    """A command to print as the next step that works when pasted in the same shell: run.py by a runnable path,
-    with the --config and --data-dir this command was given (the run remembers its suites and agent flags)."""
+    """A command to print as the next step that works when pasted in the same shell: run.py by a runnable
+    path, with the --config and --data-dir this command was given (the run remembers its suites and agent
+    flags)."""
     import shlex
     return " ".join([run_py(), *(shlex.quote(word) for word in words)]) + where_flags(args)
 
 
 def reap_orphans(data_dir: Path) -> None:
-    """Kill agent process groups and remove agent containers a killed harness left behind, then record this one's."""
+    """Kill agent process groups and remove agent containers a killed harness left behind, then record this
+    one's."""
     from eval import reaper
     killed = reaper.reap(data_dir / "pids")
     if killed:
         print(f"reaped {len(killed)} agent process(es) left running by a harness that died: pids "
               f"{', '.join(map(str, killed[:10]))}", file=sys.stderr)
     if removed := reaper.reap_containers(data_dir / "pids"):
-        print(f"removed {len(removed)} agent container(s) left by a harness that died: {', '.join(removed[:10])}",
-              file=sys.stderr)
+        print(f"removed {len(removed)} agent container(s) left by a harness that died: "
+              f"{', '.join(removed[:10])}", file=sys.stderr)
     reaper.use(data_dir / "pids")
 
 
@@ -74,15 +77,18 @@ def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: boo
 def import_evals_command(args: argparse.Namespace) -> int:
     from mutator.after.importer import evals_skill, few_task_warnings, import_evals
     if not args.out:
-        print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
+        print("error: --import-evals needs --out suites/NAME (the folder the imported suites go in)",
+              file=sys.stderr)
         return 2
     # as --mine-traces --out: never into a suite, the skill whose evals these are, or the data dir
     data_dir = load_settings({"data_dir": args.data_dir}, config_file=args.config).data_dir
-    skill = evals_skill(args.import_evals)   # a skill only when it has a SKILL.md (a trigger set may lie anywhere)
+    # a skill only when it has a SKILL.md (a trigger set may lie anywhere)
+    skill = evals_skill(args.import_evals)
     check_out_folder("--out", args.out, skill_dir=skill if (skill / "SKILL.md").is_file() else None,
                      data_dir=data_dir)
     made = import_evals(args.import_evals, args.out, seed=args.seed or 0)   # errors: exit 2 in cli/main.py
-    return report_import(made, few_task_warnings(made, args.import_evals), args.import_evals.resolve().parent.parent)
+    return report_import(made, few_task_warnings(made, args.import_evals),
+                         args.import_evals.resolve().parent.parent)
 
 
 def report_import(made: list, warnings: list[str], skill_dir: object, first: str = "") -> int:
@@ -92,7 +98,8 @@ def report_import(made: list, warnings: list[str], skill_dir: object, first: str
     for warning in warnings:
         print(warning, file=sys.stderr)
     by_split = {suite.split: suite.path for suite in made}
-    print(f"\n{first}Dry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} --skill-dir {skill_dir}")
+    print(f"\n{first}Dry run: {run_py()} --suite {by_split['train']} --val {by_split['val']} "
+          f"--skill-dir {skill_dir}")
     return 0
 
 @dataclass
@@ -145,11 +152,12 @@ def export(c: Context) -> int:
 
 
 def annotate(c: Context) -> int:
-    """--annotate RUN_OR_ATTEMPT [--name] [--tags] [--note]: the researcher's notes (the dashboard edits through this)."""
+    """--annotate RUN_OR_ATTEMPT [--name] [--tags] [--note]: the researcher's notes (the dashboard edits
+    through this)."""
     from mutator.store.db import connect
     from mutator.store.notes import annotate as write
-    row = write(connect(c.settings.data_dir / "mutator.db"), c.args.annotate, name=c.args.name, tags=c.args.tags,
-                note=c.args.note)
+    row = write(connect(c.settings.data_dir / "mutator.db"), c.args.annotate, name=c.args.name,
+                tags=c.args.tags, note=c.args.note)
     print(f"{row['target']}: name {row.get('name') or '—'} · tags {row.get('tags') or '—'} · "
           f"note {len(row.get('note') or '')} characters")
     return 0
@@ -182,9 +190,10 @@ def test_run(c: Context) -> int:
                      launcher=c.launcher, progress=c.progress, network=agents.network,
                      build_id=agents.build_id, control=not args.no_control, budget=budgets(c))
     train = result["train_composite"]
+    train_text = "—" if train is None else format(train, ".4f")
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
           f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
-          f"(eval {result['seed_eval']:.3f}); train composite {'—' if train is None else format(train, '.4f')}; "
+          f"(eval {result['seed_eval']:.3f}); train composite {train_text}; "
           f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
     print(render(result["report"]))
     return 0
@@ -197,8 +206,8 @@ def compare(c: Context) -> int:
     for run_id in args.compare:   # fixed champions: never while either loop runs
         hold_champion(c.settings, run_id)
     pair = compare_runs(c.settings, *args.compare, suite, agent_argv=list(agents.build_argv),
-                        launcher=c.launcher, progress=c.progress, network=agents.network, build_id=agents.build_id,
-                        budget=budgets(c))
+                        launcher=c.launcher, progress=c.progress, network=agents.network,
+                        build_id=agents.build_id, budget=budgets(c))
     print(render(pair))
     return 0
 
@@ -269,12 +278,15 @@ def evolve(c: Context) -> int:
     run_id = loop.execute()
     print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir,
                   spend=run_spend(loop.db, run_id))
-    regraded = f" ({loop.cells_regraded} graded again from their agents' kept work)" if loop.cells_regraded else ""
+    regraded = ""
+    if loop.cells_regraded:
+        regraded = f" ({loop.cells_regraded} graded again from their agents' kept work)"
     print(f"\n{loop.cells_run} cells run by this command{regraded}" + (
         " — nothing new: the run resumed complete" if loop.cells_run == 0 and not regraded else "")
           + f". Record: {s.db_path}")
     if suites.holdout:
-        beside = ("--with-skills", args.with_skills) if getattr(args, "with_skills", None) else ()   # the run's own
+        # the run's own
+        beside = ("--with-skills", args.with_skills) if getattr(args, "with_skills", None) else ()
         print(f"Test the champion: {next_step(args, '--test-run', run_id, *beside)}")
     print(propose_finished(s, run_id, where_flags(args).strip()))
     return 0

@@ -1,4 +1,5 @@
-"""run.py's Harbor commands: `--import-harbor DIR --out SUITES` and `--validate-suite SUITE` (the oracle check).
+"""run.py's Harbor commands: `--import-harbor DIR --out SUITES` and `--validate-suite SUITE` (the oracle
+check).
 
 Neither runs a model: the import copies files, the check runs each task's solution and its verifier in the
 task's container.
@@ -19,7 +20,8 @@ def import_command(args: argparse.Namespace) -> int:
     from mutator.after.harbor_import import import_harbor, seed_from
     from mutator.after.importer import few_task_warnings
     if not args.out:
-        print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)", file=sys.stderr)
+        print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)",
+              file=sys.stderr)
         return 2
     made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file,
                          task_network=args.allow_task_network)
@@ -44,8 +46,9 @@ def validate_command(c) -> int:
     with tempfile.TemporaryDirectory(prefix="sm-validate-") as scratch:
         for task in suite.tasks:
             harbor = suite_task(suite.path, task.id)
-            rows.append(check_task(engine, harbor, suite.path / "oracle" / task.id, suite.fixture_dir(task.id),
-                                   Path(scratch), network=task_network(dict(suite.meta), harbor)))
+            oracle = suite.path / "oracle" / task.id
+            rows.append(check_task(engine, harbor, oracle, suite.fixture_dir(task.id), Path(scratch),
+                                   network=task_network(dict(suite.meta), harbor)))
     print(f"{'task':30} {'oracle':>7} {'null':>6}  verdict")
     for row in rows:
         show = [f"{v:.2f}" if v is not None else "—" for v in (row.oracle, row.null)]

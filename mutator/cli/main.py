@@ -65,8 +65,10 @@ def first(registry: tuple[Command, ...], args: argparse.Namespace) -> Command | 
 def check_flags(args: argparse.Namespace) -> None:
     if args.budget_usd is not None and not args.budget_usd > 0:
         raise ConfigError(f"--budget-usd must be a positive number of USD, got {args.budget_usd}")
-    check_finite(budget_usd=args.budget_usd, daily_budget_usd=args.daily_budget_usd, max_seconds=args.max_seconds)
-    check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd, mutator_agent=args.mutator_agent)
+    check_finite(budget_usd=args.budget_usd, daily_budget_usd=args.daily_budget_usd,
+                 max_seconds=args.max_seconds)
+    check_agent_flags(real=args.real, agent=args.agent, agent_cmd=args.agent_cmd,
+                      mutator_agent=args.mutator_agent)
     if args.against and not args.lint:
         raise ConfigError("--against PARENT_DIR goes with --lint SKILL_DIR (review SKILL_DIR as a candidate "
                           "made from PARENT_DIR)")
@@ -85,12 +87,20 @@ def apply_run_defaults(c: Context) -> int | None:
     return None
 
 
+def no_sandbox_warning(sandbox: str) -> Callable[[str], None]:
+    """What a real command says when --sandbox could not use bwrap: its agents run as bare processes."""
+    where = "" if sandbox == "auto" else " outside Harbor tasks"
+
+    def warn(why: str) -> None:
+        print(f"warning: no sandbox: agents{where} run as bare processes (--sandbox {sandbox} could not use "
+              f"bwrap: {why})", file=sys.stderr)
+    return warn
+
+
 def with_launcher(c: Context) -> Context:
     """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped."""
-    c.launcher = get_launcher(c.settings.sandbox, on_fallback=(lambda why: print(
-        f"warning: no sandbox: agents{'' if c.settings.sandbox == 'auto' else ' outside Harbor tasks'} run as bare "
-        f"processes (--sandbox {c.settings.sandbox} could not use bwrap: {why})",
-        file=sys.stderr)) if c.args.real else None)
+    c.launcher = get_launcher(c.settings.sandbox,
+                              on_fallback=no_sandbox_warning(c.settings.sandbox) if c.args.real else None)
     reap_orphans(c.settings.data_dir)
     return c
 
@@ -99,9 +109,9 @@ def with_agents(c: Context) -> Context:
     """The agents (real or fake) and the daily budget, for a command that runs agents."""
     from mutator.after.spend import daily_guard
     args = c.args
-    typed = [flag for flag, value in (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
-                                      ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
-             if value]
+    agent_flags = (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
+                   ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
+    typed = [flag for flag, value in agent_flags if value]
     if typed and not args.real:
         raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
                           f"(without it the zero-spend fakes run)")
@@ -113,15 +123,16 @@ def with_agents(c: Context) -> Context:
         preflight_agents(c.agents, c.launcher, build_only=build_only, suites=named_suites(c.settings, args))
     if c.settings.executor == "ray" and not args.plan:
         join_ray(c.settings)
-    if not args.real:   # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
+    # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
+    if not args.real:
         c.progress.announce(DRY_RUN)   # said before its first progress line, never before an input error
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
 
 
 def join_ray(settings) -> None:
-    """--executor ray: start the private instance or join the cluster now, within --ray-timeout-s, and check that
-    one cell fits a node, before the run is opened; then say where cells go."""
+    """--executor ray: start the private instance or join the cluster now, within --ray-timeout-s, and check
+    that one cell fits a node, before the run is opened; then say where cells go."""
     from mutator.round.evaluations import executor_for
     executor = executor_for(settings, None)
     executor.connect()
@@ -136,7 +147,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return harbor.import_command(args)
     check_flags(args)
     settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
-    os.environ[PASS_ENV] = ",".join(settings.pass_env)  # every child's allow-list reads it (eval/environment.py)
+    # every child's allow-list reads it (eval/environment.py)
+    os.environ[PASS_ENV] = ",".join(settings.pass_env)
     check_executor(settings.executor, ray_address=settings.ray_address,
                    ray_timeout_typed=args.ray_timeout_s is not None)
     c = Context(args, settings, Progress())
