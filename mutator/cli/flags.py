@@ -11,7 +11,6 @@ from pathlib import Path
 
 from mutator.after.cli import SuiteAction
 from mutator.cli.strict import Parser
-from mutator.cli.subcommands import commands_epilog
 from mutator.config import KEYS, Key
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
@@ -251,7 +250,8 @@ def _dash_flags(p: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The one flat list of flags: the old spelling of every command (`--plan`, `--test-run RUN`, ...), and
-    the flags each subcommand's parser takes its own from (mutator/cli/parse.py)."""
+    the flags each subcommand's parser takes its own from (mutator/cli/parse.py, which also lists the
+    subcommands under this parser's --help)."""
     p = Parser(
         prog="run.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evolve an agent skill against task suites. Without --real this is a zero-spend dry run "
@@ -262,8 +262,7 @@ def parser() -> argparse.ArgumentParser:
                "  python run.py --test-run RUN_ID          (on the run's --holdout, with its own agents)\n"
                "  python run.py --compare RUN_A RUN_B --suite clean-test   (both champions, paired by task)\n"
                "  python run.py --lint SKILL_DIR [--against PARENT_DIR]\n"
-               "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.\n\n"
-               + commands_epilog())
+               "Every setting defaults from config.json, then SKILL_MUTATOR_<KEY> environment variables.")
     _run_flags(p)
     _mining_flags(p)
     _loop_flags(p)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from mutator.cli.flags import parser
 from mutator.cli.strict import Parser, closest
-from mutator.cli.subcommands import BY_NAME, SUBCOMMANDS, Subcommand
+from mutator.cli.subcommands import BY_NAME, SUBCOMMANDS, Subcommand, commands_epilog
 
 FIRST_GROUP = 2   # argparse's own two groups (positionals, options) come first
 
@@ -65,6 +65,13 @@ def parse_command(command: Subcommand, argv: Sequence[str]) -> argparse.Namespac
     return args
 
 
+def flat_parser() -> argparse.ArgumentParser:
+    """The flat parser, its --help also listing the subcommands."""
+    p = parser()
+    p.epilog = f"{p.epilog}\n\n{commands_epilog()}"
+    return p
+
+
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """run.py's flags: a subcommand first, else the old flat form (no subcommand, no mode flag: the loop)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -74,4 +81,4 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         guess = closest(argv[0], list(BY_NAME))
         hint = f"; did you mean {guess}?" if guess else ""
         parser().exit(2, f"error: unknown command {argv[0]}{hint} (`run.py --help` lists the commands)\n")
-    return parser().parse_args(argv)
+    return flat_parser().parse_args(argv)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mutator.config import KEYS
+from mutator.cli.flags import FLAG_ATTRS
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Subcommand:
     reserved: bool = False           # a slot a later issue fills; it exits 2 until then
 
 
-SETTINGS = tuple(key.attr for key in KEYS if key.help is not None)   # every flag that is a setting
+SETTINGS = FLAG_ATTRS   # every flag that is a setting
 WHERE = ("data_dir", "config")
 AGENTS = ("real", "agent", "agent_cmd", "mutator_agent", "mutator_cmd")
 SPEND = ("budget_usd", "daily_budget_usd")
