@@ -24,25 +24,29 @@ def no_key_env(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}, **extra}
 
 
-def run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, capture_output=True, text=True,
-                          env=env or no_key_env(), timeout=timeout)
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, capture_output=True,
+                          text=True, env=env or no_key_env(), timeout=timeout)
 
 
 def test_a_dry_plan_says_it_is_a_dry_run_and_a_real_plan_needs_no_api_key(tmp_path):
     common = ("--plan", "--suite", "clean-train", "--val", "clean-val", "--data-dir", str(tmp_path / "data"))
     dry = run(*common, cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr[-2000:]
-    assert dry.stderr.startswith("dry run (fake agents): nothing is spent. The fakes know only the demo's CSV rules")
+    assert dry.stderr.startswith("dry run (fake agents): nothing is spent. The fakes know only the demo's "
+                                 "CSV rules")
     real = run(*common, "--real", cwd=tmp_path)               # --plan spends nothing: no key is asked for
     assert real.returncode == 0, real.stderr[-2000:]
     assert "Cost:" in real.stdout and "dry run" not in real.stderr
 
 
 def test_a_real_check_with_an_agent_command_asks_for_no_mutator(tmp_path):
-    done = run("--check", str(SEED), "--suite", "clean-val", "--replicates", "1", "--real", "--sandbox", "none",
-               "--agent-cmd", f"{sys.executable} {FAKE_AGENT}", "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]          # it used to demand the default mutator's API key
+    done = run("--check", str(SEED), "--suite", "clean-val", "--replicates", "1", "--real", "--sandbox",
+               "none", "--agent-cmd", f"{sys.executable} {FAKE_AGENT}", "--data-dir", str(tmp_path / "data"),
+               cwd=tmp_path)
+    # it used to demand the default mutator's API key
+    assert done.returncode == 0, done.stderr[-2000:]
     assert "First health check" in done.stdout and "dry run" not in done.stdout + done.stderr
 
 
@@ -54,14 +58,16 @@ def test_printed_commands_name_run_py_by_a_path_that_runs_here(tmp_path, monkeyp
 
 
 def test_ctrl_c_mid_run_exits_130_with_no_asyncio_noise(tmp_path):
-    """SIGINT (its default handler restored: a background job would ignore it) once the first agent is running."""
+    """SIGINT (its default handler restored: a background job would ignore it) once the first agent is
+    running."""
     data = tmp_path / "data"
-    child = subprocess.Popen(
-        with_sigint([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--rounds",
-                     "1", "--replicates", "1", "--data-dir", str(data)]), cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=no_key_env(FAKE_AGENT_HANG="1"))
+    argv = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
+            "--rounds", "1", "--replicates", "1", "--data-dir", str(data)]
+    child = subprocess.Popen(with_sigint(argv), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=no_key_env(FAKE_AGENT_HANG="1"))
     try:
-        while not list(data.glob("evals/**/stream.jsonl")):      # an agent has started (it hangs until killed)
+        # until an agent has started (it hangs until killed)
+        while not list(data.glob("evals/**/stream.jsonl")):
             if child.poll() is not None:
                 pytest.fail(f"run.py ended before any agent started: {child.stderr.read()[-2000:]}")
             time.sleep(0.05)
@@ -76,8 +82,8 @@ def test_ctrl_c_mid_run_exits_130_with_no_asyncio_noise(tmp_path):
 
 
 def test_the_fakes_start_without_site_and_keep_their_ids():
-    """The dry run's fakes run with -S (the standard library only: no .pth of every installed package imported per
-    fake cell); their ids hash the scripts, so stores made before resume with the same keys."""
+    """The dry run's fakes run with -S (the standard library only: no .pth of every installed package imported
+    per fake cell); their ids hash the scripts, so stores made before resume with the same keys."""
     import hashlib
 
     from mutator.cli.agents import fake_agents
@@ -85,6 +91,7 @@ def test_the_fakes_start_without_site_and_keep_their_ids():
     for argv, agent_id in ((agents.build_argv, agents.build_id), (agents.mutator_argv, agents.mutator_id)):
         assert argv[:2] == (sys.executable, "-S")
         assert agent_id == f"fake@{hashlib.sha256(Path(argv[2]).read_bytes()).hexdigest()[:10]}"
-    # and a fake imports nothing -S hides: it runs as a cell would run it (an empty prompt: it answers and exits 0)
+    # and a fake imports nothing -S hides: it runs as a cell would run it (an empty prompt: it answers and
+    # exits 0)
     done = subprocess.run([*agents.build_argv], input="", capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

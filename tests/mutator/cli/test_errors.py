@@ -27,7 +27,8 @@ from strategies import StrategyError
 
 
 @pytest.mark.parametrize(("error", "code", "word"), [
-    (ConfigError, 2, "error"), (SuiteError, 2, "error"), (PricingError, 2, "error"), (SandboxError, 2, "error"),
+    (ConfigError, 2, "error"), (SuiteError, 2, "error"), (PricingError, 2, "error"),
+    (SandboxError, 2, "error"),
     (StrategyError, 2, "error"), (StoreError, 2, "error"), (LockHeld, 2, "error"), (LoopError, 2, "error"),
     (testrun.TestRunError, 2, "error"), (AgentSetupError, 2, "error"), (ExecutorError, 2, "error"),
     (AuditError, 2, "error"), (DeployError, 2, "error"), (MigrationError, 2, "error"),

@@ -18,8 +18,9 @@ CONFIG = json.loads((ROOT / "config.json").read_text())
 
 def typed(key, tmp_path):
     """A valid value for the key other than config.json's, as typed and as Settings holds it."""
-    special = {"strategy": ("branching", "branching"), "model": ("m1,m2", "m1,m2"), "mutator_model": ("m3", "m3"),
-               "sandbox": ("none", "none"), "gate_method": ("t", "t"), "model_gate": ("each", "each"), "executor": ("ray", "ray"),
+    special = {"strategy": ("branching", "branching"), "model": ("m1,m2", "m1,m2"),
+               "mutator_model": ("m3", "m3"), "sandbox": ("none", "none"), "gate_method": ("t", "t"),
+               "model_gate": ("each", "each"), "executor": ("ray", "ray"),
                "ray_address": ("auto", "auto"), "strategy_opts": ('{"width": 2}', {"width": 2}),
                "max_failed_share": ("0.5", 0.5), "solve_min_score": ("0.5", 0.5), "null_controls": ("2", 2),
                "with_skills": ("other-skills", "other-skills")}
@@ -62,4 +63,5 @@ def test_a_typed_flag_reaches_settings_through_its_key(key, tmp_path):
 
 def test_a_bad_flag_value_names_the_flag_and_the_rule(capsys):
     assert main(["--infra-retries", "-1", "--lint", str(ROOT / "suites" / "csv-clean")]) == 2
-    assert capsys.readouterr().err == "error: flag --infra-retries: 'infraRetries' must be an integer >= 0, got -1\n"
+    assert capsys.readouterr().err == ("error: flag --infra-retries: 'infraRetries' must be an integer >= 0, "
+                                       "got -1\n")
