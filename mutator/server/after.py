@@ -17,6 +17,8 @@ from mutator.after import health_view, proposals, spend
 from mutator.config import ROOT
 from mutator.server import common as s
 from mutator.server import queries as Q
+from mutator.store.queries import testruns, watch
+from mutator.store.queries.rows import has_table, loads
 
 NOTE_MAX = 500
 
@@ -25,13 +27,11 @@ def latest_tests(db, found: list[dict]) -> list[dict]:
     """A proposal's `test` was copied when it was made; a test run since then (the usual order: the run ends,
     proposes, then you test it) must show, so each proposal gets its champion's newest finished test run."""
     for proposal in found:
-        newest = Q.one(db, "select id, suite, composite, eval, cost, steps, report from test_runs where run_id = ? "
-                           "and genome_hash = ? and status = 'done' order by id desc limit 1",
-                       [proposal["run_id"], proposal["genome_hash"]])
+        newest = testruns.newest_done(db, proposal["run_id"], proposal["genome_hash"])
         if newest and (proposal.get("test") or {}).get("test_run") != newest["id"]:
             proposal["test"] = {"suite": newest["suite"], "composite": newest["composite"], "eval": newest["eval"],
                                 "cost": newest["cost"], "steps": newest["steps"], "test_run": newest["id"],
-                                "report": Q.loads(newest["report"], {}) or {}}
+                                "report": loads(newest["report"], {}) or {}}
     return found
 
 
@@ -59,13 +59,13 @@ async def list_proposals(request: web.Request) -> web.Response:
     if cached:
         return cached
     db = s.db_of(request, store)
-    found = offered_targets(latest_tests(db, proposals.listing(db))) if "proposals" in db.table_names() else []
+    found = offered_targets(latest_tests(db, proposals.listing(db))) if has_table(db, "proposals") else []
     return s.remember(request, key, found)
 
 
 def _proposal(request: web.Request, store) -> dict:
     db = s.db_of(request, store)
-    if "proposals" not in db.table_names():
+    if not has_table(db, "proposals"):
         raise s.fail(404, "no proposals in this store yet")
     try:
         return offered_targets(latest_tests(db, [proposals.detail(db, int(request.match_info["id"]))]))[0]
@@ -125,12 +125,9 @@ async def triggers(request: web.Request) -> web.Response:
         return cached
     db = s.db_of(request, store)
     found: dict = {"ticks": [], "counts": {}}
-    if "triggers" in db.table_names():
-        found["ticks"] = Q.q(db, "select id, at, skill_dir, suites, traces_seen, eligible, new_eligible, min_traces, "
-                                    "outcome, run_id, proposal_id, reason, finished_at, judge_cost_usd from triggers order by id desc "
-                                    "limit ?", [TRIGGERS_SHOWN])
-        found["counts"] = {r["outcome"]: r["n"] for r in Q.q(db, "select outcome, count(*) as n from triggers "
-                                                                    "group by outcome")}
+    if has_table(db, "triggers"):
+        found["ticks"] = watch.ticks(db, TRIGGERS_SHOWN)
+        found["counts"] = watch.outcome_counts(db)
         for tick in found["ticks"]:
             tick["suites_name"] = Path(tick["suites"]).name
     return s.remember(request, key, found)

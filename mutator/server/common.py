@@ -19,6 +19,7 @@ from mutator.server.cache import ResponseCache
 from mutator.server.launch import Children
 from mutator.server.stores import Store, Stores
 from mutator.store.db import connect_readonly
+from mutator.store.queries.runs import holds_run
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 DIGITS = re.compile(r"[0-9]{1,9}")
@@ -168,8 +169,7 @@ def run_in_store(body: dict, data_dir: Path) -> None:
     if path.is_file():
         db = connect_readonly(path)
         try:
-            found = "runs" in db.table_names() and bool(list(db.query("select 1 from runs where id = ?",
-                                                                      [body["run_id"]])))
+            found = holds_run(db, body["run_id"])
         finally:
             db.conn.close()
     if not found:

@@ -15,6 +15,8 @@ import sqlite_utils
 from mutator.server import decisions as D
 from mutator.server import queries as Q
 from mutator.server import spend_axis
+from mutator.store.queries import testruns
+from mutator.store.queries.rows import loads
 from mutator.validity.pairs import champions_pair
 from strategies.verdicts import Verdict
 
@@ -26,11 +28,10 @@ def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
     after = D.incumbents(rows)
     by_genome = D.genome_composites(rows)
     rounds = sorted(after)
-    tests = Q.q(db, "select id, suite, round, genome_hash, composite, eval, cost, steps, evaluation_id, report "
-                    "from test_runs where run_id = ? and status = 'done' order by id", [run["id"]])
+    tests = testruns.done_of_run(db, run["id"])
     latest: dict[str, dict] = {}
     for t in tests:
-        report = Q.loads(t.pop("report"), {}) or {}
+        report = loads(t.pop("report"), {}) or {}
         test_split = (report.get("splits") or {}).get("test") or {}
         t["vs_seed"] = test_split.get("delta")
         t["seed_evaluation_id"] = test_split.get("seed_evaluation_id")

@@ -15,18 +15,17 @@ from pathlib import Path
 import sqlite_utils
 
 from mutator.server.files import SEGMENT, read_capped
-from mutator.server.sql import one
 from mutator.server.stores import Store, inside
 from mutator.store import evidence
+from mutator.store.queries import attempts
 
 TOP = ("prompt.md", "briefing.md", "result.json", "agent.stderr")
 MAX_FILES = 500
 
 
 def attempt_of(db: sqlite_utils.Database, attempt_id: int) -> dict | None:
-    return one(db, "select id, run_id, round, sibling, parent_hash, mutator_cost_usd, mutator_input_tokens, "
-                   "mutator_output_tokens, mutator_cache_write_tokens, mutator_cache_read_tokens, mutator_retries "
-                   "from attempts where id = ?", [attempt_id])
+    """The attempt's place and its mutator call's figures."""
+    return attempts.mutator_call(db, attempt_id)
 
 
 def workspace(store: Store, a: dict) -> Path | None:

@@ -11,24 +11,20 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.server.sql import loads, q
 from mutator.server.stores import inside
 from mutator.store import cache
+from mutator.store.queries import evaluations
+from mutator.store.queries.rows import has_column, loads
 from mutator.store.skill_use import evaluation_tally, skill_files
 from mutator.store.triggers import stored_rates
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[dict]:
     """Every attempt of the run evaluated on `split` with stored rates, in round order: how triggering moved."""
-    if "trigger_recall" not in db["evaluations"].columns_dict:
+    if not has_column(db, "evaluations", "trigger_recall"):
         return []
-    column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-    return [{**r, "no_trigger_tasks": len(loads(r["no_trigger_tasks"], []))} for r in q(
-        db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as evaluation_id, "
-            "e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks from attempts a join evaluations e "
-            f"on e.id = a.{column} "
-            "where a.run_id = ? and (e.trigger_recall is not null or e.false_trigger_rate is not null) "
-            "order by a.round, a.sibling, a.id", [run_id])]
+    return [{**r, "no_trigger_tasks": len(loads(r["no_trigger_tasks"], []))}
+            for r in evaluations.trigger_rounds(db, run_id, split)]
 
 
 def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: str | None,

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.server.sql import one
-
-EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
+from mutator.store.queries import evaluations
 
 
 def _started_cells(data_dir: Path, key: str) -> int:
@@ -27,11 +25,6 @@ def progress(ev: dict | None, data_dir: Path) -> dict | None:
     started = ev["n_cells"] if ev["status"] == "done" else min(_started_cells(data_dir, ev["key"]), ev["n_cells"])
     return {"evaluation_id": ev["id"], "status": ev["status"], "n_cells": ev["n_cells"], "n_done": ev["n_done"],
             "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
-
-
-def live_eval(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
-    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates = ? "
-                   "order by id desc limit 1", [genome_hash, suite, replicates])
 
 
 def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict], data_dir: Path) -> list[dict]:
@@ -56,7 +49,7 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
     live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
         "critic_rejected", "failed", "screened")
     if ev is None and live:
-        ev = live_eval(db, a["genome_hash"], run["val"], run["replicates"])
+        ev = evaluations.newest(db, a["genome_hash"], run["val"], run["replicates"])
     prog = progress(ev, data_dir)
     blocked = a["status"] in ("critic_rejected", "failed", "screened")   # screened: killed before any val cell
     if prog is None:
