@@ -1,8 +1,9 @@
-"""The attempts table: every attempt of a run (or of every run of a skill) as one row of stored figures, for the
-sortable, filterable table and its CSV export. Pure reads of what the loop stored; nothing re-derived.
+"""The attempts table: every attempt of a run (or of every run of a skill) as one row of stored figures, for
+the sortable, filterable table and its CSV export. Pure reads of what the loop stored; nothing re-derived.
 
 A comparator not stored on an older attempt is the incumbent its run stored after the round before (the same
-fallback as Round Analysis, mutator/server/gate_view.py). Rows go out as lists in COLUMNS order (half the bytes).
+fallback as Round Analysis, mutator/server/gate_view.py). Rows go out as lists in COLUMNS order (half the
+bytes).
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ COLUMNS = ("id", "run_id", "round", "sibling", "parent_hash", "comparator_hash",
 
 
 def attempts(db: sqlite_utils.Database, *, run_id: str | None = None, skill: str | None = None) -> list[dict]:
-    """The table's rows, each a list in COLUMNS order: one run's attempts, or every run's of a skill (run by run,
-    round order)."""
+    """The table's rows, each a list in COLUMNS order: one run's attempts, or every run's of a skill (run by
+    run, round order)."""
     found = table.rows(db, run_id=run_id, skill=skill)
     D.annotate(found)
     notes = notes_of(db, [f"attempt:{row['id']}" for row in found])
     after: dict[str, dict[int, str | None]] = {}
     for row in found:
-        if row["gated"] and row["comparator_hash"] is None:   # older: the incumbent its run stored before the round
+        # older: the incumbent its run stored before the round
+        if row["gated"] and row["comparator_hash"] is None:
             if row["run_id"] not in after:
                 after[row["run_id"]] = D.incumbents([r for r in found if r["run_id"] == row["run_id"]])
             row["comparator_hash"] = after[row["run_id"]].get(row["round"] - 1)

@@ -1,8 +1,9 @@
 """What the loop decided, as it stored it: each round's incumbent and each attempt's verdict reason.
 
 The loop writes `attempts.incumbent_after` (every attempt of a round carries the incumbent once that round was
-integrated) and `attempts.reason` (the strategy's words for KEEP/REJECT, the loop's for the rest); this module only
-reads them back. It never restates a strategy's rule: a strategy that changes its rule changes what is stored.
+integrated) and `attempts.reason` (the strategy's words for KEEP/REJECT, the loop's for the rest); this module
+only reads them back. It never restates a strategy's rule: a strategy that changes its rule changes what is
+stored.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from mutator.store.backfill import genome_composites as genome_composites
 
 
 def incumbents(rows: Sequence[dict]) -> dict[int, str | None]:
-    """round -> the incumbent once that round was integrated; a round not integrated yet still has the last one."""
+    """round -> the incumbent once that round was integrated; a round not integrated yet still has the last
+    one."""
     stored: dict[int, str | None] = {}
     for r in rows:
         if r.get("incumbent_after") is not None:

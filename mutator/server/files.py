@@ -46,7 +46,8 @@ def cell_dir(store: Store, cell: dict) -> Path | None:
     """The cell's folder: as recorded, else where the store keeps it (a moved or copied store)."""
     candidates = [Path(cell["cell_dir"])] if cell.get("cell_dir") else []
     if SEGMENT.match(cell["task_id"] or "") and re.match(r"^[0-9a-f]+$", cell["evaluation_key"] or ""):
-        candidates.append(store.data_dir / "evals" / cell["evaluation_key"] / f"{cell['task_id']}__r{cell['replicate']}")
+        folder = f"{cell['task_id']}__r{cell['replicate']}"
+        candidates.append(store.data_dir / "evals" / cell["evaluation_key"] / folder)
     for candidate in candidates:
         found = inside(store.data_dir, candidate)
         if found is not None and found.is_dir():

@@ -1,9 +1,10 @@
-"""What the gate saw, as the loop stored it: the evaluation it compared a candidate with, and its per-task deltas.
+"""What the gate saw, as the loop stored it: the evaluation it compared a candidate with, and its per-task
+deltas.
 
 The comparator is read from the attempt (`comparator_hash`, `comparator_evaluation_id`, stored since migration
-`gate_comparator`). An older attempt falls back to this run's own record: the incumbent it stored after the previous
-round and this run's evaluation of that genome (an A/A copy: the seed re-evaluation named in its gate). Never another
-run's evaluation of the same genome. Pure reads.
+`gate_comparator`). An older attempt falls back to this run's own record: the incumbent it stored after the
+previous round and this run's evaluation of that genome (an A/A copy: the seed re-evaluation named in its
+gate). Never another run's evaluation of the same genome. Pure reads.
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ BIG = 2 ** 53   # JavaScript numbers hold integers exactly only below this
 
 
 def role(run: dict, a: dict, genome: str) -> str:
-    """The comparator's name: the incumbent when the round began (a pool's leader), saying when that is not the
-    attempt's own parent; an A/A copy's is the seed re-evaluated under another salt."""
+    """The comparator's name: the incumbent when the round began (a pool's leader), saying when that is not
+    the attempt's own parent; an A/A copy's is the seed re-evaluated under another salt."""
     if run.get("kind") == "aa":
         return "the seed, re-evaluated"
-    return "incumbent (the parent)" if genome == a.get("parent_hash") else "incumbent (not this attempt's parent)"
+    if genome == a.get("parent_hash"):
+        return "incumbent (the parent)"
+    return "incumbent (not this attempt's parent)"
 
 
 def comparator(db: sqlite_utils.Database, a: dict, run: dict) -> dict | None:
-    """{genome_hash, evaluation_id, role, stored} of what this attempt's gate compared with; None without a gate."""
+    """{genome_hash, evaluation_id, role, stored} of what this attempt's gate compared with; None without a
+    gate."""
     if a.get("gate") is None or a.get("round", 0) < 1:
         return None
     stored = a.get("comparator_evaluation_id")
@@ -51,14 +55,14 @@ def task_deltas(a: dict) -> list[dict]:
 
 def heatmap(db: sqlite_utils.Database, run_id: str) -> dict:
     """The task x attempt grid of a run's stored per-task gate deltas: {tasks, attempts: [{id, round, sibling,
-    verdict, look}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted; `look` is
-    the sequential val look the deltas are from (the last taken; None without sequential val)."""
+    verdict, look}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted;
+    `look` is the sequential val look the deltas are from (the last taken; None without sequential val)."""
     found = gate.task_deltas(db, run_id)
     attempts: dict[int, dict] = {}
     cells: dict[tuple[str, int], float] = {}
     for attempt_id, rnd, sibling, verdict, look, task, d in found:
-        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling, "verdict": verdict,
-                                         "look": look})
+        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling,
+                                         "verdict": verdict, "look": look})
         cells[(task, attempt_id)] = d
     tasks = sorted({task for task, _ in cells})
     return {"tasks": tasks, "attempts": list(attempts.values()),
@@ -66,7 +70,8 @@ def heatmap(db: sqlite_utils.Database, run_id: str) -> dict:
 
 
 def cells_of(db: sqlite_utils.Database, sources: list[tuple[str, int]]) -> list[dict]:
-    """The cells of an evaluation (its members' for several models), each with its model and its test scores."""
+    """The cells of an evaluation (its members' for several models), each with its model and its test
+    scores."""
     out: list[dict] = []
     for model, source in sources:
         found = stored_cells.of_evaluation(db, source)
@@ -91,9 +96,11 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def incomplete(db: sqlite_utils.Database, run: dict, a: dict, suite: str) -> dict | None:
-    """An attempt's evaluation on `suite` that began and never finished (its id is stored on the attempt only once
-    it returns): {evaluation_id, n_done, n_cells, why}; why is 'process died' once the run is not running."""
-    if not a.get("genome_hash") or a.get("verdict") == "SCREENED":   # a screen's train cells are partial by design
+    """An attempt's evaluation on `suite` that began and never finished (its id is stored on the attempt only
+    once it returns): {evaluation_id, n_done, n_cells, why}; why is 'process died' once the run is not
+    running."""
+    # a screen's train cells are partial by design
+    if not a.get("genome_hash") or a.get("verdict") == "SCREENED":
         return None
     found = evaluations.unfinished(db, a["genome_hash"], suite, run["replicates"])
     if found is None:

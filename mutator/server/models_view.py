@@ -23,15 +23,16 @@ def _loads(text: str | None) -> dict:
 
 
 def composite_of(row: dict, run: dict, cost_norm: float | None, steps_norm: float | None) -> float:
-    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers, by the one
-    function the loop scores with (mutator/scoring/score.py)."""
+    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers, by the
+    one function the loop scores with (mutator/scoring/score.py)."""
     weights = Weights.of_run(run)
     return composite(row["eval"], row["cost"] or 0, row["steps"] or 0, weights, cost_norm, steps_norm)[0]
 
 
-def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict, split: str) -> dict[str, dict] | None:
-    """{model: {eval, cost, steps, composite, evaluation_id}} of a group evaluation, each model against the seed
-    on that model; None for a one-model evaluation or when a member has no figures yet."""
+def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict,
+             split: str) -> dict[str, dict] | None:
+    """{model: {eval, cost, steps, composite, evaluation_id}} of a group evaluation, each model against the
+    seed on that model; None for a one-model evaluation or when a member has no figures yet."""
     parts = members(db, evaluation_id)
     if not parts:
         return None
@@ -42,7 +43,8 @@ def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict, sp
         if row is None:
             return None
         cost_norm, steps_norm = norms.get(model, (0.0, 0.0))
-        out[model] = {**row, "composite": composite_of(row, run, cost_norm, steps_norm), "evaluation_id": member}
+        out[model] = {**row, "composite": composite_of(row, run, cost_norm, steps_norm),
+                      "evaluation_id": member}
     return out
 
 

@@ -1,9 +1,10 @@
 """The dashboard's pages as data: plain functions from a read-only connection to JSON-ready data.
 
-No SQL here: every statement is a function of mutator/store/queries/; this module lays its rows out as the pages
-read them (no writes, no HTTP). The server wraps them in routes and bench/dashboard.py times them beside the bare
-SQL they run (the statements' parts and row readers it names, LIGHT, ATTEMPT_LIST, EVAL_COLS, RUN_LIST, q and
-one, are the store's). Per-stage progress is derived from attempt rows plus the counters of the evaluation in progress.
+No SQL here: every statement is a function of mutator/store/queries/; this module lays its rows out as the
+pages read them (no writes, no HTTP). The server wraps them in routes and bench/dashboard.py times them beside
+the bare SQL they run (the statements' parts and row readers it names, LIGHT, ATTEMPT_LIST, EVAL_COLS,
+RUN_LIST, q and one, are the store's). Per-stage progress is derived from attempt rows plus the counters of
+the evaluation in progress.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ def skills(db: sqlite_utils.Database) -> list[dict]:
 
 
 def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
-    # A/A runs (kind 'aa': the gate's noise calibration) come after the ordinary runs, so no picker defaults to one
+    # A/A runs (kind 'aa': the gate's noise calibration) come after the ordinary runs, so no picker defaults
+    # to one
     found = stored_runs.run_list(db, skill)
     spent = run_totals(db)
     for run in found:
-        run["cost_usd"] = spent.get(run["id"], 0.0)   # the one spend (mutator/after/spend.py), as Cost shows it
+        # the one spend (mutator/after/spend.py), as Cost shows it
+        run["cost_usd"] = spent.get(run["id"], 0.0)
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
     return mark_stale(db.conn, found)  # a dead writer's run shows as `stale` (mutator/store/liveness.py)
 
@@ -90,7 +93,7 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         mark_stale(db.conn, [run])
         run["config"] = loads(run["config"], {})
         run["strategy_opts"] = loads(run["strategy_opts"], {})
-        run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
+        run["solve"] = loads(run.get("solve"), None)   # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
         run["notes"] = notes_of(db, [f"run:{run_id}"]).get(f"run:{run_id}")   # run.py --annotate
         run["spend"] = run_spend(db, run_id)                    # {total, kinds}: the CLI's and Cost's figure
@@ -153,8 +156,8 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         attempt_models(db, run, a)   # several eval models: each model's figures beside the mean
         a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
     D.annotate(attempts)
-    found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
-             "tests": tests}
+    found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window,
+             "curve": curve, "tests": tests}
     if run["kind"] == "aa":   # the gate's noise calibration: every copy, whatever the window
         from mutator.server import aa_view
         found["aa"] = aa_view.summary(run, stored_attempts.aa_copies(db, run_id))
@@ -175,7 +178,8 @@ def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict
 
 
 # ---- one attempt (Round Analysis) ------------------------------------------------------------------
-def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_dir: Path | None = None) -> dict | None:
+def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
+                   data_dir: Path | None = None) -> dict | None:
     a = stored_attempts.attempt(db, attempt_id)
     if a is None:
         return None
@@ -210,8 +214,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):
         figures[name] = None if e is None or e.get("eval") is None else {
-            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split=split),
-            "evaluation_id": e["id"]}
+            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"],
+            "composite": composite(e, run, split=split), "evaluation_id": e["id"]}
         grouped = by_model(db, e["id"], run, split) if figures[name] else None
         if grouped:   # several eval models: the composite is the mean of each model's own, shown beside it
             figures[name].update(composite=mean_composite(grouped), by_model=grouped)
@@ -241,8 +245,8 @@ def confirmation(db: sqlite_utils.Database, record: dict | None, run: dict) -> d
     for name, ev_id in zip(("candidate", "incumbent"), ids):
         e = found.get(ev_id)
         record["figures"][name] = None if e is None or e["eval"] is None else {
-            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split="val"),
-            "evaluation_id": e["id"], "n_cells": e["n_cells"]}
+            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"],
+            "composite": composite(e, run, split="val"), "evaluation_id": e["id"], "n_cells": e["n_cells"]}
     return record
 
 
@@ -271,11 +275,13 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     chain: list[dict] = []
     seen: set[str] = set()
     cursor = run["incumbent_hash"]
-    while cursor and cursor not in seen:   # origins only point to earlier attempts, so this ends; `seen` is a guard
+    # origins only point to earlier attempts, so this ends; `seen` is a guard
+    while cursor and cursor not in seen:
         seen.add(cursor)
         node = origin.get(cursor)
         chain.append({"genome_hash": cursor, "attempt_id": node["attempt_id"] if node else None,
-                      "round": node["round"] if node else None, "composite": node["composite"] if node else None,
+                      "round": node["round"] if node else None,
+                      "composite": node["composite"] if node else None,
                       "summary": node["summary"] if node else ""})
         cursor = node["parent_hash"] if node else None
     D.annotate(nodes)
@@ -294,8 +300,11 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
             "nodes": nodes, "edges": edges, "chain": chain}
 
 
+# leads: 1 = the incumbent from here on
 HISTORY_COLUMNS = ("id", "round", "sibling", "verdict", "composite", "eval", "cost", "steps",
-                   "t_eval", "t_cost", "t_steps", "t_composite", "leads")   # leads: 1 = the incumbent from here on
+                   "t_eval", "t_cost", "t_steps", "t_composite", "leads")
+HISTORY_RUN = ("id", "kind", "status", "strategy", "model", "replicates", "rounds_done", "rounds_target",
+               "created_at", "suite", "val", "holdout", "alive", "stale_note")
 
 
 def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
@@ -309,19 +318,17 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
         after = D.incumbents(light)
         rows = []
         for row, r in zip(found, light, strict=True):
-            train = None if row[4] is None else composite({"eval": row[4], "cost": row[5], "steps": row[6]}, run,
-                                                          split="train")
+            train_figures = {"eval": row[4], "cost": row[5], "steps": row[6]}
+            train = None if row[4] is None else composite(train_figures, run, split="train")
             # leads: the row whose genome became the incumbent in its round (the seed in round 0)
-            leads = (after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"]
-                     and r["verdict"] in ("SEED", "KEEP"))
-            rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2], row[3],
-                         row[4], row[5], row[6], train, int(leads)])
+            leads = (after.get(r["round"]) == r["genome_hash"]
+                     and after.get(r["round"] - 1) != r["genome_hash"] and r["verdict"] in ("SEED", "KEEP"))
+            rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2],
+                         row[3], row[4], row[5], row[6], train, int(leads)])
         tests = testruns.figures_of_run(db, run["id"])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
         mark_stale(db.conn, [run])   # a dead writer's run is `stale` here as on every page
-        out.append({"run": {k: run.get(k) for k in ("id", "kind", "status", "strategy", "model", "replicates",
-                                                   "rounds_done", "rounds_target", "created_at", "suite", "val",
-                                                   "holdout", "alive", "stale_note")},
+        out.append({"run": {k: run.get(k) for k in HISTORY_RUN},
                     "columns": HISTORY_COLUMNS, "points": rows, "tests": tests,
                     "spend": {"round": (spent := sorted({r["round"] for r in light})),
                               **spend_axis.series(db, run["id"], spent)}})
@@ -333,7 +340,8 @@ def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
     it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
     listing = stored_signatures.run_list(db)
     running = mark_stale(db.conn, stored_runs.running(db))
-    stale = ",".join(r["id"] for r in running if r["status"] == "stale")   # moves with no write: a writer died
+    # moves with no write: a writer died
+    stale = ",".join(r["id"] for r in running if r["status"] == "stale")
     out = {"runs": _digest(f"{listing}|{stale}")}
     if run_id:
         row = stored_signatures.run(db, run_id)

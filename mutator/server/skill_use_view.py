@@ -1,8 +1,8 @@
-"""The dashboard's skill telemetry: per evaluation a file × (read share, run share) table from the cells' stored
-`skill_use` (mutator/store/skill_use.py), the candidate beside its parent so a round shows how they moved, and the
-trigger rates the loop stored on each evaluation (mutator/store/triggers.py: recall, false-trigger rate, the
-no-trigger tasks), with how they moved round by round. Reads the store and the genome folders only, never re-derives
-a rate; tokens reading the skill are an estimate and labelled so.
+"""The dashboard's skill telemetry: per evaluation a file × (read share, run share) table from the cells'
+stored `skill_use` (mutator/store/skill_use.py), the candidate beside its parent so a round shows how they
+moved, and the trigger rates the loop stored on each evaluation (mutator/store/triggers.py: recall,
+false-trigger rate, the no-trigger tasks), with how they moved round by round. Reads the store and the genome
+folders only, never re-derives a rate; tokens reading the skill are an estimate and labelled so.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from mutator.store.triggers import stored_rates
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[dict]:
-    """Every attempt of the run evaluated on `split` with stored rates, in round order: how triggering moved."""
+    """Every attempt of the run evaluated on `split` with stored rates, in round order: how triggering
+    moved."""
     if not has_column(db, "evaluations", "trigger_recall"):
         return []
     return [{**r, "no_trigger_tasks": len(loads(r["no_trigger_tasks"], []))}
@@ -43,8 +44,8 @@ def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: 
 def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | None],
               parent: tuple[int | None, str | None], data_dir: Path | None, run_id: str = "",
               split: str = "val") -> dict | None:
-    """{candidate, parent} tallies of one attempt on one split, and the run's trigger rates round by round on it;
-    None when the candidate has no telemetry."""
+    """{candidate, parent} tallies of one attempt on one split, and the run's trigger rates round by round on
+    it; None when the candidate has no telemetry."""
     mine = tally_of(db, *candidate, data_dir)
     return {"candidate": mine, "parent": tally_of(db, *parent, data_dir),
             "trigger_rounds": trigger_rounds(db, run_id, split) if run_id else []} if mine else None

@@ -93,7 +93,8 @@ class Stores:
     def db(self, store: Store) -> sqlite_utils.Database:
         conn = self._conns.get(store.id)
         if conn is None:
-            upgrade(store.db_path)   # a store an older version wrote gets today's columns (and stored decisions) once
+            # a store an older version wrote gets today's columns (and stored decisions) once
+            upgrade(store.db_path)
             conn = connect_readonly(store.db_path)
             conn.conn.row_factory = sqlite3.Row
             self._conns[store.id] = conn

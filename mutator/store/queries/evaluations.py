@@ -1,5 +1,5 @@
-"""Evaluations as the dashboard shows them: by id, the newest of a genome on a suite (a live one's counters), an
-unfinished one, a group's members and one member's figures, and the trigger rates stored on each."""
+"""Evaluations as the dashboard shows them: by id, the newest of a genome on a suite (a live one's counters),
+an unfinished one, a group's members and one member's figures, and the trigger rates stored on each."""
 
 from __future__ import annotations
 
@@ -28,15 +28,16 @@ def by_ids(db: sqlite_utils.Database, ids: Sequence[int | None]) -> dict[int, di
 
 
 def newest(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
-    """EVAL_COLS of the newest evaluation of a genome on a suite at `replicates` (the one in progress, if any)."""
-    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates = ? "
-                   "order by id desc limit 1", [genome_hash, suite, replicates])
+    """EVAL_COLS of the newest evaluation of a genome on a suite at `replicates` (the one in progress, if
+    any)."""
+    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates "
+                   "= ? order by id desc limit 1", [genome_hash, suite, replicates])
 
 
 def unfinished(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
     """{id, status, n_done, n_cells} of the newest evaluation of a genome on a suite that is not done."""
-    return one(db, "select id, status, n_done, n_cells from evaluations where genome_hash = ? and suite = ? and "
-                   "replicates = ? and status != 'done' order by id desc limit 1",
+    return one(db, "select id, status, n_done, n_cells from evaluations where genome_hash = ? and suite = ? "
+                   "and replicates = ? and status != 'done' order by id desc limit 1",
                [genome_hash, suite, replicates])
 
 
@@ -60,7 +61,8 @@ def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, i
 
 def figures(db: sqlite_utils.Database, evaluation_id: int) -> dict | None:
     """{eval, cost, steps} of an evaluation; None without it or without figures yet (eval null)."""
-    found = db.conn.execute("select eval, cost, steps from evaluations where id = ?", [evaluation_id]).fetchone()
+    found = db.conn.execute("select eval, cost, steps from evaluations where id = ?",
+                            [evaluation_id]).fetchone()
     if found is None or found[0] is None:
         return None
     return {"eval": found[0], "cost": found[1], "steps": found[2]}
@@ -70,8 +72,9 @@ def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[d
     """Every attempt of the run whose `split` evaluation has stored trigger rates, in round order: attempt id,
     round, sibling, verdict, genome, evaluation id and the rates (no_trigger_tasks as stored JSON)."""
     column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-    return q(db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as evaluation_id, "
-                 "e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks from attempts a join evaluations e "
+    return q(db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as "
+                 "evaluation_id, e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks from attempts a "
+                 "join evaluations e "
                  f"on e.id = a.{column} "
                  "where a.run_id = ? and (e.trigger_recall is not null or e.false_trigger_rate is not null) "
                  "order by a.round, a.sibling, a.id", [run_id])

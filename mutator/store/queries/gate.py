@@ -1,5 +1,5 @@
-"""What the gate saw, as the loop stored it: the incumbent a run stored before a round, a run's own evaluation of
-a genome, the per-task deltas of every gated attempt, and a round's null controls."""
+"""What the gate saw, as the loop stored it: the incumbent a run stored before a round, a run's own evaluation
+of a genome, the per-task deltas of every gated attempt, and a round's null controls."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from mutator.store.queries.rows import has_table, one
 
 def incumbent_before(db: sqlite_utils.Database, run_id: str, round_no: int) -> str | None:
     """The incumbent the run stored once the last round before `round_no` was integrated; None before any."""
-    before = one(db, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after is "
-                     "not null order by round desc, sibling limit 1", [run_id, round_no])
+    before = one(db, "select incumbent_after from attempts where run_id = ? and round < ? and "
+                     "incumbent_after is not null order by round desc, sibling limit 1", [run_id, round_no])
     return (before or {}).get("incumbent_after")
 
 
@@ -20,8 +20,8 @@ def own_evaluation(db: sqlite_utils.Database, run_id: str, genome: str | None, s
     if not genome:
         return None
     column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-    found = one(db, f"select {column} as id from attempts where run_id = ? and genome_hash = ? and {column} is "
-                    "not null order by id limit 1", [run_id, genome])
+    found = one(db, f"select {column} as id from attempts where run_id = ? and genome_hash = ? and {column} "
+                    "is not null order by id limit 1", [run_id, genome])
     return found["id"] if found else None
 
 

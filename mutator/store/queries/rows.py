@@ -1,5 +1,5 @@
-"""Rows as dicts from a read-only connection, JSON columns decoded, and what a store holds (its tables, columns,
-data version): the helpers every dashboard read builds on."""
+"""Rows as dicts from a read-only connection, JSON columns decoded, and what a store holds (its tables,
+columns, data version): the helpers every dashboard read builds on."""
 
 from __future__ import annotations
 

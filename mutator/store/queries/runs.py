@@ -1,5 +1,5 @@
-"""Runs as the dashboard lists and shows them: the skills, the run list, one run's row, a skill's runs, and the
-running ones (for the stale check and the running store)."""
+"""Runs as the dashboard lists and shows them: the skills, the run list, one run's row, a skill's runs, and
+the running ones (for the stale check and the running store)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model,
 def skills(db: sqlite_utils.Database) -> list[dict]:
     """Each skill with its number of runs, running runs and last update, newest first."""
     return q(db, "select skill_name, count(*) as n_runs, max(updated_at) as updated_at, "
-                 "sum(status = 'running') as n_running from runs group by skill_name order by updated_at desc")
+                 "sum(status = 'running') as n_running from runs group by skill_name order by updated_at "
+                 "desc")
 
 
 def run_list(db: sqlite_utils.Database, skill: str | None) -> list[dict]:

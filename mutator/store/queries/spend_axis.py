@@ -1,10 +1,12 @@
-"""Spend as an x axis (Compare, History): each attempt's cumulative cells and USD within its run, from stored rows.
+"""Spend as an x axis (Compare, History): each attempt's cumulative cells and USD within its run, from stored
+rows.
 
-An attempt adds the cells (graded, `evaluations.n_done`) and the USD (`evaluations.cost_usd_total`) of each val or
-train evaluation its run had not used before, its screen's (the train evaluation of its genome under the run's
-contract, which a screened-out or rejected candidate never stores on the attempt), plus its own mutator call
-(`attempts.mutator_cost_usd`). An evaluation served from the cache of another run counts in each run that uses it:
-the axis compares strategies by the work their curves rest on, not by the bill (the Cost page is the bill).
+An attempt adds the cells (graded, `evaluations.n_done`) and the USD (`evaluations.cost_usd_total`) of each
+val or train evaluation its run had not used before, its screen's (the train evaluation of its genome under
+the run's contract, which a screened-out or rejected candidate never stores on the attempt), plus its own
+mutator call (`attempts.mutator_cost_usd`). An evaluation served from the cache of another run counts in each
+run that uses it: the axis compares strategies by the work their curves rest on, not by the bill (the Cost
+page is the bill).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-# the screen's evaluation: the run's own train evaluation of the genome (same suite, eval model(s), replicates)
-SQL = ("select a.round, a.sibling, coalesce(a.mutator_cost_usd, 0), a.val_evaluation_id, a.train_evaluation_id, "
-       "case when a.screen is not null and a.train_evaluation_id is null then (select e.id from evaluations e "
-       "where e.genome_hash = a.genome_hash and e.suite = r.suite and e.model = r.model and e.replicates = "
-       "r.replicates order by e.id limit 1) end from attempts a join runs r on r.id = a.run_id "
-       "where a.run_id = ? order by a.round, a.sibling")
+# the screen's evaluation: the run's own train evaluation of the genome (same suite, eval model(s),
+# replicates)
+SQL = ("select a.round, a.sibling, coalesce(a.mutator_cost_usd, 0), a.val_evaluation_id, "
+       "a.train_evaluation_id, case when a.screen is not null and a.train_evaluation_id is null then (select "
+       "e.id from evaluations e where e.genome_hash = a.genome_hash and e.suite = r.suite and e.model = "
+       "r.model and e.replicates = r.replicates order by e.id limit 1) end from attempts a join runs r on "
+       "r.id = a.run_id where a.run_id = ? order by a.round, a.sibling")
 
 
 @dataclass(frozen=True)

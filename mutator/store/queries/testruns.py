@@ -1,5 +1,5 @@
-"""Test runs (a champion scored on a held-out suite, run.py --test-run) as the run page, History, Compare and the
-proposals read them."""
+"""Test runs (a champion scored on a held-out suite, run.py --test-run) as the run page, History, Compare and
+the proposals read them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""An attempt's `verdict_note` as SQL: which stored fact decided when the verdict and the gate disagree, computed by
-SQLite with the row so no page re-derives it; and whether the store's attempts have `confirm` (migration v3)."""
+"""An attempt's `verdict_note` as SQL: which stored fact decided when the verdict and the gate disagree,
+computed by SQLite with the row so no page re-derives it; and whether the store's attempts have `confirm`
+(migration v3)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import weakref
 
 import sqlite_utils
 
-# per open store: (schema_version, whether its attempts have `confirm`); weak, so a closed store's entry goes with it
+# per open store: (schema_version, whether its attempts have `confirm`); weak, so a closed store's entry goes
+# with it
 _CONFIRM: weakref.WeakKeyDictionary[sqlite_utils.Database, tuple[int, bool]] = weakref.WeakKeyDictionary()
 
 
@@ -33,8 +35,9 @@ def verdict_note_sql(*, confirm: bool, alias: str = "") -> str:
     pass, or a REJECT it passed), a better sibling, or the confirmation that overturned a keep (`confirm`: the
     store has that column, migration v3); null when they agree."""
     keep = f"json_extract({alias}gate, '$.keep')"
-    overturned = (f"when (case when json_valid({alias}confirm) then json_extract({alias}confirm, '$.stands') end)"
-                  " = 0 then 'overturned on confirmation' " if confirm else "")
+    overturned = (f"when (case when json_valid({alias}confirm) then json_extract({alias}confirm, '$.stands') "
+                  "end) = 0 then 'overturned on confirmation' " if confirm else "")
     return (f"(case when {alias}verdict = 'KEEP' and {keep} = 0 then 'kept by pool rank' "
             f"when {alias}verdict = 'REJECT' and {keep} = 1 then (case {overturned}"
-            f"when {alias}pool_snapshot is not null then 'lost on pool rank' else 'lost to a sibling' end) end)")
+            f"when {alias}pool_snapshot is not null then 'lost on pool rank' else 'lost to a sibling' end) "
+            "end)")
