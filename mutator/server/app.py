@@ -8,13 +8,11 @@ processes by token-guarded, same-origin POSTs. No request reads outside a store'
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import json
 import re
 import secrets
 import sqlite3
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +24,7 @@ from mutator.config import ROOT
 from mutator.server import compare
 from mutator.server import queries as Q
 from mutator.server.cache import ResponseCache
+from mutator.server.codewatch import CodeWatch
 from mutator.server.common import (
     ALLOWED_HOSTS,
     CACHE,
@@ -61,7 +60,7 @@ from mutator.server.launch import (
 )
 from mutator.server.stores import Stores, inside
 
-CODE = web.AppKey("code", "CodeWatch")
+CODE = web.AppKey("code", CodeWatch)
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -70,42 +69,6 @@ LIVENESS_S = 5.0   # how often an open page's live stream re-reads which running
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css",
                  ".svg": "image/svg+xml", ".json": "application/json", ".png": "image/png",
                  ".ico": "image/x-icon", ".txt": "text/plain"}
-
-
-def loaded_project_files(root: Path = ROOT) -> list[Path]:
-    """Every project module this process has loaded (server_*, queries, spend, ...), not a hand-kept list."""
-    root = root.resolve()
-    found = set()
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and path.endswith(".py"):
-            resolved = Path(path).resolve()
-            if resolved.is_relative_to(root) and resolved.relative_to(root).parts[0] != "tests":
-                found.add(resolved)
-    return sorted(found)
-
-
-class CodeWatch:
-    """Fingerprint of the server's Python files at start; `stale` once the files on disk differ."""
-
-    def __init__(self, paths: list[Path] | None = None) -> None:
-        self.paths = loaded_project_files() if paths is None else paths
-        self._stat: tuple = ()
-        self._digest = ""
-        self.started = self.digest()
-
-    def digest(self) -> str:
-        stat = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in self.paths)
-        if stat != self._stat:  # re-hash only when a file's mtime or size moved
-            h = hashlib.sha256()
-            for p in self.paths:
-                h.update(p.read_bytes() if p.exists() else b"-")
-            self._stat, self._digest = stat, h.hexdigest()[:16]
-        return self._digest
-
-    @property
-    def stale(self) -> bool:
-        return self.digest() != self.started
 
 
 # ---- middleware --------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import pytest_asyncio
 import sqlite_utils
 
 from mutator.server.app import create_app
-from mutator.server.decisions import has_confirm, verdict_note_column
 from mutator.server.gate_view import safe_ints
+from mutator.store.queries.verdicts import has_confirm, verdict_note_column
 from tests.conftest import copy_store
 
 from .conftest import TOKEN

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mutator.server.app import CodeWatch
+from mutator.server.codewatch import CodeWatch
 from mutator.server.launch import LaunchError, argv_for_test, launch_argv, settings
 
 
