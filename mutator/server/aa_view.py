@@ -41,14 +41,16 @@ def summary(run: dict, attempts: Sequence[dict]) -> dict:
     min_improvement = run.get("min_improvement") or 0.0
     copies = []
     for a in attempts:
-        if a["round"] == 0 or a.get("verdict") not in (Verdict.KEEP, Verdict.REJECT) or a.get("delta") is None:
+        decided = a.get("verdict") in (Verdict.KEEP, Verdict.REJECT)
+        if a["round"] == 0 or not decided or a.get("delta") is None:
             continue
         upper = 2 * min_improvement - a["gate_threshold"]    # minImprovement + t·SE
         gate = a.get("gate")
         recorded = (_decode(gate) if isinstance(gate, str) else gate or {}).get("aa", {})
         false_gain = bool(recorded.get("false_improvement", a["delta"] > upper))
         copies.append({"copy": a["round"], "attempt_id": a.get("id"), "delta": a["delta"],
-                       "lower": a["gate_threshold"], "upper": upper, "se": a.get("gate_se"), "t": a.get("gate_t"),
+                       "lower": a["gate_threshold"], "upper": upper, "se": a.get("gate_se"),
+                       "t": a.get("gate_t"),
                        "verdict": a["verdict"], "false_improvement": false_gain,
                        "called": a["verdict"] == Verdict.REJECT or false_gain,
                        "independent": bool(recorded.get("seed_evaluation_id"))})
@@ -61,8 +63,10 @@ def summary(run: dict, attempts: Sequence[dict]) -> dict:
     gains = sum(c["false_improvement"] for c in copies)
     return {"copies": copies, "n": n, "false_calls": called, "rate": called / n if n else None,
             "ci_low": low, "ci_high": high, "rejects": rejects, "false_improvements": gains,
-            "reject_rate": binomial_rate(rejects, n).to_json(), "improvement_rate": binomial_rate(gains, n).to_json(),
-            # copies compared with their own fresh seed evaluation are independent trials; older runs shared one
+            "reject_rate": binomial_rate(rejects, n).to_json(),
+            "improvement_rate": binomial_rate(gains, n).to_json(),
+            # copies compared with their own fresh seed evaluation are independent trials; older runs shared
+            # one
             "independent": bool(copies) and all(c["independent"] for c in copies),
             "design_one_side": one_side, "design_both": 2 * one_side if one_side is not None else None,
             "gate_z": gate_z, "min_improvement": min_improvement}

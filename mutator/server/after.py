@@ -17,6 +17,8 @@ from mutator.after import health_view, proposals, spend
 from mutator.config import ROOT
 from mutator.server import common as s
 from mutator.server import queries as Q
+from mutator.store.queries import testruns, watch
+from mutator.store.queries.rows import has_table, loads
 
 NOTE_MAX = 500
 
@@ -25,13 +27,12 @@ def latest_tests(db, found: list[dict]) -> list[dict]:
     """A proposal's `test` was copied when it was made; a test run since then (the usual order: the run ends,
     proposes, then you test it) must show, so each proposal gets its champion's newest finished test run."""
     for proposal in found:
-        newest = Q.one(db, "select id, suite, composite, eval, cost, steps, report from test_runs where run_id = ? "
-                           "and genome_hash = ? and status = 'done' order by id desc limit 1",
-                       [proposal["run_id"], proposal["genome_hash"]])
+        newest = testruns.newest_done(db, proposal["run_id"], proposal["genome_hash"])
         if newest and (proposal.get("test") or {}).get("test_run") != newest["id"]:
-            proposal["test"] = {"suite": newest["suite"], "composite": newest["composite"], "eval": newest["eval"],
-                                "cost": newest["cost"], "steps": newest["steps"], "test_run": newest["id"],
-                                "report": Q.loads(newest["report"], {}) or {}}
+            proposal["test"] = {"suite": newest["suite"], "composite": newest["composite"],
+                                "eval": newest["eval"], "cost": newest["cost"], "steps": newest["steps"],
+                                "test_run": newest["id"],
+                                "report": loads(newest["report"], {}) or {}}
     return found
 
 
@@ -49,7 +50,8 @@ def demo_seed(target_dir: str | None) -> bool:
 def offered_targets(found: list[dict]) -> list[dict]:
     """`target_offered`: the folder Accept deploys into, or None when the page must not offer one."""
     for proposal in found:
-        proposal["target_offered"] = None if demo_seed(proposal.get("target_dir")) else proposal.get("target_dir")
+        target = proposal.get("target_dir")
+        proposal["target_offered"] = None if demo_seed(target) else target
     return found
 
 
@@ -59,13 +61,13 @@ async def list_proposals(request: web.Request) -> web.Response:
     if cached:
         return cached
     db = s.db_of(request, store)
-    found = offered_targets(latest_tests(db, proposals.listing(db))) if "proposals" in db.table_names() else []
+    found = offered_targets(latest_tests(db, proposals.listing(db))) if has_table(db, "proposals") else []
     return s.remember(request, key, found)
 
 
 def _proposal(request: web.Request, store) -> dict:
     db = s.db_of(request, store)
-    if "proposals" not in db.table_names():
+    if not has_table(db, "proposals"):
         raise s.fail(404, "no proposals in this store yet")
     try:
         return offered_targets(latest_tests(db, [proposals.detail(db, int(request.match_info["id"]))]))[0]
@@ -85,21 +87,22 @@ async def _decide(request: web.Request, action: str) -> web.Response:
     data_dir = store.data_dir
     found = _proposal(request, store)
     if found["status"] != "proposed":
-        raise web.HTTPConflict(text=f'{{"error": "proposal {found["id"]} is {found["status"]}; only a proposed '
-                                    f'proposal can be {action}ed"}}', content_type="application/json")
+        conflict = f"proposal {found['id']} is {found['status']}; only a proposed proposal can be {action}ed"
+        raise web.HTTPConflict(text=f'{{"error": "{conflict}"}}', content_type="application/json")
     text = body.get("note" if action == "accept" else "reason") or ""
     if not isinstance(text, str) or len(text) > NOTE_MAX:
         raise s.fail(400, f"note/reason: text of at most {NOTE_MAX} characters")
     argv = [sys.executable, str(ROOT / "run.py"), "--data-dir", str(data_dir)]
     if action == "accept":
         if not found["target_dir"]:
-            raise s.fail(400, f"proposal {found['id']} has no recorded skill folder; accept it with run.py --accept "
-                              f"{found['id']} --to SKILL_DIR")
+            raise s.fail(400, f"proposal {found['id']} has no recorded skill folder; accept it with run.py "
+                              f"--accept {found['id']} --to SKILL_DIR")
         if demo_seed(found["target_dir"]):
             raise s.fail(400, f"proposal {found['id']} would deploy into the demo's own seed folder "
-                              f"({found['target_dir']}); deploy it elsewhere with run.py --accept {found['id']} "
-                              f"--to SKILL_DIR")
-        argv += ["--accept", str(found["id"]), "--to", found["target_dir"]] + (["--note", text] if text else [])
+                              f"({found['target_dir']}); deploy it elsewhere with run.py --accept "
+                              f"{found['id']} --to SKILL_DIR")
+        argv += ["--accept", str(found["id"]), "--to", found["target_dir"]]
+        argv += ["--note", text] if text else []
     else:
         argv += ["--reject", str(found["id"])] + (["--reason", text] if text else [])
     child = request.app[s.CHILDREN].spawn(action, argv)
@@ -118,19 +121,17 @@ TRIGGERS_SHOWN = 50
 
 
 async def triggers(request: web.Request) -> web.Response:
-    """The watch's ticks (run.py --watch), newest first, with counts per outcome; [] for a store without them."""
+    """The watch's ticks (run.py --watch), newest first, with counts per outcome; [] for a store without
+    them."""
     store = s.store_of(request)
     key, cached = s.hit(request, store)
     if cached:
         return cached
     db = s.db_of(request, store)
     found: dict = {"ticks": [], "counts": {}}
-    if "triggers" in db.table_names():
-        found["ticks"] = Q.q(db, "select id, at, skill_dir, suites, traces_seen, eligible, new_eligible, min_traces, "
-                                    "outcome, run_id, proposal_id, reason, finished_at, judge_cost_usd from triggers order by id desc "
-                                    "limit ?", [TRIGGERS_SHOWN])
-        found["counts"] = {r["outcome"]: r["n"] for r in Q.q(db, "select outcome, count(*) as n from triggers "
-                                                                    "group by outcome")}
+    if has_table(db, "triggers"):
+        found["ticks"] = watch.ticks(db, TRIGGERS_SHOWN)
+        found["counts"] = watch.outcome_counts(db)
         for tick in found["ticks"]:
             tick["suites_name"] = Path(tick["suites"]).name
     return s.remember(request, key, found)
@@ -159,7 +160,8 @@ async def spend_view(request: web.Request) -> web.Response:
 def register(app: web.Application) -> None:
     app.router.add_routes([
         web.get("/api/proposals", list_proposals), web.get(r"/api/proposals/{id:[0-9]{1,9}}", proposal),
-        web.post(r"/api/proposals/{id:[0-9]{1,9}}/accept", accept), web.post(r"/api/proposals/{id:[0-9]{1,9}}/reject", reject),
+        web.post(r"/api/proposals/{id:[0-9]{1,9}}/accept", accept),
+        web.post(r"/api/proposals/{id:[0-9]{1,9}}/reject", reject),
         web.get("/api/health-checks", health_checks), web.get("/api/spend", spend_view),
         web.get("/api/triggers", triggers),
     ])

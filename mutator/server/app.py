@@ -1,19 +1,18 @@
-"""The aiohttp dashboard server: a JSON API over the stores (read-only), webpages/ fresh from disk, live updates.
+"""The aiohttp dashboard server: a JSON API over the stores (read-only), webpages/ fresh from disk, live
+updates.
 
-It never writes a store and never talks to the loop: runs and test runs are started as separate `run.py` processes
-by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
+It never writes a store and never talks to the loop: runs and test runs are started as separate `run.py`
+processes by token-guarded, same-origin POSTs. No request reads outside a store's data dir.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import json
 import re
 import secrets
 import sqlite3
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from mutator.config import ROOT
 from mutator.server import compare
 from mutator.server import queries as Q
 from mutator.server.cache import ResponseCache
+from mutator.server.codewatch import CodeWatch
 from mutator.server.common import (
     ALLOWED_HOSTS,
     CACHE,
@@ -60,62 +60,30 @@ from mutator.server.launch import (
 )
 from mutator.server.stores import Stores, inside
 
-CODE = web.AppKey("code", "CodeWatch")
+CODE = web.AppKey("code", CodeWatch)
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 POLL_S = 1.0
 LIVENESS_S = 5.0   # how often an open page's live stream re-reads which running runs are stale
-CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
-                 ".json": "application/json", ".png": "image/png", ".ico": "image/x-icon", ".txt": "text/plain"}
-
-
-def loaded_project_files(root: Path = ROOT) -> list[Path]:
-    """Every project module this process has loaded (server_*, queries, spend, ...), not a hand-kept list."""
-    root = root.resolve()
-    found = set()
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and path.endswith(".py"):
-            resolved = Path(path).resolve()
-            if resolved.is_relative_to(root) and resolved.relative_to(root).parts[0] != "tests":
-                found.add(resolved)
-    return sorted(found)
-
-
-class CodeWatch:
-    """Fingerprint of the server's Python files at start; `stale` once the files on disk differ."""
-
-    def __init__(self, paths: list[Path] | None = None) -> None:
-        self.paths = loaded_project_files() if paths is None else paths
-        self._stat: tuple = ()
-        self._digest = ""
-        self.started = self.digest()
-
-    def digest(self) -> str:
-        stat = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in self.paths)
-        if stat != self._stat:  # re-hash only when a file's mtime or size moved
-            h = hashlib.sha256()
-            for p in self.paths:
-                h.update(p.read_bytes() if p.exists() else b"-")
-            self._stat, self._digest = stat, h.hexdigest()[:16]
-        return self._digest
-
-    @property
-    def stale(self) -> bool:
-        return self.digest() != self.started
+CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css",
+                 ".svg": "image/svg+xml", ".json": "application/json", ".png": "image/png",
+                 ".ico": "image/x-icon", ".txt": "text/plain"}
 
 
 # ---- middleware --------------------------------------------------------------------------------------
-# Only the page's own files run: no inline script, no eval, no other origin. Styles come from the page's own CSS
-# files (the SPA and uPlot colour things through the CSSOM, which a CSP does not block); `data:` images are the
+# Only the page's own files run: no inline script, no eval, no other origin. Styles come from the page's own
+# CSS
+# files (the SPA and uPlot colour things through the CSSOM, which a CSP does not block); `data:` images are
+# the
 # favicon placeholder.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
 def host_name(host: str | None) -> str:
-    """The name part of a Host header, lower-cased: `[::1]:5210` -> `::1`, `Example.org:80` -> `example.org`."""
+    """The name part of a Host header, lower-cased: `[::1]:5210` -> `::1`, `Example.org:80` ->
+    `example.org`."""
     host = (host or "").strip().lower()
     if host.startswith("["):
         return host[1:].split("]", 1)[0]
@@ -124,7 +92,8 @@ def host_name(host: str | None) -> str:
 @web.middleware
 async def guard(request: web.Request, handler):
     if host_name(request.host) not in request.app[ALLOWED_HOSTS]:  # refuse DNS-rebinding and unknown names
-        raise fail(403, f"host {host_name(request.host)!r} not allowed; start the dashboard with --allow-host NAME")
+        raise fail(403, f"host {host_name(request.host)!r} not allowed; start the dashboard with "
+                        "--allow-host NAME")
     if request.method == "POST":
         token = request.headers.get("X-SM-Token", "")
         if not hmac.compare_digest(token, request.app[TOKEN]):
@@ -322,7 +291,8 @@ def target_dir(request: web.Request, body: dict) -> Path:
 
 
 async def _spawn(request: web.Request, kind: str, build_argv, *, check=None) -> tuple[dict, Path]:
-    """Validate the POST body into a run.py argv (400 when it does not fit, `check`: 404) and start it as a child."""
+    """Validate the POST body into a run.py argv (400 when it does not fit, `check`: 404) and start it as a
+    child."""
     body = await read_body(request)
     data_dir = target_dir(request, body)
     try:
@@ -345,7 +315,8 @@ async def launch_plan(request: web.Request) -> web.Response:
     data_dir = target_dir(request, body)
     try:
         estimate = await asyncio.to_thread(plan_estimate, body, request.app[SETTINGS], data_dir)
-    except SkillMutatorError as err:    # LaunchError, and a suite that does not load (SuiteError names its file)
+    # LaunchError, and a suite that does not load (SuiteError names its file)
+    except SkillMutatorError as err:
         raise fail(400, str(err)) from None
     return ok(estimate)
 
@@ -358,8 +329,9 @@ async def test_run(request: web.Request) -> web.Response:
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-Sent Events: one `change` event whenever the store's data_version, the code fingerprint or the
     dashboard's children move (checked every second; one PRAGMA per tick), a comment line as heartbeat. Each
-    event carries signatures of the store's run list and of the run the page shows (`run=`), read when the store
-    changed and every LIVENESS_S (they hold which running runs are stale), so the page refetches only what moved."""
+    event carries signatures of the store's run list and of the run the page shows (`run=`), read when the
+    store changed and every LIVENESS_S (they hold which running runs are stale), so the page refetches only
+    what moved."""
     store = store_of(request)
     run_id = request.query.get("run") or None
     if run_id is not None and not RUN_ID.match(run_id):
@@ -410,7 +382,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
                host: str = "127.0.0.1", token: str | None = None,
                allow_hosts: list[str] | tuple[str, ...] = ()) -> web.Application:
     s = settings(config_file)
-    extra = [Path(data_dir)] if data_dir else [s.data_dir]   # an explicit data dir replaces the configured one
+    # an explicit data dir replaces the configured one
+    extra = [Path(data_dir)] if data_dir else [s.data_dir]
     app = web.Application(middlewares=[guard])
     app[SETTINGS] = s if data_dir is None else replace(s, data_dir=Path(data_dir).resolve())
     app[STORES] = Stores(project_root, extra)
@@ -428,7 +401,8 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
         web.get("/api/runs", runs), web.get("/api/runs/{run_id}", run),
         web.get("/api/runs/{run_id}/lineage", lineage), web.get("/api/history", history),
         web.get("/api/compare", compare_runs),
-        web.get(r"/api/attempts/{id:[0-9]{1,12}}", attempt), web.get(r"/api/attempts/{id:[0-9]{1,12}}/diff", attempt_diff),
+        web.get(r"/api/attempts/{id:[0-9]{1,12}}", attempt),
+        web.get(r"/api/attempts/{id:[0-9]{1,12}}/diff", attempt_diff),
         web.get(r"/api/cells/{id:[0-9]{1,12}}", cell), web.get("/api/processes", processes),
         web.get("/api/events", events), web.post("/api/launch", launch),
         web.post("/api/launch/plan", launch_plan), web.post("/api/test-run", test_run),

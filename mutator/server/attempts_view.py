@@ -1,8 +1,9 @@
-"""The attempts table: every attempt of a run (or of every run of a skill) as one row of stored figures, for the
-sortable, filterable table and its CSV export. Pure reads of what the loop stored; nothing re-derived.
+"""The attempts table: every attempt of a run (or of every run of a skill) as one row of stored figures, for
+the sortable, filterable table and its CSV export. Pure reads of what the loop stored; nothing re-derived.
 
 A comparator not stored on an older attempt is the incumbent its run stored after the round before (the same
-fallback as Round Analysis, mutator/server/gate_view.py). Rows go out as lists in COLUMNS order (half the bytes).
+fallback as Round Analysis, mutator/server/gate_view.py). Rows go out as lists in COLUMNS order (half the
+bytes).
 """
 
 from __future__ import annotations
@@ -13,34 +14,25 @@ import io
 import sqlite_utils
 
 from mutator.server import decisions as D
-from mutator.server.sql import q
 from mutator.store.notes import notes_of
+from mutator.store.queries import table
+from mutator.store.queries.table import SQL as SQL  # bench/dashboard.py times the bare statement
 
 COLUMNS = ("id", "run_id", "round", "sibling", "parent_hash", "comparator_hash", "genome_hash", "verdict",
            "verdict_note", "reason", "delta", "gate_threshold", "composite", "eval", "cost", "steps",
            "mutator_cost_usd", "cells", "failures", "duration_s", "status", "name", "tags")
-SQL = """
-select a.id, a.run_id, a.round, a.sibling, a.parent_hash, a.genome_hash, a.status, a.verdict, a.reason, a.error,
-  a.comparator_hash, a.gate is not null as gated, a.incumbent_after, {note}, a.delta, a.gate_threshold,
-  a.composite, a.eval, a.cost, a.steps, a.mutator_cost_usd, e.n_cells as cells, e.n_failed as failures,
-  a.finished_at - a.started_at as duration_s
-from attempts a left join evaluations e on e.id = a.val_evaluation_id
-where {where} order by a.run_id, a.round, a.sibling"""
 
 
 def attempts(db: sqlite_utils.Database, *, run_id: str | None = None, skill: str | None = None) -> list[dict]:
-    """The table's rows, each a list in COLUMNS order: one run's attempts, or every run's of a skill (run by run,
-    round order)."""
-    if run_id is not None:
-        found = q(db, SQL.format(where="a.run_id = ?", note=D.verdict_note_column(db, "a.")), [run_id])
-    else:
-        found = q(db, SQL.format(where="a.run_id in (select id from runs where skill_name = ?)",
-                                 note=D.verdict_note_column(db, "a.")), [skill])
+    """The table's rows, each a list in COLUMNS order: one run's attempts, or every run's of a skill (run by
+    run, round order)."""
+    found = table.rows(db, run_id=run_id, skill=skill)
     D.annotate(found)
     notes = notes_of(db, [f"attempt:{row['id']}" for row in found])
     after: dict[str, dict[int, str | None]] = {}
     for row in found:
-        if row["gated"] and row["comparator_hash"] is None:   # older: the incumbent its run stored before the round
+        # older: the incumbent its run stored before the round
+        if row["gated"] and row["comparator_hash"] is None:
             if row["run_id"] not in after:
                 after[row["run_id"]] = D.incumbents([r for r in found if r["run_id"] == row["run_id"]])
             row["comparator_hash"] = after[row["run_id"]].get(row["round"] - 1)

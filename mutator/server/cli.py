@@ -22,7 +22,8 @@ APP_NAME = "skill-mutator-dashboard"
 
 def healthy(host: str, port: int, timeout_s: float = 1.0) -> bool:
     try:
-        with urllib.request.urlopen(f"http://{_url_host(host)}:{port}/api/health", timeout=timeout_s) as response:
+        url = f"http://{_url_host(host)}:{port}/api/health"
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
             return json.loads(response.read()).get("app") == APP_NAME
     except (OSError, ValueError):
         return False
@@ -47,14 +48,15 @@ def exposure_warning(host: str, allow_hosts: list[str]) -> str | None:
     if host in LOOPBACK:
         return None
     names = ", ".join([host, "localhost", *allow_hosts])
-    return (f"warning: the dashboard listens on {host}, beyond this machine. Anyone who can reach it can read every "
-            f"run and, with the page's token, start runs and accept proposals. It answers only these Host names: "
-            f"{names} (add names with --allow-host NAME).")
+    return (f"warning: the dashboard listens on {host}, beyond this machine. Anyone who can reach it can "
+            "read every run and, with the page's token, start runs and accept proposals. It answers only "
+            f"these Host names: {names} (add names with --allow-host NAME).")
 
 
 def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, foreground: bool,
               allow_hosts: list[str] | None = None) -> int | None:
-    """Serve (foreground: blocks, returns an exit code) or ensure one runs in the background (returns None)."""
+    """Serve (foreground: blocks, returns an exit code) or ensure one runs in the background (returns
+    None)."""
     allow_hosts = list(allow_hosts or [])
     warning = exposure_warning(host, allow_hosts)
     if warning:
@@ -65,8 +67,8 @@ def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, 
               flush=True)
         return 0 if foreground else None
     if port_busy(host, port):
-        raise ConfigError(f"port {port} on {host} is taken by something that is not the dashboard; "
-                          f"pass --port to pick another")
+        raise ConfigError(f"port {port} on {host} is taken by something that is not the dashboard; pass "
+                          "--port to pick another")
     if foreground:
         from mutator.server.app import serve
         serve(host=host, port=port, data_dir=settings.data_dir, config_file=config, allow_hosts=allow_hosts)
@@ -76,8 +78,8 @@ def dashboard(settings: Settings, *, host: str, port: int, config: Path | None, 
     argv += [arg for name in allow_hosts for arg in ("--allow-host", name)]
     log = Path(tempfile.gettempdir()) / f"skill-mutator-dashboard-{port}.log"
     with log.open("ab") as out:
-        proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if healthy(host, port):

@@ -19,6 +19,7 @@ from mutator.server.cache import ResponseCache
 from mutator.server.launch import Children
 from mutator.server.stores import Store, Stores
 from mutator.store.db import connect_readonly
+from mutator.store.queries.runs import holds_run
 
 STORE_ID = re.compile(r"^[0-9a-f]{10}$")
 DIGITS = re.compile(r"[0-9]{1,9}")
@@ -35,7 +36,8 @@ CACHE = web.AppKey("cache", ResponseCache)
 
 # ---- responses -----------------------------------------------------------------------------------------
 def fail(status: int, message: str) -> web.HTTPException:
-    cls = {400: web.HTTPBadRequest, 403: web.HTTPForbidden, 404: web.HTTPNotFound, 415: web.HTTPUnsupportedMediaType}
+    cls = {400: web.HTTPBadRequest, 403: web.HTTPForbidden, 404: web.HTTPNotFound,
+           415: web.HTTPUnsupportedMediaType}
     return cls[status](text=json.dumps({"error": message}), content_type="application/json")
 
 
@@ -52,7 +54,8 @@ def encode(data: Any) -> bytes:
 
 
 def ok(data: Any) -> web.Response:
-    return web.json_response(data, dumps=lambda v: json.dumps(v, default=str), headers={"Cache-Control": "no-store"})
+    return web.json_response(data, dumps=lambda v: json.dumps(v, default=str),
+                             headers={"Cache-Control": "no-store"})
 
 
 def json_body(body: bytes, state: str) -> web.Response:
@@ -73,7 +76,8 @@ def hit(request: web.Request, store: Store) -> tuple[tuple[str, str, int], web.R
     return key, None if body is None else json_body(body, "hit")
 
 
-def remember(request: web.Request, key: tuple[str, str, int], data: Any, *, volatile: bool = False) -> web.Response:
+def remember(request: web.Request, key: tuple[str, str, int], data: Any, *,
+             volatile: bool = False) -> web.Response:
     body = encode(data)
     request.app[CACHE].put(key, body, volatile=volatile)
     return json_body(body, "miss")
@@ -134,8 +138,8 @@ async def read_body(request: web.Request) -> dict:
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise web.HTTPRequestEntityTooLarge(BODY_MAX, text=json.dumps({"error": "body: larger than aiohttp's 1 MiB "
-                                            "limit; a dashboard request is a few hundred bytes"}),
+        too_large = "body: larger than aiohttp's 1 MiB limit; a dashboard request is a few hundred bytes"
+        raise web.HTTPRequestEntityTooLarge(BODY_MAX, text=json.dumps({"error": too_large}),
                                             content_type="application/json") from None
     try:
         body = json.loads(raw.decode("utf-8"))
@@ -168,8 +172,7 @@ def run_in_store(body: dict, data_dir: Path) -> None:
     if path.is_file():
         db = connect_readonly(path)
         try:
-            found = "runs" in db.table_names() and bool(list(db.query("select 1 from runs where id = ?",
-                                                                      [body["run_id"]])))
+            found = holds_run(db, body["run_id"])
         finally:
             db.conn.close()
     if not found:
@@ -178,7 +181,8 @@ def run_in_store(body: dict, data_dir: Path) -> None:
 
 def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> frozenset[str]:
     """The Host names the dashboard answers: loopback names, the bind address and any --allow-host names. A
-    wildcard bind (0.0.0.0, ::) is no Host anyone types, so it adds nothing: LAN names come from --allow-host."""
+    wildcard bind (0.0.0.0, ::) is no Host anyone types, so it adds nothing: LAN names come from
+    --allow-host."""
     names = {"127.0.0.1", "localhost", "::1", *(n.strip().lower().strip("[]") for n in extra if n.strip())}
     if host not in ("0.0.0.0", "::", ""):
         names.add(host.lower().strip("[]"))

@@ -14,8 +14,9 @@ from typing import Any
 import git
 import sqlite_utils
 
-from mutator.server import queries as Q
 from mutator.server.stores import Store, inside
+from mutator.store.queries import attempts
+from mutator.store.queries.genomes import git_commits
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree: a seed diffs against nothing
 CELL_FILES = ("stream.jsonl", "grade.stdout", "grade.stderr", "agent.stderr")
@@ -25,11 +26,10 @@ DIFF_CAP = 400_000
 
 
 def genome_diff(store: Store, db: sqlite_utils.Database, attempt_id: int) -> dict | None:
-    a = Q.one(db, "select parent_hash, genome_hash from attempts where id = ?", [attempt_id])
+    a = attempts.genomes(db, attempt_id)
     if a is None:
         return None
-    commits = {r["hash"]: r["git_commit"] for r in Q.q(
-        db, "select hash, git_commit from genomes where hash in (?, ?)", [a["parent_hash"], a["genome_hash"]])}
+    commits = git_commits(db, a["parent_hash"], a["genome_hash"])
     child = commits.get(a["genome_hash"])
     if not child:
         return {"diff": "", "note": "no genome (the mutation failed before producing one)"}
@@ -46,7 +46,8 @@ def cell_dir(store: Store, cell: dict) -> Path | None:
     """The cell's folder: as recorded, else where the store keeps it (a moved or copied store)."""
     candidates = [Path(cell["cell_dir"])] if cell.get("cell_dir") else []
     if SEGMENT.match(cell["task_id"] or "") and re.match(r"^[0-9a-f]+$", cell["evaluation_key"] or ""):
-        candidates.append(store.data_dir / "evals" / cell["evaluation_key"] / f"{cell['task_id']}__r{cell['replicate']}")
+        folder = f"{cell['task_id']}__r{cell['replicate']}"
+        candidates.append(store.data_dir / "evals" / cell["evaluation_key"] / folder)
     for candidate in candidates:
         found = inside(store.data_dir, candidate)
         if found is not None and found.is_dir():

@@ -1,30 +1,36 @@
-"""What the gate saw, as the loop stored it: the evaluation it compared a candidate with, and its per-task deltas.
+"""What the gate saw, as the loop stored it: the evaluation it compared a candidate with, and its per-task
+deltas.
 
 The comparator is read from the attempt (`comparator_hash`, `comparator_evaluation_id`, stored since migration
-`gate_comparator`). An older attempt falls back to this run's own record: the incumbent it stored after the previous
-round and this run's evaluation of that genome (an A/A copy: the seed re-evaluation named in its gate). Never another
-run's evaluation of the same genome. Pure reads.
+`gate_comparator`). An older attempt falls back to this run's own record: the incumbent it stored after the
+previous round and this run's evaluation of that genome (an A/A copy: the seed re-evaluation named in its
+gate). Never another run's evaluation of the same genome. Pure reads.
 """
 
 from __future__ import annotations
 
 import sqlite_utils
 
-from mutator.server.sql import one, q
+from mutator.store.queries import cells as stored_cells
+from mutator.store.queries import evaluations, gate
+from mutator.store.queries.gate import own_evaluation
 
 BIG = 2 ** 53   # JavaScript numbers hold integers exactly only below this
 
 
 def role(run: dict, a: dict, genome: str) -> str:
-    """The comparator's name: the incumbent when the round began (a pool's leader), saying when that is not the
-    attempt's own parent; an A/A copy's is the seed re-evaluated under another salt."""
+    """The comparator's name: the incumbent when the round began (a pool's leader), saying when that is not
+    the attempt's own parent; an A/A copy's is the seed re-evaluated under another salt."""
     if run.get("kind") == "aa":
         return "the seed, re-evaluated"
-    return "incumbent (the parent)" if genome == a.get("parent_hash") else "incumbent (not this attempt's parent)"
+    if genome == a.get("parent_hash"):
+        return "incumbent (the parent)"
+    return "incumbent (not this attempt's parent)"
 
 
 def comparator(db: sqlite_utils.Database, a: dict, run: dict) -> dict | None:
-    """{genome_hash, evaluation_id, role, stored} of what this attempt's gate compared with; None without a gate."""
+    """{genome_hash, evaluation_id, role, stored} of what this attempt's gate compared with; None without a
+    gate."""
     if a.get("gate") is None or a.get("round", 0) < 1:
         return None
     stored = a.get("comparator_evaluation_id")
@@ -32,21 +38,9 @@ def comparator(db: sqlite_utils.Database, a: dict, run: dict) -> dict | None:
     if stored is None and run.get("kind") == "aa":
         stored, genome = ((a["gate"] or {}).get("aa") or {}).get("seed_evaluation_id"), run["seed_hash"]
     if genome is None:   # the incumbent this run stored once the previous round was integrated
-        before = one(db, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after is "
-                         "not null order by round desc, sibling limit 1", [run["id"], a["round"]])
-        genome = (before or {}).get("incumbent_after") or run["seed_hash"]
+        genome = gate.incumbent_before(db, run["id"], a["round"]) or run["seed_hash"]
     return {"genome_hash": genome, "evaluation_id": stored or own_evaluation(db, run["id"], genome, "val"),
             "role": role(run, a, genome), "stored": a.get("comparator_evaluation_id") is not None}
-
-
-def own_evaluation(db: sqlite_utils.Database, run_id: str, genome: str | None, split: str) -> int | None:
-    """This run's first stored evaluation of `genome` on a split (val or train), None when it stored none."""
-    if not genome:
-        return None
-    column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-    found = one(db, f"select {column} as id from attempts where run_id = ? and genome_hash = ? and {column} is not "
-                    "null order by id limit 1", [run_id, genome])
-    return found["id"] if found else None
 
 
 def task_deltas(a: dict) -> list[dict]:
@@ -61,16 +55,14 @@ def task_deltas(a: dict) -> list[dict]:
 
 def heatmap(db: sqlite_utils.Database, run_id: str) -> dict:
     """The task x attempt grid of a run's stored per-task gate deltas: {tasks, attempts: [{id, round, sibling,
-    verdict, look}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted; `look` is
-    the sequential val look the deltas are from (the last taken; None without sequential val)."""
-    found = db.conn.execute("select a.id, a.round, a.sibling, a.verdict, json_array_length(a.looks), j.key, j.value "
-                            "from attempts a, json_each(a.gate, '$.deltas') j where a.run_id = ? and a.gate is not "
-                            "null order by a.round, a.sibling", [run_id]).fetchall()
+    verdict, look}], deltas: [[d or None per attempt] per task]}, attempts in round order, tasks sorted;
+    `look` is the sequential val look the deltas are from (the last taken; None without sequential val)."""
+    found = gate.task_deltas(db, run_id)
     attempts: dict[int, dict] = {}
     cells: dict[tuple[str, int], float] = {}
     for attempt_id, rnd, sibling, verdict, look, task, d in found:
-        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling, "verdict": verdict,
-                                         "look": look})
+        attempts.setdefault(attempt_id, {"id": attempt_id, "round": rnd, "sibling": sibling,
+                                         "verdict": verdict, "look": look})
         cells[(task, attempt_id)] = d
     tasks = sorted({task for task, _ in cells})
     return {"tasks": tasks, "attempts": list(attempts.values()),
@@ -78,16 +70,12 @@ def heatmap(db: sqlite_utils.Database, run_id: str) -> dict:
 
 
 def cells_of(db: sqlite_utils.Database, sources: list[tuple[str, int]]) -> list[dict]:
-    """The cells of an evaluation (its members' for several models), each with its model and its test scores."""
+    """The cells of an evaluation (its members' for several models), each with its model and its test
+    scores."""
     out: list[dict] = []
     for model, source in sources:
-        found = q(db, "select id, task_id, replicate, status, score, cost_usd, steps, duration_ms, input_tokens, "
-                      "output_tokens, agent_subtype, error from cells where evaluation_id = ? "
-                      "order by task_id, replicate", [source])
-        tests: dict[int, dict] = {}
-        for row in q(db, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id where "
-                         "c.evaluation_id = ?", [source]):
-            tests.setdefault(row["cell_id"], {})[row["name"]] = row["score"]
+        found = stored_cells.of_evaluation(db, source)
+        tests = stored_cells.tests_of_evaluation(db, source)
         out += [{**c, "model": model or None, "tests": tests.get(c["id"], {})} for c in found]
     return out
 
@@ -108,13 +96,13 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def incomplete(db: sqlite_utils.Database, run: dict, a: dict, suite: str) -> dict | None:
-    """An attempt's evaluation on `suite` that began and never finished (its id is stored on the attempt only once
-    it returns): {evaluation_id, n_done, n_cells, why}; why is 'process died' once the run is not running."""
-    if not a.get("genome_hash") or a.get("verdict") == "SCREENED":   # a screen's train cells are partial by design
+    """An attempt's evaluation on `suite` that began and never finished (its id is stored on the attempt only
+    once it returns): {evaluation_id, n_done, n_cells, why}; why is 'process died' once the run is not
+    running."""
+    # a screen's train cells are partial by design
+    if not a.get("genome_hash") or a.get("verdict") == "SCREENED":
         return None
-    found = one(db, "select id, status, n_done, n_cells from evaluations where genome_hash = ? and suite = ? and "
-                    "replicates = ? and status != 'done' order by id desc limit 1",
-                [a["genome_hash"], suite, run["replicates"]])
+    found = evaluations.unfinished(db, a["genome_hash"], suite, run["replicates"])
     if found is None:
         return None
     alive = run.get("status") == "running"
@@ -132,12 +120,3 @@ def safe_ints(value):
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= BIG:
         return str(value)
     return value
-
-
-def null_controls(db: sqlite_utils.Database, run_id: str, round_no: int) -> list[dict]:
-    """A round's null controls as the loop stored them (mutator/round/nulls.py): the incumbent again under a fresh
-    salt, its Δ vs the incumbent and the gate's call on it; [] for a store made before them."""
-    if "null_controls" not in db.table_names():
-        return []
-    return [dict(r) for r in db.query("select copy, salt, genome_hash, evaluation_id, delta, threshold, call from "
-                                      "null_controls where run_id = ? and round = ? order by copy", [run_id, round_no])]

@@ -62,8 +62,9 @@ def available_strategies() -> list[str]:
 def options(s: Settings) -> dict[str, Any]:
     return {"suites": sorted(s.suites), "seeds": sorted(seeds(s)), "strategies": available_strategies(),
             "models": sorted(s.pricing), "backends": list(SOLVERS), "defaults": {
-                "seed": s.skill_dir.name, "strategy": s.strategy, "model": s.model, "replicates": s.replicates,
-                "rounds": s.rounds, "suite": "clean-train" if "clean-train" in s.suites else "",
+                "seed": s.skill_dir.name, "strategy": s.strategy, "model": s.model,
+                "replicates": s.replicates, "rounds": s.rounds,
+                "suite": "clean-train" if "clean-train" in s.suites else "",
                 "val": "clean-val" if "clean-val" in s.suites else "",
                 "holdout": "clean-test" if "clean-test" in s.suites else ""}}
 
@@ -120,7 +121,8 @@ def parse_launch(body: dict, s: Settings) -> Launch:
     suite, val = _choice(body, "suite", suites), _choice(body, "val", suites)
     holdout = _choice(body, "holdout", suites, optional=True)
     if suite == val:
-        raise LaunchError("val: must differ from suite (the gate would otherwise score on the mutator's evidence)")
+        raise LaunchError("val: must differ from suite (the gate would otherwise score on the mutator's "
+                          "evidence)")
     if holdout in (suite, val):
         raise LaunchError("holdout: must differ from both suite and val")
     real = body.get("real", False)
@@ -128,8 +130,9 @@ def parse_launch(body: dict, s: Settings) -> Launch:
         raise LaunchError(f"real: must be true or false; got {real!r}")
     launch = Launch(suite=suite, val=val, holdout=holdout, seed=_choice(body, "seed", sorted(seeds(s))),
                     strategy=_choice(body, "strategy", available_strategies()),
-                    model=_choice(body, "model", sorted(s.pricing)), replicates=_int(body, "replicates", 1, 20),
-                    rounds=_int(body, "rounds", 0, 200), real=real)
+                    model=_choice(body, "model", sorted(s.pricing)),
+                    replicates=_int(body, "replicates", 1, 20), rounds=_int(body, "rounds", 0, 200),
+                    real=real)
     if not real:
         return launch
     return replace(launch, backend=_choice(body, "backend", list(SOLVERS)), budget_usd=_budget(body))
@@ -137,14 +140,15 @@ def parse_launch(body: dict, s: Settings) -> Launch:
 
 def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
     """The run.py command line for a launch request: a zero-spend dry run, or with `real` a run of real agents
-    (--real --agent BACKEND --budget-usd USD) once the request says `confirmed` (the user saw the estimate)."""
+    (--real --agent BACKEND --budget-usd USD) once the request says `confirmed` (the user saw the
+    estimate)."""
     r = parse_launch(body, s)
     if r.real and body.get("confirmed") is not True:
-        raise LaunchError("confirmed: a real run spends money; show its estimated cost (POST /api/launch/plan) "
-                          "and send confirmed: true once the user has agreed to it")
+        raise LaunchError("confirmed: a real run spends money; show its estimated cost "
+                          "(POST /api/launch/plan) and send confirmed: true once the user has agreed to it")
     argv = [sys.executable, str(ROOT / "run.py"), "--suite", r.suite, "--val", r.val, "--skill-dir",
-            str(seeds(s)[r.seed]), "--strategy", r.strategy, "--model", r.model, "--replicates", str(r.replicates),
-            "--rounds", str(r.rounds), "--data-dir", str(data_dir)]
+            str(seeds(s)[r.seed]), "--strategy", r.strategy, "--model", r.model,
+            "--replicates", str(r.replicates), "--rounds", str(r.rounds), "--data-dir", str(data_dir)]
     if s.config_file != ROOT / "config.json":
         argv += ["--config", str(s.config_file)]
     if r.real:
@@ -153,7 +157,8 @@ def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
 
 
 def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
-    """What `run.py --plan` prints for this launch request (same settings, same store), as data plus its text."""
+    """What `run.py --plan` prints for this launch request (same settings, same store), as data plus its
+    text."""
     from eval.agents import AgentSetupError, make_backend
     from eval.suite import load_suite
     from mutator.validity.plan import plan, render_plan
@@ -174,7 +179,8 @@ def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
     return {"real": r.real, "backend": r.backend, "model": r.model, "budget_usd": r.budget_usd,
             "run_usd": p.run_usd, "round_usd": p.round_usd, "test_usd": p.test_usd, "cell_usd": p.cell_usd,
             "cell_source": p.cell_source, "mutator_usd": p.mutator_usd, "mutator_source": p.mutator_source,
-            "rounds": p.rounds, "candidates": p.candidates, "over_budget": r.real and p.run_usd > r.budget_usd,
+            "rounds": p.rounds, "candidates": p.candidates,
+            "over_budget": r.real and p.run_usd > r.budget_usd,
             "text": render_plan(p)}
 
 
@@ -183,7 +189,8 @@ def argv_for_test(body: dict, s: Settings, data_dir: Path) -> list[str]:
     if not isinstance(run_id, str) or not RUN_ID.match(run_id):
         raise LaunchError(f"run_id: must look like run-<hex>; got {run_id!r}")
     suite = _choice(body, "suite", sorted(s.suites))
-    argv = [sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", suite, "--data-dir", str(data_dir)]
+    argv = [sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", suite,
+            "--data-dir", str(data_dir)]
     if s.config_file != ROOT / "config.json":
         argv += ["--config", str(s.config_file)]
     return argv
@@ -214,8 +221,8 @@ class Child:
 
 @dataclass
 class Children:
-    """Processes this dashboard started; they outlive it (own session). Their logs go to a temp dir made by the
-    first of them: a dashboard that starts nothing leaves nothing behind."""
+    """Processes this dashboard started; they outlive it (own session). Their logs go to a temp dir made by
+    the first of them: a dashboard that starts nothing leaves nothing behind."""
     log_dir: Path | None = None
     items: list[Child] = field(default_factory=list)
 
@@ -225,8 +232,8 @@ class Children:
             self.log_dir = Path(tempfile.mkdtemp(prefix="sm-dashboard-"))
         log = self.log_dir / f"{kind}-{n}.log"
         with log.open("wb") as out:
-            proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
         child = Child(n, kind, argv, log, proc, time.time())
         self.items.append(child)
         return child

@@ -7,11 +7,12 @@ A group evaluation (evaluations.members) is scored model by model against the se
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import sqlite_utils
 
 from mutator.scoring.score import Weights, composite
+from mutator.store.queries import attempts, evaluations
+from mutator.store.queries.evaluations import members
 
 
 def _loads(text: str | None) -> dict:
@@ -21,39 +22,29 @@ def _loads(text: str | None) -> dict:
         return {}
 
 
-def members(db: sqlite_utils.Database, evaluation_id: int | None) -> dict[str, int]:
-    """{model: one-model evaluation id} of a group evaluation; {} for a one-model one (or none)."""
-    if not evaluation_id:
-        return {}
-    try:
-        found = db.conn.execute("select members from evaluations where id = ?", [evaluation_id]).fetchone()
-    except sqlite3.OperationalError:   # a store no _v9 loop has opened: every evaluation is one-model
-        return {}
-    return _loads(found[0]) if found else {}
-
-
 def composite_of(row: dict, run: dict, cost_norm: float | None, steps_norm: float | None) -> float:
-    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers, by the one
-    function the loop scores with (mutator/scoring/score.py)."""
+    """A composite from an evaluation's per-cell means (eval, cost, steps) and the seed's normalisers, by the
+    one function the loop scores with (mutator/scoring/score.py)."""
     weights = Weights.of_run(run)
     return composite(row["eval"], row["cost"] or 0, row["steps"] or 0, weights, cost_norm, steps_norm)[0]
 
 
-def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict, split: str) -> dict[str, dict] | None:
-    """{model: {eval, cost, steps, composite, evaluation_id}} of a group evaluation, each model against the seed
-    on that model; None for a one-model evaluation or when a member has no figures yet."""
+def by_model(db: sqlite_utils.Database, evaluation_id: int | None, run: dict,
+             split: str) -> dict[str, dict] | None:
+    """{model: {eval, cost, steps, composite, evaluation_id}} of a group evaluation, each model against the
+    seed on that model; None for a one-model evaluation or when a member has no figures yet."""
     parts = members(db, evaluation_id)
     if not parts:
         return None
     norms = {m: (c, s) for m, c, s in _loads(run.get("seed_models")).get(split, [])}
     out = {}
     for model, member in parts.items():
-        found = db.conn.execute("select eval, cost, steps from evaluations where id = ?", [member]).fetchone()
-        if found is None or found[0] is None:
+        row = evaluations.figures(db, member)
+        if row is None:
             return None
-        row = {"eval": found[0], "cost": found[1], "steps": found[2]}
         cost_norm, steps_norm = norms.get(model, (0.0, 0.0))
-        out[model] = {**row, "composite": composite_of(row, run, cost_norm, steps_norm), "evaluation_id": member}
+        out[model] = {**row, "composite": composite_of(row, run, cost_norm, steps_norm),
+                      "evaluation_id": member}
     return out
 
 
@@ -68,9 +59,8 @@ def cell_sources(db: sqlite_utils.Database, evaluation_id: int) -> list[tuple[st
 
 def train_composite(db: sqlite_utils.Database, run: dict, round_no: int, sibling: int) -> float | None:
     """The mean over models of an attempt's train evaluation (the curve's train point)."""
-    found = db.conn.execute("select train_evaluation_id from attempts where run_id = ? and round = ? and sibling = ?",
-                            [run["id"], round_no, sibling]).fetchone()
-    grouped = by_model(db, found[0], run, "train") if found else None
+    train = attempts.train_evaluation_id(db, run["id"], round_no, sibling)
+    grouped = by_model(db, train, run, "train") if train else None
     return mean_composite(grouped) if grouped else None
 
 
@@ -84,7 +74,6 @@ def attempt_models(db: sqlite_utils.Database, run: dict, attempt: dict) -> None:
     train = by_model(db, attempt["train_evaluation_id"], run, "train")
     if train:
         attempt["train_composite"] = mean_composite(train)
-    found = db.conn.execute("select gate from attempts where id = ?", [attempt["id"]]).fetchone()
-    deltas = _loads(found[0] if found else None).get("by_model") or {}
+    deltas = _loads(attempts.gate_text(db, attempt["id"])).get("by_model") or {}
     attempt["models"] = {m: {"val": f, "train": (train or {}).get(m), "delta": deltas.get(m, {}).get("delta")}
                          for m, f in val.items()} or None

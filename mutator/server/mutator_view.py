@@ -1,8 +1,8 @@
-"""What the mutator saw for one attempt: its prompt and briefing, its transcript (each model turn's tool calls and
-tokens), what it returned, read from the attempt's workspace (`<data_dir>/workspaces/<run>/round-R-S/`, where
-mutator/round/loop.py stages it); and the read-only evidence staged beside its skill/, through the store's own
-reader (mutator/store/evidence.py), which still finds what the evidence store keeps once the workspace is gone.
-Never written.
+"""What the mutator saw for one attempt: its prompt and briefing, its transcript (each model turn's tool calls
+and tokens), what it returned, read from the attempt's workspace (`<data_dir>/workspaces/<run>/round-R-S/`,
+where mutator/round/loop.py stages it); and the read-only evidence staged beside its skill/, through the
+store's own reader (mutator/store/evidence.py), which still finds what the evidence store keeps once the
+workspace is gone. Never written.
 
 Every path is resolved inside the store's data dir; texts are capped (mutator/server/files.py).
 """
@@ -15,27 +15,28 @@ from pathlib import Path
 import sqlite_utils
 
 from mutator.server.files import SEGMENT, read_capped
-from mutator.server.sql import one
 from mutator.server.stores import Store, inside
 from mutator.store import evidence
+from mutator.store.queries import attempts
 
 TOP = ("prompt.md", "briefing.md", "result.json", "agent.stderr")
 MAX_FILES = 500
 
 
 def attempt_of(db: sqlite_utils.Database, attempt_id: int) -> dict | None:
-    return one(db, "select id, run_id, round, sibling, parent_hash, mutator_cost_usd, mutator_input_tokens, "
-                   "mutator_output_tokens, mutator_cache_write_tokens, mutator_cache_read_tokens, mutator_retries "
-                   "from attempts where id = ?", [attempt_id])
+    """The attempt's place and its mutator call's figures."""
+    return attempts.mutator_call(db, attempt_id)
 
 
 def workspace(store: Store, a: dict) -> Path | None:
-    found = inside(store.data_dir, evidence.workspace_dir(store.data_dir, a["run_id"], f"round-{a['round']}-{a['sibling']}"))
+    folder = evidence.workspace_dir(store.data_dir, a["run_id"], f"round-{a['round']}-{a['sibling']}")
+    found = inside(store.data_dir, folder)
     return found if found is not None and found.is_dir() else None
 
 
 def turns(stream_text: str) -> list[dict]:
-    """The transcript as turns: each assistant message's text, tool calls and tokens; each tool result; the result."""
+    """The transcript as turns: each assistant message's text, tool calls and tokens; each tool result; the
+    result."""
     out = []
     for line in stream_text.splitlines():
         try:
@@ -46,10 +47,12 @@ def turns(stream_text: str) -> list[dict]:
         content = (ev.get("message") or {}).get("content") or []
         if kind == "assistant":
             usage = (ev.get("message") or {}).get("usage") or {}
-            out.append({"kind": "assistant", "text": "\n".join(c.get("text", "") for c in content if c.get("type") == "text"),
+            text = "\n".join(c.get("text", "") for c in content if c.get("type") == "text")
+            out.append({"kind": "assistant", "text": text,
                         "tools": [{"name": c.get("name"), "input": json.dumps(c.get("input"))[:400]}
                                   for c in content if c.get("type") == "tool_use"],
-                        "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens")})
+                        "input_tokens": usage.get("input_tokens"),
+                        "output_tokens": usage.get("output_tokens")})
         elif kind == "user":
             results = [c for c in content if c.get("type") == "tool_result"]
             out += [{"kind": "tool_result", "text": str(c.get("content"))[:400]} for c in results]
@@ -60,20 +63,22 @@ def turns(stream_text: str) -> list[dict]:
 
 
 def shown(store: Store, db: sqlite_utils.Database, a: dict) -> tuple[dict[str, Path], str]:
-    """{relative path: file} of the evidence staged for the attempt, and where it was read: its workspace, else
-    what the evidence store keeps of it."""
+    """{relative path: file} of the evidence staged for the attempt, and where it was read: its workspace,
+    else what the evidence store keeps of it."""
     name = f"round-{a['round']}-{a['sibling']}"
     files = evidence.staged(store.data_dir, a["run_id"], name)
-    if files and "history/ledger.md" not in files:   # its history was the run's shared one, bound in by the sandbox
-        return dict(sorted({**evidence.kept(db, store.data_dir, a), **files}.items())), "workspace and evidence store"
+    # its history was the run's shared one, bound in by the sandbox
+    if files and "history/ledger.md" not in files:
+        both = {**evidence.kept(db, store.data_dir, a), **files}
+        return dict(sorted(both.items())), "workspace and evidence store"
     if files:
         return files, "workspace"
     return evidence.kept(db, store.data_dir, a), "evidence store"
 
 
 def view(store: Store, db: sqlite_utils.Database, attempt_id: int, file: str | None = None) -> dict | None:
-    """{attempt's call figures, found (its workspace), texts of TOP files, turns, staged files and their source}
-    or, with `file`, that staged file."""
+    """{attempt's call figures, found (its workspace), texts of TOP files, turns, staged files and their
+    source} or, with `file`, that staged file."""
     a = attempt_of(db, attempt_id)
     if a is None:
         return None

@@ -1,7 +1,9 @@
-"""The dashboard's read queries: plain functions from a read-only connection to JSON-ready data.
+"""The dashboard's pages as data: plain functions from a read-only connection to JSON-ready data.
 
-Pure reads (no writes, no HTTP): the server wraps them in routes and bench/dashboard.py times them
-beside the bare SQL they run. Per-stage progress is derived from attempt rows plus the counters of
+No SQL here: every statement is a function of mutator/store/queries/; this module lays its rows out as the
+pages read them (no writes, no HTTP). The server wraps them in routes and bench/dashboard.py times them beside
+the bare SQL they run (the statements' parts and row readers it names, LIGHT, ATTEMPT_LIST, EVAL_COLS,
+RUN_LIST, q and one, are the store's). Per-stage progress is derived from attempt rows plus the counters of
 the evaluation in progress.
 """
 
@@ -27,28 +29,24 @@ from mutator.server.models_view import (
     train_composite,
 )
 from mutator.server.skill_use_view import skill_use
-from mutator.server.sql import loads, one, q
-from mutator.server.stages import EVAL_COLS, live_eval, progress, stages
+from mutator.server.stages import progress, stages
 from mutator.store.liveness import mark_stale, mark_stale_records
 from mutator.store.notes import notes_of
-
-RUN_LIST = ("id, kind, status, strategy, skill_name, suite, val, holdout, model, mutator_model, replicates, "
-            "rounds_target, rounds_done, incumbent_hash, seed_hash, cost_usd, pid, error, created_at, "
-            "updated_at, finished_at")
-ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, critic, "
-                "val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, delta_eval, "
-                "delta_cost, delta_steps, gate_threshold, gate_se, gate_df, gate_t, gate_n, diff_stat, "
-                "mutator_cost_usd, started_at, finished_at, reason")
-# What the curve and the incumbent per round read for every attempt of a run: the loop's stored decisions.
-LIGHT_NAMES = ("round", "sibling", "genome_hash", "verdict", "status", "composite", "incumbent_after")
-LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
-
-
-def attempt_list(db: sqlite_utils.Database) -> str:
-    """ATTEMPT_LIST plus `confirm` (null when the store lacks it: decisions.has_confirm) and the verdict's note."""
-    confirm = D.has_confirm(db)
-    return (f"{ATTEMPT_LIST}, {'confirm' if confirm else 'null as confirm'}, "
-            f"{D.verdict_note_sql(confirm=confirm)} as verdict_note")
+from mutator.store.queries import attempts as stored_attempts
+from mutator.store.queries import cells as stored_cells
+from mutator.store.queries import evaluations, testruns
+from mutator.store.queries import runs as stored_runs
+from mutator.store.queries import signatures as stored_signatures
+from mutator.store.queries.attempts import ATTEMPT_LIST as ATTEMPT_LIST
+from mutator.store.queries.attempts import LIGHT as LIGHT
+from mutator.store.queries.attempts import LIGHT_NAMES
+from mutator.store.queries.attempts import light_rows as light_rows  # Compare reads it as Q.light_rows
+from mutator.store.queries.evaluations import EVAL_COLS as EVAL_COLS
+from mutator.store.queries.gate import null_controls, own_evaluation
+from mutator.store.queries.rows import loads
+from mutator.store.queries.rows import one as one
+from mutator.store.queries.rows import q as q
+from mutator.store.queries.runs import RUN_LIST as RUN_LIST
 
 
 def composite(ev: dict | None, run: dict, *, split: str) -> float | None:
@@ -62,18 +60,17 @@ def composite(ev: dict | None, run: dict, *, split: str) -> float | None:
 
 # ---- stores, skills, runs ------------------------------------------------------------------------
 def skills(db: sqlite_utils.Database) -> list[dict]:
-    return q(db, "select skill_name, count(*) as n_runs, max(updated_at) as updated_at, "
-                 "sum(status = 'running') as n_running from runs group by skill_name order by updated_at desc")
+    return stored_runs.skills(db)
 
 
 def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
-    # A/A runs (kind 'aa': the gate's noise calibration) come after the ordinary runs, so no picker defaults to one
-    sql = (f"select {RUN_LIST} from runs" + (" where skill_name = ?" if skill else "")
-           + " order by kind = 'aa', created_at desc")
-    found = q(db, sql, [skill] if skill else [])
+    # A/A runs (kind 'aa': the gate's noise calibration) come after the ordinary runs, so no picker defaults
+    # to one
+    found = stored_runs.run_list(db, skill)
     spent = run_totals(db)
     for run in found:
-        run["cost_usd"] = spent.get(run["id"], 0.0)   # the one spend (mutator/after/spend.py), as Cost shows it
+        # the one spend (mutator/after/spend.py), as Cost shows it
+        run["cost_usd"] = spent.get(run["id"], 0.0)
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
     return mark_stale(db.conn, found)  # a dead writer's run shows as `stale` (mutator/store/liveness.py)
 
@@ -81,7 +78,7 @@ def runs(db: sqlite_utils.Database, skill: str | None) -> list[dict]:
 def shown_statuses(db: sqlite_utils.Database, found: dict, rows: str, key: str) -> dict:
     """found[rows] (records naming a run by `key`, with its stored status) with a dead writer's run shown
     `stale`, as every other page shows it."""
-    running = mark_stale(db.conn, q(db, "select id, status, heartbeat_at from runs where status = 'running'"))
+    running = mark_stale(db.conn, stored_runs.running(db))
     shown = {r["id"]: r["status"] for r in running}
     for record in found.get(rows) or []:
         if record.get("status") == "running":
@@ -90,13 +87,13 @@ def shown_statuses(db: sqlite_utils.Database, found: dict, rows: str, key: str) 
 
 
 def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
-    run = one(db, "select * from runs where id = ?", [run_id])
+    run = stored_runs.run(db, run_id)
     if run:
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
         mark_stale(db.conn, [run])
         run["config"] = loads(run["config"], {})
         run["strategy_opts"] = loads(run["strategy_opts"], {})
-        run["solve"] = loads(run.get("solve"), None)            # solve phase record (runs.solve, migration v3)
+        run["solve"] = loads(run.get("solve"), None)   # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
         run["notes"] = notes_of(db, [f"run:{run_id}"]).get(f"run:{run_id}")   # run.py --annotate
         run["spend"] = run_spend(db, run_id)                    # {total, kinds}: the CLI's and Cost's figure
@@ -113,12 +110,9 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
     if run is None:
         return None
     run["val_query_warn"] = val_query_warn
-    run["decided_round"] = db.conn.execute("select max(round) from attempts where run_id = ? and verdict is not null",
-                                           [run_id]).fetchone()[0]
+    run["decided_round"] = stored_attempts.decided_round(db, run_id)
     # The curve covers every round, so this runs over the whole run: plain tuples, no per-row dicts.
-    light = db.conn.execute(f"select {LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
-                            "on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
-                            [run_id]).fetchall()
+    light = stored_attempts.light_with_train(db, run_id)
     rows = [dict(zip(LIGHT_NAMES, r)) for r in light]
     tests = test_runs(db, run, data_dir)
     last = light[-1][0] if light else 0
@@ -151,11 +145,9 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
             test_s[index[t["round"]]] = t["composite"]
     curve = {"round": rounds, "champion": champion_s, "best": best_s, "train": train_s, "test": test_s,
              "incumbent": incumbent_s}
-    attempts = q(db, f"select {attempt_list(db)} from attempts where run_id = ? and round >= ? order by round, sibling",
-                 [run_id, low])
+    attempts = stored_attempts.window(db, run_id, low)
     ids = sorted({i for a in attempts for i in (a["val_evaluation_id"], a["train_evaluation_id"]) if i})
-    evals = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in "
-                                       f"({','.join('?' * len(ids))})", ids)} if ids else {}
+    evals = evaluations.by_ids(db, ids)
     for a in attempts:
         a["critic"], a["confirm"] = loads(a["critic"], None), loads(a["confirm"], None)
         a["stages"] = stages(db, a, run, evals, data_dir)
@@ -164,36 +156,31 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         attempt_models(db, run, a)   # several eval models: each model's figures beside the mean
         a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
     D.annotate(attempts)
-    found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window, "curve": curve,
-             "tests": tests}
+    found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window,
+             "curve": curve, "tests": tests}
     if run["kind"] == "aa":   # the gate's noise calibration: every copy, whatever the window
         from mutator.server import aa_view
-        found["aa"] = aa_view.summary(run, q(db, "select id, round, verdict, delta, gate_threshold, gate_se, gate_t, "
-                                                 "gate from attempts where run_id = ? order by round", [run_id]))
+        found["aa"] = aa_view.summary(run, stored_attempts.aa_copies(db, run_id))
     return found
 
 
-def light_rows(db: sqlite_utils.Database, run_id: str) -> list[dict]:
-    cursor = db.conn.execute(f"select {LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling", [run_id])
-    return [dict(zip(LIGHT_NAMES, r)) for r in cursor.fetchall()]
-
-
 def test_runs(db: sqlite_utils.Database, run: dict, data_dir: Path) -> list[dict]:
-    found = mark_stale_records(db.conn, q(db, "select * from test_runs where run_id = ? order by id", [run["id"]]),
+    found = mark_stale_records(db.conn, testruns.of_run(db, run["id"]),
                                lambda t: t["run_id"])   # a test run holds its run's lock (run.py)
     for t in found:
         t["report"] = loads(t.get("report"), None)   # the honest test report (mutator/validity/report.py)
         t["progress"] = None
         if t["status"] == "running":
-            ev = live_eval(db, t["genome_hash"], t["suite"], run["replicates"])
-            seed_ev = live_eval(db, run["seed_hash"], t["suite"], run["replicates"])
+            ev = evaluations.newest(db, t["genome_hash"], t["suite"], run["replicates"])
+            seed_ev = evaluations.newest(db, run["seed_hash"], t["suite"], run["replicates"])
             t["progress"] = [p for p in (progress(seed_ev, data_dir), progress(ev, data_dir)) if p]
     return found
 
 
 # ---- one attempt (Round Analysis) ------------------------------------------------------------------
-def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_dir: Path | None = None) -> dict | None:
-    a = one(db, f"select *, {D.verdict_note_column(db)} from attempts where id = ?", [attempt_id])
+def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
+                   data_dir: Path | None = None) -> dict | None:
+    a = stored_attempts.attempt(db, attempt_id)
     if a is None:
         return None
     run = run_row(db, a["run_id"])
@@ -205,24 +192,21 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_
     a.pop("pool_snapshot", None)
     suite = run["val"] if split == "val" else run["suite"]
     ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
-    ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [ev_id]) if ev_id else None
-    seed = one(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
-                   "order by sibling limit 1", [run["id"]])
+    ev = evaluations.by_id(db, ev_id) if ev_id else None
+    seed = stored_attempts.seed_evaluations(db, run["id"])
     seed_ev_id = (seed or {}).get("val_evaluation_id" if split == "val" else "train_evaluation_id")
-    seed_ev = one(db, f"select {EVAL_COLS} from evaluations where id = ?", [seed_ev_id]) if seed_ev_id else None
-    parent = one(db, "select id, round, sibling, genome_hash, verdict, summary from attempts where run_id = ? and "
-                     "genome_hash = ? order by id limit 1", [run["id"], a["parent_hash"]]) if a["parent_hash"] else None
+    seed_ev = evaluations.by_id(db, seed_ev_id) if seed_ev_id else None
+    parent = stored_attempts.first_of_genome(db, run["id"], a["parent_hash"]) if a["parent_hash"] else None
     # the gate's comparator and, on val, the very evaluation it read (mutator/server/gate_view.py)
     a["comparator"] = G.comparator(db, a, run)
-    a["nulls"] = G.null_controls(db, run["id"], a["round"])   # the round's noise floor beside the gate band
+    a["nulls"] = null_controls(db, run["id"], a["round"])   # the round's noise floor beside the gate band
     a["task_deltas"] = G.task_deltas(a)
     against = a["comparator"] or {}
-    against_id = against.get("evaluation_id") if split == "val" else G.own_evaluation(
+    against_id = against.get("evaluation_id") if split == "val" else own_evaluation(
         db, run["id"], against.get("genome_hash"), split)
     parent_id = against_id if a["parent_hash"] and a["parent_hash"] == against.get("genome_hash") else \
-        G.own_evaluation(db, run["id"], a["parent_hash"], split)
-    parent_ev, against_ev = (one(db, f"select {EVAL_COLS} from evaluations where id = ?", [i]) if i else None
-                             for i in (parent_id, against_id))
+        own_evaluation(db, run["id"], a["parent_hash"], split)
+    parent_ev, against_ev = (evaluations.by_id(db, i) if i else None for i in (parent_id, against_id))
     a["incomplete"] = G.incomplete(db, run, a, suite) if ev is None else None
     a["skill_use"] = skill_use(db, candidate=(ev_id, a["genome_hash"]), parent=(parent_id, a["parent_hash"]),
                                data_dir=data_dir, run_id=run["id"], split=split)
@@ -230,8 +214,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):
         figures[name] = None if e is None or e.get("eval") is None else {
-            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split=split),
-            "evaluation_id": e["id"]}
+            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"],
+            "composite": composite(e, run, split=split), "evaluation_id": e["id"]}
         grouped = by_model(db, e["id"], run, split) if figures[name] else None
         if grouped:   # several eval models: the composite is the mean of each model's own, shown beside it
             figures[name].update(composite=mean_composite(grouped), by_model=grouped)
@@ -239,9 +223,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str, data_
     cells = G.cells_of(db, cell_sources(db, ev["id"])) if ev else []
     grid = G.test_grid(cells)
     test_names = sorted({n for per in grid.values() for n in per})
-    siblings = q(db, "select id, round, sibling, verdict, summary, delta, composite, status, error, reason, "
-                     f"{D.verdict_note_column(db)} from attempts where run_id = ? and round = ? order by sibling",
-                 [run["id"], a["round"]])
+    siblings = stored_attempts.siblings(db, run["id"], a["round"])
     D.annotate(siblings)
     for s in siblings:
         del s["status"], s["error"]
@@ -258,23 +240,21 @@ def confirmation(db: sqlite_utils.Database, record: dict | None, run: dict) -> d
     if not record:
         return record
     ids = [record.get("candidate_evaluation_id"), record.get("incumbent_evaluation_id")]
-    found = {e["id"]: e for e in q(db, f"select {EVAL_COLS} from evaluations where id in (?, ?)", ids)}
+    found = evaluations.by_ids(db, ids)
     record["figures"] = {}
     for name, ev_id in zip(("candidate", "incumbent"), ids):
         e = found.get(ev_id)
         record["figures"][name] = None if e is None or e["eval"] is None else {
-            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"], "composite": composite(e, run, split="val"),
-            "evaluation_id": e["id"], "n_cells": e["n_cells"]}
+            "eval": e["eval"], "cost": e["cost"], "steps": e["steps"],
+            "composite": composite(e, run, split="val"), "evaluation_id": e["id"], "n_cells": e["n_cells"]}
     return record
 
 
 def cell_row(db: sqlite_utils.Database, cell_id: int) -> dict | None:
-    cell = one(db, "select c.*, e.key as evaluation_key, e.genome_hash, e.suite from cells c join evaluations e "
-                   "on e.id = c.evaluation_id where c.id = ?", [cell_id])
+    cell = stored_cells.cell(db, cell_id)
     if cell:
         cell["skill_use"] = loads(cell.get("skill_use"), None)
-        cell["tests"] = {r["name"]: r["score"] for r in q(db, "select name, score from tests where cell_id = ? "
-                                                              "order by name", [cell_id])}
+        cell["tests"] = stored_cells.cell_tests(db, cell_id)
     return cell
 
 
@@ -286,10 +266,7 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     run = run_row(db, run_id)
     if run is None:
         return None
-    nodes = q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
-                  f"summary, composite, delta, error, reason, {D.verdict_note_column(db)} from attempts "
-                  "where run_id = ? order by round, sibling",
-              [run_id])
+    nodes = stored_attempts.lineage_nodes(db, run_id)
     origin: dict[str, dict] = {}
     for n in nodes:
         g = n["genome_hash"]
@@ -298,11 +275,13 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
     chain: list[dict] = []
     seen: set[str] = set()
     cursor = run["incumbent_hash"]
-    while cursor and cursor not in seen:   # origins only point to earlier attempts, so this ends; `seen` is a guard
+    # origins only point to earlier attempts, so this ends; `seen` is a guard
+    while cursor and cursor not in seen:
         seen.add(cursor)
         node = origin.get(cursor)
         chain.append({"genome_hash": cursor, "attempt_id": node["attempt_id"] if node else None,
-                      "round": node["round"] if node else None, "composite": node["composite"] if node else None,
+                      "round": node["round"] if node else None,
+                      "composite": node["composite"] if node else None,
                       "summary": node["summary"] if node else ""})
         cursor = node["parent_hash"] if node else None
     D.annotate(nodes)
@@ -321,38 +300,35 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
             "nodes": nodes, "edges": edges, "chain": chain}
 
 
+# leads: 1 = the incumbent from here on
 HISTORY_COLUMNS = ("id", "round", "sibling", "verdict", "composite", "eval", "cost", "steps",
-                   "t_eval", "t_cost", "t_steps", "t_composite", "leads")   # leads: 1 = the incumbent from here on
+                   "t_eval", "t_cost", "t_steps", "t_composite", "leads")
+HISTORY_RUN = ("id", "kind", "status", "strategy", "model", "replicates", "rounds_done", "rounds_target",
+               "created_at", "suite", "val", "holdout", "alive", "stale_note")
 
 
 def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
     """Every run of a skill as a regime: per-attempt val and train figures as compact rows
     (`columns` names them), plus the run's test measurements."""
     out = []
-    for run in q(db, "select * from runs where skill_name = ? order by kind = 'aa', created_at desc", [skill]):
+    for run in stored_runs.runs_of_skill(db, skill):
         # one pass over the run: the points' figures and the light columns the incumbent rule reads
-        found = db.conn.execute(
-            f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {LIGHT} from attempts a left join "
-            "evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling",
-            [run["id"]]).fetchall()
+        found = stored_attempts.history_rows(db, run["id"])
         light = [dict(zip(LIGHT_NAMES, row[7:])) for row in found]
         after = D.incumbents(light)
         rows = []
         for row, r in zip(found, light, strict=True):
-            train = None if row[4] is None else composite({"eval": row[4], "cost": row[5], "steps": row[6]}, run,
-                                                          split="train")
+            train_figures = {"eval": row[4], "cost": row[5], "steps": row[6]}
+            train = None if row[4] is None else composite(train_figures, run, split="train")
             # leads: the row whose genome became the incumbent in its round (the seed in round 0)
-            leads = (after.get(r["round"]) == r["genome_hash"] and after.get(r["round"] - 1) != r["genome_hash"]
-                     and r["verdict"] in ("SEED", "KEEP"))
-            rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2], row[3],
-                         row[4], row[5], row[6], train, int(leads)])
-        tests = q(db, "select id, suite, round, genome_hash, status, eval, cost, steps, composite, "
-                      "train_composite from test_runs where run_id = ? order by id", [run["id"]])
+            leads = (after.get(r["round"]) == r["genome_hash"]
+                     and after.get(r["round"] - 1) != r["genome_hash"] and r["verdict"] in ("SEED", "KEEP"))
+            rows.append([row[0], r["round"], r["sibling"], r["verdict"], r["composite"], row[1], row[2],
+                         row[3], row[4], row[5], row[6], train, int(leads)])
+        tests = testruns.figures_of_run(db, run["id"])
         run["alive"] = run["status"] == "running" and pid_alive(run["pid"])
         mark_stale(db.conn, [run])   # a dead writer's run is `stale` here as on every page
-        out.append({"run": {k: run.get(k) for k in ("id", "kind", "status", "strategy", "model", "replicates",
-                                                   "rounds_done", "rounds_target", "created_at", "suite", "val",
-                                                   "holdout", "alive", "stale_note")},
+        out.append({"run": {k: run.get(k) for k in HISTORY_RUN},
                     "columns": HISTORY_COLUMNS, "points": rows, "tests": tests,
                     "spend": {"round": (spent := sorted({r["round"] for r in light})),
                               **spend_axis.series(db, run["id"], spent)}})
@@ -362,23 +338,14 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
 def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
     """Short digests that move when what a page shows moves: `runs` (the store's run list as the pickers show
     it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
-    listing = db.conn.execute("select group_concat(id || ':' || status || ':' || coalesce(rounds_done, '') || ':' || "
-                              "coalesce(pid, ''), ',') from (select * from runs order by id)").fetchone()[0]
-    running = mark_stale(db.conn, q(db, "select id, status, heartbeat_at from runs where status = 'running'"))
-    stale = ",".join(r["id"] for r in running if r["status"] == "stale")   # moves with no write: a writer died
+    listing = stored_signatures.run_list(db)
+    running = mark_stale(db.conn, stored_runs.running(db))
+    # moves with no write: a writer died
+    stale = ",".join(r["id"] for r in running if r["status"] == "stale")
     out = {"runs": _digest(f"{listing}|{stale}")}
     if run_id:
-        row = db.conn.execute(
-            "select r.status, r.updated_at, r.rounds_done, r.incumbent_hash, r.cost_usd, r.error, "
-            "(select count(*) || '/' || group_concat(coalesce(verdict, '') || status || (genome_hash is null) || "
-            "(critic is null) || (delta is null) || coalesce(val_evaluation_id, '') || '.' || "
-            "coalesce(train_evaluation_id, '') || coalesce(finished_at, ''), ',') from attempts where run_id = r.id), "
-            "(select group_concat(id || status || coalesce(finished_at, ''), ',') from test_runs where run_id = r.id), "
-            "case when r.status = 'running' then (select count(*) || '/' || coalesce(sum(n_done), 0) || '/' || "
-            "coalesce(max(id), 0) from evaluations where status = 'running') end, "
-            "(select max(updated_at) from notes) "   # a name, tags or note set by run.py --annotate
-            "from runs r where r.id = ?", [run_id]).fetchone()
-        out["run"] = _digest((repr(tuple(row)) if row else "") + f"|{run_id in stale.split(',')}")
+        row = stored_signatures.run(db, run_id)
+        out["run"] = _digest((repr(row) if row else "") + f"|{run_id in stale.split(',')}")
     return out
 
 

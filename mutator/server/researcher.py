@@ -1,8 +1,9 @@
-"""Dashboard API for the researcher's views: the attempts table (JSON and CSV) of a run or of every run of a skill,
-a run's per-task gate deltas (task x attempt), what the mutator saw, and a run's or an attempt's name, tags and note.
+"""Dashboard API for the researcher's views: the attempts table (JSON and CSV) of a run or of every run of a
+skill, a run's per-task gate deltas (task x attempt), what the mutator saw, and a run's or an attempt's name,
+tags and note.
 
-Read-only like the rest of the server: notes are written by `run.py --annotate`, started as a separate process by a
-token-guarded, same-origin POST (the server never writes the store itself).
+Read-only like the rest of the server: notes are written by `run.py --annotate`, started as a separate process
+by a token-guarded, same-origin POST (the server never writes the store itself).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def _scope(request: web.Request) -> dict:
 
 
 async def attempts(request: web.Request) -> web.Response:
-    """Every attempt of `run` (or of every run of `skill`) as the table's rows; `format=csv` downloads them."""
+    """Every attempt of `run` (or of every run of `skill`) as the table's rows; `format=csv` downloads
+    them."""
     store = s.store_of(request)
     scope = _scope(request)
     kind = request.query.get("format", "json")
@@ -45,14 +47,15 @@ async def attempts(request: web.Request) -> web.Response:
     rows = attempts_view.attempts(s.db_of(request, store), **scope)
     if kind == "csv":
         name = scope["run_id"] or scope["skill"]
+        disposition = f'attachment; filename="attempts-{name}.csv"'
         return web.Response(text=attempts_view.to_csv(rows), content_type="text/csv", headers={
-            "Cache-Control": "no-store", "Content-Disposition": f'attachment; filename="attempts-{name}.csv"'})
+            "Cache-Control": "no-store", "Content-Disposition": disposition})
     return s.remember(request, key, {"columns": attempts_view.COLUMNS, "rows": rows})
 
 
 async def annotate(request: web.Request) -> web.Response:
-    """{store, target (a run id or an attempt id), name?, tags?, note?} -> `run.py --annotate` as a child process;
-    the page sees the new notes when the store changes."""
+    """{store, target (a run id or an attempt id), name?, tags?, note?} -> `run.py --annotate` as a child
+    process; the page sees the new notes when the store changes."""
     body = await s.read_body(request)
     store = s.store_in(request, body)
     target = str(body.get("target", ""))
@@ -70,13 +73,14 @@ async def annotate(request: web.Request) -> web.Response:
 
 
 async def mutator(request: web.Request) -> web.Response:
-    """What the mutator saw for an attempt (mutator/server/mutator_view.py); `file=` one staged file's text."""
+    """What the mutator saw for an attempt (mutator/server/mutator_view.py); `file=` one staged file's
+    text."""
     store = s.store_of(request)
     key, cached = s.hit(request, store)
     if cached:
         return cached
-    found = await asyncio.to_thread(mutator_view.view, store, s.db_of(request, store), int(request.match_info["id"]),
-                                    request.query.get("file") or None)
+    found = await asyncio.to_thread(mutator_view.view, store, s.db_of(request, store),
+                                    int(request.match_info["id"]), request.query.get("file") or None)
     if found is None:
         raise s.fail(404, "no such attempt")
     return s.remember(request, key, found, volatile=True)   # a mutation in progress still writes its stream

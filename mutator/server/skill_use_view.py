@@ -1,8 +1,8 @@
-"""The dashboard's skill telemetry: per evaluation a file × (read share, run share) table from the cells' stored
-`skill_use` (mutator/store/skill_use.py), the candidate beside its parent so a round shows how they moved, and the
-trigger rates the loop stored on each evaluation (mutator/store/triggers.py: recall, false-trigger rate, the
-no-trigger tasks), with how they moved round by round. Reads the store and the genome folders only, never re-derives
-a rate; tokens reading the skill are an estimate and labelled so.
+"""The dashboard's skill telemetry: per evaluation a file × (read share, run share) table from the cells'
+stored `skill_use` (mutator/store/skill_use.py), the candidate beside its parent so a round shows how they
+moved, and the trigger rates the loop stored on each evaluation (mutator/store/triggers.py: recall,
+false-trigger rate, the no-trigger tasks), with how they moved round by round. Reads the store and the genome
+folders only, never re-derives a rate; tokens reading the skill are an estimate and labelled so.
 """
 
 from __future__ import annotations
@@ -11,24 +11,21 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.server.sql import loads, q
 from mutator.server.stores import inside
 from mutator.store import cache
+from mutator.store.queries import evaluations
+from mutator.store.queries.rows import has_column, loads
 from mutator.store.skill_use import evaluation_tally, skill_files
 from mutator.store.triggers import stored_rates
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[dict]:
-    """Every attempt of the run evaluated on `split` with stored rates, in round order: how triggering moved."""
-    if "trigger_recall" not in db["evaluations"].columns_dict:
+    """Every attempt of the run evaluated on `split` with stored rates, in round order: how triggering
+    moved."""
+    if not has_column(db, "evaluations", "trigger_recall"):
         return []
-    column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-    return [{**r, "no_trigger_tasks": len(loads(r["no_trigger_tasks"], []))} for r in q(
-        db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as evaluation_id, "
-            "e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks from attempts a join evaluations e "
-            f"on e.id = a.{column} "
-            "where a.run_id = ? and (e.trigger_recall is not null or e.false_trigger_rate is not null) "
-            "order by a.round, a.sibling, a.id", [run_id])]
+    return [{**r, "no_trigger_tasks": len(loads(r["no_trigger_tasks"], []))}
+            for r in evaluations.trigger_rounds(db, run_id, split)]
 
 
 def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: str | None,
@@ -47,8 +44,8 @@ def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: 
 def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | None],
               parent: tuple[int | None, str | None], data_dir: Path | None, run_id: str = "",
               split: str = "val") -> dict | None:
-    """{candidate, parent} tallies of one attempt on one split, and the run's trigger rates round by round on it;
-    None when the candidate has no telemetry."""
+    """{candidate, parent} tallies of one attempt on one split, and the run's trigger rates round by round on
+    it; None when the candidate has no telemetry."""
     mine = tally_of(db, *candidate, data_dir)
     return {"candidate": mine, "parent": tally_of(db, *parent, data_dir),
             "trigger_rounds": trigger_rounds(db, run_id, split) if run_id else []} if mine else None

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from mutator.server.sql import one
-
-EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
+from mutator.store.queries import evaluations
 
 
 def _started_cells(data_dir: Path, key: str) -> int:
@@ -24,22 +22,20 @@ def _started_cells(data_dir: Path, key: str) -> int:
 def progress(ev: dict | None, data_dir: Path) -> dict | None:
     if ev is None:
         return None
-    started = ev["n_cells"] if ev["status"] == "done" else min(_started_cells(data_dir, ev["key"]), ev["n_cells"])
-    return {"evaluation_id": ev["id"], "status": ev["status"], "n_cells": ev["n_cells"], "n_done": ev["n_done"],
-            "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
+    live = min(_started_cells(data_dir, ev["key"]), ev["n_cells"]) if ev["status"] != "done" else 0
+    started = ev["n_cells"] if ev["status"] == "done" else live
+    return {"evaluation_id": ev["id"], "status": ev["status"], "n_cells": ev["n_cells"],
+            "n_done": ev["n_done"], "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
 
 
-def live_eval(db: sqlite_utils.Database, genome_hash: str, suite: str, replicates: int) -> dict | None:
-    return one(db, f"select {EVAL_COLS} from evaluations where genome_hash = ? and suite = ? and replicates = ? "
-                   "order by id desc limit 1", [genome_hash, suite, replicates])
-
-
-def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict], data_dir: Path) -> list[dict]:
+def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict],
+           data_dir: Path) -> list[dict]:
     """mutation → critic → build → grading → score, each {stage, state, detail}; state is one of
     pending | running | done | failed | skipped. `attempt["critic"]` is the parsed JSON (None = not run)."""
     a, seed = attempt, attempt["status"] == "seed"
     critic = a["critic"]
-    copy = run.get("kind") == "aa" and not seed   # an A/A copy is the seed itself: nothing mutated or reviewed
+    # an A/A copy is the seed itself: nothing mutated or reviewed
+    copy = run.get("kind") == "aa" and not seed
     out: list[dict] = []
     if seed or copy:
         why = "seed" if seed else "A/A copy of the seed"
@@ -56,20 +52,24 @@ def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int,
     live = a["genome_hash"] and (seed or copy or critic is not None) and a["status"] not in (
         "critic_rejected", "failed", "screened")
     if ev is None and live:
-        ev = live_eval(db, a["genome_hash"], run["val"], run["replicates"])
+        ev = evaluations.newest(db, a["genome_hash"], run["val"], run["replicates"])
     prog = progress(ev, data_dir)
-    blocked = a["status"] in ("critic_rejected", "failed", "screened")   # screened: killed before any val cell
+    # screened: killed before any val cell
+    blocked = a["status"] in ("critic_rejected", "failed", "screened")
     if prog is None:
         state = "skipped" if blocked else "pending"
         detail = "screened out on train before val" if a["status"] == "screened" else ""
         out += [{"stage": "build", "state": state, "detail": detail}, {"stage": "grading", "state": state,
                                                                      "detail": detail}]
     else:
-        # decided: an attempt stopped at an early look of val in waves leaves its evaluation partial, by design
+        # decided: an attempt stopped at an early look of val in waves leaves its evaluation partial, by
+        # design
         done = prog["status"] == "done" or (a["verdict"] is not None and not seed)
-        out.append({"stage": "build", "state": "done" if done or prog["n_started"] >= prog["n_cells"] else "running",
+        built = done or prog["n_started"] >= prog["n_cells"]
+        out.append({"stage": "build", "state": "done" if built else "running",
                     "detail": f"{prog['n_started']}/{prog['n_cells']} cells started", "progress": prog})
-        out.append({"stage": "grading", "state": "done" if done else "running" if prog["n_done"] else "pending",
+        grading = "done" if done else "running" if prog["n_done"] else "pending"
+        out.append({"stage": "grading", "state": grading,
                     "detail": f"{prog['n_done']}/{prog['n_cells']} cells graded", "progress": prog})
     if seed:
         scored = a["composite"] is not None

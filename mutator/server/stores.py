@@ -16,6 +16,7 @@ import sqlite_utils
 
 from eval.reaper import pid_alive
 from mutator.store.db import connect_readonly, upgrade
+from mutator.store.queries import rows, runs
 
 DB_NAME = "mutator.db"
 
@@ -92,7 +93,8 @@ class Stores:
     def db(self, store: Store) -> sqlite_utils.Database:
         conn = self._conns.get(store.id)
         if conn is None:
-            upgrade(store.db_path)   # a store an older version wrote gets today's columns (and stored decisions) once
+            # a store an older version wrote gets today's columns (and stored decisions) once
+            upgrade(store.db_path)
             conn = connect_readonly(store.db_path)
             conn.conn.row_factory = sqlite3.Row
             self._conns[store.id] = conn
@@ -100,15 +102,15 @@ class Stores:
 
     def data_version(self, store: Store) -> int:
         """Changes whenever another connection (the loop) commits to this store: cheap change detection."""
-        return self.db(store).execute("PRAGMA data_version").fetchone()[0]
+        return rows.data_version(self.db(store))
 
     def running_store(self) -> Store | None:
         for store in self.refresh():
             try:
-                found = self.db(store).execute("select pid from runs where status = 'running'").fetchall()
+                found = runs.running_pids(self.db(store))
             except sqlite3.Error:
                 continue
-            if any(pid_alive(row[0]) for row in found):
+            if any(pid_alive(pid) for pid in found):
                 return store
         return None
 

@@ -20,14 +20,16 @@ ARTIFACTS = Path(__file__).parent / "artifacts"   # the browser tests' screensho
 @pytest.fixture(scope="session")
 def dry_store(tmp_path_factory) -> Path:
     """A store written by `run.py` itself: 3 rounds × 2 replicates of the demo with the winner's-curse guard,
-    the meta skill every 2 rounds and a solve phase (min score 0: the fakes cannot solve bare), plus one test run."""
+    the meta skill every 2 rounds and a solve phase (min score 0: the fakes cannot solve bare), plus one test
+    run."""
     return built_once(tmp_path_factory, "dry-store", _build_dry_store) / "data"
 
 
 def _build_dry_store(folder: Path) -> None:
     data_dir = folder / "data"
     common = ["--data-dir", str(data_dir), "--concurrency", "8"]
-    extras = ["--confirm", "--meta-skill-every", "2", "--solve", "--solve-attempts", "2", "--solve-min-score", "0"]
+    extras = ["--confirm", "--meta-skill-every", "2", "--solve", "--solve-attempts", "2",
+              "--solve-min-score", "0"]
     # the screen off (screen.tasks 0): every round's candidate queries val, the shape these tests read
     subprocess.run([sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
                     "--holdout", "clean-test", "--rounds", "3", "--replicates", "2", *extras, *common],
@@ -58,28 +60,31 @@ def store_copy(dry_store: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def mixed_store(tmp_path_factory) -> Path:
-    """One store with every shape the loop writes: a greedy demo run (its round 4 is a CRITIC no-change attempt,
-    genome == parent; round 5 a broken reference), a branching run (siblings, a better sibling rejecting a
-    gate-passing one), a population run (children off non-incumbent parents, crossover refs, KEEPs that are
-    not the leader), an A/A run (`aa-…`, newest of all), and test runs of the greedy and branching runs after they proposed."""
+    """One store with every shape the loop writes: a greedy demo run (its round 4 is a CRITIC no-change
+    attempt, genome == parent; round 5 a broken reference), a branching run (siblings, a better sibling
+    rejecting a gate-passing one), a population run (children off non-incumbent parents, crossover refs, KEEPs
+    that are not the leader), an A/A run (`aa-…`, newest of all), and test runs of the greedy and branching
+    runs after they proposed."""
     return built_once(tmp_path_factory, "mixed-store", _build_mixed_store) / "data"
 
 
 def _build_mixed_store(folder: Path) -> None:
     data_dir = folder / "data"
-    base = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val", "--replicates", "1",
-            "--data-dir", str(data_dir), "--concurrency", "4"]
+    base = [sys.executable, str(ROOT / "run.py"), "--suite", "clean-train", "--val", "clean-val",
+            "--replicates", "1", "--data-dir", str(data_dir), "--concurrency", "4"]
     for extra in (["--rounds", "5"], ["--rounds", "2", "--strategy", "branching"],
                   ["--rounds", "3", "--strategy", "population"], ["--aa", "3"]):
         subprocess.run([*base, *extra], cwd=ROOT, check=True, capture_output=True, timeout=600)
     with sqlite3.connect(data_dir / "mutator.db") as conn:
-        tested = [conn.execute(f"select id from runs where strategy = '{s}'").fetchone()[0] for s in ("greedy", "branching")]
+        tested = [conn.execute(f"select id from runs where strategy = '{s}'").fetchone()[0]
+                  for s in ("greedy", "branching")]
     for run_id in tested:
         subprocess.run([sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", "clean-test",
                         "--data-dir", str(data_dir)], cwd=ROOT, check=True, capture_output=True, timeout=600)
 
 
-# ---- the browser tests' fixtures (a module with its own `store` or `server` overrides these) ----------------
+# ---- the browser tests' fixtures (a module with its own `store` or `server` overrides these)
+# ----------------
 @pytest.fixture
 def page():
     """A page of the system Chromium (tests/browser_support.py); console errors collected on it."""

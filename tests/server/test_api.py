@@ -44,7 +44,8 @@ async def test_skills_and_runs(client, run_id):
     skills = await get(client, "/api/skills", store=store)
     assert skills == [{**skills[0], "skill_name": "csv-clean", "n_runs": 1}]
     runs = await get(client, "/api/runs", store=store, skill="csv-clean")
-    assert [r["id"] for r in runs] == [run_id] and runs[0]["status"] == "finished" and runs[0]["alive"] is False
+    assert ([r["id"] for r in runs] == [run_id] and runs[0]["status"] == "finished"
+            and runs[0]["alive"] is False)
     assert await get(client, "/api/runs", store=store, skill="no-such-skill") == []
 
 
@@ -78,9 +79,11 @@ async def test_attempt_detail_on_both_splits_and_its_diff(client, run_id):
     assert val["tests"]["names"] and set(val["tests"]["grid"]) == {c["task_id"] for c in val["cells"]}
     assert set(val["figures"]) == {"candidate", "parent", "comparator", "seed"}
     assert val["figures"]["seed"]["composite"] is not None
-    # round 1 is compared with the seed: the gate's comparator is the seed's val evaluation, and so is the parent row
+    # round 1 is compared with the seed: the gate's comparator is the seed's val evaluation, and so is the
+    # parent row
     seed_val = detail["attempts"][0]["val_evaluation_id"]
-    assert val["attempt"]["comparator"]["evaluation_id"] == val["figures"]["comparator"]["evaluation_id"] == seed_val
+    assert (val["attempt"]["comparator"]["evaluation_id"] == val["figures"]["comparator"]["evaluation_id"]
+            == seed_val)
     assert val["figures"]["parent"]["evaluation_id"] == seed_val
     assert val["attempt"]["gate"]["n"] == 8 and isinstance(val["attempt"]["critic"], list)
     train = await get(client, f"/api/attempts/{first['id']}", store=store, split="train")
@@ -96,11 +99,14 @@ async def test_cell_drill_down_reads_its_files(client, run_id):
     detail = await get(client, f"/api/runs/{run_id}", store=store)
     val = await get(client, f"/api/attempts/{detail['attempts'][1]['id']}", store=store)
     cell = await get(client, f"/api/cells/{val['cells'][0]['id']}", store=store)
-    assert cell["found_dir"] and cell["events"][0]["type"] == "system" and cell["events"][-1]["type"] == "result"
+    assert (cell["found_dir"] and cell["events"][0]["type"] == "system"
+            and cell["events"][-1]["type"] == "result")
     assert set(cell["cell"]["tests"]) and "grade.stdout" in cell["files"] and "cell_dir" not in cell["cell"]
-    # skill telemetry: the cell's own record, and the evaluation's file × (read, run) table beside its parent's
-    assert cell["cell"]["skill_use"] == {"loaded": True, "loaded_turn": 1, "files_read": ["SKILL.md", "rules.json"],
-                                         "scripts_run": [], "read_tokens_est": cell["cell"]["skill_use"]["read_tokens_est"]}
+    # skill telemetry: the cell's own record, and the evaluation's file × (read, run) table beside its
+    # parent's
+    assert cell["cell"]["skill_use"] == {"loaded": True, "loaded_turn": 1,
+                                         "files_read": ["SKILL.md", "rules.json"], "scripts_run": [],
+                                         "read_tokens_est": cell["cell"]["skill_use"]["read_tokens_est"]}
     used = val["attempt"]["skill_use"]
     files = {f["path"]: (f["read"], f["run"]) for f in used["candidate"]["files"]}
     assert used["candidate"]["cells"] == used["parent"]["cells"] == 16 and used["candidate"]["loaded"] == 16
@@ -158,11 +164,13 @@ async def test_events_stream_sends_a_change_first(client):
 async def test_stages_follow_an_evaluation_in_progress(aiohttp_client, store_copy, run_id):
     """Doctor a copy into 'round 3 is being graded': the timeline shows grading running at n_done/n_cells."""
     with sqlite3.connect(store_copy / "mutator.db") as conn:
-        attempt_id, ev_id = conn.execute("select id, val_evaluation_id from attempts where round = 3").fetchone()
+        attempt_id, ev_id = conn.execute("select id, val_evaluation_id from attempts where round = 3"
+                                         ).fetchone()
         conn.execute("update attempts set verdict = null, gate = null, delta = null, gate_threshold = null, "
                      "val_evaluation_id = null, status = 'pending' where id = ?", [attempt_id])
         conn.execute("update evaluations set status = 'running', n_done = 5 where id = ?", [ev_id])
-    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent,
+                                             token=TOKEN))
     detail = await get(client, f"/api/runs/{run_id}", store=await _store(client))
     stages = {s["stage"]: s for s in detail["attempts"][-1]["stages"]}
     assert stages["mutation"]["state"] == "done" and stages["critic"]["state"] == "done"
@@ -176,7 +184,8 @@ async def test_a_cell_dir_outside_the_store_is_never_read(aiohttp_client, store_
     (outside / "grade.stdout").write_text("SECRET")
     with sqlite3.connect(store_copy / "mutator.db") as conn:
         conn.execute("update cells set cell_dir = ?, task_id = '..' where id = 1", [str(outside)])
-    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent,
+                                             token=TOKEN))
     cell = await get(client, "/api/cells/1", store=await _store(client))
     assert cell["found_dir"] is False and cell["files"] == {} and "SECRET" not in str(cell)
 
@@ -188,12 +197,14 @@ async def test_run_detail_carries_solve_meta_skill_val_queries_and_the_honest_re
     run = detail["run"]
     assert run["confirm"] == 1 and run["val_query_warn"] == 200
     confirmed = [a for a in detail["attempts"] if a["confirm"]]
-    # 3 candidates query val (the seed's baseline does not count), and each confirmation re-evaluates two genomes
+    # 3 candidates query val (the seed's baseline does not count), and each confirmation re-evaluates two
+    # genomes
     assert run["val_queries"] == 3 + 2 * len(confirmed)
     [lessons] = run["meta_skill"]
     assert lessons["round"] == 2 and lessons["lessons"] and lessons["cost_usd"] >= 0
     solve = run["solve"]
-    assert solve["aborted"] is False and 1 <= solve["passes"] <= solve["attempts"] == 2 and len(solve["tasks"]) == 12
+    assert (solve["aborted"] is False and 1 <= solve["passes"] <= solve["attempts"] == 2
+            and len(solve["tasks"]) == 12)
     assert all(0 <= t["score"] <= 1 and 1 <= t["pass"] <= 2 for t in solve["tasks"].values())
     [test] = detail["tests"]
     report = test["report"]
@@ -215,7 +226,8 @@ async def test_round_analysis_has_the_confirmation_and_critic_rows(client, run_i
         assert confirm["figures"][side]["composite"] is not None and confirm["figures"][side]["n_cells"] == 16
     assert confirm["candidate_evaluation_id"] != found["attempt"]["val_evaluation_id"]  # fresh replicates
     critic = found["attempt"]["critic"]
-    assert {row["gate"] for row in critic} >= {"non-empty", "size", "growth", "fences", "placeholders", "leftovers"}
+    assert {row["gate"] for row in critic} >= {"non-empty", "size", "growth", "fences", "placeholders",
+                                               "leftovers"}
     assert all(set(row) == {"gate", "verdict", "reason"} for row in critic)
     seed = await get(client, f"/api/attempts/{detail['attempts'][0]['id']}", store=store)
     assert seed["attempt"]["confirm"] is None and seed["attempt"]["critic"] is None
@@ -227,7 +239,8 @@ async def test_a_store_from_before_migration_v3_still_reads(aiohttp_client, stor
         for table, column in (("attempts", "confirm"), ("runs", "solve"), ("runs", "meta_skill"),
                               ("runs", "val_queries"), ("runs", "confirm")):
             conn.execute(f"alter table {table} drop column {column}")
-    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent,
+                                             token=TOKEN))
     store = await _store(client)
     detail = await get(client, f"/api/runs/{run_id}", store=store)
     assert detail["run"]["solve"] is None and detail["run"]["meta_skill"] == []

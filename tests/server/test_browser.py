@@ -14,7 +14,8 @@ from tests.browser_support import CHROMIUM, SKIP_REASON, Server
 from .conftest import ARTIFACTS, TOKEN
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 
 
 @pytest.fixture
@@ -52,8 +53,10 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     expect(page.locator('#meta-skill .lesson[data-round="2"]')).to_contain_text("after round 2")
     expect(page.locator('.test-card .report-table tr[data-split="test"]')).to_be_visible()
     expect(page.locator(".test-card .report-table tbody tr")).to_have_count(3)
-    expect(page.locator(".test-card .control-table tbody tr")).to_have_count(2)    # seed and champion vs no skill
-    expect(page.locator('.test-card .control-table tr[data-control="champion"]')).to_contain_text("champion vs none")
+    # seed and champion vs no skill
+    expect(page.locator(".test-card .control-table tbody tr")).to_have_count(2)
+    expect(page.locator('.test-card .control-table tr[data-control="champion"]')).to_contain_text(
+        "champion vs none")
     expect(page.locator("#timeline .confirm-mark").first).to_contain_text("confirmed")
     assert _untitled_figures(page) == 0
     # a timeline node opens its drawer
@@ -72,14 +75,18 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     expect(page.locator("pre.diff")).to_contain_text("diff --git a/")
     expect(page.locator("#gate")).to_contain_text("gate threshold")
     expect(page.locator("#gate")).to_contain_text(re.compile(r"sign flips \(Student t would be \d\.\d{3}\)"))
-    expect(page.locator("#gate")).to_contain_text(re.compile(r"256 \(all\) · on the threshold: reject w\.p\. ρ"))
+    expect(page.locator("#gate")).to_contain_text(re.compile(r"256 \(all\) · on the threshold: reject w\.p\. "
+                                                             r"ρ"))
     expect(page.locator("#test-grid tbody tr")).to_have_count(8)
-    expect(page.locator("#cell-failures")).to_have_text("no failed cells (16 cells)")   # 8 tasks × 2 replicates
+    # 8 tasks × 2 replicates
+    expect(page.locator("#cell-failures")).to_have_text("no failed cells (16 cells)")
     page.locator("#cell-grid td.cell").first.click()
     expect(page.locator("#drawer .cell-drawer")).to_contain_text("Agent stream")
     expect(page.locator("#drawer .cell-drawer .ev-result")).to_have_count(1)
-    expect(page.locator("#drawer .cell-drawer .cell-where")).to_have_text("ran on this machine")   # cells.node
-    expect(page.locator("#drawer #cell-skill-use")).to_contain_text("loadedyes, turn 1")          # cells.skill_use
+    # cells.node
+    expect(page.locator("#drawer .cell-drawer .cell-where")).to_have_text("ran on this machine")
+    # cells.skill_use
+    expect(page.locator("#drawer #cell-skill-use")).to_contain_text("loadedyes, turn 1")
     expect(page.locator('#skill-use tr[data-file="examples.md"]')).to_contain_text("0/16 (0%)")
     expect(page.locator('#skill-use tr[data-file="SKILL.md"] td').first).to_have_text("16/16 (100%)")
     # round 1 was a keep: its winner's-curse confirmation and every critic gate row

@@ -12,11 +12,13 @@ from tests.browser_support import CHROMIUM, SKIP_REASON, Server
 from .conftest import TOKEN
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 
 ROWS = [{"gate": "changed", "verdict": "pass", "reason": ""},
-        {"gate": "size", "verdict": "warn", "reason": "594 lines, 1153507 bytes of text; SKILL.md lines: parent "
-                                                      "already over the cap (593 > 500); grew by 1 within the allowance of 118"},
+        {"gate": "size", "verdict": "warn", "reason": "594 lines, 1153507 bytes of text; SKILL.md lines: "
+                                                      "parent already over the cap (593 > 500); grew by 1 "
+                                                      "within the allowance of 118"},
         {"gate": "growth", "verdict": "pass", "reason": "+74 bytes of an allowance of 230686"}]
 RENDER = """async (rows) => {
   const { criticTable } = await import('/lib/checks.js');
@@ -41,8 +43,10 @@ def test_a_warn_row_shows_as_a_warning_and_counts_as_passed(server, page) -> Non
     size = page.locator('#critic tr[data-gate="size"]')
     expect(size).to_have_class("warn")
     expect(size.locator(".chip")).to_have_class("chip warn")
-    expect(size).to_contain_text("parent already over the cap (593 > 500); grew by 1 within the allowance of 118")
-    page.evaluate(RENDER, [*ROWS, {"gate": "fences", "verdict": "fail", "reason": "SKILL.md:9 opens a code fence"}])
+    expect(size).to_contain_text("parent already over the cap (593 > 500); grew by 1 within the "
+                                 "allowance of 118")
+    page.evaluate(RENDER, [*ROWS, {"gate": "fences", "verdict": "fail", "reason": "SKILL.md:9 opens a code "
+                                                                                  "fence"}])
     expect(page.locator("#critic h4")).to_contain_text("3/4 gates passed (1 with a warning)")
     expect(page.locator('#critic tr[data-gate="fences"]')).to_have_class("fail")
     # a bare stylesheet page asks for /favicon.ico (404); any script error would show here

@@ -1,5 +1,6 @@
-"""Real Chromium: a live update rebuilds only the sections whose data moved. The reader's scroll, open section,
-selected attempt, picked and typed values are kept, and an unchanged section is the very same DOM node."""
+"""Real Chromium: a live update rebuilds only the sections whose data moved. The reader's scroll, open
+section, selected attempt, picked and typed values are kept, and an unchanged section is the very same DOM
+node."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import pytest
 from mutator.store import ledger
 from tests.browser_support import CHROMIUM, SKIP_REASON, wait_live_events
 
-KEPT = ("#timeline-section", "#curve-section", "#curve .uplot", "#tests-section", ".test-card details.mcnemar")
+KEPT = ("#timeline-section", "#curve-section", "#curve .uplot", "#tests-section",
+        ".test-card details.mcnemar")
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 
 
 def _mark(page, selectors) -> None:
@@ -22,7 +25,8 @@ def _mark(page, selectors) -> None:
 
 
 def _still_marked(page, selectors) -> list[bool]:
-    return page.evaluate("(sels) => sels.map((s) => document.querySelector(s)?.__kept === s)", list(selectors))
+    return page.evaluate("(sels) => sels.map((s) => document.querySelector(s)?.__kept === s)",
+                         list(selectors))
 
 
 def _spend(store: Path, run_id: str, more: float) -> float:
@@ -82,16 +86,18 @@ def test_a_live_update_replaces_only_the_sections_that_moved(server, page, store
 def test_round_analysis_rebuilds_only_the_attempt_part_that_moved(server, page, store):
     expect = sync_api.expect
     with sqlite3.connect(store / "mutator.db") as conn:
-        run_id, attempt = conn.execute("select r.id, a.id from runs r join attempts a on a.run_id = r.id where "
-                                       "r.strategy = 'greedy' and a.round = 1").fetchone()
+        run_id, attempt = conn.execute("select r.id, a.id from runs r join attempts a on a.run_id = r.id "
+                                       "where r.strategy = 'greedy' and a.round = 1").fetchone()
     page.goto(server.url + f"/#/round/{attempt}?run={run_id}")
     expect(page.locator("#cell-grid td.cell").first).to_be_visible()
     expect(page.locator("#bars .uplot")).to_have_count(1)
     wait_live_events(page, 1)   # the live stream's first event is its baseline
-    kept = ("#round-top", "#round-diff", "#round-scores", "#bars .uplot", "#round-grid", "#round-cells", "#scatter .uplot")
+    kept = ("#round-top", "#round-diff", "#round-scores", "#bars .uplot", "#round-grid", "#round-cells",
+            "#scatter .uplot")
     _mark(page, (*kept, "#round-verdict"))
     before = int(page.evaluate("document.body.dataset.renders"))
-    with sqlite3.connect(store / "mutator.db") as conn:   # the shown attempt's summary moves, and the run's spend
+    # the shown attempt's summary moves, and the run's spend
+    with sqlite3.connect(store / "mutator.db") as conn:
         conn.execute("update attempts set summary = 'a summary written later' where id = ?", [attempt])
     _spend(store, run_id, 0.5)
     expect(page.locator("body")).to_have_attribute("data-renders", str(before + 1), timeout=10_000)

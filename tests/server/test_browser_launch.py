@@ -1,5 +1,5 @@
-"""Real Chromium: a real run from the launch drawer shows its estimated cost in a confirmation dialog first, and
-starts nothing until the user confirms (the spawn is recorded, never run: a real run would spend)."""
+"""Real Chromium: a real run from the launch drawer shows its estimated cost in a confirmation dialog first,
+and starts nothing until the user confirms (the spawn is recorded, never run: a real run would spend)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from .conftest import ARTIFACTS, TOKEN
 from .test_launch_real import Spawned
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 
 
 @pytest.fixture

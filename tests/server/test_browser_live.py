@@ -1,5 +1,6 @@
-"""Real Chromium over the mixed store: A/A runs listed apart, the page working under its CSP, the "vs the seed"
-bars following the attempt, and a live update that keeps the reader's place and refetches only what moved."""
+"""Real Chromium over the mixed store: A/A runs listed apart, the page working under its CSP, the "vs the
+seed" bars following the attempt, and a live update that keeps the reader's place and refetches only what
+moved."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from tests.browser_support import CHROMIUM, SKIP_REASON, live_events, wait_live_
 from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 
 
 def _runs(store: Path) -> dict[str, str]:
@@ -54,7 +56,8 @@ def test_the_bars_and_the_reason_follow_the_attempt(server, page, store):
     expect = sync_api.expect
     runs = _runs(store)
     with sqlite3.connect(store / "mutator.db") as conn:
-        ids = dict(conn.execute("select round || '.' || sibling, id from attempts where run_id = ?", [runs["branching"]]))
+        ids = dict(conn.execute("select round || '.' || sibling, id from attempts where run_id = ?",
+                                [runs["branching"]]))
         kept = dict(conn.execute("select round, sibling from attempts where run_id = ? and verdict = 'KEEP'",
                                  [runs["branching"]]))
     page.goto(server.url + f"/#/round/{ids['0.0']}?run={runs['branching']}")
@@ -62,7 +65,8 @@ def test_the_bars_and_the_reason_follow_the_attempt(server, page, store):
     expect(bars).to_have_attribute("data-attempt", str(ids["0.0"]))
     expect(bars).to_have_attribute("data-labels", "seed,candidate")
     expect(page.locator("#verdict-reason")).to_contain_text("seed:")
-    for key, labels in (("2.0", "seed,parent,candidate"), ("0.0", "seed,candidate"), ("1.1", "seed,parent,candidate")):
+    for key, labels in (("2.0", "seed,parent,candidate"), ("0.0", "seed,candidate"),
+                        ("1.1", "seed,parent,candidate")):
         page.select_option("#attempt-picker", str(ids[key]))
         expect(bars).to_have_attribute("data-attempt", str(ids[key]))
         expect(bars).to_have_attribute("data-labels", labels)
@@ -70,7 +74,8 @@ def test_the_bars_and_the_reason_follow_the_attempt(server, page, store):
                               " return [u.data[0].length, u.scales.x.max, u.root.isConnected]; })()")
         assert shown == [len(labels.split(",")), len(labels.split(",")) - 0.5, True], key
         expect(page.locator("#bars .uplot")).to_have_count(1)
-    assert kept[1] == 0 and kept[2] != 0   # the store's shape: round 1 kept sibling 0, round 2 another sibling
+    # the store's shape: round 1 kept sibling 0, round 2 another sibling
+    assert kept[1] == 0 and kept[2] != 0
     expect(page.locator("#verdict-reason")).to_contain_text("rejected: sibling 0 was better")
     page.select_option("#attempt-picker", str(ids["2.0"]))
     expect(page.locator("#verdict-reason")).to_contain_text(f"rejected: sibling {kept[2]} was better")
@@ -102,7 +107,8 @@ def test_a_live_update_keeps_the_readers_place_and_refetches_only_what_moved(ser
     assert _renders(page) == before and len(fetched) == fetched_before
     # a write to the shown run: one live refresh, and the place is kept
     with sqlite3.connect(store / "mutator.db") as conn:
-        ledger.charge(conn, run_id=runs["greedy"], usd=0.5, kind="mutator")   # a charge, as the loop writes one
+        # a charge, as the loop writes one
+        ledger.charge(conn, run_id=runs["greedy"], usd=0.5, kind="mutator")
         conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [runs["greedy"]])
         spend = conn.execute("select cost_usd from runs where id = ?", [runs["greedy"]]).fetchone()[0]
     expect(page.locator("body")).to_have_attribute("data-renders", str(before + 1), timeout=10_000)
@@ -122,7 +128,8 @@ def test_accept_asks_first_and_never_offers_the_demo_seed(server, page, store, t
     target.parent.mkdir()   # a deploy writes beside the folder, into an existing parent
     with sqlite3.connect(store / "mutator.db") as conn:
         ids = dict(conn.execute("select run_id, id from proposals"))
-        conn.execute("update proposals set target_dir = ? where id = ?", [str(target), ids[runs["population"]]])
+        conn.execute("update proposals set target_dir = ? where id = ?",
+                     [str(target), ids[runs["population"]]])
     page.goto(server.url + "/#/proposals")
     demo = page.locator("#proposals tbody tr", has_text=runs["greedy"])
     expect(demo.locator("button.accept")).to_be_disabled()
@@ -168,7 +175,8 @@ def test_compare_runs_on_one_axis(server, page, store):
     expect(pair).to_contain_text("±")
     page.check(f'#compare-pick input[value="{runs["population"]}"]')
     expect(page.locator("#compare-table thead th")).to_have_count(4)
-    expect(page.locator("#compare-curve .u-legend .u-series")).to_have_count(7)   # round + (champion, test) × 3
+    # round + (champion, test) × 3
+    expect(page.locator("#compare-curve .u-legend .u-series")).to_have_count(7)
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
     assert page.console_errors == []
 
@@ -177,21 +185,24 @@ def test_the_lineage_tree_draws_real_parents_and_refs(server, page, store):
     expect = sync_api.expect
     runs = _runs(store)
     with sqlite3.connect(store / "mutator.db") as conn:
-        n_attempts = conn.execute("select count(*) from attempts where run_id = ?", [runs["population"]]).fetchone()[0]
+        n_attempts = conn.execute("select count(*) from attempts where run_id = ?",
+                                  [runs["population"]]).fetchone()[0]
         # a crossover whose reference is not the seed (the tree's root has no branch above it to fold)
-        crossed = conn.execute("select id, parent_hash, ref_hashes from attempts where run_id = ? and ref_hashes "
-                               "like '[\"%' and ref_hashes not like '%' || (select genome_hash from attempts where "
-                               "run_id = ? and round = 0) || '%' order by id",
+        crossed = conn.execute("select id, parent_hash, ref_hashes from attempts where run_id = ? and "
+                               "ref_hashes like '[\"%' and ref_hashes not like '%' || (select genome_hash "
+                               "from attempts where run_id = ? and round = 0) || '%' order by id",
                                [runs["population"], runs["population"]]).fetchone()
     page.goto(server.url + f"/#/lineage?run={runs['population']}")
     expect(page.locator("#tree .tnode")).to_have_count(n_attempts)
     chain = page.locator("#chain a.hash")
-    expect(page.locator("#tree .tnode.trunk")).to_have_count(chain.count())   # the trunk is the champion's ancestry
+    # the trunk is the champion's ancestry
+    expect(page.locator("#tree .tnode.trunk")).to_have_count(chain.count())
     # the crossover child hangs under its real parent and links its reference
     child = page.locator(f'#tree li[data-attempt="{crossed[0]}"]')
     parent = page.locator(f'#tree li[data-key="{crossed[1]}"]')
     assert parent.locator(f'li[data-attempt="{crossed[0]}"]').count() == 1 or child.evaluate(
-        "(el, key) => el.previousElementSibling?.dataset.key === key || el.closest('ul').closest('li')?.dataset.key === key",
+        "(el, key) => el.previousElementSibling?.dataset.key === key || "
+        "el.closest('ul').closest('li')?.dataset.key === key",
         crossed[1])
     ref = child.locator(":scope > .tlabel a.ref")   # its own label's link (its children may carry refs too)
     expect(ref).to_have_count(1)
@@ -207,6 +218,7 @@ def test_the_lineage_tree_draws_real_parents_and_refs(server, page, store):
         expect(page.locator(f'#tree li[data-key="{ref_hash}"] > .tlabel')).to_have_class("tlabel focus")
     chain.last.click()                                   # the seed: centred in the tree
     expect(page.locator("#tree .tlabel.focus")).to_have_count(1)
-    expect(page.locator(f'#tree li[data-key="{chain.last.get_attribute("data-hash")}"] > .tlabel.focus')).to_have_count(1)
+    expect(page.locator(f'#tree li[data-key="{chain.last.get_attribute("data-hash")}"] > .tlabel.focus')
+           ).to_have_count(1)
     page.screenshot(path=str(ARTIFACTS / "lineage-population.png"), full_page=True)
     assert page.console_errors == []

@@ -13,7 +13,8 @@ from tests.browser_support import CHROMIUM, SKIP_REASON, Server
 from .conftest import TOKEN
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 
 
 @pytest.fixture
@@ -31,14 +32,16 @@ def test_round_analysis_shows_every_stored_look_and_the_screen(server, store_cop
     looks = json.loads(looks)
     screen = {"tasks": ["t1", "t2", "t3"], "replicates": 1, "cells": 3, "z": 2.0, "decision": None,
               "gate": {"delta": 0.0125, "threshold": -0.25}}
-    db.execute("update attempts set screen = ? where id = ?", [json.dumps(screen), attempt_id])   # a doctored row
+    # a doctored row
+    db.execute("update attempts set screen = ? where id = ?", [json.dumps(screen), attempt_id])
     db.commit()
     db.close()
     page.goto(server.url + f"/#/round/{attempt_id}?run={run_id}")
     rows = page.locator("#looks tbody tr")
     expect(rows).to_have_count(len(looks))
     last = looks[-1]
-    expect(page.locator("#looks h4")).to_contain_text(f"decided at look {last['look']} · {last['cells']} cells")
+    decided = f"decided at look {last['look']} · {last['cells']} cells"
+    expect(page.locator("#looks h4")).to_contain_text(decided)
     for look in looks:
         row = page.locator(f'#looks tr[data-look="{look["look"]}"]')
         expect(row).to_contain_text(f"{look['gate']['delta']:+.4f}")

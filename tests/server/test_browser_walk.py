@@ -1,6 +1,7 @@
-"""Every page against the store and the CLI: real headless Chromium walks the shared demo store (a second, one-round
-run beside it for Compare) over Home, History, Round Analysis, the attempts table, Compare and Cost, and checks the
-spend, cells, decisions and champion it shows against SQL and against what run.py printed for the same runs."""
+"""Every page against the store and the CLI: real headless Chromium walks the shared demo store (a second,
+one-round run beside it for Compare) over Home, History, Round Analysis, the attempts table, Compare and Cost,
+and checks the spend, cells, decisions and champion it shows against SQL and against what run.py printed for
+the same runs."""
 
 from __future__ import annotations
 
@@ -16,26 +17,29 @@ from tests.conftest import copy_store, run_cli
 from .conftest import TOKEN
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed (pip install playwright)")
 VERDICT = r"(KEEP|REJECT|SCREENED|CRITIC|FAILED)"
 
 
 def printed(stdout: str) -> dict:
     """What run.py printed at the end of a run: its spend, cells, seed and champion, and one row per round."""
-    spend, cells_usd, mutator = re.search(r"spend this run \$(\S+) \((?:cells \$(\S+) · )?mutator \$(\S+)\)", stdout).groups()
+    spend, cells_usd, mutator = re.search(r"spend this run \$(\S+) \((?:cells \$(\S+) · )?mutator \$(\S+)\)",
+                                          stdout).groups()
     champion, champion_round = re.search(r"champion genome (\w+) \(round (\d+)\)", stdout).groups()
     return {"spend": spend, "mutator": mutator, "champion": champion, "champion_round": int(champion_round),
             "seed_val": re.search(r"^  seed\s+(\S+)", stdout, re.M).group(1),
             "champion_val": re.search(r"^  champion\s+(\S+)", stdout, re.M).group(1),
             "run": re.search(r"^Run (run-\w+)", stdout, re.M).group(1),
             "cells": int(re.search(r"(\d+) cells run by this command", stdout).group(1)),
-            "rounds": {int(r): (v, d, t) for r, v, d, t in re.findall(rf"^  (\d+)\s+{VERDICT}\s+(\S+)\s+(\S+)\s", stdout, re.M)}}
+            "rounds": {int(r): (v, d, t) for r, v, d, t
+                       in re.findall(rf"^  (\d+)\s+{VERDICT}\s+(\S+)\s+(\S+)\s", stdout, re.M)}}
 
 
 @pytest.fixture
 def walk(demo_store, tmp_path: Path):
-    """A private copy of the demo store with a second run beside it (every cell served from the cache), and the
-    dashboard over it; yields (server, data dir, the demo's CLI figures, the second run's)."""
+    """A private copy of the demo store with a second run beside it (every cell served from the cache), and
+    the dashboard over it; yields (server, data dir, the demo's CLI figures, the second run's)."""
     data = copy_store(demo_store[0], tmp_path / "project" / "data")
     second = run_cli("--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "2",
                      "--seed", "7", "--data-dir", str(data))
@@ -70,7 +74,8 @@ def test_every_page_agrees_with_the_store_and_the_cli(walk, page):
     expect(page.locator("#run-head")).to_contain_text(f"round {len(cli['rounds'])}/{len(cli['rounds'])}")
     for r, (verdict, _, _) in cli["rounds"].items():
         expect(page.locator(f'#timeline .node[data-round="{r}"] .node-head')).to_contain_text(verdict)
-    expect(page.locator(f'#timeline .node[data-round="{cli["champion_round"]}"] small').first).to_have_text(cli["champion_val"])
+    expect(page.locator(f'#timeline .node[data-round="{cli["champion_round"]}"] small').first).to_have_text(
+        cli["champion_val"])
 
     # the attempts table: verdict, Δ, threshold per round as the CLI printed them; val cells and mutator spend
     page.goto(server.url + f"/#/attempts?run={run_id}")
@@ -100,27 +105,31 @@ def test_every_page_agrees_with_the_store_and_the_cli(walk, page):
         f"{len(cli['rounds'])}/{len(cli['rounds'])} rounds")
     heat = page.locator(f'.heatmap[data-run="{run_id}"]')
     heat.locator("summary").click()
-    gated = q("select json_array_length(looks) from attempts where run_id = ? and gate is not null "
-              "order by round, sibling", run_id)
+    gated = q("select json_array_length(looks) from attempts where run_id = ? and gate is not null order by "
+              "round, sibling", run_id)
     expect(heat.locator("thead th[data-look], thead th:not(:first-child)")).to_have_count(len(gated))
     assert [th.get_attribute("data-look") for th in heat.locator("thead th").all()[1:]] == [
         str(n) if n else None for (n,) in gated]
     store = page.request.get(server.url + "/api/meta").json()["stores"][0]["id"]
     history = page.request.get(server.url + f"/api/history?store={store}&skill=csv-clean").json()
-    axis = next(g["spend"] for g in history if g["run"]["id"] == run_id)   # History's x axis by cells and by USD
+    # History's x axis by cells and by USD
+    axis = next(g["spend"] for g in history if g["run"]["id"] == run_id)
     assert axis["cells"][-1] == cli["cells"] and f"{axis['usd'][-1]:.4f}" == cli["spend"]
 
-    # Compare: seed, champion, decisions and spend of both runs, side by side; the spend axis ends at the spend
+    # Compare: seed, champion, decisions and spend of both runs, side by side; the spend axis ends at the
+    # spend
     page.goto(server.url + f"/#/compare?run={run_id}&runs={run_id},{other['run']}")
     table = page.locator("#compare-table")
     expect(table.locator("thead th")).to_have_count(3)
     column = {run: i for i, run in enumerate(_texts(table.locator("thead th"))) if run}
     def row(label: str, run: str) -> str:
-        return _texts(table.locator("tbody tr", has=page.locator(f'th:text-is("{label}")')).locator("td"))[column[run] - 1]
+        return _texts(table.locator("tbody tr", has=page.locator(f'th:text-is("{label}")')).locator("td"))[
+            column[run] - 1]
     for figures in (cli, other):
         kept = sum(v == "KEEP" for v, _, _ in figures["rounds"].values())
         assert row("seed (val)", figures["run"]) == figures["seed_val"]
-        assert row("champion (val)", figures["run"]) == f"{figures['champion_val']} {figures['champion'][:12]}"
+        assert (row("champion (val)", figures["run"])
+                == f"{figures['champion_val']} {figures['champion'][:12]}")
         assert row("kept / attempts", figures["run"]) == f"{kept}/{len(figures['rounds'])}"
         assert row("spend", figures["run"]) == f"${figures['spend']}"
     compare = page.request.get(server.url + f"/api/compare?store={store}&runs={run_id},{other['run']}").json()
@@ -129,6 +138,7 @@ def test_every_page_agrees_with_the_store_and_the_cli(walk, page):
 
     # Cost: the run's bill is its spend
     page.goto(server.url + f"/#/cost?run={run_id}")
-    expect(page.locator("#spend-runs tbody tr", has_text=run_id).locator("td").nth(5)).to_have_text(f"${cli['spend']}")
+    expect(page.locator("#spend-runs tbody tr", has_text=run_id).locator("td").nth(5)).to_have_text(
+        f"${cli['spend']}")
     db.close()
     assert [e for e in page.console_errors if not e.startswith("Failed to load resource")] == []

@@ -144,7 +144,8 @@ async def test_errors_are_not_cached(aiohttp_client, dry_store):
         assert response.status == 404 and "X-SM-Cache" not in response.headers
 
 
-@pytest.mark.parametrize("data", [{"a": 1.5, "b": [1, None, "x"], 3: {"nested": (1, 2)}}, [float("1e-9"), "é", True]])
+@pytest.mark.parametrize("data", [{"a": 1.5, "b": [1, None, "x"], 3: {"nested": (1, 2)}},
+                                  [float("1e-9"), "é", True]])
 def test_the_encoder_writes_the_same_json_as_the_standard_library(data, monkeypatch):
     import json
 

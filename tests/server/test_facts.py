@@ -19,7 +19,8 @@ pytestmark = pytest.mark.asyncio
 
 @pytest_asyncio.fixture
 async def client(aiohttp_client, mixed_store):
-    return await aiohttp_client(create_app(data_dir=mixed_store, project_root=mixed_store.parent, token=TOKEN))
+    return await aiohttp_client(create_app(data_dir=mixed_store, project_root=mixed_store.parent,
+                                           token=TOKEN))
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,8 @@ async def test_the_chain_runs_champion_to_seed_on_every_run(client, store_rows):
 
 async def test_a_critic_no_change_attempt_is_never_its_genomes_origin(client, store_rows):
     runs, attempts, _ = store_rows
-    [noop] = [a for a in attempts if a["run_id"] == runs["greedy"]["id"] and a["genome_hash"] == a["parent_hash"]]
+    [noop] = [a for a in attempts
+              if a["run_id"] == runs["greedy"]["id"] and a["genome_hash"] == a["parent_hash"]]
     assert noop["verdict"] == "CRITIC"
     lineage = await get(client, f"/api/runs/{noop['run_id']}/lineage", store=await _store(client))
     node = next(n for n in lineage["nodes"] if n["attempt_id"] == noop["id"])
@@ -81,14 +83,16 @@ async def test_lineage_edges_include_population_parents_and_crossover_refs(clien
     for a in attempts:
         if a["run_id"] == run["id"] and a["parent_hash"]:
             expected.append({"attempt_id": a["id"], "from": a["parent_hash"], "kind": "parent"})
-            expected += [{"attempt_id": a["id"], "from": r, "kind": "ref"} for r in json.loads(a["ref_hashes"] or "[]")]
+            expected += [{"attempt_id": a["id"], "from": r, "kind": "ref"}
+                         for r in json.loads(a["ref_hashes"] or "[]")]
     assert sorted(lineage["edges"], key=str) == sorted(expected, key=str)
     assert any(e["kind"] == "ref" for e in expected), "the demo population run has a crossover"
     parents: dict[int, set[str]] = {}
     for a in attempts:
         if a["run_id"] == run["id"] and a["round"] >= 2:
             parents.setdefault(a["round"], set()).add(a["parent_hash"])
-    assert any(len(p) > 1 for p in parents.values()), parents   # a round bred off a pool member besides the leader
+    # a round bred off a pool member besides the leader
+    assert any(len(p) > 1 for p in parents.values()), parents
 
 
 async def test_aa_runs_are_readable_and_listed_after_the_ordinary_runs(client, store_rows):
@@ -124,7 +128,8 @@ async def test_the_champion_curve_follows_the_strategys_incumbent(client, store_
     pop = [a for a in attempts if a["run_id"] == runs["population"]["id"]]
     detail = await get(client, f"/api/runs/{runs['population']['id']}", store=store)
     for i, rnd in enumerate(detail["curve"]["round"]):
-        snapshot = next((json.loads(a["pool_snapshot"]) for a in pop if a["round"] == rnd and a["pool_snapshot"]), None)
+        snapshot = next((json.loads(a["pool_snapshot"]) for a in pop
+                         if a["round"] == rnd and a["pool_snapshot"]), None)
         if snapshot:
             assert detail["curve"]["incumbent"][i] == snapshot[0]
     last_keep = [a for a in pop if a["round"] == 1 and a["verdict"] == "KEEP"][-1]
@@ -141,7 +146,8 @@ async def test_every_verdict_carries_its_reason(client, store_rows):
         for a in detail["attempts"]:
             assert a["reason"].startswith(prefix[a["verdict"]]), (strategy, a["verdict"], a["reason"])
     branching = await get(client, f"/api/runs/{runs['branching']['id']}", store=store)
-    beaten = [a for a in branching["attempts"] if a["verdict"] == "REJECT" and a["delta"] >= a["gate_threshold"]]
+    beaten = [a for a in branching["attempts"]
+              if a["verdict"] == "REJECT" and a["delta"] >= a["gate_threshold"]]
     assert beaten, "the demo's branching run rejects a gate-passing sibling"
     for a in beaten:
         siblings = [s for s in branching["attempts"] if s["round"] == a["round"]]
@@ -195,7 +201,8 @@ async def test_history_marks_where_each_incumbent_took_over(client, store_rows):
     regimes = {g["run"]["id"]: g for g in await get(client, "/api/history", store=store, skill="csv-clean")}
     for strategy, run in runs.items():
         curve = (await get(client, f"/api/runs/{run['id']}", store=store))["curve"]
-        changes = [rnd for i, rnd in enumerate(curve["round"]) if i == 0 or curve["incumbent"][i] != curve["incumbent"][i - 1]]
+        changes = [rnd for i, rnd in enumerate(curve["round"])
+                   if i == 0 or curve["incumbent"][i] != curve["incumbent"][i - 1]]
         points = [dict(zip(regimes[run["id"]]["columns"], p)) for p in regimes[run["id"]]["points"]]
         assert sorted(p["round"] for p in points if p["leads"]) == changes, strategy
         for p in points:
@@ -228,7 +235,8 @@ async def test_a_run_signature_moves_only_with_that_run(mixed_store, tmp_path, s
         conn.execute("update runs set updated_at = updated_at + 1 where id = ?", [runs["branching"]["id"]])
     assert Q.signatures(db, runs["greedy"]["id"]) == first        # another run's bookkeeping: nothing moves
     with sqlite3.connect(copy / "mutator.db") as conn:
-        conn.execute("update attempts set summary = 'x', finished_at = finished_at + 1 where run_id = ? and round = 2",
+        conn.execute("update attempts set summary = 'x', finished_at = finished_at + 1 where run_id = ? and "
+                     "round = 2",
                      [runs["greedy"]["id"]])
     second = Q.signatures(db, runs["greedy"]["id"])
     assert second["run"] != first["run"] and second["runs"] == first["runs"]
@@ -243,7 +251,8 @@ async def test_the_demo_seed_folder_is_never_offered_as_a_deploy_target(client, 
     listed = await get(client, "/api/proposals", store=store)
     assert listed and all("suites" in p["target_dir"] and p["target_offered"] is None for p in listed)
     response = await client.post(f"/api/proposals/{listed[0]['id']}/accept", json={"store": store},
-                                 headers={"X-SM-Token": TOKEN, "Origin": str(client.make_url("")).rstrip("/")})
+                                 headers={"X-SM-Token": TOKEN,
+                                          "Origin": str(client.make_url("")).rstrip("/")})
     assert response.status == 400 and "demo's own seed folder" in (await response.json())["error"]
     assert await get(client, "/api/processes") == []
 
@@ -280,7 +289,8 @@ async def test_compare_puts_runs_on_one_axis_with_the_paired_test_delta(client, 
         assert view["curve"]["round"] == curve["round"] and view["curve"]["champion"] == curve["champion"]
         assert view["champion"]["composite"] == curve["champion"][-1]
         assert view["seed"]["composite"] == curve["champion"][0]
-    [pair] = found["pairs"]                          # only greedy and branching were tested, both on clean-test
+    # only greedy and branching were tested, both on clean-test
+    [pair] = found["pairs"]
     assert (pair["a"], pair["b"], pair["suite"]) == (ids[0], ids[1], "clean-test")
     assert pair["ci_low"] <= pair["mean"] <= pair["ci_high"] and pair["n"] == 8   # clean-test has 8 tasks
     # the paired Δ by hand: per-task composites of both champions' test cells, scaled by the greedy run's seed
@@ -288,7 +298,8 @@ async def test_compare_puts_runs_on_one_axis_with_the_paired_test_delta(client, 
     with sqlite3.connect(mixed_store / "mutator.db") as conn:
         def cells(ev):
             return [CellFigures(*r[:5], r[5] == "ok") for r in conn.execute(
-                "select task_id, replicate, score, cost_usd, steps, status from cells where evaluation_id = ?", [ev])]
+                "select task_id, replicate, score, cost_usd, steps, status from cells "
+                "where evaluation_id = ?", [ev])]
         by_run = {t["run_id"]: t for t in tests}
         seed_ev = json.loads(by_run[ids[0]]["report"])["splits"]["test"]["seed_evaluation_id"]
         norm = normalisers(cells(seed_ev))
@@ -299,7 +310,8 @@ async def test_compare_puts_runs_on_one_axis_with_the_paired_test_delta(client, 
     assert pair["mean"] == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("runs", ["", "run-abc123", "run-abc123,run-abc123", "a,b", "run-1,run-2,run-3,run-4,run-5"])
+@pytest.mark.parametrize("runs", ["", "run-abc123", "run-abc123,run-abc123", "a,b",
+                                  "run-1,run-2,run-3,run-4,run-5"])
 async def test_compare_refuses_bad_run_lists(client, runs):
     response = await client.get("/api/compare", params={"store": await _store(client), "runs": runs})
     assert response.status == 400
@@ -307,4 +319,5 @@ async def test_compare_refuses_bad_run_lists(client, runs):
 
 async def test_compare_of_an_unknown_run_is_404(client, store_rows):
     runs, _, _ = store_rows
-    await get(client, "/api/compare", 404, store=await _store(client), runs=f"{runs['greedy']['id']},run-000000")
+    await get(client, "/api/compare", 404, store=await _store(client),
+              runs=f"{runs['greedy']['id']},run-000000")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mutator.server.app import CodeWatch
+from mutator.server.codewatch import CodeWatch
 from mutator.server.launch import LaunchError, argv_for_test, launch_argv, settings
 
 
@@ -15,8 +15,8 @@ from mutator.server.launch import LaunchError, argv_for_test, launch_argv, setti
     {"suite": "/etc", "val": "clean-val"},
     {"suite": "clean-train", "val": "clean-val", "holdout": "clean-val"},
     {"suite": "clean-train", "val": "clean-val", "seed": "../../x"},
-    {"suite": "clean-train", "val": "clean-val", "seed": "csv-clean", "strategy": "greedy", "model": "claude-haiku-4-5",
-     "replicates": 0, "rounds": 1},
+    {"suite": "clean-train", "val": "clean-val", "seed": "csv-clean", "strategy": "greedy",
+     "model": "claude-haiku-4-5", "replicates": 0, "rounds": 1},
     {"suite": "clean-train", "val": "clean-val", "seed": "csv-clean", "strategy": "greedy", "model": "gpt-x",
      "replicates": 1, "rounds": 1},
 ])
@@ -26,8 +26,9 @@ def test_launch_fields_are_checked_against_the_config(body, tmp_path):
 
 
 def test_a_valid_launch_is_a_dry_run_into_the_store(tmp_path):
-    argv = launch_argv({"suite": "clean-train", "val": "clean-val", "holdout": "clean-test", "seed": "csv-clean",
-                        "strategy": "greedy", "model": "claude-haiku-4-5", "replicates": "2", "rounds": 3},
+    argv = launch_argv({"suite": "clean-train", "val": "clean-val", "holdout": "clean-test",
+                        "seed": "csv-clean", "strategy": "greedy", "model": "claude-haiku-4-5",
+                        "replicates": "2", "rounds": 3},
                        settings(None), tmp_path)
     assert "--real" not in argv and argv[argv.index("--data-dir") + 1] == str(tmp_path)
     assert argv[argv.index("--holdout") + 1] == "clean-test" and argv[argv.index("--replicates") + 1] == "2"

@@ -28,8 +28,8 @@ class Spawned:
 
         class Started:
             def to_json(self) -> dict:
-                return {"id": 1, "kind": kind, "pid": 0, "argv": argv[1:], "status": "running", "returncode": None,
-                        "started_at": 0, "log_tail": ""}
+                return {"id": 1, "kind": kind, "pid": 0, "argv": argv[1:], "status": "running",
+                        "returncode": None, "started_at": 0, "log_tail": ""}
         return Started()
 
 
@@ -48,8 +48,9 @@ def _headers(client) -> dict:
 
 
 @pytest.mark.parametrize(("change", "field"), [
-    ({"budget_usd": None}, "budget_usd"), ({"budget_usd": "0"}, "budget_usd"), ({"budget_usd": -3}, "budget_usd"),
-    ({"budget_usd": "²"}, "budget_usd"), ({"budget_usd": "1e9"}, "budget_usd"), ({"budget_usd": True}, "budget_usd"),
+    ({"budget_usd": None}, "budget_usd"), ({"budget_usd": "0"}, "budget_usd"),
+    ({"budget_usd": -3}, "budget_usd"), ({"budget_usd": "²"}, "budget_usd"),
+    ({"budget_usd": "1e9"}, "budget_usd"), ({"budget_usd": True}, "budget_usd"),
     ({"backend": "command"}, "backend"), ({"backend": None}, "backend"), ({"real": "yes"}, "real"),
     ({"confirmed": False}, "confirmed"), ({"confirmed": "true"}, "confirmed"), ({}, "confirmed"),
 ])
@@ -88,20 +89,23 @@ async def test_the_plan_estimate_is_what_plan_says(app_client):
     assert plan["run_usd"] > 0 and plan["rounds"] == 3 and plan["candidates"] == 1
     assert f"per run ≤ ${plan['run_usd']:.4f}" in plan["text"] and "Minimum detectable effect" in plan["text"]
     assert plan["over_budget"] is (plan["run_usd"] > 12.5)
-    refused = await app_client.post("/api/launch/plan", json={**REAL, "budget_usd": None}, headers=_headers(app_client))
+    refused = await app_client.post("/api/launch/plan", json={**REAL, "budget_usd": None},
+                                    headers=_headers(app_client))
     assert refused.status == 400
     assert app_client.spawned.argvs == []   # an estimate never starts anything
 
 
 @pytest.mark.asyncio
 async def test_a_confirmed_real_launch_spawns_run_py_with_real_backend_model_and_budget(app_client):
-    response = await app_client.post("/api/launch", json={**REAL, "confirmed": True}, headers=_headers(app_client))
+    response = await app_client.post("/api/launch", json={**REAL, "confirmed": True},
+                                     headers=_headers(app_client))
     assert response.status == 200, await response.text()
     [argv] = app_client.spawned.argvs
     assert "--real" in argv
     assert argv[argv.index("--agent") + 1] == "claude-cli"
     assert argv[argv.index("--model") + 1] == "claude-haiku-4-5"
     assert argv[argv.index("--budget-usd") + 1] == "12.5"
-    dry = await app_client.post("/api/launch", json=BODY, headers=_headers(app_client))   # no confirmation needed
+    # no confirmation needed
+    dry = await app_client.post("/api/launch", json=BODY, headers=_headers(app_client))
     assert dry.status == 200
     assert "--real" not in app_client.spawned.argvs[1] and "--budget-usd" not in app_client.spawned.argvs[1]

@@ -32,7 +32,8 @@ def _build_two_models(folder: Path) -> None:
     assert tested.returncode == 0, tested.stderr[-2000:]
     assert "champion vs none" in tested.stdout
     (folder / "run_id").write_text(run_id)
-    (folder / "cli.txt").write_text(done.stdout + tested.stdout)   # what the CLI printed (the browser test reads it)
+    # what the CLI printed (the browser test reads it)
+    (folder / "cli.txt").write_text(done.stdout + tested.stdout)
 
 
 def test_run_detail_shows_each_model_beside_the_mean(two_model_store) -> None:
@@ -43,15 +44,19 @@ def test_run_detail_shows_each_model_beside_the_mean(two_model_store) -> None:
     models = candidate["models"]
     assert list(models) == list(TWO)
     assert candidate["composite"] == pytest.approx(sum(m["val"]["composite"] for m in models.values()) / 2)
-    assert candidate["train_composite"] == pytest.approx(sum(m["train"]["composite"] for m in models.values()) / 2)
+    assert candidate["train_composite"] == pytest.approx(
+        sum(m["train"]["composite"] for m in models.values()) / 2)
     gate = loads(db["attempts"].get(candidate["id"])["gate"])
     assert candidate["delta"] == pytest.approx(sum(m["delta"] for m in models.values()) / 2)
-    assert {m: models[m]["delta"] for m in TWO} == {m: pytest.approx(gate["by_model"][m]["delta"]) for m in TWO}
+    assert ({m: models[m]["delta"] for m in TWO}
+            == {m: pytest.approx(gate["by_model"][m]["delta"]) for m in TWO})
     assert detail["curve"]["train"][1] == pytest.approx(candidate["train_composite"])
     test = detail["tests"][0]["report"]
     assert test["splits"]["test"]["n_tasks"] == 16                   # clean-test: 8 tasks x 2 models
-    assert test["control"]["champion"]["n_tasks"] == 16 and test["control"]["seed"]["delta"]["mean"] is not None
-    per_model = test["splits"]["test"]["by_model"]                     # each model's own test Δ beside the mean
+    assert (test["control"]["champion"]["n_tasks"] == 16
+            and test["control"]["seed"]["delta"]["mean"] is not None)
+    # each model's own test Δ beside the mean
+    per_model = test["splits"]["test"]["by_model"]
     assert list(per_model) == list(TWO) and all(m["n_tasks"] == 8 for m in per_model.values())
     assert test["splits"]["test"]["delta"]["mean"] == pytest.approx(
         sum(m["delta"]["mean"] for m in per_model.values()) / 2)
@@ -64,8 +69,10 @@ def test_round_analysis_has_every_models_cells_and_figures(two_model_store) -> N
     found = queries.attempt_detail(db, attempt["id"], "val")
     figures = found["figures"]["candidate"]
     assert set(figures["by_model"]) == set(TWO)
-    assert figures["composite"] == pytest.approx(sum(f["composite"] for f in figures["by_model"].values()) / 2)
+    assert figures["composite"] == pytest.approx(
+        sum(f["composite"] for f in figures["by_model"].values()) / 2)
     assert len(found["cells"]) == 16 and {c["model"] for c in found["cells"]} == set(TWO)
     assert all("@" in task for task in found["tests"]["grid"]) and len(found["tests"]["grid"]) == 16
     seed = found["figures"]["seed"]["by_model"]
-    assert all(f["composite"] == pytest.approx(f["eval"] - 0.1 - 0.02) for f in seed.values())  # the seed vs itself
+    # the seed vs itself
+    assert all(f["composite"] == pytest.approx(f["eval"] - 0.1 - 0.02) for f in seed.values())

@@ -1,6 +1,6 @@
 """Every dashboard POST parses its body defensively: a client's charset, size, encoding, nesting or a NUL in a
-field is a JSON 4xx naming it (never a 500, never a started process); a POST naming a run the store lacks is 404
-and starts nothing; a broken suite behind /api/launch/plan is a 400 naming the file."""
+field is a JSON 4xx naming it (never a 500, never a started process); a POST naming a run the store lacks is
+404 and starts nothing; a broken suite behind /api/launch/plan is a 400 naming the file."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from mutator.store.db import connect
 from tests.conftest import ROOT
 from tests.server.conftest import TOKEN
 
-POSTS = ("/api/launch", "/api/launch/plan", "/api/test-run", "/api/proposals/1/accept", "/api/proposals/1/reject")
+POSTS = ("/api/launch", "/api/launch/plan", "/api/test-run", "/api/proposals/1/accept",
+         "/api/proposals/1/reject")
 pytestmark = pytest.mark.asyncio
 LAUNCH = {"suite": "clean-train", "val": "clean-val", "seed": "csv-clean", "strategy": "greedy",
           "model": "claude-haiku-4-5", "replicates": 1, "rounds": 1}
@@ -63,14 +64,15 @@ async def refused(response, status: int, *words: str) -> None:
 
 DEEP = ("[" * 100_000 + "]" * 100_000).encode()
 BODIES = {   # name: (body bytes, content type, status, words the error says)
-    "unknown-charset": (b'{"suite": "clean-train"}', "application/json; charset=x-no-such", 415, ("charset",)),
+    "unknown-charset": (b'{"suite": "clean-train"}', "application/json; charset=x-no-such", 415,
+                        ("charset",)),
     "latin-1-charset": (b'{"suite": "clean-train"}', "application/json; charset=latin-1", 415, ("UTF-8",)),
     "not-utf8": (b'{"reason": "caf\xe9"}', "application/json", 400, ("UTF-8",)),
     "100000-deep": (DEEP, "application/json", 400, ("nested deeper",)),
     "deep-field": (json.dumps({"suite": [[[[[[[[[["x"]]]]]]]]]]}).encode(), "application/json", 400,
                    ("suite.0.0", "nested deeper")),
-    "nul-in-reason": (json.dumps({"store": "", "reason": "bad\u0000reason"}).encode(), "application/json", 400,
-                      ("reason: contains a NUL byte",)),
+    "nul-in-reason": (json.dumps({"store": "", "reason": "bad\u0000reason"}).encode(), "application/json",
+                      400, ("reason: contains a NUL byte",)),
     "8-mb": (b'{"reason": "' + b"x" * (8 * 2**20) + b'"}', "application/json", 413, ("1 MiB",)),
 }
 

@@ -24,13 +24,15 @@ async def test_the_page_carries_the_token_and_static_files_are_served(client):
     page = await client.get("/")
     assert page.status == 200 and f'content="{TOKEN}"' in await page.text()
     assert page.headers["Cache-Control"] == "no-store"
-    for path in ("/app.js", "/lib/util.js", "/pages/home.js", "/vendor/uPlot.esm.js", "/vendor/uPlot.LICENSE"):
+    for path in ("/app.js", "/lib/util.js", "/pages/home.js", "/vendor/uPlot.esm.js",
+                 "/vendor/uPlot.LICENSE"):
         response = await client.get(path)
         assert response.status == 200, path
 
 
-@pytest.mark.parametrize("path", ["/../run.py", "/%2e%2e/run.py", "/vendor/../../run.py", "/lib/%2e%2e/%2e%2e/run.py",
-                                  "/.git/config", "/vendor/..%2f..%2frun.py", "/webpages/../config.json",
+@pytest.mark.parametrize("path", ["/../run.py", "/%2e%2e/run.py", "/vendor/../../run.py",
+                                  "/lib/%2e%2e/%2e%2e/run.py", "/.git/config", "/vendor/..%2f..%2frun.py",
+                                  "/webpages/../config.json",
                                   "/%2fetc%2fpasswd", "/no-such-file.js"])
 async def test_traversal_and_unknown_files_are_404(client, path):
     response = await client.get(path)
@@ -70,10 +72,13 @@ async def test_a_form_post_is_refused_even_with_the_token(client):
 
 
 async def test_run_test_from_the_dashboard_appends_to_the_test_timeline(aiohttp_client, store_copy, run_id):
-    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent, token=TOKEN))
+    client = await aiohttp_client(create_app(data_dir=store_copy, project_root=store_copy.parent,
+                                             token=TOKEN))
     store = await _meta_store(client)
-    response = await client.post("/api/test-run", json={"store": store, "run_id": run_id, "suite": "clean-test"},
-                                 headers={"X-SM-Token": TOKEN, "Origin": str(client.make_url("")).rstrip("/")})
+    response = await client.post("/api/test-run",
+                                 json={"store": store, "run_id": run_id, "suite": "clean-test"},
+                                 headers={"X-SM-Token": TOKEN,
+                                          "Origin": str(client.make_url("")).rstrip("/")})
     assert response.status == 200, await response.text()
     for _ in range(600):
         [proc] = await (await client.get("/api/processes")).json()
@@ -86,13 +91,15 @@ async def test_run_test_from_the_dashboard_appends_to_the_test_timeline(aiohttp_
 
 
 @pytest.mark.parametrize(("host", "allow", "accepted", "refused"), [
-    ("0.0.0.0", [], ["localhost:5210", "127.0.0.1:5210", "[::1]:5210"], ["evil.example:5210", "192.168.1.9:5210"]),
+    ("0.0.0.0", [], ["localhost:5210", "127.0.0.1:5210", "[::1]:5210"],
+     ["evil.example:5210", "192.168.1.9:5210"]),
     ("0.0.0.0", ["Dash.LAN", "192.168.1.9"], ["dash.lan:5210", "192.168.1.9:5210", "localhost"],
      ["evil.example", "dash.lan.evil.example:5210"]),
     ("::", ["dash.lan"], ["dash.lan", "[::1]:5210"], ["[fe80::1]:5210"]),
     ("192.168.1.9", [], ["192.168.1.9:5210", "localhost:5210"], ["evil.example:5210", "dash.lan"]),
 ])
-async def test_a_non_loopback_bind_keeps_a_host_allow_list(aiohttp_client, dry_store, host, allow, accepted, refused):
+async def test_a_non_loopback_bind_keeps_a_host_allow_list(aiohttp_client, dry_store, host, allow, accepted,
+                                                            refused):
     client = await aiohttp_client(create_app(data_dir=dry_store, project_root=dry_store.parent, token=TOKEN,
                                              host=host, allow_hosts=allow))
     for name in accepted:
@@ -107,14 +114,16 @@ async def test_a_non_loopback_bind_keeps_a_host_allow_list(aiohttp_client, dry_s
     ({}, 403), ({"X-SM-Token": "wrong"}, 403),
     ({"X-SM-Token": TOKEN, "Origin": "http://evil.example"}, 403),
     ({"X-SM-Token": TOKEN, "Sec-Fetch-Site": "cross-site"}, 403),
-    ({"X-SM-Token": TOKEN, "Origin": "http://dash.lan:5210"}, 400),   # same origin: passes the guard, body invalid
+    # same origin: passes the guard, body invalid
+    ({"X-SM-Token": TOKEN, "Origin": "http://dash.lan:5210"}, 400),
 ])
 async def test_posts_on_an_exposed_dashboard_still_need_the_token_and_same_origin(aiohttp_client, dry_store,
                                                                                   headers, status):
     client = await aiohttp_client(create_app(data_dir=dry_store, project_root=dry_store.parent, token=TOKEN,
                                              host="0.0.0.0", allow_hosts=["dash.lan"]))
     for endpoint in ("/api/launch", "/api/test-run", "/api/proposals/1/accept"):
-        response = await client.post(endpoint, json={"suite": "nope"}, headers={"Host": "dash.lan:5210", **headers})
+        response = await client.post(endpoint, json={"suite": "nope"},
+                                     headers={"Host": "dash.lan:5210", **headers})
         assert response.status == status, endpoint
     assert await (await client.get("/api/processes")).json() == []
 
@@ -138,7 +147,8 @@ async def test_serving_beyond_loopback_prints_a_warning(monkeypatch, capsys, tmp
     assert cli.dashboard(settings, host="0.0.0.0", port=5999, config=None, foreground=True,
                          allow_hosts=["dash.lan"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith("warning: the dashboard listens on 0.0.0.0") and "dash.lan" in err and "--allow-host" in err
+    assert (err.startswith("warning: the dashboard listens on 0.0.0.0") and "dash.lan" in err
+            and "--allow-host" in err)
     assert seen["allow_hosts"] == ["dash.lan"] and seen["host"] == "0.0.0.0"
     cli.dashboard(settings, host="127.0.0.1", port=5999, config=None, foreground=True)
     assert capsys.readouterr().err == ""
