@@ -1,3 +1,0 @@
-"""Fixtures of the eval tests."""
-
-from tests.eval.executor_support import driver  # noqa: F401 - the fixture, for test_executors and test_ray_executor
