@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from eval.cost import Usage, parse_pricing, usd
 from mutator.store.db import connect_readonly
+from tests.conftest import run_py
 from tests.eval.agents.messages_server import demo_agent
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,11 +25,6 @@ def clean_env(**extra: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "SM_", "SKILL_MUTATOR_", "CLAUDE_"))}
     return {**env, **extra}
-
-
-def run_py(*args: str, env: dict, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize(("flags", "env_extra", "says"), [

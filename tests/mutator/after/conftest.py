@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +14,6 @@ from mutator.store.genome import GenomeStore
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT / "suites" / "csv-clean"
-
-
-def run_py(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import pytest
 from mutator.after.spend import view
 from mutator.store.db import connect
 from tests.browser_support import CHROMIUM, SKIP_REASON, Server, chromium_page
-from tests.conftest import copy_store
+from tests.conftest import copy_store, run_py
 
-from .conftest import SEED, run_py
+from .conftest import SEED
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 TOKEN = "after-token-123"

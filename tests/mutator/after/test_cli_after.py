@@ -8,9 +8,9 @@ import json
 import shutil
 import sqlite3
 
-from tests.conftest import copy_store
+from tests.conftest import copy_store, run_py
 
-from .conftest import SEED, run_py, snapshot
+from .conftest import SEED, snapshot
 
 
 def test_finished_run_proposes_then_accept_rollback_and_refusals(dry_run, tmp_path):

@@ -4,8 +4,6 @@ deletions apply, a folder of another skill is refused, and a rollback restores e
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,14 +12,9 @@ from mutator.after import proposals
 from mutator.after.deploy import DeployError, deploy, rollback
 from mutator.after.proposals import propose
 from mutator.store.db import connect
+from tests.conftest import run_py
 
 from .conftest import ROOT, SEED, snapshot
-
-
-def run_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """run.py started from another folder than the project's, as a user's project would."""
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
 
 
 def _champion_deleting_examples(built) -> str:

@@ -19,9 +19,9 @@ from mutator.after.health import HealthCheck
 from mutator.config import load_settings
 from mutator.round.progress import Progress
 from sandbox import get_launcher
-from tests.conftest import with_sigint
+from tests.conftest import run_py, with_sigint
 
-from .conftest import ROOT, SEED, run_py
+from .conftest import ROOT, SEED
 
 SLOW = Path(__file__).with_name("slow_agent.py")
 

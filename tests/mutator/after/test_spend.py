@@ -14,8 +14,7 @@ from mutator.config import load_settings
 from mutator.round.budget import BudgetStop
 from mutator.store import ledger
 from mutator.store.db import connect, dumps
-
-from .conftest import run_py
+from tests.conftest import run_py
 
 NOW = datetime(2026, 3, 12, 15, 0, tzinfo=UTC).timestamp()          # a Thursday
 TODAY = datetime(2026, 3, 12, 9, 0, tzinfo=UTC).timestamp()

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mutator.round.budget import Budget, BudgetStop
 from mutator.store.db import connect_readonly
-from tests.conftest import PLAIN_ARGS
+from tests.conftest import PLAIN_ARGS, environ_without, run_py
 
 ROOT = Path(__file__).resolve().parents[3]
 ARGS = PLAIN_ARGS   # the session fixture plain_run ran it once
-
-
-def run_py(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_"))}
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+OWN = ("SKILL_MUTATOR_", "SM_")   # run.py as if none of our variables were set
 
 
 @pytest.mark.parametrize(("spent", "next_usd", "stops"), [
@@ -42,7 +34,7 @@ def test_check(spent: float, next_usd: float, stops: bool) -> None:
 def test_dry_run_stops_under_the_cap_then_resumes_with_a_higher_one(tmp_path: Path) -> None:
     data = tmp_path / "data"
     cap = 0.05  # the seed's val evaluation fits; its train evaluation, priced by val's mean cell, would not
-    first = run_py(*ARGS, "--data-dir", str(data), "--budget-usd", str(cap))
+    first = run_py(*ARGS, "--data-dir", str(data), "--budget-usd", str(cap), env=environ_without(*OWN))
     assert first.returncode == 3, first.stderr[-2000:]
     assert "budget reached" in first.stderr and "--budget-usd" in first.stderr
     db = connect_readonly(data / "mutator.db")
@@ -53,7 +45,7 @@ def test_dry_run_stops_under_the_cap_then_resumes_with_a_higher_one(tmp_path: Pa
     cells_before = next(iter(db.query("select count(*) as n from cells")))["n"]
     assert cells_before == 8  # clean-val only: the train evaluation never started
 
-    second = run_py(*ARGS, "--data-dir", str(data), "--budget-usd", "10")
+    second = run_py(*ARGS, "--data-dir", str(data), "--budget-usd", "10", env=environ_without(*OWN))
     assert second.returncode == 0, second.stderr[-2000:]
     db = connect_readonly(data / "mutator.db")
     runs = [dict(r) for r in db.query("select * from runs")]
@@ -79,7 +71,8 @@ def _spent(data: Path) -> tuple[float, int, float]:
 ])
 def test_the_budget_is_a_hard_cap_before_every_cell(tmp_path: Path, cap: float, concurrency: int, cells: int) -> None:
     data = tmp_path / "data"
-    done = run_py(*ARGS, "--data-dir", str(data), "--budget-usd", str(cap), "--concurrency", str(concurrency))
+    done = run_py(*ARGS, "--data-dir", str(data), "--budget-usd", str(cap), "--concurrency", str(concurrency),
+                  env=environ_without(*OWN))
     assert done.returncode == 3, done.stderr[-2000:]
     spent, n, top = _spent(data)
     assert n == cells
@@ -90,9 +83,10 @@ def test_the_budget_is_a_hard_cap_before_every_cell(tmp_path: Path, cap: float, 
 
 def test_raising_the_cap_resumes_without_paying_twice(plain_run, tmp_path: Path) -> None:
     capped, free = tmp_path / "capped", plain_run[0]   # free: the session's run of ARGS without a cap
-    assert run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "0.02").returncode == 3
-    assert run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "0.2").returncode in (0, 3)
-    resumed = run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "10")
+    assert run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "0.02", env=environ_without(*OWN)).returncode == 3
+    assert run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "0.2",
+                  env=environ_without(*OWN)).returncode in (0, 3)
+    resumed = run_py(*ARGS, "--data-dir", str(capped), "--budget-usd", "10", env=environ_without(*OWN))
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert plain_run[1].returncode == 0 and plain_run[1].args[2:-2] == list(ARGS)
     (spent_capped, n_capped, _), (spent_free, n_free, _) = _spent(capped), _spent(free)

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server
-
-from .conftest import TOKEN
+from tests.browser_support import CHROMIUM, SKIP_REASON
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -25,12 +23,11 @@ RENDER = """async (rows) => {
 
 
 @pytest.fixture
-def server(tmp_path: Path):
+def store(tmp_path: Path) -> Path:
+    """The dashboard (conftest's `server`) over an empty data dir."""
     data = tmp_path / "project" / "data"
     data.mkdir(parents=True)
-    srv = Server(data, token=TOKEN)
-    yield srv
-    srv.stop()
+    return data
 
 
 def test_a_warn_row_shows_as_a_warning_and_counts_as_passed(server, page) -> None:

@@ -8,19 +8,16 @@ import sqlite3
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server
-
-from .conftest import TOKEN
+from tests.browser_support import CHROMIUM, SKIP_REASON
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 
 
 @pytest.fixture
-def server(store_copy):
-    srv = Server(store_copy, token=TOKEN)
-    yield srv
-    srv.stop()
+def store(store_copy):
+    """The dashboard (conftest's `server`) over a copy of the dry store."""
+    return store_copy
 
 
 def test_round_analysis_shows_every_stored_look_and_the_screen(server, store_copy, page, run_id) -> None:

@@ -9,10 +9,9 @@ import sqlite3
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server
+from tests.browser_support import CHROMIUM, SKIP_REASON
 from tests.conftest import copy_store
 
-from .conftest import TOKEN
 from .test_models_view import TWO, two_model_store  # noqa: F401  (a session fixture, built once)
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
@@ -39,11 +38,10 @@ def _cli_rows(cli: str) -> dict[tuple[str, str], list[str]]:
 
 
 @pytest.fixture
-def server(two_model_store, tmp_path):  # noqa: F811
-    """The dashboard over a private copy of the two-model store (made before the page: its own event loop)."""
-    srv = Server(copy_store(two_model_store[0], tmp_path / "project" / "data"), token=TOKEN)
-    yield srv
-    srv.stop()
+def store(two_model_store, tmp_path):  # noqa: F811
+    """The dashboard (conftest's `server`) over a private copy of the two-model store (made before the page:
+    its own event loop)."""
+    return copy_store(two_model_store[0], tmp_path / "project" / "data")
 
 
 def test_every_per_model_row_is_the_store_and_the_cli(two_model_store, server, page):  # noqa: F811

@@ -1,4 +1,5 @@
-"""Fixtures for the agent backends: a local Messages-API server per test."""
+"""Fixtures of the eval tests: a local Messages-API server per test (for the agent backends, the skill-use
+parser, ...; a module with its own `server` overrides it)."""
 
 from __future__ import annotations
 
