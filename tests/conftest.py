@@ -1,4 +1,4 @@
-"""Shared fixtures: a tiny suite builder, the repo root, and a CLI runner for run.py."""
+"""Shared fixtures: a tiny suite builder, the repo root, and the one runner of run.py (run_py)."""
 
 from __future__ import annotations
 
@@ -64,9 +64,20 @@ def ok_agent(tmp_path: Path) -> list[str]:
     return [sys.executable, str(script)]
 
 
-def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+def environ_without(*prefixes: str, **extra: str) -> dict[str, str]:
+    """This process's environment less every variable starting with one of `prefixes`, plus `extra`."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(prefixes)}, **extra}
+
+
+def run_py(*args: str, env: dict | None = None, cwd: Path = ROOT, timeout: float = 900,
+           **kwargs) -> subprocess.CompletedProcess:
+    """run.py as a user runs it, from `cwd` (the project's folder unless given), its output captured as
+    text; `env` is the child's whole environment (this process's when None). The timeout is a hang guard."""
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, **kwargs)
+
+
+run_cli = run_py   # the name most test files call it by
 
 
 def with_sigint(argv: list[str], disposition: str = "default") -> list[str]:

@@ -23,8 +23,8 @@ from eval.agents import AnthropicBackend, ClaudeCliBackend, CommandBackend
 from eval.cost import Price, usd
 from eval.stream_metrics import read_stream
 from sandbox.none import NoneLauncher
-from tests.agents.messages_server import MessagesServer, message, text, usage
 from tests.conftest import ROOT
+from tests.eval.agents.messages_server import MessagesServer, message, text, usage
 
 PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
 MODEL = "claude-haiku-4-5"

@@ -17,7 +17,7 @@ import pytest
 
 from eval import reaper
 from tests.conftest import ROOT, make_suite
-from tests.eval.executor_support import driver, job_for  # noqa: F401 - the driver's world (a fixture)
+from tests.eval.executors.executor_support import driver, job_for  # noqa: F401 - the driver's world (a fixture)
 
 # Hangs while a flag file beside it exists, after starting a helper in its own process group.
 AGENT = """import json, os, pathlib, subprocess, sys, time

@@ -10,19 +10,12 @@ import pytest
 
 from eval.skill_marks import SkillMarks
 from eval.skill_use import NOT_USED, SkillUse, parse_skill_use, shell_paths
-from tests.agents.messages_server import MessagesServer, message, text, tool_use
-from tests.agents.test_anthropic_agent import run_agent
+from tests.eval.agents.messages_server import message, text, tool_use
+from tests.eval.agents.test_anthropic_agent import run_agent
 
-AGENTS = Path(__file__).resolve().parents[1] / "agents"
+AGENTS = Path(__file__).resolve().parent / "agents"
 SKILL_MD = "---\nname: csv-clean\ndescription: Clean CSV files.\n---\n- trim every cell\n"
 REFERENCE = "Dates are ISO 8601.\n"
-
-
-@pytest.fixture
-def server():
-    srv = MessagesServer()
-    yield srv
-    srv.close()
 
 
 def write_stream(path: Path, events: list[dict]) -> Path:

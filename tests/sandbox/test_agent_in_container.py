@@ -26,8 +26,8 @@ from sandbox import SandboxError, get_launcher
 from sandbox.container import ContainerEngine
 from sandbox.container_launcher import ContainerSandbox
 from sandbox.none import NoneLauncher
-from tests.agents.messages_server import MessagesServer, message, text, tool_history, tool_use, usage
 from tests.conftest import ROOT, run_cli
+from tests.eval.agents.messages_server import MessagesServer, message, text, tool_history, tool_use, usage
 
 pytestmark = pytest.mark.container
 SECRET = "sk-ant-real-key-never-in-a-container"

@@ -16,8 +16,8 @@ import pytest
 from sandbox import get_launcher
 from sandbox.probe import probe
 from sandbox.resolve import ProgramError
-from tests.agents.test_own_mutator import BUILD_AGENT, MUTATOR, own_setup
-from tests.agents.test_real_run import clean_env, run_py
+from tests.eval.agents.test_own_mutator import BUILD_AGENT, MUTATOR, own_setup
+from tests.eval.agents.test_real_run import clean_env, run_py
 from tests.sandbox.conftest import needs_bwrap
 from tests.sandbox.toolchains import executable, pyenv_tree
 

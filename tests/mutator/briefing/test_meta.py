@@ -43,7 +43,7 @@ def test_the_meta_skill_call_is_charged_by_the_mutators_rule(tmp_path: Path) -> 
     usage at config.json prices instead)."""
     import sys
 
-    from tests.agents.test_own_mutator import clean_env, own_setup, run_py
+    from tests.eval.agents.test_own_mutator import clean_env, own_setup, run_py
     own = own_setup(tmp_path)
     mutator = tmp_path / "reporting_mutator.py"
     mutator.write_text(REPORTING_MUTATOR)

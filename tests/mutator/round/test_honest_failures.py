@@ -4,7 +4,6 @@ champion is proposed only for a real improvement."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,15 +11,12 @@ from pathlib import Path
 import pytest
 
 from mutator.store.db import connect_readonly
-from tests.conftest import AGENT_OK, ROOT, make_suite
+from tests.conftest import AGENT_OK, ROOT, environ_without, make_suite, run_py
 
 RUNS = "runs"
 
 
-def run_py(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MUTATOR_", "SM_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, env={**base, **(env or {})},
-                          capture_output=True, text=True, timeout=600)
+OFFLINE = ("SKILL_MUTATOR_", "SM_", "ANTHROPIC_")   # run.py as if none of our variables were set
 
 
 def rows(data: Path, sql: str, params=()) -> list[dict]:
@@ -57,7 +53,7 @@ def setup(tmp_path: Path):
                       "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
                       "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
                       "--skill-dir", str(ROOT / "suites" / "csv-clean"), "--no-solve", "--sandbox", "none",
-                      "--data-dir", str(tmp_path / "data"), *extra)
+                      "--data-dir", str(tmp_path / "data"), *extra, env=environ_without(*OFFLINE))
     return command, tmp_path / "data", tmp_path / RUNS, train
 
 
@@ -138,7 +134,7 @@ def test_a_grader_timeout_then_a_longer_one_regrades_without_running_the_agent(s
 def test_a_champion_below_propose_min_delta_is_not_proposed(tmp_path: Path) -> None:
     data = tmp_path / "data"
     done = run_py("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--replicates", "1",
-                  "--propose-min-delta", "5", "--data-dir", str(data))
+                  "--propose-min-delta", "5", "--data-dir", str(data), env=environ_without(*OFFLINE))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "No proposal: " in done.stdout and "below proposeMinDelta 5" in done.stdout
     assert rows(data, "select * from proposals") == []
@@ -148,8 +144,8 @@ def test_a_newer_champion_supersedes_the_open_proposal(tmp_path: Path) -> None:
     data = tmp_path / "data"
     args = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "1", "--data-dir", str(data))
     ties = {"SKILL_MUTATOR_TIE_RULE": "keep"}   # at 1 replicate round 6's dearer tie is kept only by this rule
-    assert run_py(*args, "--rounds", "2", env=ties).returncode == 0
-    later = run_py(*args, "--rounds", "6", env=ties)
+    assert run_py(*args, "--rounds", "2", env=environ_without(*OFFLINE, **ties)).returncode == 0
+    later = run_py(*args, "--rounds", "6", env=environ_without(*OFFLINE, **ties))
     assert later.returncode == 0, later.stderr[-2000:]
     found = rows(data, "select id, genome_hash, status from proposals order by id")
     assert [p["status"] for p in found] == ["superseded", "proposed"]
@@ -159,7 +155,7 @@ def test_a_newer_champion_supersedes_the_open_proposal(tmp_path: Path) -> None:
 
 
 def test_run_py_help_documents_the_failure_flags() -> None:
-    text = run_py("--help").stdout
+    text = run_py("--help", env=environ_without(*OFFLINE)).stdout
     for flag in ("--cell-timeout-ms", "--max-output-mb", "--infra-retries", "--max-failed-share",
                  "--propose-min-delta", "--retry-failed"):
         assert flag in text
@@ -171,7 +167,8 @@ def test_a_test_run_on_a_broken_grader_reports_nothing(setup, tmp_path: Path) ->
     broken = make_suite(train.parent, "tiny-test", split="test",
                         grader="import sys\nprint('grader bug', file=sys.stderr)\nsys.exit(3)\n")
     [run] = rows(data, "select id from runs")
-    done = run_py("--test-run", run["id"], "--suite", str(broken), "--data-dir", str(data), "--sandbox", "none")
+    done = run_py("--test-run", run["id"], "--suite", str(broken), "--data-dir", str(data), "--sandbox", "none",
+                  env=environ_without(*OFFLINE))
     assert done.returncode == 8, done.stderr[-2000:]
     assert "grader_error cells of 4 are not results" in done.stderr and "grader bug" in done.stderr
     assert rows(data, "select status, report from test_runs") == [{"status": "failed", "report": None}]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import AGENT_OK, ROOT, make_suite
-from tests.mutator.round.test_honest_failures import COUNTING, run_py
+from tests.conftest import AGENT_OK, ROOT, environ_without, make_suite, run_py
+from tests.mutator.round.test_honest_failures import COUNTING, OFFLINE
 from tests.mutator.round.test_honest_failures import rows as query
 
 BROKEN = "import sys\nprint('grader bug', file=sys.stderr)\nsys.exit(3)\n"
@@ -36,7 +36,7 @@ def setup(tmp_path: Path):
                       "--real", "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
                       "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
                       "--skill-dir", str(ROOT / "suites" / "csv-clean"), "--no-solve", "--sandbox", "none",
-                      "--data-dir", str(tmp_path / "data"), *extra)
+                      "--data-dir", str(tmp_path / "data"), *extra, env=environ_without(*OFFLINE))
     return command, tmp_path / "data", tmp_path / "runs", val
 
 
@@ -196,7 +196,7 @@ def test_an_old_store_resumes_with_no_cell_and_after_a_grader_change_reruns_its_
 
     def command():
         return run_py("--suite", str(suites / "clean-train"), "--val", str(suites / "clean-val"), "--replicates", "2",
-                      "--rounds", "2", "--data-dir", str(data))
+                      "--rounds", "2", "--data-dir", str(data), env=environ_without(*OFFLINE))
 
     [old] = query(data, "select id from runs where kind = 'evolve'")
     n_cells = query(data, "select count(*) as n from cells")[0]["n"]
@@ -242,7 +242,7 @@ def test_a_cell_whose_agent_failed_is_taken_over_as_it_was_under_a_changed_grade
                       "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}",
                       "--mutator-cmd", f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
                       "--skill-dir", str(ROOT / "suites" / "csv-clean"), "--no-solve", "--sandbox", "none",
-                      "--data-dir", str(tmp_path / "data"))
+                      "--data-dir", str(tmp_path / "data"), env=environ_without(*OFFLINE))
     assert command().returncode == 0
     data, runs = tmp_path / "data", tmp_path / "runs"
     before = len(runs.read_text())

@@ -10,7 +10,7 @@ from pathlib import Path
 from mutator.round.session import Session
 from mutator.scoring.prior import Pool, Prior
 from mutator.scoring.score import Comparison, TaskFigures, compare, pooled, pooling_sums
-from tests.store.test_figures import RUN, store
+from tests.mutator.store.test_figures import RUN, store
 
 
 def session_of(db) -> Session:
