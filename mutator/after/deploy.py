@@ -25,8 +25,9 @@ from eval.errors import SkillMutatorError
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import SuiteError, parse_frontmatter
 from mutator.after import merge, proposals
-from mutator.store.db import now, rows
+from mutator.store import deployments
 from mutator.store.genome import GenomeStore
+from mutator.store.proposals import proposal_row
 
 BACKUPS = ".skill-mutator-backups"
 RENAME_EXCHANGE = 2
@@ -104,9 +105,7 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
     refuse_foreign(target, found["skill_name"] or _skill_md_name(genomes.path(found["genome_hash"])) or "",
                    force=force)
     proposal = proposals.accept(db, proposal_id, note)
-    deployment_id = db["deployments"].insert({
-        "proposal_id": proposal_id, "target_dir": str(target), "genome_hash": proposal["genome_hash"],
-        "status": "deploying", "deployed_at": now()}).last_pk
+    deployment_id = deployments.start_deployment(db, proposal_id, str(target), proposal["genome_hash"])
     staging = target.parent / f".{target.name}.incoming-{secrets.token_hex(4)}"
     merged = merge.Merge((), (), ())
     try:
@@ -140,19 +139,18 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
     except BaseException as err:
         shutil.rmtree(staging, ignore_errors=True)
         reason = f"{type(err).__name__}: {err}"
-        db["deployments"].update(deployment_id, {"status": "failed", "error": reason})
+        deployments.deployment_failed(db, deployment_id, reason)
         proposals.record(db, proposal_id, "deploy", "accepted", "failed", reason)
         if isinstance(err, Exception):
             raise DeployError(f"deploy of proposal {proposal_id} into {target} failed ({reason}); {target} is "
                               f"unchanged") from err
         raise
-    db["deployments"].update(deployment_id, {
-        "status": "deployed", "previous_hash": previous, "backup_dir": str(backup) if previous else None})
+    deployments.deployment_done(db, deployment_id, previous, str(backup) if previous else None)
     proposals.record(db, proposal_id, "deploy", "accepted", "deployed",
                      f"into {target}" + (f"; previous version kept at {backup}" if previous else
                                          "; there was no previous version")
                      + (f"; {merged.words()}" if merged.words() else ""))
-    return {**rows(db, "select * from deployments where id = ?", [deployment_id])[0], "merge": merged}
+    return {**deployments.deployment_row(db, deployment_id), "merge": merged}
 
 
 def _seed_dir(genomes: GenomeStore, proposal: dict) -> Path:
@@ -171,10 +169,10 @@ def still_deployed(db: sqlite_utils.Database, genomes: GenomeStore, deployment: 
     if not target.is_dir():
         return False
     backup = Path(deployment["backup_dir"]) if deployment["backup_dir"] else None
-    proposal = rows(db, "select * from proposals where id = ?", [deployment["proposal_id"]])
+    proposal = proposal_row(db, deployment["proposal_id"])
     champion = genomes.path(deployment["genome_hash"])
     if champion.is_dir() and proposal and backup and backup.is_dir():
-        if merge.matches(target, champion, backup, merge.plan(backup, _seed_dir(genomes, proposal[0]), champion)):
+        if merge.matches(target, champion, backup, merge.plan(backup, _seed_dir(genomes, proposal), champion)):
             return True
     # a deploy into a new folder, or one made before the folder's own files were kept: the genome itself
     if hash_tree(target) != deployment["genome_hash"]:
@@ -188,18 +186,15 @@ def rollback(db: sqlite_utils.Database, genomes: GenomeStore, target: Path) -> d
 
     Refused unless the folder is still, file for file, what the deploy wrote (its own files included)."""
     target = Path(os.path.abspath(target))
-    live = rows(db, "select * from deployments where target_dir = ? and status = 'deployed' order by id desc "
-                    "limit 1", [str(target)])
-    if not live:
-        undone = rows(db, "select * from deployments where target_dir = ? and status = 'rolled_back' order by "
-                          "rolled_back_at desc limit 1", [str(target)])
+    deployment = deployments.live_deployment(db, str(target))
+    if deployment is None:
+        undone = deployments.last_rolled_back(db, str(target))
         if undone:
-            raise DeployError(f"{target} is already rolled back: deploy {undone[0]['id']} (proposal "
-                              f"{undone[0]['proposal_id']}) was undone at {_when(undone[0]['rolled_back_at'])}, "
+            raise DeployError(f"{target} is already rolled back: deploy {undone['id']} (proposal "
+                              f"{undone['proposal_id']}) was undone at {_when(undone['rolled_back_at'])}, "
                               f"and no earlier deploy into it is live")
         raise DeployError(f"nothing deployed into {target} is recorded in this store (pass the --data-dir used "
                           f"for --accept)")
-    deployment = live[0]
     if not still_deployed(db, genomes, deployment, target):
         raise DeployError(f"{target} changed since deploy {deployment['id']} (it is no longer the champion "
                           f"{deployment['genome_hash'][:12]} plus the folder's own files); rolling back would lose "
@@ -214,9 +209,9 @@ def rollback(db: sqlite_utils.Database, genomes: GenomeStore, target: Path) -> d
         os.rename(backup, undone)
     else:
         os.rename(target, undone)      # there was nothing before the deploy
-    db["deployments"].update(deployment["id"], {"status": "rolled_back", "rolled_back_at": now()})
+    deployments.rolled_back(db, deployment["id"])
     if deployment["proposal_id"] is not None:
         proposals.record(db, deployment["proposal_id"], "rollback", "deployed", "rolled_back",
                          f"{target} restored" + (f" from {backup}" if backup else " (removed: nothing was there "
                                                                                "before)") + f"; undone copy at {undone}")
-    return rows(db, "select * from deployments where id = ?", [deployment["id"]])[0]
+    return deployments.deployment_row(db, deployment["id"])

@@ -25,7 +25,8 @@ from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop, cell_estimate
 from mutator.round.progress import Progress
 from mutator.round.session import Session, other_skills
-from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store import health_checks as checks
+from mutator.store.db import connect, dumps, loads, now
 from sandbox import Launcher
 
 
@@ -60,10 +61,9 @@ class HealthCheck:
         fingerprint = drift.fingerprint([(x.name, x.content_hash) for x in suites], base.to_json())
         genome_hash = hash_tree(skill_dir)
         n_cells = sum(len(x.tasks) for x in suites) * s.replicates
-        check_id = db["health_checks"].insert({
-            "skill_dir": str(skill_dir), "skill_name": skill_name, "genome_hash": genome_hash,
-            "fingerprint": fingerprint, "suites": dumps([x.name for x in suites]), "contract": dumps(base.to_json()),
-            "status": "running", "partial": 0, "n_cells": n_cells, "n_done": 0, "started_at": now()}).last_pk
+        check_id = checks.start_check(
+            db, skill_dir=str(skill_dir), skill_name=skill_name, genome_hash=genome_hash, fingerprint=fingerprint,
+            suites=dumps([x.name for x in suites]), contract=dumps(base.to_json()), n_cells=n_cells)
         snapshot = s.data_dir / "checks" / str(check_id) / "skill"
         copy_tree(skill_dir, snapshot)   # the check scores this copy even if the folder changes meanwhile
         contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
@@ -105,10 +105,7 @@ class CheckGate:
     keys: tuple[str, ...]
 
     def spent(self) -> float:
-        marks = ",".join("?" * len(self.keys))
-        found = rows(self.db, f"select coalesce(sum(c.usd), 0) as usd from charges c join evaluations e on "
-                              f"e.id = c.evaluation_id where e.key in ({marks})", list(self.keys))
-        return float(found[0]["usd"])
+        return checks.charged_for(self.db, self.keys)
 
     def remaining(self, unrecorded: float) -> float:
         return self.limit_usd - self.spent()   # each stored cell is on the ledger already (no payer, no run)
@@ -118,20 +115,14 @@ class CheckGate:
 
 
 def _previous(db, check: dict) -> dict | None:
-    found = rows(db, "select * from health_checks where skill_dir = ? and fingerprint = ? and id < ? and "
-                     "status = 'done' and partial = 0 and score is not null order by id desc limit 1",
-                 [check["skill_dir"], check["fingerprint"], check["id"]])
-    return found[0] if found else None
+    return checks.previous_complete(db, check)
 
 
 def finish(db, check_id: int, keys: list[str], stopped: tuple[str, str] | None) -> dict:
     """Score what finished, band it against the previous complete check, store and return the check."""
-    check = rows(db, "select * from health_checks where id = ?", [check_id])[0]
-    marks = ",".join("?" * len(keys))
-    evaluations = rows(db, f"select id, suite from evaluations where key in ({marks})", keys)
-    ids = [e["id"] for e in evaluations]
-    cells = rows(db, f"select e.suite, c.task_id, c.score, c.cost_usd from cells c join evaluations e on "
-                     f"e.id = c.evaluation_id where c.evaluation_id in ({','.join('?' * len(ids)) or 'null'})", ids)
+    check = checks.check_row(db, check_id)
+    ids = [e["id"] for e in checks.evaluations_of_keys(db, keys)]
+    cells = checks.scored_cells(db, ids)
     tasks = drift.task_scores([(f"{c['suite']}/{c['task_id']}", c["score"] or 0.0) for c in cells])
     score = drift.overall(tasks)
     previous = _previous(db, check)
@@ -156,8 +147,8 @@ def finish(db, check_id: int, keys: list[str], stopped: tuple[str, str] | None) 
             fields["summary"] = (f"Cancelled before completion ({stopped[1]}): partial result kept, "
                                  f"{score:.1f}/100 over {len(cells)} of {check['n_cells']} cells "
                                  f"({len(tasks)} tasks). On the tasks scored: {verdict.text}")
-    db["health_checks"].update(check_id, fields)
-    found = rows(db, "select * from health_checks where id = ?", [check_id])[0]
+    checks.update_check(db, check_id, fields)
+    found = checks.check_row(db, check_id)
     found["tasks"] = loads(found["tasks"], [])
     found["reason"] = stopped[1] if stopped else None
     return found

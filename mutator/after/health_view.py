@@ -13,18 +13,14 @@ import sqlite_utils
 
 from mutator.after import drift
 from mutator.after.spend import day_start
-from mutator.store.db import loads, rows
-from mutator.store.liveness import check_key, mark_stale_records
+from mutator.store.db import loads
+from mutator.store.health_checks import check_targets, checks_of
 
 MAX_DAYS = 365
 
 
 def targets(db: sqlite_utils.Database) -> list[dict]:
-    if "health_checks" not in db.table_names():
-        return []
-    found = rows(db, "select skill_dir, fingerprint, max(skill_name) as skill_name, max(suites) as suites, "
-                     "count(*) as checks, max(id) as last_id from health_checks group by skill_dir, fingerprint "
-                     "order by last_id desc")
+    found = check_targets(db)
     for t in found:
         t["suites"] = loads(t["suites"], [])
     return found
@@ -42,10 +38,7 @@ def summary(db: sqlite_utils.Database, *, skill_dir: str | None = None, fingerpr
              "counts": {"checks": 0, "in_period": 0}}
     if target is None:
         return empty
-    checks = mark_stale_records(db.conn, rows(db, "select * from health_checks where skill_dir = ? and "
-                                                  "fingerprint = ? order by id", [target["skill_dir"],
-                                                                                  target["fingerprint"]]),
-                                lambda c: check_key(c["skill_dir"]))   # a dead checker's `running` shows `stale`
+    checks = checks_of(db, target["skill_dir"], target["fingerprint"])   # a dead checker's `running`: `stale`
     start = day_start(at) - (days - 1) * 86400
     period = [c for c in checks if (c["started_at"] or 0) >= start]
     latest = checks[-1]

@@ -20,8 +20,10 @@ from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop, mean_mutation_cost, pending_cells
-from mutator.store import ledger
-from mutator.store.db import connect, loads, now, rows
+from mutator.store import spending
+from mutator.store.db import connect, loads
+from mutator.store.run_lookup import mutator_models, run_labels
+from mutator.store.spending import daily_limit, mean_model_cell_cost
 
 WARN_AT = 0.8
 HEALTH = "health checks"
@@ -46,14 +48,9 @@ def _roles(db: sqlite_utils.Database, ids: set[int]) -> dict[int, tuple[str, str
     """evaluation id -> (what its cells were for, model), for the evaluations charges name."""
     if not ids:
         return {}
-    members: set[int] = set()
-    if "members" in db["evaluations"].columns_dict:
-        for r in rows(db, "select members from evaluations where members is not null"):
-            members.update(int(i) for i in (loads(r["members"], {}) or {}).values())
+    members = spending.member_evaluation_ids(db)
     out = {}
-    marks = ",".join("?" * len(ids))
-    for e in rows(db, f"select id, genome_hash, split, contract, model from evaluations where id in ({marks})",
-                  sorted(ids)):
+    for e in spending.charged_evaluations(db, ids):
         salt = str((loads(e["contract"], {}) or {}).get("salt") or "")
         role = (SOLVE if e["genome_hash"] == BARE and salt.startswith("solve-") else
                 CONTROL if e["genome_hash"] == BARE else
@@ -66,23 +63,17 @@ def _roles(db: sqlite_utils.Database, ids: set[int]) -> dict[int, tuple[str, str
 
 
 def _health_evaluations(db: sqlite_utils.Database) -> set[int]:
-    if "health_checks" not in db.table_names():
-        return set()
-    return {int(i) for r in rows(db, "select evaluation_ids from health_checks")
-            for i in (loads(r["evaluation_ids"], []) or [])}
+    return spending.health_check_evaluations(db)
 
 
 def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = None) -> list[dict]:
     """Every charge on the ledger (mutator/store/ledger.py) since `since` (of one run, when given):
     {at, usd, run, model, kind}. The run is the one charged when it was spent, never guessed afterwards; a
     charge of no run is a health check's, a watch tick's judge pass, or other."""
-    where, args = "at >= ?", [since]
-    if run_id is not None:
-        where, args = where + " and run_id = ?", args + [run_id]
-    found = rows(db, f"select run_id, kind, usd, at, evaluation_id from {ledger.table(db)} where {where}", args)
+    found = spending.charges_since(db, since, run_id)
     roles = _roles(db, {c["evaluation_id"] for c in found if c["evaluation_id"] is not None})
     health = _health_evaluations(db) if any(c["run_id"] is None for c in found) else set()
-    runs = {r["id"]: r["mutator_model"] for r in rows(db, "select id, mutator_model from runs")}
+    runs = mutator_models(db)
     out = []
     for c in found:
         role, model = roles.get(c["evaluation_id"], (c["kind"], "?"))
@@ -106,19 +97,11 @@ def run_spend(db: sqlite_utils.Database, run_id: str) -> dict:
 
 def run_totals(db: sqlite_utils.Database) -> dict[str, float]:
     """Every run's spend (the sum of its charges), for pages listing many runs."""
-    return {r["run_id"]: r["usd"] for r in rows(db, f"select run_id, sum(usd) as usd from {ledger.table(db)} "
-                                                    "where run_id is not null group by run_id")}
+    return spending.run_totals(db)
 
 
 def spent_since(db: sqlite_utils.Database, since: float) -> float:
     return sum(c["usd"] for c in calls(db, since))
-
-
-def daily_limit(db: sqlite_utils.Database) -> float | None:
-    if "spend_limits" not in db.table_names():
-        return None
-    found = rows(db, "select usd from spend_limits where name = 'daily'")
-    return float(found[0]["usd"]) if found else None
 
 
 def budget_state(spent_today: float, limit: float | None) -> dict:
@@ -146,7 +129,7 @@ def view(db: sqlite_utils.Database, at: float | None = None, days: int = 30) -> 
             groups.setdefault(c[key], []).append(c)
         return sorted(({key: name, **totals(items), "calls": len(items)} for name, items in groups.items()),
                       key=lambda g: -g["all_time"])
-    runs = {r["id"]: r for r in rows(db, "select id, skill_name, strategy, status, cost_usd from runs")}
+    runs = run_labels(db)
     per_run = grouped("run")
     for g in per_run:
         r = runs.get(g["run"], {})
@@ -197,12 +180,6 @@ class DailyBudget:
         self.check(db, next_usd=n_cells * mean_model_cell_cost(db, model), what=f"{label} ({n_cells} cells)")
 
 
-def mean_model_cell_cost(db: sqlite_utils.Database, model: str) -> float:
-    found = rows(db, "select avg(c.cost_usd) as mean from cells c join evaluations e on e.id = c.evaluation_id "
-                     "where e.model = ?", [model])
-    return float(found[0]["mean"] or 0.0) if found else 0.0
-
-
 @dataclass(frozen=True)
 class Budgets:
     """Several budgets checked in turn (the run's --budget-usd and the store's daily one)."""
@@ -231,10 +208,7 @@ def record_daily(db: sqlite_utils.Database, flag_usd: float | None) -> float | N
     if flag_usd is not None:
         if flag_usd < 0:
             raise ConfigError(f"--daily-budget-usd must be >= 0 (0 clears the store's daily budget), got {flag_usd}")
-        if flag_usd == 0:
-            db["spend_limits"].delete_where("name = 'daily'")
-        else:
-            db["spend_limits"].upsert({"name": "daily", "usd": flag_usd, "set_at": now()}, pk="name")
+        spending.set_daily_limit(db, flag_usd)
     return daily_limit(db)
 
 

@@ -17,7 +17,8 @@ from mutator.config import Settings
 from mutator.round.solve import solve_estimate, solve_line
 from mutator.scoring.score import gate_t
 from mutator.scoring.sequential import Design, expected_looks
-from mutator.store.db import connect_readonly, rows
+from mutator.store import planning
+from mutator.store.db import connect_readonly
 from mutator.validity.stats import mde, two_sided_critical
 from strategies import make_strategy
 
@@ -88,12 +89,10 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
     db = _store(settings)
     found: list[dict] = []
     source = ""
-    if db is not None and "runs" in db.table_names():
+    if db is not None:
         for kind, label in (("aa", "A/A run"), ("evolve", "earlier run")):
-            found = rows(db, "select a.gate_s, a.gate_df, r.id, r.replicates from attempts a join runs r on "
-                             "r.id = a.run_id where r.kind = ? and r.val_hash = ? and a.gate_s is not null "
-                             "and a.gate_df > 0 order by r.created_at desc, a.id desc limit 1",
-                         [kind, val.content_hash])
+            row = planning.pooled_noise(db, kind, val.content_hash)
+            found = [row] if row else []
             if found:
                 source = f"{label} {found[0]['id']} (pooled s over df {found[0]['gate_df']})"
                 break
@@ -109,19 +108,16 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
 
 def _seed_cell_usd(settings: Settings, build_id: str, model: str) -> tuple[float | None, str]:
     db = _store(settings)
-    if db is None or "evaluations" not in db.table_names():
+    if db is None or not planning.has_evaluations(db):
         return None, ""
     seed = hash_tree(settings.skill_dir)
-    sql = ("select sum(cost_usd_total) as usd, sum(n_done) as cells from evaluations where genome_hash = ? "
-           "and model = ? and status = 'done' and contract like ?")
     # the same build agent first; another implementation of it (e.g. an edited fake) says so; a real plan is
     # never priced from a dry run's fake cells
     other = "fake@%" if dry(build_id) else "%"
     for agent, note in ((build_id, ""), (other, " by another build-agent implementation")):
-        found = rows(db, sql + ("" if dry(build_id) else " and contract not like '%\"agent\": \"fake@%'"),
-                     [seed, model, f'%"agent": "{agent}"%'])
-        if found and found[0]["cells"]:
-            return found[0]["usd"] / found[0]["cells"], f"measured: the seed's {found[0]['cells']} cells{note} in the store"
+        found = planning.seed_cells_cost(db, seed, model, agent, no_fake=not dry(build_id))
+        if found.get("cells"):
+            return found["usd"] / found["cells"], f"measured: the seed's {found['cells']} cells{note} in the store"
     return None, ""
 
 
@@ -134,17 +130,13 @@ def _mutator_usd(settings: Settings, *, real: bool) -> tuple[float | None, str]:
     """The mean of this store's mutator calls at this model: only real ones (not a dry run's fake mutator) for a
     real plan."""
     db = _store(settings)
-    if db is None or "attempts" not in db.table_names():
+    if db is None or not planning.has_attempts(db):
         return None, ""
-    kind = "json_extract(r.config, '$.mutator') not like 'fake@%'" if real else \
-        "json_extract(r.config, '$.mutator') like 'fake@%'"
-    found = rows(db, "select avg(a.mutator_cost_usd) as usd, count(*) as n from attempts a join runs r on "
-                     f"r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0 and {kind}",
-                 [settings.mutator_model])
-    if not found or not found[0]["n"]:
+    found = planning.mutator_calls(db, settings.mutator_model, real=real)
+    if not found.get("n"):
         return None, ""
     what = "real mutator calls" if real else "dry-run (fake) mutator calls"
-    return found[0]["usd"], f"measured: mean of {found[0]['n']} {what} in the store"
+    return found["usd"], f"measured: mean of {found['n']} {what} in the store"
 
 
 def candidates_per_round(settings: Settings) -> int:
