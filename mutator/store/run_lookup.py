@@ -30,9 +30,14 @@ def run_rows(db: sqlite_utils.Database, run_ids: list[str]) -> dict[str, dict]:
     return {r["id"]: r for r in rows(db, f"select * from runs where id in ({marks})", run_ids)}
 
 
+def run_of(db: sqlite_utils.Database, run_id: str) -> dict:
+    """The run's whole row (sqlite-utils' NotFoundError when there is none)."""
+    return dict(db["runs"].get(run_id))
+
+
 def run_cost(db: sqlite_utils.Database, run_id: str) -> float:
     """What the run has spent so far (runs.cost_usd)."""
-    return float(db["runs"].get(run_id)["cost_usd"] or 0.0)
+    return float(run_of(db, run_id)["cost_usd"] or 0.0)
 
 
 def newest_run_of_suite(db: sqlite_utils.Database, suite_path: str) -> str | None:

@@ -38,9 +38,12 @@ from mutator.scoring.score import (
     per_task,
     summarise,
 )
+from mutator.store.attempt_reads import decided_rounds, first_sibling, gates_before, round_zero_val_ids
 from mutator.store.attempts import insert_attempt, update_attempt
-from mutator.store.db import dumps, loads, now, rows
+from mutator.store.db import dumps, loads, now
+from mutator.store.evaluation_reads import cells_of
 from mutator.store.lock import RunLock
+from mutator.store.run_lookup import run_cost, run_of, run_row
 from mutator.store.runs import RunRow, insert_run, resume_run, run_heartbeat, update_run
 from mutator.validity.stats import Rate, binomial_rate
 from sandbox import Launcher
@@ -96,9 +99,9 @@ class AARun:
         identity = self.identity(seed_hash)
         self.session.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
         self.held = [RunLock.acquire(s.data_dir, self.session.run_id, what="this A/A run").release]  # one writer (LockHeld)
-        found = list(self.session.db["runs"].rows_where("id = ?", [self.session.run_id]))
+        found = run_row(self.session.db, self.session.run_id)
         if found:
-            resume_run(self.session.db, self.session.run_id, rounds_target=max(copies, found[0]["rounds_done"] or 0))
+            resume_run(self.session.db, self.session.run_id, rounds_target=max(copies, found["rounds_done"] or 0))
         else:
             insert_run(self.session.db, RunRow(
                 id=self.session.run_id, kind=KIND, strategy=KIND, strategy_opts="{}", seed_hash=seed_hash,
@@ -114,12 +117,11 @@ class AARun:
         outcome = self.session.evaluator.evaluate(self.session.genomes.path(seed_hash), seed_hash, self.session.skill_name, self.val,
                                           label=label, contract=contract, only=only)
         self.session.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
-        refused(outcome, float(self.session.db["runs"].get(self.session.run_id)["cost_usd"] or 0.0))
+        refused(outcome, run_cost(self.session.db, self.session.run_id))
         return outcome
 
     def _attempt(self, copy: int) -> dict | None:
-        found = list(self.session.db["attempts"].rows_where("run_id = ? and round = ? and sibling = 0", [self.session.run_id, copy]))
-        return found[0] if found else None
+        return first_sibling(self.session.db, self.session.run_id, copy)
 
     def execute(self, copies: int) -> str:
         if copies < 1:
@@ -168,10 +170,9 @@ class AARun:
                          "base": replace(self.session.contract, salt=seed_salt(copy))}
             labels = {"copy": f"A/A · copy {copy}/{copies} on {self.val.name}",
                       "base": f"A/A · seed again for copy {copy}/{copies} on {self.val.name}"}
-            prior = [Comparison(r["gate_n"], gate["s_r"]) for r in rows(
-                self.session.db, "select gate_n, gate from attempts where run_id = ? and round between 1 and ? and "
-                         "gate is not null order by round", [self.session.run_id, copy - 1])
-                if "early_look" not in (gate := loads(r["gate"]))]
+            prior = [Comparison(r["gate_n"], gate["s_r"]) for r in gates_before(self.session.db, self.session.run_id,
+                                                                                copy - 1)
+                     if "early_look" not in (gate := loads(r["gate"]))]
             outcome, gate, looks = sequential_val(
                 self.gating, lambda side, _suite, _label, only, c=contracts, lb=labels: self._evaluate(
                     seed_hash, c[side], lb[side], only),
@@ -206,8 +207,7 @@ class AARun:
 def _cell_sd(db: sqlite_utils.Database, evaluation_ids: list[int], weights: Weights, norm: Normalisers) -> float:
     """Pooled within-task SD of one cell's composite over every cell of these (identical-genome) evaluations."""
     by_task: dict[str, list[float]] = {}
-    for r in rows(db, f"select * from cells where evaluation_id in ({', '.join('?' * len(evaluation_ids))})",
-                  evaluation_ids):
+    for r in cells_of(db, evaluation_ids):
         cell = CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
                            r["status"] == "ok")
         by_task.setdefault(cell.task_id, []).append(per_task([cell], weights, norm)[cell.task_id].composite)
@@ -221,16 +221,15 @@ def _cell_sd(db: sqlite_utils.Database, evaluation_ids: list[int], weights: Weig
 
 def figures(db: sqlite_utils.Database, run_id: str) -> dict:
     """Everything the summary (and --plan) needs from an A/A run's rows."""
-    run = dict(db["runs"].get(run_id))
-    copies = rows(db, "select * from attempts where run_id = ? and round > 0 and verdict is not null order by round",
-                  [run_id])
-    seed = rows(db, "select val_evaluation_id from attempts where run_id = ? and round = 0", [run_id])
+    run = run_of(db, run_id)
+    copies = decided_rounds(db, run_id)
+    seed = round_zero_val_ids(db, run_id)
     weights = Weights.of_run(run)
     norm = Normalisers(run["seed_val_cost"] or 0.0, run["seed_val_steps"] or 0.0)
     all_deltas = [d for c in copies for d in loads(c["gate"])["deltas"].values()]
     last = copies[-1] if copies else None
     bases = [loads(c["gate"])["aa"].get("seed_evaluation_id") for c in copies]
-    evaluations = [e for e in [seed[0]["val_evaluation_id"] if seed else None, *bases,
+    evaluations = [e for e in [seed[0] if seed else None, *bases,
                                *(c["val_evaluation_id"] for c in copies)] if e]
     rejects = sum(c["verdict"] == Verdict.REJECT for c in copies)
     gains = sum(bool(loads(c["gate"])["aa"]["false_improvement"]) for c in copies)

@@ -12,7 +12,9 @@ import argparse
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.progress import Progress
-from mutator.store.db import connect, loads, rows
+from mutator.store.db import connect, loads
+from mutator.store.holdout import test_run_row
+from mutator.store.run_lookup import run_rows
 from mutator.validity.pairs import champions_pair, render_pair
 from mutator.validity.testrun import (
     AGENT_FLAGS,
@@ -52,8 +54,8 @@ def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, ag
                                    progress=progress, network=network, build_id=build_id, budget=budget,
                                    kind="compare")
     db = connect(settings.db_path)
-    found = {r["id"]: r for r in rows(db, "select * from runs where id in (?, ?)", [run_a, run_b])}
-    tests = {run_id: rows(db, "select * from test_runs where id = ?", [r["test_run"]])[0]
+    found = run_rows(db, [run_a, run_b])
+    tests = {run_id: test_run_row(db, r["test_run"])
              for run_id, r in results.items()}
     seed_eval = (loads(tests[run_a]["report"], {}) or {}).get("splits", {}).get("test", {}) or {}
     pair = champions_pair(db, found[run_a], found[run_b], suite=suite.name,

@@ -15,7 +15,8 @@ from mutator.round.summary import stored_cells
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Normalisers, Weights, per_task, split_key
 from mutator.store import cache
-from mutator.store.db import rows
+from mutator.store.attempt_reads import latest_evaluation_id, seed_evaluation_ids
+from mutator.store.evaluation_reads import cell_tests
 from mutator.store.triggers import stored_rates
 from mutator.validity import harm
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
@@ -33,8 +34,7 @@ def _tests(db: sqlite_utils.Database, evaluation_id: int) -> dict[tuple[str, int
     out: dict[tuple[str, int], dict[str, float]] = {}
     parts = cache.member_ids(db, evaluation_id) or {"": evaluation_id}
     for model, member in parts.items():
-        for r in rows(db, "select c.task_id, c.replicate, c.status, t.name, t.score from cells c left join tests t "
-                          "on t.cell_id = c.id where c.evaluation_id = ?", [member]):
+        for r in cell_tests(db, member):
             scores = out.setdefault((r["task_id"] + (f"@{model}" if model else ""), r["replicate"]), {})
             if r["name"] is not None:
                 scores[r["name"]] = 0.0 if r["status"] != "ok" else float(r["score"] or 0.0)
@@ -112,9 +112,7 @@ def gap(split: dict | None, test: dict | None) -> dict | None:
 
 
 def _latest(db: sqlite_utils.Database, run_id: str, genome_hash: str, column: str) -> int | None:
-    found = rows(db, f"select {column} from attempts where run_id = ? and genome_hash = ? and {column} is not null "
-                     "order by id desc limit 1", [run_id, genome_hash])
-    return found[0][column] if found else None
+    return latest_evaluation_id(db, run_id, genome_hash, column)
 
 
 def against_none(db: sqlite_utils.Database, skill_eval: int, none_eval: int | None, weights: Weights,
@@ -159,9 +157,7 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
     alone."""
     weights = Weights.of_run(run)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
-    seed_row = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
-                        "and sibling = 0", [run["id"]])
-    seed_row = seed_row[0] if seed_row else {"val_evaluation_id": None, "train_evaluation_id": None}
+    seed_row = seed_evaluation_ids(db, run["id"]) or {"val_evaluation_id": None, "train_evaluation_id": None}
     splits = {
         "train": compare_split(db, _latest(db, run["id"], champion, "train_evaluation_id"),
                                seed_row["train_evaluation_id"], weights, stored_normalisers(run, "train")),

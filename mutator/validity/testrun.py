@@ -26,8 +26,10 @@ from mutator.round.session import Session, other_skills
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
-from mutator.store import looks
-from mutator.store.db import connect, connect_readonly, dumps, loads, now
+from mutator.store import holdout, looks
+from mutator.store.attempt_reads import latest_evaluation_id
+from mutator.store.db import connect, connect_readonly, dumps, loads
+from mutator.store.run_lookup import recent_run_ids, run_cost, run_row
 from mutator.store.runs import update_run
 from mutator.validity import report as test_report
 from sandbox import Launcher
@@ -58,10 +60,9 @@ def recorded_run(settings: Settings, run_id: str) -> dict | None:
         return None
     db = connect_readonly(settings.db_path)
     try:
-        found = list(db.query("select * from runs where id = ?", [run_id]))
+        return run_row(db, run_id)
     finally:
         db.conn.close()
-    return found[0] if found else None
 
 
 def unknown_run(settings: Settings, run_id: str) -> TestRunError:
@@ -70,7 +71,7 @@ def unknown_run(settings: Settings, run_id: str) -> TestRunError:
     if settings.db_path.is_file():
         db = connect_readonly(settings.db_path)
         try:
-            known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+            known = recent_run_ids(db)
         finally:
             db.conn.close()
     return TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}; pass "
@@ -128,10 +129,9 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     the run's spend, the daily budget) is asked before each cell. Every finished test is a numbered look at the
     suite for the skill (mutator/store/looks.py; `kind`: test | compare); a sealed run refuses a later champion."""
     db = connect(settings.db_path)
-    found = list(db["runs"].rows_where("id = ?", [run_id]))
-    if not found:
+    run = run_row(db, run_id)
+    if run is None:
         raise unknown_run(settings, run_id)
-    run = found[0]
     if run["status"] == "running" and _alive(run["pid"]):
         raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has stopped")
     if suite.name in (run["suite"], run["val"]):
@@ -152,9 +152,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     session.run_id = run_id   # the tested run pays for its test cells and its budget is asked before each
     genomes, weights, evaluator = session.genomes, session.weights, session.evaluator
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
-    test_id = db["test_runs"].insert({
-        "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
-        "status": "running", "created_at": now(), "kind": kind, "suite_hash": suite.content_hash}).last_pk
+    test_id = holdout.start_test_run(db, run_id=run_id, suite=suite.name, genome_hash=champion,
+                                     round_no=run["rounds_done"], kind=kind, suite_hash=suite.content_hash)
     seed = evaluator.evaluate(genomes.path(seed_hash), seed_hash, run["skill_name"], suite,
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
@@ -186,10 +185,11 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     look = looks.look_of(db, skill_name=run["skill_name"], suite=suite.name, genome_hash=champion, before=test_id)
     report["look"] = {"k": look.k, "looks": look.looks, "repeat_of": look.repeat_of, "kind": kind,
                       "sealed": bool(run.get("seal_test") or settings.seal_test)}
-    db["test_runs"].update(test_id, {"look": look.k, "repeat_of": look.repeat_of,"control_evaluation_id": none.evaluation_id if none else None,
-        "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
+    holdout.test_run_done(db, test_id, {
+        "look": look.k, "repeat_of": look.repeat_of, "control_evaluation_id": none.evaluation_id if none else None,
+        "evaluation_id": best.evaluation_id, "eval": figures.eval, "cost": figures.cost,
         "steps": figures.steps, "composite": figures.composite, "train_composite": train,
-        "report": dumps(report), "finished_at": now()})
+        "report": dumps(report)})
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
@@ -221,22 +221,20 @@ def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, a
     charged to the run cell by cell (Evaluator.payer)."""
     try:
         for outcome, _, _ in measured:
-            refused(outcome, float(db["runs"].get(run_id)["cost_usd"] or 0.0))
+            refused(outcome, run_cost(db, run_id))
     except BudgetStop:
-        db["test_runs"].update(test_id, {"status": "stopped", "finished_at": now()})
+        holdout.test_run_ended(db, test_id, "stopped")
         raise
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:
-        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
+        holdout.test_run_ended(db, test_id, "failed")
         raise
 
 
 def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, genome_hash: str) -> float | None:
-    found = [r for r in db.query(
-        "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? and train_evaluation_id "
-        "is not null order by id desc limit 1", [run["id"], genome_hash])]
-    if not found:
+    found = latest_evaluation_id(db, run["id"], genome_hash, "train_evaluation_id")
+    if found is None:
         return None
-    cells = evaluator.cells(found[0]["train_evaluation_id"])
+    cells = evaluator.cells(found)
     return summarise(cells, weights, stored_normalisers(run, "train")).composite
