@@ -88,7 +88,7 @@ def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = No
 
 def run_spend(db: sqlite_utils.Database, run_id: str) -> dict:
     """THE spend of one run, as Home, the CLI and the Cost page show it: {total, kinds: {kind: usd}}, the total
-    being `select sum(usd) from charges where run_id = ?` (and runs.cost_usd, written with each charge)."""
+    being the sum of the run's charges on the ledger (and runs.cost_usd, written with each charge)."""
     kinds: dict[str, float] = {}
     for c in calls(db, run_id=run_id):
         kinds[c["kind"]] = kinds.get(c["kind"], 0.0) + c["usd"]

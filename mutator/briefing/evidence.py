@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite
-from mutator.store import cache
+from mutator.store import briefing_reads, cache
 from mutator.store.evidence import EvidenceStore, link
 from mutator.store.figures import Figures, Mark, RunFigures, kept_newest
 
@@ -125,9 +125,6 @@ class Evidence:
         self.train_composite = train_composite      # evaluation id -> train composite (seed-normalised)
         self.solve_dir = solve_dir
 
-    def _rows(self, sql: str, params: list) -> list[dict]:
-        return [dict(r) for r in self.db.query(sql, params)]
-
     def _cells(self, evaluation_id: int) -> list[tuple[str, str]]:
         # several eval models: each model's cells, named by model too
         return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""), r["cell_dir"])
@@ -142,16 +139,11 @@ class Evidence:
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
 
-    LEDGER = ("round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, delta_steps, "
-              "train_evaluation_id, parent_hash, status, error")
-
     def ledger_rows(self, train: Mapping[str, int] | None = None, last: int | None = None) -> list[LedgerRow]:
         """Every decided attempt of the run as the ledger shows it, in order; with `last`, only the last ones (the
         briefing's: read without the rest, so a briefing costs no more at round 500 than at round 5)."""
         train = self.train_evaluations() if train is None else train
-        found = self._rows(f"select {self.LEDGER} from attempts where run_id = ? and round > 0 and verdict is not "
-                           "null order by round desc, sibling desc" + (" limit ?" if last is not None else ""),
-                           [self.run_id, *([last] if last is not None else [])])
+        found = briefing_reads.ledger_attempts(self.db, self.run_id, last)
         return [self._ledger_row(a, train) for a in reversed(found)]
 
     def _ledger_row(self, a: dict, train: Mapping[str, int]) -> LedgerRow:
@@ -181,7 +173,7 @@ class Evidence:
         return book.add(sorted((f for f in rows.values() if _decided(f)), key=_order), train, changed)
 
     def _block(self, f: Figures, train: Mapping[str, int]) -> list[str]:
-        whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f.id])[0]
+        whole = briefing_reads.ledger_attempt(self.db, f.id)
         return ledger_block(self._ledger_row(whole, train))
 
     def stage(self, workspace: Path, parent_hash: str, shared: bool = False) -> dict[Path, Path]:
@@ -198,8 +190,7 @@ class Evidence:
         # shared: from the round before the last one it saw (an attempt is final once its round ended: its genome
         # and its train evaluation are set by then), so a round reads a few rows, not one per earlier attempt
         since = self.known.get("since", 1) if shared else 1
-        attempts = self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
-                              "where run_id = ? and round >= ? order by round, sibling", [self.run_id, since])
+        attempts = briefing_reads.attempts_since(self.db, self.run_id, since)
         ledger = self.ledger(train)
         shown = self._share(attempts, ledger) if shared else {}
         if not shared:

@@ -17,8 +17,9 @@ from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
-from mutator.store import cache, charges
-from mutator.store.db import dumps, loads, rows
+from mutator.store import briefing_reads, cache, charges
+from mutator.store.attempt_reads import champion_attempt, latest_evaluation_id
+from mutator.store.db import dumps, loads
 from mutator.store.evidence import EvidenceStore
 from mutator.store.skill_use import cell_uses, evaluation_tally, skill_files, tally, task_text
 from strategies import CandidateSpec, State
@@ -78,9 +79,8 @@ class MutatorView:
     def train_composite(self, evaluation_id: int) -> float:
         """A train evaluation's composite, normalised by the seed's train cost and steps; a finished evaluation's is
         worked out once (every later briefing's ledger asks for it again), until its cells are re-graded."""
-        done = rows(self.session.db, "select finished_at from evaluations where id = ? and status = 'done'",
-                    [evaluation_id])
-        key = (evaluation_id, done[0]["finished_at"]) if done else None
+        done = briefing_reads.done_evaluation(self.session.db, evaluation_id)
+        key = (evaluation_id, done["finished_at"]) if done else None
         if key not in self._train_composites:
             norm = stored_normalisers(self.session.run(), "train")
             found = summarise(self.session.evaluator.cells(evaluation_id), self.session.weights, norm).composite
@@ -94,21 +94,16 @@ class MutatorView:
         s = self.session.settings
         # the figures shown are the parent's: the incumbent for greedy/branching, a pool/front member otherwise
         parent = spec.parent_hash if spec else state.incumbent.genome_hash
-        inc = rows(self.session.db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
-                            "is not null order by id limit 1", [self.session.run_id, parent])
-        incumbent = inc[0] if inc else {}
+        incumbent = champion_attempt(self.session.db, self.session.run_id, parent)
         train_tasks = []
-        train_eval = rows(self.session.db, "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? "
-                                   "and train_evaluation_id is not null order by id desc limit 1",
-                          [self.session.run_id, parent])
-        if train_eval:
+        train_id = latest_evaluation_id(self.session.db, self.session.run_id, parent, "train_evaluation_id")
+        if train_id is not None:
             norm = stored_normalisers(self.session.run(), "train")
-            evaluation_id = train_eval[0]["train_evaluation_id"]
+            evaluation_id = train_id
             cells = self.session.evaluator.cells(evaluation_id)
             failing: dict[str, set[str]] = {}
             ids = list(cache.member_ids(self.session.db, evaluation_id).values()) or [evaluation_id]  # several models: all
-            for r in rows(self.session.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
-                                   f"c.evaluation_id in ({', '.join('?' * len(ids))}) and t.score < 1", ids):
+            for r in briefing_reads.failing_tests(self.session.db, ids):
                 failing.setdefault(r["task_id"], set()).add(r["name"])
             uses = self._task_uses(ids)
             for task_id, f in per_task(cells, self.session.weights, norm).items():
@@ -128,15 +123,13 @@ class MutatorView:
             siblings=self._earlier_siblings(round_no, sibling) if objective else (),
             target_tasks=spec.target_tasks if spec else (),
             caps=caps_text(room(Tree(self.session.genomes.path(parent)), limits_from(s))),
-            skill_use=self.skill_use_lines(parent, train_eval[0]["train_evaluation_id"] if train_eval else None,
+            skill_use=self.skill_use_lines(parent, train_id,
                                            incumbent.get("val_evaluation_id"))))
 
     def _task_uses(self, evaluation_ids: list[int]) -> dict[str, str]:
         """Each train task's skill use over its cells, as a table cell (train only: never called for val)."""
-        marks = ", ".join("?" * len(evaluation_ids))
         by_task: dict[str, list[dict]] = {}
-        for r in rows(self.session.db, f"select task_id, skill_use from cells where evaluation_id in ({marks})",
-                      evaluation_ids):
+        for r in briefing_reads.cell_skill_uses(self.session.db, evaluation_ids):
             by_task.setdefault(r["task_id"], []).append(r)
         return {task: task_text(tally(cell_uses(found))) for task, found in by_task.items()}
 
@@ -171,9 +164,7 @@ class MutatorView:
 
     def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:
         """This round's earlier implementations (summary + diff), for a sibling sharing the objective."""
-        found = rows(self.session.db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
-                              "and round = ? and sibling < ? and genome_hash is not null order by sibling",
-                     [self.session.run_id, round_no, sibling])
+        found = briefing_reads.earlier_siblings(self.session.db, self.session.run_id, round_no, sibling)
         store = EvidenceStore(self.session.settings.data_dir)   # the diff staged later: made once for both
         return [{"sibling": r["sibling"], "summary": r["summary"] or "",
                  "diff": store.diff(r["parent_hash"], r["genome_hash"], self.session.genomes.diff).read_bytes()

@@ -24,8 +24,11 @@ from mutator.mining.judging import charge_pass
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.round.budget import BudgetStop
-from mutator.store.db import connect, rows
+from mutator.store import watch_ticks
+from mutator.store.db import connect
 from mutator.store.lock import RunLock
+from mutator.store.proposals import latest_of_run
+from mutator.store.run_lookup import newest_run_of_suite
 
 RAN = ("proposed", "skipped-delta")   # ticks after which the next one counts new requests afresh
 LOG_TAIL = 400
@@ -47,9 +50,7 @@ def suites_key(out: Path) -> str:
 
 
 def last_watermark(db, out: Path) -> float | None:
-    found = rows(db, "select watermark from triggers where suites = ? and outcome in (?, ?) and watermark is not null "
-                     "order by id desc limit 1", [suites_key(out), *RAN])
-    return found[0]["watermark"] if found else None
+    return watch_ticks.last_watermark(db, suites_key(out), RAN)
 
 
 def loop_argv(opts: WatchOptions) -> list[str]:
@@ -117,11 +118,10 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
         tail = text.strip()[-LOG_TAIL:]
         return record(db, row, "failed", run_id=run_id, clock=clock, say=say,
                       reason=f"the loop exited {code}: {tail}")
-    proposal = rows(db, "select id, status from proposals where run_id = ? order by id desc limit 1", [run_id]) \
-        if run_id and "proposals" in db.table_names() else []
-    if proposal and proposal[0]["status"] == "proposed":
-        return record(db, row, "proposed", run_id=run_id, proposal_id=proposal[0]["id"], clock=clock, say=say,
-                      reason=f"proposal {proposal[0]['id']} awaits review (run.py --accept/--reject); never deployed "
+    proposal = latest_of_run(db, run_id) if run_id else None
+    if proposal and proposal["status"] == "proposed":
+        return record(db, row, "proposed", run_id=run_id, proposal_id=proposal["id"], clock=clock, say=say,
+                      reason=f"proposal {proposal['id']} awaits review (run.py --accept/--reject); never deployed "
                              f"by the watch")
     why = next((line for line in text.splitlines() if line.startswith("No proposal:")), "no proposal was made")
     return record(db, row, "skipped-delta", run_id=run_id, clock=clock, say=say, reason=why)
@@ -129,17 +129,14 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
 
 def find_run(db, out: Path) -> str | None:
     train = str((out / f"{out.name}-train").resolve())
-    found = rows(db, "select id from runs where suite_path = ? order by coalesce(updated_at, created_at) desc "
-                     "limit 1", [train]) if "runs" in db.table_names() else []
-    return found[0]["id"] if found else None
+    return newest_run_of_suite(db, train)
 
 
 def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Callable[[str], None],
            reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
     row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
            "finished_at": clock()}
-    with db.conn:
-        row["id"] = db["triggers"].insert(row).last_pk
+    row["id"] = watch_ticks.insert_tick(db, row)
     say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible request(s) "
         f"({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "") + (f"; {reason}" if reason else ""))
     return row
