@@ -1,5 +1,5 @@
-"""Reads of the `attempts` table by the commands after a run and the A/A run (proposals, reports, audits): the
-attempt rows as stored, as dicts. Writes stay in mutator/store/attempts.py."""
+"""Reads of the `attempts` table by the commands after a run and the A/A run (proposals, reports,
+audits): the attempt rows as stored, as dicts. Writes stay in mutator/store/attempts.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ EVALUATION_COLUMNS = ("val_evaluation_id", "train_evaluation_id")
 
 def champion_attempt(db: sqlite_utils.Database, run_id: str, genome_hash: str) -> dict:
     """The run's first attempt of this genome that was evaluated on val ({} when none)."""
-    found = rows(db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id is not null "
-                     "order by id limit 1", [run_id, genome_hash])
+    found = rows(db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
+                     "is not null order by id limit 1", [run_id, genome_hash])
     return found[0] if found else {}
 
 
@@ -26,22 +26,22 @@ def latest_evaluation_id(db: sqlite_utils.Database, run_id: str, genome_hash: st
     """The run's newest val or train evaluation (`column`) of this genome."""
     if column not in EVALUATION_COLUMNS:
         raise ValueError(f"not an evaluation column of attempts: {column!r}")
-    found = rows(db, f"select {column} from attempts where run_id = ? and genome_hash = ? and {column} is not null "
-                     "order by id desc limit 1", [run_id, genome_hash])
+    found = rows(db, f"select {column} from attempts where run_id = ? and genome_hash = ? and {column} "
+                     "is not null order by id desc limit 1", [run_id, genome_hash])
     return found[0][column] if found else None
 
 
 def seed_evaluation_ids(db: sqlite_utils.Database, run_id: str) -> dict | None:
     """{val_evaluation_id, train_evaluation_id} of the run's seed attempt (round 0, sibling 0)."""
-    found = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
-                     "and sibling = 0", [run_id])
+    found = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? "
+                     "and round = 0 and sibling = 0", [run_id])
     return found[0] if found else None
 
 
 def round_zero_val_ids(db: sqlite_utils.Database, run_id: str) -> list[int | None]:
     """The val evaluation of each of the run's round-0 attempts."""
-    return [r["val_evaluation_id"]
-            for r in rows(db, "select val_evaluation_id from attempts where run_id = ? and round = 0", [run_id])]
+    found = rows(db, "select val_evaluation_id from attempts where run_id = ? and round = 0", [run_id])
+    return [r["val_evaluation_id"] for r in found]
 
 
 def first_sibling(db: sqlite_utils.Database, run_id: str, round_no: int) -> dict | None:
@@ -58,5 +58,5 @@ def gates_before(db: sqlite_utils.Database, run_id: str, round_no: int) -> list[
 
 def decided_rounds(db: sqlite_utils.Database, run_id: str) -> list[dict]:
     """Every attempt of the run after round 0 that has a verdict, by round."""
-    return rows(db, "select * from attempts where run_id = ? and round > 0 and verdict is not null order by round",
-                [run_id])
+    return rows(db, "select * from attempts where run_id = ? and round > 0 and verdict is not null "
+                    "order by round", [run_id])

@@ -1,6 +1,6 @@
-"""What the mutator's briefing and its staged evidence read of the run: the ledger's attempt columns, the attempts
-whose rollouts and diffs are staged, the parent's failing train tests and skill use, a round's earlier siblings.
-Rows as stored; never what the briefing says of them (mutator/briefing/)."""
+"""What the mutator's briefing and its staged evidence read of the run: the ledger's attempt columns, the
+attempts whose rollouts and diffs are staged, the parent's failing train tests and skill use, a round's
+earlier siblings. Rows as stored; never what the briefing says of them (mutator/briefing/)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ LEDGER = ("round, sibling, verdict, summary, reasoning, delta, delta_eval, delta
 
 
 def ledger_attempts(db: sqlite_utils.Database, run_id: str, last: int | None = None) -> list[dict]:
-    """The ledger's columns of every decided attempt of the run after round 0, newest first (the `last` ones)."""
-    return [dict(r) for r in db.query(
-        f"select {LEDGER} from attempts where run_id = ? and round > 0 and verdict is not null order by round desc, "
-        "sibling desc" + (" limit ?" if last is not None else ""), [run_id, *([last] if last is not None else [])])]
+    """The ledger's columns of every decided attempt of the run after round 0, newest first (the `last`
+    ones when given)."""
+    sql = (f"select {LEDGER} from attempts where run_id = ? and round > 0 and verdict is not "
+           "null order by round desc, sibling desc" + (" limit ?" if last is not None else ""))
+    return [dict(r) for r in db.query(sql, [run_id, *([last] if last is not None else [])])]
 
 
 def ledger_attempt(db: sqlite_utils.Database, attempt_id: int) -> dict:
@@ -25,7 +26,8 @@ def ledger_attempt(db: sqlite_utils.Database, attempt_id: int) -> dict:
 
 
 def attempts_since(db: sqlite_utils.Database, run_id: str, since: int) -> list[dict]:
-    """{round, sibling, parent_hash, genome_hash, train_evaluation_id} of the run's attempts from round `since`."""
+    """{round, sibling, parent_hash, genome_hash, train_evaluation_id} of the run's attempts from round
+    `since` on."""
     return [dict(r) for r in db.query(
         "select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
         "where run_id = ? and round >= ? order by round, sibling", [run_id, since])]
@@ -39,8 +41,9 @@ def done_evaluation(db: sqlite_utils.Database, evaluation_id: int) -> dict | Non
 
 def failing_tests(db: sqlite_utils.Database, evaluation_ids: list[int]) -> list[dict]:
     """{task_id, name} of every named test scored below 1 in these evaluations' cells."""
+    marks = ", ".join("?" * len(evaluation_ids))
     return rows(db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
-                    f"c.evaluation_id in ({', '.join('?' * len(evaluation_ids))}) and t.score < 1", evaluation_ids)
+                    f"c.evaluation_id in ({marks}) and t.score < 1", evaluation_ids)
 
 
 def cell_skill_uses(db: sqlite_utils.Database, evaluation_ids: list[int]) -> list[dict]:
@@ -50,7 +53,8 @@ def cell_skill_uses(db: sqlite_utils.Database, evaluation_ids: list[int]) -> lis
 
 
 def earlier_siblings(db: sqlite_utils.Database, run_id: str, round_no: int, sibling: int) -> list[dict]:
-    """{sibling, parent_hash, genome_hash, summary} of the round's siblings before this one that made a genome."""
+    """{sibling, parent_hash, genome_hash, summary} of the round's siblings before this one that made a
+    genome."""
     return rows(db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
                     "and round = ? and sibling < ? and genome_hash is not null order by sibling",
                 [run_id, round_no, sibling])

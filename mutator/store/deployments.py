@@ -35,8 +35,8 @@ def deployment_row(db: sqlite_utils.Database, deployment_id: int) -> dict:
 
 def live_deployment(db: sqlite_utils.Database, target_dir: str) -> dict | None:
     """The latest deploy into the folder that is still `deployed`."""
-    found = rows(db, "select * from deployments where target_dir = ? and status = 'deployed' order by id desc "
-                     "limit 1", [target_dir])
+    found = rows(db, "select * from deployments where target_dir = ? and status = 'deployed' "
+                     "order by id desc limit 1", [target_dir])
     return found[0] if found else None
 
 

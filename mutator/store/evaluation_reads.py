@@ -10,8 +10,9 @@ from mutator.store.db import rows
 
 def graded_pair(db: sqlite_utils.Database, ids: tuple[int, int]) -> dict[int, dict]:
     """{id: {id, genome_hash, suite, suite_hash, contract}} of two evaluations."""
-    return {r["id"]: r for r in rows(db, "select id, genome_hash, suite, suite_hash, contract from evaluations "
-                                         "where id in (?, ?)", list(ids))}
+    found = rows(db, "select id, genome_hash, suite, suite_hash, contract from evaluations "
+                     "where id in (?, ?)", list(ids))
+    return {r["id"]: r for r in found}
 
 
 def regraded_evaluation(db: sqlite_utils.Database, evaluation: dict, suite_hash: str) -> int | None:

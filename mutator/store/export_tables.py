@@ -1,5 +1,5 @@
-"""One run's rows as pandas tables for `run.py --export`: its attempts and test runs, the evaluations they used
-(a several-model evaluation's members too), their cells and tests. Reads only."""
+"""One run's rows as pandas tables for `run.py --export`: its attempts and test runs, the evaluations
+they used (a several-model evaluation's members too), their cells and tests. Reads only."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ def run_frames(db: sqlite_utils.Database, run_id: str) -> dict[str, pd.DataFrame
     conn = db.conn
     attempts = pd.read_sql_query("select * from attempts where run_id = ? order by round, sibling", conn,
                                  params=[run_id])
-    test_runs = pd.read_sql_query("select * from test_runs where run_id = ? order by id", conn, params=[run_id])
+    test_runs = pd.read_sql_query("select * from test_runs where run_id = ? order by id", conn,
+                                  params=[run_id])
     ids = sorted({int(i) for column in (attempts["val_evaluation_id"], attempts["train_evaluation_id"],
                                         test_runs["evaluation_id"]) for i in column.dropna()})
     grouped = any(r[1] == "members" for r in conn.execute("PRAGMA table_info(evaluations)"))   # _v9
@@ -30,4 +31,5 @@ def run_frames(db: sqlite_utils.Database, run_id: str) -> dict[str, pd.DataFrame
     tests = pd.read_sql_query(
         f"select t.*, c.evaluation_id, c.task_id, c.replicate from tests t join cells c on c.id = t.cell_id "
         f"where c.evaluation_id in ({marks}) order by t.cell_id, t.name", conn, params=ids)
-    return {"attempts": attempts, "evaluations": evaluations, "cells": cells, "tests": tests, "test_runs": test_runs}
+    return {"attempts": attempts, "evaluations": evaluations, "cells": cells, "tests": tests,
+            "test_runs": test_runs}

@@ -9,9 +9,10 @@ from mutator.store.db import now, rows
 from mutator.store.liveness import check_key, mark_stale_records
 
 
-def start_check(db: sqlite_utils.Database, *, skill_dir: str, skill_name: str, genome_hash: str, fingerprint: str,
-                suites: str, contract: str, n_cells: int) -> int:
-    """A check under way (status `running`, nothing done yet); returns its id. `suites` and `contract` are JSON."""
+def start_check(db: sqlite_utils.Database, *, skill_dir: str, skill_name: str, genome_hash: str,
+                fingerprint: str, suites: str, contract: str, n_cells: int) -> int:
+    """A check under way (status `running`, nothing done yet); returns its id. `suites` and `contract`
+    are JSON."""
     return db["health_checks"].insert({
         "skill_dir": skill_dir, "skill_name": skill_name, "genome_hash": genome_hash,
         "fingerprint": fingerprint, "suites": suites, "contract": contract,
@@ -60,12 +61,13 @@ def check_targets(db: sqlite_utils.Database) -> list[dict]:
     if "health_checks" not in db.table_names():
         return []
     return rows(db, "select skill_dir, fingerprint, max(skill_name) as skill_name, max(suites) as suites, "
-                    "count(*) as checks, max(id) as last_id from health_checks group by skill_dir, fingerprint "
-                    "order by last_id desc")
+                    "count(*) as checks, max(id) as last_id from health_checks "
+                    "group by skill_dir, fingerprint order by last_id desc")
 
 
 def checks_of(db: sqlite_utils.Database, skill_dir: str, fingerprint: str) -> list[dict]:
-    """Every check of the folder and fingerprint, oldest first; a dead checker's `running` shows `stale`."""
+    """Every check of the folder and fingerprint, oldest first; a dead checker's `running` shows
+    `stale`."""
     return mark_stale_records(db.conn, rows(db, "select * from health_checks where skill_dir = ? and "
                                                 "fingerprint = ? order by id", [skill_dir, fingerprint]),
                               lambda c: check_key(c["skill_dir"]))

@@ -1,5 +1,6 @@
-"""The `test_runs` table: each measurement of a run's champion on a held-out suite (`--test-run`, `--compare`),
-from `running` to its report. How the report is built is mutator/validity/'s; here are its rows."""
+"""The `test_runs` table: each measurement of a run's champion on a held-out suite (`--test-run`,
+`--compare`), from `running` to its report. How the report is built is mutator/validity/'s; here are its
+rows."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import sqlite_utils
 from mutator.store.db import now, rows
 
 
-def start_test_run(db: sqlite_utils.Database, *, run_id: str, suite: str, genome_hash: str, round_no: int | None,
-                   kind: str, suite_hash: str) -> int:
+def start_test_run(db: sqlite_utils.Database, *, run_id: str, suite: str, genome_hash: str,
+                   round_no: int | None, kind: str, suite_hash: str) -> int:
     """A test under way (status `running`); returns its id."""
     return db["test_runs"].insert({
         "run_id": run_id, "suite": suite, "genome_hash": genome_hash, "round": round_no,

@@ -9,7 +9,8 @@ from mutator.store.db import rows
 
 
 def pooled_noise(db: sqlite_utils.Database, kind: str, val_hash: str) -> dict | None:
-    """{gate_s, gate_df, id, replicates} of the newest gated attempt of a run of this kind on this val suite."""
+    """{gate_s, gate_df, id, replicates} of the newest gated attempt of a run of this kind on this val
+    suite."""
     if "runs" not in db.table_names():
         return None
     found = rows(db, "select a.gate_s, a.gate_df, r.id, r.replicates from attempts a join runs r on "
@@ -28,8 +29,8 @@ def has_attempts(db: sqlite_utils.Database) -> bool:
 
 def seed_cells_cost(db: sqlite_utils.Database, genome_hash: str, model: str, agent: str, *,
                     no_fake: bool) -> dict:
-    """{usd, cells}: the summed cost and cells of the finished evaluations of this genome and model by the build
-    agent `agent` (a LIKE pattern); `no_fake` leaves out the fakes' evaluations."""
+    """{usd, cells}: the summed cost and cells of the finished evaluations of this genome and model by the
+    build agent `agent` (a LIKE pattern); `no_fake` leaves out the fakes' evaluations."""
     sql = ("select sum(cost_usd_total) as usd, sum(n_done) as cells from evaluations where genome_hash = ? "
            "and model = ? and status = 'done' and contract like ?")
     found = rows(db, sql + (" and contract not like '%\"agent\": \"fake@%'" if no_fake else ""),

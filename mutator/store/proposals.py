@@ -1,5 +1,6 @@
-"""The `proposals` and `proposal_decisions` tables: a champion offered for review and every decision on it.
-What a proposal may become (its statuses and their rules) is mutator/after/proposals.py's; here are its rows."""
+"""The `proposals` and `proposal_decisions` tables: a champion offered for review and every decision on
+it. What a proposal may become (its statuses and their rules) is mutator/after/proposals.py's; here are
+its rows."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from mutator.store.db import rows
 
 DECISION = ("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
             "values (?, ?, ?, ?, ?, ?)")
+SUPERSEDE = ("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
+             "values (?, 'supersede', 'proposed', 'superseded', ?, ?)")
+PROPOSE = ("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
+           "values (?, 'propose', null, 'proposed', ?, ?)")
+NEW = ("insert into proposals (run_id, genome_hash, seed_hash, skill_name, status, diff, val, test, gates, "
+       "target_dir, created_at, updated_at) values (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?)")
 
 
 @dataclass(frozen=True)
@@ -41,11 +48,12 @@ def decisions_of(db: sqlite_utils.Database, proposal_id: int) -> list[dict]:
 
 
 def decisions_of_run(db: sqlite_utils.Database, run_id: str) -> list[dict]:
-    """Every decision on the run's proposals, in order, with its proposal's genome ([] for a store without them)."""
+    """Every decision on the run's proposals, in order, with its proposal's genome ([] for a store without
+    them)."""
     if "proposals" not in db.table_names():
         return []
-    return rows(db, "select d.proposal_id, d.action, d.status_from, d.status_to, d.note, d.at, p.genome_hash from "
-                    "proposal_decisions d join proposals p on p.id = d.proposal_id "
+    return rows(db, "select d.proposal_id, d.action, d.status_from, d.status_to, d.note, d.at, "
+                    "p.genome_hash from proposal_decisions d join proposals p on p.id = d.proposal_id "
                     "where p.run_id = ? order by d.id", [run_id])
 
 
@@ -53,7 +61,8 @@ def record_decision(db: sqlite_utils.Database, proposal_id: int, action: str, st
                     status_to: str, note: str | None, at: float) -> None:
     """Move a proposal to `status_to` and keep the decision: both commit together."""
     with db.conn:
-        db.conn.execute("update proposals set status = ?, updated_at = ? where id = ?", [status_to, at, proposal_id])
+        db.conn.execute("update proposals set status = ?, updated_at = ? where id = ?",
+                        [status_to, at, proposal_id])
         db.conn.execute(DECISION, [proposal_id, action, status_from, status_to, note, at])
 
 
@@ -64,7 +73,8 @@ def proposals_of(db: sqlite_utils.Database, run_id: str, genome_hash: str) -> li
 
 
 def open_proposal_ids(db: sqlite_utils.Database, run_id: str) -> list[int]:
-    return [r["id"] for r in rows(db, "select id from proposals where run_id = ? and status = 'proposed'", [run_id])]
+    found = rows(db, "select id from proposals where run_id = ? and status = 'proposed'", [run_id])
+    return [r["id"] for r in found]
 
 
 def latest_of_run(db: sqlite_utils.Database, run_id: str) -> dict | None:
@@ -77,25 +87,21 @@ def latest_of_run(db: sqlite_utils.Database, run_id: str) -> dict | None:
 
 def insert_proposal(db: sqlite_utils.Database, new: NewProposal, *, note: str, at: float,
                     supersedes: list[int]) -> int:
-    """Write the proposal and its `propose` decision, and supersede the run's open ones, in one transaction."""
+    """Write the proposal and its `propose` decision, and supersede the run's open ones, in one
+    transaction; returns the new proposal's id."""
     with db.conn:
-        cursor = db.conn.execute(
-            "insert into proposals (run_id, genome_hash, seed_hash, skill_name, status, diff, val, test, gates, "
-            "target_dir, created_at, updated_at) values (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?)",
-            [new.run_id, new.genome_hash, new.seed_hash, new.skill_name, new.diff, new.val, new.test, new.gates,
-             new.target_dir, at, at])
+        cursor = db.conn.execute(NEW, [new.run_id, new.genome_hash, new.seed_hash, new.skill_name, new.diff,
+                                       new.val, new.test, new.gates, new.target_dir, at, at])
         proposal_id = cursor.lastrowid
-        db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
-                        "values (?, 'propose', null, 'proposed', ?, ?)", [proposal_id, note, at])
+        db.conn.execute(PROPOSE, [proposal_id, note, at])
         for old in supersedes:   # a newer champion of the same run supersedes an open proposal
-            db.conn.execute("update proposals set status = 'superseded', updated_at = ? where id = ?", [at, old])
-            db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
-                            "values (?, 'supersede', 'proposed', 'superseded', ?, ?)",
-                            [old, f"superseded by proposal {proposal_id}", at])
+            db.conn.execute("update proposals set status = 'superseded', updated_at = ? where id = ?",
+                            [at, old])
+            db.conn.execute(SUPERSEDE, [old, f"superseded by proposal {proposal_id}", at])
     return proposal_id
 
 
 def listing_rows(db: sqlite_utils.Database, limit: int) -> list[dict]:
     """Newest first, without the diff; JSON columns as stored."""
-    return rows(db, "select id, run_id, genome_hash, seed_hash, skill_name, status, val, test, gates, target_dir, "
-                    "created_at, updated_at from proposals order by id desc limit ?", [limit])
+    return rows(db, "select id, run_id, genome_hash, seed_hash, skill_name, status, val, test, gates, "
+                    "target_dir, created_at, updated_at from proposals order by id desc limit ?", [limit])

@@ -41,11 +41,12 @@ def run_cost(db: sqlite_utils.Database, run_id: str) -> float:
 
 
 def newest_run_of_suite(db: sqlite_utils.Database, suite_path: str) -> str | None:
-    """The id of the run last made or updated on this train suite folder (None when none, or no runs table)."""
+    """The id of the run last made or updated on this train suite folder (None when none, or no runs
+    table)."""
     if "runs" not in db.table_names():
         return None
-    found = rows(db, "select id from runs where suite_path = ? order by coalesce(updated_at, created_at) desc "
-                     "limit 1", [suite_path])
+    found = rows(db, "select id from runs where suite_path = ? "
+                     "order by coalesce(updated_at, created_at) desc limit 1", [suite_path])
     return found[0]["id"] if found else None
 
 

@@ -10,11 +10,13 @@ from mutator.store.db import loads, now, rows
 
 
 def charges_since(db: sqlite_utils.Database, since: float, run_id: str | None = None) -> list[dict]:
-    """{run_id, kind, usd, at, evaluation_id} of every charge at or after `since` (of one run, when given)."""
+    """{run_id, kind, usd, at, evaluation_id} of every charge at or after `since` (of one run, when
+    given)."""
     where, args = "at >= ?", [since]
     if run_id is not None:
         where, args = where + " and run_id = ?", args + [run_id]
-    return rows(db, f"select run_id, kind, usd, at, evaluation_id from {ledger.table(db)} where {where}", args)
+    return rows(db, f"select run_id, kind, usd, at, evaluation_id from {ledger.table(db)} where {where}",
+                args)
 
 
 def run_totals(db: sqlite_utils.Database) -> dict[str, float]:
@@ -56,8 +58,8 @@ def health_check_evaluations(db: sqlite_utils.Database) -> set[int]:
 
 def mean_model_cell_cost(db: sqlite_utils.Database, model: str) -> float:
     """The mean stored cost of one cell of this model (0 when none)."""
-    found = rows(db, "select avg(c.cost_usd) as mean from cells c join evaluations e on e.id = c.evaluation_id "
-                     "where e.model = ?", [model])
+    found = rows(db, "select avg(c.cost_usd) as mean from cells c join evaluations e "
+                     "on e.id = c.evaluation_id where e.model = ?", [model])
     return float(found[0]["mean"] or 0.0) if found else 0.0
 
 
