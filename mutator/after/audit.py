@@ -21,8 +21,9 @@ from mutator.store.spending import cell_cost_by_evaluation
 GATE_FIGURES = ("delta", "delta_eval", "delta_cost", "delta_steps", "gate_threshold", "gate_se", "gate_s",
                 "gate_df", "gate_t", "gate_n")
 COLUMNS = ("kind", "round", "sibling", "status", "verdict", "genome_hash", "parent_hash", "summary", "critic",
-           "confirm", *GATE_FIGURES, "composite", "eval", "cost", "steps", "mutator_cost_usd", "cells_cost_usd",
-           "cost_usd", "error", "at", "proposal_id", "action", "status_from", "status_to", "note")
+           "confirm", *GATE_FIGURES, "composite", "eval", "cost", "steps", "mutator_cost_usd",
+           "cells_cost_usd", "cost_usd", "error", "at", "proposal_id", "action", "status_from", "status_to",
+           "note")
 
 
 class AuditError(SkillMutatorError, ValueError):
@@ -37,7 +38,8 @@ def audit(db_path: Path, run_id: str) -> dict:
         run = run_row(db, run_id)
         if run is None:
             known = recent_run_ids(db)
-            raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: {', '.join(known) or '(none)'}")
+            raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: "
+                             f"{', '.join(known) or '(none)'}")
         # what the run was charged for each evaluation's cells (agents and judge; a cached one was paid by the
         # run that ran it, a re-graded cell's agent once, where it ran)
         cell_cost = cell_cost_by_evaluation(db, run_id)
@@ -50,12 +52,14 @@ def audit(db_path: Path, run_id: str) -> dict:
             cells = sum(cell_cost.get(e, 0.0) or 0.0 for e in paid)
             confirm = loads(a["confirm"])
             attempts.append({
-                "kind": "attempt", **{k: a[k] for k in ("round", "sibling", "status", "verdict", "genome_hash",
-                                                        "parent_hash", "summary", *GATE_FIGURES, "composite",
-                                                        "eval", "cost", "steps", "error")},
+                "kind": "attempt", **{k: a[k] for k in ("round", "sibling", "status", "verdict",
+                                                        "genome_hash", "parent_hash", "summary",
+                                                        *GATE_FIGURES, "composite", "eval", "cost", "steps",
+                                                        "error")},
                 "critic": loads(a["critic"], []), "gate": loads(a["gate"]), "confirm": confirm,
                 "mutator_cost_usd": a["mutator_cost_usd"] or 0.0, "cells_cost_usd": cells,
-                "cost_usd": (a["mutator_cost_usd"] or 0.0) + cells, "at": a["finished_at"] or a["started_at"]})
+                "cost_usd": (a["mutator_cost_usd"] or 0.0) + cells,
+                "at": a["finished_at"] or a["started_at"]})
         spend = run_spend(db, run_id)
         decisions = decisions_of_run(db, run_id)
     finally:
@@ -85,7 +89,8 @@ def write(db_path: Path, run_id: str, out: Path) -> Path:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         for row in record["attempts"]:
-            critic = "; ".join(f"{c['gate']}:{c['verdict']}" + (f" ({c['reason']})" if c.get("reason") else "")
+            critic = "; ".join(f"{c['gate']}:{c['verdict']}"
+                               + (f" ({c['reason']})" if c.get("reason") else "")
                                for c in row["critic"])
             writer.writerow({**{k: _cell(v) for k, v in row.items()}, "critic": critic})
         for row in record["decisions"]:

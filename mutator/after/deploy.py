@@ -63,7 +63,8 @@ def backup_root(target: Path) -> Path:
 
 
 def _skill_md_name(folder: Path) -> str | None:
-    """The `name:` of folder/SKILL.md's frontmatter; "" when it has none or cannot be read; None without a SKILL.md."""
+    """The `name:` of folder/SKILL.md's frontmatter; "" when it has none or cannot be read; None without a
+    SKILL.md."""
     path = folder / "SKILL.md"
     if not path.is_file():
         return None
@@ -85,13 +86,14 @@ def refuse_foreign(target: Path, skill: str, *, force: bool) -> None:
         problems.append(f"its SKILL.md names the skill {existing!r}" if existing else
                         "its SKILL.md has no readable name")
     if problems:
-        raise DeployError(f"refusing to deploy the skill {skill!r} into {target}: {' and '.join(problems)}, not "
-                          f"{skill!r}. Pass --to the skill's own folder (named {skill}), or add --force to deploy there anyway "
-                          f"(the folder's current version is kept for --rollback)")
+        raise DeployError(f"refusing to deploy the skill {skill!r} into {target}: {' and '.join(problems)}, "
+                          f"not {skill!r}. Pass --to the skill's own folder (named {skill}), or add --force "
+                          f"to deploy there anyway (the folder's current version is kept for --rollback)")
 
 
 def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, target: Path, *,
-           note: str | None = None, force: bool = False, before_swap: Callable[[], None] | None = None) -> dict:
+           note: str | None = None, force: bool = False,
+           before_swap: Callable[[], None] | None = None) -> dict:
     """Accept the proposal and deploy it into `target`; returns the deployment row (status deployed) with
     `merge` (mutator/after/merge.py: the target's own files kept, the seed files it had edited).
 
@@ -119,7 +121,8 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
             raise DeployError(f"{target} is a file, not a skill folder")
         copy_tree(source, staging)
         if hash_tree(staging) != proposal["genome_hash"]:
-            raise DeployError(f"the copy written to {staging} does not hash to {proposal['genome_hash'][:12]}")
+            raise DeployError(f"the copy written to {staging} does not hash to "
+                              f"{proposal['genome_hash'][:12]}")
         if target.exists():
             merged = merge.plan(target, _seed_dir(genomes, proposal), source)
             merge.carry(target, staging, merged)
@@ -142,8 +145,8 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
         deployments.deployment_failed(db, deployment_id, reason)
         proposals.record(db, proposal_id, "deploy", "accepted", "failed", reason)
         if isinstance(err, Exception):
-            raise DeployError(f"deploy of proposal {proposal_id} into {target} failed ({reason}); {target} is "
-                              f"unchanged") from err
+            raise DeployError(f"deploy of proposal {proposal_id} into {target} failed ({reason}); {target} "
+                              f"is unchanged") from err
         raise
     deployments.deployment_done(db, deployment_id, previous, str(backup) if previous else None)
     proposals.record(db, proposal_id, "deploy", "accepted", "deployed",
@@ -165,14 +168,16 @@ def _when(at: float | None) -> str:
 
 
 def still_deployed(db: sqlite_utils.Database, genomes: GenomeStore, deployment: dict, target: Path) -> bool:
-    """Is the folder still what the deploy wrote (the champion plus the folder's own files), tool caches aside?"""
+    """Is the folder still what the deploy wrote (the champion plus the folder's own files), tool caches
+    aside?"""
     if not target.is_dir():
         return False
     backup = Path(deployment["backup_dir"]) if deployment["backup_dir"] else None
     proposal = proposal_row(db, deployment["proposal_id"])
     champion = genomes.path(deployment["genome_hash"])
     if champion.is_dir() and proposal and backup and backup.is_dir():
-        if merge.matches(target, champion, backup, merge.plan(backup, _seed_dir(genomes, proposal), champion)):
+        if merge.matches(target, champion, backup, merge.plan(backup, _seed_dir(genomes, proposal),
+                                                              champion)):
             return True
     # a deploy into a new folder, or one made before the folder's own files were kept: the genome itself
     if hash_tree(target) != deployment["genome_hash"]:
@@ -193,12 +198,12 @@ def rollback(db: sqlite_utils.Database, genomes: GenomeStore, target: Path) -> d
             raise DeployError(f"{target} is already rolled back: deploy {undone['id']} (proposal "
                               f"{undone['proposal_id']}) was undone at {_when(undone['rolled_back_at'])}, "
                               f"and no earlier deploy into it is live")
-        raise DeployError(f"nothing deployed into {target} is recorded in this store (pass the --data-dir used "
-                          f"for --accept)")
+        raise DeployError(f"nothing deployed into {target} is recorded in this store (pass the --data-dir "
+                          f"used for --accept)")
     if not still_deployed(db, genomes, deployment, target):
         raise DeployError(f"{target} changed since deploy {deployment['id']} (it is no longer the champion "
-                          f"{deployment['genome_hash'][:12]} plus the folder's own files); rolling back would lose "
-                          f"those edits: move them aside first")
+                          f"{deployment['genome_hash'][:12]} plus the folder's own files); rolling back "
+                          f"would lose those edits: move them aside first")
     undone = backup_root(target) / f"{deployment['id']}-undone-{time.strftime('%Y%m%dT%H%M%S')}"
     undone.parent.mkdir(parents=True, exist_ok=True)
     backup = Path(deployment["backup_dir"]) if deployment["backup_dir"] else None
@@ -212,6 +217,7 @@ def rollback(db: sqlite_utils.Database, genomes: GenomeStore, target: Path) -> d
     deployments.rolled_back(db, deployment["id"])
     if deployment["proposal_id"] is not None:
         proposals.record(db, deployment["proposal_id"], "rollback", "deployed", "rolled_back",
-                         f"{target} restored" + (f" from {backup}" if backup else " (removed: nothing was there "
-                                                                               "before)") + f"; undone copy at {undone}")
+                         f"{target} restored"
+                         + (f" from {backup}" if backup else " (removed: nothing was there before)")
+                         + f"; undone copy at {undone}")
     return deployments.deployment_row(db, deployment["id"])

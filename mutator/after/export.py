@@ -23,14 +23,16 @@ class ExportError(SkillMutatorError, ValueError):
 
 
 def frames(db_path: Path, run_id: str) -> dict[str, pd.DataFrame]:
-    """The run's tables: its attempts, the evaluations they (and its test runs) used, their cells and tests."""
+    """The run's tables: its attempts, the evaluations they (and its test runs) used, their cells and
+    tests."""
     if not db_path.is_file():
         raise ExportError(f"no store at {db_path}; pass the --data-dir the run was made with")
     db = connect_readonly(db_path)
     try:
         runs = run_ids(db)
         if run_id not in runs:
-            raise ExportError(f"run {run_id!r} is not in {db_path}; runs there: {', '.join(runs) or '(none)'}")
+            raise ExportError(f"run {run_id!r} is not in {db_path}; runs there: "
+                              f"{', '.join(runs) or '(none)'}")
         return run_frames(db, run_id)
     finally:
         db.conn.close()
@@ -44,8 +46,8 @@ def export(db_path: Path, run_id: str, fmt: str, out_dir: Path) -> list[Path]:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise ExportError("--format parquet needs pyarrow, which is not installed: `pip install 'pyarrow>=14'` "
-                              "or use --format csv") from None
+            raise ExportError("--format parquet needs pyarrow, which is not installed: `pip install "
+                              "'pyarrow>=14'` or use --format csv") from None
     tables = frames(db_path, run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

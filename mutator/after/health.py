@@ -3,7 +3,8 @@
 Each check snapshots the folder, runs it on one or more suites through the Evaluator with a fresh
 replicate salt (a re-check measures again instead of reading the cache), and compares the score with
 the previous complete check of the same folder and fingerprint. A cancel (Ctrl-C, --max-seconds, the
-daily budget, --budget-usd) keeps every cell already scored and marks the check partial; never a made-up score.
+daily budget, --budget-usd) keeps every cell already scored and marks the check partial; never a made-up
+score.
 """
 
 from __future__ import annotations
@@ -62,17 +63,18 @@ class HealthCheck:
         genome_hash = hash_tree(skill_dir)
         n_cells = sum(len(x.tasks) for x in suites) * s.replicates
         check_id = checks.start_check(
-            db, skill_dir=str(skill_dir), skill_name=skill_name, genome_hash=genome_hash, fingerprint=fingerprint,
-            suites=dumps([x.name for x in suites]), contract=dumps(base.to_json()), n_cells=n_cells)
+            db, skill_dir=str(skill_dir), skill_name=skill_name, genome_hash=genome_hash,
+            fingerprint=fingerprint, suites=dumps([x.name for x in suites]), contract=dumps(base.to_json()),
+            n_cells=n_cells)
         snapshot = s.data_dir / "checks" / str(check_id) / "skill"
         copy_tree(skill_dir, snapshot)   # the check scores this copy even if the folder changes meanwhile
         contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
         # --max-seconds is the event loop's own timeout (never a signal: a job started from a script may have
         # SIGINT ignored); the cells still running at the deadline are cancelled exactly as on Ctrl-C
         deadline = time.monotonic() + self.max_seconds if self.max_seconds else None
-        evaluator = Session.open(s, build_argv=tuple(self.build_argv), build_id=self.build_id, launcher=self.launcher,
-                                 progress=self.progress, contract=contract, skill_name=skill_name,
-                                 concurrency=self.parallel, db=db).evaluator
+        evaluator = Session.open(s, build_argv=tuple(self.build_argv), build_id=self.build_id,
+                                 launcher=self.launcher, progress=self.progress, contract=contract,
+                                 skill_name=skill_name, concurrency=self.parallel, db=db).evaluator
         evaluator.deadline = deadline
         keys = [evaluation_key(genome_hash, x, contract) for x in suites]
         if self.budget_usd is not None:
@@ -83,10 +85,12 @@ class HealthCheck:
                 if self.daily is not None:
                     self.daily.before_check(db, len(suite.tasks) * s.replicates, s.model,
                                             f"the check on {suite.name}")
-                outcome = evaluator.evaluate(snapshot, genome_hash, skill_name, suite, label=f"check · {suite.name}")
+                outcome = evaluator.evaluate(snapshot, genome_hash, skill_name, suite,
+                                             label=f"check · {suite.name}")
                 if outcome.budget_stop:
-                    raise BudgetStop(f"budget reached: {outcome.budget_stop}; --budget-usd {self.budget_usd:g} caps "
-                                     f"this check's spend. The cells scored are kept (a partial check).")
+                    raise BudgetStop(f"budget reached: {outcome.budget_stop}; --budget-usd "
+                                     f"{self.budget_usd:g} caps this check's spend. The cells scored are "
+                                     "kept (a partial check).")
         except DeadlineReached:
             stopped = ("cancelled", f"--max-seconds {self.max_seconds:g} reached")
         except KeyboardInterrupt:
@@ -128,13 +132,14 @@ def finish(db, check_id: int, keys: list[str], stopped: tuple[str, str] | None) 
     previous = _previous(db, check)
     before = {t["task"]: t["score"] for t in loads(previous["tasks"], [])} if previous else None
     partial = stopped is not None and len(cells) < check["n_cells"]
-    fields: dict = {"status": stopped[0] if partial else "done", "partial": int(partial), "n_done": len(cells),
-                    "cost_usd": sum(c["cost_usd"] or 0.0 for c in cells), "evaluation_ids": dumps(ids),
-                    "score": score, "tasks": dumps(drift.breakdown(tasks, before)), "finished_at": now(),
+    fields: dict = {"status": stopped[0] if partial else "done", "partial": int(partial),
+                    "n_done": len(cells), "cost_usd": sum(c["cost_usd"] or 0.0 for c in cells),
+                    "evaluation_ids": dumps(ids), "score": score,
+                    "tasks": dumps(drift.breakdown(tasks, before)), "finished_at": now(),
                     "previous_id": previous["id"] if previous else None}
     if score is None:
-        fields["summary"] = (f"Cancelled before completion ({stopped[1] if stopped else 'no cells'}): no cell "
-                             f"finished, so there is no score and nothing to compare.")
+        fields["summary"] = (f"Cancelled before completion ({stopped[1] if stopped else 'no cells'}): no "
+                             f"cell finished, so there is no score and nothing to compare.")
     else:
         # a partial check is compared on the tasks it did score, so missing tasks cannot move the number
         prev_score = None

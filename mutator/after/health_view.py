@@ -31,11 +31,11 @@ def summary(db: sqlite_utils.Database, *, skill_dir: str | None = None, fingerpr
     at = at or time.time()
     days = max(1, min(MAX_DAYS, days))
     found = targets(db)
-    target = next((t for t in found if t["skill_dir"] == skill_dir and t["fingerprint"] == fingerprint), None) \
-        if skill_dir else (found[0] if found else None)
-    empty = {"targets": found, "target": target, "status": "no_data", "latest": None, "trend": [], "days": days,
-             "covered_from": None, "complete": False, "tasks": [], "cost": {"last_check": None, "period_total": 0.0},
-             "counts": {"checks": 0, "in_period": 0}}
+    target = next((t for t in found if t["skill_dir"] == skill_dir and t["fingerprint"] == fingerprint),
+                  None) if skill_dir else (found[0] if found else None)
+    empty = {"targets": found, "target": target, "status": "no_data", "latest": None, "trend": [],
+             "days": days, "covered_from": None, "complete": False, "tasks": [],
+             "cost": {"last_check": None, "period_total": 0.0}, "counts": {"checks": 0, "in_period": 0}}
     if target is None:
         return empty
     checks = checks_of(db, target["skill_dir"], target["fingerprint"])   # a dead checker's `running`: `stale`
@@ -50,15 +50,19 @@ def summary(db: sqlite_utils.Database, *, skill_dir: str | None = None, fingerpr
             trend.setdefault(_day(c["started_at"]), []).append(c["score"])
     first = _day(checks[0]["started_at"])
     return {**empty, "status": status,
-            "latest": {k: latest[k] for k in ("id", "status", "partial", "score", "previous_score", "delta", "band",
-                                              "summary", "n_done", "n_cells", "cost_usd", "genome_hash", "started_at",
-                                              "finished_at", "previous_id", "stale_note") if k in latest},
-            "trend": [{"date": d, "avg_score": sum(v) / len(v), "checks": len(v)} for d, v in sorted(trend.items())],
+            "latest": {k: latest[k] for k in ("id", "status", "partial", "score", "previous_score", "delta",
+                                              "band", "summary", "n_done", "n_cells", "cost_usd",
+                                              "genome_hash", "started_at", "finished_at", "previous_id",
+                                              "stale_note") if k in latest},
+            "trend": [{"date": d, "avg_score": sum(v) / len(v), "checks": len(v)} for d,
+                      v in sorted(trend.items())],
             "covered_from": first, "complete": first <= _day(start),
             "tasks": loads(latest["tasks"], []) or [],
-            "cost": {"last_check": latest["cost_usd"], "period_total": sum(c["cost_usd"] or 0.0 for c in period)},
+            "cost": {"last_check": latest["cost_usd"],
+                     "period_total": sum(c["cost_usd"] or 0.0 for c in period)},
             "counts": {"checks": len(checks), "in_period": len(period)},
-            "checks": [{k: c[k] for k in ("id", "status", "partial", "score", "band", "started_at", "cost_usd")}
+            "checks": [{k: c[k] for k in ("id", "status", "partial", "score", "band", "started_at",
+                                          "cost_usd")}
                        for c in reversed(checks[-20:])]}
 
 

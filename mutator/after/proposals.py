@@ -59,10 +59,10 @@ def _champion_attempt(db: sqlite_utils.Database, run_id: str, genome_hash: str) 
 
 def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict,
                 seed: dict) -> tuple[dict, dict, tuple[str, str, str] | None]:
-    """The champion's and the seed's val figures graded by one grader, and (suite, the champion's suite hash, the
-    seed's) when no such pair exists. A resumed run re-grades its seed under today's grader (round 0) while the
-    champion's deciding attempt keeps its day's: then the champion's evaluation re-made under the seed's grader
-    (regrade.py) is read, or else the seed's under the champion's."""
+    """The champion's and the seed's val figures graded by one grader, and (suite, the champion's suite hash,
+    the seed's) when no such pair exists. A resumed run re-grades its seed under today's grader (round 0)
+    while the champion's deciding attempt keeps its day's: then the champion's evaluation re-made under the
+    seed's grader (regrade.py) is read, or else the seed's under the champion's."""
     ids = (attempt.get("val_evaluation_id"), seed.get("val_evaluation_id"))
     if None in ids:
         return attempt, seed, None
@@ -77,7 +77,8 @@ def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict,
             figures = summarise(cells, weights, norm)
             regraded = {"composite": figures.composite, "eval": figures.eval, "cost": figures.cost,
                         "steps": figures.steps, "val_evaluation_id": found}
-            return ({**attempt, **regraded}, seed, None) if swap == 0 else (attempt, {**seed, **regraded}, None)
+            return ({**attempt, **regraded}, seed,
+                    None) if swap == 0 else (attempt, {**seed, **regraded}, None)
     return attempt, {}, (graded[ids[0]]["suite"], graded[ids[0]]["suite_hash"], graded[ids[1]]["suite_hash"])
 
 
@@ -88,7 +89,8 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
            "eval": attempt.get("eval"), "cost": attempt.get("cost"), "steps": attempt.get("steps"),
            "seed_composite": seed.get("composite"), "seed_eval": seed.get("eval"),
            "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold"),
-           "evaluation_id": attempt.get("val_evaluation_id"), "seed_evaluation_id": seed.get("val_evaluation_id")}
+           "evaluation_id": attempt.get("val_evaluation_id"),
+           "seed_evaluation_id": seed.get("val_evaluation_id")}
     if apart:   # no pair graded alike: why_not says so
         val["graded_apart"] = list(apart)
     t = latest_done_test(db, run["id"], champion)
@@ -103,27 +105,27 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
 
 def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test: dict | None, *,
             min_delta: float, max_failed_share: float, no_harm: bool = False) -> str:
-    """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its latest
-    test flags a task it harms."""
+    """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its
+    latest test flags a task it harms."""
     if val.get("graded_apart"):
         suite, mine, seed = val["graded_apart"]
-        return (f"the champion and the seed were graded by different versions of val suite {suite} (suite hash "
-                f"{mine[:12]} vs {seed[:12]}) and neither was re-graded under the other's grader, so there is no "
-                f"like-for-like figure; re-run the run's own command (it re-grades with no agent run), then "
-                f"--propose again")
+        return (f"the champion and the seed were graded by different versions of val suite {suite} (suite "
+                f"hash {mine[:12]} vs {seed[:12]}) and neither was re-graded under the other's grader, so "
+                "there is no like-for-like figure; re-run the run's own command (it re-grades with no agent "
+                f"run), then --propose again")
     if val.get("composite") is None or val.get("seed_composite") is None:
         return "the champion or the seed has no val composite"
     gain = val["composite"] - val["seed_composite"]
     if gain < min_delta:
-        return (f"val composite {val['composite']:.4f} is only {gain:+.4f} vs the seed's {val['seed_composite']:.4f}, "
-                f"below proposeMinDelta {min_delta:g}")
+        return (f"val composite {val['composite']:.4f} is only {gain:+.4f} vs the seed's "
+                f"{val['seed_composite']:.4f}, below proposeMinDelta {min_delta:g}")
     attempt = _champion_attempt(db, run["id"], champion)
     e = evaluation_health(db, attempt.get("val_evaluation_id"))
     if e is not None:
         share = (e["n_failed"] or 0) / max(e["n_cells"] or 1, 1)
         if e["status"] != "done" or share > max_failed_share:
-            return (f"the champion's val evaluation is not healthy ({e['n_failed'] or 0} of {e['n_cells']} cells "
-                    f"failed, status {e['status']})")
+            return (f"the champion's val evaluation is not healthy ({e['n_failed'] or 0} of {e['n_cells']} "
+                    f"cells failed, status {e['status']})")
     delta = ((test or {}).get("report") or {}).get("splits", {}).get("test") if test else None
     if delta and delta.get("delta", {}).get("mean") is not None and delta["delta"]["mean"] < 0:
         return (f"its latest test run on {test['suite']} is worse than the seed (Δcomposite "
@@ -149,7 +151,8 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
         known = recent_run_ids(db)
         raise ProposalError(f"no run {run_id!r}; recent runs: {', '.join(known) or 'none'}")
     if run["kind"] != "evolve":
-        raise ProposalError(f"{run_id} is an {run['kind']} run; only an evolve run's champion can be proposed")
+        raise ProposalError(f"{run_id} is an {run['kind']} run; only an evolve run's champion can be "
+                            "proposed")
     champion = run["incumbent_hash"]
     if champion == run["seed_hash"]:
         raise ProposalError(f"{run_id}'s champion is its seed ({champion[:12]}): no change to propose")
@@ -168,14 +171,15 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
         target_dir=str(target_dir.resolve()) if target_dir else run.get("skill_dir"))
     older = proposal_rows.open_proposal_ids(db, run_id)
     proposal_id = proposal_rows.insert_proposal(
-        db, new, note="automatic: the run finished" if auto else "run.py --propose", at=now(), supersedes=older)
+        db, new, note="automatic: the run finished" if auto else "run.py --propose", at=now(),
+        supersedes=older)
     return get(db, proposal_id), True
 
 
 def _refuse_unless_proposed(proposal: dict, action: str) -> None:
     if proposal["status"] != "proposed":
-        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed proposal can be "
-                            f"{action} (its decisions are on the dashboard's Proposals page)")
+        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed proposal "
+                            f"can be {action} (its decisions are on the dashboard's Proposals page)")
 
 
 ACCEPTABLE = ("proposed", "rolled_back", "failed")
@@ -183,8 +187,9 @@ ACCEPTABLE = ("proposed", "rolled_back", "failed")
 
 def refuse_unless_acceptable(proposal: dict) -> None:
     if proposal["status"] not in ACCEPTABLE:
-        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed, rolled-back or "
-                            f"failed proposal can be accepted (its decisions are on the dashboard's Proposals page)")
+        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed, "
+                            "rolled-back or failed proposal can be accepted (its decisions are on the "
+                            "dashboard's Proposals page)")
 
 
 def accept(db: sqlite_utils.Database, proposal_id: int, note: str | None = None) -> dict:

@@ -1,4 +1,5 @@
-"""Spend: today / this week / all time, per run and per model, from the stored per-call costs; the daily budget.
+"""Spend: today / this week / all time, per run and per model, from the stored per-call costs; the daily
+budget.
 
 Every figure is summed from rows the store already keeps: each cell's cost (build agent calls), each
 attempt's mutator call, each meta-skill call. Days and weeks are UTC (weeks start on Monday). The
@@ -78,7 +79,8 @@ def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = No
     for c in found:
         role, model = roles.get(c["evaluation_id"], (c["kind"], "?"))
         kind = "judge" if c["kind"] == "judge" else role if c["kind"] == "cell" else c["kind"]
-        model = ("judge" if c["kind"] in ("judge", "mining judge") else model if c["evaluation_id"] is not None
+        model = ("judge" if c["kind"] in ("judge",
+                                          "mining judge") else model if c["evaluation_id"] is not None
                  else runs.get(c["run_id"]) or "?" if c["kind"] in ("mutator", "meta skill") else "?")
         run = c["run_id"] or (HEALTH if c["evaluation_id"] in health or c["kind"] == "health check"
                               else WATCH if c["kind"] == "mining judge" else OTHER)
@@ -87,8 +89,8 @@ def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = No
 
 
 def run_spend(db: sqlite_utils.Database, run_id: str) -> dict:
-    """THE spend of one run, as Home, the CLI and the Cost page show it: {total, kinds: {kind: usd}}, the total
-    being the sum of the run's charges on the ledger (and runs.cost_usd, written with each charge)."""
+    """THE spend of one run, as Home, the CLI and the Cost page show it: {total, kinds: {kind: usd}}, the
+    total being the sum of the run's charges on the ledger (and runs.cost_usd, written with each charge)."""
     kinds: dict[str, float] = {}
     for c in calls(db, run_id=run_id):
         kinds[c["kind"]] = kinds.get(c["kind"], 0.0) + c["usd"]
@@ -140,14 +142,15 @@ def view(db: sqlite_utils.Database, at: float | None = None, days: int = 30) -> 
         if c["at"] >= first:
             daily[datetime.fromtimestamp(c["at"], UTC).date().isoformat()] += c["usd"]
     total = totals(every)
-    return {"at": at, "today_from": today, "week_from": week, **total, "runs": per_run, "models": grouped("model"),
-            "daily": [{"date": d, "usd": v} for d, v in daily.items()],
+    return {"at": at, "today_from": today, "week_from": week, **total, "runs": per_run,
+            "models": grouped("model"), "daily": [{"date": d, "usd": v} for d, v in daily.items()],
             "budget": budget_state(total["today"], daily_limit(db))}
 
 
 @dataclass(frozen=True)
 class DailyBudget:
-    """The store's daily cap, checked before each spending step like the run budget (mutator/round/budget.py)."""
+    """The store's daily cap, checked before each spending step like the run budget
+    (mutator/round/budget.py)."""
     limit_usd: float
     clock: Callable[[], float] = field(default=time.time, compare=False)
 
@@ -160,17 +163,20 @@ class DailyBudget:
             return
         tomorrow = datetime.fromtimestamp(day_start(self.clock()), UTC) + timedelta(days=1)
         raise BudgetStop(
-            f"daily budget reached: ${spent:.4f} spent today (UTC) of --daily-budget-usd {self.limit_usd:g}, and "
-            f"{what} would commit about ${next_usd:.4f} more. New spending is stopped until "
+            f"daily budget reached: ${spent:.4f} spent today (UTC) of --daily-budget-usd {self.limit_usd:g}, "
+            f"and {what} would commit about ${next_usd:.4f} more. New spending is stopped until "
             f"{tomorrow:%Y-%m-%d %H:%M} UTC; nothing scored is lost. Raise it with --daily-budget-usd USD.")
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
                           contract: Contract, label: str) -> None:
-        pending = pending_cells(db, evaluation_key(genome_hash, suite, contract), len(suite.tasks) * contract.replicates)
+        pending = pending_cells(db, evaluation_key(genome_hash, suite, contract),
+                                len(suite.tasks) * contract.replicates)
         if pending:
-            self.check(db, next_usd=pending * mean_model_cell_cost(db, contract.model), what=f"{label} ({pending} cells)")
+            self.check(db, next_usd=pending * mean_model_cell_cost(db, contract.model),
+                       what=f"{label} ({pending} cells)")
 
-    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
+    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str,
+                        first_usd: float = 0.0) -> None:
         self.check(db, next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
 
     def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
@@ -207,7 +213,8 @@ def record_daily(db: sqlite_utils.Database, flag_usd: float | None) -> float | N
     """Record --daily-budget-usd on the store when given (0 clears it); returns the limit in force."""
     if flag_usd is not None:
         if flag_usd < 0:
-            raise ConfigError(f"--daily-budget-usd must be >= 0 (0 clears the store's daily budget), got {flag_usd}")
+            raise ConfigError("--daily-budget-usd must be >= 0 (0 clears the store's daily budget), got "
+                              f"{flag_usd}")
         spending.set_daily_limit(db, flag_usd)
     return daily_limit(db)
 
@@ -226,6 +233,6 @@ def daily_guard(settings: Settings, flag_usd: float | None, *, stream=None) -> D
     if spent >= limit:
         budget.check(db, next_usd=0.0, what="this command")
     if spent >= WARN_AT * limit:
-        print(f"warning: ${spent:.4f} of the ${limit:g} daily budget spent today (UTC) ({spent / limit:.0%}); "
-              f"new spending stops at 100 %", file=stream)
+        print(f"warning: ${spent:.4f} of the ${limit:g} daily budget spent today (UTC) "
+              f"({spent / limit:.0%}); new spending stops at 100 %", file=stream)
     return budget

@@ -1,8 +1,8 @@
 """`run.py --compare RUN_A RUN_B --suite TEST`: measure both runs' champions on one test suite and print the
 paired report (mutator/validity/pairs.py, the figures the dashboard's Compare page shows).
 
-Each champion is measured by the ordinary test run (mutator/validity/testrun.py): cached by evaluation contract,
-appended to that run's test timeline, never steering either search.
+Each champion is measured by the ordinary test run (mutator/validity/testrun.py): cached by evaluation
+contract, appended to that run's test timeline, never steering either search.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from sandbox import Launcher
 
 
 def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None:
-    """As `--test-run RUN_A` would: the suite defaults to RUN_A's --holdout, the agents to RUN_A's own flags."""
+    """As `--test-run RUN_A` would: the suite defaults to RUN_A's --holdout, the agents to RUN_A's own
+    flags."""
     if args.compare[0] == args.compare[1]:
         raise TestRunError(f"--compare needs two different runs, got {args.compare[0]} twice")
     for run_id in args.compare:
@@ -43,8 +44,9 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
 def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, agent_argv: list[str],
                  launcher: Launcher, progress: Progress, network: bool = False,
                  build_id: str | None = None, budget=None) -> dict:
-    """Test both champions on `suite` (cells cached), then pair them by task. Returns the pair with `cells_run`.
-    `budget` is asked before each cell (each run's --budget-usd is on its own spend; the daily one on the store's)."""
+    """Test both champions on `suite` (cells cached), then pair them by task. Returns the pair with
+    `cells_run`. `budget` is asked before each cell (each run's --budget-usd is on its own spend; the daily
+    one on the store's)."""
     if run_a == run_b:
         raise TestRunError(f"--compare needs two different runs, got {run_a} twice")
     results = {}
@@ -69,4 +71,5 @@ def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, ag
 
 def render(pair: dict) -> str:
     cells = pair.get("cells_run", 0)
-    return render_pair(pair) + f"\n  ({cells} cells run by this command" + (", all cached)" if not cells else ")")
+    return (render_pair(pair) + f"\n  ({cells} cells run by this command"
+            + (", all cached)" if not cells else ")"))
