@@ -198,8 +198,8 @@ class Evidence:
             target.mkdir(parents=True, exist_ok=True)
             _write_read_only(target / "README.md", "The parent has no train rollouts yet.\n")
         # shared: from the round before the last one it saw (an attempt is final once its round ended: its
-        # genome
-        # and its train evaluation are set by then), so a round reads a few rows, not one per earlier attempt
+        # genome and its train evaluation are set by then), so a round reads a few rows, not one per earlier
+        # attempt
         since = self.known.get("since", 1) if shared else 1
         attempts = briefing_reads.attempts_since(self.db, self.run_id, since)
         ledger = self.ledger(train)
