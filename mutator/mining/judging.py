@@ -121,8 +121,7 @@ def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of
     """Charge the store's ledger (no run pays it) for a judge pass: each meter left in `meters` by this pass
     or a crashed one once (keyed by its content, then removed), and an unmetered judge's (the fake's) own
     figure; returns what was charged."""
-    from mutator.store import ledger
-    from mutator.store.charges import settle_call
+    from mutator.store.charges import charge_run, settle_call
     from mutator.store.db import connect
     found = sorted(meters.glob("*.meter.jsonl")) if meters is not None and meters.is_dir() else []
     judge = judge or {}
@@ -134,7 +133,6 @@ def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of
     for meter in found:
         charged += settle_call(db, meter, price_of, payer=None, kind="mining judge", at=at)
     if unmetered:
-        with db.conn:
-            ledger.charge(db.conn, run_id=None, usd=unmetered, kind="mining judge", at=at)
+        charge_run(db, None, unmetered, kind="mining judge", at=at)
         charged += unmetered
     return charged
