@@ -12,14 +12,18 @@ from pathlib import Path
 
 from eval.errors import SkillMutatorError
 from mutator.after.spend import run_spend
-from mutator.store import ledger
-from mutator.store.db import connect_readonly, loads, rows
+from mutator.store.attempt_reads import attempts_of_run
+from mutator.store.db import connect_readonly, loads
+from mutator.store.proposals import decisions_of_run
+from mutator.store.run_lookup import recent_run_ids, run_row
+from mutator.store.spending import cell_cost_by_evaluation
 
 GATE_FIGURES = ("delta", "delta_eval", "delta_cost", "delta_steps", "gate_threshold", "gate_se", "gate_s",
                 "gate_df", "gate_t", "gate_n")
 COLUMNS = ("kind", "round", "sibling", "status", "verdict", "genome_hash", "parent_hash", "summary", "critic",
-           "confirm", *GATE_FIGURES, "composite", "eval", "cost", "steps", "mutator_cost_usd", "cells_cost_usd",
-           "cost_usd", "error", "at", "proposal_id", "action", "status_from", "status_to", "note")
+           "confirm", *GATE_FIGURES, "composite", "eval", "cost", "steps", "mutator_cost_usd",
+           "cells_cost_usd", "cost_usd", "error", "at", "proposal_id", "action", "status_from", "status_to",
+           "note")
 
 
 class AuditError(SkillMutatorError, ValueError):
@@ -31,18 +35,16 @@ def audit(db_path: Path, run_id: str) -> dict:
         raise AuditError(f"no store at {db_path}; pass the --data-dir the run was made with")
     db = connect_readonly(db_path)
     try:
-        found = rows(db, "select * from runs where id = ?", [run_id])
-        if not found:
-            known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
-            raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: {', '.join(known) or '(none)'}")
-        run = found[0]
+        run = run_row(db, run_id)
+        if run is None:
+            known = recent_run_ids(db)
+            raise AuditError(f"run {run_id!r} is not in {db_path}; recent runs: "
+                             f"{', '.join(known) or '(none)'}")
         # what the run was charged for each evaluation's cells (agents and judge; a cached one was paid by the
         # run that ran it, a re-graded cell's agent once, where it ran)
-        cell_cost = {r["evaluation_id"]: r["usd"] for r in rows(
-            db, f"select evaluation_id, sum(usd) as usd from {ledger.table(db)} where run_id = ? and kind in "
-                "('cell', 'judge') group by evaluation_id", [run_id])}
+        cell_cost = cell_cost_by_evaluation(db, run_id)
         attempts, counted = [], set()
-        for a in rows(db, "select * from attempts where run_id = ? order by round, sibling", [run_id]):
+        for a in attempts_of_run(db, run_id):
             # a cached evaluation is paid once: counted on the first of this run's attempts that used it
             paid = [e for e in (a["val_evaluation_id"], a["train_evaluation_id"])
                     if e is not None and e in cell_cost and e not in counted]
@@ -50,16 +52,16 @@ def audit(db_path: Path, run_id: str) -> dict:
             cells = sum(cell_cost.get(e, 0.0) or 0.0 for e in paid)
             confirm = loads(a["confirm"])
             attempts.append({
-                "kind": "attempt", **{k: a[k] for k in ("round", "sibling", "status", "verdict", "genome_hash",
-                                                        "parent_hash", "summary", *GATE_FIGURES, "composite",
-                                                        "eval", "cost", "steps", "error")},
+                "kind": "attempt", **{k: a[k] for k in ("round", "sibling", "status", "verdict",
+                                                        "genome_hash", "parent_hash", "summary",
+                                                        *GATE_FIGURES, "composite", "eval", "cost", "steps",
+                                                        "error")},
                 "critic": loads(a["critic"], []), "gate": loads(a["gate"]), "confirm": confirm,
                 "mutator_cost_usd": a["mutator_cost_usd"] or 0.0, "cells_cost_usd": cells,
-                "cost_usd": (a["mutator_cost_usd"] or 0.0) + cells, "at": a["finished_at"] or a["started_at"]})
+                "cost_usd": (a["mutator_cost_usd"] or 0.0) + cells,
+                "at": a["finished_at"] or a["started_at"]})
         spend = run_spend(db, run_id)
-        decisions = rows(db, "select d.proposal_id, d.action, d.status_from, d.status_to, d.note, d.at, "
-                             "p.genome_hash from proposal_decisions d join proposals p on p.id = d.proposal_id "
-                             "where p.run_id = ? order by d.id", [run_id]) if "proposals" in db.table_names() else []
+        decisions = decisions_of_run(db, run_id)
     finally:
         db.conn.close()
     return {"run": run, "attempts": attempts, "decisions": [{"kind": "decision", **d} for d in decisions],
@@ -87,7 +89,8 @@ def write(db_path: Path, run_id: str, out: Path) -> Path:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         for row in record["attempts"]:
-            critic = "; ".join(f"{c['gate']}:{c['verdict']}" + (f" ({c['reason']})" if c.get("reason") else "")
+            critic = "; ".join(f"{c['gate']}:{c['verdict']}"
+                               + (f" ({c['reason']})" if c.get("reason") else "")
                                for c in row["critic"])
             writer.writerow({**{k: _cell(v) for k, v in row.items()}, "critic": critic})
         for row in record["decisions"]:

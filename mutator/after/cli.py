@@ -51,7 +51,8 @@ def decide(args: argparse.Namespace, settings) -> int:
         if only_daily_budget(args):
             from mutator.after.spend import budget_state, day_start, record_daily, spent_since
             db = connect(settings.db_path)
-            state = budget_state(spent_since(db, day_start(time.time())), record_daily(db, args.daily_budget_usd))
+            state = budget_state(spent_since(db, day_start(time.time())),
+                                 record_daily(db, args.daily_budget_usd))
             cap = "none" if state["daily_usd"] is None else f"${state['daily_usd']:g}"
             print(f"daily budget: {cap}; spent today (UTC) ${state['spent_today']:.4f} ({state['state']})")
             return 0
@@ -72,7 +73,8 @@ def decide(args: argparse.Namespace, settings) -> int:
             return 0
         if args.accept is not None:
             if not args.to:
-                print("error: --accept needs --to SKILL_DIR (the folder to deploy the champion into)", file=sys.stderr)
+                print("error: --accept needs --to SKILL_DIR (the folder to deploy the champion into)",
+                      file=sys.stderr)
                 return 2
             row = deploy(db, GenomeStore(settings.data_dir, db), args.accept, args.to, note=args.note,
                          force=args.force)
@@ -97,7 +99,8 @@ def decide(args: argparse.Namespace, settings) -> int:
 
 
 def where_flags(args: argparse.Namespace) -> str:
-    """" --config X --data-dir Y" as this command was given them (absolute), for a printed command to carry."""
+    """" --config X --data-dir Y" as this command was given them (absolute), for a printed command to
+    carry."""
     return "".join(f" {flag} {shlex.quote(str(getattr(args, attr)))}"
                    for flag, attr in (("--config", "config"), ("--data-dir", "data_dir"))
                    if getattr(args, attr, None) is not None)
@@ -111,8 +114,10 @@ def describe(proposal: dict, created: bool, where: str = "") -> str:
     test = loads(proposal["test"])
     head = (f"{'New proposal' if created else 'Proposal'} {proposal['id']} ({proposal['status']}): champion "
             f"{proposal['genome_hash'][:12]} of {proposal['run_id']}")
-    figures = (f"val {val.get('suite')}: composite {_f(val.get('composite'))} vs seed {_f(val.get('seed_composite'))}"
-               + (f"; test {test['suite']}: composite {_f(test['composite'])}" if test else "; not tested yet"))
+    figures = (f"val {val.get('suite')}: composite {_f(val.get('composite'))} vs seed "
+               f"{_f(val.get('seed_composite'))}"
+               + (f"; test {test['suite']}: composite {_f(test['composite'])}" if test
+                  else "; not tested yet"))
     target = shlex.quote(str(proposal["target_dir"])) if proposal["target_dir"] else "SKILL_DIR"
     tail = f" {where}" if where else ""
     return (f"{head}\n  {figures}\n  accept: {run_py()} --accept {proposal['id']} --to {target}{tail}"
@@ -131,9 +136,11 @@ def propose_finished(settings, run_id: str, where: str = "") -> str:
     from mutator.store.genome import GenomeStore
     db = connect(settings.db_path)
     try:
-        proposal, created = propose(db, GenomeStore(settings.data_dir, db), run_id, target_dir=settings.skill_dir,
-                                    auto=True, min_delta=settings.propose_min_delta,
-                                    max_failed_share=settings.max_failed_share, no_harm=settings.propose_no_harm)
+        proposal, created = propose(db, GenomeStore(settings.data_dir, db), run_id,
+                                    target_dir=settings.skill_dir, auto=True,
+                                    min_delta=settings.propose_min_delta,
+                                    max_failed_share=settings.max_failed_share,
+                                    no_harm=settings.propose_no_harm)
     except ProposalError as err:
         return f"No proposal: {err}"
     return describe(proposal, created, where)
@@ -159,7 +166,8 @@ def check_command(args: argparse.Namespace, settings, agents, launcher, progress
     if result["status"] == "stopped":
         return EXIT_BUDGET
     if result["status"] == "cancelled":
-        return EXIT_PARTIAL if result["reason"] and result["reason"].startswith("--max-seconds") else EXIT_INTERRUPTED
+        deadline = result["reason"] and result["reason"].startswith("--max-seconds")
+        return EXIT_PARTIAL if deadline else EXIT_INTERRUPTED
     return 0
 
 
@@ -171,7 +179,8 @@ def render(check: dict) -> str:
              + (" (PARTIAL)" if check["partial"] else "") + (" — dry run (fake agents)" if dry else ""),
              f"  {check['summary']}",
              f"  {check['n_done']}/{check['n_cells']} cells, cost ${check['cost_usd']:.4f}, fingerprint "
-             f"{check['fingerprint']}" + (f", compared with check {check['previous_id']}" if check["previous_id"]
+             f"{check['fingerprint']}"
+             + (f", compared with check {check['previous_id']}" if check["previous_id"]
                                           else "")]
     if check["tasks"]:
         lines.append("  tasks, worst first:")

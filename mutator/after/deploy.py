@@ -25,8 +25,9 @@ from eval.errors import SkillMutatorError
 from eval.snapshot import copy_tree, hash_tree
 from eval.suite import SuiteError, parse_frontmatter
 from mutator.after import merge, proposals
-from mutator.store.db import now, rows
+from mutator.store import deployments
 from mutator.store.genome import GenomeStore
+from mutator.store.proposals import proposal_row
 
 BACKUPS = ".skill-mutator-backups"
 RENAME_EXCHANGE = 2
@@ -62,7 +63,8 @@ def backup_root(target: Path) -> Path:
 
 
 def _skill_md_name(folder: Path) -> str | None:
-    """The `name:` of folder/SKILL.md's frontmatter; "" when it has none or cannot be read; None without a SKILL.md."""
+    """The `name:` of folder/SKILL.md's frontmatter; "" when it has none or cannot be read; None without a
+    SKILL.md."""
     path = folder / "SKILL.md"
     if not path.is_file():
         return None
@@ -84,13 +86,14 @@ def refuse_foreign(target: Path, skill: str, *, force: bool) -> None:
         problems.append(f"its SKILL.md names the skill {existing!r}" if existing else
                         "its SKILL.md has no readable name")
     if problems:
-        raise DeployError(f"refusing to deploy the skill {skill!r} into {target}: {' and '.join(problems)}, not "
-                          f"{skill!r}. Pass --to the skill's own folder (named {skill}), or add --force to deploy there anyway "
-                          f"(the folder's current version is kept for --rollback)")
+        raise DeployError(f"refusing to deploy the skill {skill!r} into {target}: {' and '.join(problems)}, "
+                          f"not {skill!r}. Pass --to the skill's own folder (named {skill}), or add --force "
+                          f"to deploy there anyway (the folder's current version is kept for --rollback)")
 
 
 def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, target: Path, *,
-           note: str | None = None, force: bool = False, before_swap: Callable[[], None] | None = None) -> dict:
+           note: str | None = None, force: bool = False,
+           before_swap: Callable[[], None] | None = None) -> dict:
     """Accept the proposal and deploy it into `target`; returns the deployment row (status deployed) with
     `merge` (mutator/after/merge.py: the target's own files kept, the seed files it had edited).
 
@@ -104,9 +107,7 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
     refuse_foreign(target, found["skill_name"] or _skill_md_name(genomes.path(found["genome_hash"])) or "",
                    force=force)
     proposal = proposals.accept(db, proposal_id, note)
-    deployment_id = db["deployments"].insert({
-        "proposal_id": proposal_id, "target_dir": str(target), "genome_hash": proposal["genome_hash"],
-        "status": "deploying", "deployed_at": now()}).last_pk
+    deployment_id = deployments.start_deployment(db, proposal_id, str(target), proposal["genome_hash"])
     staging = target.parent / f".{target.name}.incoming-{secrets.token_hex(4)}"
     merged = merge.Merge((), (), ())
     try:
@@ -120,7 +121,8 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
             raise DeployError(f"{target} is a file, not a skill folder")
         copy_tree(source, staging)
         if hash_tree(staging) != proposal["genome_hash"]:
-            raise DeployError(f"the copy written to {staging} does not hash to {proposal['genome_hash'][:12]}")
+            raise DeployError(f"the copy written to {staging} does not hash to "
+                              f"{proposal['genome_hash'][:12]}")
         if target.exists():
             merged = merge.plan(target, _seed_dir(genomes, proposal), source)
             merge.carry(target, staging, merged)
@@ -140,19 +142,18 @@ def deploy(db: sqlite_utils.Database, genomes: GenomeStore, proposal_id: int, ta
     except BaseException as err:
         shutil.rmtree(staging, ignore_errors=True)
         reason = f"{type(err).__name__}: {err}"
-        db["deployments"].update(deployment_id, {"status": "failed", "error": reason})
+        deployments.deployment_failed(db, deployment_id, reason)
         proposals.record(db, proposal_id, "deploy", "accepted", "failed", reason)
         if isinstance(err, Exception):
-            raise DeployError(f"deploy of proposal {proposal_id} into {target} failed ({reason}); {target} is "
-                              f"unchanged") from err
+            raise DeployError(f"deploy of proposal {proposal_id} into {target} failed ({reason}); {target} "
+                              f"is unchanged") from err
         raise
-    db["deployments"].update(deployment_id, {
-        "status": "deployed", "previous_hash": previous, "backup_dir": str(backup) if previous else None})
+    deployments.deployment_done(db, deployment_id, previous, str(backup) if previous else None)
     proposals.record(db, proposal_id, "deploy", "accepted", "deployed",
                      f"into {target}" + (f"; previous version kept at {backup}" if previous else
                                          "; there was no previous version")
                      + (f"; {merged.words()}" if merged.words() else ""))
-    return {**rows(db, "select * from deployments where id = ?", [deployment_id])[0], "merge": merged}
+    return {**deployments.deployment_row(db, deployment_id), "merge": merged}
 
 
 def _seed_dir(genomes: GenomeStore, proposal: dict) -> Path:
@@ -167,14 +168,16 @@ def _when(at: float | None) -> str:
 
 
 def still_deployed(db: sqlite_utils.Database, genomes: GenomeStore, deployment: dict, target: Path) -> bool:
-    """Is the folder still what the deploy wrote (the champion plus the folder's own files), tool caches aside?"""
+    """Is the folder still what the deploy wrote (the champion plus the folder's own files), tool caches
+    aside?"""
     if not target.is_dir():
         return False
     backup = Path(deployment["backup_dir"]) if deployment["backup_dir"] else None
-    proposal = rows(db, "select * from proposals where id = ?", [deployment["proposal_id"]])
+    proposal = proposal_row(db, deployment["proposal_id"])
     champion = genomes.path(deployment["genome_hash"])
     if champion.is_dir() and proposal and backup and backup.is_dir():
-        if merge.matches(target, champion, backup, merge.plan(backup, _seed_dir(genomes, proposal[0]), champion)):
+        if merge.matches(target, champion, backup, merge.plan(backup, _seed_dir(genomes, proposal),
+                                                              champion)):
             return True
     # a deploy into a new folder, or one made before the folder's own files were kept: the genome itself
     if hash_tree(target) != deployment["genome_hash"]:
@@ -188,22 +191,19 @@ def rollback(db: sqlite_utils.Database, genomes: GenomeStore, target: Path) -> d
 
     Refused unless the folder is still, file for file, what the deploy wrote (its own files included)."""
     target = Path(os.path.abspath(target))
-    live = rows(db, "select * from deployments where target_dir = ? and status = 'deployed' order by id desc "
-                    "limit 1", [str(target)])
-    if not live:
-        undone = rows(db, "select * from deployments where target_dir = ? and status = 'rolled_back' order by "
-                          "rolled_back_at desc limit 1", [str(target)])
+    deployment = deployments.live_deployment(db, str(target))
+    if deployment is None:
+        undone = deployments.last_rolled_back(db, str(target))
         if undone:
-            raise DeployError(f"{target} is already rolled back: deploy {undone[0]['id']} (proposal "
-                              f"{undone[0]['proposal_id']}) was undone at {_when(undone[0]['rolled_back_at'])}, "
+            raise DeployError(f"{target} is already rolled back: deploy {undone['id']} (proposal "
+                              f"{undone['proposal_id']}) was undone at {_when(undone['rolled_back_at'])}, "
                               f"and no earlier deploy into it is live")
-        raise DeployError(f"nothing deployed into {target} is recorded in this store (pass the --data-dir used "
-                          f"for --accept)")
-    deployment = live[0]
+        raise DeployError(f"nothing deployed into {target} is recorded in this store (pass the --data-dir "
+                          f"used for --accept)")
     if not still_deployed(db, genomes, deployment, target):
         raise DeployError(f"{target} changed since deploy {deployment['id']} (it is no longer the champion "
-                          f"{deployment['genome_hash'][:12]} plus the folder's own files); rolling back would lose "
-                          f"those edits: move them aside first")
+                          f"{deployment['genome_hash'][:12]} plus the folder's own files); rolling back "
+                          f"would lose those edits: move them aside first")
     undone = backup_root(target) / f"{deployment['id']}-undone-{time.strftime('%Y%m%dT%H%M%S')}"
     undone.parent.mkdir(parents=True, exist_ok=True)
     backup = Path(deployment["backup_dir"]) if deployment["backup_dir"] else None
@@ -214,9 +214,10 @@ def rollback(db: sqlite_utils.Database, genomes: GenomeStore, target: Path) -> d
         os.rename(backup, undone)
     else:
         os.rename(target, undone)      # there was nothing before the deploy
-    db["deployments"].update(deployment["id"], {"status": "rolled_back", "rolled_back_at": now()})
+    deployments.rolled_back(db, deployment["id"])
     if deployment["proposal_id"] is not None:
         proposals.record(db, deployment["proposal_id"], "rollback", "deployed", "rolled_back",
-                         f"{target} restored" + (f" from {backup}" if backup else " (removed: nothing was there "
-                                                                               "before)") + f"; undone copy at {undone}")
-    return rows(db, "select * from deployments where id = ?", [deployment["id"]])[0]
+                         f"{target} restored"
+                         + (f" from {backup}" if backup else " (removed: nothing was there before)")
+                         + f"; undone copy at {undone}")
+    return deployments.deployment_row(db, deployment["id"])

@@ -34,7 +34,8 @@ def band(score: float, previous: float | None) -> Band:
     delta = round(score - previous, 6)  # 6 places: 85.0 - 84.9 must read as 0.1, not 0.10000000000000853
     moved = f"{score:.1f}/100 ({'↑' if delta > 0 else '↓'} {abs(delta):.1f} vs {previous:.1f}/100 last time)"
     if abs(delta) <= UNCHANGED:
-        return Band("unchanged", delta, f"Health check unchanged: {score:.1f}/100 (last time {previous:.1f}).")
+        return Band("unchanged", delta, f"Health check unchanged: {score:.1f}/100 (last time "
+                                        f"{previous:.1f}).")
     if delta > 0:
         return Band("improved", delta, f"Health check improved: {moved}.")
     if -delta < SLIGHT:

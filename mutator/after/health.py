@@ -3,7 +3,8 @@
 Each check snapshots the folder, runs it on one or more suites through the Evaluator with a fresh
 replicate salt (a re-check measures again instead of reading the cache), and compares the score with
 the previous complete check of the same folder and fingerprint. A cancel (Ctrl-C, --max-seconds, the
-daily budget, --budget-usd) keeps every cell already scored and marks the check partial; never a made-up score.
+daily budget, --budget-usd) keeps every cell already scored and marks the check partial; never a made-up
+score.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop, cell_estimate
 from mutator.round.progress import Progress
 from mutator.round.session import Session, other_skills
-from mutator.store.db import connect, dumps, loads, now, rows
+from mutator.store import health_checks as checks
+from mutator.store.db import connect, dumps, loads, now
 from sandbox import Launcher
 
 
@@ -60,19 +62,19 @@ class HealthCheck:
         fingerprint = drift.fingerprint([(x.name, x.content_hash) for x in suites], base.to_json())
         genome_hash = hash_tree(skill_dir)
         n_cells = sum(len(x.tasks) for x in suites) * s.replicates
-        check_id = db["health_checks"].insert({
-            "skill_dir": str(skill_dir), "skill_name": skill_name, "genome_hash": genome_hash,
-            "fingerprint": fingerprint, "suites": dumps([x.name for x in suites]), "contract": dumps(base.to_json()),
-            "status": "running", "partial": 0, "n_cells": n_cells, "n_done": 0, "started_at": now()}).last_pk
+        check_id = checks.start_check(
+            db, skill_dir=str(skill_dir), skill_name=skill_name, genome_hash=genome_hash,
+            fingerprint=fingerprint, suites=dumps([x.name for x in suites]), contract=dumps(base.to_json()),
+            n_cells=n_cells)
         snapshot = s.data_dir / "checks" / str(check_id) / "skill"
         copy_tree(skill_dir, snapshot)   # the check scores this copy even if the folder changes meanwhile
         contract = Contract(**{**base.to_json(), "salt": f"check-{check_id}"})
         # --max-seconds is the event loop's own timeout (never a signal: a job started from a script may have
         # SIGINT ignored); the cells still running at the deadline are cancelled exactly as on Ctrl-C
         deadline = time.monotonic() + self.max_seconds if self.max_seconds else None
-        evaluator = Session.open(s, build_argv=tuple(self.build_argv), build_id=self.build_id, launcher=self.launcher,
-                                 progress=self.progress, contract=contract, skill_name=skill_name,
-                                 concurrency=self.parallel, db=db).evaluator
+        evaluator = Session.open(s, build_argv=tuple(self.build_argv), build_id=self.build_id,
+                                 launcher=self.launcher, progress=self.progress, contract=contract,
+                                 skill_name=skill_name, concurrency=self.parallel, db=db).evaluator
         evaluator.deadline = deadline
         keys = [evaluation_key(genome_hash, x, contract) for x in suites]
         if self.budget_usd is not None:
@@ -83,10 +85,12 @@ class HealthCheck:
                 if self.daily is not None:
                     self.daily.before_check(db, len(suite.tasks) * s.replicates, s.model,
                                             f"the check on {suite.name}")
-                outcome = evaluator.evaluate(snapshot, genome_hash, skill_name, suite, label=f"check · {suite.name}")
+                outcome = evaluator.evaluate(snapshot, genome_hash, skill_name, suite,
+                                             label=f"check · {suite.name}")
                 if outcome.budget_stop:
-                    raise BudgetStop(f"budget reached: {outcome.budget_stop}; --budget-usd {self.budget_usd:g} caps "
-                                     f"this check's spend. The cells scored are kept (a partial check).")
+                    raise BudgetStop(f"budget reached: {outcome.budget_stop}; --budget-usd "
+                                     f"{self.budget_usd:g} caps this check's spend. The cells scored are "
+                                     "kept (a partial check).")
         except DeadlineReached:
             stopped = ("cancelled", f"--max-seconds {self.max_seconds:g} reached")
         except KeyboardInterrupt:
@@ -105,10 +109,7 @@ class CheckGate:
     keys: tuple[str, ...]
 
     def spent(self) -> float:
-        marks = ",".join("?" * len(self.keys))
-        found = rows(self.db, f"select coalesce(sum(c.usd), 0) as usd from charges c join evaluations e on "
-                              f"e.id = c.evaluation_id where e.key in ({marks})", list(self.keys))
-        return float(found[0]["usd"])
+        return checks.charged_for(self.db, self.keys)
 
     def remaining(self, unrecorded: float) -> float:
         return self.limit_usd - self.spent()   # each stored cell is on the ledger already (no payer, no run)
@@ -118,32 +119,27 @@ class CheckGate:
 
 
 def _previous(db, check: dict) -> dict | None:
-    found = rows(db, "select * from health_checks where skill_dir = ? and fingerprint = ? and id < ? and "
-                     "status = 'done' and partial = 0 and score is not null order by id desc limit 1",
-                 [check["skill_dir"], check["fingerprint"], check["id"]])
-    return found[0] if found else None
+    return checks.previous_complete(db, check)
 
 
 def finish(db, check_id: int, keys: list[str], stopped: tuple[str, str] | None) -> dict:
     """Score what finished, band it against the previous complete check, store and return the check."""
-    check = rows(db, "select * from health_checks where id = ?", [check_id])[0]
-    marks = ",".join("?" * len(keys))
-    evaluations = rows(db, f"select id, suite from evaluations where key in ({marks})", keys)
-    ids = [e["id"] for e in evaluations]
-    cells = rows(db, f"select e.suite, c.task_id, c.score, c.cost_usd from cells c join evaluations e on "
-                     f"e.id = c.evaluation_id where c.evaluation_id in ({','.join('?' * len(ids)) or 'null'})", ids)
+    check = checks.check_row(db, check_id)
+    ids = [e["id"] for e in checks.evaluations_of_keys(db, keys)]
+    cells = checks.scored_cells(db, ids)
     tasks = drift.task_scores([(f"{c['suite']}/{c['task_id']}", c["score"] or 0.0) for c in cells])
     score = drift.overall(tasks)
     previous = _previous(db, check)
     before = {t["task"]: t["score"] for t in loads(previous["tasks"], [])} if previous else None
     partial = stopped is not None and len(cells) < check["n_cells"]
-    fields: dict = {"status": stopped[0] if partial else "done", "partial": int(partial), "n_done": len(cells),
-                    "cost_usd": sum(c["cost_usd"] or 0.0 for c in cells), "evaluation_ids": dumps(ids),
-                    "score": score, "tasks": dumps(drift.breakdown(tasks, before)), "finished_at": now(),
+    fields: dict = {"status": stopped[0] if partial else "done", "partial": int(partial),
+                    "n_done": len(cells), "cost_usd": sum(c["cost_usd"] or 0.0 for c in cells),
+                    "evaluation_ids": dumps(ids), "score": score,
+                    "tasks": dumps(drift.breakdown(tasks, before)), "finished_at": now(),
                     "previous_id": previous["id"] if previous else None}
     if score is None:
-        fields["summary"] = (f"Cancelled before completion ({stopped[1] if stopped else 'no cells'}): no cell "
-                             f"finished, so there is no score and nothing to compare.")
+        fields["summary"] = (f"Cancelled before completion ({stopped[1] if stopped else 'no cells'}): no "
+                             f"cell finished, so there is no score and nothing to compare.")
     else:
         # a partial check is compared on the tasks it did score, so missing tasks cannot move the number
         prev_score = None
@@ -156,8 +152,8 @@ def finish(db, check_id: int, keys: list[str], stopped: tuple[str, str] | None) 
             fields["summary"] = (f"Cancelled before completion ({stopped[1]}): partial result kept, "
                                  f"{score:.1f}/100 over {len(cells)} of {check['n_cells']} cells "
                                  f"({len(tasks)} tasks). On the tasks scored: {verdict.text}")
-    db["health_checks"].update(check_id, fields)
-    found = rows(db, "select * from health_checks where id = ?", [check_id])[0]
+    checks.update_check(db, check_id, fields)
+    found = checks.check_row(db, check_id)
     found["tasks"] = loads(found["tasks"], [])
     found["reason"] = stopped[1] if stopped else None
     return found

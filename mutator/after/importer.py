@@ -49,14 +49,15 @@ def few_task_warnings(made: list[Imported], evals_json: Path) -> list[str]:
     """A warning for each val or test suite too small to say much (the import still succeeds)."""
     total = sum(len(s.task_ids) for s in made)
     return [f"warning: {s.split} suite {s.path.name} has {len(s.task_ids)} task(s): a "
-            f"{'gate verdict' if s.split == 'val' else 'test report'} on fewer than {FEW_TASKS} tasks is mostly "
-            f"noise. Add evals to {evals_json} ({total} now; about {FEW_TASKS * 5} give val and test {FEW_TASKS} "
-            f"each), or write a bigger {s.split} suite by hand"
+            f"{'gate verdict' if s.split == 'val' else 'test report'} on fewer than {FEW_TASKS} tasks is "
+            f"mostly noise. Add evals to {evals_json} ({total} now; about {FEW_TASKS * 5} give val and test "
+            f"{FEW_TASKS} each), or write a bigger {s.split} suite by hand"
             for s in made if s.split in ("val", "test") and len(s.task_ids) < FEW_TASKS]
 
 
 def task_id(raw_id: object, index: int) -> str:
-    text = re.sub(r"[^A-Za-z0-9._-]+", "-", str(raw_id if raw_id is not None else index)).strip("-.") or str(index)
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-",
+                  str(raw_id if raw_id is not None else index)).strip("-.") or str(index)
     return f"eval-{text}"
 
 
@@ -70,14 +71,15 @@ def read_json(evals_json: Path) -> object:
 def read_evals(evals_json: Path, data: object) -> tuple[str, list[dict]]:
     evals = data.get("evals") if isinstance(data, dict) else data
     if not isinstance(evals, list) or not evals:
-        raise EvalsImportError(f"{evals_json}: expected {{\"skill_name\": ..., \"evals\": [...]}} with at least one "
-                               "eval (skill-creator's evals.json), or a list of {\"query\": ..., \"should_trigger\": "
-                               "true|false} (its trigger eval set)")
+        raise EvalsImportError(f"{evals_json}: expected {{\"skill_name\": ..., \"evals\": [...]}} with at "
+                               "least one eval (skill-creator's evals.json), or a list of {\"query\": ..., "
+                               "\"should_trigger\": true|false} (its trigger eval set)")
     skill_name = str(data.get("skill_name", "")) if isinstance(data, dict) else ""
     return skill_name, evals
 
 
-def to_task(entry: object, index: int, skill_root: Path, evals_json: Path) -> tuple[dict, list[tuple[Path, str]]]:
+def to_task(entry: object, index: int, skill_root: Path,
+            evals_json: Path) -> tuple[dict, list[tuple[Path, str]]]:
     where = f"{evals_json}: evals[{index}]"
     if not isinstance(entry, dict):
         raise EvalsImportError(f"{where}: must be an object with prompt and expectations")
@@ -94,7 +96,8 @@ def to_task(entry: object, index: int, skill_root: Path, evals_json: Path) -> tu
     for rel in entry.get("files") or []:
         source = (skill_root / str(rel)).resolve()
         if not source.is_relative_to(skill_root.resolve()) or not source.is_file():
-            raise EvalsImportError(f"{where}: file {rel!r} is not a file inside the skill folder {skill_root}")
+            raise EvalsImportError(f"{where}: file {rel!r} is not a file inside the skill folder "
+                                   f"{skill_root}")
         files.append((source, source.name))
     names = [name for _, name in files]
     if len(set(names)) != len(names):
@@ -117,9 +120,11 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
     evals_json, out = Path(evals_json), Path(out)
     problem = name_problem(out.name)
     if problem:
-        raise EvalsImportError(f"--out {out}: the folder name {out.name!r} names the suites and is invalid: {problem}")
+        raise EvalsImportError(f"--out {out}: the folder name {out.name!r} names the suites and is invalid: "
+                               f"{problem}")
     if out.exists() and any(out.iterdir()):
-        raise EvalsImportError(f"--out {out}: already exists and is not empty; pick a new folder or remove it")
+        raise EvalsImportError(f"--out {out}: already exists and is not empty; pick a new folder or remove "
+                               "it")
     data = read_json(evals_json)
     if is_trigger_set(data):
         return import_trigger_set(data, evals_json, out, seed)
@@ -128,7 +133,8 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
     tasks = [to_task(entry, i, skill_root, evals_json) for i, entry in enumerate(evals)]
     ids = [t["id"].lower() for t, _ in tasks]
     if len(set(ids)) != len(ids):
-        raise EvalsImportError(f"{evals_json}: eval ids repeat ({', '.join(ids)}); give every eval a distinct id")
+        raise EvalsImportError(f"{evals_json}: eval ids repeat ({', '.join(ids)}); give every eval a "
+                               "distinct id")
     order = list(range(len(tasks)))
     random.Random(f"import-evals:{seed}").shuffle(order)
     counts, start, made = split_counts(len(tasks)), 0, []
@@ -136,8 +142,8 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
         chosen = sorted(order[start:start + counts[split]])
         start += counts[split]
         if chosen:
-            made.append(write_suite(out / f"{out.name}-{split}", split, [tasks[i] for i in chosen], evals_json,
-                                    skill_name, seed))
+            made.append(write_suite(out / f"{out.name}-{split}", split, [tasks[i] for i in chosen],
+                                    evals_json, skill_name, seed))
     return made
 
 
@@ -151,8 +157,8 @@ def import_trigger_set(data: list, evals_json: Path, out: Path, seed: int) -> li
     """skill-creator's trigger eval set as trigger suites (mutator/after/trigger_import.py)."""
     splits = split_by_class(trigger_tasks(data, evals_json, EvalsImportError), seed, split_counts)
     if not splits["val"]:
-        raise EvalsImportError(f"{evals_json}: {len(data)} queries leave the val split empty; give at least 2 queries "
-                               "of one kind (should_trigger true or false)")
+        raise EvalsImportError(f"{evals_json}: {len(data)} queries leave the val split empty; give at least "
+                               "2 queries of one kind (should_trigger true or false)")
     origin = f"Imported from `{evals_json}` (skill-creator trigger eval set), split {{split}} by seed {seed}."
     return [write_judge_suite(out / f"{out.name}-{split}", split, [(t, []) for t in tasks],
                               origin.format(split=split), grader=GRADER)
@@ -176,7 +182,8 @@ def write_judge_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple
                                       encoding="utf-8")
     if grader:
         (path / "run-eval.py").write_text(grader, encoding="utf-8")
-    runner, how = ("script", "run-eval.py gives every finished cell 1: only triggering (score.wTrigger) counts.") \
+    runner, how = ("script", "run-eval.py gives every finished cell 1: only triggering (score.wTrigger) "
+                             "counts.") \
         if grader else ("judge", "Each task is graded by the judge against its expectation sentences.")
     (path / "suite.md").write_text(
         f"---\nname: {path.name}\nsplit: {split}\nrunner: {runner}\n---\n\n# {path.name}\n\n{origin} {how}\n",

@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 from eval.snapshot import list_files
 
 # Written by tools as they run, so a rollback's "edited since the deploy?" check looks past them.
-CACHES = ("__pycache__", ".pytest_cache", ".ruff_cache", "*.pyc", "*.pyo", ".DS_Store", "Thumbs.db", "*.swp", "*~")
+CACHES = ("__pycache__", ".pytest_cache", ".ruff_cache", "*.pyc", "*.pyo", ".DS_Store", "Thumbs.db", "*.swp",
+          "*~")
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,12 @@ class Merge:
     """The live folder's files against the seed and the champion (sorted POSIX relative paths)."""
     kept: tuple[str, ...]       # the user's own files, carried into the deployed folder
     shadowed: tuple[str, ...]   # own files a champion file (or folder) at the same path replaces
-    replaced: tuple[str, ...]   # seed files edited in the live folder: the champion's version or deletion wins
+    # seed files edited in the live folder: the champion's version or deletion wins
+    replaced: tuple[str, ...]
 
     def words(self) -> str:
-        """One clause for the deploy's decision note and the printed line ("" when there is nothing to say)."""
+        """One clause for the deploy's decision note and the printed line ("" when there is nothing to
+        say)."""
         parts = []
         if self.kept:
             parts.append(f"kept {len(self.kept)} file(s) of the folder's own (not in the seed genome): "
@@ -38,8 +41,8 @@ class Merge:
             parts.append(f"{len(self.shadowed)} own file(s) replaced by the champion's file of the same path "
                          f"(the old copy is in the backup): " + _some(self.shadowed))
         if self.replaced:
-            parts.append(f"{len(self.replaced)} seed file(s) edited in the folder were replaced by the champion's "
-                         f"version (the edit is in the backup): " + _some(self.replaced))
+            parts.append(f"{len(self.replaced)} seed file(s) edited in the folder were replaced by the "
+                         f"champion's version (the edit is in the backup): " + _some(self.replaced))
         return "; ".join(parts)
 
 
@@ -48,7 +51,8 @@ def _some(paths: tuple[str, ...], shown: int = 5) -> str:
 
 
 def every_file(root: Path, *, skip_caches: bool = False) -> list[str]:
-    """Every file and symlink under root (nothing left out but, when asked, tool caches), as sorted POSIX paths."""
+    """Every file and symlink under root (nothing left out but, when asked, tool caches), as sorted POSIX
+    paths."""
     found = []
     for path in root.rglob("*"):
         rel = path.relative_to(root)
@@ -60,7 +64,8 @@ def every_file(root: Path, *, skip_caches: bool = False) -> list[str]:
 
 
 def plan(live: Path, seed: Path, champion: Path) -> Merge:
-    """Sort the live folder's files: the user's own (kept unless the champion has that path), edited seed files."""
+    """Sort the live folder's files: the user's own (kept unless the champion has that path), edited seed
+    files."""
     seed_files = {p.as_posix() for p in list_files(seed)}
     champion_files = {p.as_posix() for p in list_files(champion)}
     champion_dirs = {str(parent) for rel in champion_files for parent in PurePosixPath(rel).parents}

@@ -19,8 +19,14 @@ from eval.errors import SkillMutatorError
 from mutator.round.summary import stored_cells
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, summarise
-from mutator.store.db import dumps, loads, now, rows
+from mutator.store import deployments as deploy_rows
+from mutator.store import proposals as proposal_rows
+from mutator.store.attempt_reads import champion_attempt
+from mutator.store.db import dumps, loads, now
+from mutator.store.evaluation_reads import evaluation_health, graded_pair, regraded_evaluation
 from mutator.store.genome import GenomeStore
+from mutator.store.holdout import latest_done_test
+from mutator.store.run_lookup import recent_run_ids, run_row
 
 STATUSES = ("proposed", "accepted", "rejected", "deployed", "failed", "rolled_back", "superseded")
 
@@ -30,57 +36,49 @@ class ProposalError(SkillMutatorError, RuntimeError):
 
 
 def get(db: sqlite_utils.Database, proposal_id: int) -> dict:
-    found = rows(db, "select * from proposals where id = ?", [proposal_id])
-    if not found:
-        recent = [str(r["id"]) for r in db.query("select id from proposals order by id desc limit 5")]
+    found = proposal_rows.proposal_row(db, proposal_id)
+    if found is None:
+        recent = [str(i) for i in proposal_rows.recent_proposal_ids(db)]
         raise ProposalError(f"no proposal {proposal_id}; recent proposals: {', '.join(recent) or 'none'}")
-    return found[0]
+    return found
 
 
 def decisions(db: sqlite_utils.Database, proposal_id: int) -> list[dict]:
-    return rows(db, "select * from proposal_decisions where proposal_id = ? order by id", [proposal_id])
+    return proposal_rows.decisions_of(db, proposal_id)
 
 
 def record(db: sqlite_utils.Database, proposal_id: int, action: str, status_from: str | None, status_to: str,
            note: str | None = None) -> None:
     """Move a proposal to `status_to` and keep the decision: both commit together."""
-    at = now()
-    with db.conn:
-        db.conn.execute("update proposals set status = ?, updated_at = ? where id = ?", [status_to, at, proposal_id])
-        db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
-                        "values (?, ?, ?, ?, ?, ?)", [proposal_id, action, status_from, status_to, note, at])
+    proposal_rows.record_decision(db, proposal_id, action, status_from, status_to, note, now())
 
 
 def _champion_attempt(db: sqlite_utils.Database, run_id: str, genome_hash: str) -> dict:
-    found = rows(db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id is not null "
-                     "order by id limit 1", [run_id, genome_hash])
-    return found[0] if found else {}
+    return champion_attempt(db, run_id, genome_hash)
 
 
 def _one_grader(db: sqlite_utils.Database, run: dict, attempt: dict,
                 seed: dict) -> tuple[dict, dict, tuple[str, str, str] | None]:
-    """The champion's and the seed's val figures graded by one grader, and (suite, the champion's suite hash, the
-    seed's) when no such pair exists. A resumed run re-grades its seed under today's grader (round 0) while the
-    champion's deciding attempt keeps its day's: then the champion's evaluation re-made under the seed's grader
-    (regrade.py) is read, or else the seed's under the champion's."""
+    """The champion's and the seed's val figures graded by one grader, and (suite, the champion's suite hash,
+    the seed's) when no such pair exists. A resumed run re-grades its seed under today's grader (round 0)
+    while the champion's deciding attempt keeps its day's: then the champion's evaluation re-made under the
+    seed's grader (regrade.py) is read, or else the seed's under the champion's."""
     ids = (attempt.get("val_evaluation_id"), seed.get("val_evaluation_id"))
     if None in ids:
         return attempt, seed, None
-    graded = {r["id"]: r for r in rows(db, "select id, genome_hash, suite, suite_hash, contract from evaluations "
-                                          "where id in (?, ?)", list(ids))}
+    graded = graded_pair(db, ids)
     if len(graded) < 2 or graded[ids[0]]["suite_hash"] == graded[ids[1]]["suite_hash"]:
         return attempt, seed, None
     weights, norm = Weights.of_run(run), stored_normalisers(run, "val")
     for mine, other, swap in ((graded[ids[0]], graded[ids[1]], 0), (graded[ids[1]], graded[ids[0]], 1)):
-        found = rows(db, "select id from evaluations where genome_hash = ? and suite = ? and suite_hash = ? and "
-                         "contract = ? and status = 'done' order by id desc limit 1",
-                     [mine["genome_hash"], mine["suite"], other["suite_hash"], mine["contract"]])
-        cells = stored_cells(db, found[0]["id"]) if found else []
+        found = regraded_evaluation(db, mine, other["suite_hash"])
+        cells = stored_cells(db, found) if found is not None else []
         if cells:
             figures = summarise(cells, weights, norm)
             regraded = {"composite": figures.composite, "eval": figures.eval, "cost": figures.cost,
-                        "steps": figures.steps, "val_evaluation_id": found[0]["id"]}
-            return ({**attempt, **regraded}, seed, None) if swap == 0 else (attempt, {**seed, **regraded}, None)
+                        "steps": figures.steps, "val_evaluation_id": found}
+            return ({**attempt, **regraded}, seed,
+                    None) if swap == 0 else (attempt, {**seed, **regraded}, None)
     return attempt, {}, (graded[ids[0]]["suite"], graded[ids[0]]["suite_hash"], graded[ids[1]]["suite_hash"])
 
 
@@ -91,14 +89,13 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
            "eval": attempt.get("eval"), "cost": attempt.get("cost"), "steps": attempt.get("steps"),
            "seed_composite": seed.get("composite"), "seed_eval": seed.get("eval"),
            "delta_vs_incumbent": attempt.get("delta"), "gate_threshold": attempt.get("gate_threshold"),
-           "evaluation_id": attempt.get("val_evaluation_id"), "seed_evaluation_id": seed.get("val_evaluation_id")}
+           "evaluation_id": attempt.get("val_evaluation_id"),
+           "seed_evaluation_id": seed.get("val_evaluation_id")}
     if apart:   # no pair graded alike: why_not says so
         val["graded_apart"] = list(apart)
-    tests = rows(db, "select * from test_runs where run_id = ? and genome_hash = ? and status = 'done' "
-                     "order by id desc limit 1", [run["id"], champion])
+    t = latest_done_test(db, run["id"], champion)
     test = None
-    if tests:
-        t = tests[0]
+    if t is not None:
         report = loads(t["report"], {}) or {}
         test = {"suite": t["suite"], "composite": t["composite"], "eval": t["eval"], "cost": t["cost"],
                 "steps": t["steps"], "test_run": t["id"], "report": report}
@@ -108,29 +105,27 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
 
 def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test: dict | None, *,
             min_delta: float, max_failed_share: float, no_harm: bool = False) -> str:
-    """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its latest
-    test flags a task it harms."""
+    """Why this champion is not a real improvement ("" when it is); `no_harm` (proposeNoHarm): nor while its
+    latest test flags a task it harms."""
     if val.get("graded_apart"):
         suite, mine, seed = val["graded_apart"]
-        return (f"the champion and the seed were graded by different versions of val suite {suite} (suite hash "
-                f"{mine[:12]} vs {seed[:12]}) and neither was re-graded under the other's grader, so there is no "
-                f"like-for-like figure; re-run the run's own command (it re-grades with no agent run), then "
-                f"--propose again")
+        return (f"the champion and the seed were graded by different versions of val suite {suite} (suite "
+                f"hash {mine[:12]} vs {seed[:12]}) and neither was re-graded under the other's grader, so "
+                "there is no like-for-like figure; re-run the run's own command (it re-grades with no agent "
+                f"run), then --propose again")
     if val.get("composite") is None or val.get("seed_composite") is None:
         return "the champion or the seed has no val composite"
     gain = val["composite"] - val["seed_composite"]
     if gain < min_delta:
-        return (f"val composite {val['composite']:.4f} is only {gain:+.4f} vs the seed's {val['seed_composite']:.4f}, "
-                f"below proposeMinDelta {min_delta:g}")
+        return (f"val composite {val['composite']:.4f} is only {gain:+.4f} vs the seed's "
+                f"{val['seed_composite']:.4f}, below proposeMinDelta {min_delta:g}")
     attempt = _champion_attempt(db, run["id"], champion)
-    evaluation = rows(db, "select status, n_cells, n_failed from evaluations where id = ?",
-                      [attempt.get("val_evaluation_id")])
-    if evaluation:
-        e = evaluation[0]
+    e = evaluation_health(db, attempt.get("val_evaluation_id"))
+    if e is not None:
         share = (e["n_failed"] or 0) / max(e["n_cells"] or 1, 1)
         if e["status"] != "done" or share > max_failed_share:
-            return (f"the champion's val evaluation is not healthy ({e['n_failed'] or 0} of {e['n_cells']} cells "
-                    f"failed, status {e['status']})")
+            return (f"the champion's val evaluation is not healthy ({e['n_failed'] or 0} of {e['n_cells']} "
+                    f"cells failed, status {e['status']})")
     delta = ((test or {}).get("report") or {}).get("splits", {}).get("test") if test else None
     if delta and delta.get("delta", {}).get("mean") is not None and delta["delta"]["mean"] < 0:
         return (f"its latest test run on {test['suite']} is worse than the seed (Δcomposite "
@@ -151,18 +146,17 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
     `auto` (a run finishing again must not pile up proposals). An explicit --propose after a terminal
     decision (rejected, failed, rolled_back, deployed) makes a fresh proposal.
     """
-    found = rows(db, "select * from runs where id = ?", [run_id])
-    if not found:
-        known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+    run = run_row(db, run_id)
+    if run is None:
+        known = recent_run_ids(db)
         raise ProposalError(f"no run {run_id!r}; recent runs: {', '.join(known) or 'none'}")
-    run = found[0]
     if run["kind"] != "evolve":
-        raise ProposalError(f"{run_id} is an {run['kind']} run; only an evolve run's champion can be proposed")
+        raise ProposalError(f"{run_id} is an {run['kind']} run; only an evolve run's champion can be "
+                            "proposed")
     champion = run["incumbent_hash"]
     if champion == run["seed_hash"]:
         raise ProposalError(f"{run_id}'s champion is its seed ({champion[:12]}): no change to propose")
-    earlier = rows(db, "select * from proposals where run_id = ? and genome_hash = ? order by id desc",
-                   [run_id, champion])
+    earlier = proposal_rows.proposals_of(db, run_id, champion)
     for proposal in earlier:
         if proposal["status"] == "proposed" or auto:
             return proposal, False
@@ -171,31 +165,21 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
                      no_harm=no_harm)
     if reason:
         raise ProposalError(f"{run_id}'s champion {champion[:12]} is not proposed: {reason}")
-    at = now()
-    older = rows(db, "select id from proposals where run_id = ? and status = 'proposed'", [run_id])
-    with db.conn:
-        cursor = db.conn.execute(
-            "insert into proposals (run_id, genome_hash, seed_hash, skill_name, status, diff, val, test, gates, "
-            "target_dir, created_at, updated_at) values (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, champion, run["seed_hash"], run["skill_name"], genomes.diff(run["seed_hash"], champion),
-             dumps(val), dumps(test), dumps(gates),
-             str(target_dir.resolve()) if target_dir else run.get("skill_dir"), at, at])
-        proposal_id = cursor.lastrowid
-        db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
-                        "values (?, 'propose', null, 'proposed', ?, ?)",
-                        [proposal_id, "automatic: the run finished" if auto else "run.py --propose", at])
-        for old in older:   # a newer champion of the same run supersedes an open proposal
-            db.conn.execute("update proposals set status = 'superseded', updated_at = ? where id = ?", [at, old["id"]])
-            db.conn.execute("insert into proposal_decisions (proposal_id, action, status_from, status_to, note, at) "
-                            "values (?, 'supersede', 'proposed', 'superseded', ?, ?)",
-                            [old["id"], f"superseded by proposal {proposal_id}", at])
+    new = proposal_rows.NewProposal(
+        run_id=run_id, genome_hash=champion, seed_hash=run["seed_hash"], skill_name=run["skill_name"],
+        diff=genomes.diff(run["seed_hash"], champion), val=dumps(val), test=dumps(test), gates=dumps(gates),
+        target_dir=str(target_dir.resolve()) if target_dir else run.get("skill_dir"))
+    older = proposal_rows.open_proposal_ids(db, run_id)
+    proposal_id = proposal_rows.insert_proposal(
+        db, new, note="automatic: the run finished" if auto else "run.py --propose", at=now(),
+        supersedes=older)
     return get(db, proposal_id), True
 
 
 def _refuse_unless_proposed(proposal: dict, action: str) -> None:
     if proposal["status"] != "proposed":
-        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed proposal can be "
-                            f"{action} (its decisions are on the dashboard's Proposals page)")
+        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed proposal "
+                            f"can be {action} (its decisions are on the dashboard's Proposals page)")
 
 
 ACCEPTABLE = ("proposed", "rolled_back", "failed")
@@ -203,8 +187,9 @@ ACCEPTABLE = ("proposed", "rolled_back", "failed")
 
 def refuse_unless_acceptable(proposal: dict) -> None:
     if proposal["status"] not in ACCEPTABLE:
-        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed, rolled-back or "
-                            f"failed proposal can be accepted (its decisions are on the dashboard's Proposals page)")
+        raise ProposalError(f"proposal {proposal['id']} is {proposal['status']}; only a proposed, "
+                            "rolled-back or failed proposal can be accepted (its decisions are on the "
+                            "dashboard's Proposals page)")
 
 
 def accept(db: sqlite_utils.Database, proposal_id: int, note: str | None = None) -> dict:
@@ -225,8 +210,7 @@ def reject(db: sqlite_utils.Database, proposal_id: int, reason: str | None = Non
 
 def listing(db: sqlite_utils.Database, limit: int = 200) -> list[dict]:
     """Newest first, without the diff (the detail carries it); JSON columns decoded."""
-    found = rows(db, "select id, run_id, genome_hash, seed_hash, skill_name, status, val, test, gates, target_dir, "
-                     "created_at, updated_at from proposals order by id desc limit ?", [limit])
+    found = proposal_rows.listing_rows(db, limit)
     for proposal in found:
         for key in ("val", "test", "gates"):
             proposal[key] = loads(proposal[key])
@@ -238,5 +222,5 @@ def detail(db: sqlite_utils.Database, proposal_id: int) -> dict:
     for key in ("val", "test", "gates"):
         proposal[key] = loads(proposal[key])
     proposal["decisions"] = decisions(db, proposal_id)
-    proposal["deployments"] = rows(db, "select * from deployments where proposal_id = ? order by id", [proposal_id])
+    proposal["deployments"] = deploy_rows.deployments_of(db, proposal_id)
     return proposal

@@ -1,4 +1,5 @@
-"""Spend: today / this week / all time, per run and per model, from the stored per-call costs; the daily budget.
+"""Spend: today / this week / all time, per run and per model, from the stored per-call costs; the daily
+budget.
 
 Every figure is summed from rows the store already keeps: each cell's cost (build agent calls), each
 attempt's mutator call, each meta-skill call. Days and weeks are UTC (weeks start on Monday). The
@@ -20,8 +21,10 @@ from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
 from mutator.round.budget import BudgetStop, mean_mutation_cost, pending_cells
-from mutator.store import ledger
-from mutator.store.db import connect, loads, now, rows
+from mutator.store import spending
+from mutator.store.db import connect, loads
+from mutator.store.run_lookup import mutator_models, run_labels
+from mutator.store.spending import daily_limit, mean_model_cell_cost
 
 WARN_AT = 0.8
 HEALTH = "health checks"
@@ -46,14 +49,9 @@ def _roles(db: sqlite_utils.Database, ids: set[int]) -> dict[int, tuple[str, str
     """evaluation id -> (what its cells were for, model), for the evaluations charges name."""
     if not ids:
         return {}
-    members: set[int] = set()
-    if "members" in db["evaluations"].columns_dict:
-        for r in rows(db, "select members from evaluations where members is not null"):
-            members.update(int(i) for i in (loads(r["members"], {}) or {}).values())
+    members = spending.member_evaluation_ids(db)
     out = {}
-    marks = ",".join("?" * len(ids))
-    for e in rows(db, f"select id, genome_hash, split, contract, model from evaluations where id in ({marks})",
-                  sorted(ids)):
+    for e in spending.charged_evaluations(db, ids):
         salt = str((loads(e["contract"], {}) or {}).get("salt") or "")
         role = (SOLVE if e["genome_hash"] == BARE and salt.startswith("solve-") else
                 CONTROL if e["genome_hash"] == BARE else
@@ -66,28 +64,23 @@ def _roles(db: sqlite_utils.Database, ids: set[int]) -> dict[int, tuple[str, str
 
 
 def _health_evaluations(db: sqlite_utils.Database) -> set[int]:
-    if "health_checks" not in db.table_names():
-        return set()
-    return {int(i) for r in rows(db, "select evaluation_ids from health_checks")
-            for i in (loads(r["evaluation_ids"], []) or [])}
+    return spending.health_check_evaluations(db)
 
 
 def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = None) -> list[dict]:
     """Every charge on the ledger (mutator/store/ledger.py) since `since` (of one run, when given):
     {at, usd, run, model, kind}. The run is the one charged when it was spent, never guessed afterwards; a
     charge of no run is a health check's, a watch tick's judge pass, or other."""
-    where, args = "at >= ?", [since]
-    if run_id is not None:
-        where, args = where + " and run_id = ?", args + [run_id]
-    found = rows(db, f"select run_id, kind, usd, at, evaluation_id from {ledger.table(db)} where {where}", args)
+    found = spending.charges_since(db, since, run_id)
     roles = _roles(db, {c["evaluation_id"] for c in found if c["evaluation_id"] is not None})
     health = _health_evaluations(db) if any(c["run_id"] is None for c in found) else set()
-    runs = {r["id"]: r["mutator_model"] for r in rows(db, "select id, mutator_model from runs")}
+    runs = mutator_models(db)
     out = []
     for c in found:
         role, model = roles.get(c["evaluation_id"], (c["kind"], "?"))
         kind = "judge" if c["kind"] == "judge" else role if c["kind"] == "cell" else c["kind"]
-        model = ("judge" if c["kind"] in ("judge", "mining judge") else model if c["evaluation_id"] is not None
+        model = ("judge" if c["kind"] in ("judge",
+                                          "mining judge") else model if c["evaluation_id"] is not None
                  else runs.get(c["run_id"]) or "?" if c["kind"] in ("mutator", "meta skill") else "?")
         run = c["run_id"] or (HEALTH if c["evaluation_id"] in health or c["kind"] == "health check"
                               else WATCH if c["kind"] == "mining judge" else OTHER)
@@ -96,8 +89,8 @@ def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = No
 
 
 def run_spend(db: sqlite_utils.Database, run_id: str) -> dict:
-    """THE spend of one run, as Home, the CLI and the Cost page show it: {total, kinds: {kind: usd}}, the total
-    being `select sum(usd) from charges where run_id = ?` (and runs.cost_usd, written with each charge)."""
+    """THE spend of one run, as Home, the CLI and the Cost page show it: {total, kinds: {kind: usd}}, the
+    total being the sum of the run's charges on the ledger (and runs.cost_usd, written with each charge)."""
     kinds: dict[str, float] = {}
     for c in calls(db, run_id=run_id):
         kinds[c["kind"]] = kinds.get(c["kind"], 0.0) + c["usd"]
@@ -106,19 +99,11 @@ def run_spend(db: sqlite_utils.Database, run_id: str) -> dict:
 
 def run_totals(db: sqlite_utils.Database) -> dict[str, float]:
     """Every run's spend (the sum of its charges), for pages listing many runs."""
-    return {r["run_id"]: r["usd"] for r in rows(db, f"select run_id, sum(usd) as usd from {ledger.table(db)} "
-                                                    "where run_id is not null group by run_id")}
+    return spending.run_totals(db)
 
 
 def spent_since(db: sqlite_utils.Database, since: float) -> float:
     return sum(c["usd"] for c in calls(db, since))
-
-
-def daily_limit(db: sqlite_utils.Database) -> float | None:
-    if "spend_limits" not in db.table_names():
-        return None
-    found = rows(db, "select usd from spend_limits where name = 'daily'")
-    return float(found[0]["usd"]) if found else None
 
 
 def budget_state(spent_today: float, limit: float | None) -> dict:
@@ -146,7 +131,7 @@ def view(db: sqlite_utils.Database, at: float | None = None, days: int = 30) -> 
             groups.setdefault(c[key], []).append(c)
         return sorted(({key: name, **totals(items), "calls": len(items)} for name, items in groups.items()),
                       key=lambda g: -g["all_time"])
-    runs = {r["id"]: r for r in rows(db, "select id, skill_name, strategy, status, cost_usd from runs")}
+    runs = run_labels(db)
     per_run = grouped("run")
     for g in per_run:
         r = runs.get(g["run"], {})
@@ -157,14 +142,15 @@ def view(db: sqlite_utils.Database, at: float | None = None, days: int = 30) -> 
         if c["at"] >= first:
             daily[datetime.fromtimestamp(c["at"], UTC).date().isoformat()] += c["usd"]
     total = totals(every)
-    return {"at": at, "today_from": today, "week_from": week, **total, "runs": per_run, "models": grouped("model"),
-            "daily": [{"date": d, "usd": v} for d, v in daily.items()],
+    return {"at": at, "today_from": today, "week_from": week, **total, "runs": per_run,
+            "models": grouped("model"), "daily": [{"date": d, "usd": v} for d, v in daily.items()],
             "budget": budget_state(total["today"], daily_limit(db))}
 
 
 @dataclass(frozen=True)
 class DailyBudget:
-    """The store's daily cap, checked before each spending step like the run budget (mutator/round/budget.py)."""
+    """The store's daily cap, checked before each spending step like the run budget
+    (mutator/round/budget.py)."""
     limit_usd: float
     clock: Callable[[], float] = field(default=time.time, compare=False)
 
@@ -177,17 +163,20 @@ class DailyBudget:
             return
         tomorrow = datetime.fromtimestamp(day_start(self.clock()), UTC) + timedelta(days=1)
         raise BudgetStop(
-            f"daily budget reached: ${spent:.4f} spent today (UTC) of --daily-budget-usd {self.limit_usd:g}, and "
-            f"{what} would commit about ${next_usd:.4f} more. New spending is stopped until "
+            f"daily budget reached: ${spent:.4f} spent today (UTC) of --daily-budget-usd {self.limit_usd:g}, "
+            f"and {what} would commit about ${next_usd:.4f} more. New spending is stopped until "
             f"{tomorrow:%Y-%m-%d %H:%M} UTC; nothing scored is lost. Raise it with --daily-budget-usd USD.")
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
                           contract: Contract, label: str) -> None:
-        pending = pending_cells(db, evaluation_key(genome_hash, suite, contract), len(suite.tasks) * contract.replicates)
+        pending = pending_cells(db, evaluation_key(genome_hash, suite, contract),
+                                len(suite.tasks) * contract.replicates)
         if pending:
-            self.check(db, next_usd=pending * mean_model_cell_cost(db, contract.model), what=f"{label} ({pending} cells)")
+            self.check(db, next_usd=pending * mean_model_cell_cost(db, contract.model),
+                       what=f"{label} ({pending} cells)")
 
-    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
+    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str,
+                        first_usd: float = 0.0) -> None:
         self.check(db, next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
 
     def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
@@ -195,12 +184,6 @@ class DailyBudget:
 
     def before_check(self, db: sqlite_utils.Database, n_cells: int, model: str, label: str) -> None:
         self.check(db, next_usd=n_cells * mean_model_cell_cost(db, model), what=f"{label} ({n_cells} cells)")
-
-
-def mean_model_cell_cost(db: sqlite_utils.Database, model: str) -> float:
-    found = rows(db, "select avg(c.cost_usd) as mean from cells c join evaluations e on e.id = c.evaluation_id "
-                     "where e.model = ?", [model])
-    return float(found[0]["mean"] or 0.0) if found else 0.0
 
 
 @dataclass(frozen=True)
@@ -230,11 +213,9 @@ def record_daily(db: sqlite_utils.Database, flag_usd: float | None) -> float | N
     """Record --daily-budget-usd on the store when given (0 clears it); returns the limit in force."""
     if flag_usd is not None:
         if flag_usd < 0:
-            raise ConfigError(f"--daily-budget-usd must be >= 0 (0 clears the store's daily budget), got {flag_usd}")
-        if flag_usd == 0:
-            db["spend_limits"].delete_where("name = 'daily'")
-        else:
-            db["spend_limits"].upsert({"name": "daily", "usd": flag_usd, "set_at": now()}, pk="name")
+            raise ConfigError("--daily-budget-usd must be >= 0 (0 clears the store's daily budget), got "
+                              f"{flag_usd}")
+        spending.set_daily_limit(db, flag_usd)
     return daily_limit(db)
 
 
@@ -252,6 +233,6 @@ def daily_guard(settings: Settings, flag_usd: float | None, *, stream=None) -> D
     if spent >= limit:
         budget.check(db, next_usd=0.0, what="this command")
     if spent >= WARN_AT * limit:
-        print(f"warning: ${spent:.4f} of the ${limit:g} daily budget spent today (UTC) ({spent / limit:.0%}); "
-              f"new spending stops at 100 %", file=stream)
+        print(f"warning: ${spent:.4f} of the ${limit:g} daily budget spent today (UTC) "
+              f"({spent / limit:.0%}); new spending stops at 100 %", file=stream)
     return budget

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.suite import Suite
-from mutator.store import cache
+from mutator.store import briefing_reads, cache
 from mutator.store.evidence import EvidenceStore, link
 from mutator.store.figures import Figures, Mark, RunFigures, kept_newest
 
@@ -51,8 +51,10 @@ def _signed(value: float | None) -> str:
 
 
 LEDGER_HEAD = ("# Ledger — every attempt of this run", "",
-               "Val figures are aggregates over the validation suite (Δcomposite = Δeval + Δcost + Δsteps); the",
-               "train Δ is vs the parent on the train tasks. Each attempt's diff is in round-<label>.diff.", "")
+               "Val figures are aggregates over the validation suite (Δcomposite = Δeval + Δcost + Δsteps); "
+               "the",
+               "train Δ is vs the parent on the train tasks. Each attempt's diff is in "
+               "round-<label>.diff.", "")
 
 
 def ledger_block(row: LedgerRow) -> list[str]:
@@ -94,7 +96,8 @@ def link_trajectories(store: EvidenceStore, evaluation_id: int, cell_dirs: Seque
 def stage_tasks(suite: Suite, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for task in suite.tasks:
-        lines = [f"# {task.id}", "", task.prompt.strip(), "", f"Required outputs: {', '.join(task.required) or '—'}"]
+        lines = [f"# {task.id}", "", task.prompt.strip(), "", "Required outputs: "
+                                                              f"{', '.join(task.required) or '—'}"]
         for rel in task.inputs:
             text = (suite.fixture_dir(task.id) / rel).read_text(encoding="utf-8", errors="replace")
             clipped = text if len(text) <= INPUT_CLIP else text[:INPUT_CLIP] + "\n… (clipped)"
@@ -111,11 +114,13 @@ def make_read_only(root: Path) -> None:
 
 
 class Evidence:
-    """Reads this run's attempts and cells from the store and stages them into a workspace: what every workspace
-    shares (diffs, rollouts) is stored once and linked (mutator/store/evidence.py); the ledger is written anew."""
+    """Reads this run's attempts and cells from the store and stages them into a workspace: what every
+    workspace shares (diffs, rollouts) is stored once and linked (mutator/store/evidence.py); the ledger is
+    written anew."""
 
     def __init__(self, *, db, genomes, store: EvidenceStore, run_id: str, train: Suite, train_composite,
-                 solve_dir: Path | None, known: dict | None = None, figures: RunFigures | None = None) -> None:
+                 solve_dir: Path | None, known: dict | None = None,
+                 figures: RunFigures | None = None) -> None:
         self.db, self.genomes, self.store, self.run_id, self.train = db, genomes, store, run_id, train
         # the run's attempts' small columns, re-read where they changed (the session's, kept across rounds)
         self.figures = figures or RunFigures(db, run_id)
@@ -125,48 +130,43 @@ class Evidence:
         self.train_composite = train_composite      # evaluation id -> train composite (seed-normalised)
         self.solve_dir = solve_dir
 
-    def _rows(self, sql: str, params: list) -> list[dict]:
-        return [dict(r) for r in self.db.query(sql, params)]
-
     def _cells(self, evaluation_id: int) -> list[tuple[str, str]]:
         # several eval models: each model's cells, named by model too
-        return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""), r["cell_dir"])
+        return [(f"{r['task_id']}__r{r['replicate']}" + (f"__{r['model']}" if r.get("model") else ""),
+                 r["cell_dir"])
                 for r in cache.cell_rows(self.db, evaluation_id, "task_id, replicate, cell_dir")]
 
     def train_evaluations(self) -> Mapping[str, int]:
-        """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on): kept
-        across rounds and changed in place, so read it, never change it."""
+        """Each genome's newest train evaluation in this run (the one its attempts were last evaluated on):
+        kept across rounds and changed in place, so read it, never change it."""
         newest = self.known.setdefault("train", kept_newest(lambda f: f.train_evaluation_id))
         return newest.of(self.figures)[0]
 
     def train_evaluation(self, genome_hash: str) -> int | None:
         return self.train_evaluations().get(genome_hash)
 
-    LEDGER = ("round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, delta_steps, "
-              "train_evaluation_id, parent_hash, status, error")
-
     def ledger_rows(self, train: Mapping[str, int] | None = None, last: int | None = None) -> list[LedgerRow]:
-        """Every decided attempt of the run as the ledger shows it, in order; with `last`, only the last ones (the
-        briefing's: read without the rest, so a briefing costs no more at round 500 than at round 5)."""
+        """Every decided attempt of the run as the ledger shows it, in order; with `last`, only the last ones
+        (the briefing's: read without the rest, so a briefing costs no more at round 500 than at round 5)."""
         train = self.train_evaluations() if train is None else train
-        found = self._rows(f"select {self.LEDGER} from attempts where run_id = ? and round > 0 and verdict is not "
-                           "null order by round desc, sibling desc" + (" limit ?" if last is not None else ""),
-                           [self.run_id, *([last] if last is not None else [])])
+        found = briefing_reads.ledger_attempts(self.db, self.run_id, last)
         return [self._ledger_row(a, train) for a in reversed(found)]
 
     def _ledger_row(self, a: dict, train: Mapping[str, int]) -> LedgerRow:
         mine, parents = a["train_evaluation_id"], train.get(a["parent_hash"] or "")
-        train_delta = (self.train_composite(mine) - self.train_composite(parents)) if mine and parents else None
+        train_delta = (self.train_composite(mine)
+                       - self.train_composite(parents)) if mine and parents else None
         return LedgerRow(label=_label(a), verdict=a["verdict"], summary=a["summary"] or "",
                          reasoning=a["reasoning"] or "", delta=a["delta"], delta_eval=a["delta_eval"],
                          delta_cost=a["delta_cost"], delta_steps=a["delta_steps"], train_delta=train_delta,
                          note=a["error"] if a["status"] in ("critic_rejected", "failed") else "")
 
     def ledger(self, train: Mapping[str, int]) -> str:
-        """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its row and
-        the train evaluations its train Δ compares stay as they were (mutator/store/figures.py notes which changed):
-        a round reads no attempt's texts (a reasoning may be 20 KB) and no figure that did not change, and when
-        only attempts decided after the last one shown changed, their lines are added to the text made before."""
+        """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its row
+        and the train evaluations its train Δ compares stay as they were (mutator/store/figures.py notes which
+        changed): a round reads no attempt's texts (a reasoning may be 20 KB) and no figure that did not
+        change, and when only attempts decided after the last one shown changed, their lines are added to the
+        text made before."""
         # train evaluations changed since the last ledger (re-graded, re-run); None: any may have
         changed = self.figures.watch.changed("evaluations", self.known.setdefault("evaluations", Mark()))
         kept = self.train_evaluations()   # up to date with the rows: a parent's changed only with its rows
@@ -176,30 +176,32 @@ class Evidence:
             new = sorted((rows[i] for i in ids if i in rows and _decided(rows[i])), key=_order)
             if not new or _order(new[0]) > book.last:
                 return book.add(new, train, changed)
-        made = self.known.setdefault("ledger", {})   # attempt id -> (its row's read and train ids, composites, lines)
+        # attempt id -> (its row's read and train ids, composites, lines)
+        made = self.known.setdefault("ledger", {})
         self.known["book"] = book = Book(self.figures, made, self.train_composite, self._block)
         return book.add(sorted((f for f in rows.values() if _decided(f)), key=_order), train, changed)
 
     def _block(self, f: Figures, train: Mapping[str, int]) -> list[str]:
-        whole = self._rows(f"select {self.LEDGER} from attempts where id = ?", [f.id])[0]
+        whole = briefing_reads.ledger_attempt(self.db, f.id)
         return ledger_block(self._ledger_row(whole, train))
 
     def stage(self, workspace: Path, parent_hash: str, shared: bool = False) -> dict[Path, Path]:
         """Stage the workspace's read-only evidence. `shared` (the sandbox binds folders): its history/ and
         evidence/attempts/ are left as empty folders and the answer maps each to the run's shared folder the
         sandbox binds there read-only (the same files, kept once per run), so a round's staging and tamper
-        check cost no more at round 500 than at round 5; else every file is linked into the workspace itself."""
+        check cost no more at round 500 than at round 5; else every file is linked into the workspace
+        itself."""
         train = self.train_evaluations()
         current = train.get(parent_hash)
         target = workspace / "evidence" / "current"
         if current is None or not link_trajectories(self.store, current, self._cells(current), target):
             target.mkdir(parents=True, exist_ok=True)
             _write_read_only(target / "README.md", "The parent has no train rollouts yet.\n")
-        # shared: from the round before the last one it saw (an attempt is final once its round ended: its genome
-        # and its train evaluation are set by then), so a round reads a few rows, not one per earlier attempt
+        # shared: from the round before the last one it saw (an attempt is final once its round ended: its
+        # genome and its train evaluation are set by then), so a round reads a few rows, not one per earlier
+        # attempt
         since = self.known.get("since", 1) if shared else 1
-        attempts = self._rows("select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts "
-                              "where run_id = ? and round >= ? order by round, sibling", [self.run_id, since])
+        attempts = briefing_reads.attempts_since(self.db, self.run_id, since)
         ledger = self.ledger(train)
         shown = self._share(attempts, ledger) if shared else {}
         if not shared:
@@ -236,7 +238,8 @@ class Evidence:
         """Bring the run's shared history up to `attempts` (adding only what is new since this process's last
         staging; built anew at its first) and write its ledger; {workspace folder: shared folder} to bind."""
         shared = self.store.shared(self.run_id)
-        if "built" not in self.known:   # first staging here: a re-grade or a re-done attempt may have come since
+        # first staging here: a re-grade or a re-done attempt may have come since
+        if "built" not in self.known:
             shutil.rmtree(shared.root, ignore_errors=True)
             shared.history.mkdir(parents=True)
             shared.attempts.mkdir()
@@ -244,7 +247,8 @@ class Evidence:
         for a in attempts:
             label = _label(a, "-")
             if a["train_evaluation_id"] and self.known.get(f"attempts/{label}") != a["train_evaluation_id"]:
-                shutil.rmtree(shared.attempts / f"round-{label}", ignore_errors=True)   # this process's older one
+                # this process's older one
+                shutil.rmtree(shared.attempts / f"round-{label}", ignore_errors=True)
                 self._link_rollouts(a, shared.attempts)
                 self.known[f"attempts/{label}"] = self.known["rollouts"] = a["train_evaluation_id"]
             pair = (a["parent_hash"], a["genome_hash"])
@@ -255,7 +259,8 @@ class Evidence:
         if attempts:
             self.known["since"] = max(self.known.get("since", 1), attempts[-1]["round"] - 1)
         _replace_read_only(shared.history / "ledger.md", ledger)
-        return {"history": shared.history, **({"evidence/attempts": shared.attempts} if "rollouts" in self.known
+        return {"history": shared.history,
+                **({"evidence/attempts": shared.attempts} if "rollouts" in self.known
                                                else {})}
 
 
@@ -268,15 +273,17 @@ def _order(f: Figures) -> tuple[int, int]:
 
 
 class Book:
-    """The ledger's text as made from the decided attempts in order, with what each attempt's lines compared, so
-    a round that only decided new attempts after the last one adds their lines and walks none of the others."""
+    """The ledger's text as made from the decided attempts in order, with what each attempt's lines compared,
+    so a round that only decided new attempts after the last one adds their lines and walks none of the
+    others."""
 
     def __init__(self, figures: RunFigures, made: dict, composite: Callable[[int], float],
                  block: Callable[[Figures, Mapping[str, int]], list[str]]):
         self.figures, self.version, self.made = figures, figures.version, made
         self.composite, self.block = composite, block   # a train evaluation's composite; an attempt's lines
         self.shown: set[int] = set()                   # the attempts shown
-        self.parents: dict[str, int | None] = {}       # each shown attempt's parent -> the train evaluation it compared
+        # each shown attempt's parent -> the train evaluation it compared
+        self.parents: dict[str, int | None] = {}
         self.evaluations: set[int] = set()             # the train evaluations the shown train Δs compare
         self.last: tuple[int, int] | None = None       # the last shown attempt's (round, sibling)
         self.train: Mapping[str, int] | None = None    # the train map the lines were made with
@@ -284,10 +291,11 @@ class Book:
 
     def stands(self, ids: set[int], changed: set[int], train: Mapping[str, int], kept: Mapping[str, int],
                rows: dict[int, Figures]) -> bool:
-        """Whether every attempt shown reads as it did: none of their rows changed, no train evaluation their Δs
-        compare, and each parent's newest train evaluation is the one compared. When `train` is the session's kept
-        map, changed in place since the last ledger (not made anew), only the parents whose rows changed are
-        looked at: an entry changes in place only for a row that changed and holds that genome."""
+        """Whether every attempt shown reads as it did: none of their rows changed, no train evaluation their
+        Δs compare, and each parent's newest train evaluation is the one compared. When `train` is the
+        session's kept map, changed in place since the last ledger (not made anew), only the parents whose
+        rows changed are looked at: an entry changes in place only for a row that changed and holds that
+        genome."""
         if not self.shown or ids & self.shown or changed & self.evaluations or not ids <= rows.keys():
             return False
         parents = self.parents.keys() & {rows[i].genome_hash for i in ids} \
@@ -295,8 +303,8 @@ class Book:
         return all(train.get(parent) == self.parents[parent] for parent in parents)
 
     def add(self, decided: list[Figures], train: Mapping[str, int], changed: set[int] | None) -> str:
-        """Add `decided` (in order, after every attempt shown) and return the text; `changed`: the train evaluations
-        changed since the last ledger (None: any may have)."""
+        """Add `decided` (in order, after every attempt shown) and return the text; `changed`: the train
+        evaluations changed since the last ledger (None: any may have)."""
         lines: list[str] = []
         for f in decided:
             mine, parents = f.train_evaluation_id, train.get(f.parent_hash or "")
@@ -304,7 +312,8 @@ class Book:
             fresh = old is None or old[0] != key
             compared = bool(mine and parents)
             moved = compared and (changed is None or mine in changed or parents in changed)
-            composites = (self.composite(mine), self.composite(parents)) if compared and (fresh or moved) else None
+            composites = (self.composite(mine),
+                          self.composite(parents)) if compared and (fresh or moved) else None
             if fresh or (moved and composites != old[1]):
                 self.made[f.id] = old = (key, composites, self.block(f, train))
             lines += old[2]

@@ -1,8 +1,8 @@
 """The meta skill: every N rounds, one mutator-model call distils the whole attempt log into
 cross-round lessons, stored on the run and shown in later briefings.
 
-The call sees what a mutation sees (ledger, diffs, train evidence) and edits nothing; it is a mutator-role call
-through eval/agent_call.py, charged by the same rule as a mutation.
+The call sees what a mutation sees (ledger, diffs, train evidence) and edits nothing; it is a mutator-role
+call through eval/agent_call.py, charged by the same rule as a mutation.
 """
 
 from __future__ import annotations
@@ -52,5 +52,6 @@ def distil(*, workspace: Path, skill_dir: Path, stage: Stage, agent: MutatorAgen
     except ValueError:
         lessons = None
     if not isinstance(lessons, str) or not lessons.strip():
-        return Lessons(False, "", cost, "meta skill call: result.json needs a non-empty string 'lessons'", used)
+        return Lessons(False, "", cost, "meta skill call: result.json needs a non-empty string 'lessons'",
+                       used)
     return Lessons(True, lessons.strip()[:8000], cost, "", used)

@@ -23,11 +23,14 @@ class BriefingInput:
     train_tasks: Sequence[dict]  # per train task: task_id, eval, cost, steps, composite, failing tests
     attempts: Sequence[dict]   # recent attempts: round, verdict, summary, delta, delta_eval/cost/steps
     objective: str = ""        # set for later siblings of a branching round
-    siblings: Sequence[dict] = ()      # branching: this round's earlier implementations (sibling, summary, diff)
+    # branching: this round's earlier implementations (sibling, summary, diff)
+    siblings: Sequence[dict] = ()
     target_tasks: Sequence[str] = ()   # pareto: train tasks the parent loses
     meta_skill: str = ""               # cross-round lessons distilled from the whole attempt log
-    caps: str = ""                     # the critic's size caps and the room the parent leaves (critic.caps_text)
-    skill_use: Sequence[str] = ()      # how the parent's skill was used: train per file, val as aggregates only
+    # the critic's size caps and the room the parent leaves (critic.caps_text)
+    caps: str = ""
+    # how the parent's skill was used: train per file, val as aggregates only
+    skill_use: Sequence[str] = ()
 
 
 def _signed(value: float | None) -> str:
@@ -37,8 +40,9 @@ def _signed(value: float | None) -> str:
 def render(data: BriefingInput) -> str:
     lines = [f"# Briefing — round {data.round}, attempt {data.sibling + 1}", "",
              "## Objective",
-             f"Make ONE change to the skill `{data.skill_name}` in ./skill/ that raises its composite score on "
-             "unseen tasks of the same kind. Return result.json with a one-line summary and your reasoning.", ""]
+             f"Make ONE change to the skill `{data.skill_name}` in ./skill/ that raises its composite score "
+             "on unseen tasks of the same kind. Return result.json with a one-line summary and your "
+             "reasoning.", ""]
     if data.objective:
         lines += ["## This round's objective (set by the first attempt)",
                   data.objective, "Implement the SAME objective differently from the earlier attempts.", ""]
@@ -52,9 +56,11 @@ def render(data: BriefingInput) -> str:
     if data.meta_skill:
         lines += ["## Lessons so far (meta skill)", data.meta_skill.strip(), ""]
     if data.caps:
-        lines += ["## Size caps (the critic rejects a candidate past them before it is evaluated)", data.caps, ""]
+        lines += ["## Size caps (the critic rejects a candidate past them before it is evaluated)",
+                  data.caps, ""]
     lines += ["## How candidates are scored", data.formula, "", "## Gate", data.gate, "",
-              "## Your parent (validation aggregates; the incumbent unless a pool or front member was picked)",
+              "## Your parent (validation aggregates; the incumbent unless a pool or front member was "
+              "picked)",
               "| eval | cost USD/cell | steps/cell | composite |", "|---|---|---|---|",
               f"| {data.incumbent.get('eval', 0):.3f} | {data.incumbent.get('cost', 0):.5f} | "
               f"{data.incumbent.get('steps', 0):.2f} | {data.incumbent.get('composite', 0):.3f} |", ""]
@@ -62,26 +68,30 @@ def render(data: BriefingInput) -> str:
         lines += ["## Your parent on train tasks (worst composite first)",
                   "| task | eval | cost | steps | composite | skill use | failing tests |",
                   "|---|---|---|---|---|---|---|"]
-        for task in sorted(data.train_tasks, key=lambda t: t["composite"]):   # failing tests stay the last column
-            lines.append(f"| {task['task_id']} | {task['eval']:.3f} | {task['cost']:.5f} | {task['steps']:.1f} | "
-                         f"{task['composite']:.3f} | {task.get('skill_use') or '—'} | "
+        # failing tests stay the last column
+        for task in sorted(data.train_tasks, key=lambda t: t["composite"]):
+            lines.append(f"| {task['task_id']} | {task['eval']:.3f} | {task['cost']:.5f} | "
+                         f"{task['steps']:.1f} | {task['composite']:.3f} | {task.get('skill_use') or '—'} | "
                          f"{', '.join(task.get('failing', [])) or '—'} |")
         lines.append("")
     if data.skill_use:
-        lines += ["## How your parent's skill was used (from the build agents' own streams)", *data.skill_use, ""]
+        lines += ["## How your parent's skill was used (from the build agents' own streams)",
+                  *data.skill_use, ""]
     lines += ["## Last attempts (val: aggregates only; train: vs the attempt's parent)",
               "| round | verdict | val Δcomposite | Δeval | Δcost | Δsteps | train Δcomposite | summary |",
               "|---|---|---|---|---|---|---|---|"]
     for attempt in list(data.attempts)[-LAST_ATTEMPTS:]:
         deltas = " | ".join(_signed(attempt.get(key))
                             for key in ("delta", "delta_eval", "delta_cost", "delta_steps", "train_delta"))
-        lines.append(f"| {attempt['round']} | {attempt['verdict']} | {deltas} | {attempt.get('summary') or '—'} |")
+        lines.append(f"| {attempt['round']} | {attempt['verdict']} | {deltas} | "
+                     f"{attempt.get('summary') or '—'} |")
     if not data.attempts:
         lines.append("| — | — | — | — | — | — | — | no attempts yet |")
     lines += ["", "## Read-only material beside ./skill/",
               "- `evidence/current/`: every train rollout of your parent (trajectory, grader scores, output)",
-              "- `evidence/attempts/round-K/`: train rollouts of earlier attempts that were evaluated on train",
-              "- `history/ledger.md` and `history/round-K.diff`: every attempt of this run and its real diff — "
-              "do not re-try a rejected change under another name",
+              "- `evidence/attempts/round-K/`: train rollouts of earlier attempts that were evaluated on "
+              "train",
+              "- `history/ledger.md` and `history/round-K.diff`: every attempt of this run and its real diff "
+              "— do not re-try a rejected change under another name",
               "- `tasks/`: the train task statements; `solve/`: graded demonstrations (when present)"]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,7 @@
 """What the mutator is shown, assembled from the store: its briefing, staged evidence and meta skill.
 
-An object the loop holds (over the run's Session, its suites and the mutator agent); never shows val task details or
-anything of the test suite — see mutator/briefing/evidence.py and tests/mutator/test_no_leaks.py.
+An object the loop holds (over the run's Session, its suites and the mutator agent); never shows val task
+details or anything of the test suite — see mutator/briefing/evidence.py and tests/mutator/test_no_leaks.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
-from mutator.store import cache, charges
-from mutator.store.db import dumps, loads, rows
+from mutator.store import briefing_reads, cache, charges
+from mutator.store.attempt_reads import champion_attempt, latest_evaluation_id
+from mutator.store.db import dumps, loads
 from mutator.store.evidence import EvidenceStore
 from mutator.store.skill_use import cell_uses, evaluation_tally, skill_files, tally, task_text
 from strategies import CandidateSpec, State
@@ -30,16 +31,19 @@ if TYPE_CHECKING:
 
 # score.wTrigger > 0 (mutator/scoring/trigger.py): what the briefing's formula adds
 TRIGGER_FORMULA = " − {w}·(1 − trigger hit share)"
-TRIGGER_HIT = (" A hit is a cell that loaded the skill when its task should use it, or did not when it should not (a "
-               "near-miss task scores 1 if the skill was not loaded, else 0).")
+TRIGGER_HIT = (" A hit is a cell that loaded the skill when its task should use it, or did not when it "
+               "should not (a near-miss task scores 1 if the skill was not loaded, else 0).")
 
 class MutatorView:
-    """The mutator's view of a run: its briefing, the evidence staged beside it, and the meta skill's lessons."""
+    """The mutator's view of a run: its briefing, the evidence staged beside it, and the meta skill's
+    lessons."""
 
     def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent):
         self.session, self.suites, self.mutator = session, suites, mutator
-        self._train_composites: dict[tuple[int, str], float] = {}   # (evaluation id, finished at) -> composite
-        self._shared: dict = {}   # what the run's shared history holds (Evidence.known), this session's stagings
+        # (evaluation id, finished at) -> composite
+        self._train_composites: dict[tuple[int, str], float] = {}
+        # what the run's shared history holds (Evidence.known), this session's stagings
+        self._shared: dict = {}
 
     def meta_lessons(self) -> list[dict]:
         return loads(self.session.run()["meta_skill"], [])
@@ -59,7 +63,8 @@ class MutatorView:
                                       agent=self.mutator,
                                       round_no=round_no, meter=meter))
         if not result.ok:
-            self.session.progress.say(f"  meta skill after round {round_no} failed (the run goes on): {result.error}")
+            self.session.progress.say(f"  meta skill after round {round_no} failed (the run goes on): "
+                                      f"{result.error}")
         lessons.append({"round": round_no, "lessons": result.text, "cost_usd": result.cost_usd,
                         "error": result.error, "usage": result.usage})
         self.session.update_run(meta_skill=dumps(lessons))
@@ -67,8 +72,9 @@ class MutatorView:
             self.session.progress.say(f"  meta skill distilled after round {round_no}")
 
     def evidence(self) -> Evidence:
-        return Evidence(db=self.session.db, genomes=self.session.genomes, store=EvidenceStore(self.session.settings.data_dir),
-                        run_id=self.session.run_id, train=self.suites.train, train_composite=self.train_composite,
+        return Evidence(db=self.session.db, genomes=self.session.genomes,
+                        store=EvidenceStore(self.session.settings.data_dir), run_id=self.session.run_id,
+                        train=self.suites.train, train_composite=self.train_composite,
                         solve_dir=self.solve_dir, known=self._shared, figures=self.session.figures())
 
     @property
@@ -76,14 +82,15 @@ class MutatorView:
         return self.session.settings.data_dir / "solve" / self.session.run_id
 
     def train_composite(self, evaluation_id: int) -> float:
-        """A train evaluation's composite, normalised by the seed's train cost and steps; a finished evaluation's is
-        worked out once (every later briefing's ledger asks for it again), until its cells are re-graded."""
-        done = rows(self.session.db, "select finished_at from evaluations where id = ? and status = 'done'",
-                    [evaluation_id])
-        key = (evaluation_id, done[0]["finished_at"]) if done else None
+        """A train evaluation's composite, normalised by the seed's train cost and steps; a finished
+        evaluation's is worked out once (every later briefing's ledger asks for it again), until its cells are
+        re-graded."""
+        done = briefing_reads.done_evaluation(self.session.db, evaluation_id)
+        key = (evaluation_id, done["finished_at"]) if done else None
         if key not in self._train_composites:
             norm = stored_normalisers(self.session.run(), "train")
-            found = summarise(self.session.evaluator.cells(evaluation_id), self.session.weights, norm).composite
+            found = summarise(self.session.evaluator.cells(evaluation_id), self.session.weights,
+                              norm).composite
             if key is None:
                 return found
             self._train_composites[key] = found
@@ -92,35 +99,34 @@ class MutatorView:
     def briefing(self, round_no: int, sibling: int, state: State, objective: str,
                  spec: CandidateSpec | None = None) -> str:
         s = self.session.settings
-        # the figures shown are the parent's: the incumbent for greedy/branching, a pool/front member otherwise
+        # the figures shown are the parent's: the incumbent for greedy/branching, a pool/front member
+        # otherwise
         parent = spec.parent_hash if spec else state.incumbent.genome_hash
-        inc = rows(self.session.db, "select * from attempts where run_id = ? and genome_hash = ? and val_evaluation_id "
-                            "is not null order by id limit 1", [self.session.run_id, parent])
-        incumbent = inc[0] if inc else {}
+        incumbent = champion_attempt(self.session.db, self.session.run_id, parent)
         train_tasks = []
-        train_eval = rows(self.session.db, "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? "
-                                   "and train_evaluation_id is not null order by id desc limit 1",
-                          [self.session.run_id, parent])
-        if train_eval:
+        train_id = latest_evaluation_id(self.session.db, self.session.run_id, parent, "train_evaluation_id")
+        if train_id is not None:
             norm = stored_normalisers(self.session.run(), "train")
-            evaluation_id = train_eval[0]["train_evaluation_id"]
+            evaluation_id = train_id
             cells = self.session.evaluator.cells(evaluation_id)
             failing: dict[str, set[str]] = {}
-            ids = list(cache.member_ids(self.session.db, evaluation_id).values()) or [evaluation_id]  # several models: all
-            for r in rows(self.session.db, "select c.task_id, t.name from tests t join cells c on c.id = t.cell_id where "
-                                   f"c.evaluation_id in ({', '.join('?' * len(ids))}) and t.score < 1", ids):
+            # several models: all
+            ids = list(cache.member_ids(self.session.db, evaluation_id).values()) or [evaluation_id]
+            for r in briefing_reads.failing_tests(self.session.db, ids):
                 failing.setdefault(r["task_id"], set()).add(r["name"])
             uses = self._task_uses(ids)
             for task_id, f in per_task(cells, self.session.weights, norm).items():
-                train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps, "composite":
+                train_tasks.append({"task_id": task_id, "eval": f.eval, "cost": f.cost, "steps": f.steps,
+                                    "composite":
                                     f.composite, "failing": sorted(failing.get(split_key(task_id)[0], ())),
                                     "skill_use": uses.get(split_key(task_id)[0], "—")})
-        attempts = [{"round": row.label, **row.__dict__} for row in self.evidence().ledger_rows(last=LAST_ATTEMPTS)]
+        attempts = [{"round": row.label,
+                     **row.__dict__} for row in self.evidence().ledger_rows(last=LAST_ATTEMPTS)]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.session.skill_name,
             formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps)"
-                     f"{TRIGGER_FORMULA.format(w=s.w_trigger) if s.w_trigger else ''}; eval is the mean per-cell score "
-                     f"in [0,1], cost and steps per-cell means, normalised to the seed."
+                     f"{TRIGGER_FORMULA.format(w=s.w_trigger) if s.w_trigger else ''}; eval is the mean "
+                     f"per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."
                      f"{TRIGGER_HIT if s.w_trigger else ''}"),
             gate=self.gate_text(),
             incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective,
@@ -128,15 +134,13 @@ class MutatorView:
             siblings=self._earlier_siblings(round_no, sibling) if objective else (),
             target_tasks=spec.target_tasks if spec else (),
             caps=caps_text(room(Tree(self.session.genomes.path(parent)), limits_from(s))),
-            skill_use=self.skill_use_lines(parent, train_eval[0]["train_evaluation_id"] if train_eval else None,
+            skill_use=self.skill_use_lines(parent, train_id,
                                            incumbent.get("val_evaluation_id"))))
 
     def _task_uses(self, evaluation_ids: list[int]) -> dict[str, str]:
         """Each train task's skill use over its cells, as a table cell (train only: never called for val)."""
-        marks = ", ".join("?" * len(evaluation_ids))
         by_task: dict[str, list[dict]] = {}
-        for r in rows(self.session.db, f"select task_id, skill_use from cells where evaluation_id in ({marks})",
-                      evaluation_ids):
+        for r in briefing_reads.cell_skill_uses(self.session.db, evaluation_ids):
             by_task.setdefault(r["task_id"], []).append(r)
         return {task: task_text(tally(cell_uses(found))) for task, found in by_task.items()}
 
@@ -157,24 +161,26 @@ class MutatorView:
     def gate_text(self) -> str:
         """The gate as it stands now, with this run's pooled noise figures."""
         s = self.session.settings
-        pooled_s, df = pooled(self.session.prior_comparisons(exclude=-1, suite_hash=self.suites.val.content_hash))
+        pooled_s, df = pooled(self.session.prior_comparisons(exclude=-1,
+                                                             suite_hash=self.suites.val.content_hash))
         n = len(self.suites.val.tasks)
         t = gate_t(s.gate_z, df)
         se = pooled_s / math.sqrt(n) if n else 0.0
-        return (f"A candidate is kept unless its Δcomposite vs the incumbent (mean of paired per-task deltas on "
-                f"the validation suite) < minImprovement − t·SE. Now: minImprovement {s.min_improvement}, gateZ "
-                f"{s.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t {t:.3f} → a change "
-                f"is rejected only if Δ < {s.min_improvement - t * se:+.4f}. Statistical ties are kept."
-                + (" (t here is the Student-t value; the gate itself takes t from sign flips of the candidate's "
-                   "own per-task deltas, so one task's large swing widens it.)" if s.gate_method == "signflip"
+        return ("A candidate is kept unless its Δcomposite vs the incumbent (mean of paired per-task deltas "
+                f"on the validation suite) < minImprovement − t·SE. Now: minImprovement {s.min_improvement}, "
+                f"gateZ {s.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t "
+                f"{t:.3f} → a change is rejected only if Δ < {s.min_improvement - t * se:+.4f}. Statistical "
+                "ties are kept."
+                + (" (t here is the Student-t value; the gate itself takes t from sign flips of the "
+                   "candidate's own per-task deltas, so one task's large swing widens it.)"
+                   if s.gate_method == "signflip"
                    and t > 0 else ""))
 
     def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:
         """This round's earlier implementations (summary + diff), for a sibling sharing the objective."""
-        found = rows(self.session.db, "select sibling, parent_hash, genome_hash, summary from attempts where run_id = ? "
-                              "and round = ? and sibling < ? and genome_hash is not null order by sibling",
-                     [self.session.run_id, round_no, sibling])
+        found = briefing_reads.earlier_siblings(self.session.db, self.session.run_id, round_no, sibling)
         store = EvidenceStore(self.session.settings.data_dir)   # the diff staged later: made once for both
         return [{"sibling": r["sibling"], "summary": r["summary"] or "",
-                 "diff": store.diff(r["parent_hash"], r["genome_hash"], self.session.genomes.diff).read_bytes()
+                 "diff": store.diff(r["parent_hash"], r["genome_hash"],
+                                    self.session.genomes.diff).read_bytes()
                  .decode("utf-8")} for r in found]

@@ -20,23 +20,28 @@ from mutator.mining.split import SplitError
 from mutator.round.preflight import check_out_folder
 
 # flags the watch itself owns, or that name what to run: never handed to the loop
-WATCH_ONLY = {"watch", "mine_traces", "once", "every", "min_traces", "redact", "judge", "since", "out", "suite",
-              "val", "holdout", "skill_dir", "serve", "port", "host", "allow_host", "help"}
+WATCH_ONLY = {"watch", "mine_traces", "once", "every", "min_traces", "redact", "judge", "since", "out",
+              "suite", "val", "holdout", "skill_dir", "serve", "port", "host", "allow_host", "help"}
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-# commands that are not a run: given with --watch or --mine-traces they would be ignored or hijack the tick's run
+# commands that are not a run: given with --watch or --mine-traces they would be ignored or hijack the tick's
+# run
 OTHER_COMMANDS = ("import_evals", "test_run", "export", "aa", "lint", "plan", "propose", "accept", "reject",
                   "rollback", "check", "audit")
 
 
 def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: bool) -> MineOptions:
     if not args.out:
-        raise MiningError("--mine-traces and --watch need --out suites/NAME (the folder the mined suites go in)")
+        raise MiningError("--mine-traces and --watch need --out suites/NAME (the folder the mined suites go "
+                          "in)")
     if args.mine_traces and args.watch:
-        raise MiningError("--mine-traces and --watch are two commands; give one (--watch mines on every tick)")
+        raise MiningError("--mine-traces and --watch are two commands; give one (--watch mines on every "
+                          "tick)")
     check_out_folder("--out", args.out, skill_dir=settings.skill_dir, data_dir=settings.data_dir)
-    clash = [f"--{name.replace('_', '-')}" for name in OTHER_COMMANDS if getattr(args, name, None) not in (None, False)]
+    clash = [f"--{name.replace('_', '-')}" for name in OTHER_COMMANDS
+             if getattr(args, name, None) not in (None, False)]
     if clash:
-        raise MiningError(f"{', '.join(clash)} cannot go with --mine-traces or --watch; run it as its own command")
+        raise MiningError(f"{', '.join(clash)} cannot go with --mine-traces or --watch; run it as its own "
+                          "command")
     judge = None
     if args.judge:
         judge = os.environ.get("SM_JUDGE") or ("anthropic" if args.real else "fake")
@@ -44,9 +49,10 @@ def mine_options(args: argparse.Namespace, settings, traces: Path, *, rebuild: b
     price = None
     if judge:
         price = price_for(settings.pricing, model)   # PricingError names the model and the config key
-    return MineOptions(traces=traces.expanduser(), skill_dir=settings.skill_dir, out=args.out, seed=settings.seed,
-                       since=parse_since(args.since), redact=args.redact, judge=judge, judge_model=model,
-                       judge_price=price, judge_budget_usd=getattr(args, "budget_usd", None), rebuild=rebuild,
+    return MineOptions(traces=traces.expanduser(), skill_dir=settings.skill_dir, out=args.out,
+                       seed=settings.seed, since=parse_since(args.since), redact=args.redact, judge=judge,
+                       judge_model=model, judge_price=price,
+                       judge_budget_usd=getattr(args, "budget_usd", None), rebuild=rebuild,
                        judge_meters=judge_meters(settings.data_dir))
 
 
@@ -64,14 +70,16 @@ def mine_command(args: argparse.Namespace, settings) -> int:
     print(render(record, opts.out))
     out = opts.out
     holdout = f" --holdout {out / (out.name + '-test')}" if record["splits"]["test"]["tasks"] else ""
-    print(f"\nRecord: {out / 'mining.json'}\nDry run: {run_py_command()} --suite {out / (out.name + '-train')} "
-          f"--val {out / (out.name + '-val')}{holdout} --skill-dir {settings.skill_dir}")
+    print(f"\nRecord: {out / 'mining.json'}\nDry run: {run_py_command()} --suite "
+          f"{out / (out.name + '-train')} --val {out / (out.name + '-val')}{holdout} --skill-dir "
+          f"{settings.skill_dir}")
     return 0
 
 
 def charge_judge(settings, record: dict | None) -> float:
-    """The judge pass's spend on the store's ledger (no run pays it), so the Cost page and the daily budget count
-    it like every other model call; a crashed pass's meters left in the data dir are charged here too."""
+    """The judge pass's spend on the store's ledger (no run pays it), so the Cost page and the daily budget
+    count it like every other model call; a crashed pass's meters left in the data dir are charged here
+    too."""
     return charge_pass(settings.db_path, (record or {}).get("judge"), judge_meters(settings.data_dir),
                        lambda model: price_for(settings.pricing, model))
 
@@ -117,8 +125,9 @@ def run_flags(args: argparse.Namespace, actions: list[argparse.Action]) -> list[
 def watch_command(args: argparse.Namespace, settings, actions: list[argparse.Action], run_py: Path) -> int:
     from mutator.mining.watch import WatchOptions, watch
     try:
-        opts = WatchOptions(mining=mine_options(args, settings, args.watch, rebuild=True), db_path=settings.db_path,
-                            min_traces=args.min_traces, every_s=every_seconds(args.every),
+        opts = WatchOptions(mining=mine_options(args, settings, args.watch, rebuild=True),
+                            db_path=settings.db_path, min_traces=args.min_traces,
+                            every_s=every_seconds(args.every),
                             run_argv=(sys.executable, str(run_py), *run_flags(args, actions)),
                             price_of=lambda model: price_for(settings.pricing, model))
         if opts.min_traces < 1:

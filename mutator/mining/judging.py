@@ -30,7 +30,8 @@ class JudgePass:
     model: str
     calls: int
     dropped: tuple[str, ...]   # task ids
-    cost_usd: float = 0.0      # priced from config.json; a dry run's fake judge is priced as if real, like cells
+    # priced from config.json; a dry run's fake judge is priced as if real, like cells
+    cost_usd: float = 0.0
     unjudged: tuple[str, ...] = ()   # task ids never judged: --budget-usd would have been passed
 
 
@@ -90,11 +91,13 @@ async def _judge_all(tasks: list[MinedTask], backend_name: str, model: str, pric
 
 
 def judge_pass(tasks: list[MinedTask], *, backend: str, model: str, price: Price | None = None,
-               budget_usd: float | None = None, meters: Path | None = None) -> tuple[list[MinedTask], JudgePass]:
-    """The judge pass; a real judge's calls pass the metering proxy (their cost is what was served, failed calls
-    included). With `budget_usd`, no call starts that would pass it: the tasks left are dropped, and said so.
-    With `meters` (a folder in the data dir), the meters stay there for `charge_pass` to charge once, so a crash
-    mid-pass loses none of what was served; without it they live in a temporary folder for the pass only."""
+               budget_usd: float | None = None,
+               meters: Path | None = None) -> tuple[list[MinedTask], JudgePass]:
+    """The judge pass; a real judge's calls pass the metering proxy (their cost is what was served, failed
+    calls included). With `budget_usd`, no call starts that would pass it: the tasks left are dropped, and
+    said so. With `meters` (a folder in the data dir), the meters stay there for `charge_pass` to charge once,
+    so a crash mid-pass loses none of what was served; without it they live in a temporary folder for the pass
+    only."""
     with contextlib.ExitStack() as stack:
         if meters is None:
             meters = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sm-judge-meters-")))
@@ -115,11 +118,10 @@ def judge_meters(data_dir: Path) -> Path:
 
 def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of, *,
                 at: float | None = None) -> float:
-    """Charge the store's ledger (no run pays it) for a judge pass: each meter left in `meters` by this pass or
-    a crashed one once (keyed by its content, then removed), and an unmetered judge's (the fake's) own figure;
-    returns what was charged."""
-    from mutator.store import ledger
-    from mutator.store.charges import settle_call
+    """Charge the store's ledger (no run pays it) for a judge pass: each meter left in `meters` by this pass
+    or a crashed one once (keyed by its content, then removed), and an unmetered judge's (the fake's) own
+    figure; returns what was charged."""
+    from mutator.store.charges import charge_run, settle_call
     from mutator.store.db import connect
     found = sorted(meters.glob("*.meter.jsonl")) if meters is not None and meters.is_dir() else []
     judge = judge or {}
@@ -131,7 +133,6 @@ def charge_pass(db_path: Path, judge: dict | None, meters: Path | None, price_of
     for meter in found:
         charged += settle_call(db, meter, price_of, payer=None, kind="mining judge", at=at)
     if unmetered:
-        with db.conn:
-            ledger.charge(db.conn, run_id=None, usd=unmetered, kind="mining judge", at=at)
+        charge_run(db, None, unmetered, kind="mining judge", at=at)
         charged += unmetered
     return charged

@@ -28,7 +28,8 @@ from mutator.mining.tasks import MinedTask, low_signal, to_mined
 from mutator.mining.traces import Exchange, SkillMarks, read_traces
 
 SPLITS = ("train", "val", "test")
-REASONS = ("secret", "skill-not-used", "too-short", "no-outcome", "tool-noise", "held-out", "duplicate", "judge")
+REASONS = ("secret", "skill-not-used", "too-short", "no-outcome", "tool-noise", "held-out", "duplicate",
+           "judge")
 
 
 class MiningError(SkillMutatorError, ValueError):
@@ -47,8 +48,10 @@ class MineOptions:
     judge_model: str = "claude-haiku-4-5"
     judge_price: Price | None = None  # config.json pricing of judge_model, to report the pass's cost
     judge_budget_usd: float | None = None   # --budget-usd: no judge call starts that would pass it
-    judge_meters: Path | None = None        # the data dir's folder the judge's meters wait in (judging.judge_meters)
-    rebuild: bool = False             # the watch: replace train/val of an earlier mining, keep its test frozen
+    # the data dir's folder the judge's meters wait in (judging.judge_meters)
+    judge_meters: Path | None = None
+    # the watch: replace train/val of an earlier mining, keep its test frozen
+    rebuild: bool = False
 
 
 @dataclass
@@ -65,7 +68,8 @@ def skill_name(skill_dir: Path) -> str:
     try:
         text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
     except OSError:
-        raise MiningError(f"--skill-dir {skill_dir}: no SKILL.md there; point it at the skill the traces used") from None
+        raise MiningError(f"--skill-dir {skill_dir}: no SKILL.md there; point it at the skill the traces "
+                          "used") from None
     found = re.search(r"^name:\s*(\S+)\s*$", text, re.M)
     return found.group(1) if found else skill_dir.name
 
@@ -76,7 +80,8 @@ def parse_since(text: str | None) -> float | None:
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise MiningError(f"--since {text!r}: expected a date or time like 2026-11-01 or 2026-11-01T12:00") from None
+        raise MiningError(f"--since {text!r}: expected a date or time like 2026-11-01 or "
+                          "2026-11-01T12:00") from None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
@@ -96,14 +101,14 @@ def clean(exchange: Exchange, redact: bool, found: Counter) -> Exchange | None:
 def collect(opts: MineOptions) -> Collected:
     """Read and filter, up to (not including) dedup: what the watch counts as eligible."""
     if not opts.traces.exists():
-        raise MiningError(f"{opts.traces}: no such folder or file; point it at ~/.claude/projects (or a project "
-                          f"folder, or a trace .jsonl)")
+        raise MiningError(f"{opts.traces}: no such folder or file; point it at ~/.claude/projects (or a "
+                          f"project folder, or a trace .jsonl)")
     name = skill_name(opts.skill_dir)
     reading = read_traces(opts.traces, SkillMarks(name, opts.skill_dir))
     requests = [e for e in reading.exchanges if not e.is_followup]
     recent = [e for e in requests if opts.since is None or e.at >= opts.since]
-    found = Collected(name, {"files": reading.files, "sessions": len(reading.sessions), "requests": len(recent),
-                             "older_than_since": len(requests) - len(recent),
+    found = Collected(name, {"files": reading.files, "sessions": len(reading.sessions),
+                             "requests": len(recent), "older_than_since": len(requests) - len(recent),
                              "unreadable_lines": reading.unreadable_lines})
     for exchange in recent:
         kept = clean(exchange, opts.redact, found.secrets)
@@ -134,11 +139,12 @@ def frozen_test(out: Path) -> dict | None:
 def check_out(opts: MineOptions) -> None:
     problem = name_problem(opts.out.name)
     if problem:
-        raise MiningError(f"--out {opts.out}: the folder name {opts.out.name!r} names the suites and is invalid: "
-                          f"{problem}")
+        raise MiningError(f"--out {opts.out}: the folder name {opts.out.name!r} names the suites and is "
+                          f"invalid: {problem}")
     if opts.out.exists() and any(opts.out.iterdir()):
         if not (opts.rebuild and (opts.out / "mining.json").is_file()):
-            raise MiningError(f"--out {opts.out}: already exists and is not empty; pick a new folder or remove it")
+            raise MiningError(f"--out {opts.out}: already exists and is not empty; pick a new folder or "
+                              "remove it")
 
 
 def mine(opts: MineOptions) -> dict:
@@ -177,8 +183,9 @@ def mine(opts: MineOptions) -> dict:
         "redact": opts.redact, "read": found.read, "kept": sum(len(v) for v in by_split.values()),
         "dropped": {r: found.dropped[r] for r in REASONS if found.dropped[r]},
         "secrets": {k: found.secrets[k] for k in ("found", "dropped", "redacted")},
-        "judge": None if judged is None else {"backend": judged.backend, "model": judged.model, "calls": judged.calls,
-                                              "dropped": len(judged.dropped), "cost_usd": judged.cost_usd,
+        "judge": None if judged is None else {"backend": judged.backend, "model": judged.model,
+                                              "calls": judged.calls, "dropped": len(judged.dropped),
+                                              "cost_usd": judged.cost_usd,
                                               "unjudged_over_budget": len(judged.unjudged)},
         "splits": splits, "test_frozen": frozen is not None,
         "test_inputs": sorted(frozen["inputs"]) if frozen else sorted(t.input_hash for t in by_split["test"]),
@@ -195,8 +202,8 @@ def write(opts: MineOptions, skill: str, by_split: dict[str, list[MinedTask]], *
     build = out / f".build-{os.getpid()}"
     shutil.rmtree(build, ignore_errors=True)
     sessions = len({t.session for v in by_split.values() for t in v})
-    origin = (f"Mined from agent transcripts in which the skill `{skill}` was used ({sessions} sessions, split by "
-              f"session with seed {opts.seed}; counts in ../mining.json).")
+    origin = (f"Mined from agent transcripts in which the skill `{skill}` was used ({sessions} sessions, "
+              f"split by session with seed {opts.seed}; counts in ../mining.json).")
     try:
         for split in SPLITS:
             if split == "test" and keep_test:
@@ -217,18 +224,21 @@ def write(opts: MineOptions, skill: str, by_split: dict[str, list[MinedTask]], *
 
 def render(record: dict, out: Path) -> str:
     read, dropped = record["read"], record["dropped"]
-    lines = [f"Mined traces for skill {record['skill']}: {read['files']} file(s), {read['sessions']} session(s), "
-             f"{read['requests']} request(s) read" + (f" ({read['older_than_since']} older than --since left out)"
+    lines = [f"Mined traces for skill {record['skill']}: {read['files']} file(s), {read['sessions']} "
+             f"session(s), {read['requests']} request(s) read" + (f" ({read['older_than_since']} older than "
+                                                                  "--since left out)"
                                                       if read["older_than_since"] else "")
-             + (f"; {read['unreadable_lines']} unreadable line(s) skipped" if read["unreadable_lines"] else ""),
+             + (f"; {read['unreadable_lines']} unreadable line(s) skipped"
+                if read["unreadable_lines"] else ""),
              f"  kept {record['kept']}",
              "  dropped: " + (", ".join(f"{reason} {n}" for reason, n in dropped.items()) or "none"),
-             f"  secrets: {record['secrets']['found']} request(s) held one: {record['secrets']['dropped']} dropped, "
-             f"{record['secrets']['redacted']} redacted"]
+             f"  secrets: {record['secrets']['found']} request(s) held one: {record['secrets']['dropped']} "
+             f"dropped, {record['secrets']['redacted']} redacted"]
     if record["judge"]:
         j = record["judge"]
-        lines.append(f"  judge pass ({j['backend']}, {j['model']}): {j['calls']} call(s) priced ${j['cost_usd']:.4f}"
-                     f"{' (a fake judge: nothing real spent)' if j['backend'] == 'fake' else ''}, {j['dropped']} dropped")
+        fake = " (a fake judge: nothing real spent)" if j["backend"] == "fake" else ""
+        lines.append(f"  judge pass ({j['backend']}, {j['model']}): {j['calls']} call(s) priced "
+                     f"${j['cost_usd']:.4f}{fake}, {j['dropped']} dropped")
     for split in SPLITS:
         part = record["splits"][split]
         where = out / f"{out.name}-{split}"

@@ -26,17 +26,19 @@ ASSIGNMENT = re.compile(
     r"(?i)\b((?:[A-Za-z0-9_.\-]*[_.\-])?(?:api_?key|access_?key|key|token|secret|password|passwd|pwd|"
     r"credentials?))(\"?\s*[=:]\s*[\"']?)"
     r"(?![$<{\[])([^\s\"',;}]{6,})")
-PLACEHOLDER = re.compile(r"^(?:x+|\.+|\*+|sk-ant-\.+|your[-_a-z]*|changeme|example\w*|redacted|\[redacted\])$", re.I)
+PLACEHOLDER = re.compile(r"^(?:x+|\.+|\*+|sk-ant-\.+|your[-_a-z]*|changeme|example\w*|redacted|"
+                         r"\[redacted\])$", re.I)
 
 
 def findings(text: str) -> int:
     """How many secret-looking values the text holds."""
     count = len(SHAPES.findall(text))
-    count += sum(1 for m in ASSIGNMENT.finditer(text) if not PLACEHOLDER.match(m.group(3)) and REDACTED not in m.group(3))
+    count += sum(1 for m in ASSIGNMENT.finditer(text) if not PLACEHOLDER.match(m.group(3))
+                 and REDACTED not in m.group(3))
     return count
 
 
 def redact(text: str) -> str:
     text = SHAPES.sub(REDACTED, text)
-    return ASSIGNMENT.sub(lambda m: m.group(0) if PLACEHOLDER.match(m.group(3)) else m.group(1) + m.group(2) + REDACTED,
-                          text)
+    return ASSIGNMENT.sub(lambda m: m.group(0) if PLACEHOLDER.match(m.group(3)) else m.group(1)
+                          + m.group(2) + REDACTED, text)

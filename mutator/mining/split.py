@@ -33,8 +33,8 @@ def split_sessions(task_sessions: list[str], *, seed: int, with_test: bool = Tru
     """session hash -> split, for the sessions of `task_sessions` (one entry per task)."""
     sizes = Counter(task_sessions)
     if len(sizes) < 2:
-        raise SplitError(f"the mined tasks come from {len(sizes)} session(s); a split that keeps sessions whole "
-                         f"needs at least 2 (train and val): mine more traces or lower --since")
+        raise SplitError(f"the mined tasks come from {len(sizes)} session(s); a split that keeps sessions "
+                         f"whole needs at least 2 (train and val): mine more traces or lower --since")
     order = sorted(sizes)
     random.Random(f"mine-traces:{seed}").shuffle(order)
     want = targets(len(task_sessions), with_test)

@@ -183,8 +183,8 @@ def read_claude(path: Path, events: list[dict], marks: SkillMarks, mtime: float,
             followup = bool(current and current.answer and not current.is_followup and is_correction(text))
             if followup:
                 current.correction = text.strip()
-            current = Exchange(sid, len(exchanges), text.strip(), epoch(event.get("timestamp"), mtime), "claude-code",
-                               uses_skill=uses, is_followup=followup, texts=[text])
+            current = Exchange(sid, len(exchanges), text.strip(), epoch(event.get("timestamp"), mtime),
+                               "claude-code", uses_skill=uses, is_followup=followup, texts=[text])
             exchanges.append(current)
         loaded = False
         for exchange in exchanges:
@@ -223,8 +223,8 @@ def read_plain(path: Path, events: list[dict], marks: SkillMarks, mtime: float, 
         feedback = str(event.get("feedback") or "").strip()
         prompt, answer = str(event.get("input") or "").strip(), str(event.get("output") or "").strip()
         exchange = Exchange(sid, counters.get(sid, 0), prompt, epoch(event.get("timestamp"), mtime), "plain",
-                            answer=answer, correction=feedback if outcome == "corrected" else "", outcome=outcome,
-                            tool_calls=len(calls), uses_skill=uses, skill_used=uses,
+                            answer=answer, correction=feedback if outcome == "corrected" else "",
+                            outcome=outcome, tool_calls=len(calls), uses_skill=uses, skill_used=uses,
                             texts=[prompt, answer, feedback, json.dumps(calls, ensure_ascii=False)])
         counters[sid] = exchange.index + 1
         reading.exchanges.append(exchange)

@@ -24,8 +24,11 @@ from mutator.mining.judging import charge_pass
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
 from mutator.mining.split import SplitError
 from mutator.round.budget import BudgetStop
-from mutator.store.db import connect, rows
+from mutator.store import watch_ticks
+from mutator.store.db import connect
 from mutator.store.lock import RunLock
+from mutator.store.proposals import latest_of_run
+from mutator.store.run_lookup import newest_run_of_suite
 
 RAN = ("proposed", "skipped-delta")   # ticks after which the next one counts new requests afresh
 LOG_TAIL = 400
@@ -38,8 +41,10 @@ class WatchOptions:
     db_path: Path
     min_traces: int = 20
     every_s: float = 6 * 3600
-    run_argv: tuple[str, ...] = ()    # `python run.py <the user's run flags>`, suites and skill added per tick
-    price_of: Callable[[str], Price] | None = None   # a model's price, for the judge's meters (judging.charge_pass)
+    # `python run.py <the user's run flags>`, suites and skill added per tick
+    run_argv: tuple[str, ...] = ()
+    # a model's price, for the judge's meters (judging.charge_pass)
+    price_of: Callable[[str], Price] | None = None
 
 
 def suites_key(out: Path) -> str:
@@ -47,9 +52,7 @@ def suites_key(out: Path) -> str:
 
 
 def last_watermark(db, out: Path) -> float | None:
-    found = rows(db, "select watermark from triggers where suites = ? and outcome in (?, ?) and watermark is not null "
-                     "order by id desc limit 1", [suites_key(out), *RAN])
-    return found[0]["watermark"] if found else None
+    return watch_ticks.last_watermark(db, suites_key(out), RAN)
 
 
 def loop_argv(opts: WatchOptions) -> list[str]:
@@ -62,8 +65,8 @@ def loop_argv(opts: WatchOptions) -> list[str]:
 
 
 def run_subprocess(argv: list[str]) -> tuple[int, str]:
-    """Run the loop, passing its output through as it comes (a real run takes a while); returns the exit code and
-    the output's last lines."""
+    """Run the loop, passing its output through as it comes (a real run takes a while); returns the exit code
+    and the output's last lines."""
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
         for line in child.stdout or ():
@@ -95,7 +98,8 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
                              f"{opts.min_traces} (--min-traces)")
     row["watermark"] = newest
     limit = daily_limit(db) if opts.mining.judge else None
-    if limit is not None:   # the store's daily cap, the rule every spending step follows (mutator/after/spend.py)
+    # the store's daily cap, the rule every spending step follows (mutator/after/spend.py)
+    if limit is not None:
         try:
             DailyBudget(limit, clock=clock).check(db, next_usd=0.0, what="this tick's judge pass")
         except BudgetStop as stop:
@@ -106,7 +110,8 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
     except (MiningError, SplitError) as err:
         return record(db, row, "failed", reason=f"mining: {err}", clock=clock, say=say)
     finally:   # charged now, before the loop runs for hours: what the judge was served is never lost
-        charge_pass(opts.db_path, (mined or {}).get("judge"), opts.mining.judge_meters, opts.price_of, at=clock())
+        charge_pass(opts.db_path, (mined or {}).get("judge"), opts.mining.judge_meters, opts.price_of,
+                    at=clock())
     # the judge pass's spend is also shown on the tick (the ledger holds it once, charged above)
     row["judge_cost_usd"] = (mined.get("judge") or {}).get("cost_usd") or None
     say(render(mined, out))
@@ -117,37 +122,35 @@ def tick(opts: WatchOptions, *, clock: Callable[[], float] = time.time,
         tail = text.strip()[-LOG_TAIL:]
         return record(db, row, "failed", run_id=run_id, clock=clock, say=say,
                       reason=f"the loop exited {code}: {tail}")
-    proposal = rows(db, "select id, status from proposals where run_id = ? order by id desc limit 1", [run_id]) \
-        if run_id and "proposals" in db.table_names() else []
-    if proposal and proposal[0]["status"] == "proposed":
-        return record(db, row, "proposed", run_id=run_id, proposal_id=proposal[0]["id"], clock=clock, say=say,
-                      reason=f"proposal {proposal[0]['id']} awaits review (run.py --accept/--reject); never deployed "
-                             f"by the watch")
-    why = next((line for line in text.splitlines() if line.startswith("No proposal:")), "no proposal was made")
+    proposal = latest_of_run(db, run_id) if run_id else None
+    if proposal and proposal["status"] == "proposed":
+        return record(db, row, "proposed", run_id=run_id, proposal_id=proposal["id"], clock=clock, say=say,
+                      reason=f"proposal {proposal['id']} awaits review (run.py --accept/--reject); never "
+                             f"deployed by the watch")
+    why = next((line for line in text.splitlines() if line.startswith("No proposal:")),
+               "no proposal was made")
     return record(db, row, "skipped-delta", run_id=run_id, clock=clock, say=say, reason=why)
 
 
 def find_run(db, out: Path) -> str | None:
     train = str((out / f"{out.name}-train").resolve())
-    found = rows(db, "select id from runs where suite_path = ? order by coalesce(updated_at, created_at) desc "
-                     "limit 1", [train]) if "runs" in db.table_names() else []
-    return found[0]["id"] if found else None
+    return newest_run_of_suite(db, train)
 
 
 def record(db, row: dict, outcome: str, *, clock: Callable[[], float], say: Callable[[str], None],
            reason: str = "", run_id: str | None = None, proposal_id: int | None = None) -> dict:
-    row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id, "proposal_id": proposal_id,
-           "finished_at": clock()}
-    with db.conn:
-        row["id"] = db["triggers"].insert(row).last_pk
-    say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible request(s) "
-        f"({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "") + (f"; {reason}" if reason else ""))
+    row = {**row, "outcome": outcome, "reason": secrets.redact(reason), "run_id": run_id,
+           "proposal_id": proposal_id, "finished_at": clock()}
+    row["id"] = watch_ticks.insert_tick(db, row)
+    say(f"watch tick {row['id']}: {outcome}: {row['new_eligible']} new of {row['eligible']} eligible "
+        f"request(s) ({row['traces_seen']} read)" + (f"; run {run_id}" if run_id else "")
+        + (f"; {reason}" if reason else ""))
     return row
 
 
 def watch_lock(out: Path) -> Path:
-    """Beside the --out folder, not in a data dir: two watches of one folder with two --data-dir still meet here
-    (inside the folder it would make a new --out look not empty)."""
+    """Beside the --out folder, not in a data dir: two watches of one folder with two --data-dir still meet
+    here (inside the folder it would make a new --out look not empty)."""
     out = out.resolve()
     return out.parent / f".{out.name}.watch.lock"
 

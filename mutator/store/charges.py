@@ -26,10 +26,12 @@ INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or j
 
 
 def charge_run(db: sqlite_utils.Database, run_id: str | None, amount: float, *, kind: str,
-               ref: str | None = None, attempt_id: int | None = None) -> bool:
-    """Charge `amount` USD of `kind` to the run (or to no run) and commit; once per `ref`. True when charged."""
+               ref: str | None = None, attempt_id: int | None = None, at: float | None = None) -> bool:
+    """Charge `amount` USD of `kind` to the run (or to no run) and commit; once per `ref`; `at` when it was
+    spent (now by default). True when charged."""
     with db.conn:
-        return ledger.charge(db.conn, run_id=run_id, usd=amount, kind=kind, ref=ref, attempt_id=attempt_id)
+        return ledger.charge(db.conn, run_id=run_id, usd=amount, kind=kind, ref=ref, attempt_id=attempt_id,
+                             at=at)
 
 
 def meter_ref(meter: Path) -> str | None:

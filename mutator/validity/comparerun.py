@@ -1,8 +1,8 @@
 """`run.py --compare RUN_A RUN_B --suite TEST`: measure both runs' champions on one test suite and print the
 paired report (mutator/validity/pairs.py, the figures the dashboard's Compare page shows).
 
-Each champion is measured by the ordinary test run (mutator/validity/testrun.py): cached by evaluation contract,
-appended to that run's test timeline, never steering either search.
+Each champion is measured by the ordinary test run (mutator/validity/testrun.py): cached by evaluation
+contract, appended to that run's test timeline, never steering either search.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import argparse
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.progress import Progress
-from mutator.store.db import connect, loads, rows
+from mutator.store.db import connect, loads
+from mutator.store.holdout import test_run_row
+from mutator.store.run_lookup import run_rows
 from mutator.validity.pairs import champions_pair, render_pair
 from mutator.validity.testrun import (
     AGENT_FLAGS,
@@ -26,7 +28,8 @@ from sandbox import Launcher
 
 
 def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None:
-    """As `--test-run RUN_A` would: the suite defaults to RUN_A's --holdout, the agents to RUN_A's own flags."""
+    """As `--test-run RUN_A` would: the suite defaults to RUN_A's --holdout, the agents to RUN_A's own
+    flags."""
     if args.compare[0] == args.compare[1]:
         raise TestRunError(f"--compare needs two different runs, got {args.compare[0]} twice")
     for run_id in args.compare:
@@ -41,8 +44,9 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
 def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, agent_argv: list[str],
                  launcher: Launcher, progress: Progress, network: bool = False,
                  build_id: str | None = None, budget=None) -> dict:
-    """Test both champions on `suite` (cells cached), then pair them by task. Returns the pair with `cells_run`.
-    `budget` is asked before each cell (each run's --budget-usd is on its own spend; the daily one on the store's)."""
+    """Test both champions on `suite` (cells cached), then pair them by task. Returns the pair with
+    `cells_run`. `budget` is asked before each cell (each run's --budget-usd is on its own spend; the daily
+    one on the store's)."""
     if run_a == run_b:
         raise TestRunError(f"--compare needs two different runs, got {run_a} twice")
     results = {}
@@ -52,8 +56,8 @@ def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, ag
                                    progress=progress, network=network, build_id=build_id, budget=budget,
                                    kind="compare")
     db = connect(settings.db_path)
-    found = {r["id"]: r for r in rows(db, "select * from runs where id in (?, ?)", [run_a, run_b])}
-    tests = {run_id: rows(db, "select * from test_runs where id = ?", [r["test_run"]])[0]
+    found = run_rows(db, [run_a, run_b])
+    tests = {run_id: test_run_row(db, r["test_run"])
              for run_id, r in results.items()}
     seed_eval = (loads(tests[run_a]["report"], {}) or {}).get("splits", {}).get("test", {}) or {}
     pair = champions_pair(db, found[run_a], found[run_b], suite=suite.name,
@@ -67,4 +71,5 @@ def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, ag
 
 def render(pair: dict) -> str:
     cells = pair.get("cells_run", 0)
-    return render_pair(pair) + f"\n  ({cells} cells run by this command" + (", all cached)" if not cells else ")")
+    return (render_pair(pair) + f"\n  ({cells} cells run by this command"
+            + (", all cached)" if not cells else ")"))

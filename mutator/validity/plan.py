@@ -17,16 +17,21 @@ from mutator.config import Settings
 from mutator.round.solve import solve_estimate, solve_line
 from mutator.scoring.score import gate_t
 from mutator.scoring.sequential import Design, expected_looks
-from mutator.store.db import connect_readonly, rows
+from mutator.store import planning
+from mutator.store.db import connect_readonly
 from mutator.validity.stats import mde, two_sided_critical
 from strategies import make_strategy
 
 POWER = 0.8
 TEST_ALPHA = 0.05
-DEFAULT_SIGMA = 0.15                                     # SD of a per-task composite delta, when nothing is measured
-CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)      # a real build-agent cell, when none is measured
-MUTATOR_TOKENS = Usage(input_tokens=80_000, output_tokens=8_000)   # one real mutator call, when none is measured
-JUDGE_TOKENS = Usage(input_tokens=6_000, output_tokens=600)        # one LLM-judge call (eval/graders/judge_runner.py)
+# SD of a per-task composite delta, when nothing is measured
+DEFAULT_SIGMA = 0.15
+# a real build-agent cell, when none is measured
+CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)
+# one real mutator call, when none is measured
+MUTATOR_TOKENS = Usage(input_tokens=80_000, output_tokens=8_000)
+# one LLM-judge call (eval/graders/judge_runner.py)
+JUDGE_TOKENS = Usage(input_tokens=6_000, output_tokens=600)
 
 
 @dataclass(frozen=True)
@@ -61,14 +66,19 @@ class Plan:
     run_usd: float
     test_usd: float | None
     models: tuple[str, ...] = ()   # the eval models: every cell is measured on each
-    design: dict | None = None     # sequential val (mutator/scoring/sequential.py): looks, z's, expected waves
+    # sequential val (mutator/scoring/sequential.py): looks, z's, expected waves
+    design: dict | None = None
     screen_cells: int = 0          # the kill-only train screen's cells per candidate (0 = off)
     solve_line: str = ""           # the solve phase, on (its cells and cost, in run_usd) or off
-    judge_usd: float = 0.0         # one judge call, when a suite is graded by the LLM judge (added to its cells)
+    # one judge call, when a suite is graded by the LLM judge (added to its cells)
+    judge_usd: float = 0.0
     judge_suites: tuple[str, ...] = ()
-    train_replicates: int = 0      # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
-    expected_round_usd: float = 0.0   # a round of null changes: each screened, val at a null change's expected waves
-    null_controls: int = 0         # per round, full val evaluations of the incumbent under a fresh salt (nullControls)
+    # replicates of a genome's train evidence (evidenceReplicates; 0 = replicates)
+    train_replicates: int = 0
+    # a round of null changes: each screened, val at a null change's expected waves
+    expected_round_usd: float = 0.0
+    # per round, full val evaluations of the incumbent under a fresh salt (nullControls)
+    null_controls: int = 0
 
     @property
     def train_cells(self) -> int:
@@ -88,17 +98,16 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
     db = _store(settings)
     found: list[dict] = []
     source = ""
-    if db is not None and "runs" in db.table_names():
+    if db is not None:
         for kind, label in (("aa", "A/A run"), ("evolve", "earlier run")):
-            found = rows(db, "select a.gate_s, a.gate_df, r.id, r.replicates from attempts a join runs r on "
-                             "r.id = a.run_id where r.kind = ? and r.val_hash = ? and a.gate_s is not null "
-                             "and a.gate_df > 0 order by r.created_at desc, a.id desc limit 1",
-                         [kind, val.content_hash])
+            row = planning.pooled_noise(db, kind, val.content_hash)
+            found = [row] if row else []
             if found:
                 source = f"{label} {found[0]['id']} (pooled s over df {found[0]['gate_df']})"
                 break
     if not found:
-        return Noise(DEFAULT_SIGMA, DEFAULT_SIGMA, None, f"stated default σ = {DEFAULT_SIGMA} (nothing measured on "
+        return Noise(DEFAULT_SIGMA, DEFAULT_SIGMA, None, f"stated default σ = {DEFAULT_SIGMA} (nothing "
+                                                         "measured on "
                                                        f"{val.name} yet; an A/A run measures it: --aa 5)")
     measured, reps = float(found[0]["gate_s"]), int(found[0]["replicates"])
     sigma = measured * math.sqrt(reps / settings.replicates)
@@ -109,19 +118,17 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
 
 def _seed_cell_usd(settings: Settings, build_id: str, model: str) -> tuple[float | None, str]:
     db = _store(settings)
-    if db is None or "evaluations" not in db.table_names():
+    if db is None or not planning.has_evaluations(db):
         return None, ""
     seed = hash_tree(settings.skill_dir)
-    sql = ("select sum(cost_usd_total) as usd, sum(n_done) as cells from evaluations where genome_hash = ? "
-           "and model = ? and status = 'done' and contract like ?")
     # the same build agent first; another implementation of it (e.g. an edited fake) says so; a real plan is
     # never priced from a dry run's fake cells
     other = "fake@%" if dry(build_id) else "%"
     for agent, note in ((build_id, ""), (other, " by another build-agent implementation")):
-        found = rows(db, sql + ("" if dry(build_id) else " and contract not like '%\"agent\": \"fake@%'"),
-                     [seed, model, f'%"agent": "{agent}"%'])
-        if found and found[0]["cells"]:
-            return found[0]["usd"] / found[0]["cells"], f"measured: the seed's {found[0]['cells']} cells{note} in the store"
+        found = planning.seed_cells_cost(db, seed, model, agent, no_fake=not dry(build_id))
+        if found.get("cells"):
+            return found["usd"] / found["cells"], (f"measured: the seed's {found['cells']} cells{note} in "
+                                                   "the store")
     return None, ""
 
 
@@ -131,20 +138,16 @@ def dry(agent_id: str) -> bool:
 
 
 def _mutator_usd(settings: Settings, *, real: bool) -> tuple[float | None, str]:
-    """The mean of this store's mutator calls at this model: only real ones (not a dry run's fake mutator) for a
-    real plan."""
+    """The mean of this store's mutator calls at this model: only real ones (not a dry run's fake mutator) for
+    a real plan."""
     db = _store(settings)
-    if db is None or "attempts" not in db.table_names():
+    if db is None or not planning.has_attempts(db):
         return None, ""
-    kind = "json_extract(r.config, '$.mutator') not like 'fake@%'" if real else \
-        "json_extract(r.config, '$.mutator') like 'fake@%'"
-    found = rows(db, "select avg(a.mutator_cost_usd) as usd, count(*) as n from attempts a join runs r on "
-                     f"r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0 and {kind}",
-                 [settings.mutator_model])
-    if not found or not found[0]["n"]:
+    found = planning.mutator_calls(db, settings.mutator_model, real=real)
+    if not found.get("n"):
         return None, ""
     what = "real mutator calls" if real else "dry-run (fake) mutator calls"
-    return found[0]["usd"], f"measured: mean of {found[0]['n']} {what} in the store"
+    return found["usd"], f"measured: mean of {found['n']} {what} in the store"
 
 
 def candidates_per_round(settings: Settings) -> int:
@@ -171,18 +174,19 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     mde_test = None
     if n_test:
         df_test = n_test - 1
-        mde_test = mde(noise.sigma, n_test, critical=two_sided_critical(TEST_ALPHA, df_test or None), power=POWER,
-                       df=df_test or None)
+        mde_test = mde(noise.sigma, n_test, critical=two_sided_critical(TEST_ALPHA, df_test or None),
+                       power=POWER, df=df_test or None)
     cells, sources = [], []
     for model in models:    # each model's cells at its own measured (or estimated) price
         cell, cell_source = _seed_cell_usd(settings, build_id, model)
         if cell is None:
             cell = usd(price_for(settings.pricing, model), CELL_TOKENS)
-            cell_source = (f"estimated: {CELL_TOKENS.input_tokens:,} input + {CELL_TOKENS.output_tokens:,} output "
-                           f"tokens per cell at {model} prices (no seed evaluation in the store)")
+            cell_source = (f"estimated: {CELL_TOKENS.input_tokens:,} input + {CELL_TOKENS.output_tokens:,} "
+                           f"output tokens per cell at {model} prices (no seed evaluation in the store)")
         cells.append(cell)
         sources.append(cell_source if k == 1 else f"{model}: ${cell:.5f}, {cell_source}")
-    cell, cell_source = sum(cells) / k, sources[0] if k == 1 else "the mean over models; " + "; ".join(sources)
+    cell = sum(cells) / k
+    cell_source = sources[0] if k == 1 else "the mean over models; " + "; ".join(sources)
     judged = tuple(x.name for x in (train, val) if x.runner == "judge")
     judge = usd(price_for(settings.pricing, str(val.option("judge_model") or models[0])), JUDGE_TOKENS) \
         if judged else 0.0
@@ -190,36 +194,42 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     mutator, mutator_source = _mutator_usd(settings, real=not dry(build_id))
     if mutator is None:
         mutator = usd(price_for(settings.pricing, settings.mutator_model), MUTATOR_TOKENS)
-        mutator_source = (f"estimated: {MUTATOR_TOKENS.input_tokens:,} input + {MUTATOR_TOKENS.output_tokens:,} "
-                          f"output tokens per call at {settings.mutator_model} prices")
+        mutator_source = (f"estimated: {MUTATOR_TOKENS.input_tokens:,} input + "
+                          f"{MUTATOR_TOKENS.output_tokens:,} output tokens per call at "
+                          f"{settings.mutator_model} prices")
     confirm = bool(getattr(settings, "confirm", False))
     screen_cells = min(settings.screen_tasks, len(train.tasks)) * k * settings.screen_replicates \
         if settings.screen_tasks >= 3 else 0
     # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
     # confirmation every round, the round's null controls
     train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
-    round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell) + n_train * train_reps * train_cell
-                 + ((2 if confirm else 0) + settings.null_controls) * n_val * reps * val_cell + candidates * mutator)
+    round_usd = (candidates * (n_val * reps * val_cell + screen_cells * train_cell)
+                 + n_train * train_reps * train_cell
+                 + ((2 if confirm else 0) + settings.null_controls) * n_val * reps * val_cell
+                 + candidates * mutator)
     design = _design(settings)   # a null change's val cells: its expected waves of one replicate each
     val_expected = design["null"] / design["looks"] * n_val * reps if design else n_val * reps
     expected_round_usd = round_usd - candidates * (n_val * reps - val_expected) * val_cell
     solve_on = settings.solve == "on"   # `auto` (old configs) is off
     solve_usd = solve_estimate(settings, len(train.tasks))[1] if solve_on else 0.0
-    run_usd = solve_usd + n_val * reps * val_cell + n_train * train_reps * train_cell + settings.rounds * round_usd
-    return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps, rounds=settings.rounds,
-                candidates=candidates, gate_z=settings.gate_z, mde_gate_first=gate_mde(df_first), df_first=df_first,
-                mde_gate_last=gate_mde(df_last), df_last=df_last, mde_test=mde_test, cell_usd=cell,
-                cell_source=cell_source, mutator_usd=mutator, mutator_source=mutator_source, confirm=confirm,
-                round_usd=round_usd, run_usd=run_usd, models=models,
+    run_usd = (solve_usd + n_val * reps * val_cell + n_train * train_reps * train_cell
+               + settings.rounds * round_usd)
+    return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps,
+                rounds=settings.rounds, candidates=candidates, gate_z=settings.gate_z,
+                mde_gate_first=gate_mde(df_first), df_first=df_first, mde_gate_last=gate_mde(df_last),
+                df_last=df_last, mde_test=mde_test, cell_usd=cell, cell_source=cell_source,
+                mutator_usd=mutator, mutator_source=mutator_source, confirm=confirm, round_usd=round_usd,
+                run_usd=run_usd, models=models,
                 # a test run measures the seed, the champion and the no-skill control
                 test_usd=3 * n_test * reps * cell if n_test else None,
                 design=design, screen_cells=screen_cells, expected_round_usd=expected_round_usd,
-                solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge, judge_suites=judged,
-                train_replicates=train_reps, null_controls=settings.null_controls)
+                solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge,
+                judge_suites=judged, train_replicates=train_reps, null_controls=settings.null_controls)
 
 
 def _design(settings: Settings) -> dict | None:
-    design = Design(settings.replicates if settings.sequential else 1, settings.gate_z, settings.sequential_early_z)
+    design = Design(settings.replicates if settings.sequential else 1, settings.gate_z,
+                    settings.sequential_early_z)
     if not design.sequential:
         return None
     return {**design.to_json(), "null": expected_looks(design.looks, design.early_z),
@@ -231,7 +241,8 @@ def render_plan(p: Plan) -> str:
         f"Plan · {p.rounds} rounds × {p.candidates} candidate(s) · {p.replicates} replicates · "
         + (f"{len(p.models)} eval models ({', '.join(p.models)}), counted as task × model pairs · "
            if len(p.models) > 1 else "")
-        + f"train {p.n_train} tasks, val {p.n_val} tasks" + (f", test {p.n_test} tasks" if p.n_test else ", no --holdout"),
+        + f"train {p.n_train} tasks, val {p.n_val} tasks"
+        + (f", test {p.n_test} tasks" if p.n_test else ", no --holdout"),
         f"  noise σ (SD of a per-task composite delta) = {p.noise.sigma:.4f} — from {p.noise.source}",
         f"  Minimum detectable effect at {POWER:.0%} power (true mean Δcomposite):",
         f"    one round's gate (gate_z {p.gate_z:g}): {p.mde_gate_first:.4f} at round 1 (df {p.df_first}), "
@@ -239,30 +250,32 @@ def render_plan(p: Plan) -> str:
         "or this much better clears +t·SE, 4 times in 5",
     ]
     if p.mde_test is not None:
-        lines.append(f"    final test comparison (champion vs seed, paired t, two-sided α {TEST_ALPHA}, {p.n_test} tasks): "
-                     f"{p.mde_test:.4f} (assumes test deltas as noisy as val's)")
+        lines.append(f"    final test comparison (champion vs seed, paired t, two-sided α {TEST_ALPHA}, "
+                     f"{p.n_test} tasks): {p.mde_test:.4f} (assumes test deltas as noisy as val's)")
     else:
         lines.append("    final test comparison: — (give --holdout to plan it)")
     lines += [
         f"  Cost: a cell ≈ ${p.cell_usd:.5f} ({p.cell_source}); a mutator call ≈ ${p.mutator_usd:.4f} "
         f"({p.mutator_source})",
-        f"    per round ≤ ${p.round_usd:.4f} ({p.candidates} val evaluation(s) of {p.n_val * p.replicates} cells, one "
-        f"train evaluation of {p.train_cells} cells" + (", a confirmation of 2 × "
-                                                                     f"{p.n_val * p.replicates} cells" if p.confirm
+        f"    per round ≤ ${p.round_usd:.4f} ({p.candidates} val evaluation(s) of {p.n_val * p.replicates} "
+        f"cells, one train evaluation of {p.train_cells} cells" + (", a confirmation of 2 × "
+                                                                     f"{p.n_val * p.replicates} cells"
+                                                                   if p.confirm
                                                                      else "")
-        + (f", {p.null_controls} null control(s) of {p.n_val * p.replicates} cells" if p.null_controls else "")
+        + (f", {p.null_controls} null control(s) of {p.n_val * p.replicates} cells"
+           if p.null_controls else "")
         + f", {p.candidates} mutator call(s))",
         *_cheaper_lines(p),
-        *([f"    the LLM judge grades {' and '.join(p.judge_suites)}: ≈ ${p.judge_usd:.5f} a cell (estimated: "
-           f"{JUDGE_TOKENS.input_tokens:,} input + {JUDGE_TOKENS.output_tokens:,} output tokens a call), in the "
-           "figures above"] if p.judge_suites else []),
+        *([f"    the LLM judge grades {' and '.join(p.judge_suites)}: ≈ ${p.judge_usd:.5f} a cell "
+           f"(estimated: {JUDGE_TOKENS.input_tokens:,} input + {JUDGE_TOKENS.output_tokens:,} output tokens "
+           "a call), in the figures above"] if p.judge_suites else []),
         f"    {p.solve_line or 'solve phase off'}",
         f"    per run ≤ ${p.run_usd:.4f} (" + ("the solve phase + " if "phase on" in p.solve_line else "")
         + f"round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
         + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
            if p.test_usd is not None else ""),
-        "    'measured' figures are means of this store's real calls (a dry run's fakes never price a real plan); "
-        "'estimated' ones are stated token counts at config.json prices",
+        "    'measured' figures are means of this store's real calls (a dry run's fakes never price a real "
+        "plan); 'estimated' ones are stated token counts at config.json prices",
     ]
     return "\n".join(lines)
 
@@ -272,15 +285,15 @@ def _cheaper_lines(p: Plan) -> list[str]:
     lines = []
     if p.design:
         d, val_cells = p.design, p.n_val * p.replicates
-        lines.append(f"    val in {d['looks']} waves (early looks at z {d['early_z']:g}, the last at {d['last_z']:.3f}): "
-                     f"estimated {d['null'] / d['looks'] * val_cells:.1f} of {val_cells} val cells for a null change and "
-                     f"{d['clear'] / d['looks'] * val_cells:.1f} for a change 3 SE worse (normal theory; a kept "
-                     f"incumbent's remaining waves are run)")
+        lines.append(f"    val in {d['looks']} waves (early looks at z {d['early_z']:g}, the last at "
+                     f"{d['last_z']:.3f}): estimated {d['null'] / d['looks'] * val_cells:.1f} of {val_cells} "
+                     f"val cells for a null change and {d['clear'] / d['looks'] * val_cells:.1f} for a "
+                     f"change 3 SE worse (normal theory; a kept incumbent's remaining waves are run)")
     if p.screen_cells:
-        lines.append(f"    the train screen: {p.screen_cells} cells per candidate before val (reused by a survivor's "
-                     f"train evaluation), in the bound above")
+        lines.append(f"    the train screen: {p.screen_cells} cells per candidate before val (reused by a "
+                     f"survivor's train evaluation), in the bound above")
     if lines:
-        lines.append(f"    per round ≈ ${p.expected_round_usd:.4f} expected when every candidate is a null change: "
-                     f"screened, then val at a null change's expected waves (a change the screen kills spends less, a "
-                     f"kept one also its remaining waves)")
+        lines.append(f"    per round ≈ ${p.expected_round_usd:.4f} expected when every candidate is a null "
+                     "change: screened, then val at a null change's expected waves (a change the screen "
+                     f"kills spends less, a kept one also its remaining waves)")
     return lines

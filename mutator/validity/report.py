@@ -15,7 +15,8 @@ from mutator.round.summary import stored_cells
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Normalisers, Weights, per_task, split_key
 from mutator.store import cache
-from mutator.store.db import rows
+from mutator.store.attempt_reads import latest_evaluation_id, seed_evaluation_ids
+from mutator.store.evaluation_reads import cell_tests
 from mutator.store.triggers import stored_rates
 from mutator.validity import harm
 from mutator.validity.stats import is_pass_fail, mcnemar_exact, paired, paired_delta, sign_test
@@ -33,8 +34,7 @@ def _tests(db: sqlite_utils.Database, evaluation_id: int) -> dict[tuple[str, int
     out: dict[tuple[str, int], dict[str, float]] = {}
     parts = cache.member_ids(db, evaluation_id) or {"": evaluation_id}
     for model, member in parts.items():
-        for r in rows(db, "select c.task_id, c.replicate, c.status, t.name, t.score from cells c left join tests t "
-                          "on t.cell_id = c.id where c.evaluation_id = ?", [member]):
+        for r in cell_tests(db, member):
             scores = out.setdefault((r["task_id"] + (f"@{model}" if model else ""), r["replicate"]), {})
             if r["name"] is not None:
                 scores[r["name"]] = 0.0 if r["status"] != "ok" else float(r["score"] or 0.0)
@@ -59,8 +59,8 @@ def mcnemar_by_test(champion: dict[tuple[str, int], dict[str, float]],
     return out
 
 
-def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eval: int | None, weights: Weights,
-                  norm: Normalisers) -> dict | None:
+def compare_split(db: sqlite_utils.Database, champion_eval: int | None, seed_eval: int | None,
+                  weights: Weights, norm: Normalisers) -> dict | None:
     """Champion − seed on one suite: paired Δcomposite and Δeval by task, sign test, McNemar per test."""
     if champion_eval is None or seed_eval is None:
         return None
@@ -98,7 +98,8 @@ def _by_model(deltas: dict[str, float], champ: dict, seed: dict) -> dict[str, di
         return {}
     return {m: {"n_tasks": len(keys), "delta": paired_delta({k: deltas[k] for k in keys}).to_json(),
                 "champion_composite": sum(champ[k].composite for k in keys) / len(keys),
-                "seed_composite": sum(seed[k].composite for k in keys) / len(keys)} for m, keys in groups.items()}
+                "seed_composite": sum(seed[k].composite for k in keys) / len(keys)} for m,
+            keys in groups.items()}
 
 
 def gap(split: dict | None, test: dict | None) -> dict | None:
@@ -112,14 +113,13 @@ def gap(split: dict | None, test: dict | None) -> dict | None:
 
 
 def _latest(db: sqlite_utils.Database, run_id: str, genome_hash: str, column: str) -> int | None:
-    found = rows(db, f"select {column} from attempts where run_id = ? and genome_hash = ? and {column} is not null "
-                     "order by id desc limit 1", [run_id, genome_hash])
-    return found[0][column] if found else None
+    return latest_evaluation_id(db, run_id, genome_hash, column)
 
 
 def against_none(db: sqlite_utils.Database, skill_eval: int, none_eval: int | None, weights: Weights,
                  norm: Normalisers) -> dict | None:
-    """A skill − no skill on the test suite, paired by task like champion − seed (skill_* / none_* figures)."""
+    """A skill − no skill on the test suite, paired by task like champion − seed (skill_* / none_*
+    figures)."""
     split = compare_split(db, skill_eval, none_eval, weights, norm)
     if split is None:
         return None
@@ -159,34 +159,36 @@ def build(db: sqlite_utils.Database, run: dict, *, suite: str, champion_eval: in
     alone."""
     weights = Weights.of_run(run)
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
-    seed_row = rows(db, "select val_evaluation_id, train_evaluation_id from attempts where run_id = ? and round = 0 "
-                        "and sibling = 0", [run["id"]])
-    seed_row = seed_row[0] if seed_row else {"val_evaluation_id": None, "train_evaluation_id": None}
+    seed_row = seed_evaluation_ids(db, run["id"]) or {"val_evaluation_id": None, "train_evaluation_id": None}
     splits = {
         "train": compare_split(db, _latest(db, run["id"], champion, "train_evaluation_id"),
                                seed_row["train_evaluation_id"], weights, stored_normalisers(run, "train")),
-        "val": compare_split(db, _latest(db, run["id"], champion, "val_evaluation_id"), seed_row["val_evaluation_id"],
-                             weights, stored_normalisers(run, "val")),
+        "val": compare_split(db, _latest(db, run["id"], champion, "val_evaluation_id"),
+                             seed_row["val_evaluation_id"], weights, stored_normalisers(run, "val")),
         "test": compare_split(db, champion_eval, seed_eval, weights, test_norm),
     }
     return {"suite": suite, "champion": champion, "seed": seed_hash, "splits": splits,
             "gap": {"train": gap(splits["train"], splits["test"]), "val": gap(splits["val"], splits["test"])},
             "gap_z": GAP_Z, "control": control(db, champion_eval=champion_eval, seed_eval=seed_eval,
                                                none_eval=control_eval, weights=weights, norm=test_norm),
-            "harm": task_harm(db, champion_eval, {"seed": seed_eval, "none": control_eval}, weights, test_norm),
+            "harm": task_harm(db, champion_eval, {"seed": seed_eval, "none": control_eval}, weights,
+                              test_norm),
             "with_skills": among_others(db, beside, champion_eval, weights, test_norm)}
 
 
-def task_harm(db: sqlite_utils.Database, champion_eval: int, references: dict[str, int | None], weights: Weights,
-              norm: Normalisers) -> dict:
-    """Per task, the champion against each measured reference over replicate cells (mutator/validity/harm.py)."""
+def task_harm(db: sqlite_utils.Database, champion_eval: int, references: dict[str, int | None],
+              weights: Weights, norm: Normalisers) -> dict:
+    """Per task, the champion against each measured reference over replicate cells
+    (mutator/validity/harm.py)."""
     mine = harm.cell_composites(_cells(db, champion_eval), weights, norm)
-    return {name: harm.harm(mine, harm.cell_composites(_cells(db, ref), weights, norm)) if ref is not None else None
+    return {name: harm.harm(mine, harm.cell_composites(_cells(db, ref), weights,
+                                                       norm)) if ref is not None else None
             for name, ref in references.items()}
 
 
 def look_lines(suite: str, look: dict | None) -> list[str]:
-    """"Look k of n at this test suite for this skill" (mutator/store/looks.py); [] for a report made before."""
+    """"Look k of n at this test suite for this skill" (mutator/store/looks.py); [] for a report made
+    before."""
     if not look:
         return []
     repeat = f", a repeat of test #{look['repeat_of']} (its cells served from the cache, not a new look)" \
@@ -211,8 +213,9 @@ def render(report: dict) -> str:
             continue
         d, sign = s["delta"], s["sign"]
         ci = _ci(d)
-        lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   {s['champion_composite']:.4f}    "
-                     f"{d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  {ci:<21} {s['delta_eval']['mean']:+.4f}   "
+        lines.append(f"  {name:<6} {s['n_tasks']:>5}   {s['seed_composite']:.4f}   "
+                     f"{s['champion_composite']:.4f}    {d['mean']:+.4f} ± {_fmt(d['se'], '.4f'):<7}  "
+                     f"{ci:<21} {s['delta_eval']['mean']:+.4f}   "
                      f"{sign['wins']:>2}/{sign['losses']}/{sign['ties']:<8}   {sign['p_value']:.3g}")
         lines += _model_lines(s, "    ", "seed", "champion", with_ci=True)
     names = sorted({n for s in report["splits"].values() if s for n in s["mcnemar"]})
@@ -223,7 +226,8 @@ def render(report: dict) -> str:
             parts = []
             for split in ("train", "val", "test"):
                 m = (report["splits"][split] or {}).get("mcnemar", {}).get(n)
-                parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} p={m['p_value']:.3g}"))
+                parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} "
+                                                                  f"p={m['p_value']:.3g}"))
             lines.append(f"    {n:<16} " + "   ".join(parts))
     lines += render_control(report.get("control")) + render_among(report.get("with_skills"))
     found = report.get("harm") or {}
@@ -232,14 +236,16 @@ def render(report: dict) -> str:
         g = report["gap"][split]
         if g and g["flag"]:
             z = "∞" if g["z"] is None else f"{g['z']:.1f}"
-            lines.append(f"  ⚠ GAP: {split} Δ exceeds test Δ by {g['diff']:+.4f} ({z} SE > {report['gap_z']:g}) — "
-                         f"the {split} gain does not carry to held-out tasks")
-    lines.append("  (val Δ is the champion's selection score: it is biased up by the choice itself; test is not.)")
+            lines.append(f"  ⚠ GAP: {split} Δ exceeds test Δ by {g['diff']:+.4f} ({z} SE > "
+                         f"{report['gap_z']:g}) — the {split} gain does not carry to held-out tasks")
+    lines.append("  (val Δ is the champion's selection score: it is biased up by the choice itself; test is "
+                 "not.)")
     return "\n".join(lines)
 
 
 def _model_lines(split: dict, indent: str, base: str, other: str, *, with_ci: bool = False) -> list[str]:
-    """One line per eval model of a paired comparison (by_model; its 'seed' side is `base`, 'champion' `other`)."""
+    """One line per eval model of a paired comparison (by_model; its 'seed' side is `base`, 'champion'
+    `other`)."""
     out = []
     for model, m in (split.get("by_model") or {}).items():
         md = m["delta"]
@@ -265,15 +271,16 @@ def render_control(found: dict | None) -> list[str]:
             continue
         d, sign = s["delta"], s["sign"]
         ci = _ci(d)
-        lines.append(f"    {name:<8} vs none {s['n_tasks']:>3} tasks   none {s['none_composite']:.4f}   {name} "
-                     f"{s['skill_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {ci}   "
-                     f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
+        lines.append(f"    {name:<8} vs none {s['n_tasks']:>3} tasks   none {s['none_composite']:.4f}   "
+                     f"{name} {s['skill_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% "
+                     f"CI {ci}   sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
         lines += _model_lines(s, "      ", "none", name, with_ci=True)   # does the skill help, on each model
     return lines
 
 
 def render_among(found: dict | None) -> list[str]:
-    """The other skills installed beside it and, when measured, the champion among them vs alone; [] when alone."""
+    """The other skills installed beside it and, when measured, the champion among them vs alone; [] when
+    alone."""
     if not found:
         return []
     lines = [f"  Evaluated among other skills (--with-skills {found['dir']}): {', '.join(found['skills'])} "
@@ -282,13 +289,15 @@ def render_among(found: dict | None) -> list[str]:
     if s is None:
         return lines + ["    champion alone: not measured (--no-control)"]
     d, sign = s["delta"], s["sign"]
-    lines.append(f"    champion among them vs alone {s['n_tasks']:>3} tasks   alone {s['alone_composite']:.4f}   among "
-                 f"{s['among_composite']:.4f}   Δ {d['mean']:+.4f} ± {_fmt(d['se'], '.4f')}   95% CI {_ci(d)}   "
-                 f"sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
+    lines.append(f"    champion among them vs alone {s['n_tasks']:>3} tasks   alone "
+                 f"{s['alone_composite']:.4f}   among {s['among_composite']:.4f}   Δ {d['mean']:+.4f} ± "
+                 f"{_fmt(d['se'], '.4f')}   95% CI {_ci(d)}   sign "
+                 f"{sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
     rates = found.get("triggers") or {}
     if rates.get("among") or rates.get("alone"):
         def pair(key: str) -> str:
-            return " · ".join(f"{side} {_fmt((rates.get(side) or {}).get(key), '.3f')}" for side in ("among", "alone"))
+            return " · ".join(f"{side} {_fmt((rates.get(side) or {}).get(key), '.3f')}"
+                              for side in ("among", "alone"))
         lines.append(f"    trigger recall {pair('recall')}; false-trigger rate {pair('false_trigger_rate')}")
     return lines
 

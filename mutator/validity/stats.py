@@ -51,7 +51,8 @@ def paired_delta(deltas: Sequence[float] | Mapping[str, float], *, confidence: f
     """Mean Δ, SE and t CI of paired per-task deltas (pass a mapping from `paired()` or the raw deltas)."""
     d = np.asarray(list(deltas.values()) if isinstance(deltas, Mapping) else list(deltas), dtype=float)
     if d.size == 0:
-        raise ValueError("paired_delta needs at least one paired task; evaluate both genomes on the same suite")
+        raise ValueError("paired_delta needs at least one paired task; evaluate both genomes on the same "
+                         "suite")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     n, mean = int(d.size), float(d.mean())
@@ -81,7 +82,8 @@ class SignTest:
         return asdict(self)
 
 
-def sign_test(deltas: Iterable[float] | Mapping[str, float], *, tie_tolerance: float = TIE_TOLERANCE) -> SignTest:
+def sign_test(deltas: Iterable[float] | Mapping[str, float], *,
+              tie_tolerance: float = TIE_TOLERANCE) -> SignTest:
     values = list(deltas.values()) if isinstance(deltas, Mapping) else list(deltas)
     wins = sum(1 for d in values if d > tie_tolerance)
     losses = sum(1 for d in values if d < -tie_tolerance)
@@ -164,7 +166,8 @@ def two_sided_critical(alpha: float, df: int | None = None) -> float:
 
 @dataclass(frozen=True)
 class Rate:
-    """k events in n trials: the rate and its exact (Clopper–Pearson) binomial CI; None figures when n is 0."""
+    """k events in n trials: the rate and its exact (Clopper–Pearson) binomial CI; None figures when n is
+    0."""
 
     k: int
     n: int
@@ -177,7 +180,8 @@ class Rate:
         return asdict(self)
 
 
-@functools.lru_cache(maxsize=1024)   # a pure function of three numbers: the A/A view asks for the same ones per request
+# a pure function of three numbers: the A/A view asks for the same ones per request
+@functools.lru_cache(maxsize=1024)
 def binomial_rate(k: int, n: int, *, confidence: float = 0.95) -> Rate:
     """The exact (Clopper–Pearson) interval an A/A false-call rate is read with, from its beta-quantile form.
 

@@ -26,8 +26,10 @@ from mutator.round.session import Session, other_skills
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
-from mutator.store import looks
-from mutator.store.db import connect, connect_readonly, dumps, loads, now
+from mutator.store import holdout, looks
+from mutator.store.attempt_reads import latest_evaluation_id
+from mutator.store.db import connect, connect_readonly, dumps, loads
+from mutator.store.run_lookup import recent_run_ids, run_cost, run_row
 from mutator.store.runs import update_run
 from mutator.validity import report as test_report
 from sandbox import Launcher
@@ -38,7 +40,8 @@ class TestRunError(SkillMutatorError, RuntimeError):
 
 
 class SealedTestError(TestRunError):
-    """A sealed run's test suite was already looked at with an earlier champion; the message names that test."""
+    """A sealed run's test suite was already looked at with an earlier champion; the message names that
+    test."""
 
 
 AGENT_FLAGS = (("agent", "--agent"), ("agent_cmd", "--agent-cmd"), ("mutator_agent", "--mutator-agent"),
@@ -58,10 +61,9 @@ def recorded_run(settings: Settings, run_id: str) -> dict | None:
         return None
     db = connect_readonly(settings.db_path)
     try:
-        found = list(db.query("select * from runs where id = ?", [run_id]))
+        return run_row(db, run_id)
     finally:
         db.conn.close()
-    return found[0] if found else None
 
 
 def unknown_run(settings: Settings, run_id: str) -> TestRunError:
@@ -70,11 +72,12 @@ def unknown_run(settings: Settings, run_id: str) -> TestRunError:
     if settings.db_path.is_file():
         db = connect_readonly(settings.db_path)
         try:
-            known = [r["id"] for r in db.query("select id from runs order by created_at desc limit 5")]
+            known = recent_run_ids(db)
         finally:
             db.conn.close()
-    return TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: {', '.join(known) or 'none'}; pass "
-                        f"a run id from it, or the --data-dir that holds the run")
+    return TestRunError(f"no run {run_id!r} in {settings.db_path}; recent runs: "
+                        f"{', '.join(known) or 'none'}; pass a run id from it, or the --data-dir that holds "
+                        "the run")
 
 
 def apply_run_defaults(settings: Settings, args: argparse.Namespace) -> None:
@@ -107,15 +110,17 @@ def _alive(pid: int | None) -> bool:
 
 def refuse_sealed(db, settings: Settings, run: dict, suite: Suite) -> None:
     """A sealed run (sealTest when it ran, or now) takes its first champion test on a suite as final: a later
-    champion's test there is refused, naming the first. Testing now with sealTest seals the run from then on."""
+    champion's test there is refused, naming the first. Testing now with sealTest seals the run from then
+    on."""
     if not (run.get("seal_test") or settings.seal_test):
         return
     first = looks.sealed_by(db, run["id"], suite.name, run["incumbent_hash"])
     if first is not None:
         raise SealedTestError(
-            f"{run['id']} is sealed (sealTest) and its test on {suite.name} is final: test run #{first['id']} "
-            f"measured champion {first['genome_hash'][:12]} (after round {first['round']}); the champion is now "
-            f"{run['incumbent_hash'][:12]}. Read test run #{first['id']}'s report, or test on another suite")
+            f"{run['id']} is sealed (sealTest) and its test on {suite.name} is final: test run "
+            f"#{first['id']} measured champion {first['genome_hash'][:12]} (after round {first['round']}); "
+            f"the champion is now {run['incumbent_hash'][:12]}. Read test run #{first['id']}'s report, or "
+            "test on another suite")
     if not run.get("seal_test"):
         update_run(db, run["id"], seal_test=1)
 
@@ -124,37 +129,37 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
              progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True,
              budget=None, kind: str = "test") -> dict:
     """`control`: also measure the suite with no skill installed (the genome NO_SKILL, cached like any
-    evaluation) and report seed vs none and champion vs none beside champion vs seed. `budget` (--budget-usd on
-    the run's spend, the daily budget) is asked before each cell. Every finished test is a numbered look at the
-    suite for the skill (mutator/store/looks.py; `kind`: test | compare); a sealed run refuses a later champion."""
+    evaluation) and report seed vs none and champion vs none beside champion vs seed. `budget` (--budget-usd
+    on the run's spend, the daily budget) is asked before each cell. Every finished test is a numbered look at
+    the suite for the skill (mutator/store/looks.py; `kind`: test | compare); a sealed run refuses a later
+    champion."""
     db = connect(settings.db_path)
-    found = list(db["runs"].rows_where("id = ?", [run_id]))
-    if not found:
+    run = run_row(db, run_id)
+    if run is None:
         raise unknown_run(settings, run_id)
-    run = found[0]
     if run["status"] == "running" and _alive(run["pid"]):
-        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has stopped")
+        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has "
+                           "stopped")
     if suite.name in (run["suite"], run["val"]):
-        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} suite; "
-                           f"a test suite must be held out from both")
+        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} "
+                           f"suite; a test suite must be held out from both")
     contract = Contract(**loads(run["config"])["contract"])
     if build_id is not None and build_id != contract.agent:
         flags = launch_flags(loads(run.get("agents"), {}) or {})
-        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would run "
-                           f"{build_id!r}; pass the same agent flags as the run ("
+        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would "
+                           f"run {build_id!r}; pass the same agent flags as the run ("
                            + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
                            + ", or none at all to reuse them) so the test measures the same agent"
                            + ("; the agent's code or command changed since" if flags else ""))
     refuse_sealed(db, settings, run, suite)
     session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
-                           progress=progress, network=network, contract=contract, db=db, budget=budget, pays=True,
-                           weights=Weights.of_run(run), skill_name=run["skill_name"])
+                           progress=progress, network=network, contract=contract, db=db, budget=budget,
+                           pays=True, weights=Weights.of_run(run), skill_name=run["skill_name"])
     session.run_id = run_id   # the tested run pays for its test cells and its budget is asked before each
     genomes, weights, evaluator = session.genomes, session.weights, session.evaluator
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
-    test_id = db["test_runs"].insert({
-        "run_id": run_id, "suite": suite.name, "genome_hash": champion, "round": run["rounds_done"],
-        "status": "running", "created_at": now(), "kind": kind, "suite_hash": suite.content_hash}).last_pk
+    test_id = holdout.start_test_run(db, run_id=run_id, suite=suite.name, genome_hash=champion,
+                                     round_no=run["rounds_done"], kind=kind, suite_hash=suite.content_hash)
     seed = evaluator.evaluate(genomes.path(seed_hash), seed_hash, run["skill_name"], suite,
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
@@ -163,17 +168,18 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     _settle(db, settings, run_id, test_id, measured, agent_argv)
     none = None
     if control:   # only once seed and champion are sound: a sick test suite spends nothing more
-        none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite, label=f"test · no skill on {suite.name}",
-                                  contract=contract)
+        none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite,
+                                  label=f"test · no skill on {suite.name}", contract=contract)
         _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv)
         measured.append((none, suite, "no skill on the test suite"))
     beside = beside_it(settings, run["skill_name"], contract)
     alone = None
     if control and beside:   # measured among other skills (--with-skills): the champion alone too, to compare
         alone = _alone(session, settings, agent_argv, launcher, network).evaluate(
-            genomes.path(champion), champion, run["skill_name"], suite, label=f"test · champion alone on {suite.name}",
-            contract=replace(contract, with_skills=""))
-        _settle(db, settings, run_id, test_id, [(alone, suite, "the champion alone on the test suite")], agent_argv)
+            genomes.path(champion), champion, run["skill_name"], suite,
+            label=f"test · champion alone on {suite.name}", contract=replace(contract, with_skills=""))
+        _settle(db, settings, run_id, test_id, [(alone, suite, "the champion alone on the test suite")],
+                agent_argv)
         measured.append((alone, suite, "the champion alone on the test suite"))
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
@@ -181,15 +187,18 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     report = test_report.build(db, run, suite=suite.name, champion_eval=best.evaluation_id,
                                seed_eval=seed.evaluation_id, test_norm=norm,
                                control_eval=none.evaluation_id if none else None,
-                               beside={**beside, "alone_evaluation_id": alone.evaluation_id if alone else None}
+                               beside={**beside,
+                                       "alone_evaluation_id": alone.evaluation_id if alone else None}
                                if beside else None)
-    look = looks.look_of(db, skill_name=run["skill_name"], suite=suite.name, genome_hash=champion, before=test_id)
+    look = looks.look_of(db, skill_name=run["skill_name"], suite=suite.name, genome_hash=champion,
+                         before=test_id)
     report["look"] = {"k": look.k, "looks": look.looks, "repeat_of": look.repeat_of, "kind": kind,
                       "sealed": bool(run.get("seal_test") or settings.seal_test)}
-    db["test_runs"].update(test_id, {"look": look.k, "repeat_of": look.repeat_of,"control_evaluation_id": none.evaluation_id if none else None,
-        "evaluation_id": best.evaluation_id, "status": "done", "eval": figures.eval, "cost": figures.cost,
-        "steps": figures.steps, "composite": figures.composite, "train_composite": train,
-        "report": dumps(report), "finished_at": now()})
+    holdout.test_run_done(db, test_id, {
+        "look": look.k, "repeat_of": look.repeat_of,
+        "control_evaluation_id": none.evaluation_id if none else None, "evaluation_id": best.evaluation_id,
+        "eval": figures.eval, "cost": figures.cost, "steps": figures.steps, "composite": figures.composite,
+        "train_composite": train, "report": dumps(report)})
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
@@ -197,8 +206,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
 
 
 def beside_it(settings: Settings, skill_name: str, contract: Contract) -> dict | None:
-    """The other skills the run's cells held (--with-skills, checked against the run's digest by Session.open):
-    {dir, skills, digest}; None for a run evaluated alone."""
+    """The other skills the run's cells held (--with-skills, checked against the run's digest by
+    Session.open): {dir, skills, digest}; None for a run evaluated alone."""
     if not contract.with_skills:
         return None
     return {"dir": str(settings.with_skills), "skills": [p.name for p in other_skills(settings, skill_name)],
@@ -207,7 +216,8 @@ def beside_it(settings: Settings, skill_name: str, contract: Contract) -> dict |
 
 def _alone(session: Session, settings: Settings, agent_argv: list[str], launcher: Launcher,
            network: bool) -> Evaluator:
-    """An evaluator like the session's (its budget asked, its run charged) whose cells hold the skill alone."""
+    """An evaluator like the session's (its budget asked, its run charged) whose cells hold the skill
+    alone."""
     mine = session.evaluator
     contract = replace(session.contract, with_skills="")
     return Evaluator.for_settings(settings, session.db, contract, agent_argv=agent_argv, launcher=launcher,
@@ -221,22 +231,20 @@ def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, a
     charged to the run cell by cell (Evaluator.payer)."""
     try:
         for outcome, _, _ in measured:
-            refused(outcome, float(db["runs"].get(run_id)["cost_usd"] or 0.0))
+            refused(outcome, run_cost(db, run_id))
     except BudgetStop:
-        db["test_runs"].update(test_id, {"status": "stopped", "finished_at": now()})
+        holdout.test_run_ended(db, test_id, "stopped")
         raise
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:
-        db["test_runs"].update(test_id, {"status": "failed", "finished_at": now()})
+        holdout.test_run_ended(db, test_id, "failed")
         raise
 
 
 def _train_composite(db, evaluator: Evaluator, weights: Weights, run: dict, genome_hash: str) -> float | None:
-    found = [r for r in db.query(
-        "select train_evaluation_id from attempts where run_id = ? and genome_hash = ? and train_evaluation_id "
-        "is not null order by id desc limit 1", [run["id"], genome_hash])]
-    if not found:
+    found = latest_evaluation_id(db, run["id"], genome_hash, "train_evaluation_id")
+    if found is None:
         return None
-    cells = evaluator.cells(found[0]["train_evaluation_id"])
+    cells = evaluator.cells(found)
     return summarise(cells, weights, stored_normalisers(run, "train")).composite
