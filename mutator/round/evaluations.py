@@ -24,32 +24,14 @@ from eval.jobs import FINAL, CellResult, CellSettings
 from eval.kept import regradable
 from eval.scheduler import until
 from eval.suite import Suite
-from mutator.round.failures import ExecutorGone
+from mutator.round.outcome import Outcome
 from mutator.round.progress import Progress
+from mutator.round.stops import ExecutorGone
 from mutator.round.summary import cell_figures, stored_cells
 from mutator.scoring.models import first_model, is_group, members
 from mutator.scoring.score import CellFigures
 from mutator.store import cache, charges, triggers
 from sandbox import Launcher
-
-
-@dataclass(frozen=True)
-class Outcome:
-    evaluation_id: int
-    cells: tuple[CellFigures, ...]
-    ran: int            # cells whose agent ran now (0 = served from the cache)
-    ran_cost: float     # USD spent now: the agents that ran, and any grader's own calls (a judge)
-    complete: bool = True                       # every cell stored and final (ok, agent_error, timeout)
-    failures: dict = field(default_factory=dict)  # {status: count} of the cells that are not ok
-    n_cells: int = 0
-    budget_stop: str = ""                       # why cells were left unstarted (the run's budget), "" if none
-    first_error: str = ""                       # one failing cell's error, for a message
-    regraded: int = 0                           # cells graded now from an agent run already paid for
-
-    @property
-    def n_failed(self) -> int:
-        return sum(self.failures.values())
-
 
 FAILED_AGENT = ("agent_error", "timeout")
 Cells = frozenset  # of (task_id, replicate): the cells of one pass over part of an evaluation
@@ -141,7 +123,7 @@ class Evaluator:
                 only: Cells | None = None, members: int = 1) -> Outcome:
         """The evaluation as stored: its cells, and from the same rows its failure counts and one error. With
         `only`, just those cells, complete when every one of them is stored and final."""
-        row = self.db["evaluations"].get(evaluation_id)
+        row = cache.evaluation_row(self.db, evaluation_id)
         cells = cache.cell_rows(self.db, evaluation_id)
         if only is not None:
             cells = [c for c in cells if (c["task_id"], c["replicate"]) in only]
@@ -167,7 +149,7 @@ class Evaluator:
         self._settle(evaluation_id, suite, contract, key, cells_root, price)   # cells a crash cut short
         done = cache.finished(self.db, evaluation_id, retry_failed=retry_failed)
         regrade = set() if retry_failed else cache.to_regrade(self.db, evaluation_id)
-        agent = self.db["evaluations"].get(evaluation_id).get("agent_key")
+        agent = cache.evaluation_row(self.db, evaluation_id).get("agent_key")
         sources = cache.reusable(self.db, evaluation_id, agent) if agent else {}
         if only is not None:   # the cells outside this pass count as skipped, not as missing
             outside = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)} - set(only)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from mutator.round.failures import account
 from mutator.scoring import holm
 from mutator.scoring.score import CellFigures, Gate, Normalisers, per_task
-from mutator.store.db import dumps, now, rows
+from mutator.store.db import dumps, now
+from mutator.store.nulls import insert_null, null_rows
 
 if TYPE_CHECKING:
     from eval.suite import Suite
@@ -49,8 +49,7 @@ def call(gate: Gate, min_improvement: float) -> str:
 def null_controls(session: Session, val: Suite, round_no: int, incumbent: str, val_norm: Normalisers, *,
                   tie_rule: str) -> list[dict]:
     """This round's null controls (run, or read when a resumed round stored them), each said in one line."""
-    done = {r["copy"]: r for r in rows(session.db, "select * from null_controls where run_id = ? and round = ?",
-                                       [session.run_id, round_no])}
+    done = {r["copy"]: r for r in null_rows(session.db, session.run_id, round_no)}
     for copy in range(1, session.settings.null_controls + 1):
         if copy not in done:
             done[copy] = _measure(session, val, round_no, copy, incumbent, val_norm, tie_rule=tie_rule)
@@ -64,12 +63,9 @@ def null_controls(session: Session, val: Suite, round_no: int, incumbent: str, v
 def _measure(session: Session, val: Suite, round_no: int, copy: int, incumbent: str, val_norm: Normalisers, *,
              tie_rule: str) -> dict:
     fresh = dataclasses.replace(session.contract, salt=salt(session.run_id, round_no, copy))
-    path = session.genomes.path(incumbent)
-    null = account(session, session.evaluator.evaluate(
-        path, incumbent, session.skill_name, val, label=f"round {round_no} · null control {copy} on val",
-        contract=fresh), val, f"round {round_no} · null control {copy}")
-    base = account(session, session.evaluator.evaluate(path, incumbent, session.skill_name, val,
-                                                       label="val (cached)"), val, f"round {round_no} · incumbent")
+    null = session.account(session.measure(incumbent, val, f"round {round_no} · null control {copy} on val",
+                                           contract=fresh), val, f"round {round_no} · null control {copy}")
+    base = session.account(session.measure(incumbent, val, "val (cached)"), val, f"round {round_no} · incumbent")
     gate = gate_against(session, null.cells, base.cells, val_norm, exclude=-1, suite_hash=val.content_hash,
                         tie_rule=tie_rule)
     row = {"run_id": session.run_id, "round": round_no, "copy": copy, "genome_hash": incumbent, "salt": fresh.salt,
@@ -77,5 +73,5 @@ def _measure(session: Session, val: Suite, round_no: int, copy: int, incumbent: 
            "delta": gate.delta, "threshold": gate.threshold, "keep": int(gate.keep),
            "call": call(gate, session.settings.min_improvement), "gate": dumps(gate.to_json()),
            "created_at": now()}
-    session.db["null_controls"].insert(row)
+    insert_null(session.db, row)
     return row

@@ -19,8 +19,11 @@ from eval.cost import Price, Usage, price_for, usd
 from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import ConfigError
-from mutator.round.evaluations import Evaluator, Outcome
-from mutator.store.db import dumps, rows
+from mutator.round.evaluations import Evaluator
+from mutator.round.outcome import Outcome
+from mutator.store import cache
+from mutator.store.cache import USAGE_COLUMNS
+from mutator.store.db import dumps
 from mutator.store.runs import update_run
 
 BARE = "bare"   # the genome hash used for skill-less evaluations
@@ -89,8 +92,7 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
         cost += outcome.ran_cost
         cells_run += outcome.ran
         evaluations.append(outcome.evaluation_id)
-        for cell in rows(db, "select task_id, score, cell_dir, status, error from cells where evaluation_id = ?",
-                         [outcome.evaluation_id]):
+        for cell in cache.solve_cells(db, outcome.evaluation_id):
             if cell["score"] > best.get(cell["task_id"], {"score": -1.0})["score"]:
                 best[cell["task_id"]] = {"score": cell["score"], "pass": number, "cell_dir": cell["cell_dir"],
                                          "status": cell["status"], "error": cell["error"] or ""}
@@ -113,16 +115,11 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
     return record
 
 
-USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "retries")
-
-
 def solve_usage(db, evaluations: list[int]) -> dict[str, int]:
     """Tokens and API retries of every solve cell (the cells keep them one by one; this is the total)."""
     if not evaluations:
         return dict.fromkeys(USAGE_COLUMNS, 0)
-    marks = ",".join("?" * len(evaluations))
-    totals = db.execute(f"select {', '.join(f'sum({c})' for c in USAGE_COLUMNS)} from cells "
-                        f"where evaluation_id in ({marks})", evaluations).fetchone()
+    totals = cache.usage_totals(db, evaluations)
     return {column: int(value or 0) for column, value in zip(USAGE_COLUMNS, totals, strict=True)}
 
 

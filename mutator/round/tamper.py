@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mutator.store.evidence import stored
+from mutator.store.runs import evolve_runs
 
 MAY_WRITE = {"skill", "result.json", "stream.jsonl", "agent.stdout", "agent.stderr"}
 SKIP = {"__pycache__"}
@@ -97,8 +98,7 @@ def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path,
     seed folder changed since (an edit, or a mutator that wrote outside its workspace). A warning naming the
     changed files, else None; the new run goes ahead (editing a seed is a new experiment)."""
     same = json.dumps({k: v for k, v in identity.items() if k != "seed"}, sort_keys=True, default=str)
-    for run_id, seed_hash, config in conn.execute(
-            "select id, seed_hash, config from runs where kind = 'evolve' order by created_at desc"):
+    for run_id, seed_hash, config, _suites in evolve_runs(conn):
         earlier = json.loads(config or "{}")
         earlier.pop("seed", None)
         if seed_hash != identity.get("seed") and json.dumps(earlier, sort_keys=True, default=str) == same:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eval.suite import Suite
-from mutator.round.evaluations import Outcome
+from mutator.round.outcome import Outcome
 from mutator.scoring import holm
 from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave

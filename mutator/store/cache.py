@@ -226,3 +226,58 @@ def reopen_failed(db: sqlite_utils.Database, evaluation_ids: list[int]) -> int:
             db["evaluations"].update(evaluation_id, {"status": "retry"})
             n += failed
     return n
+
+
+def evaluation_row(db: sqlite_utils.Database, evaluation_id: int) -> dict:
+    """The evaluation's row (NotFoundError when there is none)."""
+    return db["evaluations"].get(evaluation_id)
+
+
+def evaluation_id(db: sqlite_utils.Database, key: str) -> int | None:
+    """The id of the evaluation stored under `key`, None before it is made."""
+    found = list(db.query("select id from evaluations where key = ?", [key]))
+    return found[0]["id"] if found else None
+
+
+def evaluation_ids(db: sqlite_utils.Database, keys: list[str]) -> list[int]:
+    """The ids of the evaluations stored under any of `keys`."""
+    if not keys:
+        return []
+    marks = ", ".join("?" * len(keys))
+    return [r["id"] for r in db.query(f"select id from evaluations where key in ({marks})", keys)]
+
+
+def final_cell_cost(db: sqlite_utils.Database, contracts: list[str]) -> tuple[int, float | None]:
+    """(how many, their mean USD) of the final cells run under any of these contracts (JSON)."""
+    found = list(db.query("select count(*) as n, avg(c.cost_usd) as mean from cells c join evaluations e on "
+                          "e.id = c.evaluation_id where (e.contract = ? or e.contract = ?) and "
+                          "c.status in ('ok', 'agent_error', 'timeout')", contracts))
+    return (found[0]["n"], found[0]["mean"]) if found else (0, None)
+
+
+def stored_cells(db: sqlite_utils.Database, key: str, agent_key: str | None = None) -> set[tuple[str, int]]:
+    """The (task, replicate) cells stored for evaluation `key`, with those whose agent run another evaluation
+    under `agent_key` holds (they are re-graded, not run)."""
+    sql = ("select distinct c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id "
+           "where e.key = ?")
+    params = [key]
+    if agent_key and "agent_key" in db["evaluations"].columns_dict:
+        sql += (" or (e.agent_key = ? and c.status in ('ok', 'grader_error', 'agent_error', 'timeout'))")
+        params.append(agent_key)
+    return {(r["task_id"], r["replicate"]) for r in db.query(sql, params)}
+
+
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "retries")
+
+
+def usage_totals(db: sqlite_utils.Database, evaluations: list[int]) -> tuple:
+    """The sums of USAGE_COLUMNS over these evaluations' cells (one tuple, in that order)."""
+    marks = ",".join("?" * len(evaluations))
+    return db.execute(f"select {', '.join(f'sum({c})' for c in USAGE_COLUMNS)} from cells "
+                      f"where evaluation_id in ({marks})", evaluations).fetchone()
+
+
+def solve_cells(db: sqlite_utils.Database, evaluation_id: int) -> list[dict]:
+    """A solve pass's cells: task, score, folder, status and error."""
+    return list(db.query("select task_id, score, cell_dir, status, error from cells where evaluation_id = ?",
+                         [evaluation_id]))

@@ -94,7 +94,7 @@ class AARun:
         seed_hash = self.session.genomes.put(s.skill_dir, parent_hash=None, skill_name=self.session.skill_name,
                                      message=f"seed {self.session.skill_name}")
         identity = self.identity(seed_hash)
-        self.session.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+        self.session = self.session.for_run("aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12])
         self.held = [RunLock.acquire(s.data_dir, self.session.run_id, what="this A/A run").release]  # one writer (LockHeld)
         found = list(self.session.db["runs"].rows_where("id = ?", [self.session.run_id]))
         if found:
@@ -113,7 +113,7 @@ class AARun:
     def _evaluate(self, seed_hash: str, contract: Contract, label: str, only: frozenset | None = None) -> Outcome:
         outcome = self.session.evaluator.evaluate(self.session.genomes.path(seed_hash), seed_hash, self.session.skill_name, self.val,
                                           label=label, contract=contract, only=only)
-        self.session.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+        self.session.tally.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
         refused(outcome, float(self.session.db["runs"].get(self.session.run_id)["cost_usd"] or 0.0))
         return outcome
 
