@@ -71,18 +71,21 @@ class Budget:
         # several eval models: each model's cells at its own mean cost
         pending, next_usd = 0, 0.0
         for member in members(contract):
-            todo = pending_cells(db, evaluation_key(genome_hash, suite, member), len(suite.tasks) * member.replicates,
-                                 only, agent_key(genome_hash, suite, member))
+            todo = pending_cells(db, evaluation_key(genome_hash, suite, member),
+                                 len(suite.tasks) * member.replicates, only,
+                                 agent_key(genome_hash, suite, member))
             pending, next_usd = pending + todo, next_usd + todo * mean_cell_cost(db, member)
         if pending:
             self.check(spent=run_spent(db, run_id), next_usd=next_usd, what=f"{label} ({pending} cells)")
 
     def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
         """`first_usd` stands in for the mean before this run has made a real mutator call."""
-        self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
+        self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id) or first_usd,
+                   what=label)
 
     def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
-        """USD left under the cap; `unrecorded` = spend of cells stored but not yet added to the run's cost."""
+        """USD left under the cap; `unrecorded` = spend of cells stored but not yet added to the run's
+        cost."""
         return self.limit_usd - run_spent(db, run_id) - unrecorded
 
 

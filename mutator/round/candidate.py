@@ -47,8 +47,9 @@ class Candidates:
         s = self.session
         row = s.attempt_row(round_no, sibling)
         if row is None:
-            insert_attempt(s.db, run_id=s.run_id, round=round_no, sibling=sibling, parent_hash=spec.parent_hash,
-                           ref_hashes=dumps(list(spec.ref_hashes)), status=AttemptStatus.PENDING, started_at=now())
+            insert_attempt(s.db, run_id=s.run_id, round=round_no, sibling=sibling,
+                           parent_hash=spec.parent_hash, ref_hashes=dumps(list(spec.ref_hashes)),
+                           status=AttemptStatus.PENDING, started_at=now())
             row = s.attempt_row(round_no, sibling)
         not_evaluated = Scored(sibling, spec, row.genome_hash, evaluated=False)
         if row.status in (AttemptStatus.CRITIC_REJECTED, AttemptStatus.FAILED, AttemptStatus.SCREENED):
@@ -114,8 +115,8 @@ class Candidates:
                 s.progress.say(f"  critic warns ({check.gate}): {check.reason}")
         return True
 
-    def unhealthy(self, row: AttemptRow, sibling: int, spec: CandidateSpec, genome_hash: str, outcome: Outcome,
-                  looks: list[dict]) -> Scored:
+    def unhealthy(self, row: AttemptRow, sibling: int, spec: CandidateSpec, genome_hash: str,
+                  outcome: Outcome, looks: list[dict]) -> Scored:
         s = self.session
         health = assess(outcome, s.settings.max_failed_share)
         why = s.describe(outcome, health, self.suites.val, "this candidate on val")
@@ -151,10 +152,12 @@ class Candidates:
         refs = {h[:12]: s.genomes.path(h) for h in spec.ref_hashes}
         workspace = s.settings.data_dir / "workspaces" / s.run_id / f"round-{round_no}-{sibling}"
         if s.budget:
-            first = (cell_estimate(s.db, s.contract) or 0.0) * price_ratio(self.mutator_price, s.evaluator.price)
+            first = (cell_estimate(s.db, s.contract) or 0.0) * price_ratio(self.mutator_price,
+                                                                           s.evaluator.price)
             s.budget.before_mutation(s.db, s.run_id, f"the round {round_no} mutation", first)
         watch = {"seed skill": s.settings.skill_dir, "train suite": self.suites.train.path,
-                 "val suite": self.suites.val.path,  # a write to the seed or a suite is FAILED (round/tamper.py)
+                 # a write to the seed or a suite is FAILED (round/tamper.py)
+                 "val suite": self.suites.val.path,
                  **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})}
 
         def call(meter):
@@ -166,8 +169,10 @@ class Candidates:
                 watch=watch, meter=meter)
         meter = charges.call_meter(s.settings.data_dir, s.run_id, workspace.name)
         result, carried = charges.paid_call(s.db, meter, self.mutator_price, call, payer=s.run_id,
-                                            kind="mutator", attempt_id=row.id)   # with a try a crash cut short
-        paid = {**result.columns(), "mutator_cost_usd": carried + (row.mutator_cost_usd or 0) + result.cost_usd}
+                                            # with a try a crash cut short
+                                            kind="mutator", attempt_id=row.id)
+        paid = {**result.columns(),
+                "mutator_cost_usd": carried + (row.mutator_cost_usd or 0) + result.cost_usd}
         if not result.ok:
             update_attempt(s.db, row.id, words.for_fields({
                 "status": AttemptStatus.FAILED, "verdict": Verdict.FAILED, "error": result.error, **paid,

@@ -1,4 +1,5 @@
-"""The winner's-curse guard (--confirm): a keep stands only if it still passes the gate on fresh val replicates.
+"""The winner's-curse guard (--confirm): a keep stands only if it still passes the gate on fresh val
+replicates.
 
 Both fresh evaluations (the new incumbent and the old one, under a new replicate salt) are stored on the
 attempt with the confirmed gate figures, so a resumed round reads the decision instead of re-running it.

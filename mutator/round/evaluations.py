@@ -56,7 +56,8 @@ class Evaluator:
     executor: Executor | None = None   # where cells run (eval/executors): None = local; never part of the key
     pricing: dict[str, Price] | None = None   # prices each member model of a several-model evaluation
     # a time.monotonic() instant (--max-seconds): past it the event loop cancels the running cells, as Ctrl-C
-    # would, and DeadlineReached is raised; a timeout of the loop itself, never a signal (SIGINT may be ignored)
+    # would, and DeadlineReached is raised; a timeout of the loop itself, never a signal (SIGINT may be
+    # ignored)
     deadline: float | None = None
     # the run charged for each cell as it is stored (a callable: the run opens later); None charges nobody
     payer: Callable[[], str] | None = None
@@ -64,10 +65,11 @@ class Evaluator:
     _passed: set[tuple[int, Cells | None]] = field(default_factory=set)
 
     @classmethod
-    def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *, agent_argv: Sequence[str],
-                     launcher: Launcher, progress: Progress, network: bool = False, concurrency: int | None = None,
-                     spend_gate: SpendGate | None = None, deadline: float | None = None,
-                     payer: Callable[[], str] | None = None, with_skills: tuple[Path, ...] = ()) -> Evaluator:
+    def for_settings(cls, settings, db: sqlite_utils.Database, contract: Contract, *,
+                     agent_argv: Sequence[str], launcher: Launcher, progress: Progress, network: bool = False,
+                     concurrency: int | None = None, spend_gate: SpendGate | None = None,
+                     deadline: float | None = None, payer: Callable[[], str] | None = None,
+                     with_skills: tuple[Path, ...] = ()) -> Evaluator:
         """The evaluator a command builds from its settings: priced by the contract's model (each member model
         of a several-model evaluation by its own), its cells run as `cell_settings` says."""
         cells = replace(cell_settings(settings, agent_argv=agent_argv, launcher=launcher, network=network),
@@ -75,29 +77,32 @@ class Evaluator:
         return cls(db=db, data_dir=settings.data_dir, contract=contract, settings=cells,
                    price=price_for(settings.pricing, first_model(contract.model)),
                    concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
-                   executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline, payer=payer)
+                   executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline,
+                   payer=payer)
 
-    def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *, label: str,
-                 contract: Contract | None = None, price: Price | None = None, only: Cells | None = None,
-                 run: bool = True) -> Outcome:
-        """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build model's.
+    def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
+                 label: str, contract: Contract | None = None, price: Price | None = None,
+                 only: Cells | None = None, run: bool = True) -> Outcome:
+        """genome_dir None evaluates bare (no skill), e.g. the solve phase; price defaults to the build
+        model's.
 
-        `only` runs and returns just those (task, replicate) cells of the evaluation (a wave of sequential val,
-        a screen): they are the evaluation's own cells under its own key, so a later pass over more cells
+        `only` runs and returns just those (task, replicate) cells of the evaluation (a wave of sequential
+        val, a screen): they are the evaluation's own cells under its own key, so a later pass over more cells
         reuses them. `run=False` returns what is stored and runs nothing."""
         contract = contract or self.contract
         if is_group(contract):
-            return self._evaluate_group(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract,
-                                        price=price, only=only, run=run)
+            return self._evaluate_group(genome_dir, genome_hash, skill_name, suite, label=label,
+                                        contract=contract, price=price, only=only, run=run)
         key = evaluation_key(genome_hash, suite, contract)
-        row = cache.open_evaluation(self.db, key, genome_hash, suite, contract, agent_key(genome_hash, suite, contract))
+        row = cache.open_evaluation(self.db, key, genome_hash, suite, contract,
+                                    agent_key(genome_hash, suite, contract))
         evaluation_id = row["id"]
         ran, ran_cost, budget_stop = (0, 0), 0.0, ""
         if run and row["status"] != "done" and (evaluation_id, only) not in self._passed:
             self._passed.add((evaluation_id, only))
-            ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract, key,
-                                                   label, price or self.price, retry_failed=row["status"] == "retry",
-                                                   only=only)
+            ran, ran_cost, budget_stop = self._run(evaluation_id, genome_dir, skill_name, suite, contract,
+                                                   key, label, price or self.price,
+                                                   retry_failed=row["status"] == "retry", only=only)
         return replace(self.outcome(evaluation_id, ran[0], ran_cost, budget_stop, only=only), regraded=ran[1])
 
     def _evaluate_group(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
@@ -111,10 +116,11 @@ class Evaluator:
             parts[member.model] = self.evaluate(genome_dir, genome_hash, skill_name, suite,
                                                 label=f"{label} · {member.model}", contract=member, price=own,
                                                 only=only, run=run)
-        group = cache.open_group(self.db, evaluation_key(genome_hash, suite, contract), genome_hash, suite, contract,
-                                 {m: o.evaluation_id for m, o in parts.items()})
+        group = cache.open_group(self.db, evaluation_key(genome_hash, suite, contract), genome_hash, suite,
+                                 contract, {m: o.evaluation_id for m, o in parts.items()})
         cache.close_group(self.db, group)
-        outcome = self.outcome(group, sum(o.ran for o in parts.values()), sum(o.ran_cost for o in parts.values()),
+        outcome = self.outcome(group, sum(o.ran for o in parts.values()),
+                               sum(o.ran_cost for o in parts.values()),
                                "; ".join(o.budget_stop for o in parts.values() if o.budget_stop), only=only,
                                members=len(parts))
         return replace(outcome, regraded=sum(o.regraded for o in parts.values()))
@@ -137,9 +143,9 @@ class Evaluator:
         for c in failed:
             failures[c["status"]] = failures.get(c["status"], 0) + 1
         first = min((c for c in failed if c["error"]), key=lambda c: c["id"], default=None)
-        return Outcome(evaluation_id, tuple(cell_figures(cells, triggers.no_trigger_ids(row))), ran, ran_cost, complete=complete,
-                       failures=dict(sorted(failures.items())), n_cells=n_cells, budget_stop=budget_stop,
-                       first_error=first["error"] if first else "")
+        return Outcome(evaluation_id, tuple(cell_figures(cells, triggers.no_trigger_ids(row))), ran, ran_cost,
+                       complete=complete, failures=dict(sorted(failures.items())), n_cells=n_cells,
+                       budget_stop=budget_stop, first_error=first["error"] if first else "")
 
     def _run(self, evaluation_id: int, genome_dir: Path | None, skill_name: str, suite: Suite,
              contract: Contract, key: str, label: str, price: Price, *,
@@ -185,7 +191,8 @@ class Evaluator:
         results: list[CellResult] = []
         free = set(reuse) | {cell for cell in regrade if regradable(request.cells_root / CellSpec(*cell, 0).name)}
         try:
-            if free and suite.runner != "judge":   # grading by script or expectations spends nothing: no budget's say
+            # grading by script or expectations spends nothing: no budget's say
+            if free and suite.runner != "judge":
                 every = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)}
                 results += asyncio.run(until(self.deadline, evaluate_async(
                     request, skip=done | (every - free), regrade=regrade, reuse=reuse, on_cell=on_cell,
@@ -200,7 +207,8 @@ class Evaluator:
             results += asyncio.run(until(self.deadline, evaluate_async(
                 request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
                 may_start=gate.may_start if self.spend_gate else None, executor=self.executor)))
-        except ExecutorLost as err:   # its cells in flight are stored (infra_error): a stop like any incomplete one
+        # its cells in flight are stored (infra_error): a stop like any incomplete one
+        except ExecutorLost as err:
             raise ExecutorGone(str(err)) from None
         finally:   # Ctrl-C or the deadline: the cells cut short are recorded with what they were served
             self._settle(evaluation_id, suite, contract, key, cells_root, price)
@@ -219,8 +227,8 @@ class Evaluator:
         return (len(results) - regraded, regraded), spent, stop
 
     def _adopt(self, evaluation_id: int, sources: dict[tuple[str, int], dict], *, retry_failed: bool) -> set:
-        """Take over the cells whose agent failed on its own under the same agent key (nothing to grade), unless
-        the user asked failed cells to run again; returns them. The rest of `sources` is re-graded."""
+        """Take over the cells whose agent failed on its own under the same agent key (nothing to grade),
+        unless the user asked failed cells to run again; returns them. The rest of `sources` is re-graded."""
         taken = set() if retry_failed else {cell for cell, row in sources.items() if row["status"] in FAILED_AGENT}
         for cell in sorted(taken):
             cache.adopt(self.db, evaluation_id, sources.pop(cell))
@@ -270,9 +278,11 @@ class _Starter:
 def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher, network: bool = False) -> CellSettings:
     """How a command's cells are run, from its settings: the one place the per-cell caps and retries are read
     (--grader-timeout-ms, --cell-timeout-ms, --max-output-mb, --infra-retries)."""
-    return CellSettings(agent_argv=agent_argv, launcher=launcher, grader_timeout_s=settings.grader_timeout_ms / 1000,
-                        network=network, cell_timeout_ms=settings.cell_timeout_ms,
-                        max_output_bytes=int(settings.max_output_mb * 2**20), infra_retries=settings.infra_retries)
+    return CellSettings(agent_argv=agent_argv, launcher=launcher,
+                        grader_timeout_s=settings.grader_timeout_ms / 1000, network=network,
+                        cell_timeout_ms=settings.cell_timeout_ms,
+                        max_output_bytes=int(settings.max_output_mb * 2**20),
+                        infra_retries=settings.infra_retries)
 
 
 def executor_for(settings, cells: CellSettings | None) -> Executor:

@@ -3,7 +3,8 @@
 The loop is serial and the only writer of the database. Every step's result is written before the
 next starts, so re-running the same command resumes: finished attempts are reused, unfinished
 mutations are redone, and evaluations resume cell by cell from the cache. Its state is the run's Session
-(built once the run is opened) and how the run decides; one attempt's steps live in mutator/round/candidate.py.
+(built once the run is opened) and how the run decides; one attempt's steps live in
+mutator/round/candidate.py.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ class Loop:
         self.suites, self.agents, self.strategy, self.launcher = suites, agents, strategy, launcher
         # the command's session; once the run is open, the run's (open_run): the loop's one state
         self.session = Session.open(settings, build_argv=agents.build_argv, build_id=agents.build_id,
-                                    launcher=launcher, progress=progress, budget=budget, network=agents.network,
-                                    pays=True)
+                                    launcher=launcher, progress=progress, budget=budget,
+                                    network=agents.network, pays=True)
         self.mutator_price = price_for(settings.pricing, first_model(settings.mutator_model))
         self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
             argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
@@ -64,14 +65,15 @@ class Loop:
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms,
             network=agents.network)
         self.retry_failed = retry_failed
-        # gate, val design, screen, train evidence depth: as configured, or as a stored run was made (open_run)
+        # gate, val design, screen, train evidence depth: as configured, or as a stored run was made
+        # (open_run)
         self.decisions = configured(settings, self.session.weights)
 
     # ---- run bookkeeping -------------------------------------------------------------------------
     def identity(self, seed_hash: str, decisions: Decisions | None = None, *, by_content: bool = False) -> dict:
         s = self.session
-        return run_identity(s.settings, self.suites, self.agents, s.contract, seed_hash, by_content=by_content,
-                            cheaper=(decisions or self.decisions).identity())
+        return run_identity(s.settings, self.suites, self.agents, s.contract, seed_hash,
+                            by_content=by_content, cheaper=(decisions or self.decisions).identity())
 
     def open_run(self) -> dict:
         """Find or make the run these settings name; from here on the loop works on the run's session."""
@@ -161,7 +163,8 @@ class Loop:
             reason = disk_full_reason(err, s.data_dir)  # a full disk stops the run; it resumes later
             if reason:
                 release_reserve(s.data_dir)  # room for the status row, so it never stays `running`
-            with suppress(sqlite3.Error):  # a full disk may refuse even this; the message still reaches the user
+            # a full disk may refuse even this; the message still reaches the user
+            with suppress(sqlite3.Error):
                 session.update_run(status=RunStatus.STOPPED if reason else RunStatus.FAILED, pid=None,
                                    error=reason or f"{type(err).__name__}: {err}")
             if reason:
@@ -196,8 +199,8 @@ class Loop:
         attempt = session.attempt_row(0, 0)
         if attempt is None:
             insert_attempt(session.db, run_id=session.run_id, round=0, sibling=0, parent_hash=None,
-                           genome_hash=seed, status=AttemptStatus.SEED, verdict=Verdict.SEED, summary="seed skill",
-                           started_at=now(), reason=words.SEED, incumbent_after=seed)
+                           genome_hash=seed, status=AttemptStatus.SEED, verdict=Verdict.SEED,
+                           summary="seed skill", started_at=now(), reason=words.SEED, incumbent_after=seed)
             attempt = session.attempt_row(0, 0)
         val = session.evaluate_seed(attempt, seed, suites.val, "the seed on val", column="val_evaluation_id")
         train = session.evaluate_seed(attempt, seed, suites.train, "the seed on train",
@@ -242,7 +245,8 @@ class Loop:
                 self._report_attempt(round_no, candidate.sibling)
         null_controls(session, suites.val, round_no, state.incumbent.genome_hash, val_norm,
                       tie_rule=tie_rule)   # the round's noise floor (nullControls), never kept
-        if integration.incumbent != state.incumbent.genome_hash:   # kept at an early look: every later candidate
+        # kept at an early look: every later candidate
+        if integration.incumbent != state.incumbent.genome_hash:
             waves = f"round {round_no} · the new incumbent's remaining val waves"
             whole = summarise(candidates.evaluate(integration.incumbent, suites.val, waves).cells,
                               session.weights, val_norm)

@@ -1,5 +1,5 @@
-"""The round's evaluator: how a round evaluates a genome on a suite, handed to whatever runs evaluations for the
-round (sequential val, the screen, the re-grade) so none of them needs the loop."""
+"""The round's evaluator: how a round evaluates a genome on a suite, handed to whatever runs evaluations for
+the round (sequential val, the screen, the re-grade) so none of them needs the loop."""
 
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ def check_other_skills(settings) -> None:
 
 
 def check_split(suite: Suite, flag: str, *, allow_mismatch: bool) -> None:
-    """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the mutator)."""
+    """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the
+    mutator)."""
     role = ROLES[flag]
     if suite.split != role and not allow_mismatch:
         wanted = "test suite held out from the run" if role == "test" else f"{role} suite"
@@ -70,8 +71,8 @@ def check_finite(**flags: float | None) -> None:
 
 
 def check_executor(executor: str, *, ray_address: str = "", ray_timeout_typed: bool = False) -> None:
-    """--executor ray needs the optional ray package, and the Ray flags need --executor ray (they would be silently
-    ignored): say so before the run is opened, not at its first cell."""
+    """--executor ray needs the optional ray package, and the Ray flags need --executor ray (they would be
+    silently ignored): say so before the run is opened, not at its first cell."""
     import importlib.util
     if executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("--executor ray needs the ray package, which is not installed; pip install -e '.[ray]' "
@@ -102,8 +103,9 @@ def check_skill_dir_given(given: Path | None, skill_dir: Path, suites: list[Suit
 
 
 def check_out_folder(flag: str, out: Path, *, skill_dir: Path | None, data_dir: Path) -> None:
-    """A command that writes suites into `out` must not write into an existing suite (it would change that suite on
-    disk under every run of it), the skill or the data dir; a new folder beside the suites (suites/NAME) is fine."""
+    """A command that writes suites into `out` must not write into an existing suite (it would change that
+    suite on disk under every run of it), the skill or the data dir; a new folder beside the suites
+    (suites/NAME) is fine."""
     out = out.resolve()
     for place in (out, *out.parents):
         if (place / "suite.md").is_file():

@@ -34,8 +34,8 @@ def manifests(suites) -> dict:
 
 
 def changed_since(conn: sqlite3.Connection, run: dict | None, identity: dict, now: dict) -> list[str]:
-    """What changed in the suites since `run` last ran (a resumed run), or since an earlier run of these settings
-    (a new run, `run` None): one line per changed suite, said before anything is spent."""
+    """What changed in the suites since `run` last ran (a resumed run), or since an earlier run of these
+    settings (a new run, `run` None): one line per changed suite, said before anything is spent."""
     return _since_last(run, now) if run else [f"warning: {line}" for line in _since_new(conn, identity, now)]
 
 
@@ -83,7 +83,8 @@ def _since_new(conn: sqlite3.Connection, identity: dict, now: dict) -> list[str]
 def regrade_decided(session: Session, evaluate: Evaluate, suites) -> int:
     """Before the next round: every evaluation of the run's scored genomes that another grader graded is made
     again under the current one (the same cells; the agents' kept work re-graded, through the run's budget, by
-    `evaluate`: the round's evaluator). `suites`: the run's Suites. Returns how many evaluations were re-made."""
+    `evaluate`: the round's evaluator). `suites`: the run's Suites. Returns how many evaluations were
+    re-made."""
     by_name: dict[str, Suite] = {suites.val.name: suites.val, suites.train.name: suites.train}
     seen: set[tuple[str, str]] = set()
     for a in scored(session.db, session.run_id):
@@ -110,10 +111,10 @@ def regrade_decided(session: Session, evaluate: Evaluate, suites) -> int:
 
 def stored_run(session: Session, run_id: str, decisions: Decisions,
                identity: Callable[[Decisions, bool], dict]) -> tuple[list[dict], Decisions]:
-    """The stored run a run whose id today (`run_id`) finds none resumes: by the id its identity gave it when last
-    resumed (`identity_id`), or by an old id (`identity(decisions, by_content)`: one that hashed each suite's
-    whole folder, or made before the run's decision settings existed: mutator/round/eras.py). Returns the run
-    found ([] or one row) and the decisions it resumes with (those it was made with)."""
+    """The stored run a run whose id today (`run_id`) finds none resumes: by the id its identity gave it when
+    last resumed (`identity_id`), or by an old id (`identity(decisions, by_content)`: one that hashed each
+    suite's whole folder, or made before the run's decision settings existed: mutator/round/eras.py). Returns
+    the run found ([] or one row) and the decisions it resumes with (those it was made with)."""
     found = runs_with_identity(session.db, run_id)
     for then, by_content in () if found else itertools.product((decisions, *older(decisions)), (False, True)):
         old = run_id_for(identity(then, by_content))

@@ -1,4 +1,5 @@
-"""--retry-failed: which failed cells run again when a run resumes (the evaluations no verdict rests on yet)."""
+"""--retry-failed: which failed cells run again when a run resumes (the evaluations no verdict rests on
+yet)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def reopen_failed(db: sqlite_utils.Database, run_id: str, run: dict, suites: tup
     keys = [evaluation_key(run["seed_hash"], suite, contract) for suite in suites] if done == 0 else []
     for a in undecided(db, run_id, done):
         keys.append(evaluation_key(a.genome_hash, val, contract))
-        if a.status == AttemptStatus.FAILED and a.failures:   # FAILED for an unhealthy evaluation: decide it again
+        # FAILED for an unhealthy evaluation: decide it again
+        if a.status == AttemptStatus.FAILED and a.failures:
             update_attempt(db, a.id, {"status": AttemptStatus.PENDING, "verdict": None, "reason": None,
                                       "error": None, "failures": None, "finished_at": None})
     ids = cache.evaluation_ids(db, keys)

@@ -1,5 +1,6 @@
-"""What a run is given and works with: its suites in their roles, its agents, the run id made of its identity, and
-the `Session` every command that evaluates a skill builds once (the loop, --aa, --test-run, --check, --compare).
+"""What a run is given and works with: its suites in their roles, its agents, the run id made of its identity,
+and the `Session` every command that evaluates a skill builds once (the loop, --aa, --test-run, --check,
+--compare).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class LoopError(SkillMutatorError, RuntimeError):
 
 
 def other_skills(settings: Settings, skill_name: str) -> tuple[Path, ...]:
-    """--with-skills DIR: the other skills to install in every cell, checked before any spend (eval/other_skills.py)."""
+    """--with-skills DIR: the other skills to install in every cell, checked before any spend
+    (eval/other_skills.py)."""
     if not settings.with_skills:
         return ()
     return find_skills(Path(os.path.abspath(settings.with_skills)), skill_name)
@@ -63,10 +65,12 @@ class Agents:
     mutator_argv: tuple[str, ...]
     mutator_id: str
     network: bool = False    # real backends call the model API: a sandbox must share the network
-    solve_argv: tuple[str, ...] | None = None  # the mutator model solving a task bare; None: its backend cannot
+    # the mutator model solving a task bare; None: its backend cannot
+    solve_argv: tuple[str, ...] | None = None
     solve_id: str = ""
     mutator_how: str = "the fake mutator"      # how the mutator backend was chosen, for messages
-    launch: dict = dataclasses.field(default_factory=dict)  # the agent flags, so --test-run RUN can repeat them
+    # the agent flags, so --test-run RUN can repeat them
+    launch: dict = dataclasses.field(default_factory=dict)
 
 
 def check_roles(suites: Suites) -> None:
@@ -83,9 +87,10 @@ def run_id_for(identity: dict) -> str:
 
 
 def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0) -> dict:
-    """The identity's part for sequential val, the screen, the tie rule and the train evidence's depth (`evidence`
-    replicates when fewer than the run's, else 0): each part is absent at its old setting (one look, no screen,
-    every tie kept, evidence at every replicate), so a run made before it existed keeps its id."""
+    """The identity's part for sequential val, the screen, the tie rule and the train evidence's depth
+    (`evidence` replicates when fewer than the run's, else 0): each part is absent at its old setting (one
+    look, no screen, every tie kept, evidence at every replicate), so a run made before it existed keeps its
+    id."""
     return {**({"sequential": design.to_json()} if design.sequential else {}),
             **({"screen": dataclasses.asdict(screen)} if screen.tasks else {}),
             **({"tie_rule": tie_rule} if tie_rule != "keep" else {}),
@@ -106,8 +111,8 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
             **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
             **({"w_trigger": s.w_trigger} if s.w_trigger else {}),
             **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
-            **({"confirm": True} if s.confirm else {}), **({"null_controls": s.null_controls} if s.null_controls else {}),
-            **cheaper}
+            **({"confirm": True} if s.confirm else {}),
+            **({"null_controls": s.null_controls} if s.null_controls else {}), **cheaper}
 
 
 @dataclass
@@ -115,7 +120,8 @@ class Tally:
     """What this command ran, counted as each evaluation is accounted (Session.account): a counter the session
     holds, read once the command is done (`N cells run by this command`)."""
     cells_run: int = 0       # cells this command ran (cached ones are not counted)
-    cells_regraded: int = 0  # cells graded again on a stored agent run (the agent's work reused, not re-spent)
+    # cells graded again on a stored agent run (the agent's work reused, not re-spent)
+    cells_regraded: int = 0
 
 
 @dataclass
@@ -154,8 +160,9 @@ class Session:
              concurrency: int | None = None, db: sqlite_utils.Database | None = None,
              pays: bool = False) -> Session:
         """The session of `settings`; a command measuring a stored run passes that run's contract, weights and
-        skill name instead of today's settings (and the store it read the run from). With `pays`, every cell is
-        charged to the session's run as it is stored; without (a health check), nothing is charged to a run."""
+        skill name instead of today's settings (and the store it read the run from). With `pays`, every cell
+        is charged to the session's run as it is stored; without (a health check), nothing is charged to a
+        run."""
         db = db or connect(settings.db_path)
         progress = progress or Progress()
         skill_name = skill_name or read_properties(settings.skill_dir).name
@@ -204,18 +211,20 @@ class Session:
         return attempt_at(self.db, self.run_id, round_no, sibling)
 
     def figures(self) -> RunFigures:
-        """The run's attempts' small columns, re-read each time only where they changed (mutator/store/figures.py)."""
+        """The run's attempts' small columns, re-read each time only where they changed
+        (mutator/store/figures.py)."""
         if self.memo.figures is None or self.memo.figures.run_id != self.run_id:
             self.memo.figures = RunFigures(self.db, self.run_id)
         return self.memo.figures
 
     def kept(self, name: str, make: Callable[[], Kept]) -> Any:
-        """What the Kept `make()` makes from the run's attempts, brought up to date each look (one per name)."""
+        """What the Kept `make()` makes from the run's attempts, brought up to date each look (one per
+        name)."""
         return (self.memo.kept.get(name) or self.memo.kept.setdefault(name, make())).of(self.figures())
 
     def val_queries(self) -> int:
-        """The candidate evaluations that queried val so far: each attempt's own and its confirmation's two (never
-        the seed's baseline, round 0)."""
+        """The candidate evaluations that queried val so far: each attempt's own and its confirmation's two
+        (never the seed's baseline, round 0)."""
         return self.kept("val queries", lambda: kept_sum(
             lambda f: (f.val_evaluation_id is not None) + 2 * f.confirmed if f.round > 0 else 0))[0]
 
@@ -248,20 +257,23 @@ class Session:
     # ---- evaluations ---------------------------------------------------------------------------------
     def measure(self, genome_hash: str, suite: Suite, label: str, *, contract: Contract | None = None,
                 only: frozenset | None = None) -> Outcome:
-        """Evaluate a stored genome (under `contract`, e.g. fresh replicates), not yet accounted (`account`)."""
+        """Evaluate a stored genome (under `contract`, e.g. fresh replicates), not yet accounted
+        (`account`)."""
         return self.evaluator.evaluate(self.genomes.path(genome_hash), genome_hash, self.skill_name, suite,
                                        label=label, contract=contract, only=only)
 
     def evaluate(self, genome_hash: str, suite: Suite, label: str, only: frozenset | None = None, *,
                  seed: bool = False) -> Outcome:
-        """Evaluate a stored genome under the budget, count its cells and spend, and stop on what is no result."""
+        """Evaluate a stored genome under the budget, count its cells and spend, and stop on what is no
+        result."""
         if self.budget:
             self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
         return self.account(self.measure(genome_hash, suite, label, only=only), suite, label, seed=seed)
 
     def account(self, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:
         """Record what an evaluation spent; stop on the budget, or on cells that are not results yet."""
-        self.tally.cells_run += outcome.ran   # its spend was charged to the run cell by cell (Evaluator.payer)
+        # its spend was charged to the run cell by cell (Evaluator.payer)
+        self.tally.cells_run += outcome.ran
         self.tally.cells_regraded += outcome.regraded
         if outcome.budget_stop:
             raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. "
@@ -281,15 +293,17 @@ class Session:
 
     def evaluate_seed(self, attempt: AttemptRow, seed: str, suite: Suite, what: str, *, column: str,
                       only: frozenset | None = None) -> Outcome:
-        """The seed on one suite (its evaluation id goes in the seed attempt's `column`; `only` these cells, e.g.
-        the train evidence's replicates); an unhealthy one (exit 7) or an incomplete one (exit 8: infra_error or
-        grader_error cells, redone by re-running) stops the run before anything else is spent."""
+        """The seed on one suite (its evaluation id goes in the seed attempt's `column`; `only` these cells,
+        e.g. the train evidence's replicates); an unhealthy one (exit 7) or an incomplete one (exit 8:
+        infra_error or grader_error cells, redone by re-running) stops the run before anything else is
+        spent."""
         outcome = self.evaluate(seed, suite, f"round 0 · {what[4:]}", only, seed=True)
         health = assess(outcome, self.settings.max_failed_share)
         if not health.healthy:
             update_attempt(self.db, attempt.id, {column: outcome.evaluation_id,
                                                  "failures": dumps(outcome.failures)})
-            if not health.complete:   # an outage or a grader bug: re-running redoes exactly those cells (exit 8)
+            # an outage or a grader bug: re-running redoes exactly those cells (exit 8)
+            if not health.complete:
                 raise IncompleteEvaluation("the seed's evaluation is not complete, so no mutation was tried: "
                                            + self.describe(outcome, health, suite, what))
             raise UnhealthySeed("the seed's evaluation is unhealthy, so no mutation was tried: "

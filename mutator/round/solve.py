@@ -27,7 +27,8 @@ from mutator.store.db import dumps
 from mutator.store.runs import update_run
 
 BARE = "bare"   # the genome hash used for skill-less evaluations
-SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)   # one bare solve cell, before any is measured
+# one bare solve cell, before any is measured
+SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)
 
 
 class SolveAbort(SkillMutatorError, RuntimeError):
@@ -111,7 +112,8 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
                         for task_id, f in sorted(best.items())}}
     (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     if low:
-        record["message"] = abort_message(model, passes, min_score, {task_id: best[task_id] for task_id in low})
+        record["message"] = abort_message(model, passes, min_score,
+                                          {task_id: best[task_id] for task_id in low})
     return record
 
 

@@ -11,7 +11,8 @@ from mutator.round.solve import solve_line
 
 
 def solve_on(settings: Settings, agents: Agents) -> bool:
-    """Whether the solve phase is asked for and can run (mutator.round.solve.solve_wanted refuses the rest)."""
+    """Whether the solve phase is asked for and can run (mutator.round.solve.solve_wanted refuses the
+    rest)."""
     return settings.solve == "on" and agents.solve_argv is not None
 
 

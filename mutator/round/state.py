@@ -1,8 +1,8 @@
 """What a strategy may see at the start of a round (strategies' `State`), read from the store, never run.
 
-The incumbent, every genome scored on val and the last pool snapshot, all as the previous round left them (a round
-stopped after its decision, e.g. before its train evidence, is planned and integrated again from the same state,
-so it selects the same genomes)."""
+The incumbent, every genome scored on val and the last pool snapshot, all as the previous round left them (a
+round stopped after its decision, e.g. before its train evidence, is planned and integrated again from the
+same state, so it selects the same genomes)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,14 @@ def round_state(session: Session, suites: Suites, decisions: Decisions, strategy
 
 def scored_member(session: Session, suites: Suites, decisions: Decisions, genome_hash: str,
                   val_norm: Normalisers) -> Member:
-    """A genome as a strategy sees it: what is stored, never a run (an attempt decided at an early look is scored
-    on the waves it ran)."""
+    """A genome as a strategy sees it: what is stored, never a run (an attempt decided at an early look is
+    scored on the waves it ran)."""
     cells = session.evaluator.evaluate(session.genomes.path(genome_hash), genome_hash, session.skill_name,
                                        suites.val, label="val (cached)", run=False).cells
     tasks = per_task(cells, session.weights, val_norm)
     return Member(genome_hash, summarise(cells, session.weights, val_norm).composite,
-                  {t: f.composite for t, f in tasks.items()}, train_tasks(session, suites, decisions, genome_hash))
+                  {t: f.composite for t, f in tasks.items()},
+                  train_tasks(session, suites, decisions, genome_hash))
 
 
 def train_tasks(session: Session, suites: Suites, decisions: Decisions, genome_hash: str) -> dict[str, float]:

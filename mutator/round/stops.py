@@ -1,5 +1,5 @@
-"""The stops an evaluation may cause: each one ends the run cleanly with its exit code, and the message says why
-and what to do (the same command resumes). A leaf: imports nothing of the round."""
+"""The stops an evaluation may cause: each one ends the run cleanly with its exit code, and the message says
+why and what to do (the same command resumes). A leaf: imports nothing of the round."""
 
 from __future__ import annotations
 
@@ -27,5 +27,6 @@ class IncompleteEvaluation(EvaluationStop):
 
 
 class ExecutorGone(IncompleteEvaluation):
-    """Where cells run went away mid-evaluation (eval's ExecutorLost, a Ray head): its cells in flight are stored
-    as infra_error, and the run stops as on any evaluation left incomplete (exit 8; the same command resumes)."""
+    """Where cells run went away mid-evaluation (eval's ExecutorLost, a Ray head): its cells in flight are
+    stored as infra_error, and the run stops as on any evaluation left incomplete (exit 8; the same command
+    resumes)."""

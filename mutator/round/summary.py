@@ -20,16 +20,17 @@ from strategies.verdicts import Verdict
 
 
 def stored_cells(db: sqlite_utils.Database, evaluation_id: int) -> list[CellFigures]:
-    """An evaluation's cells as the scorer sees them (a several-model one's tagged with each cell's model), each
-    with whether it loaded the skill and whether its task should have (mutator/scoring/trigger.py)."""
+    """An evaluation's cells as the scorer sees them (a several-model one's tagged with each cell's model),
+    each with whether it loaded the skill and whether its task should have (mutator/scoring/trigger.py)."""
     evaluation = cache.evaluation_row(db, evaluation_id)
     return cell_figures(cache.cell_rows(db, evaluation_id), triggers.no_trigger_ids(evaluation))
 
 
 def cell_figures(rows: list[dict], no_trigger: frozenset[str]) -> list[CellFigures]:
     """Stored cell rows as CellFigures: the one place a cell row becomes a scored cell."""
-    return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0, r["steps"] or 0,
-                        r["status"] == "ok", r.get("model") or "", triggers.loaded(r), r["task_id"] not in no_trigger)
+    return [CellFigures(r["task_id"], r["replicate"], r["score"] or 0.0, r["cost_usd"] or 0.0,
+                        r["steps"] or 0, r["status"] == "ok", r.get("model") or "", triggers.loaded(r),
+                        r["task_id"] not in no_trigger)
             for r in rows]
 
 
@@ -53,7 +54,8 @@ class SeedVsChampion:
     seed_train: object
     champion_val: object
     champion_train: object
-    models: dict = field(default_factory=dict)  # several eval models: {model: (seed val, seed train, champion val, train)}
+    # several eval models: {model: (seed val, seed train, champion val, train)}
+    models: dict = field(default_factory=dict)
 
 
 def seed_vs_champion(db: sqlite_utils.Database, run: dict) -> SeedVsChampion:
@@ -69,7 +71,8 @@ def seed_vs_champion(db: sqlite_utils.Database, run: dict) -> SeedVsChampion:
     norms = (val_norm, train_norm, val_norm, train_norm)
     models = {m: tuple(_figures(db, i, weights, n, m) for i, n in zip(ids, norms, strict=True))
               for m, _, _ in val_norm.by_model}
-    return SeedVsChampion(attempts, champion, *(_figures(db, i, weights, n) for i, n in zip(ids, norms, strict=True)),
+    return SeedVsChampion(attempts, champion,
+                          *(_figures(db, i, weights, n) for i, n in zip(ids, norms, strict=True)),
                           models=models)
 
 
@@ -103,8 +106,8 @@ def _line(label: str, val, train) -> str:
 
 def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | None = None,
             data_dir: Path | None = None, spend: dict | None = None) -> str:
-    """`spend`: the run's {total, kinds} from mutator/after/spend.py run_spend (the figure Home and the Cost page
-    show); without it, its total alone (runs.cost_usd, written with every charge)."""
+    """`spend`: the run's {total, kinds} from mutator/after/spend.py run_spend (the figure Home and the Cost
+    page show); without it, its total alone (runs.cost_usd, written with every charge)."""
     run = mark_stale(db.conn, [run_row(db, run_id)])[0]  # a dead writer's run shows as `stale`
     figures = seed_vs_champion(db, run)
     attempts, champion = figures.attempts, figures.champion

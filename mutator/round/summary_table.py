@@ -15,11 +15,13 @@ from mutator.round.summary import attempt_label, attempt_note, model_deltas, see
 from mutator.store.runs import run_row
 from strategies.verdicts import Verdict
 
-VERDICT_STYLE = {Verdict.KEEP: "green", Verdict.REJECT: "red", Verdict.SCREENED: "dark_orange", Verdict.CRITIC: "yellow", Verdict.FAILED: "magenta"}
+VERDICT_STYLE = {Verdict.KEEP: "green", Verdict.REJECT: "red", Verdict.SCREENED: "dark_orange",
+                 Verdict.CRITIC: "yellow", Verdict.FAILED: "magenta"}
 
 
 def _cells(s) -> list[str]:
-    return ["—"] * 4 if s is None else [f"{s.composite:.4f}", f"{s.eval:.3f}", f"{s.cost:.5f}", f"{s.steps:.2f}"]
+    return ["—"] * 4 if s is None else [f"{s.composite:.4f}", f"{s.eval:.3f}", f"{s.cost:.5f}",
+                                        f"{s.steps:.2f}"]
 
 
 def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:

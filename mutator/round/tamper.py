@@ -67,16 +67,18 @@ def _tree(root: Path, label: str, *, allowed: set[str] = frozenset()) -> dict[st
     return state
 
 
-PRIVATE = ("val suite", "test suite")   # their file names are val/test details: a message names only the suite
+# their file names are val/test details: a message names only the suite
+PRIVATE = ("val suite", "test suite")
 
 
 def snapshot(workspace: Path, parent_dir: Path, watch: Mapping[str, Path] | None = None, *,
              around: bool = True) -> dict[str, str]:
-    """Everything the mutator must leave as it was, by path -> content digest (watched folders by label). `around`:
-    the folder around the workspace too (one entry per earlier round's workspace); a sandbox that mounts only the
-    workspace (bwrap) shows the mutator no such folder, so there it is left out."""
+    """Everything the mutator must leave as it was, by path -> content digest (watched folders by label).
+    `around`: the folder around the workspace too (one entry per earlier round's workspace); a sandbox that
+    mounts only the workspace (bwrap) shows the mutator no such folder, so there it is left out."""
     state = _tree(workspace, str(workspace), allowed=MAY_WRITE)
-    for entry in os.scandir(workspace.parent) if around else ():  # `../`: the other workspaces, anything new beside
+    # `../`: the other workspaces, anything new beside
+    for entry in os.scandir(workspace.parent) if around else ():
         if entry.name != workspace.name:
             state[entry.path] = _digest(entry.path, entry)
     state.update(_tree(parent_dir, str(parent_dir)))

@@ -5,9 +5,9 @@ the same tasks and replicate indices; a decisive loss at the screen's z is SCREE
 keeps. Its cells are the candidate's own train cells (the same evaluation key), so a survivor that is later
 evaluated on train reuses them. Val then runs one replicate of every task per wave; after each wave but the
 last, a decisive loss or win at sequential.earlyZ decides (mutator/scoring/sequential.py), else the next wave
-runs. The tie rule (score.tieRule) is applied at the last look only, the one a tie's verdict rests on: the screen
-and the early looks decide nothing on a tie. Every look's gate figures are returned for the attempt row, so each
-verdict re-derives from the store.
+runs. The tie rule (score.tieRule) is applied at the last look only, the one a tie's verdict rests on: the
+screen and the early looks decide nothing on a tie. Every look's gate figures are returned for the attempt
+row, so each verdict re-derives from the store.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ class Gating:
     method: str
     design: Design
     tie_rule: str = "keep"   # score.tieRule, applied where a verdict rests (the last look), never before
-    model_gate: str = "mean"   # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
+    # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
+    model_gate: str = "mean"
 
     @classmethod
     def for_settings(cls, settings, weights: Weights) -> Gating:
@@ -49,15 +50,17 @@ class Gating:
 
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
              prior: Sequence[Comparison], tie_rule: str = "keep") -> Gate:
-        return holm.gate(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),
-                         prior=prior, min_improvement=self.min_improvement, gate_z=z, method=self.method,
+        return holm.gate(per_task(candidate.cells, self.weights, norm),
+                         per_task(incumbent.cells, self.weights, norm), prior=prior,
+                         min_improvement=self.min_improvement, gate_z=z, method=self.method,
                          tie_rule=tie_rule, model_gate=self.model_gate)
 
 
 def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *, against: int) -> dict:
-    """One look's record; `against` is the incumbent's evaluation this look compared with (the gate's comparator)."""
-    return {"look": look, "replicates": replicates, "cells": gate.n * replicates, "z": z, "decision": decision,
-            "gate": gate.to_json(), "incumbent_evaluation_id": against}
+    """One look's record; `against` is the incumbent's evaluation this look compared with (the gate's
+    comparator)."""
+    return {"look": look, "replicates": replicates, "cells": gate.n * replicates, "z": z,
+            "decision": decision, "gate": gate.to_json(), "incumbent_evaluation_id": against}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The `attempts` table's writes, owned here: an attempt row is made with `insert_attempt` and changed with
-`update_attempt`; its verdict and status are the round's vocabulary (strategies/verdicts.py), any other string is
-refused, and a misspelt column is refused rather than added."""
+`update_attempt`; its verdict and status are the round's vocabulary (strategies/verdicts.py), any other string
+is refused, and a misspelt column is refused rather than added."""
 
 from __future__ import annotations
 
@@ -29,20 +29,23 @@ def update_attempt(db: sqlite_utils.Database, attempt_id: int, fields: dict) -> 
     db["attempts"].update(attempt_id, _checked(db, dict(fields)))
 
 
-def set_genome_figures(db: sqlite_utils.Database, run_id: str, round_no: int, genome_hash: str, *, composite: float,
-                       eval: float, cost: float, steps: float) -> None:
-    """A round's attempts of one genome get its figures (an incumbent kept at an early look, once its remaining
-    val waves ran: the whole val evaluation's)."""
+def set_genome_figures(db: sqlite_utils.Database, run_id: str, round_no: int, genome_hash: str, *,
+                       composite: float, eval: float, cost: float, steps: float) -> None:
+    """A round's attempts of one genome get its figures (an incumbent kept at an early look, once its
+    remaining val waves ran: the whole val evaluation's)."""
     db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and round = ? and "
                "genome_hash = ?", [composite, eval, cost, steps, run_id, round_no, genome_hash])
 
 
 def set_incumbent_after(db: sqlite_utils.Database, run_id: str, round_no: int, incumbent: str) -> None:
-    """Every attempt of an integrated round carries the incumbent the strategy left (the dashboard reads it)."""
-    db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?", [incumbent, run_id, round_no])
+    """Every attempt of an integrated round carries the incumbent the strategy left (the dashboard reads
+    it)."""
+    db.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",
+               [incumbent, run_id, round_no])
 
 
-# ---- reads: each gives the round records (AttemptRow) or plain values, never a row to read by key -------------
+# ---- reads: each gives the round records (AttemptRow) or plain values, never a row to read by key
+# -------------
 def attempt_at(db: sqlite_utils.Database, run_id: str, round_no: int, sibling: int) -> AttemptRow | None:
     """The run's attempt at (round, sibling), or None before it is made."""
     found = list(db["attempts"].rows_where("run_id = ? and round = ? and sibling = ?", [run_id, round_no, sibling]))

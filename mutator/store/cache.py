@@ -1,12 +1,12 @@
 """The evaluation cache: evaluation and cell rows keyed by the evaluation contract.
 
 An evaluation row is keyed by genome + suite content + contract, and carries its agent key (genome + what the
-agent saw of the suite + contract): another evaluation with that agent key lends its agent runs to be re-graded
-(`reusable`, `adopt`), so a grader change re-grades and never re-runs an agent. A finished cell is written the moment
-it is graded (the cell, its tests and the evaluation's counter in one transaction), so a crash re-runs
-only the cells that never finished and a repeated key spends nothing. Only a final cell (ok, agent_error,
-timeout) is a cached result: an infra_error cell is re-run and a grader_error cell re-graded, its row
-replaced (retries counted, the earlier tries' cost kept). Never runs a cell itself.
+agent saw of the suite + contract): another evaluation with that agent key lends its agent runs to be
+re-graded (`reusable`, `adopt`), so a grader change re-grades and never re-runs an agent. A finished cell is
+written the moment it is graded (the cell, its tests and the evaluation's counter in one transaction), so a
+crash re-runs only the cells that never finished and a repeated key spends nothing. Only a final cell (ok,
+agent_error, timeout) is a cached result: an infra_error cell is re-run and a grader_error cell re-graded, its
+row replaced (retries counted, the earlier tries' cost kept). Never runs a cell itself.
 """
 
 from __future__ import annotations
@@ -46,12 +46,14 @@ def open_evaluation(db: sqlite_utils.Database, key: str, genome_hash: str, suite
     return row
 
 
-REUSABLE = ("ok", "grader_error", "agent_error", "timeout")   # an agent run that finished, or failed on its own
+# an agent run that finished, or failed on its own
+REUSABLE = ("ok", "grader_error", "agent_error", "timeout")
 
 
 def reusable(db: sqlite_utils.Database, evaluation_id: int, agent_key: str) -> dict[tuple[str, int], dict]:
-    """{(task, replicate): cell row} of agent runs that other evaluations with this agent key hold and this one
-    lacks (the newest of each): the same agent work under another grader, to re-grade rather than run again."""
+    """{(task, replicate): cell row} of agent runs that other evaluations with this agent key hold and this
+    one lacks (the newest of each): the same agent work under another grader, to re-grade rather than run
+    again."""
     found: dict[tuple[str, int], dict] = {}
     marks = ", ".join("?" * len(REUSABLE))
     for r in db.query(f"select c.* from cells c join evaluations e on e.id = c.evaluation_id where e.agent_key = ? "
@@ -66,8 +68,8 @@ def adopt(db: sqlite_utils.Database, evaluation_id: int, source: dict) -> None:
     """A cell whose agent failed on its own (agent_error, timeout: no grade to redo) taken over from another
     evaluation with the same agent key, pointing at its agent run; its cost is that run's, spent once."""
     row = {k: v for k, v in source.items() if k not in ("id", "evaluation_id")}
-    row.update(evaluation_id=evaluation_id, finished_at=now(), retries=0, prior_cost_usd=0.0, grader_cost_usd=0.0,
-               agent_cell_id=source.get("agent_cell_id") or source["id"])
+    row.update(evaluation_id=evaluation_id, finished_at=now(), retries=0, prior_cost_usd=0.0,
+               grader_cost_usd=0.0, agent_cell_id=source.get("agent_cell_id") or source["id"])
     with db.conn:
         db.conn.execute(f"insert into cells ({', '.join(row)}) values ({', '.join('?' * len(row))})",
                         list(row.values()))
@@ -101,11 +103,11 @@ def failure_counts(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, i
 def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, *, payer: str | None = None,
                agent_cell_id: int | None = None) -> float:
     """The cell, its tests and the evaluation's counter commit together or not at all. A cell stored before
-    (infra_error, grader_error, interrupted, or failed under --retry-failed) is replaced: its retries, the cost
-    of its earlier tries and its judge's earlier calls carry over, so no spend is lost. A regraded cell keeps
-    its agent's figures (the same agent run) and is charged only its new judge calls; `agent_cell_id` names
-    the cell whose agent run this one re-graded (its agent cost is counted there, not here). The spend new
-    with this row is charged to the `payer` run in the same transaction (so a crash never splits the two),
+    (infra_error, grader_error, interrupted, or failed under --retry-failed) is replaced: its retries, the
+    cost of its earlier tries and its judge's earlier calls carry over, so no spend is lost. A regraded cell
+    keeps its agent's figures (the same agent run) and is charged only its new judge calls; `agent_cell_id`
+    names the cell whose agent run this one re-graded (its agent cost is counted there, not here). The spend
+    new with this row is charged to the `payer` run in the same transaction (so a crash never splits the two),
     and returned."""
     old = list(db.query("select id, cost_usd, retries, prior_cost_usd, grader_cost_usd, input_tokens, output_tokens, "
                         "cache_write_tokens, cache_read_tokens, priced_cost_usd, reported_cost_usd, agent_cell_id "
@@ -115,8 +117,9 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
     regraded = bool(cell.extra.get("regraded"))     # an agent run already paid for, graded again
     judged = grader
     new_spend = grader + (0.0 if regraded else cell.cost_usd)
-    agent = {"cost_usd": cell.cost_usd, "input_tokens": cell.input_tokens, "output_tokens": cell.output_tokens,
-             "cache_write_tokens": cell.cache_write_tokens, "cache_read_tokens": cell.cache_read_tokens}
+    agent = {"cost_usd": cell.cost_usd, "input_tokens": cell.input_tokens,
+             "output_tokens": cell.output_tokens, "cache_write_tokens": cell.cache_write_tokens,
+             "cache_read_tokens": cell.cache_read_tokens}
     extra = {k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
                                         "grader_output_tokens", "node") if k in cell.extra}
     if old:
@@ -156,8 +159,8 @@ def member_ids(db: sqlite_utils.Database, evaluation_id: int) -> dict[str, int]:
 
 
 def cell_rows(db: sqlite_utils.Database, evaluation_id: int, columns: str = "*") -> list[dict]:
-    """The evaluation's cells (`columns` of them); a group's are its members' cells, each row with its `model`,
-    model by model."""
+    """The evaluation's cells (`columns` of them); a group's are its members' cells, each row with its
+    `model`, model by model."""
     members = member_ids(db, evaluation_id)
     sql = f"select {columns} from cells where evaluation_id = ? order by task_id, replicate"
     if not members:

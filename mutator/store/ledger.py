@@ -1,5 +1,6 @@
-"""The spend ledger: one `charges` row per paid thing (a cell's agent, its judge, a mutator or meta-skill call, a
-mining judge pass), naming the run that pays it (none for a health check or a watch tick's judge pass).
+"""The spend ledger: one `charges` row per paid thing (a cell's agent, its judge, a mutator or meta-skill
+call, a mining judge pass), naming the run that pays it (none for a health check or a watch tick's judge
+pass).
 
 A charge is written in the caller's transaction together with the run's running total (`runs.cost_usd`), so
 the two never disagree: `runs.cost_usd` = the sum of the run's charges. A charge with a `ref` is written at
@@ -41,8 +42,8 @@ def table(db: sqlite_utils.Database) -> str:
 
 def charge(conn: sqlite3.Connection, *, run_id: str | None, usd: float, kind: str, ref: str | None = None,
            evaluation_id: int | None = None, attempt_id: int | None = None, at: float | None = None) -> bool:
-    """Record `usd` spent on `kind` (inside the caller's transaction) and add it to the run's total; False, and
-    nothing written, when `usd` is 0 or a charge with this `ref` is already recorded."""
+    """Record `usd` spent on `kind` (inside the caller's transaction) and add it to the run's total; False,
+    and nothing written, when `usd` is 0 or a charge with this `ref` is already recorded."""
     if not usd:
         return False
     cursor = conn.execute("insert or ignore into charges (run_id, kind, usd, at, evaluation_id, attempt_id, ref) "

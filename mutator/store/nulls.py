@@ -1,4 +1,5 @@
-"""The `null_controls` table's reads and writes: a round's null controls (mutator/round/nulls.py) as stored."""
+"""The `null_controls` table's reads and writes: a round's null controls (mutator/round/nulls.py) as
+stored."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ class FailedCells:
 
 
 def failed_evaluations(db: sqlite_utils.Database, run_id: str) -> list[FailedCells]:
-    """The run's attempts' evaluations with failed cells, by round, sibling and suite ([] for a store from before
-    evaluations counted their failures)."""
+    """The run's attempts' evaluations with failed cells, by round, sibling and suite ([] for a store from
+    before evaluations counted their failures)."""
     if "n_failed" not in {c.name for c in db["evaluations"].columns}:
         return []
     return [FailedCells(**r) for r in db.query(
@@ -32,8 +32,8 @@ def failed_evaluations(db: sqlite_utils.Database, run_id: str) -> list[FailedCel
 
 
 def cell_dirs(db: sqlite_utils.Database, run_id: str) -> list[str]:
-    """The cell folders of every evaluation this run's attempts used (a several-model evaluation's cells are its
-    members')."""
+    """The cell folders of every evaluation this run's attempts used (a several-model evaluation's cells are
+    its members')."""
     return [r["cell_dir"] for r in db.query(
         "select distinct c.cell_dir from cells c join evaluations e on c.evaluation_id = e.id or c.evaluation_id "
         "in (select value from json_each(e.members)) join attempts a on e.id in (a.val_evaluation_id, "
