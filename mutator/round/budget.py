@@ -63,8 +63,8 @@ class Budget:
         suggest = max(self.limit_usd * 2, spent + next_usd * 2)
         raise BudgetStop(
             f"budget reached: ${spent:.4f} spent of --budget-usd {self.limit_usd:g}, and {what} would commit "
-            f"about ${next_usd:.4f} more. The run is stopped with nothing lost; re-run the same command with a "
-            f"higher cap (e.g. --budget-usd {suggest:.2f}) to resume it.")
+            f"about ${next_usd:.4f} more. The run is stopped with nothing lost; re-run the same command with "
+            f"a higher cap (e.g. --budget-usd {suggest:.2f}) to resume it.")
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
                           contract: Contract, label: str, only: frozenset | None = None) -> None:
@@ -78,7 +78,8 @@ class Budget:
         if pending:
             self.check(spent=run_spent(db, run_id), next_usd=next_usd, what=f"{label} ({pending} cells)")
 
-    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
+    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str,
+                        first_usd: float = 0.0) -> None:
         """`first_usd` stands in for the mean before this run has made a real mutator call."""
         self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id) or first_usd,
                    what=label)
@@ -105,8 +106,9 @@ class RunGate:
 def refused(outcome, spent_usd: float) -> None:
     """Raise BudgetStop when an evaluation left cells unstarted at the cap (its `budget_stop` says which)."""
     if outcome.budget_stop:
-        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${spent_usd:.4f} spent; finished "
-                         f"cells are kept. Re-run the same command with a higher --budget-usd to resume it.")
+        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${spent_usd:.4f} spent; "
+                         f"finished cells are kept. Re-run the same command with a higher --budget-usd to "
+                         f"resume it.")
 
 
 def price_ratio(mutator, build) -> float:

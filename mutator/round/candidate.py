@@ -79,7 +79,8 @@ class Candidates:
                 "status": AttemptStatus.SCORED, "val_evaluation_id": outcome.evaluation_id,
                 "composite": summary.composite, "eval": summary.eval, "cost": summary.cost,
                 "steps": summary.steps, "delta": gate.delta, "delta_eval": gate.delta_eval,
-                "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps, "gate_threshold": gate.threshold,
+                "delta_cost": gate.delta_cost, "delta_steps": gate.delta_steps,
+                "gate_threshold": gate.threshold,
                 "gate_se": gate.se, "gate_s": gate.s, "gate_df": gate.df, "gate_t": gate.t, "gate_n": gate.n,
                 "gate": dumps(gate_json), "looks": dumps(looks),   # the comparator:
                 "comparator_hash": state.incumbent.genome_hash,
@@ -160,16 +161,18 @@ class Candidates:
                  "val suite": self.suites.val.path,
                  **({"test suite": self.suites.holdout.path} if self.suites.holdout else {})}
 
+        def stage(workspace, shared):
+            return self.view.evidence().stage(workspace, spec.parent_hash, shared)
+
         def call(meter):
             return mutate(
                 workspace=workspace, parent_dir=s.genomes.path(spec.parent_hash),
                 briefing=self.view.briefing(round_no, sibling, state, objective, spec), refs=refs,
                 agent=self.mutator, round_no=round_no, sibling=sibling,
-                stage=lambda workspace, shared: self.view.evidence().stage(workspace, spec.parent_hash, shared),
-                watch=watch, meter=meter)
+                stage=stage, watch=watch, meter=meter)
         meter = charges.call_meter(s.settings.data_dir, s.run_id, workspace.name)
+        # with a try a crash cut short
         result, carried = charges.paid_call(s.db, meter, self.mutator_price, call, payer=s.run_id,
-                                            # with a try a crash cut short
                                             kind="mutator", attempt_id=row.id)
         paid = {**result.columns(),
                 "mutator_cost_usd": carried + (row.mutator_cost_usd or 0) + result.cost_usd}
@@ -179,7 +182,8 @@ class Candidates:
                 "finished_at": now()}))
             return s.attempt_row(round_no, sibling)
         genome_hash = s.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=s.skill_name,
-                                    message=f"round {round_no}.{sibling}: {result.summary}\n\n{result.reasoning}")
+                                    message=f"round {round_no}.{sibling}: "
+                                            f"{result.summary}\n\n{result.reasoning}")
         update_attempt(s.db, row.id, {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
             **paid, "diff_stat": s.genomes.diff_stat(spec.parent_hash, genome_hash)})

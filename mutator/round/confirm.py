@@ -34,7 +34,8 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
     if record is None:
         fresh = dataclasses.replace(session.contract, salt=f"confirm:{session.run_id}:{round_no}")
         old, new = state.incumbent.genome_hash, integration.incumbent
-        evaluations = [session.measure(h, val, f"round {round_no} · confirm {h[:12]} on fresh val", contract=fresh)
+        evaluations = [session.measure(h, val, f"round {round_no} · confirm {h[:12]} on fresh "
+                                               f"val", contract=fresh)
                        for h in (new, old)]
         for outcome in evaluations:
             session.account(outcome, val, f"round {round_no} · confirmation")

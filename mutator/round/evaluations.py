@@ -166,7 +166,8 @@ class Evaluator:
             skill_dir=genome_dir, skill_name=skill_name, suite=suite, contract=contract, key=key,
             cells_root=cells_root, price=price, concurrency=self.concurrency, settings=self.settings)
         reuse = {cell: Path(row["cell_dir"]) for cell, row in sources.items()
-                 if row["status"] in ("ok", "grader_error") and row["cell_dir"] and regradable(Path(row["cell_dir"]))}
+                 if row["status"] in ("ok", "grader_error") and row["cell_dir"]
+                 and regradable(Path(row["cell_dir"]))}
         total = len(suite.tasks) * contract.replicates if only is None else len(only)
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0, "spent": 0.0}
@@ -179,7 +180,8 @@ class Evaluator:
             source = sources.get((cell.task_id, cell.replicate)) if cell.extra.get("regraded") else None
             # a re-graded cell is charged only its new judge calls: its agent run was paid when it ran
             charged = cache.store_cell(self.db, evaluation_id, cell, payer=payer,
-                                       agent_cell_id=(source.get("agent_cell_id") or source["id"]) if source else None)
+                                       agent_cell_id=(source.get("agent_cell_id") or source["id"])
+                                       if source else None)
             for meter in (agent_meter(Path(cell.cell_dir)), judge_meter(Path(cell.cell_dir))):
                 meter.unlink(missing_ok=True)   # on the row now (a crash before this is told apart by time)
             gate.finished(0.0 if payer else charged)   # a payer's charge is in the run's spend already
@@ -189,7 +191,8 @@ class Evaluator:
             self.progress.update(counts["done"], total, errors=counts["errors"])
 
         results: list[CellResult] = []
-        free = set(reuse) | {cell for cell in regrade if regradable(request.cells_root / CellSpec(*cell, 0).name)}
+        free = set(reuse) | {cell for cell in regrade
+                             if regradable(request.cells_root / CellSpec(*cell, 0).name)}
         try:
             # grading by script or expectations spends nothing: no budget's say
             if free and suite.runner != "judge":
@@ -219,7 +222,8 @@ class Evaluator:
         spent = counts["spent"]
         stop = ""
         if gate.refused:
-            stop = f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass the cap)"
+            stop = (f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass "
+                    f"the cap)")
         regraded = sum(1 for cell in results if cell.extra.get("regraded"))
         if regraded:
             self.progress.say(f"  {label}: {regraded} cell(s) graded again from their agents' kept work, "
@@ -229,7 +233,8 @@ class Evaluator:
     def _adopt(self, evaluation_id: int, sources: dict[tuple[str, int], dict], *, retry_failed: bool) -> set:
         """Take over the cells whose agent failed on its own under the same agent key (nothing to grade),
         unless the user asked failed cells to run again; returns them. The rest of `sources` is re-graded."""
-        taken = set() if retry_failed else {cell for cell, row in sources.items() if row["status"] in FAILED_AGENT}
+        taken = set() if retry_failed else {cell for cell, row in sources.items()
+                                            if row["status"] in FAILED_AGENT}
         for cell in sorted(taken):
             cache.adopt(self.db, evaluation_id, sources.pop(cell))
         return taken
@@ -275,7 +280,8 @@ class _Starter:
         self.spent += cost_usd
 
 
-def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher, network: bool = False) -> CellSettings:
+def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher,
+                  network: bool = False) -> CellSettings:
     """How a command's cells are run, from its settings: the one place the per-cell caps and retries are read
     (--grader-timeout-ms, --cell-timeout-ms, --max-output-mb, --infra-retries)."""
     return CellSettings(agent_argv=agent_argv, launcher=launcher,

@@ -52,10 +52,11 @@ def likely_cause(outcome: Outcome, *, agent: str, grader: str) -> str:
         return "cells are missing"
     kind = max(outcome.failures.items(), key=lambda item: item[1])[0]
     if kind == "agent_error" and "output over" in (outcome.first_error or ""):
-        return ("the build agent writes past the output cap (--max-output-mb, config maxOutputMb): raise it if its "
-                "output is legitimately large, or make the agent quieter")
+        return ("the build agent writes past the output cap (--max-output-mb, config maxOutputMb): raise it "
+                "if its output is legitimately large, or make the agent quieter")
     return {
-        "infra_error": "the model API or the harness (outage, rate limits, network): nobody's verdict on the skill",
+        "infra_error": "the model API or the harness (outage, rate limits, network): nobody's verdict on the "
+                       "skill",
         "grader_error": f"the suite's grader ({grader}) fails",
         "timeout": "the build agent hangs or runs past its caps (watchdog, --cell-timeout-ms)",
         "agent_error": f"the build agent ({agent}) fails: check its command, key and output",
@@ -68,7 +69,8 @@ def describe(outcome: Outcome, health: Health, *, what: str, max_failed_share: f
     head = (f"{what}: {outcome.n_failed} of {outcome.n_cells} cells failed ({health.counts})"
             if health.complete else
             f"{what}: {outcome.failures.get('infra_error', 0)} infra_error and "
-            f"{outcome.failures.get('grader_error', 0)} grader_error cells of {outcome.n_cells} are not results")
+            f"{outcome.failures.get('grader_error', 0)} grader_error cells of {outcome.n_cells} are not "
+            f"results")
     lines = [head + (f", over maxFailedShare {max_failed_share:g}" if health.complete else ""),
              f"likely cause: {likely_cause(outcome, agent=agent, grader=grader)}"]
     if outcome.first_error:
@@ -77,8 +79,8 @@ def describe(outcome: Outcome, health: Health, *, what: str, max_failed_share: f
         lines.append("Re-run the same command once the cause is fixed: it re-runs the infra_error cells and "
                      "re-grades the grader_error ones, nothing else.")
     else:
-        lines.append("Fix the cause, then re-run the same command with --retry-failed to run the failed cells "
-                     "again (cached failures are otherwise kept as results).")
+        lines.append("Fix the cause, then re-run the same command with --retry-failed to run the failed "
+                     "cells again (cached failures are otherwise kept as results).")
     return "\n  ".join(lines)
 
 

@@ -70,7 +70,8 @@ class Loop:
         self.decisions = configured(settings, self.session.weights)
 
     # ---- run bookkeeping -------------------------------------------------------------------------
-    def identity(self, seed_hash: str, decisions: Decisions | None = None, *, by_content: bool = False) -> dict:
+    def identity(self, seed_hash: str, decisions: Decisions | None = None, *,
+                 by_content: bool = False) -> dict:
         s = self.session
         return run_identity(s.settings, self.suites, self.agents, s.contract, seed_hash,
                             by_content=by_content, cheaper=(decisions or self.decisions).identity())
@@ -122,7 +123,8 @@ class Loop:
             replicates=s.replicates,
             # a --mutator-cmd picks its own model: config's mutatorModel only reaches it as SM_MODEL
             mutator_model=None if agents.mutator_id.startswith("command@") else s.mutator_model,
-            rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps, w_trigger=s.w_trigger,
+            rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
+            w_trigger=s.w_trigger,
             min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
             confirm=int(s.confirm)))
         session.progress.say(f"New run {session.run_id}: "
@@ -143,7 +145,8 @@ class Loop:
         keep_reserve(s.data_dir)
         heartbeat = run_heartbeat(s.db_path, session.run_id)
         try:
-            if solve_wanted(s.solve, self.agents) and (run["solve"] is None or loads(run["solve"]).get("aborted")):
+            if solve_wanted(s.solve, self.agents) and (run["solve"] is None
+                                                       or loads(run["solve"]).get("aborted")):
                 self.solve(view)
             val_norm = self.round_zero(run)
             regrade_decided(session, evaluate, self.suites)   # a changed grader: re-graded before round 1
@@ -210,7 +213,8 @@ class Loop:
         summary = summarise(val.cells, session.weights, val_norm)
         update_attempt(session.db, attempt.id, {
             "val_evaluation_id": val.evaluation_id, "train_evaluation_id": train.evaluation_id,
-            "composite": summary.composite, "eval": summary.eval, "cost": summary.cost, "steps": summary.steps,
+            "composite": summary.composite, "eval": summary.eval, "cost": summary.cost,
+            "steps": summary.steps,
             "finished_at": attempt.finished_at or now()})
         session.update_run(seed_val_cost=val_norm.seed_cost, seed_val_steps=val_norm.seed_steps,
                            seed_cost=train_norm.seed_cost, seed_steps=train_norm.seed_steps,
@@ -223,7 +227,8 @@ class Loop:
         state = round_state(session, suites, self.decisions, self.strategy, round_no, val_norm)
         specs = self.strategy.plan(state)
         session.progress.say(f"Round {round_no}/{s.rounds}: {len(specs)} candidate(s) from "
-                             f"{state.incumbent.genome_hash[:12]} (val composite {state.incumbent.composite:.4f})")
+                             f"{state.incumbent.genome_hash[:12]} (val composite "
+                             f"{state.incumbent.composite:.4f})")
         scored: list[Scored] = []
         for sibling, spec in enumerate(specs):
             first = session.attempt_row(round_no, 0) if sibling else None

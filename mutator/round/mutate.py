@@ -81,7 +81,8 @@ class MutatorAgent:
     env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's hooks); never SM_*
 
     def call(self, workspace: Path, prompt: str, *, writable: Sequence[Path], round_no: int, sibling: int,
-             task: str = "", meter: Path | None = None, shown: Mapping[Path, Path] | None = None) -> AgentCall:
+             task: str = "", meter: Path | None = None,
+             shown: Mapping[Path, Path] | None = None) -> AgentCall:
         """A mutator-role call in `workspace` (its cwd and home), writing result.json; metered when given one;
         `shown`: folders of the workspace bound read-only from the run's shared history (a `stage`'s
         answer)."""
@@ -119,8 +120,10 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
         return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir, **used)
     if redacted:   # a skill must never carry a key: this candidate is not evaluated, kept nor proposed
-        return Mutation(False, "", "", f"the mutator wrote a secret into {', '.join(redacted)} (redacted there): a "
-                        f"skill must never carry a key; the candidate is FAILED, not evaluated", cost, skill_dir, **used)
+        return Mutation(False, "", "", f"the mutator wrote a secret into {', '.join(redacted)} (redacted "
+                                       f"there): a "
+                        f"skill must never carry a key; the candidate is FAILED, not "
+                        f"evaluated", cost, skill_dir, **used)
     # The mutator's contract is the workspace and result.json: a stream (and its result event) is optional,
     # so only a timeout or a non-zero exit fails it here; read_result judges what it wrote.
     failure = redact(done.run.failure(has_result=True))

@@ -58,8 +58,9 @@ def null_controls(session: Session, val: Suite, round_no: int, incumbent: str, v
             done[copy] = _measure(session, val, round_no, copy, incumbent, val_norm, tie_rule=tie_rule)
         row = done[copy]
         session.progress.say(f"  null control {copy} (the incumbent again, salt {row['salt']}): Δcomposite "
-                             f"{row['delta']:+.4f} vs gate threshold {row['threshold']:+.4f} → the gate would call "
-                             f"it {row['call']}" + ("" if row["call"] == "tie" else " (a false call: noise)"))
+                             f"{row['delta']:+.4f} vs gate threshold {row['threshold']:+.4f} → the gate "
+                             f"would call it "
+                             f"{row['call']}" + ("" if row["call"] == "tie" else " (a false call: noise)"))
     return [done[c] for c in sorted(done)]
 
 

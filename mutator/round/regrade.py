@@ -47,9 +47,10 @@ def _since_last(run: dict, now: dict) -> list[str]:
     for role, after in now.items():
         if role in before and before[role].get("files") != after["files"]:
             said.append(f"suite {after['name']} changed since {run['id']} last ran: "
-                        f"{', '.join(changes(before[role], after)) or 'its files'}. Grading only (what the agent "
-                        f"sees is unchanged): the run resumes, and its cells are re-graded from their agents' kept "
-                        f"work with no agent run again; decided rounds keep the figures of their grader")
+                        f"{', '.join(changes(before[role], after)) or 'its files'}. Grading only (what the "
+                        f"agent sees is unchanged): the run resumes, and its cells are re-graded from their "
+                        f"agents' kept work with no agent run again; decided rounds keep the figures of "
+                        f"their grader")
     return said
 
 
@@ -59,7 +60,8 @@ def _since_new(conn: sqlite3.Connection, identity: dict, now: dict) -> list[str]
     rest = json.dumps({k: v for k, v in identity.items() if k not in now}, sort_keys=True, default=str)
     for run_id, _seed, config, stored in evolve_runs(conn):
         earlier = json.loads(config or "{}")
-        same_rest = json.dumps({k: v for k, v in earlier.items() if k not in now}, sort_keys=True, default=str)
+        same_rest = json.dumps({k: v for k, v in earlier.items() if k not in now}, sort_keys=True,
+                               default=str)
         if same_rest != rest or any((earlier.get(role) or [None])[0] != identity[role][0] for role in now):
             continue
         before = json.loads(stored or "{}")
@@ -91,7 +93,8 @@ def regrade_decided(session: Session, evaluate: Evaluate, suites) -> int:
         for evaluation_id in (a.val_evaluation_id, a.train_evaluation_id):
             row = cache.evaluation_row(session.db, evaluation_id) if evaluation_id is not None else None
             suite = by_name.get(row["suite"]) if row else None
-            if suite is None or row["suite_hash"] == suite.content_hash or (a.genome_hash, suite.name) in seen \
+            if suite is None or row["suite_hash"] == suite.content_hash \
+                    or (a.genome_hash, suite.name) in seen \
                     or loads(row["contract"]) != session.contract.to_json():
                 continue   # graded by today's grader, done already, or a confirmation's fresh replicates
             seen.add((a.genome_hash, suite.name))
@@ -99,11 +102,12 @@ def regrade_decided(session: Session, evaluate: Evaluate, suites) -> int:
             cells = frozenset((c["task_id"], c["replicate"]) for c in stored)
             if not cells:
                 continue
-            lost = sum(c["status"] in ("ok", "grader_error") and not regradable(Path(c["cell_dir"] or "/nowhere"))
-                       for c in stored)
+            lost = sum(c["status"] in ("ok", "grader_error")
+                       and not regradable(Path(c["cell_dir"] or "/nowhere")) for c in stored)
             if lost:
-                session.progress.say(f"  {a.genome_hash[:12]} on {suite.name}: {lost} of its cells kept no agent "
-                                     f"outputs to grade again (stored by an older version), so they run again")
+                session.progress.say(f"  {a.genome_hash[:12]} on {suite.name}: {lost} of its cells kept no "
+                                     f"agent outputs to grade again (stored by an older version), so they "
+                                     f"run again")
             evaluate(a.genome_hash, suite, f"re-grade · round {a.round} · {a.genome_hash[:12]} on "
                      f"{suite.split}", None if row["status"] == "done" else cells)
     return len(seen)

@@ -168,15 +168,16 @@ class Session:
         skill_name = skill_name or read_properties(settings.skill_dir).name
         others = other_skills(settings, skill_name)
         contract = contract or Contract(
-            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns, agent=build_id,
+            model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
+            agent=build_id,
             silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms,
             with_skills=digest(others))
         if contract.with_skills != digest(others):
             was = f"among other skills (digest {contract.with_skills})" if contract.with_skills else "alone"
             now_ = f"those of {settings.with_skills} (digest {digest(others)})" if others else "none"
-            raise ConfigError(f"--with-skills: the run was evaluated {was}, but this command installs {now_}; "
-                              f"pass the run's own --with-skills DIR, unchanged (or none for a run evaluated "
-                              f"alone)")
+            raise ConfigError(f"--with-skills: the run was evaluated {was}, but this command installs "
+                              f"{now_}; pass the run's own --with-skills DIR, unchanged (or none for a run "
+                              f"evaluated alone)")
         evaluator = Evaluator.for_settings(settings, db, contract, agent_argv=build_argv, launcher=launcher,
                                            progress=progress, network=network, concurrency=concurrency,
                                            with_skills=others)
@@ -267,7 +268,8 @@ class Session:
         """Evaluate a stored genome under the budget, count its cells and spend, and stop on what is no
         result."""
         if self.budget:
-            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label, only)
+            self.budget.before_evaluation(self.db, self.run_id, genome_hash, suite, self.contract, label,
+                                          only)
         return self.account(self.measure(genome_hash, suite, label, only=only), suite, label, seed=seed)
 
     def account(self, outcome: Outcome, suite: Suite, label: str, *, seed: bool = False) -> Outcome:

@@ -44,8 +44,9 @@ def solve_wanted(setting: str, agents) -> bool:
     """--solve on/off (config `solve`; the old `auto` is off): on only when asked for, since it is paid at the
     mutator model's price before the seed is evaluated. `agents` is mutator.round.session.Agents."""
     if setting == "on" and agents.solve_argv is None:
-        raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
-                           f"the mutator is {agents.mutator_how}. Drop --solve, or pass --mutator-agent anthropic")
+        raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or "
+                           f"claude-cli); the mutator is {agents.mutator_how}. Drop --solve, or pass "
+                           f"--mutator-agent anthropic")
     return setting == "on"
 
 
@@ -61,9 +62,10 @@ def solve_line(settings, n_tasks: int, on: bool) -> str:
     if not on:
         return "solve phase off (--solve turns it on)"
     cells, cost = solve_estimate(settings, n_tasks)
-    return (f"solve phase on: up to {cells} cells ({settings.solve_attempts} pass(es) × {n_tasks} train tasks) at "
-            f"{settings.mutator_model} prices, ≈ ${cost:.4f} (estimated at {SOLVE_CELL_TOKENS.input_tokens:,} input + "
-            f"{SOLVE_CELL_TOKENS.output_tokens:,} output tokens a cell), within --budget-usd")
+    return (f"solve phase on: up to {cells} cells ({settings.solve_attempts} pass(es) × {n_tasks} train "
+            f"tasks) at {settings.mutator_model} prices, ≈ ${cost:.4f} (estimated at "
+            f"{SOLVE_CELL_TOKENS.input_tokens:,} input + {SOLVE_CELL_TOKENS.output_tokens:,} output tokens a "
+            f"cell), within --budget-usd")
 
 
 def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, model: str, price: Price,
@@ -103,11 +105,12 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
         trajectory = Path(found["cell_dir"]) / "trajectory.md"
         body = trajectory.read_text(encoding="utf-8") if trajectory.is_file() else "(no trajectory)\n"
         (out_dir / f"{task_id}.md").write_text(
-            f"<!-- solved bare by {model}: best score {found['score']:.3f} on pass {found['pass']} -->\n{body}",
+            f"<!-- solved bare by {model}: best score {found['score']:.3f} on pass {found['pass']} "
+            f"-->\n{body}",
             encoding="utf-8")
     low = sorted(task_id for task_id, found in best.items() if found["score"] < min_score)
-    record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score, "cost_usd": cost,
-              "cells_run": cells_run, "aborted": bool(low), "usage": usage,
+    record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score,
+              "cost_usd": cost, "cells_run": cells_run, "aborted": bool(low), "usage": usage,
               "tasks": {task_id: {"score": f["score"], "pass": f["pass"], "status": f["status"]}
                         for task_id, f in sorted(best.items())}}
     (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
@@ -139,13 +142,15 @@ def abort_message(model: str, passes: int, min_score: float, low: dict[str, dict
         first = next(iter(failed.values()))["error"].strip().replace("\n", " ")[:300]
         parts.append(f"Every solve cell of {len(failed)} task(s) FAILED without a grade ("
                      + "; ".join(f"{status}: {', '.join(ids)}" for status, ids in sorted(by_status.items()))
-                     + f"); the first error: {first or '(none recorded)'}. That is the solver not running, not "
-                       f"the model scoring low: check the mutator backend's setup, or skip the phase with "
-                       f"--no-solve.")
+                     + f"); the first error: {first or '(none recorded)'}. That is the solver not running, "
+                       f"not the model scoring low: check the mutator backend's setup, or skip the phase "
+                       f"with --no-solve.")
     if scored:
-        parts.append(f"The mutator model {model} is not capable enough for this suite: its best bare score stays "
-                     f"low on " + ", ".join(f"{task_id} ({found['score']:.2f})" for task_id, found in scored.items())
-                     + ". Use a stronger --mutator-model, raise --solve-attempts, or lower --solve-min-score.")
+        parts.append(f"The mutator model {model} is not capable enough for this suite: its best bare score "
+                     f"stays low on "
+                     + ", ".join(f"{task_id} ({found['score']:.2f})" for task_id, found in scored.items())
+                     + ". Use a stronger --mutator-model, raise --solve-attempts, or lower "
+                       "--solve-min-score.")
     return " ".join(parts)
 
 

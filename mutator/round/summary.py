@@ -93,7 +93,8 @@ def attempt_note(a: AttemptRow) -> str:
     looks = loads(a.looks, None) or []
     if len(looks) > 1:
         last = looks[-1]
-        note += f" ({last['cells']} val cells: {'decided at' if last['decision'] else 'all'} wave {last['look']})"
+        when = "decided at" if last["decision"] else "all"
+        note += f" ({last['cells']} val cells: {when} wave {last['look']})"
     return f"{note} [{a.error[:100]}]".strip() if a.error else note
 
 
@@ -114,7 +115,8 @@ def summary(db: sqlite_utils.Database, run_id: str, *, val_query_warn: int | Non
     lines = [f"Run {run_id} · {run['strategy']} · {run['rounds_done']}/{run['rounds_target']} rounds · "
              f"model {run['model']} · {run['replicates']} replicates · status {run['status']}"
              + (f" ({run['stale_note']})" if run.get("stale_note") else ""),
-             "                 val: composite  eval   cost/cell  steps │ train: composite  eval   cost/cell  steps",
+             "                 val: composite  eval   cost/cell  steps │ train: composite  eval   cost/cell  "
+             "steps",
              _line("seed", figures.seed_val, figures.seed_train),
              _line("champion", figures.champion_val, figures.champion_train),
              *(line for m, (sv, st, cv, ct) in figures.models.items()
@@ -183,6 +185,6 @@ def cell_disk_use(db: sqlite_utils.Database, run_id: str) -> tuple[int, int]:
 def count_val_queries(total: int, warn: int, say) -> int:
     """`total` (Session.val_queries); past `warn`, say so."""
     if total > warn:
-        say(f"  warning: val has been queried by {total} candidate evaluations (> {warn}); a val set queried this "
-            f"often is a training set")
+        say(f"  warning: val has been queried by {total} candidate evaluations (> {warn}); a val set queried "
+            f"this often is a training set")
     return total

@@ -29,7 +29,8 @@ def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
     run = run_row(db, run_id)
     both = seed_vs_champion(db, run)
     attempts, champion = both.attempts, both.champion
-    figures = Table(title=f"{run_id} · seed vs champion {run['incumbent_hash'][:12]} (round {champion.round})")
+    figures = Table(title=f"{run_id} · seed vs champion {run['incumbent_hash'][:12]} (round "
+                          f"{champion.round})")
     figures.add_column("")
     for split in ("val", "train"):
         for name in ("composite", "eval", "cost/cell", "steps"):

@@ -92,10 +92,12 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     (the message becomes the attempt's error, which later briefings show the mutator)."""
     paths = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     private = {label for label in PRIVATE for path in paths if path.startswith(label + "/")}
-    return sorted({path for path in paths if path.split("/")[0] not in private} | {f"the {label}" for label in private})
+    public = {path for path in paths if path.split("/")[0] not in private}
+    return sorted(public | {f"the {label}" for label in private})
 
 
-def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path, genomes_root: Path) -> str | None:
+def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path,
+                       genomes_root: Path) -> str | None:
     """Before a new run starts: an earlier run with these very suites and settings but another seed means the
     seed folder changed since (an edit, or a mutator that wrote outside its workspace). A warning naming the
     changed files, else None; the new run goes ahead (editing a seed is a new experiment)."""
@@ -107,5 +109,6 @@ def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path,
             files = [path.split("/", 1)[1] for path in changed(_tree(genomes_root / seed_hash, "seed"),
                                                                _tree(seed_dir, "seed"))]
             return (f"the seed skill {seed_dir} changed since {run_id} (same suites and settings): "
-                    f"{', '.join(files) or 'its files'}; this starts a new run. Restore the seed to resume {run_id}")
+                    f"{', '.join(files) or 'its files'}; this starts a new run. Restore the seed to resume "
+                    f"{run_id}")
     return None

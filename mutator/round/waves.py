@@ -56,7 +56,8 @@ class Gating:
                          tie_rule=tie_rule, model_gate=self.model_gate)
 
 
-def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *, against: int) -> dict:
+def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *,
+              against: int) -> dict:
     """One look's record; `against` is the incumbent's evaluation this look compared with (the gate's
     comparator)."""
     return {"look": look, "replicates": replicates, "cells": gate.n * replicates, "z": z,
@@ -105,7 +106,8 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
     for look in range(1, design.looks + 1):
         last = look == design.looks
         cells = None if last and design.looks == 1 else wave(task_ids, look)
-        outcome = evaluate(genome, val, f"{label}" + ("" if design.looks == 1 else f" · wave {look}/{design.looks}"),
+        outcome = evaluate(genome, val, f"{label}" + ("" if design.looks == 1 else f" · wave "
+                                                                                   f"{look}/{design.looks}"),
                            cells)
         if not healthy(outcome):
             return outcome, None, looks
@@ -128,10 +130,11 @@ def screen_fields(record: dict) -> dict:
     if record["decision"] != "loss":
         return {}
     gate = record["gate"]
-    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": gate["delta"], "gate_threshold": gate["threshold"],
+    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": gate["delta"],
+            "gate_threshold": gate["threshold"],
             "error": f"screened out on {len(record['tasks'])} train tasks ({record['cells']} cells): Δ "
-                     f"{gate['delta']:+.4f} vs threshold {gate['threshold']:+.4f} at screen z {record['z']:g}, a "
-                     f"decisive loss",
+                     f"{gate['delta']:+.4f} vs threshold {gate['threshold']:+.4f} at screen z "
+                     f"{record['z']:g}, a decisive loss",
             "finished_at": now()}
 
 

@@ -33,8 +33,8 @@ def set_genome_figures(db: sqlite_utils.Database, run_id: str, round_no: int, ge
                        composite: float, eval: float, cost: float, steps: float) -> None:
     """A round's attempts of one genome get its figures (an incumbent kept at an early look, once its
     remaining val waves ran: the whole val evaluation's)."""
-    db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and round = ? and "
-               "genome_hash = ?", [composite, eval, cost, steps, run_id, round_no, genome_hash])
+    db.execute("update attempts set composite = ?, eval = ?, cost = ?, steps = ? where run_id = ? and round "
+               "= ? and genome_hash = ?", [composite, eval, cost, steps, run_id, round_no, genome_hash])
 
 
 def set_incumbent_after(db: sqlite_utils.Database, run_id: str, round_no: int, incumbent: str) -> None:
@@ -48,7 +48,8 @@ def set_incumbent_after(db: sqlite_utils.Database, run_id: str, round_no: int, i
 # -------------
 def attempt_at(db: sqlite_utils.Database, run_id: str, round_no: int, sibling: int) -> AttemptRow | None:
     """The run's attempt at (round, sibling), or None before it is made."""
-    found = list(db["attempts"].rows_where("run_id = ? and round = ? and sibling = ?", [run_id, round_no, sibling]))
+    found = list(db["attempts"].rows_where("run_id = ? and round = ? and sibling = "
+                                           "?", [run_id, round_no, sibling]))
     return AttemptRow.of(found[0]) if found else None
 
 
@@ -75,7 +76,8 @@ def pool_snapshot(db: sqlite_utils.Database, attempt_id: int) -> str | None:
 def undecided(db: sqlite_utils.Database, run_id: str, done: int) -> list[AttemptRow]:
     """The run's attempts with a genome after its `done` decided rounds."""
     return [AttemptRow.of(r) for r in rows(
-        db, "select * from attempts where run_id = ? and round > ? and genome_hash is not null", [run_id, done])]
+        db, "select * from attempts where run_id = ? and round > ? and genome_hash is not "
+            "null", [run_id, done])]
 
 
 def scored(db: sqlite_utils.Database, run_id: str) -> list[AttemptRow]:

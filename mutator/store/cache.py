@@ -56,8 +56,9 @@ def reusable(db: sqlite_utils.Database, evaluation_id: int, agent_key: str) -> d
     again."""
     found: dict[tuple[str, int], dict] = {}
     marks = ", ".join("?" * len(REUSABLE))
-    for r in db.query(f"select c.* from cells c join evaluations e on e.id = c.evaluation_id where e.agent_key = ? "
-                      f"and e.id != ? and c.status in ({marks}) order by c.id", [agent_key, evaluation_id, *REUSABLE]):
+    for r in db.query(f"select c.* from cells c join evaluations e on e.id = c.evaluation_id where "
+                      f"e.agent_key = ? and e.id != ? and c.status in ({marks}) order by "
+                      f"c.id", [agent_key, evaluation_id, *REUSABLE]):
         found[(r["task_id"], r["replicate"])] = dict(r)
     for r in db.query("select task_id, replicate from cells where evaluation_id = ?", [evaluation_id]):
         found.pop((r["task_id"], r["replicate"]), None)
@@ -76,7 +77,8 @@ def adopt(db: sqlite_utils.Database, evaluation_id: int, source: dict) -> None:
         db.conn.execute("update evaluations set n_done = n_done + 1 where id = ?", [evaluation_id])
 
 
-def finished(db: sqlite_utils.Database, evaluation_id: int, *, retry_failed: bool = False) -> set[tuple[str, int]]:
+def finished(db: sqlite_utils.Database, evaluation_id: int, *,
+             retry_failed: bool = False) -> set[tuple[str, int]]:
     """(task, replicate) of every cell that is a cached result: a resume skips them. With retry_failed
     only the ok cells are (the user asked to re-run agent errors and timeouts too)."""
     statuses = ("ok",) if retry_failed else FINAL
@@ -89,7 +91,8 @@ def finished(db: sqlite_utils.Database, evaluation_id: int, *, retry_failed: boo
 def to_regrade(db: sqlite_utils.Database, evaluation_id: int) -> set[tuple[str, int]]:
     """grader_error cells: graded again from their kept working dir, no agent re-run."""
     return {(r["task_id"], r["replicate"]) for r in
-            db.query("select task_id, replicate from cells where evaluation_id = ? and status = 'grader_error'",
+            db.query("select task_id, replicate from cells where evaluation_id = ? and status = "
+                     "'grader_error'",
                      [evaluation_id])}
 
 
@@ -109,9 +112,10 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
     names the cell whose agent run this one re-graded (its agent cost is counted there, not here). The spend
     new with this row is charged to the `payer` run in the same transaction (so a crash never splits the two),
     and returned."""
-    old = list(db.query("select id, cost_usd, retries, prior_cost_usd, grader_cost_usd, input_tokens, output_tokens, "
-                        "cache_write_tokens, cache_read_tokens, priced_cost_usd, reported_cost_usd, agent_cell_id "
-                        "from cells where evaluation_id = ? and task_id = ? and replicate = ?",
+    old = list(db.query("select id, cost_usd, retries, prior_cost_usd, grader_cost_usd, input_tokens, "
+                        "output_tokens, cache_write_tokens, cache_read_tokens, priced_cost_usd, "
+                        "reported_cost_usd, agent_cell_id from cells where evaluation_id = ? and task_id = ? "
+                        "and replicate = ?",
                         [evaluation_id, cell.task_id, cell.replicate]))
     retries, prior, grader = cell.retries, 0.0, float(cell.extra.get("grader_cost_usd", 0.0))
     regraded = bool(cell.extra.get("regraded"))     # an agent run already paid for, graded again
@@ -120,8 +124,9 @@ def store_cell(db: sqlite_utils.Database, evaluation_id: int, cell: CellResult, 
     agent = {"cost_usd": cell.cost_usd, "input_tokens": cell.input_tokens,
              "output_tokens": cell.output_tokens, "cache_write_tokens": cell.cache_write_tokens,
              "cache_read_tokens": cell.cache_read_tokens}
-    extra = {k: cell.extra[k] for k in ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
-                                        "grader_output_tokens", "node") if k in cell.extra}
+    kept = ("priced_cost_usd", "reported_cost_usd", "api_retries", "grader_input_tokens",
+            "grader_output_tokens", "node")
+    extra = {k: cell.extra[k] for k in kept if k in cell.extra}
     if old:
         retries += (old[0]["retries"] or 0) + (0 if regraded else 1)
         prior = (old[0]["prior_cost_usd"] or 0.0) + (0.0 if regraded else old[0]["cost_usd"] or 0.0)
@@ -210,7 +215,8 @@ def close_evaluation(db: sqlite_utils.Database, evaluation_id: int) -> str:
         "status": status, "n_done": len(rows), "finished_at": now(),
         "n_failed": sum(failures.values()), "failures": dumps(failures),
         "eval": sum(r["score"] or 0.0 for r in rows) / n, "cost": sum(r["cost_usd"] or 0.0 for r in rows) / n,
-        "steps": sum(r["steps"] or 0 for r in rows) / n, "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows),
+        "steps": sum(r["steps"] or 0 for r in rows) / n,
+        "cost_usd_total": sum(r["cost_usd"] or 0.0 for r in rows),
         **triggers.rates(rows, triggers.no_trigger_ids(db["evaluations"].get(evaluation_id)))})
     return status
 

@@ -21,8 +21,8 @@ from eval.cost import Price, Usage, usd
 from eval.jobs import CellResult
 from mutator.store import cache, ledger
 
-INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or judge ran: what the API served it "
-               "is recorded; it runs again when the same command resumes")
+INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or judge ran: what the API "
+               "served it is recorded; it runs again when the same command resumes")
 
 
 def charge_run(db: sqlite_utils.Database, run_id: str | None, amount: float, *, kind: str,
@@ -76,8 +76,8 @@ def settle_cells(db: sqlite_utils.Database, evaluation_id: int, cells: list[tupl
         times = [t for t in map(last_served, meters) if t is not None]
         if not times:
             continue
-        found = list(db.query("select status, finished_at, error from cells where evaluation_id = ? and task_id = ? "
-                              "and replicate = ?", [evaluation_id, task_id, replicate]))
+        found = list(db.query("select status, finished_at, error from cells where evaluation_id = ? and "
+                              "task_id = ? and replicate = ?", [evaluation_id, task_id, replicate]))
         if not found or (found[0]["finished_at"] or 0.0) < max(times):
             # agents are priced at the cell's model
             agent_usd, used = priced(meters[0], lambda _model: price)
@@ -90,7 +90,8 @@ def settle_cells(db: sqlite_utils.Database, evaluation_id: int, cells: list[tupl
                 output_tokens=used.output_tokens, cache_write_tokens=used.cache_creation_input_tokens,
                 cache_read_tokens=used.cache_read_input_tokens, duration_ms=0, agent_subtype="",
                 error=found[0]["error"] if regrade else INTERRUPTED, cell_dir=str(root),
-                extra={"grader_cost_usd": judge_usd, "priced_cost_usd": agent_usd, "regraded": regrade}), payer=payer)
+                extra={"grader_cost_usd": judge_usd, "priced_cost_usd": agent_usd, "regraded": regrade}),
+                payer=payer)
             settled += 1
         for meter in meters:
             meter.unlink(missing_ok=True)
@@ -106,7 +107,8 @@ def call_meter(data_dir: Path, run_id: str, name: str) -> Path:
 
 
 def settle_call(db: sqlite_utils.Database, meter: Path, price: Price | Callable[[str], Price], *,
-                payer: str | None, kind: str, attempt_id: int | None = None, at: float | None = None) -> float:
+                payer: str | None, kind: str, attempt_id: int | None = None,
+                at: float | None = None) -> float:
     """An agent or judge call outside a cell whose meter was left unsettled by an interrupt or a crash: its
     served cost (at `price`, or each response at `price(model)`) goes to the payer (and the attempt's mutator
     cost) unless it was charged already; returns what was charged."""

@@ -155,8 +155,8 @@ def kept(db: sqlite_utils.Database, data_dir: Path, attempt: dict) -> dict[str, 
     (siblings of its own round had no genome yet)."""
     store, found = EvidenceStore(data_dir), {}
     earlier = [dict(r) for r in db.query(
-        "select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts where run_id = ? and "
-        "round > 0 and round < ? order by round, sibling", [attempt["run_id"], attempt["round"]])]
+        "select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts where run_id = ? "
+        "and round > 0 and round < ? order by round, sibling", [attempt["run_id"], attempt["round"]])]
     trained = [dict(r) for r in db.query(
         "select genome_hash, train_evaluation_id from attempts where run_id = ? and round < ? and "
         "train_evaluation_id is not null order by id", [attempt["run_id"], attempt["round"]])]
@@ -168,7 +168,8 @@ def kept(db: sqlite_utils.Database, data_dir: Path, attempt: dict) -> dict[str, 
         if a["train_evaluation_id"]:
             found.update({f"evidence/attempts/round-{label}/{name}.md": path
                           for name, path in store.rollouts(a["train_evaluation_id"]).items()})
-        diff = store.stored_diff(a["parent_hash"], a["genome_hash"]) if a["parent_hash"] and a["genome_hash"] else None
+        both = a["parent_hash"] and a["genome_hash"]
+        diff = store.stored_diff(a["parent_hash"], a["genome_hash"]) if both else None
         if diff is not None:
             found[f"history/round-{label}.diff"] = diff
     return dict(sorted(found.items()))

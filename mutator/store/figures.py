@@ -36,14 +36,14 @@ class Watch:
     def __init__(self, db: sqlite_utils.Database):
         self.conn = db.conn
         try:
-            counted = self.conn.execute("select count(*) from sqlite_master where type = 'trigger' and name like "
-                                        "'store\\_changes\\_%' escape '\\'").fetchone()[0]
+            counted = self.conn.execute("select count(*) from sqlite_master where type = 'trigger' and name "
+                                        "like 'store\\_changes\\_%' escape '\\'").fetchone()[0]
             self.conn.execute("create temp table if not exists sm_watch_changes (seq integer primary key, "
                               "tbl text not null, row integer not null)")
             for table in WATCHED:
                 for op, ref in (("insert", "new"), ("update", "new"), ("delete", "old")):
-                    self.conn.execute(f"create temp trigger if not exists sm_watch_{table}_{op} after {op} on "
-                                      f"main.{table} begin insert into sm_watch_changes (tbl, row) values "
+                    self.conn.execute(f"create temp trigger if not exists sm_watch_{table}_{op} after {op} "
+                                      f"on main.{table} begin insert into sm_watch_changes (tbl, row) values "
                                       f"('{table}', {ref}.id); end")
             # a store whose counters a later change dropped: read all
             self.live = counted == 3 * len(WATCHED)
@@ -61,8 +61,8 @@ class Watch:
             "temp.sm_watch_changes)", [table]).fetchone()
         ids = None
         if mark.count is not None and mark.seq <= last:
-            own = [r[0] for r in self.conn.execute("select row from temp.sm_watch_changes where seq > ? and seq <= ? "
-                                                   "and tbl = ?", [mark.seq, last, table])]
+            own = [r[0] for r in self.conn.execute("select row from temp.sm_watch_changes where seq > ? and "
+                                                   "seq <= ? and tbl = ?", [mark.seq, last, table])]
             if count - mark.count == len(own):   # every change since was this connection's
                 ids = set(own)
         # a look inside an open transaction may read what a rollback then undoes (no trigger says so): the
@@ -109,7 +109,8 @@ class Figures(NamedTuple):
 
 COLUMNS = ("a.id, a.round, a.sibling, a.verdict, a.status, a.error, a.parent_hash, a.genome_hash, a.delta, "
            "a.delta_eval, a.delta_cost, a.delta_steps, a.val_evaluation_id, a.train_evaluation_id, a.gate_n, "
-           "a.gate, a.confirm is not null, a.pool_snapshot is not null, e.suite_hash, length(a.summary), length(a.reasoning)")
+           "a.gate, a.confirm is not null, a.pool_snapshot is not null, e.suite_hash, length(a.summary), "
+           "length(a.reasoning)")
 
 
 LOG = 64   # refreshes remembered by changed_since: a reader that looks less often than this rebuilds
@@ -222,7 +223,8 @@ def kept_sum(term: Callable[[Figures], int]) -> Kept:
     return Kept(make, apply)
 
 
-def kept_newest(value: Callable[[Figures], Any], of: Callable[[Figures], Any] = lambda f: f.genome_hash) -> Kept:
+def kept_newest(value: Callable[[Figures], Any],
+                of: Callable[[Figures], Any] = lambda f: f.genome_hash) -> Kept:
     """{of(f): value(f) of the last row (in id order) with a value not None}, e.g. each genome's newest train
     evaluation, as (that map, {key: the row's id}, {row id: key})."""
     def make(rows: dict[int, Figures]) -> tuple[dict, dict, dict]:

@@ -29,8 +29,9 @@ class Look:
 
 
 def _done(db: sqlite_utils.Database, skill_name: str, suite: str, before: int | None) -> list[dict]:
-    return rows(db, "select t.id, t.genome_hash from test_runs t join runs r on r.id = t.run_id where r.skill_name = ? "
-                    "and t.suite = ? and t.status = 'done'" + (" and t.id < ?" if before is not None else "")
+    return rows(db, "select t.id, t.genome_hash from test_runs t join runs r on r.id = t.run_id where "
+                    "r.skill_name = ? and t.suite = ? and t.status = "
+                    "'done'" + (" and t.id < ?" if before is not None else "")
                 + " order by t.id", [skill_name, suite, *([before] if before is not None else [])])
 
 
@@ -51,8 +52,8 @@ def look_of(db: sqlite_utils.Database, *, skill_name: str, suite: str, genome_ha
 def sealed_by(db: sqlite_utils.Database, run_id: str, suite: str, genome_hash: str) -> dict | None:
     """The run's first finished test on `suite`, when it tested another champion than `genome_hash` (a sealed
     run refuses this test); None when the test may go ahead."""
-    found = rows(db, "select id, genome_hash, round, created_at from test_runs where run_id = ? and suite = ? and "
-                     "status = 'done' order by id limit 1", [run_id, suite])
+    found = rows(db, "select id, genome_hash, round, created_at from test_runs where run_id = ? and suite = "
+                     "? and status = 'done' order by id limit 1", [run_id, suite])
     return found[0] if found and found[0]["genome_hash"] != genome_hash else None
 
 
