@@ -190,9 +190,34 @@ class Evaluator:
             counts["errors"] += cell.status != "ok"
             self.progress.update(counts["done"], total, errors=counts["errors"])
 
-        results: list[CellResult] = []
         free = set(reuse) | {cell for cell in regrade
                              if regradable(request.cells_root / CellSpec(*cell, 0).name)}
+        try:
+            results = self._passes(request, suite, contract, done=done, free=free, todo=todo, regrade=regrade,
+                                   reuse=reuse, on_cell=on_cell, gate=gate)
+        finally:   # Ctrl-C or the deadline: the cells cut short are recorded with what they were served
+            self._settle(evaluation_id, suite, contract, key, cells_root, price)
+        self.progress.finish()
+        cache.close_evaluation(self.db, evaluation_id)
+        # an LLM judge's own calls are spend too (budget, run total), though not part of the composite; a
+        # re-graded cell's agent was paid when it ran (store_cell charges it nothing)
+        spent = counts["spent"]
+        stop = ""
+        if gate.refused:
+            stop = (f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass "
+                    f"the cap)")
+        regraded = sum(1 for cell in results if cell.extra.get("regraded"))
+        if regraded:
+            self.progress.say(f"  {label}: {regraded} cell(s) graded again from their agents' kept work, "
+                              f"{len(results) - regraded} agent(s) run")
+        return (len(results) - regraded, regraded), spent, stop
+
+    def _passes(self, request: EvalRequest, suite: Suite, contract: Contract, *, done: set, free: set,
+                todo: int, regrade: set, reuse: dict, on_cell: Callable[[CellResult], None],
+                gate: _Starter) -> list[CellResult]:
+        """The cells of one evaluation pass: the free ones first (re-graded by script or expectations), a
+        pilot cell when nothing prices a cell yet, then the rest under the budget's gate."""
+        results: list[CellResult] = []
         try:
             # grading by script or expectations spends nothing: no budget's say
             if free and suite.runner != "judge":
@@ -210,25 +235,10 @@ class Evaluator:
             results += asyncio.run(until(self.deadline, evaluate_async(
                 request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
                 may_start=gate.may_start if self.spend_gate else None, executor=self.executor)))
-        # its cells in flight are stored (infra_error): a stop like any incomplete one
         except ExecutorLost as err:
+            # its cells in flight are stored (infra_error): a stop like any incomplete one
             raise ExecutorGone(str(err)) from None
-        finally:   # Ctrl-C or the deadline: the cells cut short are recorded with what they were served
-            self._settle(evaluation_id, suite, contract, key, cells_root, price)
-        self.progress.finish()
-        cache.close_evaluation(self.db, evaluation_id)
-        # an LLM judge's own calls are spend too (budget, run total), though not part of the composite; a
-        # re-graded cell's agent was paid when it ran (store_cell charges it nothing)
-        spent = counts["spent"]
-        stop = ""
-        if gate.refused:
-            stop = (f"{label}: {total - counts['done']} of {total} cells not started (the budget would pass "
-                    f"the cap)")
-        regraded = sum(1 for cell in results if cell.extra.get("regraded"))
-        if regraded:
-            self.progress.say(f"  {label}: {regraded} cell(s) graded again from their agents' kept work, "
-                              f"{len(results) - regraded} agent(s) run")
-        return (len(results) - regraded, regraded), spent, stop
+        return results
 
     def _adopt(self, evaluation_id: int, sources: dict[tuple[str, int], dict], *, retry_failed: bool) -> set:
         """Take over the cells whose agent failed on its own under the same agent key (nothing to grade),
