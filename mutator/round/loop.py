@@ -44,7 +44,7 @@ from mutator.store.db import DiskFull, disk_full_reason, dumps, keep_reserve, lo
 from mutator.store.lock import RunLock
 from mutator.store.runs import RunRow, insert_run, resume_run, run_heartbeat, runs_with_id, update_run
 from sandbox import Launcher
-from strategies import Scored, Strategy
+from strategies import Scored, State, Strategy
 from strategies.verdicts import AttemptStatus, RunStatus, Verdict
 
 
@@ -150,10 +150,10 @@ class Loop:
                 self.solve(view)
             val_norm = self.round_zero(run)
             regrade_decided(session, evaluate, self.suites)   # a changed grader: re-graded before round 1
-            candidates = Candidates(session, self.suites, self.decisions, evaluate, self.mutator,
-                                    self.mutator_price, view)
+            self.candidates = Candidates(session, self.suites, self.decisions, evaluate, self.mutator,
+                                         self.mutator_price, view)
             for round_no in range(session.run()["rounds_done"] + 1, s.rounds + 1):
-                self.round(candidates, round_no, val_norm)
+                self.round(round_no, val_norm)
             session.update_run(status=RunStatus.FINISHED, finished_at=now(), pid=None)
         except KeyboardInterrupt:
             session.update_run(status=RunStatus.STOPPED, pid=None,
@@ -221,10 +221,15 @@ class Loop:
                            **seed_columns(val_norm, train_norm))
         return val_norm
 
-    def round(self, candidates: Candidates, round_no: int, val_norm: Normalisers) -> None:
+    def state(self, round_no: int, val_norm: Normalisers) -> State:
+        """What the strategy sees at the start of round `round_no` (mutator/round/state.py)."""
+        return round_state(self.session, self.suites, self.decisions, self.strategy, round_no, val_norm)
+
+    def round(self, round_no: int, val_norm: Normalisers) -> None:
         session, s, suites, tie_rule = self.session, self.session.settings, self.suites, \
             self.decisions.gating.tie_rule
-        state = round_state(session, suites, self.decisions, self.strategy, round_no, val_norm)
+        candidates = self.candidates
+        state = self.state(round_no, val_norm)
         specs = self.strategy.plan(state)
         session.progress.say(f"Round {round_no}/{s.rounds}: {len(specs)} candidate(s) from "
                              f"{state.incumbent.genome_hash[:12]} (val composite "
