@@ -81,10 +81,10 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
 
     def round_(self, round_no, val_norm):
         staging[0] = 0.0
-        cells = self.db.execute("select count(*) from cells").fetchone()[0]
+        cells = self.session.db.execute("select count(*) from cells").fetchone()[0]
         calls, steps = [0], [0]
         if count:   # every Python function entered (ours, libraries', builtins) in any thread; SQLite's VM steps
-            self.db.conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
+            self.session.db.conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
             def tally(frame, event: str, arg) -> None:
                 if event in ("call", "c_call"):
                     calls[0] += 1
@@ -96,11 +96,11 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
         finally:
             sys.setprofile(None)
             threading.setprofile(None)   # type: ignore[arg-type]
-            self.db.conn.set_progress_handler(None, 0)
+            self.session.db.conn.set_progress_handler(None, 0)
         own2, kids2 = _cpu()
         records.append({"round": round_no, "self": own2 - own, "children": kids2 - kids, "staging": staging[0],
                         "calls": calls[0], "steps": steps[0] * 100,
-                        "cells": self.db.execute("select count(*) from cells").fetchone()[0] - cells,
+                        "cells": self.session.db.execute("select count(*) from cells").fetchone()[0] - cells,
                         # only where summary() reads it: a walk of the whole data dir each round is the bench's own
                         # work growing with the rounds, and its pass over every inode weighs on the next round
                         "bytes": _bytes(data_dir / "workspaces", data_dir / "evidence")

@@ -248,7 +248,7 @@ def aa(c: Context) -> int:
                 progress=c.progress, budget=budgets(c))
     aa_id = run.execute(args.aa)
     print(aa_summary(run.session.db, aa_id))
-    print(f"\n{run.session.cells_run} cells run by this command. Record: {s.db_path}")
+    print(f"\n{run.session.tally.cells_run} cells run by this command. Record: {s.db_path}")
     return 0
 
 
@@ -276,13 +276,14 @@ def evolve(c: Context) -> int:
                 budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, c.daily),
                 retry_failed=args.retry_failed)
     run_id = loop.execute()
-    print_summary(loop.db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir,
-                  spend=run_spend(loop.db, run_id))
+    db, tally = loop.session.db, loop.session.tally
+    print_summary(db, run_id, val_query_warn=s.val_query_warn, data_dir=s.data_dir,
+                  spend=run_spend(db, run_id))
     regraded = ""
-    if loop.cells_regraded:
-        regraded = f" ({loop.cells_regraded} graded again from their agents' kept work)"
-    print(f"\n{loop.cells_run} cells run by this command{regraded}" + (
-        " — nothing new: the run resumed complete" if loop.cells_run == 0 and not regraded else "")
+    if tally.cells_regraded:
+        regraded = f" ({tally.cells_regraded} graded again from their agents' kept work)"
+    print(f"\n{tally.cells_run} cells run by this command{regraded}" + (
+        " — nothing new: the run resumed complete" if tally.cells_run == 0 and not regraded else "")
           + f". Record: {s.db_path}")
     if suites.holdout:
         # the run's own

@@ -19,26 +19,22 @@ from eval.cells import Contract, agent_key, evaluation_key
 from eval.errors import Stop
 from eval.suite import Suite
 from mutator.scoring.models import members
+from mutator.store import cache
+from mutator.store.attempts import mean_mutation_cost
 from mutator.store.db import dumps
+from mutator.store.runs import run_spent
 
 
 class BudgetStop(Stop, RuntimeError):
     """The next step would pass --budget-usd; the message says what was spent and how to resume."""
 
 
-def run_spent(db: sqlite_utils.Database, run_id: str) -> float:
-    found = list(db.query("select cost_usd from runs where id = ?", [run_id]))
-    return float(found[0]["cost_usd"] or 0.0) if found else 0.0
-
-
 def cell_estimate(db: sqlite_utils.Database, contract: Contract) -> float | None:
     """Mean USD of the final cells already run under this contract (same model, agent, turns...; the
     salt aside); None before any, when nothing is known to estimate from."""
     unsalted = dumps({**contract.to_json(), "salt": ""})
-    found = list(db.query("select count(*) as n, avg(c.cost_usd) as mean from cells c join evaluations e on "
-                          "e.id = c.evaluation_id where (e.contract = ? or e.contract = ?) and "
-                          "c.status in ('ok', 'agent_error', 'timeout')", [dumps(contract.to_json()), unsalted]))
-    return float(found[0]["mean"] or 0.0) if found and found[0]["n"] else None
+    n, mean = cache.final_cell_cost(db, [dumps(contract.to_json()), unsalted])
+    return float(mean or 0.0) if n else None
 
 
 def mean_cell_cost(db: sqlite_utils.Database, contract: Contract) -> float:
@@ -50,23 +46,10 @@ def pending_cells(db: sqlite_utils.Database, key: str, n_cells: int, only: froze
     """Cells of the evaluation `key` not stored yet: of all n_cells, or of just the (task, replicate) cells
     `only` names (a wave, a screen). A cell whose agent run another evaluation with `agent_key` holds is not
     pending: it is re-graded, its agent not run again."""
-    sql = ("select distinct c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id "
-           "where e.key = ?")
-    params = [key]
-    if agent_key and "agent_key" in db["evaluations"].columns_dict:
-        sql += (" or (e.agent_key = ? and c.status in ('ok', 'grader_error', 'agent_error', 'timeout'))")
-        params.append(agent_key)
-    stored = {(r["task_id"], r["replicate"]) for r in db.query(sql, params)}
+    stored = cache.stored_cells(db, key, agent_key)
     if only is not None:
         return len(set(only) - stored)
     return max(0, n_cells - len(stored))
-
-
-def mean_mutation_cost(db: sqlite_utils.Database, run_id: str) -> float:
-    """Mean USD of this run's real mutator calls: a $0 row (a failed launch, a fake) would dilute it."""
-    found = list(db.query("select avg(mutator_cost_usd) as mean from attempts where run_id = ? and "
-                          "mutator_cost_usd > 0", [run_id]))
-    return float(found[0]["mean"] or 0.0) if found else 0.0
 
 
 @dataclass(frozen=True)
@@ -80,26 +63,30 @@ class Budget:
         suggest = max(self.limit_usd * 2, spent + next_usd * 2)
         raise BudgetStop(
             f"budget reached: ${spent:.4f} spent of --budget-usd {self.limit_usd:g}, and {what} would commit "
-            f"about ${next_usd:.4f} more. The run is stopped with nothing lost; re-run the same command with a "
-            f"higher cap (e.g. --budget-usd {suggest:.2f}) to resume it.")
+            f"about ${next_usd:.4f} more. The run is stopped with nothing lost; re-run the same command with "
+            f"a higher cap (e.g. --budget-usd {suggest:.2f}) to resume it.")
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
                           contract: Contract, label: str, only: frozenset | None = None) -> None:
         # several eval models: each model's cells at its own mean cost
         pending, next_usd = 0, 0.0
         for member in members(contract):
-            todo = pending_cells(db, evaluation_key(genome_hash, suite, member), len(suite.tasks) * member.replicates,
-                                 only, agent_key(genome_hash, suite, member))
+            todo = pending_cells(db, evaluation_key(genome_hash, suite, member),
+                                 len(suite.tasks) * member.replicates, only,
+                                 agent_key(genome_hash, suite, member))
             pending, next_usd = pending + todo, next_usd + todo * mean_cell_cost(db, member)
         if pending:
             self.check(spent=run_spent(db, run_id), next_usd=next_usd, what=f"{label} ({pending} cells)")
 
-    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str, first_usd: float = 0.0) -> None:
+    def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str,
+                        first_usd: float = 0.0) -> None:
         """`first_usd` stands in for the mean before this run has made a real mutator call."""
-        self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
+        self.check(spent=run_spent(db, run_id), next_usd=mean_mutation_cost(db, run_id) or first_usd,
+                   what=label)
 
     def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
-        """USD left under the cap; `unrecorded` = spend of cells stored but not yet added to the run's cost."""
+        """USD left under the cap; `unrecorded` = spend of cells stored but not yet added to the run's
+        cost."""
         return self.limit_usd - run_spent(db, run_id) - unrecorded
 
 
@@ -119,8 +106,9 @@ class RunGate:
 def refused(outcome, spent_usd: float) -> None:
     """Raise BudgetStop when an evaluation left cells unstarted at the cap (its `budget_stop` says which)."""
     if outcome.budget_stop:
-        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${spent_usd:.4f} spent; finished "
-                         f"cells are kept. Re-run the same command with a higher --budget-usd to resume it.")
+        raise BudgetStop(f"budget reached mid-evaluation: {outcome.budget_stop}. ${spent_usd:.4f} spent; "
+                         f"finished cells are kept. Re-run the same command with a higher --budget-usd to "
+                         f"resume it.")
 
 
 def price_ratio(mutator, build) -> float:

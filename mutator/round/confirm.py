@@ -1,4 +1,5 @@
-"""The winner's-curse guard (--confirm): a keep stands only if it still passes the gate on fresh val replicates.
+"""The winner's-curse guard (--confirm): a keep stands only if it still passes the gate on fresh val
+replicates.
 
 Both fresh evaluations (the new incumbent and the old one, under a new replicate salt) are stored on the
 attempt with the confirmed gate figures, so a resumed round reads the decision instead of re-running it.
@@ -10,7 +11,6 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from mutator.round import reasons
-from mutator.round.failures import account
 from mutator.round.nulls import gate_against
 from mutator.scoring.score import Normalisers
 from mutator.store.attempts import update_attempt
@@ -30,21 +30,21 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
     stored."""
     winner = next(c for c in scored if c.genome_hash == integration.incumbent)
     row = session.attempt_row(round_no, winner.sibling)
-    record = loads(row["confirm"])
+    record = loads(row.confirm)
     if record is None:
         fresh = dataclasses.replace(session.contract, salt=f"confirm:{session.run_id}:{round_no}")
         old, new = state.incumbent.genome_hash, integration.incumbent
-        evaluations = [session.evaluator.evaluate(session.genomes.path(h), h, session.skill_name, val,
-                                               label=f"round {round_no} · confirm {h[:12]} on fresh val",
-                                               contract=fresh) for h in (new, old)]
+        evaluations = [session.measure(h, val, f"round {round_no} · confirm {h[:12]} on fresh "
+                                               f"val", contract=fresh)
+                       for h in (new, old)]
         for outcome in evaluations:
-            account(session, outcome, val, f"round {round_no} · confirmation")
-        gate = gate_against(session, evaluations[0].cells, evaluations[1].cells, val_norm, exclude=row["id"],
+            session.account(outcome, val, f"round {round_no} · confirmation")
+        gate = gate_against(session, evaluations[0].cells, evaluations[1].cells, val_norm, exclude=row.id,
                             suite_hash=val.content_hash, tie_rule=tie_rule)
         record = {"stands": gate.keep, "candidate_evaluation_id": evaluations[0].evaluation_id,
                   "incumbent_evaluation_id": evaluations[1].evaluation_id, "salt": fresh.salt,
                   "gate": gate.to_json()}
-        update_attempt(session.db, row["id"], {"confirm": dumps(record)})
+        update_attempt(session.db, row.id, {"confirm": dumps(record)})
     gate = record["gate"]
     session.progress.say(f"  confirmation on fresh val replicates: Δ {gate['delta']:+.4f} vs threshold "
                       f"{gate['threshold']:+.4f} → {'the keep stands' if record['stands'] else 'OVERTURNED'}")
@@ -53,7 +53,7 @@ def confirm_keep(session: Session, val: Suite, round_no: int, state: State, scor
         return dataclasses.replace(integration, reasons={
             **integration.reasons, **({winner.sibling: kept + reasons.CONFIRMED} if kept else {})})
     error = f"keep overturned by confirmation: fresh Δ {gate['delta']:+.4f} < {gate['threshold']:+.4f}"
-    update_attempt(session.db, row["id"], {"error": error})
+    update_attempt(session.db, row.id, {"error": error})
     return dataclasses.replace(
         integration, verdicts={**integration.verdicts, winner.sibling: Verdict.REJECT},
         reasons={**integration.reasons, winner.sibling: reasons.overturned(error)},

@@ -1,9 +1,9 @@
 """How a run decides, and how runs stored by older code did: a stored run resumes as it was made.
 
-A run's decision settings are its gate and val design (with the tie rule), its screen and the depth of its train
-evidence. Each is part of the run id only when it differs from what older code did, so a run stored before it
-existed is found again under the settings it was made with and resumes with them, re-running no cell. Pure:
-never touches the store; the loop looks the older ids up.
+A run's decision settings are its gate and val design (with the tie rule), its screen and the depth of its
+train evidence. Each is part of the run id only when it differs from what older code did, so a run stored
+before it existed is found again under the settings it was made with and resumes with them, re-running no
+cell. Pure: never touches the store; the loop looks the older ids up.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from mutator.round.session import cheaper_identity
 from mutator.round.waves import Gating, Screen
 from mutator.scoring.sequential import wave
 
-CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates")   # the identity's keys cheaper_identity writes
+# the identity's keys cheaper_identity writes
+CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates")
 
 
 @dataclass(frozen=True)
@@ -34,22 +35,24 @@ class Decisions:
                                 self.evidence if self.evidence < self.replicates else 0)
 
     def evidence_cells(self, train: Suite) -> frozenset | None:
-        """The train cells of a genome's evidence: the first `evidence` replicates of every task (None: all). They
-        are cells of the genome's one train evaluation, so deeper evidence later, or a screen, reuses them."""
+        """The train cells of a genome's evidence: the first `evidence` replicates of every task (None: all).
+        They are cells of the genome's one train evaluation, so deeper evidence later, or a screen, reuses
+        them."""
         return None if self.evidence >= self.replicates else wave([t.id for t in train.tasks], self.evidence)
 
 
 def configured(settings, weights) -> Decisions:
-    """The decisions a run makes with these settings (evidenceReplicates above `replicates` is every replicate)."""
+    """The decisions a run makes with these settings (evidenceReplicates above `replicates` is every
+    replicate)."""
     return Decisions(Gating.for_settings(settings, weights),
                      Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z),
                      min(settings.train_replicates, settings.replicates), settings.replicates)
 
 
 def older(now: Decisions) -> tuple[Decisions, ...]:
-    """The decisions of runs stored by older code, newest first: before the tie rule and evidenceReplicates (ties
-    kept, evidence at every replicate; with the screen as configured, or off, its default then), and before
-    sequential val and the screen (one look, no screen either)."""
+    """The decisions of runs stored by older code, newest first: before the tie rule and evidenceReplicates
+    (ties kept, evidence at every replicate; with the screen as configured, or off, its default then), and
+    before sequential val and the screen (one look, no screen either)."""
     full, off = now.replicates, dataclasses.replace(now.screen, tasks=0)
     ties = dataclasses.replace(now, gating=dataclasses.replace(now.gating, tie_rule="keep"), evidence=full,
                                lacked="the tie rule and evidenceReplicates",
@@ -62,7 +65,7 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
 
 
 def as_stored(now: Decisions, identity: dict) -> Decisions:
-    """The decisions a stored run was made with, read from its stored identity (`runs.config`): `now` or the first
-    older era whose part of the identity it holds (`now` when none does)."""
+    """The decisions a stored run was made with, read from its stored identity (`runs.config`): `now` or the
+    first older era whose part of the identity it holds (`now` when none does)."""
     stored = {k: identity[k] for k in CHEAPER if k in identity}
     return next((then for then in (now, *older(now)) if then.identity() == stored), now)

@@ -26,8 +26,8 @@ the skill in ./skill/ (edit only files under ./skill/). When done, write ./resul
 """
 
 
-# Stages a workspace's read-only evidence (mutator/briefing/evidence.py): (workspace, the sandbox binds folders) ->
-# {folder of the workspace: the host folder to bind there read-only}
+# Stages a workspace's read-only evidence (mutator/briefing/evidence.py): (workspace, the sandbox binds
+# folders) -> {folder of the workspace: the host folder to bind there read-only}
 Stage = Callable[[Path, bool], Mapping[Path, Path]]
 
 
@@ -49,8 +49,9 @@ class Mutation:
         return {"mutator_cost_usd": self.cost_usd, "mutator_input_tokens": self.usage.input_tokens,
                 "mutator_output_tokens": self.usage.output_tokens,
                 "mutator_cache_write_tokens": self.usage.cache_creation_input_tokens,
-                "mutator_cache_read_tokens": self.usage.cache_read_input_tokens, "mutator_retries": self.retries,
-                "mutator_priced_cost_usd": self.priced_usd, "mutator_reported_cost_usd": self.reported_usd}
+                "mutator_cache_read_tokens": self.usage.cache_read_input_tokens,
+                "mutator_retries": self.retries, "mutator_priced_cost_usd": self.priced_usd,
+                "mutator_reported_cost_usd": self.reported_usd}
 
 
 def read_result(path: Path) -> tuple[str, str]:
@@ -66,7 +67,8 @@ def read_result(path: Path) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class MutatorAgent:
-    """How the mutator-role calls of a run are made (the mutation and the meta skill): one record, built once."""
+    """How the mutator-role calls of a run are made (the mutation and the meta skill): one record, built
+    once."""
     argv: Sequence[str]
     agent: str               # the mutator's implementation id (the pricing rule reads it)
     model: str
@@ -79,15 +81,17 @@ class MutatorAgent:
     env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's hooks); never SM_*
 
     def call(self, workspace: Path, prompt: str, *, writable: Sequence[Path], round_no: int, sibling: int,
-             task: str = "", meter: Path | None = None, shown: Mapping[Path, Path] | None = None) -> AgentCall:
+             task: str = "", meter: Path | None = None,
+             shown: Mapping[Path, Path] | None = None) -> AgentCall:
         """A mutator-role call in `workspace` (its cwd and home), writing result.json; metered when given one;
-        `shown`: folders of the workspace bound read-only from the run's shared history (a `stage`'s answer)."""
+        `shown`: folders of the workspace bound read-only from the run's shared history (a `stage`'s
+        answer)."""
         return AgentCall(argv=self.argv, agent=self.agent, model=self.model, max_turns=self.max_turns,
-                         price=self.price, prompt=prompt, cwd=workspace, home=workspace, launcher=self.launcher,
-                         silence_ms=self.silence_ms, heartbeat_ms=self.heartbeat_ms, skill_dir=workspace / "skill",
-                         writable=writable, readable=(workspace,), shown=dict(shown or {}), network=self.network,
-                         result_json=True,
-                         round_no=round_no, sibling=sibling, task=task, env=self.env, meter=meter)
+                         price=self.price, prompt=prompt, cwd=workspace, home=workspace,
+                         launcher=self.launcher, silence_ms=self.silence_ms, heartbeat_ms=self.heartbeat_ms,
+                         skill_dir=workspace / "skill", writable=writable, readable=(workspace,),
+                         shown=dict(shown or {}), network=self.network, result_json=True, round_no=round_no,
+                         sibling=sibling, task=task, env=self.env, meter=meter)
 
 
 def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path], agent: MutatorAgent,
@@ -95,11 +99,13 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
            watch: Mapping[str, Path] | None = None, meter: Path | None = None) -> Mutation:
     skill_dir = stage_workspace(workspace, parent_dir, briefing, refs)
     # read-only evidence, history, tasks beside skill/; the run's history bound in where the sandbox can
-    sandboxed = binds_folders(agent.launcher)   # bwrap: it sees only its workspace, the rest mounted read-only
+    # bwrap: it sees only its workspace, the rest mounted read-only
+    sandboxed = binds_folders(agent.launcher)
     shown = stage(workspace, sandboxed) if stage is not None else {}
-    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling, meter=meter,
-                      shown=shown)
-    prepare(spec)   # its prompt and empty outputs exist before the snapshot: they are the harness's, not its writes
+    spec = agent.call(workspace, PROMPT, writable=(skill_dir,), round_no=round_no, sibling=sibling,
+                      meter=meter, shown=shown)
+    # its prompt and empty outputs exist before the snapshot: they are the harness's, not its writes
+    prepare(spec)
     # what it must leave as it was (mutator/round/tamper.py)
     before = tamper.snapshot(workspace, parent_dir, watch, around=not sandboxed)
     done = asyncio.run(call(spec))
@@ -114,8 +120,10 @@ def mutate(*, workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[st
         shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
         return Mutation(False, "", "", f"mutator wrote outside its skill: {shown}", cost, skill_dir, **used)
     if redacted:   # a skill must never carry a key: this candidate is not evaluated, kept nor proposed
-        return Mutation(False, "", "", f"the mutator wrote a secret into {', '.join(redacted)} (redacted there): a "
-                        f"skill must never carry a key; the candidate is FAILED, not evaluated", cost, skill_dir, **used)
+        return Mutation(False, "", "", f"the mutator wrote a secret into {', '.join(redacted)} (redacted "
+                                       f"there): a "
+                        f"skill must never carry a key; the candidate is FAILED, not "
+                        f"evaluated", cost, skill_dir, **used)
     # The mutator's contract is the workspace and result.json: a stream (and its result event) is optional,
     # so only a timeout or a non-zero exit fails it here; read_result judges what it wrote.
     failure = redact(done.run.failure(has_result=True))

@@ -42,23 +42,25 @@ def check_other_skills(settings) -> None:
 
 
 def check_split(suite: Suite, flag: str, *, allow_mismatch: bool) -> None:
-    """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the mutator)."""
+    """A suite's own `split:` must match the role it is used in (a val suite as train leaks it to the
+    mutator)."""
     role = ROLES[flag]
     if suite.split != role and not allow_mismatch:
         wanted = "test suite held out from the run" if role == "test" else f"{role} suite"
-        raise ConfigError(f"{flag} {suite.name}: its suite.md says split: {suite.split}, but {flag} uses it as "
-                          f"{role}; pick a {wanted}, or pass --allow-split-mismatch if this is deliberate")
+        raise ConfigError(f"{flag} {suite.name}: its suite.md says split: {suite.split}, but {flag} uses it "
+                          f"as {role}; pick a {wanted}, or pass --allow-split-mismatch if this is deliberate")
 
 
-def check_agent_flags(*, real: bool, agent: str | None, agent_cmd: str | None, mutator_agent: str | None) -> None:
+def check_agent_flags(*, real: bool, agent: str | None, agent_cmd: str | None,
+                      mutator_agent: str | None) -> None:
     """Backend flags choose real agents; without --real they would be silently ignored for the fakes."""
     if real:
         return
     named = [flag for flag, value in (("--agent-cmd", agent_cmd), ("--agent", agent),
                                       ("--mutator-agent", mutator_agent)) if value is not None]
     if named:
-        raise ConfigError(f"{', '.join(named)} without --real: a dry run always uses the fake agents; add --real "
-                          f"to run real agents (they spend money), or drop {named[0]}")
+        raise ConfigError(f"{', '.join(named)} without --real: a dry run always uses the fake agents; add "
+                          f"--real to run real agents (they spend money), or drop {named[0]}")
 
 
 def check_finite(**flags: float | None) -> None:
@@ -66,22 +68,23 @@ def check_finite(**flags: float | None) -> None:
     for name, value in flags.items():
         if value is not None and not math.isfinite(value):
             flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag} must be a finite number, got {value!r}; pass a number such as {flag} 1")
+            raise ConfigError(f"{flag} must be a finite number, got {value!r}; pass a number such as {flag} "
+                              f"1")
 
 
 def check_executor(executor: str, *, ray_address: str = "", ray_timeout_typed: bool = False) -> None:
-    """--executor ray needs the optional ray package, and the Ray flags need --executor ray (they would be silently
-    ignored): say so before the run is opened, not at its first cell."""
+    """--executor ray needs the optional ray package, and the Ray flags need --executor ray (they would be
+    silently ignored): say so before the run is opened, not at its first cell."""
     import importlib.util
     if executor == "ray" and importlib.util.find_spec("ray") is None:
-        raise ConfigError("--executor ray needs the ray package, which is not installed; pip install -e '.[ray]' "
-                          "(on this machine and every worker), or use --executor local")
+        raise ConfigError("--executor ray needs the ray package, which is not installed; pip install -e "
+                          "'.[ray]' (on this machine and every worker), or use --executor local")
     stray = [flag for flag, given in ((f"--ray-address {ray_address}", ray_address),
                                       ("--ray-timeout-s", ray_timeout_typed)) if given]
     if executor != "ray" and stray:
-        raise ConfigError(f"{' and '.join(stray)} only work(s) with --executor ray, but the executor is {executor}; "
-                          f"add --executor ray, or drop {stray[0].split()[0]} (config.json rayAddress / "
-                          f"SKILL_MUTATOR_RAY_ADDRESS count too)")
+        raise ConfigError(f"{' and '.join(stray)} only work(s) with --executor ray, but the executor is "
+                          f"{executor}; add --executor ray, or drop {stray[0].split()[0]} (config.json "
+                          f"rayAddress / SKILL_MUTATOR_RAY_ADDRESS count too)")
 
 
 DEMO_SKILL = Path(__file__).resolve().parents[2] / "suites" / "csv-clean"
@@ -97,21 +100,24 @@ def check_skill_dir_given(given: Path | None, skill_dir: Path, suites: list[Suit
     theirs = [suite for suite in suites if suite.path.resolve().name not in DEMO_SUITES]
     if theirs:
         names = "/".join(suite.name for suite in suites)
-        raise ConfigError(f"no --skill-dir given: the demo skill suites/csv-clean would be evolved on your suites "
-                          f"{names}; pass --skill-dir PATH/TO/YOUR/SKILL")
+        raise ConfigError(f"no --skill-dir given: the demo skill suites/csv-clean would be evolved on your "
+                          f"suites {names}; pass --skill-dir PATH/TO/YOUR/SKILL")
 
 
 def check_out_folder(flag: str, out: Path, *, skill_dir: Path | None, data_dir: Path) -> None:
-    """A command that writes suites into `out` must not write into an existing suite (it would change that suite on
-    disk under every run of it), the skill or the data dir; a new folder beside the suites (suites/NAME) is fine."""
+    """A command that writes suites into `out` must not write into an existing suite (it would change that
+    suite on disk under every run of it), the skill or the data dir; a new folder beside the suites
+    (suites/NAME) is fine."""
     out = out.resolve()
     for place in (out, *out.parents):
         if (place / "suite.md").is_file():
-            raise ConfigError(f"{flag} {out}: inside the suite {place} (it has a suite.md); writing there would "
-                              f"change that suite on disk; pick a new folder such as {place.parent / 'mined'}")
+            raise ConfigError(f"{flag} {out}: inside the suite {place} (it has a suite.md); writing there "
+                              f"would change that suite on disk; pick a new folder such as "
+                              f"{place.parent / 'mined'}")
     for what, where in (("the skill", skill_dir), ("the data dir", data_dir)):
         if where is None:
             continue
         where = where.resolve()
         if out == where or out.is_relative_to(where):
-            raise ConfigError(f"{flag} {out}: inside {what} {where}; pick a folder outside it, such as suites/NAME")
+            raise ConfigError(f"{flag} {out}: inside {what} {where}; pick a folder outside it, such as "
+                              f"suites/NAME")

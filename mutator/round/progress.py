@@ -22,7 +22,8 @@ from rich.progress import Progress as Bars
 
 
 class Progress:
-    def __init__(self, stream: TextIO | None = None, *, interval_s: float = 2.0, live: bool | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, interval_s: float = 2.0,
+                 live: bool | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.interval_s = interval_s

@@ -34,16 +34,18 @@ def command_line(argv: Sequence[str] | None = None) -> str:
 def launch_columns(suites, agents, skill_dir: Path) -> dict:
     """What a run records of how it was started, so `--test-run RUN` can repeat it: the suites by
     resolved path and the agent flags (`suites`, `agents`: mutator.round.loop.Suites and Agents), and
-    the seed skill's folder (where `--propose RUN` aims its accept line), and the command that (re)started it."""
+    the seed skill's folder (where `--propose RUN` aims its accept line), and the command that (re)started
+    it."""
     found = {"suite_path": str(suites.train.path.resolve()), "val_path": str(suites.val.path.resolve()),
-             "agents": dumps(agents.launch), "skill_dir": str(Path(skill_dir).resolve()), "command": command_line()}
+             "agents": dumps(agents.launch), "skill_dir": str(Path(skill_dir).resolve()),
+             "command": command_line()}
     if suites.holdout:
         found["holdout_path"] = str(suites.holdout.path.resolve())
     return found
 
 
 def gate_columns(settings) -> dict:
-    """How the run's gate decides, as run columns (its identity names them only when not the old default, so run
-    ids are unchanged); a run resumed with sealTest is sealed from then on (never unsealed)."""
+    """How the run's gate decides, as run columns (its identity names them only when not the old default, so
+    run ids are unchanged); a run resumed with sealTest is sealed from then on (never unsealed)."""
     return {"gate_method": settings.gate_method, "model_gate": settings.model_gate,
             **({"seal_test": 1} if settings.seal_test else {})}

@@ -1,7 +1,8 @@
-"""Why an attempt got a verdict the loop gives itself (SEED, CRITIC, FAILED, SCREENED), in the words stored with it.
+"""Why an attempt got a verdict the loop gives itself (SEED, CRITIC, FAILED, SCREENED), in the words stored
+with it.
 
-KEEP and REJECT reasons come from the strategy's `integrate` (strategies/reasons.py); these are the rest. Pure:
-the attempt's fields in, one line out. The dashboard shows what is stored and never re-derives it.
+KEEP and REJECT reasons come from the strategy's `integrate` (strategies/reasons.py); these are the rest.
+Pure: the attempt's fields in, one line out. The dashboard shows what is stored and never re-derives it.
 """
 
 from __future__ import annotations

@@ -12,15 +12,19 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from eval.kept import regradable
 from eval.suite import Suite
 from eval.suite_parts import changes, manifest
-from mutator.round.eras import as_stored, older
-from mutator.round.session import run_id_for
+from mutator.round.eras import Decisions, as_stored, older
+from mutator.round.session import Session, run_id_for
+from mutator.round.waves import Evaluate
 from mutator.store import cache
-from mutator.store.db import loads, rows
+from mutator.store.attempts import scored
+from mutator.store.db import loads
+from mutator.store.runs import evolve_runs, runs_with_id, runs_with_identity
 
 
 def manifests(suites) -> dict:
@@ -30,8 +34,8 @@ def manifests(suites) -> dict:
 
 
 def changed_since(conn: sqlite3.Connection, run: dict | None, identity: dict, now: dict) -> list[str]:
-    """What changed in the suites since `run` last ran (a resumed run), or since an earlier run of these settings
-    (a new run, `run` None): one line per changed suite, said before anything is spent."""
+    """What changed in the suites since `run` last ran (a resumed run), or since an earlier run of these
+    settings (a new run, `run` None): one line per changed suite, said before anything is spent."""
     return _since_last(run, now) if run else [f"warning: {line}" for line in _since_new(conn, identity, now)]
 
 
@@ -43,9 +47,10 @@ def _since_last(run: dict, now: dict) -> list[str]:
     for role, after in now.items():
         if role in before and before[role].get("files") != after["files"]:
             said.append(f"suite {after['name']} changed since {run['id']} last ran: "
-                        f"{', '.join(changes(before[role], after)) or 'its files'}. Grading only (what the agent "
-                        f"sees is unchanged): the run resumes, and its cells are re-graded from their agents' kept "
-                        f"work with no agent run again; decided rounds keep the figures of their grader")
+                        f"{', '.join(changes(before[role], after)) or 'its files'}. Grading only (what the "
+                        f"agent sees is unchanged): the run resumes, and its cells are re-graded from their "
+                        f"agents' kept work with no agent run again; decided rounds keep the figures of "
+                        f"their grader")
     return said
 
 
@@ -53,10 +58,10 @@ def _since_new(conn: sqlite3.Connection, identity: dict, now: dict) -> list[str]
     """A new run: an earlier run with these very settings and suite names but other suite contents means a
     suite changed since. One line per changed suite, naming its files; [] when there is no such run."""
     rest = json.dumps({k: v for k, v in identity.items() if k not in now}, sort_keys=True, default=str)
-    for run_id, config, stored in conn.execute(
-            "select id, config, suites from runs where kind = 'evolve' order by created_at desc"):
+    for run_id, _seed, config, stored in evolve_runs(conn):
         earlier = json.loads(config or "{}")
-        same_rest = json.dumps({k: v for k, v in earlier.items() if k not in now}, sort_keys=True, default=str)
+        same_rest = json.dumps({k: v for k, v in earlier.items() if k not in now}, sort_keys=True,
+                               default=str)
         if same_rest != rest or any((earlier.get(role) or [None])[0] != identity[role][0] for role in now):
             continue
         before = json.loads(stored or "{}")
@@ -77,47 +82,49 @@ def _since_new(conn: sqlite3.Connection, identity: dict, now: dict) -> list[str]
     return []
 
 
-def regrade_decided(loop) -> int:
+def regrade_decided(session: Session, evaluate: Evaluate, suites) -> int:
     """Before the next round: every evaluation of the run's scored genomes that another grader graded is made
-    again under the current one (the same cells; the agents' kept work re-graded, through the run's budget).
-    Returns how many evaluations were re-made."""
-    suites: dict[str, Suite] = {loop.suites.val.name: loop.suites.val, loop.suites.train.name: loop.suites.train}
+    again under the current one (the same cells; the agents' kept work re-graded, through the run's budget, by
+    `evaluate`: the round's evaluator). `suites`: the run's Suites. Returns how many evaluations were
+    re-made."""
+    by_name: dict[str, Suite] = {suites.val.name: suites.val, suites.train.name: suites.train}
     seen: set[tuple[str, str]] = set()
-    for a in rows(loop.db, "select round, genome_hash, val_evaluation_id, train_evaluation_id from attempts where "
-                           "run_id = ? and genome_hash is not null and status != 'failed' order by id", [loop.run_id]):
-        for evaluation_id in (a["val_evaluation_id"], a["train_evaluation_id"]):
-            row = loop.db["evaluations"].get(evaluation_id) if evaluation_id is not None else None
-            suite = suites.get(row["suite"]) if row else None
-            if suite is None or row["suite_hash"] == suite.content_hash or (a["genome_hash"], suite.name) in seen \
-                    or loads(row["contract"]) != loop.contract.to_json():
+    for a in scored(session.db, session.run_id):
+        for evaluation_id in (a.val_evaluation_id, a.train_evaluation_id):
+            row = cache.evaluation_row(session.db, evaluation_id) if evaluation_id is not None else None
+            suite = by_name.get(row["suite"]) if row else None
+            if suite is None or row["suite_hash"] == suite.content_hash \
+                    or (a.genome_hash, suite.name) in seen \
+                    or loads(row["contract"]) != session.contract.to_json():
                 continue   # graded by today's grader, done already, or a confirmation's fresh replicates
-            seen.add((a["genome_hash"], suite.name))
-            stored = cache.cell_rows(loop.db, evaluation_id)
+            seen.add((a.genome_hash, suite.name))
+            stored = cache.cell_rows(session.db, evaluation_id)
             cells = frozenset((c["task_id"], c["replicate"]) for c in stored)
             if not cells:
                 continue
-            lost = sum(c["status"] in ("ok", "grader_error") and not regradable(Path(c["cell_dir"] or "/nowhere"))
-                       for c in stored)
+            lost = sum(c["status"] in ("ok", "grader_error")
+                       and not regradable(Path(c["cell_dir"] or "/nowhere")) for c in stored)
             if lost:
-                loop.progress.say(f"  {a['genome_hash'][:12]} on {suite.name}: {lost} of its cells kept "
-                                  f"no agent outputs to grade again (stored by an older version), so they run again")
-            loop._evaluate(a["genome_hash"], suite, f"re-grade · round {a['round']} · {a['genome_hash'][:12]} on "
-                           f"{suite.split}", None if row["status"] == "done" else cells)
+                session.progress.say(f"  {a.genome_hash[:12]} on {suite.name}: {lost} of its cells kept no "
+                                     f"agent outputs to grade again (stored by an older version), so they "
+                                     f"run again")
+            evaluate(a.genome_hash, suite, f"re-grade · round {a.round} · {a.genome_hash[:12]} on "
+                     f"{suite.split}", None if row["status"] == "done" else cells)
     return len(seen)
 
 
-def stored_run(loop, seed_hash: str) -> list[dict]:
-    """The stored run `loop` resumes when its id today finds none: by the id its identity gave it when last resumed
-    (`identity_id`), or by an old id (one that hashed each suite's whole folder, or made before the run's decision
-    settings existed: mutator/round/eras.py). It resumes with the decisions it was made with. Sets the session's run
-    id to the run found."""
-    found = list(loop.db["runs"].rows_where("identity_id = ?", [loop.run_id]))
-    for then, by_content in () if found else itertools.product((loop.decisions, *older(loop.decisions)), (False, True)):
-        old = run_id_for(loop.identity(seed_hash, then, by_content=by_content))
-        found = found or ([] if old == loop.run_id else list(loop.db["runs"].rows_where("id = ?", [old])))
-    then = as_stored(loop.decisions, loads(found[0]["config"], {})) if found else loop.decisions
-    if then is not loop.decisions:
-        loop.decisions = then
-        loop.progress.say(f"{found[0]['id']} was stored before {then.lacked}: it resumes as it was made ({then.how})")
-    loop.session.run_id = found[0]["id"] if found else loop.run_id
-    return found
+def stored_run(session: Session, run_id: str, decisions: Decisions,
+               identity: Callable[[Decisions, bool], dict]) -> tuple[list[dict], Decisions]:
+    """The stored run a run whose id today (`run_id`) finds none resumes: by the id its identity gave it when
+    last resumed (`identity_id`), or by an old id (`identity(decisions, by_content)`: one that hashed each
+    suite's whole folder, or made before the run's decision settings existed: mutator/round/eras.py). Returns
+    the run found ([] or one row) and the decisions it resumes with (those it was made with)."""
+    found = runs_with_identity(session.db, run_id)
+    for then, by_content in () if found else itertools.product((decisions, *older(decisions)), (False, True)):
+        old = run_id_for(identity(then, by_content))
+        found = found or ([] if old == run_id else runs_with_id(session.db, old))
+    then = as_stored(decisions, loads(found[0]["config"], {})) if found else decisions
+    if then is not decisions:
+        session.progress.say(f"{found[0]['id']} was stored before {then.lacked}: it resumes as it was made "
+                             f"({then.how})")
+    return found, then

@@ -19,12 +19,16 @@ from eval.cost import Price, Usage, price_for, usd
 from eval.errors import SkillMutatorError
 from eval.suite import Suite
 from mutator.config import ConfigError
-from mutator.round.evaluations import Evaluator, Outcome
-from mutator.store.db import dumps, rows
+from mutator.round.evaluations import Evaluator
+from mutator.round.outcome import Outcome
+from mutator.store import cache
+from mutator.store.cache import USAGE_COLUMNS
+from mutator.store.db import dumps
 from mutator.store.runs import update_run
 
 BARE = "bare"   # the genome hash used for skill-less evaluations
-SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)   # one bare solve cell, before any is measured
+# one bare solve cell, before any is measured
+SOLVE_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)
 
 
 class SolveAbort(SkillMutatorError, RuntimeError):
@@ -40,8 +44,9 @@ def solve_wanted(setting: str, agents) -> bool:
     """--solve on/off (config `solve`; the old `auto` is off): on only when asked for, since it is paid at the
     mutator model's price before the seed is evaluated. `agents` is mutator.round.session.Agents."""
     if setting == "on" and agents.solve_argv is None:
-        raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or claude-cli); "
-                           f"the mutator is {agents.mutator_how}. Drop --solve, or pass --mutator-agent anthropic")
+        raise SolveRefused(f"--solve needs a mutator backend that can solve a task bare (anthropic or "
+                           f"claude-cli); the mutator is {agents.mutator_how}. Drop --solve, or pass "
+                           f"--mutator-agent anthropic")
     return setting == "on"
 
 
@@ -57,9 +62,10 @@ def solve_line(settings, n_tasks: int, on: bool) -> str:
     if not on:
         return "solve phase off (--solve turns it on)"
     cells, cost = solve_estimate(settings, n_tasks)
-    return (f"solve phase on: up to {cells} cells ({settings.solve_attempts} pass(es) × {n_tasks} train tasks) at "
-            f"{settings.mutator_model} prices, ≈ ${cost:.4f} (estimated at {SOLVE_CELL_TOKENS.input_tokens:,} input + "
-            f"{SOLVE_CELL_TOKENS.output_tokens:,} output tokens a cell), within --budget-usd")
+    return (f"solve phase on: up to {cells} cells ({settings.solve_attempts} pass(es) × {n_tasks} train "
+            f"tasks) at {settings.mutator_model} prices, ≈ ${cost:.4f} (estimated at "
+            f"{SOLVE_CELL_TOKENS.input_tokens:,} input + {SOLVE_CELL_TOKENS.output_tokens:,} output tokens a "
+            f"cell), within --budget-usd")
 
 
 def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, model: str, price: Price,
@@ -89,8 +95,7 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
         cost += outcome.ran_cost
         cells_run += outcome.ran
         evaluations.append(outcome.evaluation_id)
-        for cell in rows(db, "select task_id, score, cell_dir, status, error from cells where evaluation_id = ?",
-                         [outcome.evaluation_id]):
+        for cell in cache.solve_cells(db, outcome.evaluation_id):
             if cell["score"] > best.get(cell["task_id"], {"score": -1.0})["score"]:
                 best[cell["task_id"]] = {"score": cell["score"], "pass": number, "cell_dir": cell["cell_dir"],
                                          "status": cell["status"], "error": cell["error"] or ""}
@@ -100,29 +105,26 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
         trajectory = Path(found["cell_dir"]) / "trajectory.md"
         body = trajectory.read_text(encoding="utf-8") if trajectory.is_file() else "(no trajectory)\n"
         (out_dir / f"{task_id}.md").write_text(
-            f"<!-- solved bare by {model}: best score {found['score']:.3f} on pass {found['pass']} -->\n{body}",
+            f"<!-- solved bare by {model}: best score {found['score']:.3f} on pass {found['pass']} "
+            f"-->\n{body}",
             encoding="utf-8")
     low = sorted(task_id for task_id, found in best.items() if found["score"] < min_score)
-    record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score, "cost_usd": cost,
-              "cells_run": cells_run, "aborted": bool(low), "usage": usage,
+    record = {"model": model, "passes": passes, "attempts": attempts, "min_score": min_score,
+              "cost_usd": cost, "cells_run": cells_run, "aborted": bool(low), "usage": usage,
               "tasks": {task_id: {"score": f["score"], "pass": f["pass"], "status": f["status"]}
                         for task_id, f in sorted(best.items())}}
     (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     if low:
-        record["message"] = abort_message(model, passes, min_score, {task_id: best[task_id] for task_id in low})
+        record["message"] = abort_message(model, passes, min_score,
+                                          {task_id: best[task_id] for task_id in low})
     return record
-
-
-USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "retries")
 
 
 def solve_usage(db, evaluations: list[int]) -> dict[str, int]:
     """Tokens and API retries of every solve cell (the cells keep them one by one; this is the total)."""
     if not evaluations:
         return dict.fromkeys(USAGE_COLUMNS, 0)
-    marks = ",".join("?" * len(evaluations))
-    totals = db.execute(f"select {', '.join(f'sum({c})' for c in USAGE_COLUMNS)} from cells "
-                        f"where evaluation_id in ({marks})", evaluations).fetchone()
+    totals = cache.usage_totals(db, evaluations)
     return {column: int(value or 0) for column, value in zip(USAGE_COLUMNS, totals, strict=True)}
 
 
@@ -140,13 +142,15 @@ def abort_message(model: str, passes: int, min_score: float, low: dict[str, dict
         first = next(iter(failed.values()))["error"].strip().replace("\n", " ")[:300]
         parts.append(f"Every solve cell of {len(failed)} task(s) FAILED without a grade ("
                      + "; ".join(f"{status}: {', '.join(ids)}" for status, ids in sorted(by_status.items()))
-                     + f"); the first error: {first or '(none recorded)'}. That is the solver not running, not "
-                       f"the model scoring low: check the mutator backend's setup, or skip the phase with "
-                       f"--no-solve.")
+                     + f"); the first error: {first or '(none recorded)'}. That is the solver not running, "
+                       f"not the model scoring low: check the mutator backend's setup, or skip the phase "
+                       f"with --no-solve.")
     if scored:
-        parts.append(f"The mutator model {model} is not capable enough for this suite: its best bare score stays "
-                     f"low on " + ", ".join(f"{task_id} ({found['score']:.2f})" for task_id, found in scored.items())
-                     + ". Use a stronger --mutator-model, raise --solve-attempts, or lower --solve-min-score.")
+        parts.append(f"The mutator model {model} is not capable enough for this suite: its best bare score "
+                     f"stays low on "
+                     + ", ".join(f"{task_id} ({found['score']:.2f})" for task_id, found in scored.items())
+                     + ". Use a stronger --mutator-model, raise --solve-attempts, or lower "
+                       "--solve-min-score.")
     return " ".join(parts)
 
 

@@ -11,7 +11,8 @@ from mutator.round.solve import solve_line
 
 
 def solve_on(settings: Settings, agents: Agents) -> bool:
-    """Whether the solve phase is asked for and can run (mutator.round.solve.solve_wanted refuses the rest)."""
+    """Whether the solve phase is asked for and can run (mutator.round.solve.solve_wanted refuses the
+    rest)."""
     return settings.solve == "on" and agents.solve_argv is not None
 
 
@@ -25,8 +26,10 @@ def new_run_words(settings: Settings, suites: Suites, agents: Agents, skill_name
             f"{solve_line(settings, len(suites.train.tasks), solve_on(settings, agents))}")
 
 
-def resume_words(settings: Settings, suites: Suites, agents: Agents, skill_name: str, solve_record: str | None) -> str:
+def resume_words(settings: Settings, suites: Suites, agents: Agents, skill_name: str,
+                 solve_record: str | None) -> str:
     """The skill, and the solve phase when it still has to run (never run, or aborted last time)."""
-    pending = solve_on(settings, agents) and (solve_record is None or bool(json.loads(solve_record).get("aborted")))
+    pending = solve_on(settings, agents) and (solve_record is None
+                                              or bool(json.loads(solve_record).get("aborted")))
     return skill_words(settings, skill_name) + (
         f"; {solve_line(settings, len(suites.train.tasks), True)}" if pending else "")

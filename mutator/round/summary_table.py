@@ -12,21 +12,25 @@ from rich.console import Console
 from rich.table import Table
 
 from mutator.round.summary import attempt_label, attempt_note, model_deltas, seed_vs_champion, summary
+from mutator.store.runs import run_row
 from strategies.verdicts import Verdict
 
-VERDICT_STYLE = {Verdict.KEEP: "green", Verdict.REJECT: "red", Verdict.SCREENED: "dark_orange", Verdict.CRITIC: "yellow", Verdict.FAILED: "magenta"}
+VERDICT_STYLE = {Verdict.KEEP: "green", Verdict.REJECT: "red", Verdict.SCREENED: "dark_orange",
+                 Verdict.CRITIC: "yellow", Verdict.FAILED: "magenta"}
 
 
 def _cells(s) -> list[str]:
-    return ["—"] * 4 if s is None else [f"{s.composite:.4f}", f"{s.eval:.3f}", f"{s.cost:.5f}", f"{s.steps:.2f}"]
+    return ["—"] * 4 if s is None else [f"{s.composite:.4f}", f"{s.eval:.3f}", f"{s.cost:.5f}",
+                                        f"{s.steps:.2f}"]
 
 
 def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
     """(seed vs champion on val and train, one row per attempt)."""
-    run = dict(db["runs"].get(run_id))
+    run = run_row(db, run_id)
     both = seed_vs_champion(db, run)
     attempts, champion = both.attempts, both.champion
-    figures = Table(title=f"{run_id} · seed vs champion {run['incumbent_hash'][:12]} (round {champion['round']})")
+    figures = Table(title=f"{run_id} · seed vs champion {run['incumbent_hash'][:12]} (round "
+                          f"{champion.round})")
     figures.add_column("")
     for split in ("val", "train"):
         for name in ("composite", "eval", "cost/cell", "steps"):
@@ -41,11 +45,11 @@ def tables(db: sqlite_utils.Database, run_id: str) -> tuple[Table, Table]:
                           ("gate threshold", "right"), ("summary", "left")):
         rounds.add_column(name, justify=justify, overflow="fold")
     for a in attempts[1:]:
-        verdict = a["verdict"] or a["status"]
+        verdict = a.verdict or a.status
         rounds.add_row(attempt_label(a),
                        f"[{VERDICT_STYLE.get(verdict, 'default')}]{verdict}[/]",
-                       "—" if a["delta"] is None else f"{a['delta']:+.4f}",
-                       "—" if a["gate_threshold"] is None else f"{a['gate_threshold']:+.4f}",
+                       "—" if a.delta is None else f"{a.delta:+.4f}",
+                       "—" if a.gate_threshold is None else f"{a.gate_threshold:+.4f}",
                        attempt_note(a) + (f" (per model Δ: {model_deltas(a)})" if model_deltas(a) else ""))
     return figures, rounds
 

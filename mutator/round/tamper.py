@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mutator.store.evidence import stored
+from mutator.store.runs import evolve_runs
 
 MAY_WRITE = {"skill", "result.json", "stream.jsonl", "agent.stdout", "agent.stderr"}
 SKIP = {"__pycache__"}
@@ -66,16 +67,18 @@ def _tree(root: Path, label: str, *, allowed: set[str] = frozenset()) -> dict[st
     return state
 
 
-PRIVATE = ("val suite", "test suite")   # their file names are val/test details: a message names only the suite
+# their file names are val/test details: a message names only the suite
+PRIVATE = ("val suite", "test suite")
 
 
 def snapshot(workspace: Path, parent_dir: Path, watch: Mapping[str, Path] | None = None, *,
              around: bool = True) -> dict[str, str]:
-    """Everything the mutator must leave as it was, by path -> content digest (watched folders by label). `around`:
-    the folder around the workspace too (one entry per earlier round's workspace); a sandbox that mounts only the
-    workspace (bwrap) shows the mutator no such folder, so there it is left out."""
+    """Everything the mutator must leave as it was, by path -> content digest (watched folders by label).
+    `around`: the folder around the workspace too (one entry per earlier round's workspace); a sandbox that
+    mounts only the workspace (bwrap) shows the mutator no such folder, so there it is left out."""
     state = _tree(workspace, str(workspace), allowed=MAY_WRITE)
-    for entry in os.scandir(workspace.parent) if around else ():  # `../`: the other workspaces, anything new beside
+    # `../`: the other workspaces, anything new beside
+    for entry in os.scandir(workspace.parent) if around else ():
         if entry.name != workspace.name:
             state[entry.path] = _digest(entry.path, entry)
     state.update(_tree(parent_dir, str(parent_dir)))
@@ -89,21 +92,23 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     (the message becomes the attempt's error, which later briefings show the mutator)."""
     paths = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     private = {label for label in PRIVATE for path in paths if path.startswith(label + "/")}
-    return sorted({path for path in paths if path.split("/")[0] not in private} | {f"the {label}" for label in private})
+    public = {path for path in paths if path.split("/")[0] not in private}
+    return sorted(public | {f"the {label}" for label in private})
 
 
-def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path, genomes_root: Path) -> str | None:
+def seed_changed_since(conn: sqlite3.Connection, identity: dict, seed_dir: Path,
+                       genomes_root: Path) -> str | None:
     """Before a new run starts: an earlier run with these very suites and settings but another seed means the
     seed folder changed since (an edit, or a mutator that wrote outside its workspace). A warning naming the
     changed files, else None; the new run goes ahead (editing a seed is a new experiment)."""
     same = json.dumps({k: v for k, v in identity.items() if k != "seed"}, sort_keys=True, default=str)
-    for run_id, seed_hash, config in conn.execute(
-            "select id, seed_hash, config from runs where kind = 'evolve' order by created_at desc"):
+    for run_id, seed_hash, config, _suites in evolve_runs(conn):
         earlier = json.loads(config or "{}")
         earlier.pop("seed", None)
         if seed_hash != identity.get("seed") and json.dumps(earlier, sort_keys=True, default=str) == same:
             files = [path.split("/", 1)[1] for path in changed(_tree(genomes_root / seed_hash, "seed"),
                                                                _tree(seed_dir, "seed"))]
             return (f"the seed skill {seed_dir} changed since {run_id} (same suites and settings): "
-                    f"{', '.join(files) or 'its files'}; this starts a new run. Restore the seed to resume {run_id}")
+                    f"{', '.join(files) or 'its files'}; this starts a new run. Restore the seed to resume "
+                    f"{run_id}")
     return None

@@ -5,9 +5,9 @@ the same tasks and replicate indices; a decisive loss at the screen's z is SCREE
 keeps. Its cells are the candidate's own train cells (the same evaluation key), so a survivor that is later
 evaluated on train reuses them. Val then runs one replicate of every task per wave; after each wave but the
 last, a decisive loss or win at sequential.earlyZ decides (mutator/scoring/sequential.py), else the next wave
-runs. The tie rule (score.tieRule) is applied at the last look only, the one a tie's verdict rests on: the screen
-and the early looks decide nothing on a tie. Every look's gate figures are returned for the attempt row, so each
-verdict re-derives from the store.
+runs. The tie rule (score.tieRule) is applied at the last look only, the one a tie's verdict rests on: the
+screen and the early looks decide nothing on a tie. Every look's gate figures are returned for the attempt
+row, so each verdict re-derives from the store.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eval.suite import Suite
-from mutator.round.evaluations import Outcome
+from mutator.round.outcome import Outcome
 from mutator.scoring import holm
 from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
@@ -38,7 +38,8 @@ class Gating:
     method: str
     design: Design
     tie_rule: str = "keep"   # score.tieRule, applied where a verdict rests (the last look), never before
-    model_gate: str = "mean"   # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
+    # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
+    model_gate: str = "mean"
 
     @classmethod
     def for_settings(cls, settings, weights: Weights) -> Gating:
@@ -49,15 +50,18 @@ class Gating:
 
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
              prior: Sequence[Comparison], tie_rule: str = "keep") -> Gate:
-        return holm.gate(per_task(candidate.cells, self.weights, norm), per_task(incumbent.cells, self.weights, norm),
-                         prior=prior, min_improvement=self.min_improvement, gate_z=z, method=self.method,
+        return holm.gate(per_task(candidate.cells, self.weights, norm),
+                         per_task(incumbent.cells, self.weights, norm), prior=prior,
+                         min_improvement=self.min_improvement, gate_z=z, method=self.method,
                          tie_rule=tie_rule, model_gate=self.model_gate)
 
 
-def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *, against: int) -> dict:
-    """One look's record; `against` is the incumbent's evaluation this look compared with (the gate's comparator)."""
-    return {"look": look, "replicates": replicates, "cells": gate.n * replicates, "z": z, "decision": decision,
-            "gate": gate.to_json(), "incumbent_evaluation_id": against}
+def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *,
+              against: int) -> dict:
+    """One look's record; `against` is the incumbent's evaluation this look compared with (the gate's
+    comparator)."""
+    return {"look": look, "replicates": replicates, "cells": gate.n * replicates, "z": z,
+            "decision": decision, "gate": gate.to_json(), "incumbent_evaluation_id": against}
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,8 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
     for look in range(1, design.looks + 1):
         last = look == design.looks
         cells = None if last and design.looks == 1 else wave(task_ids, look)
-        outcome = evaluate(genome, val, f"{label}" + ("" if design.looks == 1 else f" · wave {look}/{design.looks}"),
+        outcome = evaluate(genome, val, f"{label}" + ("" if design.looks == 1 else f" · wave "
+                                                                                   f"{look}/{design.looks}"),
                            cells)
         if not healthy(outcome):
             return outcome, None, looks
@@ -125,10 +130,11 @@ def screen_fields(record: dict) -> dict:
     if record["decision"] != "loss":
         return {}
     gate = record["gate"]
-    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": gate["delta"], "gate_threshold": gate["threshold"],
+    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": gate["delta"],
+            "gate_threshold": gate["threshold"],
             "error": f"screened out on {len(record['tasks'])} train tasks ({record['cells']} cells): Δ "
-                     f"{gate['delta']:+.4f} vs threshold {gate['threshold']:+.4f} at screen z {record['z']:g}, a "
-                     f"decisive loss",
+                     f"{gate['delta']:+.4f} vs threshold {gate['threshold']:+.4f} at screen z "
+                     f"{record['z']:g}, a decisive loss",
             "finished_at": now()}
 
 

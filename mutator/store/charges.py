@@ -21,8 +21,8 @@ from eval.cost import Price, Usage, usd
 from eval.jobs import CellResult
 from mutator.store import cache, ledger
 
-INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or judge ran: what the API served it "
-               "is recorded; it runs again when the same command resumes")
+INTERRUPTED = ("interrupted (Ctrl-C, a deadline or a crash) while its agent or judge ran: what the API "
+               "served it is recorded; it runs again when the same command resumes")
 
 
 def charge_run(db: sqlite_utils.Database, run_id: str | None, amount: float, *, kind: str,
@@ -77,10 +77,11 @@ def settle_cells(db: sqlite_utils.Database, evaluation_id: int, cells: list[tupl
         times = [t for t in map(last_served, meters) if t is not None]
         if not times:
             continue
-        found = list(db.query("select status, finished_at, error from cells where evaluation_id = ? and task_id = ? "
-                              "and replicate = ?", [evaluation_id, task_id, replicate]))
+        found = list(db.query("select status, finished_at, error from cells where evaluation_id = ? and "
+                              "task_id = ? and replicate = ?", [evaluation_id, task_id, replicate]))
         if not found or (found[0]["finished_at"] or 0.0) < max(times):
-            agent_usd, used = priced(meters[0], lambda _model: price)   # agents are priced at the cell's model
+            # agents are priced at the cell's model
+            agent_usd, used = priced(meters[0], lambda _model: price)
             judge_usd, _ = priced(meters[1], price_of)
             # only the judge ran since a grader_error row: the same agent run, graded (and paid) again
             regrade = bool(found) and found[0]["status"] == "grader_error" and last_served(meters[0]) is None
@@ -90,7 +91,8 @@ def settle_cells(db: sqlite_utils.Database, evaluation_id: int, cells: list[tupl
                 output_tokens=used.output_tokens, cache_write_tokens=used.cache_creation_input_tokens,
                 cache_read_tokens=used.cache_read_input_tokens, duration_ms=0, agent_subtype="",
                 error=found[0]["error"] if regrade else INTERRUPTED, cell_dir=str(root),
-                extra={"grader_cost_usd": judge_usd, "priced_cost_usd": agent_usd, "regraded": regrade}), payer=payer)
+                extra={"grader_cost_usd": judge_usd, "priced_cost_usd": agent_usd, "regraded": regrade}),
+                payer=payer)
             settled += 1
         for meter in meters:
             meter.unlink(missing_ok=True)
@@ -98,18 +100,19 @@ def settle_cells(db: sqlite_utils.Database, evaluation_id: int, cells: list[tupl
 
 
 def call_meter(data_dir: Path, run_id: str, name: str) -> Path:
-    """The meter of an agent call outside a cell (a mutation, the meta skill): never beside its workspace, which
-    the tamper check watches (mutator/round/tamper.py)."""
+    """The meter of an agent call outside a cell (a mutation, the meta skill): never beside its workspace,
+    which the tamper check watches (mutator/round/tamper.py)."""
     folder = data_dir / "meters" / run_id
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.meter.jsonl"
 
 
 def settle_call(db: sqlite_utils.Database, meter: Path, price: Price | Callable[[str], Price], *,
-                payer: str | None, kind: str, attempt_id: int | None = None, at: float | None = None) -> float:
-    """An agent or judge call outside a cell whose meter was left unsettled by an interrupt or a crash: its served
-    cost (at `price`, or each response at `price(model)`) goes to the payer (and the attempt's mutator cost) unless
-    it was charged already; returns what was charged."""
+                payer: str | None, kind: str, attempt_id: int | None = None,
+                at: float | None = None) -> float:
+    """An agent or judge call outside a cell whose meter was left unsettled by an interrupt or a crash: its
+    served cost (at `price`, or each response at `price(model)`) goes to the payer (and the attempt's mutator
+    cost) unless it was charged already; returns what was charged."""
     amount, _ = priced(meter, price if callable(price) else lambda _model: price)
     ref = meter_ref(meter)
     with db.conn:
@@ -124,8 +127,8 @@ def settle_call(db: sqlite_utils.Database, meter: Path, price: Price | Callable[
 
 def paid_call(db: sqlite_utils.Database, meter: Path, price: Price, call, *, payer: str | None, kind: str,
               attempt_id: int | None = None):
-    """Run `call(meter)` (an agent call outside a cell, whose result has `cost_usd`) and charge the payer what it
-    cost; an earlier try a crash cut short is settled first, and this one too if it is interrupted. Returns
+    """Run `call(meter)` (an agent call outside a cell, whose result has `cost_usd`) and charge the payer what
+    it cost; an earlier try a crash cut short is settled first, and this one too if it is interrupted. Returns
     (result, what the earlier tries cost). The charge is keyed by the meter's content (`meter_ref`): a crash
     before the meter's removal leaves it to a resume's `settle_call`, which then charges nothing again."""
     carried = settle_call(db, meter, price, payer=payer, kind=kind, attempt_id=attempt_id)

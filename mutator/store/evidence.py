@@ -20,12 +20,14 @@ from pathlib import Path
 
 import sqlite_utils
 
-STAGED = ("evidence", "history", "tasks", "solve")   # a workspace's read-only folders, as the mutator sees them
+# a workspace's read-only folders, as the mutator sees them
+STAGED = ("evidence", "history", "tasks", "solve")
 STORED_NS = 946_684_800 * 10**9                       # 2000-01-01: the mtime of every stored file
 
 
 def workspace_dir(data_dir: Path, run_id: str, name: str) -> Path:
-    """A mutator-role call's workspace: `round-<round>-<sibling>` of a mutation, `meta-<round>` of the meta skill."""
+    """A mutator-role call's workspace: `round-<round>-<sibling>` of a mutation, `meta-<round>` of the meta
+    skill."""
     return data_dir / "workspaces" / run_id / name
 
 
@@ -44,9 +46,10 @@ def stored(st: os.stat_result) -> bool:
 
 @dataclass(frozen=True)
 class Shared:
-    """A run's history as its workspaces see it, kept once: `history/` (each attempt's diff, linked from the store,
-    and the ledger) and `attempts/` (each train-evaluated attempt's rollouts, linked), bound read-only at a
-    workspace's history/ and evidence/attempts/ by a sandbox that binds folders (mutator/briefing/evidence.py)."""
+    """A run's history as its workspaces see it, kept once: `history/` (each attempt's diff, linked from the
+    store, and the ledger) and `attempts/` (each train-evaluated attempt's rollouts, linked), bound read-only
+    at a workspace's history/ and evidence/attempts/ by a sandbox that binds folders
+    (mutator/briefing/evidence.py)."""
     root: Path
 
     @property
@@ -66,25 +69,29 @@ class EvidenceStore:
         return Shared(self.root / "runs" / run_id)
 
     def diff(self, parent_hash: str, genome_hash: str, make: Callable[[str, str], str]) -> Path:
-        """An attempt's diff vs its parent (genomes are immutable, so the pair names it), made once by `make`."""
+        """An attempt's diff vs its parent (genomes are immutable, so the pair names it), made once by
+        `make`."""
         return self._kept(f"{self.root}/diffs/{parent_hash}-{genome_hash}.diff",
                           lambda: make(parent_hash, genome_hash).encode("utf-8"))
 
     def rollout(self, evaluation_id: int, name: str, trajectory: Path | str) -> Path | None:
-        """A cell's trajectory.md as stored (a re-graded cell rewrites it: its mtime names the version), or None."""
+        """A cell's trajectory.md as stored (a re-graded cell rewrites it: its mtime names the version), or
+        None."""
         try:
             version = os.stat(trajectory).st_mtime_ns
         except FileNotFoundError:
             return None
         # a string path: staging asks this for every rollout shown, each round
-        return self._kept(f"{self.root}/rollouts/{evaluation_id}/{name}.{version}.md", Path(trajectory).read_bytes)
+        return self._kept(f"{self.root}/rollouts/{evaluation_id}/{name}.{version}.md",
+                          Path(trajectory).read_bytes)
 
     def stored_diff(self, parent_hash: str, genome_hash: str) -> Path | None:
         found = self.root / "diffs" / f"{parent_hash}-{genome_hash}.diff"
         return found if found.is_file() else None
 
     def rollouts(self, evaluation_id: int) -> dict[str, Path]:
-        """{cell name: its newest stored trajectory} of an evaluation (a re-graded cell is stored once per version)."""
+        """{cell name: its newest stored trajectory} of an evaluation (a re-graded cell is stored once per
+        version)."""
         found: dict[str, tuple[int, Path]] = {}
         for path in (self.root / "rollouts" / str(evaluation_id)).glob("*.md"):
             name, _, version = path.name[:-len(".md")].rpartition(".")
@@ -120,7 +127,8 @@ def link(stored: Path, target: Path | str) -> None:
         except FileNotFoundError:
             if attempt:
                 raise
-            Path(target).parent.mkdir(parents=True, exist_ok=True)   # its folder is new: made once, not per file
+            # its folder is new: made once, not per file
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
         except OSError:
             break
     shutil.copyfile(stored, target)
@@ -128,8 +136,8 @@ def link(stored: Path, target: Path | str) -> None:
 
 
 def staged(data_dir: Path, run_id: str, name: str) -> dict[str, Path]:
-    """What the workspace `name` of a run was shown beside its skill: relative path -> file, sorted; empty when
-    the workspace is gone."""
+    """What the workspace `name` of a run was shown beside its skill: relative path -> file, sorted; empty
+    when the workspace is gone."""
     root = workspace_dir(data_dir, run_id, name)
     found = {}
     for folder in STAGED:
@@ -140,15 +148,15 @@ def staged(data_dir: Path, run_id: str, name: str) -> dict[str, Path]:
 
 
 def kept(db: sqlite_utils.Database, data_dir: Path, attempt: dict) -> dict[str, Path]:
-    """What the workspace of `attempt` (run_id, round, parent_hash) was shown that this store keeps, as `staged`
-    names it: the parent's train rollouts (evidence/current/), and each earlier round's train rollouts and diff.
-    For when the workspace is gone; the ledger, task statements and solve demonstrations were written into the
-    workspace only. Earlier rounds stand for "the attempts stored when it was staged" (siblings of its own round
-    had no genome yet)."""
+    """What the workspace of `attempt` (run_id, round, parent_hash) was shown that this store keeps, as
+    `staged` names it: the parent's train rollouts (evidence/current/), and each earlier round's train
+    rollouts and diff. For when the workspace is gone; the ledger, task statements and solve demonstrations
+    were written into the workspace only. Earlier rounds stand for "the attempts stored when it was staged"
+    (siblings of its own round had no genome yet)."""
     store, found = EvidenceStore(data_dir), {}
     earlier = [dict(r) for r in db.query(
-        "select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts where run_id = ? and "
-        "round > 0 and round < ? order by round, sibling", [attempt["run_id"], attempt["round"]])]
+        "select round, sibling, parent_hash, genome_hash, train_evaluation_id from attempts where run_id = ? "
+        "and round > 0 and round < ? order by round, sibling", [attempt["run_id"], attempt["round"]])]
     trained = [dict(r) for r in db.query(
         "select genome_hash, train_evaluation_id from attempts where run_id = ? and round < ? and "
         "train_evaluation_id is not null order by id", [attempt["run_id"], attempt["round"]])]
@@ -160,7 +168,8 @@ def kept(db: sqlite_utils.Database, data_dir: Path, attempt: dict) -> dict[str, 
         if a["train_evaluation_id"]:
             found.update({f"evidence/attempts/round-{label}/{name}.md": path
                           for name, path in store.rollouts(a["train_evaluation_id"]).items()})
-        diff = store.stored_diff(a["parent_hash"], a["genome_hash"]) if a["parent_hash"] and a["genome_hash"] else None
+        both = a["parent_hash"] and a["genome_hash"]
+        diff = store.stored_diff(a["parent_hash"], a["genome_hash"]) if both else None
         if diff is not None:
             found[f"history/round-{label}.diff"] = diff
     return dict(sorted(found.items()))

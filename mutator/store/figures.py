@@ -1,11 +1,12 @@
-"""A session's view of its run's attempts that a round re-reads only where they changed, so the figures a round
-asks of every earlier attempt (the ledger, the gate's pooled noise, the val-query count, each genome's train
-evaluation) cost no more at round 500 than at round 5.
+"""A session's view of its run's attempts that a round re-reads only where they changed, so the figures a
+round asks of every earlier attempt (the ledger, the gate's pooled noise, the val-query count, each genome's
+train evaluation) cost no more at round 500 than at round 5.
 
-Which rows this connection changed is noted by TEMP triggers (the connection's temp schema: nothing is written to
-the store); whether another process changed any is told by the store's change counters (`store_changes`, bumped by
-a trigger per row written, migration `change_counts`): when a table's counter moved by more than this connection's
-own changes, another connection wrote it (never the heartbeat, which writes `runs` only) and everything is read."""
+Which rows this connection changed is noted by TEMP triggers (the connection's temp schema: nothing is written
+to the store); whether another process changed any is told by the store's change counters (`store_changes`,
+bumped by a trigger per row written, migration `change_counts`): when a table's counter moved by more than
+this connection's own changes, another connection wrote it (never the heartbeat, which writes `runs` only) and
+everything is read."""
 
 from __future__ import annotations
 
@@ -22,34 +23,36 @@ WATCHED = ("attempts", "evaluations")
 
 @dataclass
 class Mark:
-    """Where one reader of the watch last looked: the table's change counter and the last own change it saw."""
+    """Where one reader of the watch last looked: the table's change counter and the last own change it
+    saw."""
     count: int | None = None
     seq: int = 0
 
 
 class Watch:
-    """Which rows of the watched tables changed since a reader's mark: a set of ids when this connection made every
-    change since, else None."""
+    """Which rows of the watched tables changed since a reader's mark: a set of ids when this connection made
+    every change since, else None."""
 
     def __init__(self, db: sqlite_utils.Database):
         self.conn = db.conn
         try:
-            counted = self.conn.execute("select count(*) from sqlite_master where type = 'trigger' and name like "
-                                        "'store\\_changes\\_%' escape '\\'").fetchone()[0]
+            counted = self.conn.execute("select count(*) from sqlite_master where type = 'trigger' and name "
+                                        "like 'store\\_changes\\_%' escape '\\'").fetchone()[0]
             self.conn.execute("create temp table if not exists sm_watch_changes (seq integer primary key, "
                               "tbl text not null, row integer not null)")
             for table in WATCHED:
                 for op, ref in (("insert", "new"), ("update", "new"), ("delete", "old")):
-                    self.conn.execute(f"create temp trigger if not exists sm_watch_{table}_{op} after {op} on "
-                                      f"main.{table} begin insert into sm_watch_changes (tbl, row) values "
+                    self.conn.execute(f"create temp trigger if not exists sm_watch_{table}_{op} after {op} "
+                                      f"on main.{table} begin insert into sm_watch_changes (tbl, row) values "
                                       f"('{table}', {ref}.id); end")
-            self.live = counted == 3 * len(WATCHED)   # a store whose counters a later change dropped: read all
+            # a store whose counters a later change dropped: read all
+            self.live = counted == 3 * len(WATCHED)
         except sqlite3.Error:   # a connection that cannot hold them (read-only): every look reads everything
             self.live = False
 
     def changed(self, table: str, mark: Mark) -> set[int] | None:
-        """The ids of `table` changed since `mark` (which moves on), or None: anything may have (the first look,
-        another connection's write, a store without the counters)."""
+        """The ids of `table` changed since `mark` (which moves on), or None: anything may have (the first
+        look, another connection's write, a store without the counters)."""
         if not self.live:
             return None
         # one statement, so the counter and the own changes are read from one snapshot
@@ -58,12 +61,12 @@ class Watch:
             "temp.sm_watch_changes)", [table]).fetchone()
         ids = None
         if mark.count is not None and mark.seq <= last:
-            own = [r[0] for r in self.conn.execute("select row from temp.sm_watch_changes where seq > ? and seq <= ? "
-                                                   "and tbl = ?", [mark.seq, last, table])]
+            own = [r[0] for r in self.conn.execute("select row from temp.sm_watch_changes where seq > ? and "
+                                                   "seq <= ? and tbl = ?", [mark.seq, last, table])]
             if count - mark.count == len(own):   # every change since was this connection's
                 ids = set(own)
-        # a look inside an open transaction may read what a rollback then undoes (no trigger says so): the next
-        # look reads everything
+        # a look inside an open transaction may read what a rollback then undoes (no trigger says so): the
+        # next look reads everything
         mark.count, mark.seq = (None if self.conn.in_transaction else count), last
         return ids
 
@@ -77,7 +80,8 @@ def watch(db: sqlite_utils.Database) -> Watch:
 
 
 class Figures(NamedTuple):
-    """An attempt's small columns (never its summary or reasoning), and how many times this session read it."""
+    """An attempt's small columns (never its summary or reasoning), and how many times this session read
+    it."""
     id: int
     round: int
     sibling: int
@@ -99,16 +103,19 @@ class Figures(NamedTuple):
     val_suite_hash: str | None   # the val evaluation's suite content hash (never changes once made)
     summary_length: int | None
     reasoning_length: int | None
-    read: int = 0   # which read made it (kept by a whole re-read that found it as it was): a reader's cache key
+    # which read made it (kept by a whole re-read that found it as it was): a reader's cache key
+    read: int = 0
 
 
 COLUMNS = ("a.id, a.round, a.sibling, a.verdict, a.status, a.error, a.parent_hash, a.genome_hash, a.delta, "
            "a.delta_eval, a.delta_cost, a.delta_steps, a.val_evaluation_id, a.train_evaluation_id, a.gate_n, "
-           "a.gate, a.confirm is not null, a.pool_snapshot is not null, e.suite_hash, length(a.summary), length(a.reasoning)")
+           "a.gate, a.confirm is not null, a.pool_snapshot is not null, e.suite_hash, length(a.summary), "
+           "length(a.reasoning)")
 
 
 LOG = 64   # refreshes remembered by changed_since: a reader that looks less often than this rebuilds
-_reads = itertools.count(1)   # unique across sessions, so a cache keyed by it never mistakes one read for another
+# unique across sessions, so a cache keyed by it never mistakes one read for another
+_reads = itertools.count(1)
 
 
 def _same(old: Figures | None, new: Figures) -> Figures:
@@ -122,8 +129,8 @@ class RunFigures:
         self.db, self.run_id = db, run_id
         self.watch, self.mark = watch(db), Mark()
         self._rows: dict[int, Figures] = {}
-        # which rows each refresh changed, so a reader can update what it made from them without a pass over all
-        # (None: a whole re-read); `version` counts the refreshes that changed something
+        # which rows each refresh changed, so a reader can update what it made from them without a pass over
+        # all (None: a whole re-read); `version` counts the refreshes that changed something
         self.version = 0
         self._log: list[tuple[int, set[int] | None]] = []
 
@@ -136,7 +143,8 @@ class RunFigures:
     def rows(self) -> dict[int, Figures]:
         """By id, in id order (a genome's newest train evaluation is its last)."""
         ids = self.watch.changed("attempts", self.mark)
-        if ids is None:   # anything may have changed: a row found as it was keeps its read, so readers keep theirs
+        # anything may have changed: a row found as it was keeps its read, so readers keep theirs
+        if ids is None:
             old = self._rows
             self._rows = {f.id: _same(old.get(f.id), f) for f in self._read()}
             self._changed(None)
@@ -152,7 +160,8 @@ class RunFigures:
                 self._rows.pop(attempt_id, None)
             new = found.keys() - self._rows.keys()
             late = bool(new) and min(new) < max(self._rows, default=0)
-            self._rows.update(found)   # a changed row keeps its place; a new one (a larger id, as SQLite gives) goes last
+            # a changed row keeps its place; a new one (a larger id, as SQLite gives) goes last
+            self._rows.update(found)
             if late:
                 self._rows = dict(sorted(self._rows.items()))
         return self._rows
@@ -163,8 +172,8 @@ class RunFigures:
         del self._log[:-LOG]
 
     def changed_since(self, version: int) -> set[int] | None:
-        """The ids of the rows changed (added, rewritten or gone) by the refreshes after `version` (as of the last
-        `rows()`), or None: unknown (a whole re-read since, or older than the log keeps)."""
+        """The ids of the rows changed (added, rewritten or gone) by the refreshes after `version` (as of the
+        last `rows()`), or None: unknown (a whole re-read since, or older than the log keeps)."""
         if version == self.version:
             return set()
         if version > self.version or not self._log or self._log[0][0] > version + 1:
@@ -214,7 +223,8 @@ def kept_sum(term: Callable[[Figures], int]) -> Kept:
     return Kept(make, apply)
 
 
-def kept_newest(value: Callable[[Figures], Any], of: Callable[[Figures], Any] = lambda f: f.genome_hash) -> Kept:
+def kept_newest(value: Callable[[Figures], Any],
+                of: Callable[[Figures], Any] = lambda f: f.genome_hash) -> Kept:
     """{of(f): value(f) of the last row (in id order) with a value not None}, e.g. each genome's newest train
     evaluation, as (that map, {key: the row's id}, {row id: key})."""
     def make(rows: dict[int, Figures]) -> tuple[dict, dict, dict]:

@@ -1,6 +1,6 @@
-"""Looks at a test suite, counted per skill: every finished test of a champion on a suite is a look, numbered in
-the order the champions were first tested (a repeated test of the same champion is that look again, its cells
-served from the cache, never a new look).
+"""Looks at a test suite, counted per skill: every finished test of a champion on a suite is a look, numbered
+in the order the champions were first tested (a repeated test of the same champion is that look again, its
+cells served from the cache, never a new look).
 
 Reads and numbers `test_runs` rows (their `look` and `repeat_of` columns); never runs a cell.
 """
@@ -19,9 +19,9 @@ def rows(db: sqlite_utils.Database, sql: str, params: list | tuple = ()) -> list
 
 @dataclass(frozen=True)
 class Look:
-    """Look `k` of `suite` for `skill`: k counts the distinct champions tested there so far, this one included;
-    `repeat_of` is the first finished test of this same champion there (None: a new look); `looks` is how many
-    looks the suite has had, this one included."""
+    """Look `k` of `suite` for `skill`: k counts the distinct champions tested there so far, this one
+    included; `repeat_of` is the first finished test of this same champion there (None: a new look); `looks`
+    is how many looks the suite has had, this one included."""
     k: int
     repeat_of: int | None
     looks: int
@@ -29,14 +29,16 @@ class Look:
 
 
 def _done(db: sqlite_utils.Database, skill_name: str, suite: str, before: int | None) -> list[dict]:
-    return rows(db, "select t.id, t.genome_hash from test_runs t join runs r on r.id = t.run_id where r.skill_name = ? "
-                    "and t.suite = ? and t.status = 'done'" + (" and t.id < ?" if before is not None else "")
+    return rows(db, "select t.id, t.genome_hash from test_runs t join runs r on r.id = t.run_id where "
+                    "r.skill_name = ? and t.suite = ? and t.status = "
+                    "'done'" + (" and t.id < ?" if before is not None else "")
                 + " order by t.id", [skill_name, suite, *([before] if before is not None else [])])
 
 
 def look_of(db: sqlite_utils.Database, *, skill_name: str, suite: str, genome_hash: str,
             before: int | None = None) -> Look:
-    """The look a test of `genome_hash` on `suite` is (counting finished tests, those with id < `before` if given)."""
+    """The look a test of `genome_hash` on `suite` is (counting finished tests, those with id < `before` if
+    given)."""
     done = _done(db, skill_name, suite, before)
     first: dict[str, int] = {}
     for row in done:
@@ -48,21 +50,22 @@ def look_of(db: sqlite_utils.Database, *, skill_name: str, suite: str, genome_ha
 
 
 def sealed_by(db: sqlite_utils.Database, run_id: str, suite: str, genome_hash: str) -> dict | None:
-    """The run's first finished test on `suite`, when it tested another champion than `genome_hash` (a sealed run
-    refuses this test); None when the test may go ahead."""
-    found = rows(db, "select id, genome_hash, round, created_at from test_runs where run_id = ? and suite = ? and "
-                     "status = 'done' order by id limit 1", [run_id, suite])
+    """The run's first finished test on `suite`, when it tested another champion than `genome_hash` (a sealed
+    run refuses this test); None when the test may go ahead."""
+    found = rows(db, "select id, genome_hash, round, created_at from test_runs where run_id = ? and suite = "
+                     "? and status = 'done' order by id limit 1", [run_id, suite])
     return found[0] if found and found[0]["genome_hash"] != genome_hash else None
 
 
 def number_all(db: sqlite_utils.Database) -> int:
-    """Give every finished test row its look number and repeat (a store made before looks were counted); returns
-    how many rows were numbered."""
+    """Give every finished test row its look number and repeat (a store made before looks were counted);
+    returns how many rows were numbered."""
     numbered = 0
     for row in rows(db, "select t.id, t.suite, t.genome_hash, r.skill_name from test_runs t join runs r on "
                         "r.id = t.run_id where t.status = 'done' and t.look is null order by t.id"):
         look = look_of(db, skill_name=row["skill_name"], suite=row["suite"], genome_hash=row["genome_hash"],
                        before=row["id"])
-        db.execute("update test_runs set look = ?, repeat_of = ? where id = ?", [look.k, look.repeat_of, row["id"]])
+        db.execute("update test_runs set look = ?, repeat_of = ? where id = ?",
+                   [look.k, look.repeat_of, row["id"]])
         numbered += 1
     return numbered

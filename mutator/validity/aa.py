@@ -99,7 +99,7 @@ class AARun:
                                              skill_name=self.session.skill_name,
                                      message=f"seed {self.session.skill_name}")
         identity = self.identity(seed_hash)
-        self.session.run_id = "aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
+        self.session = self.session.for_run("aa-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12])
         # one writer (LockHeld)
         self.held = [RunLock.acquire(s.data_dir, self.session.run_id, what="this A/A run").release]
         found = run_row(self.session.db, self.session.run_id)
@@ -124,7 +124,7 @@ class AARun:
                                                   self.session.skill_name, self.val,
                                           label=label, contract=contract, only=only)
         # its spend was charged to the run cell by cell (Evaluator.payer)
-        self.session.cells_run += outcome.ran
+        self.session.tally.cells_run += outcome.ran
         refused(outcome, run_cost(self.session.db, self.session.run_id))
         return outcome
 

@@ -155,7 +155,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
                            progress=progress, network=network, contract=contract, db=db, budget=budget,
                            pays=True, weights=Weights.of_run(run), skill_name=run["skill_name"])
-    session.run_id = run_id   # the tested run pays for its test cells and its budget is asked before each
+    # the tested run pays for its test cells and its budget is asked before each
+    session = session.for_run(run_id)
     genomes, weights, evaluator = session.genomes, session.weights, session.evaluator
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = holdout.start_test_run(db, run_id=run_id, suite=suite.name, genome_hash=champion,

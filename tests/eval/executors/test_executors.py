@@ -144,9 +144,9 @@ def test_the_executor_is_not_part_of_the_run(tmp_path: Path) -> None:
         settings = load_settings({"data_dir": tmp_path / "data", **flags}, environ={})
         loop = Loop(settings, suites, agents, get_launcher("none"), make_strategy(settings.strategy, {}))
         ids.add(run_id_for(loop.identity("seed-hash")))
-        kinds.append(loop.evaluator.executor.id)
-        loop.db.conn.close()
-        assert executor_for(settings, loop.evaluator.settings).id == settings.executor
+        kinds.append(loop.session.evaluator.executor.id)
+        loop.session.db.conn.close()
+        assert executor_for(settings, loop.session.evaluator.settings).id == settings.executor
     assert len(ids) == 1 and kinds == ["local", "ray"]   # building the ray executor starts nothing (lazy)
 
 

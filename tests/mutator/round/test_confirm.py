@@ -50,23 +50,23 @@ def test_a_keep_that_does_not_replicate_is_overturned(tmp_path: Path) -> None:
                     mutator_argv=(sys.executable, str(ROOT / "fakes" / "fake_mutator.py")), mutator_id="fake")
     loop = Loop(settings, suites, agents, NoneLauncher(), make_strategy("greedy", {}),
                 progress=Progress(open("/dev/null", "w")))
-    real = loop.evaluator.evaluate
+    real = loop.session.evaluator.evaluate
 
     def evaluate(genome_dir, genome_hash, skill_name, suite, *, label, contract=None, price=None, only=None,
                  run=True):
         if contract is not None and contract.salt.startswith("confirm"):
-            seed = loop.run()["seed_hash"]
-            return real(loop.genomes.path(seed), seed, skill_name, suite, label=label, contract=contract, price=price,
+            seed = loop.session.run()["seed_hash"]
+            return real(loop.session.genomes.path(seed), seed, skill_name, suite, label=label, contract=contract, price=price,
                         only=only, run=run)
         return real(genome_dir, genome_hash, skill_name, suite, label=label, contract=contract, price=price,
                     only=only, run=run)
 
-    loop.evaluator.evaluate = evaluate
+    loop.session.evaluator.evaluate = evaluate
     loop.execute()
-    rows = [dict(r) for r in loop.db.query("select * from attempts order by round")]
+    rows = [dict(r) for r in loop.session.db.query("select * from attempts order by round")]
     record = json.loads(rows[1]["confirm"])
     assert rows[1]["delta"] > 0.001  # the first evaluation passed the gate ...
     assert record["gate"]["delta"] == 0.0 and record["stands"] is False  # ... the fresh one did not
     assert rows[1]["verdict"] == "REJECT" and "keep overturned by confirmation" in rows[1]["error"]
     assert rows[1]["train_evaluation_id"] is None
-    assert loop.run()["incumbent_hash"] == rows[0]["genome_hash"]
+    assert loop.session.run()["incumbent_hash"] == rows[0]["genome_hash"]

@@ -71,8 +71,8 @@ def test_mutator_sees_no_val_details_and_nothing_of_test(tmp_path: Path, monkeyp
     loop = Loop(settings, suites, agents, NoneLauncher(), make_strategy(strategy, opts),
                 progress=Progress(open("/dev/null", "w")))
     diffs: list[tuple[str, str]] = []
-    real_diff = loop.genomes.diff
-    monkeypatch.setattr(loop.genomes, "diff", lambda parent, genome: diffs.append((parent, genome)) or
+    real_diff = loop.session.genomes.diff
+    monkeypatch.setattr(loop.session.genomes, "diff", lambda parent, genome: diffs.append((parent, genome)) or
                         real_diff(parent, genome))
     loop.execute()
     # each attempt's diff is made once (a git process), however many workspaces and briefings show it ...

@@ -45,7 +45,7 @@ def test_a_dry_run_stores_each_rounds_null_controls_and_never_keeps_one(tmp_path
     run_id = loop.execute()
     db = connect_readonly(settings.db_path)
     run = dict(next(iter(db.query("select * from runs where id = ?", [run_id]))))
-    seed, contract = run["seed_hash"], loop.contract
+    seed, contract = run["seed_hash"], loop.session.contract
     seed_val = db.execute("select id from evaluations where key = ?",
                           [evaluation_key(seed, suites.val, contract)]).fetchone()[0]
     nulls = [dict(r) for r in db.query("select * from null_controls order by copy")]
@@ -59,8 +59,8 @@ def test_a_dry_run_stores_each_rounds_null_controls_and_never_keeps_one(tmp_path
             seed, "clean-val", "done", 8)
         assert json.loads(evaluation["contract"]) == salted        # the seed's contract, a fresh salt only
         # the stored Δ re-derives from the stored cells: mean over tasks of null − incumbent composites
-        null_tasks = per_task(figures(db, n["evaluation_id"]), loop.weights, norm)
-        base_tasks = per_task(figures(db, seed_val), loop.weights, norm)
+        null_tasks = per_task(figures(db, n["evaluation_id"]), loop.session.weights, norm)
+        base_tasks = per_task(figures(db, seed_val), loop.session.weights, norm)
         delta = sum(null_tasks[t].composite - base_tasks[t].composite for t in base_tasks) / len(base_tasks)
         assert abs(n["delta"] - delta) < 1e-9 and json.loads(n["gate"])["delta"] == n["delta"]
         assert n["call"] in ("win", "loss", "tie") and (n["call"] == "loss") == (not n["keep"])

@@ -3,7 +3,10 @@ evaluator, budget gate, spend and cell count."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+import pytest
 
 from eval.cells import Contract
 from mutator.config import load_settings
@@ -28,12 +31,15 @@ def test_one_session_carries_the_settings_into_its_evaluator_and_its_budget_foll
     assert session.contract.replicates == 3 and session.contract.agent == "fake"
     for run_id, spent in (("run-a", 0.25), ("run-b", 0.75)):
         session.db["runs"].insert({"id": run_id, "kind": "evolve", "status": "running", "cost_usd": spent})
-    session.run_id = "run-a"           # the gate asks about the run the session writes, whenever it opens
+    session.for_run("run-a")           # the gate asks about the run the session writes, once it opens
     assert ev.spend_gate.remaining(0.0) == 0.75
-    session.run_id = "run-b"
-    session.spend(0.05)                # counted once, on the session's run
+    run_b = session.for_run("run-b")
+    run_b.spend(0.05)                  # counted once, on the session's run
     assert ev.spend_gate.remaining(0.0) == 1.0 - 0.80
-    assert session.run()["cost_usd"] == 0.80
+    assert run_b.run()["cost_usd"] == 0.80
+    with pytest.raises(dataclasses.FrozenInstanceError):   # a session never changes: the run's is another one
+        run_b.run_id = "run-a"
+    assert session.run_id == "" and run_b.tally is session.tally
     session.db.conn.close()
 
 

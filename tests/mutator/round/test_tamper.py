@@ -87,7 +87,7 @@ def test_under_none_the_attempt_is_failed_naming_what_it_wrote(tmp_path: Path) -
     loop.open_run()
     loop.lock.release()
     first = sqlite3.connect(data / "mutator.db").execute("select id from runs order by created_at").fetchone()[0]
-    assert loop.run_id != first
+    assert loop.session.run_id != first
     assert (f"warning: the seed skill {seed} changed since {first} (same suites and settings): SKILL.md; this "
             f"starts a new run. Restore the seed to resume {first}") in said.read_text()
 
