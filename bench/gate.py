@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from mutator.config import load_settings
     settings = load_settings(config_file=ROOT / "config.json")
-    gate_z = settings.gate_z if args.gate_z is None else args.gate_z
-    method = args.method or settings.gate_method
+    gate_z = settings.score.gate_z if args.gate_z is None else args.gate_z
+    method = args.method or settings.score.gate_method
     other = "t" if method == "signflip" else "signflip"
     if args.models:
         return models_table(gate_z, args.runs, np.random.default_rng(args.seed), method)

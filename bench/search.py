@@ -54,8 +54,9 @@ class Rules:
     @functools.cache
     def from_config(cls, config_file: Path = ROOT / "config.json") -> Rules:
         s = load_settings(config_file=config_file, environ={})
-        return cls(s.min_improvement, s.gate_z, s.gate_method, s.tie_rule, s.evidence_replicates, s.sequential,
-                   s.sequential_early_z, s.screen_tasks, s.screen_replicates, s.screen_z)
+        return cls(s.score.min_improvement, s.score.gate_z, s.score.gate_method, s.score.tie_rule,
+                   s.evidence_replicates, s.sequential.waves, s.sequential.early_z, s.screen.tasks,
+                   s.screen.replicates, s.screen.z)
 
 
 @dataclass(frozen=True)

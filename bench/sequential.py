@@ -105,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="sequential-bench-") as tmp:
                 bank = real_deltas(demo_store(Path(tmp)))
     rng = np.random.default_rng(args.seed)
-    design0 = float(stats.norm.sf(s.gate_z))
+    design0 = float(stats.norm.sf(s.score.gate_z))
     mc = math.sqrt(design0 * (1 - design0) / args.runs)
-    print(f"Sequential val · method {s.gate_method} · gateZ {s.gate_z:g} · earlyZ {s.sequential_early_z:g} · round "
+    print(f"Sequential val · method {s.score.gate_method} · gateZ {s.score.gate_z:g} · "
+          f"earlyZ {s.sequential.early_z:g} · round "
           f"{args.rounds} · {args.runs} decisions per row (Monte-Carlo SE ≈ {mc:.1%} at the design {design0:.1%})")
     print("Each pair: P(reject) sequential / fixed-n; cells = the candidate's val cells per decision, sequential / "
           "fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false reject, design "
@@ -120,14 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     for family in families(bank):
         for n in (int(x) for x in args.tasks.split(",")):
             for reps in (int(x) for x in args.replicates.split(",")):
-                got = simulate(family, n, reps, args.rounds, s.gate_z, s.sequential_early_z, s.gate_method,
-                               args.runs, rng)
+                got = simulate(family, n, reps, args.rounds, s.score.gate_z, s.sequential.early_z,
+                               s.score.gate_method, args.runs, rng)
                 flag = "!" if abs(got[("seq", 0.0)][0] - design0) > 3 * mc else " "
                 off += flag == "!"
                 rates = "  ".join(f"{got[('seq', k)][0]:6.1%} /{got[('fixed', k)][0]:6.1%}"
                                   + (flag if k == 0 else " ") + "  " for k in EFFECTS)
                 cells = " ".join(f"{got[('seq', k)][1]:5.1f} /{got[('fixed', k)][1]:5.1f} " for k in EFFECTS)
-                print(f"{family.name:<7}{n:>3}{reps:>3} {Design(reps, s.gate_z, s.sequential_early_z).z(reps):7.3f}  "
+                print(f"{family.name:<7}{n:>3}{reps:>3} "
+                      f"{Design(reps, s.score.gate_z, s.sequential.early_z).z(reps):7.3f}  "
                       f"{rates}{cells}", flush=True)
     print(f"\n{off} sequential k=0 rows off the design beyond 3 Monte-Carlo SE. [{time.perf_counter() - started:.1f} s]")
     return 0

@@ -57,7 +57,7 @@ class HealthCheck:
         skill_dir = skill_dir.resolve()
         skill_name = read_properties(skill_dir).name
         base = Contract(model=s.model, replicates=s.replicates, max_turns=s.max_turns, agent=self.build_id,
-                        silence_ms=s.build_timeout_ms, heartbeat_ms=s.build_heartbeat_ms,
+                        silence_ms=s.watchdog.silence_ms, heartbeat_ms=s.watchdog.heartbeat_ms,
                         with_skills=digest(other_skills(s, skill_name)))
         fingerprint = drift.fingerprint([(x.name, x.content_hash) for x in suites], base.to_json())
         genome_hash = hash_tree(skill_dir)

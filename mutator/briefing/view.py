@@ -124,10 +124,12 @@ class MutatorView:
                      **row.__dict__} for row in self.evidence().ledger_rows(last=LAST_ATTEMPTS)]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.session.skill_name,
-            formula=(f"composite = eval − {s.w_cost}·(cost/seedCost) − {s.w_steps}·(steps/seedSteps)"
-                     f"{TRIGGER_FORMULA.format(w=s.w_trigger) if s.w_trigger else ''}; eval is the mean "
+            formula=(f"composite = eval − {s.score.w_cost}·(cost/seedCost) − "
+                     f"{s.score.w_steps}·(steps/seedSteps)"
+                     f"{TRIGGER_FORMULA.format(w=s.score.w_trigger) if s.score.w_trigger else ''}; "
+                     f"eval is the mean "
                      f"per-cell score in [0,1], cost and steps per-cell means, normalised to the seed."
-                     f"{TRIGGER_HIT if s.w_trigger else ''}"),
+                     f"{TRIGGER_HIT if s.score.w_trigger else ''}"),
             gate=self.gate_text(),
             incumbent=incumbent, train_tasks=train_tasks, attempts=attempts, objective=objective,
             meta_skill=next((e["lessons"] for e in reversed(self.meta_lessons()) if e["lessons"]), ""),
@@ -164,16 +166,18 @@ class MutatorView:
         pooled_s, df = pooled(self.session.prior_comparisons(exclude=-1,
                                                              suite_hash=self.suites.val.content_hash))
         n = len(self.suites.val.tasks)
-        t = gate_t(s.gate_z, df)
+        t = gate_t(s.score.gate_z, df)
         se = pooled_s / math.sqrt(n) if n else 0.0
         return ("A candidate is kept unless its Δcomposite vs the incumbent (mean of paired per-task deltas "
-                f"on the validation suite) < minImprovement − t·SE. Now: minImprovement {s.min_improvement}, "
-                f"gateZ {s.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t "
-                f"{t:.3f} → a change is rejected only if Δ < {s.min_improvement - t * se:+.4f}. Statistical "
+                f"on the validation suite) < minImprovement − t·SE. Now: minImprovement "
+                f"{s.score.min_improvement}, "
+                f"gateZ {s.score.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t "
+                f"{t:.3f} → a change is rejected only if Δ < "
+                f"{s.score.min_improvement - t * se:+.4f}. Statistical "
                 "ties are kept."
                 + (" (t here is the Student-t value; the gate itself takes t from sign flips of the "
                    "candidate's own per-task deltas, so one task's large swing widens it.)"
-                   if s.gate_method == "signflip"
+                   if s.score.gate_method == "signflip"
                    and t > 0 else ""))
 
     def _earlier_siblings(self, round_no: int, sibling: int) -> list[dict]:

@@ -45,7 +45,7 @@ def configured(settings, weights) -> Decisions:
     """The decisions a run makes with these settings (evidenceReplicates above `replicates` is every
     replicate)."""
     return Decisions(Gating.for_settings(settings, weights),
-                     Screen(settings.screen_tasks, settings.screen_replicates, settings.screen_z),
+                     Screen(settings.screen.tasks, settings.screen.replicates, settings.screen.z),
                      min(settings.train_replicates, settings.replicates), settings.replicates)
 
 

@@ -62,7 +62,7 @@ class Loop:
         self.mutator = MutatorAgent(   # the mutation's and the meta skill's calls (eval/agent_call.py)
             argv=agents.mutator_argv, agent=agents.mutator_id, model=settings.mutator_model,
             max_turns=settings.max_turns, price=self.mutator_price, launcher=launcher,
-            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms,
+            silence_ms=settings.watchdog.silence_ms, heartbeat_ms=settings.watchdog.heartbeat_ms,
             network=agents.network)
         self.retry_failed = retry_failed
         # gate, val design, screen, train evidence depth: as configured, or as a stored run was made
@@ -123,10 +123,9 @@ class Loop:
             replicates=s.replicates,
             # a --mutator-cmd picks its own model: config's mutatorModel only reaches it as SM_MODEL
             mutator_model=None if agents.mutator_id.startswith("command@") else s.mutator_model,
-            rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.w_cost, w_steps=s.w_steps,
-            w_trigger=s.w_trigger,
-            min_improvement=s.min_improvement, gate_z=s.gate_z, config=dumps(self.identity(seed_hash)),
-            confirm=int(s.confirm)))
+            rounds_target=s.rounds, rng_seed=s.seed, w_cost=s.score.w_cost, w_steps=s.score.w_steps,
+            w_trigger=s.score.w_trigger, min_improvement=s.score.min_improvement, gate_z=s.score.gate_z,
+            config=dumps(self.identity(seed_hash)), confirm=int(s.confirm)))
         session.progress.say(f"New run {session.run_id}: "
                              f"{new_run_words(s, suites, agents, session.skill_name)}.")
         identity = self.identity(seed_hash)

@@ -37,8 +37,8 @@ def gate_against(session: Session, candidate: tuple[CellFigures, ...], incumbent
     return holm.gate(per_task(candidate, session.weights, val_norm),
                      per_task(incumbent, session.weights, val_norm),
                      prior=session.prior_comparisons(exclude=exclude, suite_hash=suite_hash),
-                     min_improvement=s.min_improvement, gate_z=s.gate_z, method=s.gate_method,
-                     tie_rule=tie_rule, model_gate=s.model_gate)
+                     min_improvement=s.score.min_improvement, gate_z=s.score.gate_z,
+                     method=s.score.gate_method, tie_rule=tie_rule, model_gate=s.score.model_gate)
 
 
 def call(gate: Gate, min_improvement: float) -> str:
@@ -76,7 +76,7 @@ def _measure(session: Session, val: Suite, round_no: int, copy: int, incumbent: 
     row = {"run_id": session.run_id, "round": round_no, "copy": copy, "genome_hash": incumbent,
            "salt": fresh.salt, "evaluation_id": null.evaluation_id,
            "incumbent_evaluation_id": base.evaluation_id, "delta": gate.delta, "threshold": gate.threshold,
-           "keep": int(gate.keep), "call": call(gate, session.settings.min_improvement),
+           "keep": int(gate.keep), "call": call(gate, session.settings.score.min_improvement),
            "gate": dumps(gate.to_json()), "created_at": now()}
     insert_null(session.db, row)
     return row

@@ -47,5 +47,5 @@ def launch_columns(suites, agents, skill_dir: Path) -> dict:
 def gate_columns(settings) -> dict:
     """How the run's gate decides, as run columns (its identity names them only when not the old default, so
     run ids are unchanged); a run resumed with sealTest is sealed from then on (never unsealed)."""
-    return {"gate_method": settings.gate_method, "model_gate": settings.model_gate,
+    return {"gate_method": settings.score.gate_method, "model_gate": settings.score.model_gate,
             **({"seal_test": 1} if settings.seal_test else {})}

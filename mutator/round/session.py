@@ -106,11 +106,11 @@ def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *,
         return [suite.name, suite.content_hash if by_content else suite.agent_hash]
     return {"seed": seed_hash, "suite": named(suites.train), "val": named(suites.val), "strategy": s.strategy,
             "strategy_opts": s.strategy_opts, "model": s.model, "mutator_model": s.mutator_model,
-            "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.w_cost,
-            "w_steps": s.w_steps, "min_improvement": s.min_improvement, "gate_z": s.gate_z,
-            **({"gate_method": s.gate_method} if s.gate_method != "t" else {}), "rng_seed": s.seed,
-            **({"w_trigger": s.w_trigger} if s.w_trigger else {}),
-            **({"model_gate": s.model_gate} if s.model_gate != "mean" else {}),
+            "mutator": agents.mutator_id, "contract": contract.to_json(), "w_cost": s.score.w_cost,
+            "w_steps": s.score.w_steps, "min_improvement": s.score.min_improvement, "gate_z": s.score.gate_z,
+            **({"gate_method": s.score.gate_method} if s.score.gate_method != "t" else {}),
+            "rng_seed": s.seed, **({"w_trigger": s.score.w_trigger} if s.score.w_trigger else {}),
+            **({"model_gate": s.score.model_gate} if s.score.model_gate != "mean" else {}),
             **({"confirm": True} if s.confirm else {}),
             **({"null_controls": s.null_controls} if s.null_controls else {}), **cheaper}
 
@@ -170,7 +170,7 @@ class Session:
         contract = contract or Contract(
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,
             agent=build_id,
-            silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms,
+            silence_ms=settings.watchdog.silence_ms, heartbeat_ms=settings.watchdog.heartbeat_ms,
             with_skills=digest(others))
         if contract.with_skills != digest(others):
             was = f"among other skills (digest {contract.with_skills})" if contract.with_skills else "alone"
@@ -182,7 +182,8 @@ class Session:
                                            progress=progress, network=network, concurrency=concurrency,
                                            with_skills=others)
         session = cls(settings=settings, db=db, genomes=GenomeStore(settings.data_dir, db),
-                      weights=weights or Weights(settings.w_cost, settings.w_steps, settings.w_trigger),
+                      weights=weights or Weights(settings.score.w_cost, settings.score.w_steps,
+                                                 settings.score.w_trigger),
                       skill_name=skill_name, contract=contract,
                       evaluator=evaluator, progress=progress, budget=budget, pays=pays)
         return session.for_run("")

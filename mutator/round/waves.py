@@ -44,9 +44,9 @@ class Gating:
     @classmethod
     def for_settings(cls, settings, weights: Weights) -> Gating:
         """The run's gate and val design from its settings (the loop and --aa build it the same way)."""
-        return cls(weights, settings.min_improvement, settings.gate_z, settings.gate_method,
-                   Design(settings.replicates if settings.sequential else 1, settings.gate_z,
-                          settings.sequential_early_z), settings.tie_rule, settings.model_gate)
+        return cls(weights, settings.score.min_improvement, settings.score.gate_z, settings.score.gate_method,
+                   Design(settings.replicates if settings.sequential.waves else 1, settings.score.gate_z,
+                          settings.sequential.early_z), settings.score.tie_rule, settings.score.model_gate)
 
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
              prior: Sequence[Comparison], tie_rule: str = "keep") -> Gate:

@@ -86,9 +86,10 @@ class AARun:
     def identity(self, seed_hash: str) -> dict:
         s = self.session.settings
         return {"kind": KIND, "seed": seed_hash, "val": [self.val.name, self.val.content_hash],
-                "contract": self.session.contract.to_json(), "w_cost": s.w_cost, "w_steps": s.w_steps,
-                "min_improvement": s.min_improvement, "gate_z": s.gate_z, "pairing": "independent",
-                **({"gate_method": s.gate_method} if s.gate_method != "t" else {}),
+                "contract": self.session.contract.to_json(), "w_cost": s.score.w_cost,
+                "w_steps": s.score.w_steps, "min_improvement": s.score.min_improvement,
+                "gate_z": s.score.gate_z, "pairing": "independent",
+                **({"gate_method": s.score.gate_method} if s.score.gate_method != "t" else {}),
                 **({"sequential": self.gating.design.to_json()} if self.gating.design.sequential else {}),
                 # an A/A run from before the tie rule is another measurement: a new id, its cells all cached
                 **({"tie_rule": self.gating.tie_rule} if self.gating.tie_rule != "keep" else {})}
@@ -112,10 +113,11 @@ class AARun:
                 skill_name=self.session.skill_name, suite=self.train.name if self.train else None,
                 suite_hash=self.train.content_hash if self.train else None, val=self.val.name,
                 val_hash=self.val.content_hash, model=s.model, agent=self.session.contract.agent,
-                replicates=s.replicates, rounds_target=copies, rng_seed=s.seed, w_cost=s.w_cost,
-                w_steps=s.w_steps, min_improvement=s.min_improvement, gate_z=s.gate_z,
+                replicates=s.replicates, rounds_target=copies, rng_seed=s.seed, w_cost=s.score.w_cost,
+                w_steps=s.score.w_steps, min_improvement=s.score.min_improvement, gate_z=s.score.gate_z,
                 config=dumps(identity)))
-        update_run(self.session.db, self.session.run_id, gate_method=s.gate_method, model_gate=s.model_gate)
+        update_run(self.session.db, self.session.run_id, gate_method=s.score.gate_method,
+                   model_gate=s.score.model_gate)
         return seed_hash
 
     def _evaluate(self, seed_hash: str, contract: Contract, label: str,

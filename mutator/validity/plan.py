@@ -169,7 +169,7 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     df_first, df_last = candidates * (n_val - 1), rounds * candidates * (n_val - 1)
 
     def gate_mde(df: int) -> float:
-        return mde(noise.sigma, n_val, critical=gate_t(settings.gate_z, df), power=POWER, df=df or None)
+        return mde(noise.sigma, n_val, critical=gate_t(settings.score.gate_z, df), power=POWER, df=df or None)
 
     mde_test = None
     if n_test:
@@ -198,8 +198,8 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                           f"{MUTATOR_TOKENS.output_tokens:,} output tokens per call at "
                           f"{settings.mutator_model} prices")
     confirm = bool(getattr(settings, "confirm", False))
-    screen_cells = min(settings.screen_tasks, len(train.tasks)) * k * settings.screen_replicates \
-        if settings.screen_tasks >= 3 else 0
+    screen_cells = min(settings.screen.tasks, len(train.tasks)) * k * settings.screen.replicates \
+        if settings.screen.tasks >= 3 else 0
     # upper bound: every candidate screened and evaluated on every val wave, one selected genome on train, a
     # confirmation every round, the round's null controls
     train_reps = min(settings.train_replicates, reps)   # a genome's train evidence (evidenceReplicates)
@@ -215,7 +215,7 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     run_usd = (solve_usd + n_val * reps * val_cell + n_train * train_reps * train_cell
                + settings.rounds * round_usd)
     return Plan(noise=noise, n_train=n_train, n_val=n_val, n_test=n_test, replicates=reps,
-                rounds=settings.rounds, candidates=candidates, gate_z=settings.gate_z,
+                rounds=settings.rounds, candidates=candidates, gate_z=settings.score.gate_z,
                 mde_gate_first=gate_mde(df_first), df_first=df_first, mde_gate_last=gate_mde(df_last),
                 df_last=df_last, mde_test=mde_test, cell_usd=cell, cell_source=cell_source,
                 mutator_usd=mutator, mutator_source=mutator_source, confirm=confirm, round_usd=round_usd,
@@ -228,8 +228,8 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
 
 
 def _design(settings: Settings) -> dict | None:
-    design = Design(settings.replicates if settings.sequential else 1, settings.gate_z,
-                    settings.sequential_early_z)
+    design = Design(settings.replicates if settings.sequential.waves else 1, settings.score.gate_z,
+                    settings.sequential.early_z)
     if not design.sequential:
         return None
     return {**design.to_json(), "null": expected_looks(design.looks, design.early_z),

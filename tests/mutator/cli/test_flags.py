@@ -57,8 +57,8 @@ def test_a_typed_flag_reaches_settings_through_its_key(key, tmp_path):
     if key.attr == "solve":
         args.solve = "on" if args.solve else "off"      # as cli/main.py does
     settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, environ={})
-    assert getattr(settings, key.attr) == expected
-    assert getattr(load_settings({}, environ={}), key.attr) != expected   # config.json says otherwise
+    assert settings.value(key.attr) == expected
+    assert load_settings({}, environ={}).value(key.attr) != expected   # config.json says otherwise
 
 
 def test_a_bad_flag_value_names_the_flag_and_the_rule(capsys):

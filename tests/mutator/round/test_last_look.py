@@ -60,8 +60,9 @@ def test_the_screen_never_applies_the_tie_rule() -> None:
 
 def test_a_runs_identity_names_the_tie_rule_and_the_evidence_depth_and_older_stores_lack_them() -> None:
     settings = load_settings(config_file=ROOT / "config.json", environ={})
-    now = configured(settings, Weights(settings.w_cost, settings.w_steps))
-    assert (settings.tie_rule, settings.evidence_replicates, settings.replicates) == ("noAddedCost", 1, 3)
+    now = configured(settings, Weights(settings.score.w_cost, settings.score.w_steps))
+    assert (settings.score.tie_rule, settings.evidence_replicates, settings.replicates) == ("noAddedCost", 1,
+                                                                                            3)
     identity = now.identity()
     assert identity["tie_rule"] == "noAddedCost" and identity["evidence_replicates"] == 1
     before_ties, unscreened, before_waves = older(now)

@@ -102,7 +102,7 @@ def test_the_screen_kills_a_decisive_loss_on_a_few_train_cells_that_a_survivor_r
     contract = Contract(model=settings.model, replicates=4, max_turns=settings.max_turns,
                         agent=json.loads(sqlite3.connect(data / "mutator.db").execute(
                             "select config from runs").fetchone()[0])["contract"]["agent"],
-                        silence_ms=settings.build_timeout_ms, heartbeat_ms=settings.build_heartbeat_ms)
+                        silence_ms=settings.watchdog.silence_ms, heartbeat_ms=settings.watchdog.heartbeat_ms)
     db = sqlite3.connect(data / "mutator.db")
     survivor = db.execute("select id, n_done from evaluations where key = ?",
                           [evaluation_key(rows[0]["genome_hash"], train, contract)]).fetchone()
