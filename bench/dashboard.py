@@ -34,7 +34,8 @@ from mutator.server.app import create_app  # noqa: E402
 from mutator.store.db import connect, connect_readonly, dumps  # noqa: E402
 
 TESTS = ("parses", "headers", "rows", "amounts", "dates", "emails", "flags", "text")
-# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its endpoint computes the note in SQL)
+# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its endpoint computes the
+# note in SQL)
 PLAIN_NOTE = "json_extract(a.gate, '$.keep') as gate_keep, a.pool_snapshot is not null as pooled"
 GATE = -0.02   # every comparison's threshold here (the figures are synthetic; the shapes are the loop's)
 
@@ -264,8 +265,8 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
         return (Q.q(ro, "select * from runs where id = ?", [run_id]),
                 Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t on "
                         "t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling", [run_id]),
-                # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline as before
-                # the endpoint moved the note into its SQL)
+                # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline
+                # as before the endpoint moved the note into its SQL)
                 Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, pool_snapshot "
                         "is not null as pooled from attempts where run_id = ? and round >= ? order by round, sibling",
                     [run_id, low]),
@@ -301,7 +302,8 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ? group by c.task_id, t.name", [ev]),
-            # what the gate saw: the comparator's evaluation (the bench's rows are older: the fallback) and its cells
+            # what the gate saw: the comparator's evaluation (the bench's rows are older: the fallback) and
+            # its cells
             Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after is not "
                     "null order by round desc, sibling limit 1", [run, attempt["round"]]),
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
@@ -413,8 +415,9 @@ async def main() -> None:
                 cold, cold_cpu = await http_times(client, url, args.repeat, before=change, expect="miss")
                 warm, _ = await http_times(client, url, args.repeat, expect="hit")
                 size = len(await (await client.get(url)).read())
-                raw, raw_cpu = timed(sql, args.repeat, before=change)  # after a commit too: SQLite's page cache
-                fn, fn_cpu = timed(functions[path], args.repeat, before=change)  # is reset as on a cold request
+                # after a commit too: SQLite's page cache is reset as on a cold request
+                raw, raw_cpu = timed(sql, args.repeat, before=change)
+                fn, fn_cpu = timed(functions[path], args.repeat, before=change)
                 label = {f"/api/attempts?run={ids['population']}": "/api/attempts (table, 1 run)",
                          "/api/attempts?skill=bench-skill": "/api/attempts (table, 4 runs)"}.get(path)
                 rows.append((label or path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,

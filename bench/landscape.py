@@ -34,7 +34,8 @@ VARIANTS = 3
 WEIGHTS = Weights(0.1, 0.02)
 MUTATOR_USD = 3000 * 5e-6 + 400 * 25e-6            # one fake mutator call priced as claude-opus-4-5
 PER_TURN_IN, PER_TURN_OUT = 900, 80                 # fake agent tokens per turn (haiku: $1 / $5 per M)
-SMART = 0.5                                         # chance the mutator acts on its evidence, else a random change
+# chance the mutator acts on its evidence, else a random change
+SMART = 0.5
 
 Genome = frozenset  # of (op, variant)
 

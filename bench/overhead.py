@@ -189,7 +189,8 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
 
     from eval.executors.ray import RayExecutor
     cells = len(suite.tasks) * args.replicates
-    bare: list[float] = []   # local before Ray starts: its daemons (raylet, GCS, workers) compete for the CPUs
+    # local before Ray starts: its daemons (raylet, GCS, workers) compete for the CPUs
+    bare: list[float] = []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             bare.append(harness(suite, "none", args.replicates, args.concurrency, Path(scratch)))
@@ -291,10 +292,11 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
     parent: dict[str, list[float]] = {side: [] for side in sides}   # this process's own CPU per cell
-    total: dict[str, list[float]] = {side: [] for side in sides}    # and with its reaped children's (agent, grader)
+    # and with its reaped children's (agent, grader)
+    total: dict[str, list[float]] = {side: [] for side in sides}
     cells = len(suite.tasks) * args.replicates
-    # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and the
-    # graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
+    # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and
+    # the graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
     evals = Path(tempfile.mkdtemp(prefix="sm-bench-evals-"))
     for repeat in range(args.repeats):  # interleaved, so load drift hits every side alike
         for side in (sides if repeat % 2 == 0 else sides[::-1]):   # and in turn first and last (ABBA)

@@ -57,8 +57,8 @@ SEED_RULES, WEIGHTS, MUTATOR_USD, LINES = bench.SEED_RULES, bench.WEIGHTS, bench
 
 # A genome as GEPA's candidate (dict[str, str]): one component per rule, its text the variant or OFF. One
 # component per rule, not one text for the whole genome, because GEPA's merge works per component
-# (gepa/proposer/merge.py: sample_and_attempt_merge_programs_by_common_predictors takes each component from the
-# descendant that changed it): with one component a merge could only return one of its parents.
+# (gepa/proposer/merge.py: sample_and_attempt_merge_programs_by_common_predictors takes each component from
+# the descendant that changed it): with one component a merge could only return one of its parents.
 COMPONENTS = (*(op for op, _ in SEED_RULES), *bench.CATALOGUE)
 OFF = "off"
 
@@ -140,8 +140,8 @@ class MutatorProposer:
         child, _ = self.mutator(parent, objective=None, refs=[], targets=(),
                                 failing={task: sorted(tests) for task, tests in failing.items() if tests})
         self.calls += 1
-        # a no-op gives no texts, and GEPA then skips the child's evaluation (reflective_mutation.py, Stage 3c),
-        # as our critic rejects a no-op unevaluated
+        # a no-op gives no texts, and GEPA then skips the child's evaluation (reflective_mutation.py, Stage
+        # 3c), as our critic rejects a no-op unevaluated
         return {op: text for op, text in encode(child).items() if text != candidate[op]}
 
 
@@ -201,7 +201,8 @@ PEER_LINES = (PeerLine("gepa"), PeerLine("gepa-merge", use_merge=True))
 @dataclass
 class PeerRun:
     outcome: Outcome
-    gepa_calls: int        # GEPA's own count, state.total_num_evals: equal to ours when a metric call is a cell
+    # GEPA's own count, state.total_num_evals: equal to ours when a metric call is a cell
+    gepa_calls: int
     candidates: int
     merges: int
     mutator_calls: int

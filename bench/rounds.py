@@ -83,7 +83,8 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
         staging[0] = 0.0
         cells = self.db.execute("select count(*) from cells").fetchone()[0]
         calls, steps = [0], [0]
-        if count:   # every Python function entered (ours, libraries', builtins) in any thread; SQLite's VM steps
+        if count:
+            # every Python function entered (ours, libraries', builtins) in any thread; SQLite's VM steps
             self.db.conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
             def tally(frame, event: str, arg) -> None:
                 if event in ("call", "c_call"):
@@ -101,8 +102,9 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
         records.append({"round": round_no, "self": own2 - own, "children": kids2 - kids, "staging": staging[0],
                         "calls": calls[0], "steps": steps[0] * 100,
                         "cells": self.db.execute("select count(*) from cells").fetchone()[0] - cells,
-                        # only where summary() reads it: a walk of the whole data dir each round is the bench's own
-                        # work growing with the rounds, and its pass over every inode weighs on the next round
+                        # only where summary() reads it: a walk of the whole data dir each round is the
+                        # bench's own work growing with the rounds, and its pass over every inode weighs on
+                        # the next round
                         "bytes": _bytes(data_dir / "workspaces", data_dir / "evidence")
                         if round_no <= 5 or round_no >= rounds - 6 else None})
 
@@ -142,8 +144,9 @@ def summary(records: list[dict], tail: int = 6) -> dict:
     # the same over the cell-free rounds' own CPU: the early window is three rounds, so one spike moves it
     own = (statistics.linear_regression([r["round"] for r in quiet], [r["self"] for r in quiet])
            if len(quiet) > 2 else None)
-    # and the Theil-Sen line (the median of the slopes between every two rounds): a busy machine's spikes only ever
-    # add CPU, so a few of them tilt the least-squares line where they fall; the median slope is not moved by them
+    # and the Theil-Sen line (the median of the slopes between every two rounds): a busy machine's spikes only
+    # ever add CPU, so a few of them tilt the least-squares line where they fall; the median slope is not
+    # moved by them
     robust = (theilslopes([r["self"] for r in quiet], [r["round"] for r in quiet]) if len(quiet) > 2 else None)
     # the medians of the first and the last 50 cell-free rounds (fewer in a short run): a spike moves neither
     bucket = max(min(50, len(quiet) // 4), 1)

@@ -28,7 +28,8 @@ from strategies import Member, Scored, State, make_strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW_THRESHOLD = 0.02                                # the raw-threshold line: keep iff Δ ≥ this (gateZ 0)
-SCREEN_TASKS = 6                                    # the screen lines' train tasks when config.json's screen is off
+# the screen lines' train tasks when config.json's screen is off
+SCREEN_TASKS = 6
 
 
 class OutOfBudget(Exception):
@@ -64,12 +65,14 @@ class Line:
     label: str
     strategy: str
     opts: dict
-    # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle' (keep
-    # iff the TRUE val composite rises: every keep decision right, a reference for how much any gate could gain)
+    # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle'
+    # (keep iff the TRUE val composite rises: every keep decision right, a reference for how much any gate
+    # could gain)
     keep: str = "gate"
     tie_rule: str = ""          # the gate's tie rule for this line; '' = the configured one
     waves: bool | None = None   # sequential val (gate lines only); None = as configured
-    screen: int | None = None   # the kill-only screen's train tasks (gate lines only); 0 = off, None = as configured
+    # the kill-only screen's train tasks (gate lines only); 0 = off, None = as configured
+    screen: int | None = None
 
 
 @dataclass
@@ -92,7 +95,8 @@ class Search:
                  raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> None:
         self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
         self.raw_threshold = raw_threshold
-        self.rules = rules = rules or Rules.from_config()   # the loop's settings unless a line is measured otherwise
+        # the loop's settings unless a line is measured otherwise
+        self.rules = rules = rules or Rules.from_config()
         # replicates per evaluation: val always the run's; train (the mutator's evidence) evidenceReplicates
         self.depth = {"val": replicates, "train": min(rules.evidence_replicates or replicates, replicates)}
         gated = line.keep == "gate"
@@ -106,7 +110,8 @@ class Search:
                        for split in ("train", "val")}
         self.mutator = Mutator.for_seed(land, seed)
         self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
-        self.cells: dict[str, dict[Genome, dict]] = {"train": {}, "val": {}}  # genome -> {(task, rep): (cell, failed)}
+        # genome -> {(task, rep): (cell, failed)}
+        self.cells: dict[str, dict[Genome, dict]] = {"train": {}, "val": {}}
         self.evidence: set[Genome] = set()    # genomes whose train evidence was run (the mutator may read it)
         self.spent = {"rollouts": 0, "usd": 0.0}
         self.purpose: Counter = Counter()
@@ -116,13 +121,15 @@ class Search:
         self.by_name: dict[str, Genome] = {}
         self.calls = 0
         self.val_size = len(land.suites["val"]) * replicates
-        # the mutator-call cap (it stops a search whose candidates are all cached): 3 calls per cheapest decision the
-        # budget buys, i.e. a whole val evaluation, one wave of one, or a screen, so a cheaper line is not cut short
+        # the mutator-call cap (it stops a search whose candidates are all cached): 3 calls per cheapest
+        # decision the budget buys, i.e. a whole val evaluation, one wave of one, or a screen, so a cheaper
+        # line is not cut short
         sizes = [self.val_size // self.gating.design.looks]
         if self.screen.tasks >= 3:
             sizes.append(min(self.screen.tasks, len(land.suites["train"])) * rules.screen_replicates)
         self.max_calls = 3 * budget // min(sizes)
-        self.order = {task: i for i, task in enumerate(land.suites["val"])}   # val cells in suite order, as measured
+        # val cells in suite order, as measured
+        self.order = {task: i for i, task in enumerate(land.suites["val"])}
         self.seed_genome = Genome(SEED_RULES)
         self.incumbent = self.seed_genome
         self.child = self.seed_genome
@@ -161,8 +168,8 @@ class Search:
         return [cell for cell, _ in self.cells[split].get(g, {}).values()]
 
     def member(self, g: Genome) -> Member:
-        # what is stored, as the loop's member(): a candidate decided early has its waves only; memoised on what
-        # it is made of (every round asks for every genome's)
+        # what is stored, as the loop's member(): a candidate decided early has its waves only; memoised on
+        # what it is made of (every round asks for every genome's)
         key = (len(self.cells["val"].get(g, ())), g in self.evidence)
         if self._members.get(g, (None,))[0] != key:
             self._members[g] = (key, self._member(g))
@@ -245,8 +252,10 @@ class Search:
             record = self.screen.run(self.gating, self.measured, train=self.suites["train"], genome=name,
                                      incumbent=incumbent, norm=self.norms["train"],
                                      seed=f"bench:{self.seed}:{round_no}:screen", label="screen")
-            if record is not None:   # killed, and whether the child is TRULY better on val (what the search is
-                norm = self.norms["val"]   # scored on; the exact train composite would cost the bench 3x its time)
+            if record is not None:
+                # killed, and whether the child is TRULY better on val (what the search is
+                # scored on; the exact train composite would cost the bench 3x its time)
+                norm = self.norms["val"]
                 better = self.land.expected(child, "val", norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
                 self.screens.append((record["decision"] == "loss", better))
                 if record["decision"] == "loss":
@@ -254,7 +263,8 @@ class Search:
         outcome, gate, looks = sequential_val(self.gating, self.measured, val=self.suites["val"], genome=name,
                                               incumbent=incumbent, norm=self.norms["val"], prior=prior, label="val",
                                               healthy=lambda _outcome: True)
-        if looks[-1]["decision"] is None:   # as the loop's prior_comparisons: an early look's scale is not pooled
+        if looks[-1]["decision"] is None:
+            # as the loop's prior_comparisons: an early look's scale is not pooled
             prior.append(Comparison(gate.n, gate.s_r))
         self.decided(gate, gate.keep)
         return list(outcome.cells), gate.keep
@@ -294,7 +304,8 @@ class Search:
                           random.Random(f"{self.seed}:{strategy_id}:{round_no}"), members, pool)
             integration = strategy.integrate(state, self.one_round(strategy, state, prior))
             self.incumbent, pool = self.by_name[integration.incumbent], integration.pool or pool
-            self.evaluate(self.incumbent, "val", purpose="remaining")   # kept at an early look: its other waves
+            # kept at an early look: its other waves
+            self.evaluate(self.incumbent, "val", purpose="remaining")
             self.point()
             for h in integration.selected:
                 self.train_evidence(self.by_name[h])

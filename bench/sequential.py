@@ -64,7 +64,8 @@ def simulate(family, n: int, reps: int, rounds: int, gate_z: float, early_z: flo
     val = SimpleNamespace(tasks=[SimpleNamespace(id=f"t{t:02d}") for t in range(n)], name="val")
     designs = {"seq": Design(reps, gate_z, early_z), "fixed": Design(1, gate_z, early_z)}
     gatings = {name: Gating(Weights(0.0, 0.0), 0.0, gate_z, method, d) for name, d in designs.items()}
-    sd_task = SIGMA * math.sqrt(2.0 / reps)          # SD of one task's delta at R replicates (cell noise SIGMA)
+    # SD of one task's delta at R replicates (cell noise SIGMA)
+    sd_task = SIGMA * math.sqrt(2.0 / reps)
     se_true = sd_task / math.sqrt(n)
     out = {}
     for k in EFFECTS:

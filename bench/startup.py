@@ -62,7 +62,8 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
     from eval.agents import AnthropicBackend
     from tests.agents.messages_server import MessagesServer, demo_agent
     mark: dict[str, float] = {}
-    seen: dict[int, tuple[float, float]] = {}   # agent pid -> (its CPU, the spawning thread's CPU since the spawn)
+    # agent pid -> (its CPU, the spawning thread's CPU since the spawn)
+    seen: dict[int, tuple[float, float]] = {}
     real_spawn = agent_call.spawn
 
     async def spawn(*args, **kwargs):
@@ -100,7 +101,8 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
                                   silence_ms=600_000, heartbeat_ms=300_000),
                 settings=CellSettings(agent_argv=argv, launcher=get_launcher("none"), grader_timeout_s=60,
                                       network=True)))
-            runs = list(seen.values())   # in spawn order: the first warm cell pays the harness's one SDK import
+            # in spawn order: the first warm cell pays the harness's one SDK import
+            runs = list(seen.values())
             found[side] = {"agent": statistics.median(a for a, _ in runs), "harness": statistics.median(h for _, h in runs),
                            "total": statistics.median(a + h for a, h in runs), "first": sum(runs[0]), "cells": len(runs)}
     finally:

@@ -63,7 +63,8 @@ from bench.search import (  # noqa: E402,F401  (re-exported, as above)
 STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}), ("population", "population", {}),
               ("pareto", "pareto", {}))
 VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True), ("seq+screen", True, True))
-NO_GATE = (("nogate", "positive"), ("raw", "raw"))   # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
+# each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
+NO_GATE = (("nogate", "positive"), ("raw", "raw"))
 
 
 def make_lines(screen_tasks: int) -> tuple[Line, ...]:
@@ -83,8 +84,9 @@ def default_variant(rules: Rules) -> str:
 
 
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
-EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),       # only with --lines: the configured greedy
-         Line("greedy-oracle", "greedy", {}, keep="oracle"))           # keeping every tie; a greedy that is never wrong
+# only with --lines: the configured greedy keeping every tie; a greedy that is never wrong
+EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
+         Line("greedy-oracle", "greedy", {}, keep="oracle"))
 DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
 GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 
@@ -99,7 +101,8 @@ class Results:
     rows: dict[str, list[Outcome]]
     lands: list[Landscape]
     targets: list[float]
-    optima: list[tuple[float, float, float, float]]   # per seed: seed val, optimum val, seed test, optimum test
+    # per seed: seed val, optimum val, seed test, optimum test
+    optima: list[tuple[float, float, float, float]]
 
 
 def over_seeds(work, seeds: range, jobs: int = 1) -> list:

@@ -32,7 +32,7 @@ from eval.snapshot import copy_file, copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
 from sandbox import Launcher, dies_with_parent
 
-# ---- the names (README "Agent process contract"); an agent reads these, the harness sets them here only --------
+# ---- the names (README "Agent process contract"); an agent reads these, the harness sets them here only ----
 PROMPT_FILE = "SM_PROMPT_FILE"   # the prompt as a file (also on stdin)
 STREAM = "SM_STREAM"             # the stream.jsonl to append stream-json events to
 SKILL_DIR = "SM_SKILL_DIR"       # the skill's folder; absent in a bare solve
@@ -49,10 +49,11 @@ NAMES = (PROMPT_FILE, STREAM, SKILL_DIR, MODEL, MAX_TURNS, CELL_SEED, TASK, ROUN
 
 PROMPT_NAME, STREAM_NAME, RESULT_NAME = "prompt.md", "stream.jsonl", "result.json"
 TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
-LINE_LIMIT = 64 * 2**20   # one line of a tool server's answers (a clipped tool output, JSON-escaped, is far below)
+# one line of a tool server's answers (a clipped tool output, JSON-escaped, is far below)
+LINE_LIMIT = 64 * 2**20
 
 
-# ---- staging ---------------------------------------------------------------------------------------------------
+# ---- staging -----------------------------------------------------------------------------------------------
 def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_dir: Path | None,
                skill_name: str, others: Sequence[Path] = ()) -> Path:
     """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any other
@@ -84,7 +85,7 @@ def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapp
     return workspace / "skill"
 
 
-# ---- one call ----------------------------------------------------------------------------------------------------
+# ---- one call ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AgentCall:
     """Everything one agent process is run with. `home` holds prompt.md, stream.jsonl, agent.stdout/.stderr
@@ -103,16 +104,19 @@ class AgentCall:
     skill_dir: Path | None = None
     writable: Sequence[Path] = ()
     readable: Sequence[Path] = ()
-    shown: Mapping[Path, Path] = field(default_factory=dict)   # folder seen -> host folder bound there read-only
+    # folder seen -> host folder bound there read-only
+    shown: Mapping[Path, Path] = field(default_factory=dict)
     network: bool = False
     wall_ms: int = 0
     max_output_bytes: int = 0
-    result_json: bool = False       # a mutator-role call: result.json (and its stream) pre-created, bound writable
+    # a mutator-role call: result.json (and its stream) pre-created, bound writable
+    result_json: bool = False
     seed: int | None = None
     round_no: int | None = None
     sibling: int | None = None
     task: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's FAKE_* hooks); never SM_*
+    # more variables (a test's FAKE_* hooks); never SM_*
+    env: Mapping[str, str] = field(default_factory=dict)
     meter: Path | None = None       # where the metering proxy appends each served response's usage
 
     @property
@@ -217,7 +221,7 @@ def read_result_json(path: Path, *, who: str = "the mutator", shape: str = "a JS
     return obj
 
 
-# ---- spawning ----------------------------------------------------------------------------------------------------
+# ---- spawning ----------------------------------------------------------------------------------------------
 MODEL_API_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
 # The child reaches the proxy on 127.0.0.1 directly; the proxy itself honours the user's network proxies.
 NETWORK_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
@@ -249,7 +253,8 @@ def secret_pipe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, 
         return env, None
     read, write = os.pipe()
     with os.fdopen(write, "w", encoding="utf-8") as pipe:
-        pipe.write(json.dumps(held))   # a few hundred bytes: within the pipe's buffer, so no reader is needed yet
+        # a few hundred bytes: within the pipe's buffer, so no reader is needed yet
+        pipe.write(json.dumps(held))
     env[SECRETS_FD] = str(read)
     return env, read
 
@@ -296,8 +301,8 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
         if served is not None:
             import asyncio
             import importlib
-            # the SDK, imported once per process that runs agents (seconds of CPU), off the event loop: the other
-            # cells' supervision goes on meanwhile
+            # the SDK, imported once per process that runs agents (seconds of CPU), off the event loop: the
+            # other cells' supervision goes on meanwhile
             warm = await asyncio.to_thread(importlib.import_module, "eval.agents.warm")
             api = {name: env.pop(name) for name in MODEL_API_VARS if name in env}
             talk = functools.partial(warm.drive, role=served[0], config=served[1], env=dict(env), api=api,
@@ -309,8 +314,8 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
     finally:
         if proxy is not None:
             import asyncio
-            # every response it was served is on the meter; off the event loop, since a request whose caller left
-            # may hold the close for its grace (key_proxy.METER_GRACE_S) while other cells go on
+            # every response it was served is on the meter; off the event loop, since a request whose caller
+            # left may hold the close for its grace (key_proxy.METER_GRACE_S) while other cells go on
             await asyncio.to_thread(proxy.close)
 
 
@@ -330,8 +335,8 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env,
                             **({"shown": shown} if shown else {}))
-    # the guardian kills the agent's group when the harness dies (bwrap's sandbox also goes by itself); where no
-    # guardian runs, a launcher other than bwrap gets a parent-death signal through setpriv
+    # the guardian kills the agent's group when the harness dies (bwrap's sandbox also goes by itself); where
+    # no guardian runs, a launcher other than bwrap gets a parent-death signal through setpriv
     wrapped, preexec = (wrapped, None) if guardian.ready() or dies_with_parent(launcher) else \
         reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
@@ -343,9 +348,9 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
         try:
             proc = await asyncio.shield(start)
         except asyncio.CancelledError:
-            # Ctrl-C or a deadline while the process starts: asyncio cannot cancel a start cleanly (Python 3.11 may
-            # then wait forever for the stdin pipe it connects after closing the others), so the start finishes
-            # and its group is killed and reaped, then the cancellation goes on
+            # Ctrl-C or a deadline while the process starts: asyncio cannot cancel a start cleanly (Python
+            # 3.11 may then wait forever for the stdin pipe it connects after closing the others), so the
+            # start finishes and its group is killed and reaped, then the cancellation goes on
             with contextlib.suppress(Exception):
                 await kill_and_reap(await start)
             raise

@@ -69,13 +69,15 @@ def install() -> bool:
         return _installed
     try:
         os.close(os.pidfd_open(os.getpid()))
-    except OSError:   # a kernel before 5.3, or a seccomp filter that refuses it: keep asyncio's thread per child
+    except OSError:
+        # a kernel before 5.3, or a seccomp filter that refuses it: keep asyncio's thread per child
         return False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             asyncio.set_child_watcher(PidfdWatcher())
-    except (AttributeError, NotImplementedError, RuntimeError):   # another event loop policy: its own way to wait
+    except (AttributeError, NotImplementedError, RuntimeError):
+        # another event loop policy: its own way to wait
         return False
     _installed = True
     return True

@@ -20,7 +20,8 @@ PASS_ENV = "SM_PASS_ENV"        # comma-separated names the user passes on (--pa
 # What our own backends (eval/agents/*) need to call the model API themselves; their tools never get these.
 MODEL_API = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "HTTP_PROXY",
              "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
-# The credentials among them: our backends get these through a pipe, never their environment (eval/agent_call.py).
+# The credentials among them: our backends get these through a pipe, never their environment
+# (eval/agent_call.py).
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 OUR_BACKENDS = Path(__file__).resolve().parent / "agents"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)

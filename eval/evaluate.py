@@ -31,7 +31,8 @@ class EvalRequest:
     cells_root: Path
     price: Price
     concurrency: int
-    settings: CellSettings     # how each cell is run (agent, launcher, caps, retries), carried whole to each job
+    # how each cell is run (agent, launcher, caps, retries), carried whole to each job
+    settings: CellSettings
 
 
 def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[CellSpec]:

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 WATCH = Path(__file__).with_name("guardian_watch.py")
-_state: tuple[int, int, subprocess.Popen] | None = None   # (this process's pid, the pipe's write end, the watcher)
+# (this process's pid, the pipe's write end, the watcher)
+_state: tuple[int, int, subprocess.Popen] | None = None
 _broken = False                                            # it could not start, or went away: never retried
 
 

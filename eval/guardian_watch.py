@@ -17,7 +17,8 @@ def start_time(pid: int) -> str | None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the harness's to handle; this waits for it to end
+    # Ctrl-C is the harness's to handle; this waits for it to end
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     groups: dict[int, str] = {}
     pending = b""
     while chunk := os.read(0, 65536):

@@ -131,7 +131,8 @@ def check_task(engine: ContainerEngine, task: HarborTask, solution: Path, inputs
     for who in ("oracle", "null"):
         work = scratch / task.id / who / "work"
         shutil.copytree(inputs, work) if inputs.is_dir() else work.mkdir(parents=True)
-        if problem := engine.copy_out(image, task.workdir, work):   # as a cell gets it (eval/graders/harbor_runner.py)
+        if problem := engine.copy_out(image, task.workdir, work):
+            # as a cell gets it (eval/graders/harbor_runner.py)
             return OracleCheck(task.id, None, None, problem)
         if who == "oracle" and (problem := run_oracle(engine, task, image, work, solution, network=network)):
             errors.append(problem)

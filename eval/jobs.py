@@ -47,7 +47,8 @@ class CellResult:
     cell_dir: str
     extra: dict = field(default_factory=dict)
     retries: int = 0            # infrastructure retries inside this evaluation before this result
-    skill_use: str | None = None  # eval/skill_use.py::SkillUse as JSON; None in a bare cell or before a stream
+    # eval/skill_use.py::SkillUse as JSON; None in a bare cell or before a stream
+    skill_use: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -30,9 +30,11 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 CONTAINER = "container-"     # a record of an agent container: container-<name> holding the engine's argv
 DATA_DIR_LABEL, HARNESS_LABEL = "sm.data-dir", "sm.harness"
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")   # one machine, one boot: where a pid and its start time mean something
+# one machine, one boot: where a pid and its start time mean something
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 _registry: Path | None = None
-_owner: tuple[int, str | None] | None = None   # the harness the records name (a Ray worker's: the driver); None: this one
+# the harness the records name (a Ray worker's: the driver); None: this one
+_owner: tuple[int, str | None] | None = None
 
 
 def use(directory: Path) -> None:
@@ -258,6 +260,7 @@ def reap_containers(directory: Path) -> list[str]:
                 subprocess.run([*engine, "rm", "-f", *ids], capture_output=True, timeout=120)
                 removed.append(name)
         except (OSError, subprocess.TimeoutExpired):
-            continue                         # the engine is gone or stuck: the record waits for the next start
+            # the engine is gone or stuck: the record waits for the next start
+            continue
         record.unlink(missing_ok=True)
     return removed

@@ -107,7 +107,8 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
                       skill_dir=job.skill_dir, skill_name=job.skill_name, others=job.settings.with_skills)
     container = None
-    if job.suite.runner == "harbor":   # the task's image: built, its WORKDIR staged; a broken one is no verdict
+    if job.suite.runner == "harbor":
+        # the task's image: built, its WORKDIR staged; a broken one is no verdict
         from eval.graders.harbor_runner import prepare_cell
         problem, container = await prepare_cell(job, work)
         if problem:
@@ -141,8 +142,9 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
     started = time.monotonic()
     for spent in (judge_meter(job.cell_root), job.cell_root / "judge.spend.json"):
         spent.unlink(missing_ok=True)  # the last grading's calls are on the cell row already
-    # a cell re-graded in place keeps its agent's metered figures; one taken over from another cell has no meter
-    # here and keeps its kept stream's (either way the agent is never charged again: mutator/store/cache.py)
+    # a cell re-graded in place keeps its agent's metered figures; one taken over from another cell has no
+    # meter here and keeps its kept stream's (either way the agent is never charged again:
+    # mutator/store/cache.py)
     metrics, cost = read_call(job.cell_root / "stream.jsonl", job.price, agent=job.contract.agent,
                               meter=agent_meter(job.cell_root))
     grades, error = await run_grader(job, work)
@@ -182,8 +184,10 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
 
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
             started: float, error: str) -> CellResult:
-    error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
-    events = stream_events(job.cell_root / STREAM_NAME)   # read once, redacted, for the skill use and the trajectory
+    # secrets never stored: stream, stderr, outputs, judge notes, error
+    error = redact_cell(job.cell_root, error)
+    # read once, redacted, for the skill use and the trajectory
+    events = stream_events(job.cell_root / STREAM_NAME)
     result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error,
                      events=events)
     result.write_record(job.cell_root)

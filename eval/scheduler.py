@@ -31,9 +31,10 @@ async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurr
     try:
         await asyncio.gather(*tasks)
     finally:
-        # gather gives up at the first item cancelled or failed (a queued cell, when Ctrl-C or a deadline cancels
-        # the pump): cancel only the items not already cancelling, once, and wait for every one to finish its own
-        # cleanup (a cell kills and reaps its agent's group there) before the caller's loop may close
+        # gather gives up at the first item cancelled or failed (a queued cell, when Ctrl-C or a deadline
+        # cancels the pump): cancel only the items not already cancelling, once, and wait for every one to
+        # finish its own cleanup (a cell kills and reaps its agent's group there) before the caller's loop may
+        # close
         for task in tasks:
             if not task.cancelling():
                 task.cancel()

@@ -124,7 +124,8 @@ def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str,
         content = message.get("content")
         if event.get("type") == "assistant":
             message_id = str(message.get("id") or "")
-            if not message_id or message_id not in messages:   # Claude Code repeats a message per content block
+            if not message_id or message_id not in messages:
+                # Claude Code repeats a message per content block
                 turn += 1
                 messages.add(message_id)
             for block in content if isinstance(content, list) else []:

@@ -28,7 +28,8 @@ class StreamMetrics:
     tool_uses: int = 0
     events: int = 0
     error_text: str = field(default="")
-    invalid: str = ""           # why the stream breaks its contract (a wrong-shape event); "" when it does not
+    # why the stream breaks its contract (a wrong-shape event); "" when it does not
+    invalid: str = ""
     retries: int = 0          # API calls retried (our backends report it in their result event)
 
 

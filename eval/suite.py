@@ -54,7 +54,8 @@ class Suite:
     runner: str
     tasks: tuple[Task, ...]
     grader: Path | None                           # the run-eval script; None for expectations/judge suites
-    content_hash: str                             # the whole folder: what a grade rests on (eval/suite_parts.py)
+    # the whole folder: what a grade rests on (eval/suite_parts.py)
+    content_hash: str
     meta: tuple[tuple[str, str], ...] = ()        # every suite.md frontmatter field, for runner options
     agent_hash: str = ""                          # what an agent in a cell sees: what its work rests on
 

@@ -84,7 +84,8 @@ def changes(before: dict, after: dict) -> list[str]:
 # what `python -S` leaves out that a script could use: site's builtins, and importing a module by its name
 SITE_BUILTINS = frozenset({"exit", "quit", "help", "copyright", "credits", "license"})
 BY_NAME = frozenset({"importlib", "__import__", "runpy", "pkgutil", "exec", "eval", "compile", "site",
-                     "sitecustomize", "usercustomize", "distutils"})   # distutils: setuptools' .pth replaces it
+                     # distutils: setuptools' .pth replaces it
+                     "sitecustomize", "usercustomize", "distutils"})
 
 
 def needs_site(source: str) -> bool:
@@ -99,7 +100,8 @@ def needs_site(source: str) -> bool:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            names = [node.module or ""] if not node.level else [""]   # a relative import: a package's own module
+            # a relative import: a package's own module
+            names = [node.module or ""] if not node.level else [""]
         elif isinstance(node, ast.Name) and node.id in SITE_BUILTINS | BY_NAME or \
                 isinstance(node, ast.Attribute) and node.attr in ("import_module", "__import__"):
             return True

@@ -45,7 +45,8 @@ def rewrite_description(skill: Path, briefing: str, tasks: Path) -> base.Change 
     for task in missed:
         statement = tasks / f"{task}.md"
         body = statement.read_text(encoding="utf-8").split("\n## ")[0] if statement.is_file() else ""
-        body = "\n".join(line for line in body.splitlines() if not line.startswith("#"))   # not its id heading
+        # not its id heading
+        body = "\n".join(line for line in body.splitlines() if not line.startswith("#"))
         for word in re.findall(r"[a-z][a-z0-9]+", body.casefold()):
             if len(words) < MAX_WORDS and len(word) > 3 and word not in STEM_STOP and word[:4] not in have \
                     and word not in words:

@@ -108,7 +108,8 @@ class ContainerEngine:
         """Copy `folder`'s contents from the image into `dest` (a created, never started, container: no program of
         the image runs); "" or why it failed. A folder the image lacks copies nothing."""
         name = f"sm-{uuid.uuid4().hex[:12]}"
-        made = self._run(["create", "--name", name, "--network", "none", image, "true"], 120)   # never started
+        # never started
+        made = self._run(["create", "--name", name, "--network", "none", image, "true"], 120)
         if made.exit_code != 0:
             return f"creating a container of {image} failed: {made.output.strip()[-500:]}"
         try:

@@ -34,9 +34,11 @@ from sandbox.resolve import Program, resolve_command
 RUNTIME = "/opt/sm-runtime"          # the host's loader and libraries for the agent's own programs
 RELAY = Path(__file__).resolve().parent / "relay.py"
 LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(/\S+)|^\s*(/\S*ld-linux\S*)\s", re.MULTILINE)
-# The image's own PATH finds the image's programs; the API is plain HTTP to the relay, so no host CA file is needed
+# The image's own PATH finds the image's programs; the API is plain HTTP to the relay, so no host CA file is
+# needed
 NOT_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR")
-# The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the cell's.
+# The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the
+# cell's.
 ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CONTAINERS_CONF",
               "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST", "CONTAINER_CONNECTION",
               "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
@@ -121,7 +123,8 @@ class TaskContainer:
         self.labels = dict(labels or {})     # whose container it is (eval/reaper.py removes a dead harness's)
         self.limits, self.skills, self.skill_targets = limits, skills, tuple(skill_targets)
         self.name = f"sm-agent-{uuid.uuid4().hex[:12]}"
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))   # short: a unix socket path has 108 bytes
+        # short: a unix socket path has 108 bytes
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))
         self.api_socket = self._socket_dir / "api.sock"                # the key proxy listens here too
 
     @property
@@ -193,7 +196,8 @@ class TaskContainer:
         command = resolve_command(tuple(argv), cwd=Path(cwd))
         mounts: list[str] = []
         inner = self._program(command.program, list(argv[1:]), mounts)
-        if run is not None:   # preflight's probe (sandbox/probe.py) in the image's own shell, mounts as for argv
+        if run is not None:
+            # preflight's probe (sandbox/probe.py) in the image's own shell, mounts as for argv
             inner = list(run)
         shown = [*readable, *command.mounts(tuple(Path(w).absolute() for w in writable))]
         base = urlsplit(env.get("ANTHROPIC_BASE_URL", ""))
@@ -205,7 +209,8 @@ class TaskContainer:
             port = base.port if base.hostname == "127.0.0.1" and base.port else PROBE_PORT
             inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(port), "--", *inner], mounts)
         binds = [*self._same_path(writable, shown), *self._task_binds()]
-        for tool in command.tools:   # a tool in a system dir (the claude CLI's native binary): that file alone
+        for tool in command.tools:
+            # a tool in a system dir (the claude CLI's native binary): that file alone
             if _is_system(tool.path) and tool.path.resolve().is_file():
                 binds += ["-v", f"{tool.path.resolve()}:{tool.path}:ro"]
         limits = self.limits

@@ -247,9 +247,11 @@ class Command:
     """An agent command resolved for a sandbox: what to run in it, and what it must be able to read."""
     argv: tuple[str, ...]                 # argv[0] replaced by the program's real path (never a shim)
     program: Program                      # argv[0]
-    script: Path | None = None            # the first file argument (`python3 agent.py`): its folder is mounted
+    # the first file argument (`python3 agent.py`): its folder is mounted
+    script: Path | None = None
     files: tuple[Path, ...] = ()          # other file arguments, mounted alone (`--config /project/x.json`)
-    tools: tuple[Program, ...] = ()       # executable arguments the command runs itself (claude_cli's --claude)
+    # executable arguments the command runs itself (claude_cli's --claude)
+    tools: tuple[Program, ...] = ()
 
     def programs(self) -> list[Program]:
         return [self.program, *self.tools]

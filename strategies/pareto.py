@@ -98,8 +98,8 @@ class Pareto:
         leads = front(members)
         current = state.incumbent.genome_hash
         order = {m.genome_hash: i for i, m in enumerate(members)}
-        # the new best must beat the champion's mean composite and pass the gate against it (the loop gates every
-        # candidate against the incumbent); an exact tie keeps the earliest sibling
+        # the new best must beat the champion's mean composite and pass the gate against it (the loop gates
+        # every candidate against the incumbent); an exact tie keeps the earliest sibling
         challengers = [c for c in scored if c.evaluated and c.genome_hash in newcomers
                        and newcomers[c.genome_hash] == c.sibling]
         best = max(challengers, key=lambda c: (c.composite, -c.sibling), default=None)

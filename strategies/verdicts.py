@@ -45,7 +45,9 @@ class RunStatus(StrEnum):
     FINISHED = "finished"
     STOPPED = "stopped"      # a budget, Ctrl-C or a full disk: the same command resumes
     FAILED = "failed"
-    STALE = "stale"          # shown, never stored: a running record whose writer stopped beating (store/liveness)
+    # shown, never stored: a running record whose writer stopped beating (store/liveness)
+    STALE = "stale"
 
 
-FINAL = (Verdict.KEEP, Verdict.REJECT, Verdict.SCREENED, Verdict.CRITIC, Verdict.FAILED)   # a candidate's outcomes
+# a candidate's outcomes
+FINAL = (Verdict.KEEP, Verdict.REJECT, Verdict.SCREENED, Verdict.CRITIC, Verdict.FAILED)

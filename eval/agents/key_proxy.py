@@ -187,7 +187,8 @@ class KeyProxy:
         assert self.closing is not None
         loop = asyncio.get_running_loop()
         read: asyncio.Future[bytes] | None = None
-        closing = asyncio.ensure_future(self.closing.wait())   # one waiter for the whole body, not one per chunk
+        # one waiter for the whole body, not one per chunk
+        closing = asyncio.ensure_future(self.closing.wait())
         usage_by = quiet_by = 0.0   # callerless deadlines: for the usage, then for reading on
         try:
             while True:

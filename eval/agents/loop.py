@@ -41,7 +41,8 @@ class Options:
     retries: int              # our bounded retry rounds on top of the SDK's own retries
     backoff_s: float          # first wait of our backoff; doubles, capped at 60 s
     timeout_s: float
-    cache: bool = True        # prompt-caching breakpoints (SM_ANTHROPIC_CACHE=0 turns them off, for comparison)
+    # prompt-caching breakpoints (SM_ANTHROPIC_CACHE=0 turns them off, for comparison)
+    cache: bool = True
 
 
 def options_from_env(role: str, env: Mapping[str, str]) -> Options:

@@ -96,7 +96,8 @@ class Tap:
                            "final": final, "at": time.time()})
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, (line + "\n").encode())   # one write of one line: whole, or (killed before it) absent
+            # one write of one line: whole, or (killed before it) absent
+            os.write(fd, (line + "\n").encode())
         finally:
             os.close(fd)
 

@@ -24,8 +24,8 @@ import httpx2  # the SDK's own HTTP library
 from eval.agents.loop import converse, count_request, options_from_env
 from eval.agents.stream import StreamWriter
 
-# One connection pool per event loop (a pool is bound to its loop; a Ray worker runs each cell in a loop of its
-# own) and per kind of route; the TLS context, ~40-60 ms of CPU to build, once per process.
+# One connection pool per event loop (a pool is bound to its loop; a Ray worker runs each cell in a loop of
+# its own) and per kind of route; the TLS context, ~40-60 ms of CPU to build, once per process.
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, anthropic.DefaultAsyncHttpxClient]] = \
     weakref.WeakKeyDictionary()
 _tls: list[ssl.SSLContext] = []
@@ -49,8 +49,8 @@ def client_for(api: Mapping[str, str], timeout_s: float) -> anthropic.AsyncAnthr
     """This call's client on the event loop's warm connection pool, given the call's API (its proxy and nonce)
     explicitly: nothing is read from the harness's own environment."""
     base_url = api.get("ANTHROPIC_BASE_URL") or None
-    # the metering proxy is reached directly, as the agent process did (its env had no network proxy variables);
-    # only a call straight to the API honours the harness's HTTPS_PROXY / NO_PROXY
+    # the metering proxy is reached directly, as the agent process did (its env had no network proxy
+    # variables); only a call straight to the API honours the harness's HTTPS_PROXY / NO_PROXY
     http = _pool(trust_env=urlsplit(base_url or "").hostname not in LOOPBACK)
     key = api.get("ANTHROPIC_API_KEY") or ("" if api.get("ANTHROPIC_AUTH_TOKEN") else "local-server")
     credential = {"api_key": key} if key else {"auth_token": api["ANTHROPIC_AUTH_TOKEN"]}

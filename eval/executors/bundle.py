@@ -59,7 +59,8 @@ class CellBundle:
     network: bool = False
     cell_timeout_ms: int = CELL_TIMEOUT_MS
     max_output_bytes: int = MAX_OUTPUT_BYTES
-    reaper_scope: dict | None = None    # whose records the worker's agents and containers are (eval/reaper.py)
+    # whose records the worker's agents and containers are (eval/reaper.py)
+    reaper_scope: dict | None = None
 
 
 def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
@@ -122,7 +123,8 @@ def passed_env(job_env: Mapping[str, str], source: Mapping[str, str] | None = No
 
 
 def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> CellBundle:
-    run = job.settings   # what a worker needs of it, without this machine's paths (the retries stay with the driver)
+    # what a worker needs of it, without this machine's paths (the retries stay with the driver)
+    run = job.settings
     fixtures = job.suite.fixture_dir(job.task.id)
     inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs
               if not (environment_hash and in_environment(job.suite, job.task.id, rel))}

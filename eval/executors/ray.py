@@ -40,7 +40,8 @@ from eval.runner import infra_result, regrade_cell
 from eval.snapshot import hash_tree
 
 DEFAULT_RESOURCES = {"num_cpus": 1}
-# Never shipped to a cluster with the code: history, stores, suites (a cell gets its suite as a bundle), the SPA.
+# Never shipped to a cluster with the code: history, stores, suites (a cell gets its suite as a bundle), the
+# SPA.
 SHIP_EXCLUDES = (".git", "/data", "/suites", "/webpages", "/reference", "*.db", "*.db-wal", "*.db-shm",
                  "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules")
 HEAD_POLL_S = 2.0       # how often a waiting cell asks whether the cluster's head still answers
@@ -76,7 +77,8 @@ class RayExecutor:
 
     def __init__(self, address: str = "", resources: Mapping[str, float] | None = None, max_retries: int = 1,
                  concurrency: int = 1, exclude: Sequence[Path] = (), timeout_s: float = 60.0) -> None:
-        self.address = address                      # "" = a private local instance; "auto" or HOST:PORT = join
+        # "" = a private local instance; "auto" or HOST:PORT = join
+        self.address = address
         self.timeout_s = timeout_s                  # joining a cluster: its deadline (--ray-timeout-s)
         self.resources = dict(resources or DEFAULT_RESOURCES)
         self.max_retries = max(0, max_retries)
@@ -107,7 +109,8 @@ class RayExecutor:
         if self.address:
             ray_link.reachable(self.address, self.timeout_s)
         if not self.address or ray_link.on_loopback(self.address):
-            ray_link.loopback_only()   # else Ray rewrites 127.0.0.1 to the machine's address, where nothing listens
+            # else Ray rewrites 127.0.0.1 to the machine's address, where nothing listens
+            ray_link.loopback_only()
         where = "a private local Ray instance" if not self.address else f"the Ray cluster at {self.address}"
         try:
             if self.address:
@@ -193,7 +196,8 @@ class RayExecutor:
             raise
         except RayTaskError as err:       # our code failed on the worker (its disk, a bug): a harness fault
             return infra_result(job, f"harness fault on a Ray worker: {_first_line(err.cause or err)}", started)
-        except RayError as err:           # the worker or node died and Ray's retries are spent, or the head did
+        except RayError as err:
+            # the worker or node died and Ray's retries are spent, or the head did
             for _ in range(math.ceil(HEAD_GRACE_S / HEAD_POLL_S) + 1):   # the head answers, or is lost
                 if await self._head_lost() or self._silent_since is None:
                     break

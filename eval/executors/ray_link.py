@@ -23,7 +23,8 @@ from eval.executors import ExecutorError
 LOOPBACK = "127.0.0.1"
 LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"   # Ray's own knob: "0" = a node never leaves loopback
 HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})$")
-OPTION_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}   # cellResources key -> Ray's resource
+# cellResources key -> Ray's resource
+OPTION_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
 
 def address_problem(address: str) -> str | None:
@@ -57,7 +58,8 @@ def reachable(address: str, timeout_s: float) -> None:
     """A HOST:PORT that refuses or does not answer is named now, not retried by Ray forever."""
     found = HOST_PORT.match(address)
     if found is None:
-        return                         # 'auto': Ray finds the cluster this machine belongs to, or says there is none
+        # 'auto': Ray finds the cluster this machine belongs to, or says there is none
+        return
     host = found["host"].strip("[]")
     try:
         socket.create_connection((host, int(found["port"])), timeout=timeout_s).close()

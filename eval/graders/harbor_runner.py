@@ -58,7 +58,8 @@ def _environment(job: CellJob) -> tuple[ContainerEngine | HostLayout, HarborTask
 def _grade(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     try:
         engine, task, image = _environment(job)
-    except (SandboxError, HarborError) as err:   # BuildError is a SandboxError: its message holds the log tail
+    except (SandboxError, HarborError) as err:
+        # BuildError is a SandboxError: its message holds the log tail
         return None, f"harbor verifier could not run: {err}"
     return verify(engine, task, image, work, job.cell_root / "verifier",
                   network=task_network(dict(job.suite.meta), task))

@@ -114,7 +114,8 @@ _lock = threading.Lock()
 
 def _templates_root(near: Path) -> Path:
     """This process's folder of templates beside the evaluations (on their filesystem, so links work)."""
-    mine = f".grader-templates-{os.getpid()}-"   # a forked child makes its own: lending stays one grader at a time
+    # a forked child makes its own: lending stays one grader at a time
+    mine = f".grader-templates-{os.getpid()}-"
     with _lock:
         for root in _roots:
             if root.parent == near and root.name.startswith(mine):
@@ -131,7 +132,8 @@ def _templates_root(near: Path) -> Path:
 @atexit.register
 def _drop_templates() -> None:
     for root in _roots:
-        if root.name.startswith(f".grader-templates-{os.getpid()}-"):   # never a parent's, from a forked child
+        if root.name.startswith(f".grader-templates-{os.getpid()}-"):
+            # never a parent's, from a forked child
             shutil.rmtree(root, ignore_errors=True)
 
 
@@ -185,7 +187,8 @@ def private_suite(job: CellJob, template: Template | None = None) -> tuple[Path,
     root = Path(tempfile.mkdtemp(prefix="grader-suite-", dir=job.cell_root))
     copy = root / job.suite.path.name
     copy.mkdir()
-    source, target = f"{job.suite.path}/", f"{copy}/"   # strings: a cell copies a dozen files, pathlib costs more
+    # strings: a cell copies a dozen files, pathlib costs more
+    source, target = f"{job.suite.path}/", f"{copy}/"
     linked = f"{template.folder}/" if template is not None else None
     for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, job.task.id):
         if kind == "dir":
@@ -223,7 +226,8 @@ async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] 
                                          cwd=suite_dir, env=env, timeout_s=job.settings.grader_timeout_s,
                                          log_dir=job.cell_root, what="grader")
     finally:
-        give_back(job, template)   # run_helper has killed the grader's group: nothing writes through a link now
+        # run_helper has killed the grader's group: nothing writes through a link now
+        give_back(job, template)
         shutil.rmtree(root, ignore_errors=True)
     if stdout is None:
         return None, error

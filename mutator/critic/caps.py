@@ -17,7 +17,8 @@ class GateLimits:
     critic.minGrowthBytes)."""
     max_lines: int = 500            # SKILL.md lines (the Agent Skills guidance)
     max_bytes: int = 262_144        # text of the skill together (SKILL.md and text files; binary assets free)
-    max_growth: float = 0.20        # a change may add max(max_growth x the parent's text bytes, min_growth_bytes)
+    # a change may add max(max_growth x the parent's text bytes, min_growth_bytes)
+    max_growth: float = 0.20
     min_growth_bytes: int = 2048
 
 

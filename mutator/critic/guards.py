@@ -205,8 +205,10 @@ def lint(skill: Path, limits: GateLimits = GateLimits()) -> list[Check]:
     problems = validate(skill)
     rows = [Check("spec", "fail", "; ".join(problems)) if problems else _ok("spec", "skills-ref: valid")]
     tree = Tree(skill)
-    rows.append(check_links(tree))   # a fail alone too: a link out of the skill is no problem a candidate may keep
-    extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]  # spec: above
+    # a fail alone too: a link out of the skill is no problem a candidate may keep
+    rows.append(check_links(tree))
+    # the spec's own problems are the row above
+    extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]
     for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None), check_size(tree, None, limits),
                   ratchet("references", reference_problems(tree), None),
                   ratchet("data-files", data_file_problems(tree), None),

@@ -162,7 +162,8 @@ def reference_problems(tree: Tree) -> list[Problem]:
             if not tree.exists(here / target):
                 problems.append(Problem((rel.as_posix(), "link", target),
                                         f"{rel.as_posix()} links to {target} (not in the skill)"))
-        for token in resource_paths(LINK_RE.sub(" ", text), tree.folders() | tree.folders(here)):  # links: above
+        for token in resource_paths(LINK_RE.sub(" ", text), tree.folders() | tree.folders(here)):
+            # links: above
             if not tree.exists(PurePosixPath(token)) and not tree.exists(here / token):
                 problems.append(Problem((rel.as_posix(), "path", token),
                                         f"{rel.as_posix()} names `{token}` (not in the skill)"))

@@ -26,8 +26,9 @@ KEEP_TOLERANCE = 1e-12
 _SPLIT_TOLERANCE = 1e-9
 
 
-# How the gate's critical value t is made: 'signflip' (exact for any symmetric noise; mutator/scoring/signflip.py) or 't'
-# (the Student-t quantile t.ppf(Φ(gateZ), df) of DESIGN.md, exact only for normal deltas).
+# How the gate's critical value t is made: 'signflip' (exact for any symmetric noise;
+# mutator/scoring/signflip.py) or 't' (the Student-t quantile t.ppf(Φ(gateZ), df) of DESIGN.md, exact only for
+# normal deltas).
 GATE_METHODS = ("signflip", "t")
 
 
@@ -281,16 +282,19 @@ class Gate:
     # scale_factor·SD(d) ('sd', when the MAD is 0); stored so every figure re-derives from the store
     scale_method: str = "mad"
     scale_factor: float = 0.0
-    # how t was made: 'signflip' (t = −q, q the sign-flip critical value; `flip` holds its boundary rule) or 't'
-    # (Student t); t_student is the Student-t value for the same df either way, for reference
+    # how t was made: 'signflip' (t = −q, q the sign-flip critical value; `flip` holds its boundary rule) or
+    # 't' (Student t); t_student is the Student-t value for the same df either way, for reference
     method: str = "t"
     t_student: float = 0.0
     flip: dict | None = None
-    # the tie rule's figures (mutator/scoring/ties.py): keep above is its verdict, tie.gate_keep the gate's own
+    # the tie rule's figures (mutator/scoring/ties.py): keep above is its verdict, tie.gate_keep the gate's
+    # own
     tie: ties.TieCheck | None = None
-    # score.modelGate 'each' (mutator/scoring/holm.py): every model's own gate, its Holm step and z; keep is Holm's
+    # score.modelGate 'each' (mutator/scoring/holm.py): every model's own gate, its Holm step and z; keep is
+    # Holm's
     models: dict | None = None
-    delta_trigger: float = 0.0   # the change in the trigger term (score.wTrigger > 0; mutator/scoring/trigger.py)
+    # the change in the trigger term (score.wTrigger > 0; mutator/scoring/trigger.py)
+    delta_trigger: float = 0.0
 
     @property
     def comparison(self) -> Comparison:
@@ -359,7 +363,8 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
 
 def pooling_sums(comparisons: Sequence[Comparison]) -> tuple[float, int]:
     """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip gate pools each pattern with."""
-    if (carried := getattr(comparisons, "sums", None)) is not None:   # a run's Prior (scoring/prior.py): the same
+    if (carried := getattr(comparisons, "sums", None)) is not None:
+        # a run's Prior (scoring/prior.py): the same
         return carried
     df, weighted = 0, 0.0
     for comp in comparisons:

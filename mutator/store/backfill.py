@@ -84,8 +84,8 @@ def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
                     scored[r["genome_hash"]] = (r["composite"], len(scored))
                     fresh.append(r)
             if any(r["verdict"] in ("KEEP", "REJECT") for r in at) and fresh:
-                # the strategy's rule: the round's best new genome (earliest sibling on a tie) takes over when it
-                # beats the incumbent's composite and passed the gate against it
+                # the strategy's rule: the round's best new genome (earliest sibling on a tie) takes over when
+                # it beats the incumbent's composite and passed the gate against it
                 best = max(fresh, key=lambda r: (r["composite"], -r.get("sibling", 0)))
                 mine = scored.get(current or "", (float("-inf"), 0))[0]
                 if best["composite"] > mine + 1e-12 and _passes(best):
@@ -115,8 +115,8 @@ def _passes(a: dict) -> bool | None:
     if a.get("delta") is None or a.get("gate_threshold") is None:
         return None
     if a.get("gate_keep") is not None:
-        # the stored verdict: it differs from Δ ≥ threshold only where the sign-flip gate's coin decided a Δ on its
-        # threshold, or the tie rule rejected a tie that adds cost (mutator/scoring/ties.py)
+        # the stored verdict: it differs from Δ ≥ threshold only where the sign-flip gate's coin decided a Δ
+        # on its threshold, or the tie rule rejected a tie that adds cost (mutator/scoring/ties.py)
         return bool(a["gate_keep"])
     return not a["delta"] < a["gate_threshold"]
 
@@ -148,7 +148,8 @@ def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, f
     included), `composites` the val composite per genome, `already` the genomes that were in the pool
     (population) or already scored (pareto) before this round."""
     verdict = a.get("verdict")
-    if verdict == "SCREENED":   # the kill-only train screen (mutator/round/waves.py): its words are on the row
+    if verdict == "SCREENED":
+        # the kill-only train screen (mutator/round/waves.py): its words are on the row
         return "screened out before val: " + (str(a.get("error") or "").splitlines() or [""])[0].removeprefix(
             "screened out on ")
     if verdict in ("SEED", "CRITIC", "FAILED"):   # the common verdicts that need no gate figures
@@ -198,7 +199,8 @@ def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str
             return f"kept: entered the pool {where}{_confirmed(a)}"
         return f"kept: entered the pool{_confirmed(a)}"
     if strategy == "pareto":
-        if _passes(a) and (a.get("delta") or 0) > 0:   # pareto plans one candidate a round: it is the round's best
+        if _passes(a) and (a.get("delta") or 0) > 0:
+            # pareto plans one candidate a round: it is the round's best
             return f"kept: the new champion — it beat the champion's val composite and passed the gate ({gate})" \
                 f"{_confirmed(a)}"
         return f"kept: a new genome on the per-task Pareto front (the champion stays unless a new best passes the " \
@@ -298,6 +300,7 @@ def fill(db: sqlite_utils.Database) -> None:
             db.conn.execute("update attempts set reason = ? where id = ?", [r["reason"], r["id"]])
         done = run.get("rounds_done") or 0
         for rnd, incumbent in incumbents(run, rows).items():
-            if rnd <= done:   # an unfinished round's incumbent is stored by the loop when it integrates the round
+            if rnd <= done:
+                # an unfinished round's incumbent is stored by the loop when it integrates the round
                 db.conn.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",
                                 [incumbent, run["id"], rnd])

@@ -146,7 +146,8 @@ def upgrade(path: Path) -> None:
     except sqlite3.Error:
         return
     if behind and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
-        with suppress(StoreError, sqlite3.Error, OSError):   # then it is read as it is, like an unwritable one
+        with suppress(StoreError, sqlite3.Error, OSError):
+            # then it is read as it is, like an unwritable one
             connect(path).conn.close()
 
 

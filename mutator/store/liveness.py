@@ -32,7 +32,8 @@ class Heartbeat:
 
     def beat(self) -> None:
         try:
-            conn = sqlite3.connect(f"file:{self.db_path}?mode=rw", uri=True, timeout=5)  # never creates a store
+            # never creates a store
+            conn = sqlite3.connect(f"file:{self.db_path}?mode=rw", uri=True, timeout=5)
             try:
                 with conn:
                     conn.execute(self.sql, [time.time(), *self.params])

@@ -24,7 +24,8 @@ class FileUse:
 
 @dataclass(frozen=True)
 class SkillUseTally:
-    cells: int                   # cells with telemetry (a bare cell, or one stored before telemetry, has none)
+    # cells with telemetry (a bare cell, or one stored before telemetry, has none)
+    cells: int
     loaded: int
     read_tokens_est: float       # mean per cell with telemetry: an estimate from the reads' result sizes
     files: tuple[FileUse, ...]
