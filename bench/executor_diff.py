@@ -1,5 +1,5 @@
-"""Do two stores hold the same run? Diff the attempts, evaluations, cells and tests rows of two data dirs, e.g. the
-demo run with --executor local and with --executor ray.
+"""Do two stores hold the same run? Diff the attempts, evaluations, cells and tests rows of two data dirs,
+e.g. the demo run with --executor local and with --executor ray.
 
 Usage: python bench/executor_diff.py DATA_DIR_A DATA_DIR_B
 Left out: row ids, times and durations, paths under the data dir, and cells.node (where a cell ran is

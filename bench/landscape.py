@@ -1,10 +1,12 @@
-"""The bench's synthetic landscape and its simulated mutator, shared by bench/strategies.py and bench/peers.py.
+"""The bench's synthetic landscape and its simulated mutator, shared by bench/strategies.py and
+bench/peers.py.
 
-A genome is a set of CSV rules (fakes/csv_rules.py ops); a cell applies each rule unless the agent fumbles it (skip
-probability = the rule implementation's quality), and the demo grader scores the output against the answer key.
-Every random draw walks its sets in sorted order, so a seed gives the same landscape and the same search under any
-PYTHONHASHSEED; landscape_hash() and mutator_hash() hash both definitions, so a table names what it was made on.
-Never imports the strategies or the gate: the landscape is what the searches are measured on, not one of them.
+A genome is a set of CSV rules (fakes/csv_rules.py ops); a cell applies each rule unless the agent fumbles it
+(skip probability = the rule implementation's quality), and the demo grader scores the output against the
+answer key. Every random draw walks its sets in sorted order, so a seed gives the same landscape and the same
+search under any PYTHONHASHSEED; landscape_hash() and mutator_hash() hash both definitions, so a table names
+what it was made on. Never imports the strategies or the gate: the landscape is what the searches are measured
+on, not one of them.
 """
 
 from __future__ import annotations
@@ -81,8 +83,9 @@ class Landscape:
 
     def cell(self, genome: Genome, split: str, task: str, replicate: int, rng: random.Random | None = None, *,
              stream: str = "") -> tuple[CellFigures, list[str]]:
-        """One measured cell and the grader tests it failed. With `stream` the cell draws from its own generator,
-        seeded by the stream, the split, the task, the replicate and the genome; without it, from `rng`."""
+        """One measured cell and the grader tests it failed. With `stream` the cell draws from its own
+        generator, seeded by the stream, the split, the task, the replicate and the genome; without it, from
+        `rng`."""
         rules = sorted(genome)
         draw = random.Random(f"cell:{stream}:{split}:{task}:{replicate}:{rules}") if stream else rng
         applied = frozenset(op for op, v in rules if draw.random() >= self.skip[(op, v)])
@@ -94,9 +97,10 @@ class Landscape:
               stream: str = "") -> tuple[list[CellFigures], dict[str, list[str]]]:
         """Measured cells, and per task the grader tests that failed in any replicate (the train evidence).
 
-        With `stream` every cell draws from its own generator (see cell()): the same genome measures the same in
-        every line of a seed (common random numbers, so paired lines differ by their decisions, not their luck),
-        and replicate r is the same cell whether 1 or 3 replicates are drawn. Without it they draw in turn from `rng`.
+        With `stream` every cell draws from its own generator (see cell()): the same genome measures the same
+        in every line of a seed (common random numbers, so paired lines differ by their decisions, not their
+        luck), and replicate r is the same cell whether 1 or 3 replicates are drawn. Without it they draw in
+        turn from `rng`.
         """
         out, failing = [], {}
         for task in self.suites[split]:
@@ -151,8 +155,8 @@ class Mutator:
 
     @classmethod
     def for_seed(cls, land: Landscape, seed: int) -> Mutator:
-        """The bench's mutator: one stream per seed, shared by every line, so lines start from the same proposals
-        and part only where their decisions do (common random numbers, as the cells)."""
+        """The bench's mutator: one stream per seed, shared by every line, so lines start from the same
+        proposals and part only where their decisions do (common random numbers, as the cells)."""
         return cls(land, random.Random(f"mutator:{seed}"))
 
     def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome], failing: dict[str, list[str]],

@@ -9,22 +9,24 @@ processes per cell from a plain thread pool. With --sandbox bwrap the harness al
 so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
 bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
 which a busy machine's noise blurs far less than whole-cell throughput does. Beside cells/s, the spawning
-process's own CPU per cell (the harness parent against the raw thread pool), which a busy machine blurs little.
+process's own CPU per cell (the harness parent against the raw thread pool), which a busy machine blurs
+little.
 
 The per-round line (--rounds N, 0 skips it): one dry greedy run of N rounds through bench/rounds.py: the CPU
-of staging the mutator's evidence and of the tamper snapshots per round at rounds 1-5 and the last 6, the bytes
-each round adds to workspaces/ and evidence/, and the harness's own CPU in rounds that ran no cell.
+of staging the mutator's evidence and of the tamper snapshots per round at rounds 1-5 and the last 6, the
+bytes each round adds to workspaces/ and evidence/, and the harness's own CPU in rounds that ran no cell.
 
-The start-up line (--startup-cells N, 0 skips it; --agent-startup prints only it): CPU seconds of our SDK agent
-from its spawn until the local Messages-API server receives its first request: the agent process's, read from
-/proc as the request arrives, plus the harness thread's that spawned it, for the warm path (the loop in the
-harness, the tools in a spawned tool server) and for the whole agent in one process (anthropic_agent.py), beside
-a bare `python -c pass` and `python -c 'import anthropic'`.
+The start-up line (--startup-cells N, 0 skips it; --agent-startup prints only it): CPU seconds of our SDK
+agent from its spawn until the local Messages-API server receives its first request: the agent process's, read
+from /proc as the request arrives, plus the harness thread's that spawned it, for the warm path (the loop in
+the harness, the tools in a spawned tool server) and for the whole agent in one process (anthropic_agent.py),
+beside a bare `python -c pass` and `python -c 'import anthropic'`.
 
 With --executor ray: the Ray executor (a private local instance, each cell a Ray task with its bundle)
-against local at the same concurrency, interleaved, and against local before Ray was started (no daemons); then a simulated multi-node cluster
-(ray.cluster_utils.Cluster: a head that runs no cell and N worker nodes of --node-cpus CPUs, all on this
-machine, so their CPUs are this machine's) with cells/s per node count at concurrency N x node CPUs.
+against local at the same concurrency, interleaved, and against local before Ray was started (no daemons);
+then a simulated multi-node cluster (ray.cluster_utils.Cluster: a head that runs no cell and N worker nodes of
+--node-cpus CPUs, all on this machine, so their CPUs are this machine's) with cells/s per node count at
+concurrency N x node CPUs.
 
 The real-backend line runs our SDK agent (eval/agents/anthropic_agent.py) on the suite's cells against
 the local Messages-API test server, which bills like the API with prompt caching (the model's minimum
@@ -279,15 +281,17 @@ def per_round(rounds: int) -> None:
 
 
 def paired(rates: dict[str, list[float]], side: str) -> str:
-    """Each repeat's harness/raw (the two measured back to back, so a load that drifts between repeats hits both),
-    their median and range: the figure to read when whole measurements spread as much as the gap between sides."""
+    """Each repeat's harness/raw (the two measured back to back, so a load that drifts between repeats hits
+    both), their median and range: the figure to read when whole measurements spread as much as the gap
+    between sides."""
     ratios = sorted(h / r for h, r in zip(rates[side], rates["raw"]))
     return (f"(paired by repeat: median {statistics.median(ratios):.3f}, {ratios[0]:.3f}–{ratios[-1]:.3f}, "
             f"{sum(r >= 0.95 for r in ratios)} of {len(ratios)} ≥ 0.95)")
 
 
 def throughput(suite: Suite, args: argparse.Namespace) -> None:
-    """Cells/s of raw spawning and of the harness (and bwrap), interleaved repeats; the parent's CPU per cell."""
+    """Cells/s of raw spawning and of the harness (and bwrap), interleaved repeats; the parent's CPU per
+    cell."""
     probe = [create_ms()]
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}

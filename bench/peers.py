@@ -2,10 +2,10 @@
 """GEPA on our bench: the real `gepa` package against our strategies on the landscape of bench/strategies.py.
 
 GEPA drives the search; an adapter runs the landscape's cells and the same simulated mutator proposes the
-children (its `custom_candidate_proposer`). One metric call = one cell = one task x one replicate on either side,
-val and train alike, and every line stops before an evaluation would pass the same budget. The lines: GEPA default
-(minibatch 3, instance frontier), GEPA with merge, and each line of bench/strategies.py. A bench only: gepa is
-the `bench` extra (pip install -e '.[bench]') and never a dependency of mutator/ or eval/.
+children (its `custom_candidate_proposer`). One metric call = one cell = one task x one replicate on either
+side, val and train alike, and every line stops before an evaluation would pass the same budget. The lines:
+GEPA default (minibatch 3, instance frontier), GEPA with merge, and each line of bench/strategies.py. A bench
+only: gepa is the `bench` extra (pip install -e '.[bench]') and never a dependency of mutator/ or eval/.
 
     python bench/peers.py [--seeds 32] [--budget 640] [--replicates 2] [--seed-offset 0]
 """
@@ -126,8 +126,9 @@ class LandscapeAdapter:
 
 
 class MutatorProposer:
-    """GEPA's ProposalFn (candidate, reflective_dataset, components_to_update) -> new texts: the bench's Mutator
-    on the parent, shown the failing tests of the minibatch (our lines show it the parent's train failures)."""
+    """GEPA's ProposalFn (candidate, reflective_dataset, components_to_update) -> new texts: the bench's
+    Mutator on the parent, shown the failing tests of the minibatch (our lines show it the parent's train
+    failures)."""
 
     def __init__(self, mutator) -> None:
         self.mutator, self.calls = mutator, 0

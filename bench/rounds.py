@@ -8,10 +8,10 @@ evidence and of the tamper snapshots around the mutator call (self + children), 
 added to workspaces/ and the evidence store (each inode counted once: a hard link adds no bytes).
 Prints rounds 1-5 against the last 6 (per-round means) and their ratio, and the staging CPU's least-squares
 growth per round over every round (on a loaded machine a window's mean moves with one spike; the slope less).
-With --count, the harness's Python calls and SQLite VM steps per cell-free round instead: the work itself, which
-load cannot move (the median of the first 50 such rounds against the last 50). With --before DIR (a checkout of
-other code, e.g. `git archive main | tar -x -C DIR`), the same run on that code too, interleaved per repeat,
-so the two are measured side by side under the same load.
+With --count, the harness's Python calls and SQLite VM steps per cell-free round instead: the work itself,
+which load cannot move (the median of the first 50 such rounds against the last 50). With --before DIR (a
+checkout of other code, e.g. `git archive main | tar -x -C DIR`), the same run on that code too, interleaved
+per repeat, so the two are measured side by side under the same load.
 """
 
 from __future__ import annotations
@@ -127,9 +127,10 @@ def measure(code: Path, args: argparse.Namespace) -> list[dict]:
 
 
 def summary(records: list[dict], tail: int = 6) -> dict:
-    """Per-round means early against late: staging and bytes over rounds 1-5 and the last `tail`; the harness's
-    own CPU over rounds that ran no cell (a critic's reject: no agent, no grading), the first 3 and the last
-    `tail`, so what is compared is the harness's own work and not how many cells a verdict asked for."""
+    """Per-round means early against late: staging and bytes over rounds 1-5 and the last `tail`; the
+    harness's own CPU over rounds that ran no cell (a critic's reject: no agent, no grading), the first 3 and
+    the last `tail`, so what is compared is the harness's own work and not how many cells a verdict asked
+    for."""
     first, last = records[:5], records[-tail:]
     previous = {r["round"]: r["bytes"] for r in records}
     for r in records:

@@ -1,12 +1,12 @@
 """One line's search on the bench's landscape at a hard rollout budget, deciding as the loop decides.
 
 The REAL strategies, gate and tie rule (mutator/scoring/), sequential val and kill-only screen
-(mutator/round/waves.py) run in-process on cells of bench/landscape.py, configured from config.json as the loop
-is. Cells are cached per (genome, split, task, replicate), as the loop's evaluation cache holds them: a wave, a
-screen or a deeper evaluation reuses what was run, and a genome measures the same in every line of a seed.
-Every rollout is counted by what it was for (seed, screen, val, a kept incumbent's remaining waves, train
-evidence), so cells per decision are measured, and every screen decision is kept with the candidate's TRUE
-effect, so the screen's false-kill rate is measured. No agents, no database.
+(mutator/round/waves.py) run in-process on cells of bench/landscape.py, configured from config.json as the
+loop is. Cells are cached per (genome, split, task, replicate), as the loop's evaluation cache holds them: a
+wave, a screen or a deeper evaluation reuses what was run, and a genome measures the same in every line of a
+seed. Every rollout is counted by what it was for (seed, screen, val, a kept incumbent's remaining waves,
+train evidence), so cells per decision are measured, and every screen decision is kept with the candidate's
+TRUE effect, so the screen's false-kill rate is measured. No agents, no database.
 """
 
 from __future__ import annotations
@@ -141,7 +141,8 @@ class Search:
         return name
 
     def evaluate(self, g: Genome, split: str, want: frozenset | None = None, purpose: str = "val") -> list[CellFigures]:
-        """g's cells `want` ((task, replicate) pairs; None = the split's whole depth), running the missing ones."""
+        """g's cells `want` ((task, replicate) pairs; None = the split's whole depth), running the missing
+        ones."""
         tasks = self.land.suites[split]
         want = wave(list(tasks), self.depth[split]) if want is None else want
         order = [(t, r) for t in tasks for r in range(self.replicates) if (t, r) in want]
@@ -189,7 +190,8 @@ class Search:
         self.evidence.add(g)
 
     def failing(self, g: Genome) -> dict[str, list[str]]:
-        """Per train task, the grader tests g failed in any cell of its evidence (only selected genomes have it)."""
+        """Per train task, the grader tests g failed in any cell of its evidence (only selected genomes have
+        it)."""
         if g not in self.evidence:
             return {}
         failing: dict[str, set] = {}
@@ -238,8 +240,8 @@ class Search:
 
     def judge(self, child: Genome, round_no: int, prior: list) -> tuple[list[CellFigures], bool] | None:
         """The child's verdict against the incumbent: None when the screen kills it, else the val cells it was
-        judged on and keep. Gate lines decide as the loop does (screen, then val in waves); the others on every
-        val cell at once."""
+        judged on and keep. Gate lines decide as the loop does (screen, then val in waves); the others on
+        every val cell at once."""
         name, incumbent = self.name(child), self.name(self.incumbent)
         if self.line.keep != "gate":
             cells = self.evaluate(child, "val")

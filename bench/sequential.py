@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Sequential val against the fixed-n gate: false-reject, power and cells per decision, through the loop's code.
+"""Sequential val against the fixed-n gate: false-reject, power and cells per decision, through the loop's
+code.
 
-Each simulated decision draws cells for a candidate and an incumbent (n tasks × R replicates; a cell's composite
-is its task's level plus noise, the candidate's shifted by k standard errors of the fixed-n comparison) and runs
-them through `mutator.round.waves.sequential_val` — the function the loop and the A/A run call — once with the
-run's design (val in R waves, early looks at sequential.earlyZ) and once with one look (every cell at once, the
-fixed-n gate). Earlier comparisons are pooled in as the loop does (rounds − 1 of them, full evaluations).
-Noise families: normal; t3 (Student t with 3 df, heavy tails); real (cell noise resampled with random signs from
-the per-task deltas a demo store holds: A/A copies raw, gate records centred). k < 0 rows give the false keep
-of a worse change (power = 1 − it), k = 0 the false reject of a null change (the design: 1 − Φ(gateZ)).
+Each simulated decision draws cells for a candidate and an incumbent (n tasks × R replicates; a cell's
+composite is its task's level plus noise, the candidate's shifted by k standard errors of the fixed-n
+comparison) and runs them through `mutator.round.waves.sequential_val` — the function the loop and the A/A run
+call — once with the run's design (val in R waves, early looks at sequential.earlyZ) and once with one look
+(every cell at once, the fixed-n gate). Earlier comparisons are pooled in as the loop does (rounds − 1 of
+them, full evaluations). Noise families: normal; t3 (Student t with 3 df, heavy tails); real (cell noise
+resampled with random signs from the per-task deltas a demo store holds: A/A copies raw, gate records
+centred). k < 0 rows give the false keep of a worse change (power = 1 − it), k = 0 the false reject of a null
+change (the design: 1 − Φ(gateZ)).
 
     python bench/sequential.py [--runs 400] [--no-real] [--store DB] [--tasks 4,6,8,16] [--replicates 2,4]
 """

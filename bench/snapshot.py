@@ -1,10 +1,11 @@
-"""A canonical dump of a store and of every dashboard JSON answer over it, for before/after proofs of a refactor.
+"""A canonical dump of a store and of every dashboard JSON answer over it, for before/after proofs of a
+refactor.
 
     python bench/snapshot.py DATA_DIR OUT.json
 
 Ids, times, pids and paths are left out (they differ between two runs of the same code); every other column of
-every table, and every GET endpoint's JSON (the run, lineage, history, compare, each attempt, diff and cell, the
-after-room pages), is written sorted, so `diff` of two dumps shows what a change altered.
+every table, and every GET endpoint's JSON (the run, lineage, history, compare, each attempt, diff and cell,
+the after-room pages), is written sorted, so `diff` of two dumps shows what a change altered.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Our SDK agent's start-up CPU (bench/overhead.py's start-up line; `--agent-startup` prints only it): CPU seconds
-from its spawn until the local Messages-API server receives its first request, the agent process's (read from /proc
-as the request arrives) plus the harness thread's that spawned it, warm (the loop in the harness, the tools in a
-spawned tool server) and as one whole agent process, beside a bare `python -c pass` and `python -c 'import anthropic'`.
+"""Our SDK agent's start-up CPU (bench/overhead.py's start-up line; `--agent-startup` prints only it): CPU
+seconds from its spawn until the local Messages-API server receives its first request, the agent process's
+(read from /proc as the request arrives) plus the harness thread's that spawned it, warm (the loop in the
+harness, the tools in a spawned tool server) and as one whole agent process, beside a bare `python -c pass`
+and `python -c 'import anthropic'`.
 """
 
 from __future__ import annotations
@@ -54,11 +55,11 @@ def _thread_cpu_s(tid: int) -> float:
 
 
 def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) -> dict[str, dict]:
-    """CPU seconds of our SDK agent from spawn until the local server receives its first request (cells run one at a
-    time): the agent process (read from /proc as the request arrives) plus the harness thread that spawned it (from
-    the spawn on). `warm`: as the harness runs it (the loop here, the tool server spawned); `process`: the whole
-    agent in one process (eval/agents/anthropic_agent.py, as before issue 28). Beside `python -c pass` and
-    `python -c 'import anthropic'` run bare."""
+    """CPU seconds of our SDK agent from spawn until the local server receives its first request (cells run
+    one at a time): the agent process (read from /proc as the request arrives) plus the harness thread that
+    spawned it (from the spawn on). `warm`: as the harness runs it (the loop here, the tool server spawned);
+    `process`: the whole agent in one process (eval/agents/anthropic_agent.py, as before issue 28). Beside
+    `python -c pass` and `python -c 'import anthropic'` run bare."""
     from eval.agents import AnthropicBackend
     from tests.agents.messages_server import MessagesServer, demo_agent
     mark: dict[str, float] = {}

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Which search pays? greedy, branching, population, pareto and best-of-N on one synthetic landscape.
 
-The landscape is built from the fakes (bench/landscape.py): a genome is a set of CSV rules, a cell applies each
-rule unless the agent fumbles it, and the demo grader scores the output against the answer key. Some rules help
-some tasks, titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly. The REAL
-strategy classes and the REAL gate and tie rule (mutator/scoring/score.py, ties.py), configured from config.json
-as the loop is, run in a loop mirroring mutator/round/loop.py, with a simulated mutator shared by all strategies.
-Everything runs in-process: no agents, no database. The same arguments print the same table under any
-PYTHONHASHSEED; each table names the landscape and mutator it came from by their hashes.
+The landscape is built from the fakes (bench/landscape.py): a genome is a set of CSV rules, a cell applies
+each rule unless the agent fumbles it, and the demo grader scores the output against the answer key. Some
+rules help some tasks, titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly.
+The REAL strategy classes and the REAL gate and tie rule (mutator/scoring/score.py, ties.py), configured from
+config.json as the loop is, run in a loop mirroring mutator/round/loop.py, with a simulated mutator shared by
+all strategies. Everything runs in-process: no agents, no database. The same arguments print the same table
+under any PYTHONHASHSEED; each table names the landscape and mutator it came from by their hashes.
 
 Every line gets the same rollout budget (val + train cells; best-of-N included) and stops before an evaluation
 would pass it. Beside the configured gate, greedy-keepties runs the gate with every tie kept (tieRule 'keep'),
@@ -68,9 +68,9 @@ NO_GATE = (("nogate", "positive"), ("raw", "raw"))
 
 
 def make_lines(screen_tasks: int) -> tuple[Line, ...]:
-    """Each strategy with the gate as configured, with and without sequential val and the screen (its train tasks
-    `screen_tasks`), then each strategy without a gate (keep iff Δ > 0; a raw threshold Δ ≥ τ, gateZ 0) and
-    best-of-N, which judge on every val cell at once with no screen."""
+    """Each strategy with the gate as configured, with and without sequential val and the screen (its train
+    tasks `screen_tasks`), then each strategy without a gate (keep iff Δ > 0; a raw threshold Δ ≥ τ, gateZ 0)
+    and best-of-N, which judge on every val cell at once with no screen."""
     ours = tuple(Line(f"{name}:{variant}", strategy, opts, waves=waves, screen=screen_tasks if screen else 0)
                  for name, strategy, opts in STRATEGIES for variant, waves, screen in VARIANTS)
     gateless = tuple(Line(f"{name}-{suffix}", strategy, opts, keep=keep)
@@ -92,7 +92,8 @@ GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in 
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
-    """Rollouts spent when the incumbent's TRUE val composite first reached `target`; None = censored (never)."""
+    """Rollouts spent when the incumbent's TRUE val composite first reached `target`; None = censored
+    (never)."""
     return next((r for r, v in outcome.curve if v >= target - 1e-12), None)
 
 
@@ -238,10 +239,10 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
 
 
 def choose(rows: dict[str, list[Outcome]], alpha: float = 0.05) -> tuple[str | None, dict[str, list[tuple]]]:
-    """The choice rule (README, "Which line should be the default"): among our gated lines, the one with the highest
-    mean final TRUE test composite that beats every gate-less line, each Wilcoxon paired over seeds with Holm over
-    its comparisons with them at p < alpha; None when no gated line does. Also each gated line's (gate-less line,
-    mean difference, Holm p)."""
+    """The choice rule (README, "Which line should be the default"): among our gated lines, the one with the
+    highest mean final TRUE test composite that beats every gate-less line, each Wilcoxon paired over seeds
+    with Holm over its comparisons with them at p < alpha; None when no gated line does. Also each gated
+    line's (gate-less line, mean difference, Holm p)."""
     test = lambda o: o.test_true  # noqa: E731
     others = [label for label in GATELESS if label in rows]
     gated = [label for label in rows if ":" in label]

@@ -56,8 +56,8 @@ LINE_LIMIT = 64 * 2**20
 # ---- staging -----------------------------------------------------------------------------------------------
 def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_dir: Path | None,
                skill_name: str, others: Sequence[Path] = ()) -> Path:
-    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any other
-    installed skills (--with-skills) read-only beside it."""
+    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any
+    other installed skills (--with-skills) read-only beside it."""
     if cell_root.exists():
         shutil.rmtree(cell_root)  # left by a crashed run: an unfinished cell starts over
     work = cell_root / "work"
@@ -74,7 +74,8 @@ def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_
 
 
 def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
-    """A fresh mutator-role workspace: skill/ (the editable copy), refs/<name>/ and briefing.md; returns skill/."""
+    """A fresh mutator-role workspace: skill/ (the editable copy), refs/<name>/ and briefing.md; returns
+    skill/."""
     if workspace.exists():
         shutil.rmtree(workspace)  # a crashed attempt's workspace is redone from scratch
     workspace.mkdir(parents=True)
@@ -144,7 +145,8 @@ class CallResult:
 
 
 def contract_env(spec: AgentCall, source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed environment (eval/environment.py) with the contract's names; HOME is the call's own."""
+    """The allow-listed environment (eval/environment.py) with the contract's names; HOME is the call's
+    own."""
     named = {PROMPT_FILE: str(spec.home / PROMPT_NAME), STREAM: str(spec.stream), MODEL: spec.model,
              MAX_TURNS: str(spec.max_turns)}
     for name, value in ((CELL_SEED, spec.seed), (ROUND, spec.round_no), (SIBLING, spec.sibling),
@@ -181,10 +183,10 @@ def prepare(spec: AgentCall) -> None:
 
 
 def read_call(stream: Path, price: Price, *, agent: str, meter: Path | None = None) -> tuple[StreamMetrics, Cost]:
-    """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses it
-    when the agent is gone; a re-graded cell reads its kept stream through it again). When the call's traffic
-    passed the metering proxy, its usage is what the meter saw served (cut streams included), priced at
-    config.json prices whatever the agent reported."""
+    """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses
+    it when the agent is gone; a re-graded cell reads its kept stream through it again). When the call's
+    traffic passed the metering proxy, its usage is what the meter saw served (cut streams included), priced
+    at config.json prices whatever the agent reported."""
     metrics = read_stream(stream)
     served = read_meter(meter) if meter is not None else None
     if served is None:

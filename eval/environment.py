@@ -32,13 +32,14 @@ def pass_names(source: Mapping[str, str]) -> list[str]:
 
 
 def environ_items(source: Mapping[str, str] | None = None) -> tuple:
-    """A hashable snapshot of an environment, to work out what derives from it once per version of it: keying on
-    os.environ's raw items costs ~5 us, where reading it through its decoding mapping costs ~100 us."""
+    """A hashable snapshot of an environment, to work out what derives from it once per version of it: keying
+    on os.environ's raw items costs ~5 us, where reading it through its decoding mapping costs ~100 us."""
     return tuple(os.environ._data.items()) if source is None else tuple(source.items())
 
 
 def runs_our_backend(argv: Iterable[str]) -> bool:
-    """True when the process is one of our model backends (eval/agents/*.py), which call the API themselves."""
+    """True when the process is one of our model backends (eval/agents/*.py), which call the API
+    themselves."""
     return _our_backend(tuple(str(part) for part in argv))
 
 

@@ -48,11 +48,11 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
                          executor: Executor | None = None) -> list[CellResult]:
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
     (run afresh when it is gone); cells in `reuse` grade the kept agent run in the cell dir it names (another
-    evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried `infra_retries` times; the count is on
-    its result (with the executor's own retries, e.g. Ray's for a lost node). `limit` runs only the first N
-    pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default): once it
-    is lost (a Ray head gone), no further cell starts or is retried, and ExecutorLost is raised after the cells in
-    flight are reported (as infra_error)."""
+    evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried
+    `infra_retries` times; the count is on its result (with the executor's own retries, e.g. Ray's for a lost
+    node). `limit` runs only the first N pending cells (a budget's pilot). `executor` says where cells run
+    (eval/executors; local by default): once it is lost (a Ray head gone), no further cell starts or is
+    retried, and ExecutorLost is raised after the cells in flight are reported (as infra_error)."""
     executor = executor or LocalExecutor()
     check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}

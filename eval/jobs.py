@@ -55,8 +55,8 @@ class CellResult:
         return self.status == "ok"
 
     def write_record(self, cell_root: Path) -> None:
-        """cell.json, the record beside the cell's files for whoever opens the folder (the store holds the result;
-        nothing reads this back): orjson, ~5x faster than json's indented (pure-Python) encoder."""
+        """cell.json, the record beside the cell's files for whoever opens the folder (the store holds the
+        result; nothing reads this back): orjson, ~5x faster than json's indented (pure-Python) encoder."""
         options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
         (cell_root / "cell.json").write_bytes(orjson.dumps(self.__dict__, option=options))
 
@@ -67,8 +67,9 @@ class CellResult:
 
 @dataclass(frozen=True)
 class CellSettings:
-    """How every cell of an evaluation is run, whole: built once from a command's settings and carried unchanged
-    through the Evaluator, the EvalRequest and each CellJob. None of it is part of the evaluation key."""
+    """How every cell of an evaluation is run, whole: built once from a command's settings and carried
+    unchanged through the Evaluator, the EvalRequest and each CellJob. None of it is part of the evaluation
+    key."""
     agent_argv: Sequence[str]
     launcher: Launcher
     grader_timeout_s: float

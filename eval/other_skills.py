@@ -1,8 +1,8 @@
 """Other installed skills (--with-skills DIR): the skills a user has beside the one being evolved, installed
 read-only in every cell so triggering and interference are measured as a user would meet them.
 
-The set enters the evaluation contract as one digest (Contract.with_skills, only when set, so stores from before
-resume with 0 cells). Never edits DIR; never lets another skill take the evolved skill's name.
+The set enters the evaluation contract as one digest (Contract.with_skills, only when set, so stores from
+before resume with 0 cells). Never edits DIR; never lets another skill take the evolved skill's name.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def digest(skills: tuple[Path, ...]) -> str:
 
 
 def install(skills: tuple[Path, ...], skills_root: Path) -> None:
-    """Copy each skill to skills_root/<folder name>/ with its files read-only (its folders stay removable, so a
-    cell dir is cleaned up like any other)."""
+    """Copy each skill to skills_root/<folder name>/ with its files read-only (its folders stay removable, so
+    a cell dir is cleaned up like any other)."""
     for skill in skills:
         target = skills_root / skill.name
         copy_tree(skill, target)

@@ -86,8 +86,8 @@ def _encoded(values: tuple[str, ...]) -> tuple[bytes, ...]:
 
 def redact_tree(root: Path, source: Mapping[str, str] | None = None, *,
                 skip: Callable[[Path], bool] | None = None) -> list[Path]:
-    """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says were
-    redacted already (evidence staged from stored cells); returns the files changed, sorted. Symlinks are
+    """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says
+    were redacted already (evidence staged from stored cells); returns the files changed, sorted. Symlinks are
     neither followed nor redacted."""
     changed: list[Path] = []
     pending = [str(root)]

@@ -1,8 +1,10 @@
-"""What a cell's agent did with the skill, read from its own stream: loaded or not (and at which turn), the skill's
-files it read, the skill's scripts it ran (with exit codes), and an estimate of the tokens those reads cost.
+"""What a cell's agent did with the skill, read from its own stream: loaded or not (and at which turn), the
+skill's files it read, the skill's scripts it ran (with exit codes), and an estimate of the tokens those reads
+cost.
 
 Every backend writes Claude Code's stream-json shape (eval/stream_metrics.py), so this is the one reader; the
-skill is recognised as mining recognises it (eval/skill_marks.py). Pure: reads one stream file, never the skill.
+skill is recognised as mining recognises it (eval/skill_marks.py). Pure: reads one stream file, never the
+skill.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ def result_text(content: object) -> str:
 
 
 def exit_code(text: str, is_error: bool) -> int | None:
-    """A shell result's exit code: our SDK agent says "exit code N", Claude Code "Exit code N" on a failure and
-    nothing on success."""
+    """A shell result's exit code: our SDK agent says "exit code N", Claude Code "Exit code N" on a failure
+    and nothing on success."""
     found = EXIT_CODE.match(text)
     if found:
         return int(found.group(1))
@@ -71,9 +73,9 @@ def exit_code(text: str, is_error: bool) -> int | None:
 
 
 def shell_paths(command: str, marks: SkillMarks) -> tuple[list[str], list[str]]:
-    """(skill files read, skill scripts run) by one shell command: a skill path in command position, or after an
-    interpreter and its flags (`python3 -u`, `uv run`), is run; one given to a reader (cat, head, sed...) is read;
-    any other mention (ls, cd, cp) is neither."""
+    """(skill files read, skill scripts run) by one shell command: a skill path in command position, or after
+    an interpreter and its flags (`python3 -u`, `uv run`), is run; one given to a reader (cat, head, sed...)
+    is read; any other mention (ls, cd, cp) is neither."""
     if QUOTING.search(command):
         try:
             words = shlex.split(command, posix=True)
@@ -108,10 +110,10 @@ class _Call:
 
 def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str,
                     events: list[dict] | None = None) -> SkillUse:
-    """The cell's SkillUse from its stream.jsonl (or its `events`, when the caller has read them already). `skill_dirs`
-    are the skill folder's spellings the agent may have used (the cell's own path); any `.../skills/<skill_name>/...`
-    path is recognised without them. Loaded means a `Skill` call naming it, its SKILL.md in the conversation, or any
-    tool touching its folder."""
+    """The cell's SkillUse from its stream.jsonl (or its `events`, when the caller has read them already).
+    `skill_dirs` are the skill folder's spellings the agent may have used (the cell's own path); any
+    `.../skills/<skill_name>/...` path is recognised without them. Loaded means a `Skill` call naming it, its
+    SKILL.md in the conversation, or any tool touching its folder."""
     marks = SkillMarks(skill_name, *skill_dirs)
     turn, loaded_turn = 0, None
     messages: set[str] = set()

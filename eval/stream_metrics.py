@@ -42,9 +42,9 @@ class ShapeError(ValueError):
 
 
 def decode_line(line: str) -> object:
-    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON): orjson first, ~3x faster on
-    a stream's lines, and json for what orjson refuses and json takes (NaN, integers past 64 bits, lone surrogates),
-    so no stream reads differently."""
+    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON): orjson first, ~3x
+    faster on a stream's lines, and json for what orjson refuses and json takes (NaN, integers past 64 bits,
+    lone surrogates), so no stream reads differently."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:

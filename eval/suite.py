@@ -66,7 +66,8 @@ class Suite:
         return self.path / "fixtures" / task_id
 
     def grader_argv(self) -> list[str]:
-        """A run-eval.py under the harness's Python, with -S when it needs nothing `site` adds (a standard-library
+        """A run-eval.py under the harness's Python, with -S when it needs nothing `site` adds (a
+        standard-library
         grader: ~20 ms less per cell, eval/suite_parts.py::needs_site); an executable run-eval as itself."""
         if self.grader.suffix != ".py":
             return [str(self.grader)]

@@ -3,7 +3,8 @@
 The agent's work is keyed on what the agent saw (`agent_hash`: task ids, prompts, `inputs` and their
 fixture bytes, any other task field and suite.md field not known to grade); a grade on the whole suite
 folder (`content_hash`: a script grader runs in a copy of it and may read any file). So a change to
-`run-eval*`, `answers/`, or the grading fields of tasks.jsonl re-grades the agent's kept work, never re-runs it.
+`run-eval*`, `answers/`, or the grading fields of tasks.jsonl re-grades the agent's kept work, never re-runs
+it.
 """
 
 from __future__ import annotations
@@ -89,9 +90,10 @@ BY_NAME = frozenset({"importlib", "__import__", "runpy", "pkgutil", "exec", "eva
 
 
 def needs_site(source: str) -> bool:
-    """Whether a Python script may use what `site` adds (the installed packages, exit()): True unless every module
-    it imports is the standard library's, it imports none by name and it names none of site's builtins. A script
-    for which this is False runs the same under `python -S`, which skips importing every installed .pth."""
+    """Whether a Python script may use what `site` adds (the installed packages, exit()): True unless every
+    module it imports is the standard library's, it imports none by name and it names none of site's builtins.
+    A script for which this is False runs the same under `python -S`, which skips importing every installed
+    .pth."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):

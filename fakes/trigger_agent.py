@@ -1,11 +1,13 @@
-"""Zero-spend build agent that models triggering: it loads the skill only when the request shares a word stem with
-the skill's `description` (or either has no word to judge by), so a description mutation can fix or break it.
+"""Zero-spend build agent that models triggering: it loads the skill only when the request shares a word stem
+with the skill's `description` (or either has no word to judge by), so a description mutation can fix or break
+it.
 
-Run like fakes/fake_agent.py (`--agent-cmd "python fakes/trigger_agent.py"`), whose work it does: bare when the
-skill does not trigger; when it does, first the load as Claude Code streams it (a `Skill` call, then SKILL.md in a
-meta message) and a real run of each `scripts/` file SKILL.md names (its exit code as Claude Code reports it),
-then fake_agent's own turns, its result counting these turns too. A separate script because fake_agent.py's bytes
-are its implementation id (in every evaluation key): changing it would change the demo's cell seeds and verdicts.
+Run like fakes/fake_agent.py (`--agent-cmd "python fakes/trigger_agent.py"`), whose work it does: bare when
+the skill does not trigger; when it does, first the load as Claude Code streams it (a `Skill` call, then
+SKILL.md in a meta message) and a real run of each `scripts/` file SKILL.md names (its exit code as Claude
+Code reports it), then fake_agent's own turns, its result counting these turns too. A separate script because
+fake_agent.py's bytes are its implementation id (in every evaluation key): changing it would change the demo's
+cell seeds and verdicts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Zero-spend mutator with a triggering move: when the briefing says the skill was NOT loaded on some train tasks,
-it rewrites the skill's description with the words of those task statements (tasks/<id>.md) it lacks; otherwise
-it is fakes/fake_mutator.py. Run like it (`--mutator-cmd "python fakes/trigger_mutator.py"`); a separate script
-because fake_mutator.py's bytes are its implementation id (in the run id), which pins the demo's run.
+"""Zero-spend mutator with a triggering move: when the briefing says the skill was NOT loaded on some train
+tasks, it rewrites the skill's description with the words of those task statements (tasks/<id>.md) it lacks;
+otherwise it is fakes/fake_mutator.py. Run like it (`--mutator-cmd "python fakes/trigger_mutator.py"`); a
+separate script because fake_mutator.py's bytes are its implementation id (in the run id), which pins the
+demo's run.
 """
 
 from __future__ import annotations

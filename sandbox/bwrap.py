@@ -1,6 +1,6 @@
 """The bubblewrap launcher: the agent sees system dirs read-only, its programs' real installations (found
-through PATH, shims, symlinks and #! lines by sandbox/resolve.py) and its script folder read-only, the caller's
-`readable` paths read-only and its `writable` paths read-write — nothing else.
+through PATH, shims, symlinks and #! lines by sandbox/resolve.py) and its script folder read-only, the
+caller's `readable` paths read-only and its `writable` paths read-write — nothing else.
 
 Home, the data dir, every suite dir and other cells are invisible because they are never mounted. It
 must never bind a parent of those (e.g. the project root or the data dir) on the agent's behalf.
@@ -29,7 +29,8 @@ USERNS_HINT = ("bubblewrap cannot create its namespaces here; enable unprivilege
 
 
 def _is_system(path: Path) -> bool:
-    """Already mounted by system_args(), or the root itself (/bin/sh's "prefix"), which must never be bound."""
+    """Already mounted by system_args(), or the root itself (/bin/sh's "prefix"), which must never be
+    bound."""
     text = str(path)   # string tests: this runs for every mount of every cell
     return text == "/" or any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
 

@@ -1,6 +1,6 @@
-"""The container engine (podman or docker): build a task's image once per environment content hash, and run one
-command in a fresh container of it with only the given folders bound, no network unless asked, and the task's
-cpus and memory.
+"""The container engine (podman or docker): build a task's image once per environment content hash, and run
+one command in a fresh container of it with only the given folders bound, no network unless asked, and the
+task's cpus and memory.
 
 A container gets only the environment variables named in `env` (never the harness's own: no API key enters),
 and no device, socket or folder but its binds. Images are tagged `localhost/sm-env:<hash>`; a build that fails
@@ -62,7 +62,8 @@ def _tail(text: str) -> str:
 
 
 class ContainerEngine:
-    """One engine program and the global flags this host needs (e.g. `--runtime runc` where crun cannot run)."""
+    """One engine program and the global flags this host needs (e.g. `--runtime runc` where crun cannot
+    run)."""
 
     def __init__(self, program: str, global_args: Sequence[str] = ()) -> None:
         self.program = program
@@ -89,7 +90,8 @@ class ContainerEngine:
 
     def image_for(self, context: Path, content_hash: str, *, timeout_s: float = 600.0,
                   base_image: str | None = None) -> str:
-        """The image of a build context, built once per content hash (a prebuilt `base_image` is used as is)."""
+        """The image of a build context, built once per content hash (a prebuilt `base_image` is used as
+        is)."""
         if base_image and not (context / "Dockerfile").is_file():
             return base_image
         tag = f"{IMAGE_REPO}:{content_hash}"
@@ -105,8 +107,8 @@ class ContainerEngine:
         return tag
 
     def copy_out(self, image: str, folder: str, dest: Path) -> str:
-        """Copy `folder`'s contents from the image into `dest` (a created, never started, container: no program of
-        the image runs); "" or why it failed. A folder the image lacks copies nothing."""
+        """Copy `folder`'s contents from the image into `dest` (a created, never started, container: no
+        program of the image runs); "" or why it failed. A folder the image lacks copies nothing."""
         name = f"sm-{uuid.uuid4().hex[:12]}"
         # never started
         made = self._run(["create", "--name", name, "--network", "none", image, "true"], 120)
@@ -122,7 +124,8 @@ class ContainerEngine:
 
     def run(self, image: str, command: Sequence[str], *, binds: Sequence[Bind], workdir: str, limits: Limits,
             env: Mapping[str, str] | None = None) -> Finished:
-        """Run `command` in a fresh container removed afterwards; only `binds` and `env` come from the host."""
+        """Run `command` in a fresh container removed afterwards; only `binds` and `env` come from the
+        host."""
         name = f"sm-{uuid.uuid4().hex[:12]}"   # so a container outliving its timeout is removed by name
         args = ["run", "--rm", "--name", name, "--workdir", workdir, "--cpus", str(limits.cpus),
                 "--memory", f"{limits.memory_mb}m"]

@@ -2,10 +2,10 @@
 
 `ContainerSandbox` is the run's launcher: every agent without a task image (the mutator, a suite of our own
 format) runs on the host launcher (bwrap when it works, else none); a Harbor cell gets a `TaskContainer`, one
-container of the task's image for its agent call. In it: the cell dir at its own path (the contract's SM_* paths
-hold), the work dir also at the task's WORKDIR, the genome read-only where the task's Dockerfile COPYs its
-skills, the agent's programs (the harness's Python, a script's folder, the claude CLI) read-only at their own
-paths and started through the host's dynamic loader with the host's libraries (so they need nothing of the
+container of the task's image for its agent call. In it: the cell dir at its own path (the contract's SM_*
+paths hold), the work dir also at the task's WORKDIR, the genome read-only where the task's Dockerfile COPYs
+its skills, the agent's programs (the harness's Python, a script's folder, the claude CLI) read-only at their
+own paths and started through the host's dynamic loader with the host's libraries (so they need nothing of the
 image's libc), and the key proxy's unix socket, relayed to the container's own 127.0.0.1 (sandbox/relay.py):
 the network is off unless the task asks and the import allowed it. Only the named environment variables enter
 (the image's PATH stays), and never a real key: a container gets the proxy's one-cell nonce.
@@ -140,8 +140,8 @@ class TaskContainer:
         shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def _program(self, program: Program, rest: Sequence[str], mounts: list[str]) -> list[str]:
-        """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's loader
-        with the host's libraries, mounted under RUNTIME; anything else as it is."""
+        """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's
+        loader with the host's libraries, mounted under RUNTIME; anything else as it is."""
         chain = program.programs()
         binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args, str(program.path)])
         if len(chain) > 2 or not _elf(binary.path):
@@ -158,8 +158,9 @@ class TaskContainer:
         return [at[loader], "--library-path", search, str(binary.path), *args, *rest]
 
     def start_argv(self, argv: Sequence[str]) -> list[str]:
-        """How this container starts a program of the host (preflight's probe asks an interpreter to do nothing
-        the way the agent's own start reaches it: through the host's loader, whose mounts `wrap` adds)."""
+        """How this container starts a program of the host (preflight's probe asks an interpreter to do
+        nothing the way the agent's own start reaches it: through the host's loader, whose mounts `wrap`
+        adds)."""
         return self._program(resolve_command(tuple(argv), cwd=self.work).program, list(argv[1:]), [])
 
     @staticmethod
@@ -176,7 +177,8 @@ class TaskContainer:
         return args
 
     def _task_binds(self) -> list[str]:
-        """The work dir at the task's WORKDIR, the genome where the task expects its skills, the proxy's socket."""
+        """The work dir at the task's WORKDIR, the genome where the task expects its skills, the proxy's
+        socket."""
         args = ["-v", f"{self.work.resolve()}:{self.workdir}:rw"]
         if self.skills is not None and self.skills.is_dir():
             for target in self.skill_targets:

@@ -1,6 +1,6 @@
-"""A Harbor task's layout on the host's own system, for machines with no container engine: bubblewrap binds the
-cell's work dir at the task's WORKDIR (e.g. /app), its tests/ at /tests read-only and /logs/verifier writable,
-over the host's system dirs read-only, with no network.
+"""A Harbor task's layout on the host's own system, for machines with no container engine: bubblewrap binds
+the cell's work dir at the task's WORKDIR (e.g. /app), its tests/ at /tests read-only and /logs/verifier
+writable, over the host's system dirs read-only, with no network.
 
 It stands in for `ContainerEngine` (same `run`, `image_for`, `copy_out`), but no image is built: a task whose
 tools the host lacks fails, naming the missing program, and the task's cpus and memory are not enforced.

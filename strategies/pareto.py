@@ -3,9 +3,10 @@
 The front holds every scored genome that is best on at least one val task (ties included) and is not
 dominated by another; a parent is drawn weighted by how many tasks it leads. The mutator is pointed at
 the TRAIN tasks where that parent trails the front (it must never learn which val tasks moved).
-Kept = entered the front or became the champion. The champion (incumbent) changes only to this round's best newcomer by mean val
-composite, and only when that newcomer beats the champion's composite AND passes the noise gate against it: a
-lucky score must not take the lead on noise (the front keeps every member either way).
+Kept = entered the front or became the champion. The champion (incumbent) changes only to this round's best
+newcomer by mean val composite, and only when that newcomer beats the champion's composite AND passes the
+noise gate against it: a lucky score must not take the lead on noise (the front keeps every member either
+way).
 """
 
 from __future__ import annotations

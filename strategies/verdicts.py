@@ -1,8 +1,9 @@
 """The round's vocabulary: an attempt's verdict and status, and a run's status, one StrEnum each.
 
-They are `str`s, so the store's columns, the JSON the dashboard reads and every comparison keep today's strings
-('KEEP', 'kept', 'finished'); code names a member instead of spelling the string. Strategies decide KEEP/REJECT;
-the loop and the store use the rest. Adding a member is adding its line here (the store refuses any other string).
+They are `str`s, so the store's columns, the JSON the dashboard reads and every comparison keep today's
+strings ('KEEP', 'kept', 'finished'); code names a member instead of spelling the string. Strategies decide
+KEEP/REJECT; the loop and the store use the rest. Adding a member is adding its line here (the store refuses
+any other string).
 """
 
 from __future__ import annotations

@@ -80,8 +80,8 @@ def tool_server_args(argv: Sequence[str]) -> tuple[str, Path | None] | None:
 
 @dataclass(frozen=True)
 class AnthropicBackend:
-    """Our tool-use loop on the anthropic SDK (eval/agents/loop.py): run by the harness on its warm client, its
-    tools in the sandboxed tool server (eval/agents/toolserver.py, the process its argv names)."""
+    """Our tool-use loop on the anthropic SDK (eval/agents/loop.py): run by the harness on its warm client,
+    its tools in the sandboxed tool server (eval/agents/toolserver.py, the process its argv names)."""
     config_file: Path | None = None    # its pricing gives the result event's total_cost_usd
     id: str = "anthropic"
 

@@ -1,10 +1,11 @@
-"""The `anthropic` agent as one process: the tool-use loop (loop.py) with its own SDK client and its tools here.
+"""The `anthropic` agent as one process: the tool-use loop (loop.py) with its own SDK client and its tools
+here.
 
 Follows the agent process contract (cwd = working dir, SM_PROMPT_FILE, SM_STREAM, SM_SKILL_DIR, SM_MODEL,
 SM_MAX_TURNS) and writes a Claude Code-shaped stream.jsonl ending in one `result` event; an API failure
-that outlasts the retries ends as an `is_error` result and exit 1, never as a hang. The harness itself runs the
-same loop with a warm client and only the tools in the sandbox (warm.py, toolserver.py); this script is that
-agent for `--agent-cmd` and for any process that wants it whole.
+that outlasts the retries ends as an `is_error` result and exit 1, never as a hang. The harness itself runs
+the same loop with a warm client and only the tools in the sandbox (warm.py, toolserver.py); this script is
+that agent for `--agent-cmd` and for any process that wants it whole.
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@ its ANTHROPIC_BASE_URL is this proxy on 127.0.0.1 and its ANTHROPIC_API_KEY a on
 swaps for the real credentials before forwarding to the real base URL. Responses (SSE included) stream back
 unchanged. A request without the nonce is refused, so no other local process can spend through it.
 With `unix_path` it also listens on that unix socket, which a container without a network reaches
-(sandbox/relay.py). Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
-harness starts one per agent call (eval/agent_call.py) and per judge call, whatever the backend.
+(sandbox/relay.py). Given a meter file, it also appends each response's usage as it is served
+(eval/agents/meter.py): the harness starts one per agent call (eval/agent_call.py) and per judge call,
+whatever the backend.
 
 A request whose caller goes away (Ctrl-C, a watchdog kill) is still metered: closing, the proxy waits up to
-METER_GRACE_S for each in-flight response's usage (a stream's `message_start`, a JSON body's end), then reads on
-what the API already sent until the stream is quiet for QUIET_S (at most DRAIN_S), so a request the API began to
-serve is on the meter even when its caller left before the first byte came back.
+METER_GRACE_S for each in-flight response's usage (a stream's `message_start`, a JSON body's end), then reads
+on what the API already sent until the stream is quiet for QUIET_S (at most DRAIN_S), so a request the API
+began to serve is on the meter even when its caller left before the first byte came back.
 """
 
 from __future__ import annotations
@@ -182,8 +183,9 @@ class KeyProxy:
     async def _copy(self, upstream: ClientResponse, response: web.StreamResponse, tap: Tap | None,
                     caller_gone: bool) -> bool:
         """The upstream body to the caller, each chunk metered as read, before the caller has it (a cut loses
-        nothing). Once the caller is gone (or the proxy closes), only until the API's usage is known and it goes
-        quiet (module docstring). Returns whether the response was cut short (its caller gone, or the proxy closing)."""
+        nothing). Once the caller is gone (or the proxy closes), only until the API's usage is known and it
+        goes quiet (module docstring). Returns whether the response was cut short (its caller gone, or the
+        proxy closing)."""
         assert self.closing is not None
         loop = asyncio.get_running_loop()
         read: asyncio.Future[bytes] | None = None

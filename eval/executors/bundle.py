@@ -1,15 +1,15 @@
 """A cell as a self-contained bundle, for a machine that shares no file system with the driver.
 
-Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes; a Harbor task's inputs that are its
-environment's own files travel in the environment instead, once per content hash), the contract, the agent command
-(project files as project-relative paths, the driver's Python as "this Python") and the launcher id; the
-skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
-No path of the driver's data dir or suites is in any of them, but its reaper registry's (eval/reaper.py: a worker
-on the driver's machine records its agents' containers there, so a dead driver's go). Worker side: `run_bundle`
-rebuilds a private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/),
-runs the cell with the same runner as a local cell (eval/runner.py: launcher, watchdog, caps, group kill, grading
-after the group is gone) and hands back the result with the cell's files; `unpack_logs` writes them where a local
-cell would have them.
+Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes; a Harbor task's inputs that are
+its environment's own files travel in the environment instead, once per content hash), the contract, the agent
+command (project files as project-relative paths, the driver's Python as "this Python") and the launcher id;
+the skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
+No path of the driver's data dir or suites is in any of them, but its reaper registry's (eval/reaper.py: a
+worker on the driver's machine records its agents' containers there, so a dead driver's go). Worker side:
+`run_bundle` rebuilds a private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into
+its harbor/<id>/), runs the cell with the same runner as a local cell (eval/runner.py: launcher, watchdog,
+caps, group kill, grading after the group is gone) and hands back the result with the cell's files;
+`unpack_logs` writes them where a local cell would have them.
 """
 
 from __future__ import annotations
@@ -64,15 +64,16 @@ class CellBundle:
 
 
 def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
-    """The included files of a folder (eval/snapshot.py's rules), optionally without some top-level folders."""
+    """The included files of a folder (eval/snapshot.py's rules), optionally without some top-level
+    folders."""
     return {rel.as_posix(): ((root / rel).read_bytes(), (root / rel).stat().st_mode & 0o777)
             for rel in list_files(root) if rel.parts[0] not in skip_top}
 
 
 def suite_tree(suite: Suite) -> Tree:
     """What the grader may need, kept outside every cell: the suite dir without fixtures/ (the inputs travel
-    per cell, only those a task declares), without a Harbor suite's oracle/ (no worker needs it) and without its
-    tasks' environment/ folders (each travels by its own content hash, only to the cells of its task)."""
+    per cell, only those a task declares), without a Harbor suite's oracle/ (no worker needs it) and without
+    its tasks' environment/ folders (each travels by its own content hash, only to the cells of its task)."""
     tree = read_tree(suite.path, skip_top=("fixtures", ORACLE) if suite.runner == HARBOR else ("fixtures",))
     if suite.runner != HARBOR:
         return tree
@@ -87,8 +88,9 @@ def environment_dir(suite: Suite, task_id: str) -> Path | None:
 
 
 def in_environment(suite: Suite, task_id: str, rel: str) -> bool:
-    """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the environment,
-    once per content hash, and the worker stages it from there: never again in each cell's bundle)."""
+    """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the
+    environment, once per content hash, and the worker stages it from there: never again in each cell's
+    bundle)."""
     folder = environment_dir(suite, task_id)
     if folder is None or Path(rel) not in list_files(folder):   # what read_tree sends of it
         return False
@@ -211,7 +213,8 @@ def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
 # ---- driver side, again ---------------------------------------------------------------------------------
 
 def unpack_logs(files: Tree, result: CellResult, cell_root: Path) -> CellResult:
-    """Write a remote cell's files where a local cell keeps them; the result and cell.json name that folder."""
+    """Write a remote cell's files where a local cell keeps them; the result and cell.json name that
+    folder."""
     if cell_root.exists():
         shutil.rmtree(cell_root)      # an earlier try's leftovers: the folder holds one try, as locally
     cell_root.mkdir(parents=True)

@@ -1,8 +1,8 @@
-"""The `ray` executor: each cell is a Ray task that gets a self-contained bundle (eval/executors/bundle.py) and
-gives back the cell's result and files, so workers need no file system shared with the driver.
+"""The `ray` executor: each cell is a Ray task that gets a self-contained bundle (eval/executors/bundle.py)
+and gives back the cell's result and files, so workers need no file system shared with the driver.
 
-The skill snapshot, the suite's grader files and a Harbor task's environment (the image's build context) go into
-the object store once per content hash (`ray.put`);
+The skill snapshot, the suite's grader files and a Harbor task's environment (the image's build context) go
+into the object store once per content hash (`ray.put`);
 a worker or node lost mid-cell is retried by Ray (`max_retries`), and the retry is counted on the cell as an
 infrastructure retry; a cell Ray gives up on is an `infra_error`, never a verdict on the skill. A cancelled
 evaluation (Ctrl-C, a budget stop) cancels its Ray tasks. `ray` is imported only when this executor runs.
@@ -211,8 +211,8 @@ class RayExecutor:
         return replace(result, retries=result.retries + reply["attempt"], extra={**result.extra, "node": reply["node"]})
 
     async def _head_lost(self) -> bool:
-        """Whether the cluster's head is gone: silent for HEAD_GRACE_S (a blip is not a loss). Then `lost` says
-        so in one line naming the address, and no further cell is sent (eval/evaluate.py)."""
+        """Whether the cluster's head is gone: silent for HEAD_GRACE_S (a blip is not a loss). Then `lost`
+        says so in one line naming the address, and no further cell is sent (eval/evaluate.py)."""
         if self.lost or not self._head:
             return bool(self.lost)
         if await ray_link.answers(self._head, HEAD_POLL_S):

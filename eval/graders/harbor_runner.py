@@ -5,8 +5,9 @@ Before the agent, `prepare_cell` builds the image and copies its WORKDIR into th
 is the one `--sandbox podman|docker` names, else the first of podman and docker that works here; with none,
 `--sandbox bwrap` runs the verifier in the task's layout on the host's own system (sandbox/host_layout.py; no
 image built). Under `--sandbox auto|podman|docker` with an engine the agent runs in a container of the task's
-image (sandbox/container_launcher.py::TaskContainer); under `bwrap` or `none`, on the host in that work dir. An image that fails to build, or no engine at all, makes the cell an
-infra_error with the reason (a build log's tail), or a grader error if it happens only at grading; never a score.
+image (sandbox/container_launcher.py::TaskContainer); under `bwrap` or `none`, on the host in that work dir.
+An image that fails to build, or no engine at all, makes the cell an infra_error with the reason (a build
+log's tail), or a grader error if it happens only at grading; never a score.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def backend_for(launcher) -> ContainerEngine | HostLayout:
 
 
 def _environment(job: CellJob) -> tuple[ContainerEngine | HostLayout, HarborTask, str]:
-    """The engine, the Harbor task and its image (built once per content hash); raises SandboxError/HarborError."""
+    """The engine, the Harbor task and its image (built once per content hash); raises
+    SandboxError/HarborError."""
     engine = backend_for(job.settings.launcher)
     task = suite_task(job.suite.path, job.task.id)
     return engine, task, image_of(engine, task)
@@ -84,8 +86,8 @@ def _prepare(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:
 
 def task_container(engine: ContainerEngine, image: str, task: HarborTask, work: Path, *, network: bool,
                    skills: Path | None = None) -> TaskContainer:
-    """A container of the task's image for one agent call, labelled and recorded for the reaper before it starts (a
-    dead harness's is removed on the next start, eval/reaper.py)."""
+    """A container of the task's image for one agent call, labelled and recorded for the reaper before it
+    starts (a dead harness's is removed on the next start, eval/reaper.py)."""
     cfg = task.config
     container = TaskContainer(engine, image, workdir=task.workdir, work=work, skills=skills,
                               limits=Limits(cfg.cpus, cfg.memory_mb, network=network),
@@ -102,8 +104,9 @@ PROBE_FIX = ("The agent runs inside the task's container: its programs are mount
 
 def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> None:
     """Under a container launcher with an engine: the agent's programs probed once in each Harbor task's image
-    (built here, as its first cell would), through the harness's relay, before any cell; ProgramError names the
-    task, the image and the fix. An image that does not build is left to its cells (infra_error, the log's tail)."""
+    (built here, as its first cell would), through the harness's relay, before any cell; ProgramError names
+    the task, the image and the fix. An image that does not build is left to its cells (infra_error, the log's
+    tail)."""
     from sandbox.probe import probe
     harbor = [suite for suite in suites if suite.runner == "harbor"]
     if not harbor or not isinstance(launcher, ContainerSandbox):

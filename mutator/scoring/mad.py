@@ -1,5 +1,5 @@
-"""The gate's robust scale of one comparison: the MAD with its finite-sample bias correction (and the sample SD
-with c4 when the MAD is 0), so that s_r is an unbiased estimate of σ for normal deltas at every task count.
+"""The gate's robust scale of one comparison: the MAD with its finite-sample bias correction (and the sample
+SD with c4 when the MAD is 0), so that s_r is an unbiased estimate of σ for normal deltas at every task count.
 
 Pure numbers, no scipy.stats (its import costs every CLI call ~2 s); never touches the store.
 
@@ -7,8 +7,8 @@ Why: 1.4826·MAD (1.4826 = 1/Φ⁻¹(3/4)) is only consistent as n → ∞. For 
 biased low (E ≈ 0.74σ at n = 4, 0.89σ at n = 8, 0.95σ at n = 16), so the gate's SE was too small and it
 rejected null changes 22.5% of the time at n = 4 instead of the designed 1 − Φ(1) = 15.9%.
 
-Source of the constants: Park, Kim & Wang (2020), "Investigation of finite-sample properties of robust location
-and scale estimators", Communications in Statistics – Simulation and Computation, Table A2: C_n with
+Source of the constants: Park, Kim & Wang (2020), "Investigation of finite-sample properties of robust
+location and scale estimators", Communications in Statistics – Simulation and Computation, Table A2: C_n with
 E[C_n·median|x − median x|] = σ for n = 2..100 normal samples (traditional median: the mean of the two middle
 values for even n). Checked against simulations by Akinshin (2021, "Unbiased median absolute deviation",
 aakinshin.net/posts/unbiased-mad) and here by tests/mutator/test_mad.py (2 × 10⁵ samples per n). For n > 100,
@@ -55,7 +55,8 @@ def mad_constant(n: int) -> float:
 
 
 def c4(n: int) -> float:
-    """E[sample SD] / σ for n normal values: √(2/(n−1))·Γ(n/2)/Γ((n−1)/2) (the textbook c4 of control charts)."""
+    """E[sample SD] / σ for n normal values: √(2/(n−1))·Γ(n/2)/Γ((n−1)/2) (the textbook c4 of control
+    charts)."""
     if n < 2:
         raise ValueError(f"the sample SD needs at least 2 values, got n={n}")
     return math.sqrt(2.0 / (n - 1)) * math.exp(math.lgamma(n / 2) - math.lgamma((n - 1) / 2))

@@ -1,10 +1,11 @@
-"""The gate's pooled noise from a run's earlier comparisons, kept as the rounds add them: a round reads only the
-attempts that changed since the last (mutator/store/figures.py) and extends the sums, so the gate costs no more at
-round 500 than at round 5.
+"""The gate's pooled noise from a run's earlier comparisons, kept as the rounds add them: a round reads only
+the attempts that changed since the last (mutator/store/figures.py) and extends the sums, so the gate costs no
+more at round 500 than at round 5.
 
-The sums are made in attempt id order, one comparison after another, exactly as score.pooling_sums makes them over
-the same list: the gate's floats are the same whichever way they were reached. A change that cannot be applied in
-that order (an earlier attempt's gate rewritten, a comparison gone, one added before the last) rebuilds the pool."""
+The sums are made in attempt id order, one comparison after another, exactly as score.pooling_sums makes them
+over the same list: the gate's floats are the same whichever way they were reached. A change that cannot be
+applied in that order (an earlier attempt's gate rewritten, a comparison gone, one added before the last)
+rebuilds the pool."""
 
 from __future__ import annotations
 

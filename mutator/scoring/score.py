@@ -1,5 +1,5 @@
-"""Composite score, paired per-task deltas and the noise gate, its critical value from sign flips (mutator/scoring/signflip.py)
-or Student t (DESIGN.md "Composite", "Noise gate").
+"""Composite score, paired per-task deltas and the noise gate, its critical value from sign flips
+(mutator/scoring/signflip.py) or Student t (DESIGN.md "Composite", "Noise gate").
 
 Pure functions over figures handed in by the loop: this module never touches the database, never
 starts a process and never reads the test suite.
@@ -99,8 +99,8 @@ class TaskFigures:
     """One task's means over its replicate cells.
 
     cost_term, steps_term and trigger_term are the signed contributions of cost, steps and triggering to the
-    composite (-wCost·cost/seedCost, -wSteps·steps/seedSteps, -wTrigger·(1 − hit share)), so composite = eval +
-    cost_term + steps_term + trigger_term; the gate needs them to split Δ into Δeval/Δcost/Δsteps/Δtrigger.
+    composite (-wCost·cost/seedCost, -wSteps·steps/seedSteps, -wTrigger·(1 − hit share)), so composite = eval
+    + cost_term + steps_term + trigger_term; the gate needs them to split Δ into Δeval/Δcost/Δsteps/Δtrigger.
     """
 
     task_id: str
@@ -128,12 +128,14 @@ class Summary:
 
 def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,
               seed_steps: float | None, trigger_term: float = 0.0) -> tuple[float, float, float]:
-    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost − wSteps·steps/seedSteps
-    + trigger_term (−wTrigger·(1 − hit share), mutator/scoring/trigger.py::term; 0 unless score.wTrigger > 0).
+    """THE composite, the one place its formula is written: eval − wCost·cost/seedCost −
+    wSteps·steps/seedSteps + trigger_term (−wTrigger·(1 − hit share), mutator/scoring/trigger.py::term; 0
+    unless score.wTrigger > 0).
 
-    Returns (composite, cost_term, steps_term), the terms being the signed penalties. A seed that spent nothing
-    (e.g. all cells errored before the first step, or a free fake agent) gives no scale to measure against;
-    dividing would blow up, so that penalty term is dropped (as it is when the seed's figure is not known yet).
+    Returns (composite, cost_term, steps_term), the terms being the signed penalties. A seed that spent
+    nothing (e.g. all cells errored before the first step, or a free fake agent) gives no scale to measure
+    against; dividing would blow up, so that penalty term is dropped (as it is when the seed's figure is not
+    known yet).
     """
     cost_term = -weights.w_cost * cost / seed_cost if seed_cost and seed_cost > 0 else 0.0
     steps_term = -weights.w_steps * steps / seed_steps if seed_steps and seed_steps > 0 else 0.0
@@ -350,10 +352,10 @@ def robust_scale(deltas: Sequence[float]) -> float:
 def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
     """(s, df) with s = Σ(n_r−1)s_r / Σ(n_r−1) and df = Σ(n_r−1); (0, 0) when df is 0.
 
-    The s_r are each unbiased for σ, so their weighted MEAN is too. Pooling their squares instead (the textbook
-    pooled variance) would overestimate σ by the s_r's own noise (E[s_r²] = σ² + Var s_r; +13% at n = 4 after
-    10 rounds) and reject too rarely; with the mean, bench/gate.py measures the designed 1 − Φ(gateZ) at every
-    task count and round.
+    The s_r are each unbiased for σ, so their weighted MEAN is too. Pooling their squares instead (the
+    textbook pooled variance) would overestimate σ by the s_r's own noise (E[s_r²] = σ² + Var s_r; +13% at n =
+    4 after 10 rounds) and reject too rarely; with the mean, bench/gate.py measures the designed 1 − Φ(gateZ)
+    at every task count and round.
     """
     weighted, df = pooling_sums(prior_plus_current)
     if df == 0:
@@ -362,7 +364,8 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
 
 
 def pooling_sums(comparisons: Sequence[Comparison]) -> tuple[float, int]:
-    """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip gate pools each pattern with."""
+    """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip gate pools each pattern
+    with."""
     if (carried := getattr(comparisons, "sums", None)) is not None:
         # a run's Prior (scoring/prior.py): the same
         return carried
@@ -401,10 +404,11 @@ def compare(
     Keep unless Δ < min_improvement − t·SE: statistical ties drift forward, only decisive losses are
     rejected. `prior` holds the earlier comparisons of this run; the current one is pooled in here.
     With method 'signflip' t comes from sign flips of the deltas (and a Δ exactly on the threshold is decided
-    by the comparison's stored coin); with 't' from Student t. gate_z 0, df 0 or s 0 give the raw gate either way.
-    Then `tie_rule` (mutator/scoring/ties.py) decides which ties are kept: 'noAddedCost' (score.tieRule's default)
-    rejects a kept tie that makes the skill dearer, 'keep' keeps them all. It is 'keep' unless asked: only the
-    comparison a verdict rests on passes the configured rule; a screen or an early look decides nothing on a tie.
+    by the comparison's stored coin); with 't' from Student t. gate_z 0, df 0 or s 0 give the raw gate either
+    way. Then `tie_rule` (mutator/scoring/ties.py) decides which ties are kept: 'noAddedCost' (score.tieRule's
+    default) rejects a kept tie that makes the skill dearer, 'keep' keeps them all. It is 'keep' unless asked:
+    only the comparison a verdict rests on passes the configured rule; a screen or an early look decides
+    nothing on a tie.
     """
     if method not in GATE_METHODS or tie_rule not in ties.TIE_RULES:
         key, given, valid = ("gateMethod", method, GATE_METHODS) if method not in GATE_METHODS else \

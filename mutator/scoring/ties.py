@@ -1,12 +1,13 @@
 """The tie rule: which of the noise gate's statistical ties are kept (DESIGN.md "Noise gate", README "Ties").
 
-The gate keeps every change that is not a decisive loss. A tie is a change the gate keeps although its Δ is below
-minImprovement. Under 'noAddedCost' (the default) a tie is kept only when it does not make the skill dearer: the
-mean change of its cost and steps terms must not be a fall beyond noise, a one-sided Student-t test at the level
-1 − Φ(COST_Z) on its own per-task changes (any fall counts when those changes carry no noise, as with deterministic
-costs). A change that adds turns for the same score then no longer rides in on noise. The rule only turns some of
-the gate's keeps into rejects, and never for a change that costs the same (but for that 0.13% of noise), so the
-gate's false-reject rate on such a change is the designed one. Pure numbers; never touches the store.
+The gate keeps every change that is not a decisive loss. A tie is a change the gate keeps although its Δ is
+below minImprovement. Under 'noAddedCost' (the default) a tie is kept only when it does not make the skill
+dearer: the mean change of its cost and steps terms must not be a fall beyond noise, a one-sided Student-t
+test at the level 1 − Φ(COST_Z) on its own per-task changes (any fall counts when those changes carry no
+noise, as with deterministic costs). A change that adds turns for the same score then no longer rides in on
+noise. The rule only turns some of the gate's keeps into rejects, and never for a change that costs the same
+(but for that 0.13% of noise), so the gate's false-reject rate on such a change is the designed one. Pure
+numbers; never touches the store.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class TieCheck:
 
 def check(candidate: Mapping[str, Terms], incumbent: Mapping[str, Terms], paired: Sequence[str], *,
           delta: float, gate_keep: bool, min_improvement: float, rule: str) -> TieCheck:
-    """Apply `rule` (one of TIE_RULES; score.compare checks it) to the gate's verdict on these paired tasks."""
+    """Apply `rule` (one of TIE_RULES; score.compare checks it) to the gate's verdict on these paired
+    tasks."""
     changes = [(candidate[t].cost_term + candidate[t].steps_term) - (incumbent[t].cost_term + incumbent[t].steps_term)
                for t in paired]
     n = len(changes)

@@ -28,7 +28,8 @@ def now() -> float:
 
 
 class StoreError(SkillMutatorError, RuntimeError):
-    """The store cannot be used: its file is damaged or its folder not writable. The message says which, and the fix."""
+    """The store cannot be used: its file is damaged or its folder not writable. The message says which, and
+    the fix."""
 
 
 DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
@@ -36,7 +37,8 @@ UNWRITABLE = ("readonly", "read-only", "unable to open", "permission", "access")
 
 
 def store_problem(path: Path, err: BaseException) -> StoreError | None:
-    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or not writable; None otherwise."""
+    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or not writable; None
+    otherwise."""
     text = str(err)
     if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
         return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and re-run, "
@@ -48,7 +50,8 @@ def store_problem(path: Path, err: BaseException) -> StoreError | None:
 
 
 class DiskFull(Stop, RuntimeError):
-    """The disk under the data dir is full: the run stops (status `stopped`, with the reason) and resumes later."""
+    """The disk under the data dir is full: the run stops (status `stopped`, with the reason) and resumes
+    later."""
 
 
 def disk_full_reason(err: BaseException, data_dir: Path) -> str | None:
@@ -134,9 +137,9 @@ def connect_readonly(path: Path) -> sqlite_utils.Database:
 
 
 def upgrade(path: Path) -> None:
-    """A reader's first look at a store an older version wrote: apply the missing migrations once (they fill in what
-    they derive, e.g. stored_decisions), so the reader sees today's columns. A store that cannot be written (an
-    archived export, a read-only folder) is left as it is."""
+    """A reader's first look at a store an older version wrote: apply the missing migrations once (they fill
+    in what they derive, e.g. stored_decisions), so the reader sees today's columns. A store that cannot be
+    written (an archived export, a read-only folder) is left as it is."""
     try:
         probe = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
         try:

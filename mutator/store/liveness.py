@@ -1,4 +1,5 @@
-"""Liveness: a long-running writer beats a heartbeat column; a record left `running` by a dead process is `stale`.
+"""Liveness: a long-running writer beats a heartbeat column; a record left `running` by a dead process is
+`stale`.
 
 A record is stale when its status says running, its heartbeat is older than a few intervals, and its
 lock (mutator/store/lock.py) is free, i.e. no live process holds it. Stale is shown, never written:
@@ -103,8 +104,8 @@ def store_dir(conn: sqlite3.Connection) -> Path | None:
 
 def mark_stale_records(conn: sqlite3.Connection, records: list[dict], key_of: Callable[[dict], str], *,
                        now: float | None = None) -> list[dict]:
-    """The same for test runs and health checks (rows holding their own heartbeat_at): a `running` record whose
-    writer is dead becomes `stale`, with a note. key_of names the lock its writer holds."""
+    """The same for test runs and health checks (rows holding their own heartbeat_at): a `running` record
+    whose writer is dead becomes `stale`, with a note. key_of names the lock its writer holds."""
     data_dir = store_dir(conn) if any(r.get("status") == "running" for r in records) else None
     for record in records:
         if data_dir and record.get("status") == "running" and is_stale(

@@ -5,10 +5,10 @@
         db["cells"].add_column("skill_loaded_turn", int)
 
 `sqlite_utils.Migrations` (sqlite-utils >= 4.2) applies the pending ones in the order they are written, each
-in one transaction with its record in `_sqlite_migrations` (set "skill-mutator"), so a name runs once per store
-whatever order branches land in. Stores made before names (table `schema_migrations`, versions 1..13 by
-position) are adopted first: each applied version is recorded under its name (`POSITIONAL`), so nothing re-runs.
-A released migration is never edited; a new one is appended.
+in one transaction with its record in `_sqlite_migrations` (set "skill-mutator"), so a name runs once per
+store whatever order branches land in. Stores made before names (table `schema_migrations`, versions 1..13 by
+position) are adopted first: each applied version is recorded under its name (`POSITIONAL`), so nothing
+re-runs. A released migration is never edited; a new one is appended.
 """
 
 from __future__ import annotations
@@ -384,7 +384,8 @@ POSITIONAL: dict[int, str] = {
 
 
 class MigrationError(SkillMutatorError, RuntimeError):
-    """The store was migrated by code this checkout does not know; the message names the version and the fix."""
+    """The store was migrated by code this checkout does not know; the message names the version and the
+    fix."""
 
 
 def adopt_positional(db: sqlite_utils.Database) -> list[str]:

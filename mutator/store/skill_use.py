@@ -1,5 +1,5 @@
-"""Skill telemetry aggregated per evaluation: of its cells, how many loaded the skill, and per file of the skill
-how many read it and how many ran it (and how many of those runs failed). Derived from `cells.skill_use`
+"""Skill telemetry aggregated per evaluation: of its cells, how many loaded the skill, and per file of the
+skill how many read it and how many ran it (and how many of those runs failed). Derived from `cells.skill_use`
 (eval/skill_use.py), never stored twice; tokens spent reading the skill are an estimate and say so.
 """
 
