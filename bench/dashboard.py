@@ -54,7 +54,8 @@ class Builder:
     def genome(self, parent: str | None) -> str:
         self.genomes += 1
         genome = f"{self.genomes:064x}"
-        self.conn.execute("insert into genomes (hash, parent_hash, skill_name, created_at) values (?, ?, ?, ?)",
+        self.conn.execute("insert into genomes (hash, parent_hash, skill_name, created_at) values (?, ?, ?, "
+                          "?)",
                           [genome, parent, "bench-skill", self.now])
         return genome
 
@@ -62,8 +63,8 @@ class Builder:
         """One finished evaluation of cells_per_eval cells (tasks × 4 replicates), 8 named tests per cell."""
         rng = self.rng
         ev_id = self.conn.execute(
-            "insert into evaluations (key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, "
-            "replicates) values (?, ?, ?, ?, 'done', ?, ?, ?, 0.01, 5, 4)",
+            "insert into evaluations (key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, "
+            "steps, replicates) values (?, ?, ?, ?, 'done', ?, ?, ?, 0.01, 5, 4)",
             [f"{genome[-12:]}{suite}{salt}", genome, suite, suite, self.cells_per_eval, self.cells_per_eval,
              rng.random()]).lastrowid
         cells, tests = [], []
@@ -72,18 +73,20 @@ class Builder:
             cells.append((self.cell_id, ev_id, self.tasks[c // 4 % len(self.tasks)], c % 4, "ok", rng.random(), 0.01,
                           5, 1000, 100, 1200))
             tests += [(self.cell_id, name, rng.random()) for name in TESTS]
-        self.conn.executemany("insert into cells (id, evaluation_id, task_id, replicate, status, score, cost_usd, "
-                              "steps, input_tokens, output_tokens, duration_ms) values (?,?,?,?,?,?,?,?,?,?,?)", cells)
+        self.conn.executemany("insert into cells (id, evaluation_id, task_id, replicate, status, score, "
+                              "cost_usd, steps, input_tokens, output_tokens, duration_ms) values "
+                              "(?,?,?,?,?,?,?,?,?,?,?)", cells)
         self.conn.executemany("insert into tests (cell_id, name, score) values (?, ?, ?)", tests)
         return ev_id
 
     def run(self, run_id: str, strategy: str, kind: str = "evolve") -> str:
         seed = self.genome(None)
         self.conn.execute(
-            "insert into runs (id, kind, status, strategy, strategy_opts, skill_name, suite, val, model, replicates, "
-            "rounds_target, rounds_done, w_cost, w_steps, min_improvement, gate_z, seed_cost, seed_steps, "
-            "seed_val_cost, seed_val_steps, incumbent_hash, seed_hash, config, created_at, updated_at) values "
-            "(?, ?, 'finished', ?, '{}', 'bench-skill', 'train', 'val', 'm', 4, 0, 0, 0.1, 0.02, 0.0, 1.0, 0.01, 5, "
+            "insert into runs (id, kind, status, strategy, strategy_opts, skill_name, suite, val, model, "
+            "replicates, rounds_target, rounds_done, w_cost, w_steps, min_improvement, gate_z, seed_cost, "
+            "seed_steps, seed_val_cost, seed_val_steps, incumbent_hash, seed_hash, config, created_at, "
+            "updated_at) values (?, ?, 'finished', ?, '{}', 'bench-skill', 'train', 'val', 'm', 4, 0, 0, "
+            "0.1, 0.02, 0.0, 1.0, 0.01, 5, "
             "0.01, 5, ?, ?, '{}', ?, ?)", [run_id, kind, strategy, seed, seed, self.now, self.now])
         self.now += 1
         self.attempt(run_id, 0, 0, None, seed, "SEED", composite=0.5, val=self.evaluate(seed, "val"),
@@ -99,10 +102,11 @@ class Builder:
         gate = dumps({"s_r": 0.1, "n": 25, "delta": delta, "threshold": GATE, "keep": (delta or 0) >= GATE,
                       "deltas": {t: self.rng.gauss(delta, 0.05) for t in self.tasks}}) if delta is not None else None
         self.conn.execute(
-            "insert into attempts (run_id, round, sibling, parent_hash, genome_hash, ref_hashes, status, verdict, "
-            "summary, reasoning, critic, gate, val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, "
-            "delta, gate_threshold, gate_se, gate_t, gate_n, pool_snapshot, error, started_at, finished_at) values "
-            "(?, ?, ?, ?, ?, ?, ?, ?, 'a change', 'because', ?, ?, ?, ?, ?, ?, 0.01, 5, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "insert into attempts (run_id, round, sibling, parent_hash, genome_hash, ref_hashes, status, "
+            "verdict, summary, reasoning, critic, gate, val_evaluation_id, train_evaluation_id, composite, "
+            "eval, cost, steps, delta, gate_threshold, gate_se, gate_t, gate_n, pool_snapshot, error, "
+            "started_at, finished_at) values (?, ?, ?, ?, ?, ?, ?, ?, 'a change', 'because', ?, ?, ?, ?, ?, "
+            "?, 0.01, 5, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, rnd, sibling, parent, genome, dumps(list(refs)), status, verdict,
              dumps(critic) if critic is not None else (None if verdict in ("SEED", "FAILED") else "[]"), gate, val,
              train, composite, composite, delta, GATE if delta is not None else None, 0.02 if delta is not None else None,
@@ -204,7 +208,8 @@ class Builder:
         self.finish(run_id, copies, seed)
 
     def finish(self, run_id: str, rounds: int, incumbent: str) -> None:
-        self.conn.execute("update runs set rounds_target = ?, rounds_done = ?, incumbent_hash = ? where id = ?",
+        self.conn.execute("update runs set rounds_target = ?, rounds_done = ?, incumbent_hash = ? where id = "
+                          "?",
                           [rounds, rounds, incumbent, run_id])
 
 
@@ -265,12 +270,14 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
 
     def run_sql(run_id: str, low: int) -> tuple:
         return (Q.q(ro, "select * from runs where id = ?", [run_id]),
-                Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t on "
-                        "t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling", [run_id]),
+                Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
+                        "on t.id = a.train_evaluation_id where a.run_id = ? "
+                        "order by a.round, a.sibling", [run_id]),
                 # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline
                 # as before the endpoint moved the note into its SQL)
-                Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, pool_snapshot "
-                        "is not null as pooled from attempts where run_id = ? and round >= ? order by round, sibling",
+                Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, "
+                        "pool_snapshot is not null as pooled from attempts where run_id = ? and round >= ? "
+                        "order by round, sibling",
                     [run_id, low]),
                 Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
                         "attempts where run_id = ? and round >= ?)", [run_id, low]),
@@ -286,14 +293,14 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
                 "run_id = ? order by round", [aa])),
         f"/api/runs/{run}/lineage": lambda: (
             Q.q(ro, "select * from runs where id = ?", [run]),
-            Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, summary, "
-                    "composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
-                    "from attempts where run_id = ? order by round, sibling", [run])),
+            Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
+                    "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, "
+                    "critic from attempts where run_id = ? order by round, sibling", [run])),
         "/api/history": lambda: [
             (Q.q(ro, "select * from runs where id = ?", [r]),
-             Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from attempts a "
-                     "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
-                     "a.sibling", [r]),
+             Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from "
+                     "attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
+                     "order by a.round, a.sibling", [r]),
              Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r])) for r in ids.values()],
         f"/api/compare?runs={compared}": lambda: [
             (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
@@ -306,8 +313,8 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
                     "where c.evaluation_id = ? group by c.task_id, t.name", [ev]),
             # what the gate saw: the comparator's evaluation (the bench's rows are older: the fallback) and
             # its cells
-            Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after is not "
-                    "null order by round desc, sibling limit 1", [run, attempt["round"]]),
+            Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after "
+                    "is not null order by round desc, sibling limit 1", [run, attempt["round"]]),
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ?", [ev])),
@@ -335,10 +342,11 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
 
 def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
     f = "{:8.2f}"
-    print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ {'HTTP warm (hit)':>17} │"
-          f" {'bytes':>9} │ {'CPU ms p50 (cold)':>30} │")
+    print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ "
+          f"{'HTTP warm (hit)':>17} │ {'bytes':>9} │ {'CPU ms p50 (cold)':>30} │")
     print(f"{'endpoint':34} {'p50':>8} {'p95':>8} │ {'p50':>8} │ {'p50':>8} {'p95':>8} {'cpu p95':>8} "
-          f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ {'':>9} │ {'SQL':>6} {'fn':>6} {'HTTP':>6} {'×SQL':>6} │ goal (cold)")
+          f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ {'':>9} │ {'SQL':>6} {'fn':>6} {'HTTP':>6} {'×SQL':>6} │ "
+          "goal (cold)")
     print(f"{'/api/health (HTTP floor)':34} {'':>17} │ {'':>8} │ {f.format(pct(floor, 50))} "
           f"{f.format(pct(floor, 95))} {'':>8} {'':>5} │ {'':>17} │ {'':>9} │ {'':>30} │")
     misses = []
@@ -351,22 +359,24 @@ def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
         if fast and not near and pct(raw, 95) < pct(floor, 95) and pct(cold, 95) <= 3 * pct(floor, 95):
             verdict += " (SQL under the HTTP floor)"
         print(f"{path:34} {f.format(pct(raw, 50))} {f.format(pct(raw, 95))} │ {f.format(pct(fn, 50))} │ "
-              f"{f.format(pct(cold, 50))} {f.format(pct(cold, 95))} {f.format(pct(cold_cpu, 95))} {ratio:4.1f}× │ "
-              f"{f.format(pct(warm, 50))} {f.format(pct(warm, 95))} │ {size:>9,} │ {g.format(pct(raw_cpu, 50))} "
-              f"{g.format(pct(fn_cpu, 50))} {g.format(pct(cold_cpu, 50))} {cpu_ratio:5.1f}× │ {verdict}")
+              f"{f.format(pct(cold, 50))} {f.format(pct(cold, 95))} {f.format(pct(cold_cpu, 95))} "
+              f"{ratio:4.1f}× │ {f.format(pct(warm, 50))} {f.format(pct(warm, 95))} │ {size:>9,} │ "
+              f"{g.format(pct(raw_cpu, 50))} {g.format(pct(fn_cpu, 50))} {g.format(pct(cold_cpu, 50))} "
+              f"{cpu_ratio:5.1f}× │ {verdict}")
         if not (fast and near):
             over = pct(cold, 95) - 50
             misses.append(f"{path}: cold p95 {pct(cold, 95):.1f} ms ("
                           + (f"{over:.1f} ms over 50 ms" if over > 0 else "within 50 ms")
                           + f"), {ratio:.1f}× bare SQL" + (f" ({ratio - 3:.1f}× over 3×)" if ratio > 3 else ""))
     print(f"\nms over {repeat} requests each. Cold: a writer commits before every request (excluded from the "
-          "time), so PRAGMA data_version moves and the cache misses; bare SQL and the query function are timed the same way "
-          "(a commit resets the reader's page cache); warm: unchanged store, cache hit. HTTP times "
-          "include aiohttp (server and client, one process), JSON encoding and a loopback socket; cpu = process CPU "
-          "time of the request (wall − cpu is time spent waiting for a CPU). ×SQL = cold p95 / bare-SQL p95 on the "
-          "same read-only connection. CPU ms p50: process CPU time of the bare SQL, the query function and the cold "
-          "HTTP request, and HTTP / SQL: with a load average above the CPU count, wall p95 measures the scheduler more "
-          f"than our code, and the CPU ratio is the figure to read. Cache after the run: {stats}.")
+          "time), so PRAGMA data_version moves and the cache misses; bare SQL and the query function are "
+          "timed the same way (a commit resets the reader's page cache); warm: unchanged store, cache hit. "
+          "HTTP times include aiohttp (server and client, one process), JSON encoding and a loopback "
+          "socket; cpu = process CPU time of the request (wall − cpu is time spent waiting for a CPU). ×SQL "
+          "= cold p95 / bare-SQL p95 on the same read-only connection. CPU ms p50: process CPU time of the "
+          "bare SQL, the query function and the cold HTTP request, and HTTP / SQL: with a load average "
+          "above the CPU count, wall p95 measures the scheduler more than our code, and the CPU ratio is "
+          f"the figure to read. Cache after the run: {stats}.")
     print("\nGoal met on every endpoint." if not misses else "\nMisses the goal by:\n  " + "\n  ".join(misses))
 
 
@@ -384,17 +394,19 @@ async def main() -> None:
         ro = connect_readonly(data_dir / "mutator.db")
         counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0] for t in ("attempts", "cells", "tests")}
         noop = ro.execute("select count(*) from attempts where genome_hash = parent_hash").fetchone()[0]
-        print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome == "
-              f"parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
-              + ", ".join(f"{k} {ro.execute('select count(*) from attempts where run_id = ?', [v]).fetchone()[0]}"
+        print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome "
+              f"== parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
+              + ", ".join(f"{k} "
+                          f"{ro.execute('select count(*) from attempts where run_id = ?', [v]).fetchone()[0]}"
                           for k, v in ids.items()) + f" attempts (built in {time.perf_counter() - t0:.1f} s)")
         load = os.getloadavg()
         print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
               f"(1 / 5 / 15 min)\n")
         run = ids["population"]
         rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
-        attempt = Q.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = ? and "
-                            "val_evaluation_id is not null order by sibling limit 1", [run, rounds // 2])
+        attempt = Q.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = "
+                            "? and val_evaluation_id is not "
+                            "null order by sibling limit 1", [run, rounds // 2])
         ev = attempt["val_evaluation_id"]
         cell = Q.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
         writer = connect(data_dir / "mutator.db").conn

@@ -17,8 +17,8 @@ SKIP = {"id", "started_at", "finished_at", "created_at", "updated_at", "heartbea
         "cell_dir", "pid", "workspace", "evaluation_id", "cell_id", "mutator_duration_ms", "applied_at"}
 ORDER = {"attempts": "run_id, round, sibling", "evaluations": "key",
          "cells": "(select key from evaluations e where e.id = evaluation_id), task_id, replicate",
-         "tests": "(select key from evaluations e where e.id = (select evaluation_id from cells c where c.id = cell_id)),"
-                  " (select task_id || '/' || replicate from cells c where c.id = cell_id), name"}
+         "tests": "(select key from evaluations e where e.id = (select evaluation_id from cells c where c.id "
+                  "= cell_id)), (select task_id || '/' || replicate from cells c where c.id = cell_id), name"}
 
 
 def rows(db: sqlite3.Connection, table: str, root: str) -> list[tuple]:
@@ -38,7 +38,8 @@ def main(argv: list[str]) -> int:
         right, _ = rows(b, table, str(b_dir))
         bad = [(x, y) for x, y in zip(left, right) if x != y] + [None] * abs(len(left) - len(right))
         differ += len(bad)
-        print(f"{table:<12} {len(left):>5} vs {len(right):>5} rows, {len(bad)} differ ({len(columns)} columns compared)")
+        print(f"{table:<12} {len(left):>5} vs {len(right):>5} rows, {len(bad)} differ ({len(columns)} "
+              "columns compared)")
         for pair in bad[:3]:
             if pair:
                 print("   ", {c: (x, y) for c, x, y in zip(columns, *pair) if x != y})

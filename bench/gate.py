@@ -167,8 +167,9 @@ def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str
     harmed by 2 SE, for 2 and 3 eval models."""
     design = float(stats.norm.sf(gate_z))
     mc = math.sqrt(design * (1 - design) / runs)
-    print(f"\nscore.modelGate each (Holm over models) · normal noise · family-wise false reject observed / design "
-          f"{design:.1%} (Monte-Carlo SE ≈ {mc:.1%}); 'harm 2SE' = P(reject) when one model is worse by 2 SE")
+    print("\nscore.modelGate each (Holm over models) · normal noise · family-wise false reject observed / "
+          f"design {design:.1%} (Monte-Carlo SE ≈ {mc:.1%}); 'harm 2SE' = P(reject) when one model is worse "
+          "by 2 SE")
     print(f"{'models':>6}{'n':>4}{'rnd':>5}  {'FWER':>14}  {'harm 2SE':>9}")
     for models in (2, 3):
         for n in (4, 8):
@@ -183,10 +184,10 @@ def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=400, help="simulated gates per cell of the table (default 400, "
-                   "Monte-Carlo SE 1.8%% at 16%%; 4000 gives 0.6%%)")
-    p.add_argument("--store", type=Path, help="a mutator.db whose stored gate and A/A deltas feed the 'real' family "
-                   "(default: run the demo dry run into a temporary dir)")
+    p.add_argument("--runs", type=int, default=400, help="simulated gates per cell of the table (default "
+                   "400, Monte-Carlo SE 1.8%% at 16%%; 4000 gives 0.6%%)")
+    p.add_argument("--store", type=Path, help="a mutator.db whose stored gate and A/A deltas feed the 'real' "
+                   "family (default: run the demo dry run into a temporary dir)")
     p.add_argument("--no-real", action="store_true", help="skip the 'real' family (no demo run)")
     p.add_argument("--families", default="normal,t3,real", help="which noise families to run, comma-separated "
                    "(default normal,t3,real)")
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--method", choices=("signflip", "t"), default=None,
                    help="the gate's critical value (default: config.json score.gateMethod)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--models", action="store_true", help="only the score.modelGate 'each' table (2 and 3 models)")
+    p.add_argument("--models", action="store_true", help="only the score.modelGate 'each' table (2 and 3 "
+                                                         "models)")
     args = p.parse_args(argv)
     from mutator.config import load_settings
     settings = load_settings(config_file=ROOT / "config.json")
@@ -215,16 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     design0 = float(stats.norm.sf(gate_z))
     mc = math.sqrt(design0 * (1 - design0) / args.runs)
-    print(f"Gate calibration · method {method} · gate_z {gate_z} · min_improvement 0 · {args.runs} simulated gates per cell "
-          f"(Monte-Carlo SE ≈ {mc:.1%} at {design0:.1%})", flush=True)
+    print(f"Gate calibration · method {method} · gate_z {gate_z} · min_improvement 0 · {args.runs} simulated "
+          f"gates per cell (Monte-Carlo SE ≈ {mc:.1%} at {design0:.1%})", flush=True)
     if bank is not None:
         values, counts = np.unique(np.round(np.abs(bank), 9), return_counts=True)
         print(f"real family: {bank.size} per-task deltas from {source}; {values.size} distinct |values|, "
               f"{counts.max() / bank.size:.0%} of them at the commonest")
-    print("Each cell: observed / design. Effects k are true Δ in SE units (σ/√n): k<0 FALSE-KEEP (a worse change "
-          "kept), k≥0 FALSE-REJECT (a change that is not worse rejected). 'beat' = share of null changes (k=0) "
-          "whose Δ clears +t·SE. '!' marks k=0 off design by more than 3 Monte-Carlo SE. "
-          f"'k=0 {other}' is the same null through the {other} gate; 'k=0 before' the gate before the small-n "
+    print("Each cell: observed / design. Effects k are true Δ in SE units (σ/√n): k<0 FALSE-KEEP (a worse "
+          "change kept), k≥0 FALSE-REJECT (a change that is not worse rejected). 'beat' = share of null "
+          "changes (k=0) whose Δ clears +t·SE. '!' marks k=0 off design by more than 3 Monte-Carlo SE. 'k=0 "
+          f"{other}' is the same null through the {other} gate; 'k=0 before' the gate before the small-n "
           "correction (1.4826·MAD, squares pooled, Student t), normal noise only.")
     head = (f"{'family':<7}{'n':>3} {'rnd':>4} {'df':>4} {'t':>6}  "
             + "  ".join(f"{f'k={k:+g}':^15}" for k in EFFECTS) + f"  {'beat +t·SE':^15}  {f'k=0 {other}':>12}"
@@ -249,15 +251,17 @@ def main(argv: list[str] | None = None) -> int:
                 before = f"{uncorrected_reject(n, rounds, gate_z, args.runs, rng):10.1%}" if family.name == "normal" \
                     else f"{'':>10}"
                 print(f"{family.name:<7}{n:>3} {rounds:>4} {df:>4} {gate_t(gate_z, df):6.3f}  " + " ".join(cells)
-                      + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  {before}",
+                      + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  "
+                        f"{before}",
                       flush=True)
     print(f"\nk=0 design false-reject 1 − Φ(gate_z) = {design0:.1%} at every df.")
-    print("The scale is C_n·MAD (Park, Kim & Wang 2020 factors; mutator/scoring/mad.py), unbiased for σ under normal noise, "
-          "pooled as a df-weighted mean. The Student-t critical value is exact for normal deltas only: under t3 the "
-          "MAD measures the centre of a heavy-tailed distribution, not its SD, and on real deltas ties make the MAD 0 "
-          "often. The sign-flip critical value (mutator/scoring/signflip.py) is exact for any symmetric noise: it takes t "
-          "from the candidate's own deltas with their signs flipped, and decides a Δ exactly on the threshold by a "
-          "stored coin. The k=±1 design columns are the normal-theory (noncentral t) figures, for reference.")
+    print("The scale is C_n·MAD (Park, Kim & Wang 2020 factors; mutator/scoring/mad.py), unbiased for σ "
+          "under normal noise, pooled as a df-weighted mean. The Student-t critical value is exact for "
+          "normal deltas only: under t3 the MAD measures the centre of a heavy-tailed distribution, not its "
+          "SD, and on real deltas ties make the MAD 0 often. The sign-flip critical value "
+          "(mutator/scoring/signflip.py) is exact for any symmetric noise: it takes t from the candidate's "
+          "own deltas with their signs flipped, and decides a Δ exactly on the threshold by a stored coin. "
+          "The k=±1 design columns are the normal-theory (noncentral t) figures, for reference.")
     models_table(gate_z, args.runs, rng, method)
     print(f"{off} k=0 cells off design beyond 3 Monte-Carlo SE. [{time.perf_counter() - started:.1f} s]")
     return 0

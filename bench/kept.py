@@ -72,14 +72,15 @@ def main(argv: list[str] | None = None) -> None:
             finals[line.label].append((sum(op in COST_ONLY for op, _ in probe.incumbent), best - outcome.curve[-1][1],
                                        outcome.test_true))
     print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · {args.seeds} seeds from "
-          f"{args.seed_offset}, budget {args.budget}, {args.replicates} replicates; tieRule {rules.tie_rule} for "
-          "'greedy'. Σ true test Δ is summed over the seeds (÷ seeds = its share of a line's mean).\n")
+          f"{args.seed_offset}, budget {args.budget}, {args.replicates} replicates; tieRule {rules.tie_rule} "
+          "for 'greedy'. Σ true test Δ is summed over the seeds (÷ seeds = its share of a line's mean).\n")
     for line in lines:
         rows = [r for r in log if r[0] == line.label]
         cost_only, drift, test = zip(*finals[line.label], strict=True)
         print(f"{line.label}: {len(rows)} gated candidates, {sum(r[2] for r in rows)} kept; final test "
-              f"{statistics.mean(test):.4f}; the final incumbent holds {statistics.mean(cost_only):.2f} cost-only "
-              f"rules and sits {statistics.mean(drift):.4f} (true val) below the best incumbent of its own path")
+              f"{statistics.mean(test):.4f}; the final incumbent holds {statistics.mean(cost_only):.2f} "
+              f"cost-only rules and sits {statistics.mean(drift):.4f} (true val) below the best incumbent of "
+              "its own path")
         groups = defaultdict(list)
         for _, what, keep, band, true in rows:
             groups[("kept" if keep else "rejected", what, band if keep else "")].append(true)

@@ -210,15 +210,17 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
     finally:
         ray.shutdown()
     median = {side: statistics.median(values) for side, values in rates.items()}
-    print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, median of {args.repeats} "
-          f"interleaved repeats, this machine ({os.cpu_count()} CPUs)")
+    print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, median of "
+          f"{args.repeats} interleaved repeats, this machine ({os.cpu_count()} CPUs)")
     for side, values in rates.items():
         label = "--executor local" if side == "local" else "--executor ray (private)"
         print(f"  {label:<26} {median[side]:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in values))
     alone = statistics.median(bare)
     print(f"  local, Ray not started     {alone:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in bare))
-    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local with Ray's daemons up)")
-    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what choosing Ray costs on this machine)")
+    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local with Ray's daemons "
+          "up)")
+    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what choosing Ray costs on this "
+          "machine)")
 
 
 def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
@@ -228,8 +230,9 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
 
     from eval.executors.ray import RayExecutor
     cells = len(suite.tasks) * args.replicates
-    print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} cells, "
-          f"{args.node_cpus} CPU(s) per node, concurrency = nodes x node CPUs, median of {args.repeats}")
+    print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} "
+          f"cells, {args.node_cpus} CPU(s) per node, concurrency = nodes x node CPUs, median of "
+          f"{args.repeats}")
     print(f"  {'nodes':>5} {'concurrency':>11} {'cells/s':>8}  {'cells per node (all runs)':<24} runs")
     for nodes in args.nodes:
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
@@ -270,14 +273,15 @@ def per_round(rounds: int) -> None:
     records = bench_rounds.measure(ROOT, argparse.Namespace(rounds=rounds, replicates=1))
     found = bench_rounds.summary(records)
     late = f"{max(rounds - 5, 1)}-{rounds}"
-    print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 -> "
-          f"{late}")
+    print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 "
+          f"-> {late}")
     for key, unit, scale in (("staging", "ms staging + tamper CPU (self + children)", 1000),
                              ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)", 1 / 1024),
                              ("self", "ms harness CPU in cell-free rounds", 1000)):
         a, b = (value * scale for value in found[key])
         print(f"  {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
-    print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, every round)")
+    print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, "
+          "every round)")
 
 
 def paired(rates: dict[str, list[float]], side: str) -> str:
@@ -317,8 +321,9 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     median = {side: statistics.median(values) for side, values in rates.items()}
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
           f"median of {args.repeats} interleaved repeats")
-    print(f"  scratch {tempfile.gettempdir()}: {probe[0]:.3f} ms CPU per file created before, {probe[1]:.3f} ms after "
-          f"(the harness creates ~4x the files of raw spawning per cell; set TMPDIR to move the scratch)")
+    print(f"  scratch {tempfile.gettempdir()}: {probe[0]:.3f} ms CPU per file created before, {probe[1]:.3f} "
+          "ms after (the harness creates ~4x the files of raw spawning per cell; set TMPDIR to move the "
+          "scratch)")
     for side in sides:
         label = "raw spawn (no harness)" if side == "raw" else f"harness, --sandbox {side}"
         print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
@@ -328,8 +333,9 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     print("  parent CPU per cell (the spawning process's own work; a busy machine blurs it far less than "
           "cells/s): " + ", ".join(f"{side} {own[side]:.2f} ms" for side in sides))
     every = {side: statistics.median(values) * 1000 for side, values in total.items()}
-    print("  all CPU per cell (the spawning process and every process it reaped: agents, graders, the sandbox; "
-          "what bounds cells/s on a machine the cells keep busy): " + ", ".join(f"{side} {every[side]:.1f} ms"
+    print("  all CPU per cell (the spawning process and every process it reaped: agents, graders, the "
+          "sandbox; what bounds cells/s on a "
+          "machine the cells keep busy): " + ", ".join(f"{side} {every[side]:.1f} ms"
                                                                             for side in sides)
           + " -> raw/harness " + ", ".join(f"{side} {every['raw'] / every[side]:.3f}" for side in sides[1:])
           + (" (bwrap's sandboxed processes are reaped inside its pid namespace: their CPU is not counted)"
@@ -339,8 +345,8 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
         print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
               f"(bwrap costs {100 * (1 - median['bwrap'] / median['none']):.1f}% of cell throughput)")
         bare, boxed = launch_ms("none"), launch_ms("bwrap")
-        print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
-              f"per agent process (median of 30, serial)")
+        print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} "
+              "ms per agent process (median of 30, serial)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
     p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
     p.add_argument("--rounds", type=int, default=60,
-                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips it)")
+                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips "
+                        "it)")
     args = p.parse_args(argv)
     suite = load_suite(ROOT / "suites" / args.suite)
     if args.agent_startup:
@@ -381,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.caching_model:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             found = caching(suite, args.caching_model, Path(scratch))
-        print(f"real backend (SDK agent, {args.caching_model}, local Messages-API server billing like the API), "
-              f"per cell over {found[True]['cells']} cells:")
+        print(f"real backend (SDK agent, {args.caching_model}, local Messages-API server billing like the "
+              f"API), per cell over {found[True]['cells']} cells:")
         for cache in (False, True):
             f = found[cache]
             billed = f["input"] + f["write"] + f["read"]

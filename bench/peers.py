@@ -261,8 +261,8 @@ def print_significance(rows: dict[str, list[Outcome]], seeds: int, ours: list[st
     for name, metric in (("final TRUE test composite", lambda o: o.test_true),
                          ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = versus(rows, peers, ours, metric)
-        print(f"\nGEPA lines on {name}: mean paired difference, Wilcoxon signed-rank p over {seeds} seeds, Holm p "
-              f"over these {len(found)} pairs:")
+        print(f"\nGEPA lines on {name}: mean paired difference, Wilcoxon signed-rank p over {seeds} seeds, "
+              f"Holm p over these {len(found)} pairs:")
         for peer, line, diff, p, q in found:
             better, worse = (peer, line) if diff > 0 else (line, peer)
             verdict = f"significant: {better} > {worse}" if q < 0.05 else "not significant"
@@ -282,18 +282,20 @@ def one_seed(seed: int, ours: tuple, budget: int, replicates: int) -> tuple[floa
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=32, help="landscapes (paired across lines)")
-    ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val + "
-                    "train; every line stops before an evaluation would pass it")
+    ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val "
+                    "+ train; every line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
-    ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: every line "
-                    "of bench/strategies.py)")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
+    ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: "
+                    "every line of bench/strategies.py)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same "
+                                                        "table)")
     args = ap.parse_args(argv)
     ours = tuple(line for line in LINES if not args.lines or line.label in args.lines.split(","))
     unknown = set(args.lines.split(",")) - {line.label for line in LINES} if args.lines else set()
     if unknown:
-        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in LINES)}")
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "
+                 f"{', '.join(x.label for x in LINES)}")
     suites = Landscape(random.Random(0)).suites
     seed_cells = args.replicates * (len(suites["val"]) + len(suites["train"]))  # our lines' first evaluations
     if args.budget < seed_cells:
@@ -312,12 +314,13 @@ def main(argv: list[str] | None = None) -> None:
         for label, outcome in outcomes.items():
             rows[label].append(outcome)
     land = Landscape(random.Random(args.seed_offset))
-    print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} seeds "
-          f"(from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + train), "
-          f"{args.replicates} replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}.")
-    print("gepa = GEPA default (minibatch 3, instance Pareto frontier); gepa-merge = the same with use_merge (5 merges "
-          "at most); both propose with our simulated mutator. The other lines are bench/strategies.py's; "
-          f"{bench.DEFAULT} is config.json's default.")
+    print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} "
+          f"seeds (from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + "
+          f"train), {args.replicates} replicates, val {len(land.suites['val'])} tasks, train "
+          f"{len(land.suites['train'])}.")
+    print("gepa = GEPA default (minibatch 3, instance Pareto frontier); gepa-merge = the same with "
+          "use_merge (5 merges at most); both propose with our simulated mutator. The other lines are "
+          f"bench/strategies.py's; {bench.DEFAULT} is config.json's default.")
     print("'to 90%': rollouts until the TRUE val composite of the line's current best closes 90% of the "
           "seed→optimum gap; the median counts the seeds that never got there as censored at '> budget'.\n")
     bench.print_table(rows, targets, args.budget)
@@ -331,8 +334,9 @@ def main(argv: list[str] | None = None) -> None:
     for label, peer_runs in runs.items():
         print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "
               f"{statistics.mean(r.candidates for r in peer_runs):.1f} candidates kept (seed included), "
-              f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call count "
-              f"equals ours in {sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
+              f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call "
+              "count equals ours in "
+              f"{sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
     if 2 / 2 ** args.seeds >= 0.05 / (len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)):
         print(f"Note: with {args.seeds} seeds no pair can be significant (the smallest Wilcoxon p is "
               f"{2 / 2 ** args.seeds:.2g}); run --seeds 32.")

@@ -173,12 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=60)
     p.add_argument("--replicates", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--sandbox", default="auto", help="the runs' --sandbox (default auto: bwrap where it works, "
-                   "whose mutator sees the run's shared history bound in; none: every earlier file linked in)")
+    p.add_argument("--sandbox", default="auto", help="the runs' --sandbox (default auto: bwrap where it "
+                   "works, whose mutator sees the run's shared history bound in; none: every earlier file "
+                   "linked in)")
     p.add_argument("--before", type=Path, help="a checkout of other code, measured side by side")
-    p.add_argument("--count", action="store_true", help="count the harness's Python calls and SQLite steps per "
-                   "round instead of timing it: the same count on a busy machine as on an idle one (the run is "
-                   "about 2x slower, so the CPU figures are not printed)")
+    p.add_argument("--count", action="store_true", help="count the harness's Python calls and SQLite steps "
+                   "per round instead of timing it: the same count on a busy machine as on an idle one (the "
+                   "run is about 2x slower, so the CPU figures are not printed)")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
@@ -194,17 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         for side, code in sides.items():
             found[side].append(summary(measure(code, args)))
     print(f"dry greedy run, {args.rounds} rounds, {args.replicates} replicate(s), --sandbox {args.sandbox}, "
-          f"{args.repeats} repeats "
-          f"({time.time() - started:.0f} s, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs); per round, "
-          f"early -> late, median over repeats of the per-round means")
+          f"{args.repeats} repeats ({time.time() - started:.0f} s, load {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs); per round, early -> late, median over repeats of the per-round means")
     for side, runs in found.items():
         early, late = runs[0]["rounds"]
         print(f"  {side}:")
         if args.count:
             for key, unit in (("calls", "Python calls"), ("steps", "SQLite VM steps")):
                 a, b = (statistics.median(r[key][i] for r in runs) for i in (0, 1))
-                print(f"    {a:9.0f} -> {b:9.0f}  x{b / a if a else float('nan'):.4f}  {unit} of the harness per cell-free "
-                      f"round, the median of the first {runs[0]['bucket']} -> of the last {runs[0]['bucket']}")
+                print(f"    {a:9.0f} -> {b:9.0f}  x{b / a if a else float('nan'):.4f}  {unit} of the harness "
+                      f"per cell-free round, the median of the first {runs[0]['bucket']} -> of the last "
+                      f"{runs[0]['bucket']}")
             continue
         for key, unit, scale in (("staging", "ms staging + tamper CPU, rounds 1-5 -> last 6", 1000),
                                  ("added", "KB added to disk, rounds 2-5 -> last 6", 1 / 1024),
@@ -214,16 +215,17 @@ def main(argv: list[str] | None = None) -> int:
             b = statistics.median(r[key][1] for r in runs) * scale
             print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
         slope = statistics.median(r["slope"] for r in runs) * 1000
-        print(f"    {slope:+9.3f} ms per round: staging + tamper CPU's growth (least squares over every round)")
+        print(f"    {slope:+9.3f} ms per round: staging + tamper CPU's growth (least squares over every "
+              "round)")
         a, b = (statistics.median(r["own_fit"][i] for r in runs) * 1000 for i in (0, 1))
-        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free rounds, "
-              f"least-squares line at round 1 -> the last")
+        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free "
+              "rounds, least-squares line at round 1 -> the last")
         a, b = (statistics.median(r["medians"][i] for r in runs) * 1000 for i in (0, 1))
-        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free rounds, the "
-              f"median of the first {runs[0]['bucket']} -> of the last {runs[0]['bucket']}")
+        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free "
+              f"rounds, the median of the first {runs[0]['bucket']} -> of the last {runs[0]['bucket']}")
         a, b = (statistics.median(r["robust_fit"][i] for r in runs) * 1000 for i in (0, 1))
-        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free rounds, "
-              f"Theil-Sen line (the median slope: load spikes do not tilt it) at round 1 -> the last")
+        print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free "
+              "rounds, Theil-Sen line (the median slope: load spikes do not tilt it) at round 1 -> the last")
     return 0
 
 

@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=400, help="simulated decisions per row (default 400)")
     p.add_argument("--tasks", default="4,6,8,16", help="task counts (default 4,6,8,16)")
     p.add_argument("--replicates", default="2,4", help="replicate counts = waves (default 2,4)")
-    p.add_argument("--rounds", type=int, default=5, help="the decision's round: rounds − 1 comparisons pooled (5)")
+    p.add_argument("--rounds", type=int, default=5, help="the decision's round: rounds − 1 comparisons "
+                                                         "pooled (5)")
     p.add_argument("--store", type=Path, help="a mutator.db for the 'real' family (default: a demo dry run)")
     p.add_argument("--no-real", action="store_true", help="skip the 'real' family")
     p.add_argument("--seed", type=int, default=11)
@@ -110,11 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     design0 = float(stats.norm.sf(s.gate_z))
     mc = math.sqrt(design0 * (1 - design0) / args.runs)
-    print(f"Sequential val · method {s.gate_method} · gateZ {s.gate_z:g} · earlyZ {s.sequential_early_z:g} · round "
-          f"{args.rounds} · {args.runs} decisions per row (Monte-Carlo SE ≈ {mc:.1%} at the design {design0:.1%})")
-    print("Each pair: P(reject) sequential / fixed-n; cells = the candidate's val cells per decision, sequential / "
-          "fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false reject, design "
-          f"{design0:.1%}), k>0 a better one. '!' marks a sequential k=0 rate off the design by more than 3 MC SE.")
+    print(f"Sequential val · method {s.gate_method} · gateZ {s.gate_z:g} · earlyZ {s.sequential_early_z:g} · "
+          f"round {args.rounds} · {args.runs} decisions per row (Monte-Carlo SE ≈ {mc:.1%} at the design "
+          f"{design0:.1%})")
+    print("Each pair: P(reject) sequential / fixed-n; cells = the candidate's val cells per decision, "
+          "sequential / fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false "
+          f"reject, design {design0:.1%}), k>0 a better one. '!' marks a sequential k=0 rate off the design "
+          "by more than 3 MC SE.")
     head = f"{'family':<7}{'n':>3}{'R':>3} {'last z':>7}  " + "".join(f"{f'k={k:+g} reject':^19}" for k in EFFECTS) \
         + "  " + " ".join(f"{f'cells k={k:+g}':^13}" for k in EFFECTS)
     print(head)
@@ -130,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                 rates = "  ".join(f"{got[('seq', k)][0]:6.1%} /{got[('fixed', k)][0]:6.1%}"
                                   + (flag if k == 0 else " ") + "  " for k in EFFECTS)
                 cells = " ".join(f"{got[('seq', k)][1]:5.1f} /{got[('fixed', k)][1]:5.1f} " for k in EFFECTS)
-                print(f"{family.name:<7}{n:>3}{reps:>3} {Design(reps, s.gate_z, s.sequential_early_z).z(reps):7.3f}  "
+                print(f"{family.name:<7}{n:>3}{reps:>3} "
+                      f"{Design(reps, s.gate_z, s.sequential_early_z).z(reps):7.3f}  "
                       f"{rates}{cells}", flush=True)
-    print(f"\n{off} sequential k=0 rows off the design beyond 3 Monte-Carlo SE. [{time.perf_counter() - started:.1f} s]")
+    print(f"\n{off} sequential k=0 rows off the design beyond 3 Monte-Carlo SE. "
+          f"[{time.perf_counter() - started:.1f} s]")
     return 0
 
 

@@ -125,11 +125,11 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
 
 def print_startup(found: dict[str, dict]) -> None:
     bare, load = found["bare"], os.getloadavg()[0]
-    print(f"SDK agent start-up, CPU s from spawn to its first request (median of {found['warm']['cells']} cells run "
-          f"one at a time, load {load:.1f}; agent process + the harness thread that spawned it):")
+    print(f"SDK agent start-up, CPU s from spawn to its first request (median of {found['warm']['cells']} "
+          f"cells run one at a time, load {load:.1f}; agent process + the harness thread that spawned it):")
     for side, label in (("process", "whole agent process (before)"), ("warm", "warm loop + tool server")):
         f = found[side]
-        print(f"  {label:<29} {f['total']:.3f} s  (agent process {f['agent']:.3f}, harness {f['harness']:.3f}; "
-              f"first cell {f['first']:.3f})")
-    print(f"  bare `python -c pass` {bare['pass']:.3f} s, `import anthropic` {bare['import']:.3f} s (the warm path "
-          f"pays it once per process that runs cells: its first cell)")
+        print(f"  {label:<29} {f['total']:.3f} s  (agent process {f['agent']:.3f}, harness "
+              f"{f['harness']:.3f}; first cell {f['first']:.3f})")
+    print(f"  bare `python -c pass` {bare['pass']:.3f} s, `import anthropic` {bare['import']:.3f} s (the "
+          "warm path pays it once per process that runs cells: its first cell)")

@@ -142,33 +142,38 @@ def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int,
 
 def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Rules) -> None:
     land = res.lands[-1]
-    print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an equal "
-          f"budget of {args.budget} rollouts per line (val + train cells), {args.replicates} replicates, val "
-          f"{len(land.suites['val'])} tasks, train {len(land.suites['train'])}, test {len(land.suites['test'])}.")
+    print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an "
+          f"equal budget of {args.budget} rollouts per line (val + train cells), {args.replicates} "
+          f"replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}, test "
+          f"{len(land.suites['test'])}.")
     print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · these seeds' draws "
           f"{draws_hash(res.lands)} (sha256 of their definitions; a different hash is a different bench).")
     evidence = min(rules.evidence_replicates or args.replicates, args.replicates)
-    print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, {rules.method}, "
-          f"tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) (evidenceReplicates "
-          f"{rules.evidence_replicates}); sequential val {'on' if rules.sequential else 'off'} (earlyZ "
-          f"{rules.early_z:g}); screen.tasks {rules.screen_tasks} (the screen lines: {args.screen_tasks} train tasks "
-          f"× {rules.screen_replicates} replicate, z {rules.screen_z:g}).")
-    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in res.optima):.4f} → optimum "
-          f"{statistics.mean(o[1] for o in res.optima):.4f}; seed test {statistics.mean(o[2] for o in res.optima):.4f}"
-          f" → optimum {statistics.mean(o[3] for o in res.optima):.4f}.")
-    print(f"Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val in "
-          f"waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. {DEFAULT} is "
-          f"config.json's default. STRATEGY-nogate = keep iff Δ > 0; STRATEGY-raw = keep iff Δ ≥ "
-          f"{args.raw_threshold:g} (gateZ 0): no gate, no screen, no waves; best-of-N = independent mutants of the seed, best measured val.")
-    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
-          "median counts the seeds that never got there as censored at '> budget'.\n")
+    print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, "
+          f"{rules.method}, tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) "
+          f"(evidenceReplicates {rules.evidence_replicates}); sequential val "
+          f"{'on' if rules.sequential else 'off'} (earlyZ {rules.early_z:g}); screen.tasks "
+          f"{rules.screen_tasks} (the screen lines: {args.screen_tasks} train tasks × "
+          f"{rules.screen_replicates} replicate, z {rules.screen_z:g}).")
+    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in res.optima):.4f} → "
+          f"optimum {statistics.mean(o[1] for o in res.optima):.4f}; seed test "
+          f"{statistics.mean(o[2] for o in res.optima):.4f} → optimum "
+          f"{statistics.mean(o[3] for o in res.optima):.4f}.")
+    print("Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val "
+          "in waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. "
+          f"{DEFAULT} is config.json's default. STRATEGY-nogate = keep iff Δ > 0; STRATEGY-raw = keep iff Δ "
+          f"≥ {args.raw_threshold:g} (gateZ 0): no gate, no screen, no waves; best-of-N = independent "
+          "mutants of the seed, best measured val.")
+    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; "
+          "the median counts the seeds that never got there as censored at '> budget'.\n")
 
 
 def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: int) -> None:
     """The main table: each line's rollouts to 90% of the optimum and its final scores at the budget."""
     width = max(15, *(len(label) for label in rows))
-    header = (f"| {'line':<{width}} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
-              f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
+    header = (f"| {'line':<{width}} | {'reached 90%':>11} | {'median to 90%':>13} | "
+              f"{'final val (measured)':>20} | {'final val (true)':>17} | {'final test (true)':>17} | "
+              f"{'rollouts':>8} | {'cost USD':>8} |")
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for label, outcomes in rows.items():
@@ -176,16 +181,18 @@ def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: in
         reached = sum(h is not None for h in hits)
         print(f"| {label:<{width}} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, budget):>13} | "
               f"{mean_se([o.val_measured for o in outcomes]):>20} | "
-              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
-              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
+              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | "
+              f"{mean_se([o.test_true for o in outcomes]):>17} | "
+              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | "
+              f"{statistics.mean(o.usd for o in outcomes):>8.2f} |")
 
 
 def print_cells(rows: dict[str, list[Outcome]]) -> None:
     """Where each line's rollouts went, per decision, and the screen's measured false-kill rate."""
     width = max(15, *(len(label) for label in rows))
-    header = (f"| {'line':<{width}} | {'mutator calls':>13} | {'decisions':>9} | {'cells/decision':>14} | {'val+screen/decision':>19} | "
-              f"{'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | {'train':>6} | {'screened out':>12} | "
-              f"{'false kills':>17} |")
+    header = (f"| {'line':<{width}} | {'mutator calls':>13} | {'decisions':>9} | {'cells/decision':>14} | "
+              f"{'val+screen/decision':>19} | {'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | "
+              f"{'train':>6} | {'screened out':>12} | {'false kills':>17} |")
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for label, outcomes in rows.items():
@@ -197,9 +204,10 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
         kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
         false = rate([killed for killed, better in screens if better])
         per = [f"{cells / decisions:.1f}" if decisions else "—" for cells in (deciding + spent["train"], deciding)]
-        print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} | {per[0]:>14} | {per[1]:>19} | "
-              f"{spent['seed']:>5.0f} | {spent['screen']:>6.1f} | {spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
-              f"{spent['train']:>6.1f} | {kills:>12} | {false:>17} |")
+        print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} "
+              f"| {per[0]:>14} | {per[1]:>19} | {spent['seed']:>5.0f} | {spent['screen']:>6.1f} | "
+              f"{spent['val']:>6.1f} | {spent['remaining']:>9.1f} | {spent['train']:>6.1f} | {kills:>12} | "
+              f"{false:>17} |")
 
 
 def rate(kills: list[bool]) -> str:
@@ -211,12 +219,14 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     floor = 2 / 2 ** n_seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
     if floor >= 0.05 / max(pairs, 1):
         print(f"Note: with {n_seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
-              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / max(pairs, 1):.2g}; run --seeds 32.")
+              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / max(pairs, 1):.2g}; run "
+              "--seeds 32.")
     test = lambda o: o.test_true  # noqa: E731
     others = [label for label in GATELESS if label in rows]
     if DEFAULT in rows and others:
-        print(f"The default ({DEFAULT}) against the gate-less lines on the final TRUE test composite (paired over "
-              f"{n_seeds} seeds, Holm over these {len(others)}): " + "; ".join(against(rows, test, DEFAULT, others))
+        print(f"The default ({DEFAULT}) against the gate-less lines on the final TRUE test composite (paired "
+              f"over {n_seeds} seeds, Holm "
+              f"over these {len(others)}): " + "; ".join(against(rows, test, DEFAULT, others))
               + ".")
     if DEFAULT in rows and "greedy-keepties" in rows:
         print("The default against the gate keeping every tie: " + against(rows, test, DEFAULT, ["greedy-keepties"])[0]
@@ -225,8 +235,8 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
                 if f"{name}:{v}" in rows and f"{name}:fixed" in rows]
     if variants:
         ps = [wilcoxon_p([test(o) for o in rows[a]], [test(o) for o in rows[b]]) for a, b in variants]
-        print(f"Each variant against its strategy's fixed line on the final TRUE test composite (Wilcoxon, paired over "
-              f"{n_seeds} seeds, Holm over these {len(variants)}):")
+        print("Each variant against its strategy's fixed line on the final TRUE test composite (Wilcoxon, "
+              f"paired over {n_seeds} seeds, Holm over these {len(variants)}):")
         for (a, b), p, q in zip(variants, ps, holm(ps), strict=True):
             diff = statistics.mean(test(o) for o in rows[a]) - statistics.mean(test(o) for o in rows[b])
             print(f"  {a:<22} − {b:<18} {diff:+.4f}  p {p:<8.2g} Holm {q:<8.2g} "
@@ -262,14 +272,15 @@ def print_choice(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     if not table or not next(iter(table.values())):
         return
     others = [other for other, *_ in next(iter(table.values()))]
-    print(f"\nEach gated line against every gate-less line on the final TRUE test composite: mean difference (Holm p over "
-          f"the line's {len(others)} comparisons; Wilcoxon paired over {n_seeds} seeds):")
+    print("\nEach gated line against every gate-less line on the final TRUE test composite: mean difference "
+          f"(Holm p over the line's {len(others)} comparisons; Wilcoxon paired over {n_seeds} seeds):")
     print("| line | mean | " + " | ".join(others) + " |")
     print("|---|---|" + "---|" * len(others))
     for line, cells in table.items():
         mean = statistics.mean(o.test_true for o in rows[line])
         print(f"| {line} | {mean:.4f} | " + " | ".join(f"{d:+.4f} ({q:.2g})" for _, d, q in cells) + " |")
-    print("The choice rule (the highest mean among the gated lines that beat every gate-less line, Holm p < 0.05): "
+    print("The choice rule (the highest mean among the gated lines that beat every gate-less line, Holm p < "
+          "0.05): "
           + (f"{chosen}." if chosen else "no gated line beats every gate-less line."))
 
 
@@ -279,20 +290,22 @@ def main(argv: list[str] | None = None) -> None:
                     "comparison (default 8 to stay quick)")
     ap.add_argument("--seed-offset", type=int, default=0, help="the first seed (default 0); e.g. 1000 for seeds "
                     "no tuning has seen")
-    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every line "
-                    "stops before an evaluation would pass it")
+    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every "
+                    "line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--raw-threshold", type=float, default=RAW_THRESHOLD,
                     help=f"the greedy-raw line keeps iff Δ ≥ this (gateZ 0; default {RAW_THRESHOLD})")
     ap.add_argument("--tie-rule", choices=("keep", "noAddedCost"), help="the gate's tie rule for the gated lines "
                     "(default: score.tieRule in config.json)")
-    ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train evaluation, "
-                    "0 = --replicates (default: evidenceReplicates in config.json)")
-    ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: screen.tasks "
-                    f"in config.json, or {SCREEN_TASKS} when it is 0)")
-    ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties and "
-                    "greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision right)")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
+    ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train "
+                    "evaluation, 0 = --replicates (default: evidenceReplicates in config.json)")
+    ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: "
+                    f"screen.tasks in config.json, or {SCREEN_TASKS} when it is 0)")
+    ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties "
+                    "and greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision "
+                    "right)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same "
+                                                        "table)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
@@ -303,17 +316,18 @@ def main(argv: list[str] | None = None) -> None:
     wanted = set(args.lines.split(",")) if args.lines else {line.label for line in make_lines(args.screen_tasks)}
     unknown = wanted - {line.label for line in every}
     if unknown:
-        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in every)}")
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "
+                 f"{', '.join(x.label for x in every)}")
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     res = run_all(seeds, tuple(line for line in every if line.label in wanted), args.budget, args.replicates,
                   args.raw_threshold, rules, args.jobs)
     print_header(args, seeds, res, rules)
     print_table(res.rows, res.targets, args.budget)
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
-    print("Cells per decision (means per seed): a decision is a verdict of the gate or the screen (KEEP, REJECT, "
-          "SCREENED); cells/decision counts every cell but the seed's; 'remaining' = a kept incumbent's val waves not "
-          "yet run; false kills = the truly better candidates the screen saw (TRUE val composite above the "
-          "incumbent's) that it screened out.")
+    print("Cells per decision (means per seed): a decision is a verdict of the gate or the screen (KEEP, "
+          "REJECT, SCREENED); cells/decision counts every cell but the seed's; 'remaining' = a kept "
+          "incumbent's val waves not yet run; false kills = the truly better candidates the screen saw (TRUE "
+          "val composite above the incumbent's) that it screened out.")
     print_cells(res.rows)
     print()
     print_tests(res.rows, args.seeds)

@@ -28,17 +28,19 @@ def find_skills(root: Path, evolved_name: str) -> tuple[Path, ...]:
                                f"(each with a SKILL.md)")
     skills = tuple(sorted(p for p in root.iterdir() if p.is_dir() and (p / "SKILL.md").is_file()))
     if not skills:
-        raise OtherSkillsError(f"--with-skills {root}: holds no skill (no <name>/SKILL.md under it); pass the folder "
-                               f"that holds the skill folders, e.g. ~/.claude/skills")
+        raise OtherSkillsError(f"--with-skills {root}: holds no skill (no <name>/SKILL.md under it); pass "
+                               "the folder that holds the skill folders, e.g. ~/.claude/skills")
     for skill in skills:
         try:
             name = read_properties(skill).name
         except Exception as err:   # skills-ref raises its own parse/validation errors
-            raise OtherSkillsError(f"--with-skills {root}: {skill / 'SKILL.md'} cannot be read as a skill: {err}") \
+            raise OtherSkillsError(f"--with-skills {root}: {skill / 'SKILL.md'} cannot be read as a skill: "
+                                   f"{err}") \
                 from None
         if evolved_name in (skill.name, name):
-            raise OtherSkillsError(f"--with-skills {root}: {skill.name} has the evolved skill's name {evolved_name!r}; "
-                                   f"remove it from {root} (the evolved skill is installed by the harness)")
+            raise OtherSkillsError(f"--with-skills {root}: {skill.name} has the evolved skill's name "
+                                   f"{evolved_name!r}; remove it from {root} (the evolved skill is installed "
+                                   "by the harness)")
     return skills
 
 

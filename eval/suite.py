@@ -143,8 +143,8 @@ def _task(raw: str, number: int, where: Path) -> Task:
         raise SuiteError(f"{where}:{number}: 'expectations' must be a list of non-empty sentences")
     trigger = obj.get("trigger", True)
     if not isinstance(trigger, bool):
-        raise SuiteError(f"{where}:{number}: 'trigger' must be true (the skill should be used, the default) or "
-                         f"false (a near-miss request: it should not), got {trigger!r}")
+        raise SuiteError(f"{where}:{number}: 'trigger' must be true (the skill should be used, the default) "
+                         f"or false (a near-miss request: it should not), got {trigger!r}")
     return Task(obj["id"], obj["prompt"], lists["inputs"], lists["required"], expect, schema,
                 tuple(sentences), number, trigger)
 
@@ -153,7 +153,8 @@ def _runner_problem(runner: str, task: Task) -> str | None:
     """What a task lacks for its suite's runner, or None."""
     if runner == "expectations":
         if not task.expect and not task.schema:
-            return "runner 'expectations' needs an 'expect' object (field -> value or '~operator') or a 'schema'"
+            return ("runner 'expectations' needs an 'expect' object (field -> value or '~operator') or a "
+                    "'schema'")
         if not task.required:
             return "runner 'expectations' grades the first 'required' file; list the output file there"
     if runner == "judge" and not task.expectations and not task.required:
@@ -216,7 +217,8 @@ def load_suite(path: Path) -> Suite:
         for rel in task.inputs:
             if (path / "fixtures" / task.id / rel).is_dir():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} is a folder "
-                                 f"(fixtures/{task.id}/{rel}); inputs must be files: list each file of it in 'inputs'")
+                                 f"(fixtures/{task.id}/{rel}); inputs must be files: list each file of it in "
+                                 "'inputs'")
             if not (path / "fixtures" / task.id / rel).is_file():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
                                  f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")
@@ -234,9 +236,10 @@ def check_unchanged(suite: Suite) -> None:
     """Tamper evidence: the suite on disk must still be the one the run loaded (an edited answer key, or a
     grader writing into its own folder, would silently change what every later score means)."""
     if suite_hash(suite.path) != suite.content_hash:
-        raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); restore "
-                         f"it and re-run the same command, or re-run it on the changed suite (a change to grading "
-                         f"only resumes the run and re-grades its cells; one to what the agent sees starts a new run)")
+        raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); "
+                         "restore it and re-run the same command, or re-run it on the changed suite (a "
+                         "change to grading only resumes the run and re-grades its cells; one to what the "
+                         "agent sees starts a new run)")
 
 
 def suite_hash(path: Path) -> str:

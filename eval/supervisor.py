@@ -92,7 +92,8 @@ async def _watch(proc: asyncio.subprocess.Process, waiter: asyncio.Future, strea
         if wall_ms and (now - started) * 1000 >= wall_ms:
             kill_group(proc.pid)
             returncode = await proc.wait()
-            return Watch(True, returncode, f"wall-clock cap: still running after {wall_ms} ms (--cell-timeout-ms)")
+            return Watch(True, returncode, f"wall-clock cap: still running after {wall_ms} ms "
+                                           "(--cell-timeout-ms)")
         budget_ms = heartbeat_ms if grown else silence_ms
         if (now - last_growth) * 1000 >= budget_ms:
             kill_group(proc.pid)

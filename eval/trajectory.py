@@ -61,7 +61,8 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
                     continue
                 if block.get("type") == "tool_use":
                     step += 1
-                    lines.append(f"{step}. **{block.get('name')}** `{_clip(json.dumps(block.get('input')), 300)}`")
+                    lines.append(f"{step}. **{block.get('name')}** "
+                                 f"`{_clip(json.dumps(block.get('input')), 300)}`")
                 elif block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
                     lines.append(f"   > {_clip(block['text'], 300)}")
         elif kind == "user":

@@ -81,7 +81,8 @@ def load_events(skill_dir: Path, prompt: str) -> tuple[list[dict], int]:
                         **({"is_error": True} if result.startswith("Exit code ") else {})}]}}]
         if tool == "Skill":
             events.append({"type": "user", "isMeta": True, "message": {"role": "user", "content": [
-                {"type": "text", "text": f"Base directory for this skill: {skill_dir}\n\n{skill_text(skill_dir)}"}]}})
+                {"type": "text", "text": "Base directory for this skill: "
+                                         f"{skill_dir}\n\n{skill_text(skill_dir)}"}]}})
     return events, len(calls)
 
 

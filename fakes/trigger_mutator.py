@@ -58,8 +58,9 @@ def rewrite_description(skill: Path, briefing: str, tasks: Path) -> base.Change 
     new = (found.group(1).rstrip() + " Also use it for requests about " + ", ".join(words) + ".")[:1024]
     md.write_text(text[:found.start(1)] + new + text[found.end(1):], encoding="utf-8")
     return base.Change(summary=f"Rewrite the description so the skill triggers on {', '.join(aimed)}",
-                       reasoning=f"The build agents did not load the skill on {', '.join(missed)}: its description "
-                                 f"shares no word with those requests. Added: {', '.join(words)}.")
+                       reasoning=f"The build agents did not load the skill on {', '.join(missed)}: its "
+                                 "description shares no word with those requests. "
+                                 f"Added: {', '.join(words)}.")
 
 
 def main() -> int:

@@ -88,8 +88,8 @@ class BwrapLauncher:
         # Parents before children, so `skill/` (rw) lands on top of its read-only workspace.
         for dest in sorted(mounts, key=lambda p: (len(p.parts), str(p))):
             if not dest.exists() or not sources.get(dest, dest).exists():
-                raise SandboxError(f"sandbox: {sources.get(dest, dest) if dest.exists() else dest} does not exist; "
-                                   f"it must be created before the agent runs")
+                raise SandboxError(f"sandbox: {sources.get(dest, dest) if dest.exists() else dest} does not "
+                                   "exist; it must be created before the agent runs")
             args += ["--bind" if mounts[dest] else "--ro-bind", str(sources.get(dest, dest).resolve()), str(dest)]
         if network and Path("/run").is_dir():
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target

@@ -24,8 +24,8 @@ ENGINES = ("podman", "docker")
 IMAGE_REPO = "localhost/sm-env"
 LOG_TAIL = 3000
 RLIMITS = re.compile(r"error setting rlimit|setrlimit `RLIMIT_")   # runc's and crun's words for the refusal
-INSTALL_HINT = ("install podman (Debian/Ubuntu: `apt-get install podman runc`) or docker, or run Harbor suites "
-                "with an engine on another machine")
+INSTALL_HINT = ("install podman (Debian/Ubuntu: `apt-get install podman runc`) or docker, or run Harbor "
+                "suites with an engine on another machine")
 
 
 class BuildError(SandboxError):
@@ -140,9 +140,9 @@ class ContainerEngine:
         if done.timed_out:
             self._run(["rm", "-f", name], 60)
         elif RLIMITS.search(done.output):
-            raise SandboxError(f"{self.program} cannot start containers here: the kernel refuses its default rlimits "
-                               f"({done.output.strip()[-200:]}); point CONTAINERS_CONF at a file holding "
-                               f"`[containers]` `default_ulimits = []`")
+            raise SandboxError(f"{self.program} cannot start containers here: the kernel refuses its default "
+                               f"rlimits ({done.output.strip()[-200:]}); point CONTAINERS_CONF at a file "
+                               "holding `[containers]` `default_ulimits = []`")
         return done
 
     def check(self) -> None:
@@ -150,7 +150,8 @@ class ContainerEngine:
             raise SandboxError(f"--sandbox {self.program}: `{self.program}` is not on PATH; {INSTALL_HINT}")
         done = self._run(["info", "--format", "json"], 60)
         if done.exit_code != 0:
-            raise SandboxError(f"--sandbox {self.program}: `{self.program} info` failed: {done.output.strip()[-500:]}")
+            raise SandboxError(f"--sandbox {self.program}: `{self.program} info` failed: "
+                               f"{done.output.strip()[-500:]}")
 
 
 def podman_args(info: dict) -> list[str]:
@@ -172,7 +173,8 @@ def get_engine(engine_id: str = "auto") -> ContainerEngine:
                 problems.append(str(err))
         raise SandboxError("no container engine works here: " + "; ".join(problems))
     if engine_id not in ENGINES:
-        raise SandboxError(f"unknown container engine {engine_id!r}; choose one of: auto, {', '.join(ENGINES)}")
+        raise SandboxError(f"unknown container engine {engine_id!r}; choose one of: auto, "
+                           f"{', '.join(ENGINES)}")
     engine = ContainerEngine(engine_id)
     engine.check()
     if engine_id == "podman":

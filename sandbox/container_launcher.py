@@ -193,8 +193,8 @@ class TaskContainer:
         env = dict(env or {})
         for name in CREDENTIAL_NAMES:   # defence in depth: only the key proxy's nonce may enter a container
             if env.get(name) and not env[name].startswith(NONCE_PREFIX):
-                raise SandboxError(f"{name} would enter the task's container; it gets only the key proxy's nonce "
-                                   f"(a metered call)")
+                raise SandboxError(f"{name} would enter the task's container; it gets only the key proxy's "
+                                   "nonce (a metered call)")
         command = resolve_command(tuple(argv), cwd=Path(cwd))
         mounts: list[str] = []
         inner = self._program(command.program, list(argv[1:]), mounts)

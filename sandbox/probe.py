@@ -53,11 +53,13 @@ def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] 
     lines: list[str] = []
 
     def need(path: Path | str, test: str, what: str) -> None:
-        lines.append(f"[ {test} {shlex.quote(str(path))} ] || {{ echo {shlex.quote(what)} >&2; exit {MISSING}; }}")
+        lines.append(f"[ {test} {shlex.quote(str(path))} ] || {{ echo {shlex.quote(what)} >&2; exit "
+                     f"{MISSING}; }}")
 
     def run(argv: list[str], what: str) -> None:
         quoted = " ".join(map(shlex.quote, argv))
-        lines.append(f"{quoted} >/dev/null || {{ rc=$?; echo {shlex.quote(what)} \"(exit $rc)\" >&2; exit $rc; }}")
+        lines.append(f"{quoted} >/dev/null || {{ rc=$?; echo {shlex.quote(what)} \"(exit $rc)\" >&2; exit "
+                     f"$rc; }}")
 
     program = command.program
     for step in program.programs():
@@ -73,15 +75,16 @@ def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] 
     elif program.interpreter is not None and (idle := idle_args(program.final().path.name)) is not None:
         start = interpreter_argv(program)
     if start and idle is not None:
-        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` failed in the sandbox")
+        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` failed in the "
+                                                   "sandbox")
     for tool in command.tools:
         need(tool.path, "-x", f"{tool.path} is not visible or not executable in the sandbox")
         run([str(tool.path), "--version"], f"`{tool.path} --version` failed in the sandbox")
     return "\n".join(lines)
 
 
-FIX = ("Run the real program by its full path (not a wrapper script that calls another), or use --sandbox none for a "
-       "program you trust")
+FIX = ("Run the real program by its full path (not a wrapper script that calls another), or use --sandbox "
+       "none for a program you trust")
 
 
 def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120, fix: str = FIX) -> None:
@@ -101,12 +104,13 @@ def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: floa
             done = subprocess.run(wrapped, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                   text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise ProgramError(f"{what}: `{argv[0]}` ({command.program.chain()}) did not answer within {timeout_s:g} s "
-                               f"in the {launcher.id} sandbox") from None
+            raise ProgramError(f"{what}: `{argv[0]}` ({command.program.chain()}) did not answer within "
+                               f"{timeout_s:g} s in the {launcher.id} sandbox") from None
         if done.returncode == 0:
             return
         said = " ".join(done.stderr.strip().splitlines()[-6:]) or "(no output)"
         mounted = ", ".join(str(p) for p in command.mounts((cwd,))) or "system dirs only"
         raise ProgramError(
-            f"{what}: `{argv[0]}` resolves to {command.program.chain()}, which cannot run in the {launcher.id} "
-            f"sandbox (exit {done.returncode}): {said}. Mounted for it, read-only: {mounted}. {fix}")
+            f"{what}: `{argv[0]}` resolves to {command.program.chain()}, which cannot run in the "
+            f"{launcher.id} sandbox (exit {done.returncode}): {said}. Mounted for it, read-only: {mounted}. "
+            f"{fix}")

@@ -134,8 +134,8 @@ def find_program(name: str, *, cwd: Path, environ: Mapping[str, str] | None = No
         path, steps = Path(where), (where,)
     path = path.absolute()
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise ProgramError(f"`{name}` ({path}) is not an executable file; `chmod +x {path}`, or run it with its "
-                           f"interpreter (e.g. `python3 {path}`)")
+        raise ProgramError(f"`{name}` ({path}) is not an executable file; `chmod +x {path}`, or run it with "
+                           f"its interpreter (e.g. `python3 {path}`)")
     shim = _through_shim(name, path, environ, depth)
     if shim is not None:
         return Program(given=name, path=shim.path, steps=(*steps, *shim.steps), shimmed=True,
@@ -175,9 +175,9 @@ def _through_shim(name: str, path: Path, environ: Mapping[str, str], depth: int)
     if real is None:
         real = _layout(kind, tool, path, env)
     if real is None:
-        raise ProgramError(f"`{name}` is a {kind} shim ({path}) and `{kind} which {tool}` failed: {why}; install "
-                           f"the version it selects (`{kind} install`), or put the interpreter's full path in the "
-                           f"command")
+        raise ProgramError(f"`{name}` is a {kind} shim ({path}) and `{kind} which {tool}` failed: {why}; "
+                           f"install the version it selects (`{kind} install`), or put the interpreter's "
+                           "full path in the command")
     inner = find_program(str(real), cwd=Path("/"), environ=environ, depth=depth + 1)
     return Program(given=name, path=inner.path, steps=(f"{real} (`{kind} which {tool}`)", *inner.steps),
                    interpreter=inner.interpreter, interpreter_args=inner.interpreter_args)

@@ -104,8 +104,8 @@ def check_opts(strategy_id: str, opts: dict[str, Any], defaults: dict[str, Any])
     listing = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "(none)"
     unknown = set(opts) - set(defaults)
     if unknown:
-        raise StrategyError(f"--strategy-opts: unknown key(s) {', '.join(sorted(unknown))} for {strategy_id}; "
-                            f"valid options and defaults: {listing}")
+        raise StrategyError(f"--strategy-opts: unknown key(s) {', '.join(sorted(unknown))} for "
+                            f"{strategy_id}; valid options and defaults: {listing}")
     merged = {**defaults, **opts}
     for key, value in merged.items():
         want = type(defaults[key])

@@ -58,8 +58,8 @@ class Branching:
         for s in evaluated:
             if s is best or not s.keep_by_gate:
                 continue
-            out[s.sibling] = (f"rejected: sibling {best.sibling} had the best composite but failed the gate, so the "
-                              "round kept nothing" if not best.keep_by_gate else
-                              f"rejected: sibling {best.sibling} was better (composite {best.composite:.4f} vs "
-                              f"{s.composite:.4f}); {gate(s)}")
+            out[s.sibling] = (f"rejected: sibling {best.sibling} had the best composite but failed the gate, "
+                              "so the round kept nothing" if not best.keep_by_gate else
+                              f"rejected: sibling {best.sibling} was better (composite {best.composite:.4f} "
+                              f"vs {s.composite:.4f}); {gate(s)}")
         return out

@@ -28,11 +28,11 @@ def side(c: Scored, kept: bool) -> str:
     if known and abs(c.delta - c.threshold) <= ON_THRESHOLD:
         return "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
     if not kept and not c.keep_by_gate and c.rejected_on:
-        return (f"(a decisive loss on {', '.join(c.rejected_on)}: score.modelGate 'each' rejects a loss on any model, "
-                f"Holm over the models)")
+        return (f"(a decisive loss on {', '.join(c.rejected_on)}: score.modelGate 'each' rejects a loss on "
+                "any model, Holm over the models)")
     if known and not kept and not c.keep_by_gate and c.delta > c.threshold + ON_THRESHOLD:
-        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule 'noAddedCost' "
-                "rejects it)")
+        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule "
+                "'noAddedCost' rejects it)")
     return "(Δ at or above it)" if kept else "(Δ below it)"
 
 

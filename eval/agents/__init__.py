@@ -137,9 +137,9 @@ class ClaudeCliBackend:
     def check(self, environ: Mapping[str, str]) -> None:
         binary = environ.get("SM_CLAUDE_BIN") or "claude"
         if claude_path(environ) is None:
-            raise AgentSetupError(f"the claude-cli backend needs the claude CLI and `{binary}` is not on PATH; "
-                                  f"install it with `npm install -g @anthropic-ai/claude-code`, or choose the "
-                                  f"anthropic backend")
+            raise AgentSetupError(f"the claude-cli backend needs the claude CLI and `{binary}` is not on "
+                                  "PATH; install it with `npm install -g @anthropic-ai/claude-code`, or "
+                                  "choose the anthropic backend")
         _need_key(environ, "the claude-cli backend (it runs with its own CLAUDE_CONFIG_DIR, so a "
                            "`claude login` session is not used)")
 

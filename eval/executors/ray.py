@@ -118,8 +118,9 @@ class RayExecutor:
             else:
                 ray.init(**self.init_options())
         except (ConnectionError, RuntimeError, ValueError) as err:
-            raise ExecutorError(f"cannot start or join {where}: {_first_line(err)}; start a head with `ray start "
-                                f"--head` and pass --ray-address auto, or leave --ray-address empty") from None
+            raise ExecutorError(f"cannot start or join {where}: {_first_line(err)}; start a head with `ray "
+                                "start --head` and pass --ray-address auto, or "
+                                "leave --ray-address empty") from None
         problem = self._problem(ray)
         if problem:
             ray.shutdown()
@@ -128,8 +129,8 @@ class RayExecutor:
     def _problem(self, ray) -> str | None:
         if not self.address and ray.get_runtime_context().gcs_address.rsplit(":", 1)[0] != ray_link.LOOPBACK:
             return (f"the private Ray instance did not bind {ray_link.LOOPBACK} (it is at "
-                    f"{ray.get_runtime_context().gcs_address}); refusing to run cells on a Ray that other machines "
-                    f"can reach: join a cluster with --ray-address, or use --executor local")
+                    f"{ray.get_runtime_context().gcs_address}); refusing to run cells on a Ray that other "
+                    "machines can reach: join a cluster with --ray-address, or use --executor local")
         return ray_link.infeasible(self.resources, ray.nodes())
 
     def describe(self) -> str:
@@ -137,8 +138,8 @@ class RayExecutor:
         if not self.address:
             return (f"Ray: a private instance on this machine, listening on {ray_link.LOOPBACK} only (cells "
                     f"run here)")
-        return (f"Ray: cells and their bundles (the skill, the suite's grader files and this project's code) go to "
-                f"the cluster at {self.address}")
+        return ("Ray: cells and their bundles (the skill, the suite's grader files and this project's code) "
+                f"go to the cluster at {self.address}")
 
     def init_options(self) -> dict[str, Any]:
         common = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
@@ -204,8 +205,8 @@ class RayExecutor:
                 await asyncio.sleep(HEAD_POLL_S)
             if self.lost:
                 return infra_result(job, self.lost, started)
-            lost = infra_result(job, f"infrastructure (Ray, not the skill): the node or worker running the cell "
-                                     f"was lost ({type(err).__name__}: {_first_line(err)})", started)
+            lost = infra_result(job, "infrastructure (Ray, not the skill): the node or worker running the "
+                                     f"cell was lost ({type(err).__name__}: {_first_line(err)})", started)
             return replace(lost, retries=self.max_retries)
         result = unpack_logs(reply["files"], reply["result"], job.cell_root)
         return replace(result, retries=result.retries + reply["attempt"], extra={**result.extra, "node": reply["node"]})
@@ -221,9 +222,10 @@ class RayExecutor:
         self._silent_since = self._silent_since or time.monotonic()
         if time.monotonic() - self._silent_since >= HEAD_GRACE_S:
             where = f"the Ray cluster at {self.address}" if self.address else "the private Ray instance"
-            self.lost = (f"infrastructure (Ray, not the skill): lost {where} mid-run (its head at {self._head} has "
-                         f"not answered for {HEAD_GRACE_S:g} s); the cells in flight are stored as infra_error. "
-                         f"Start the cluster again and re-run the same command to resume")
+            self.lost = (f"infrastructure (Ray, not the skill): lost {where} mid-run (its head at "
+                         f"{self._head} has not answered for {HEAD_GRACE_S:g} s); the cells in flight are "
+                         "stored as infra_error. Start the cluster again and re-run the same command to "
+                         "resume")
         return bool(self.lost)
 
     async def regrade_cell(self, job: CellJob) -> CellResult | None:

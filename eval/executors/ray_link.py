@@ -69,8 +69,8 @@ def reachable(address: str, timeout_s: float) -> None:
     except OSError as err:
         why = "no answer" if isinstance(err, TimeoutError) else (err.strerror or str(err))
         raise ExecutorError(f"--ray-address {address}: cannot reach a Ray cluster there ({why} within "
-                            f"{timeout_s:g} s, --ray-timeout-s); start its head (`ray start --head`), fix the "
-                            f"address, or leave --ray-address empty for a private instance") from None
+                            f"{timeout_s:g} s, --ray-timeout-s); start its head (`ray start --head`), fix "
+                            "the address, or leave --ray-address empty for a private instance") from None
 
 
 async def answers(address: str, timeout_s: float) -> bool:
@@ -98,8 +98,8 @@ def within(timeout_s: float, what: str, call: Callable[[], Any]) -> Any:
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
-        raise ExecutorError(f"{what}: no answer within {timeout_s:g} s (--ray-timeout-s); check that the cluster "
-                            f"is up (`ray status` on its head) or raise --ray-timeout-s")
+        raise ExecutorError(f"{what}: no answer within {timeout_s:g} s (--ray-timeout-s); check that the "
+                            "cluster is up (`ray status` on its head) or raise --ray-timeout-s")
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -122,6 +122,7 @@ def infeasible(resources: Mapping[str, float], nodes: list[dict]) -> str | None:
     shown = [", ".join(f"{name} {amount:g}" for name, amount in sorted(have.items())
                        if not name.startswith("node:") and name not in ("memory", "object_store_memory")) or "nothing"
              for have in alive]
-    return (f"cellResources {json.dumps(dict(resources))} fits no node of the Ray cluster, so a cell would wait "
-            f"forever; its {len(alive)} node(s) have: {'; '.join(shown) or 'none alive'}. Ask for what one node has "
-            f"(config.json cellResources) or start a worker that has it (`ray start --resources '{{...}}'`)")
+    return (f"cellResources {json.dumps(dict(resources))} fits no node of the Ray cluster, so a cell would "
+            f"wait forever; its {len(alive)} node(s) have: {'; '.join(shown) or 'none alive'}. Ask for what "
+            "one node has (config.json cellResources) or start a worker that has it (`ray start --resources "
+            f"'{{...}}'`)")

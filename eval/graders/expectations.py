@@ -93,7 +93,8 @@ def parse_schema(block: object) -> tuple[tuple[str, str], ...]:
     pairs = []
     for key, kind in block.items():
         if kind not in SCHEMA_TYPES:
-            raise ExpectError(f"schema field {key!r}: unknown type {kind!r}; use one of {', '.join(SCHEMA_TYPES)}")
+            raise ExpectError(f"schema field {key!r}: unknown type {kind!r}; use one of "
+                              f"{', '.join(SCHEMA_TYPES)}")
         pairs.append((str(key), str(kind)))
     return tuple(pairs)
 

@@ -44,8 +44,8 @@ def backend_for(launcher) -> ContainerEngine | HostLayout:
         return launcher.engine() if isinstance(launcher, ContainerSandbox) else engine_for()
     except SandboxError as err:
         if getattr(launcher, "id", "") != "bwrap" or getattr(launcher, "choice", "auto") != "auto":
-            raise SandboxError(f"{err}; without an engine, --sandbox bwrap runs the verifier on the host's own "
-                               f"system in the task's layout") from None
+            raise SandboxError(f"{err}; without an engine, --sandbox bwrap runs the verifier on the host's "
+                               "own system in the task's layout") from None
         return HostLayout()
 
 
@@ -96,10 +96,11 @@ def task_container(engine: ContainerEngine, image: str, task: HarborTask, work: 
     return container
 
 
-PROBE_FIX = ("The agent runs inside the task's container: its programs are mounted from the host at their own paths "
-             "(a program in a system dir, e.g. /usr/bin, is the image's own, not the host's) and started with the "
-             "host's loader. Name a program installed outside the system dirs (a venv, ~/.local, /opt), install it "
-             "in the task's image (its Dockerfile), or run the agent on the host with --sandbox bwrap")
+PROBE_FIX = ("The agent runs inside the task's container: its programs are mounted from the host at their "
+             "own paths (a program in a system dir, e.g. /usr/bin, is the image's own, not the host's) and "
+             "started with the host's loader. Name a program installed outside the system dirs (a venv, "
+             "~/.local, /opt), install it in the task's image (its Dockerfile), or run the agent on the host "
+             "with --sandbox bwrap")
 
 
 def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> None:
@@ -133,8 +134,8 @@ def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> 
             with tempfile.TemporaryDirectory(prefix="sm-preflight-") as tmp:
                 container = task_container(engine, image, task, Path(tmp), network=False)
                 try:
-                    probe(container, argv, what=f"{what} in the container of Harbor task {suite.name}/{task_id} "
-                                                f"(image {image})", fix=PROBE_FIX)
+                    probe(container, argv, what=f"{what} in the container of Harbor task "
+                                                f"{suite.name}/{task_id} (image {image})", fix=PROBE_FIX)
                 finally:
                     container.close()
                     reaper.unregister_container(container.name)

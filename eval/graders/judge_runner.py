@@ -156,7 +156,8 @@ def store(cached: Path, record: dict) -> None:
 
 
 def feedback_md(detail: dict) -> str:
-    lines = [f"# Judge ({detail['model']}): rubric {detail['weighted']:.3f} x length {detail['length_factor']:.2f}",
+    lines = [f"# Judge ({detail['model']}): rubric {detail['weighted']:.3f} x length "
+             f"{detail['length_factor']:.2f}",
              "", " · ".join(f"{k} {v:g}/10" for k, v in detail["dimensions"].items()), "", "## Expectations"]
     lines += [f"- [{'x' if e.get('passed') else ' '}] {e.get('text', '')} — {e.get('evidence', '')}"
               for e in detail["expectations"]] or ["- (none)"]

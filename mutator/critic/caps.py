@@ -76,15 +76,16 @@ def caps_text(room: Room) -> str:
     """The caps in numbers and the room this parent leaves: what the briefing and `--lint` say."""
     caps, pct = room.limits, f"{room.limits.max_growth:.0%}"
     if room.over_lines:
-        lines = (f"- SKILL.md: {room.lines} lines, already over the {caps.max_lines}-line cap (critic.maxSkillLines): "
-                 f"a change may still add up to {room.growth_lines} lines (critic.maxGrowth {pct} of {room.lines}), "
-                 f"with a warning; a shorter SKILL.md is welcome")
+        lines = (f"- SKILL.md: {room.lines} lines, already over the {caps.max_lines}-line cap "
+                 f"(critic.maxSkillLines): a change may still add up to {room.growth_lines} lines "
+                 f"(critic.maxGrowth {pct} of {room.lines}), with a warning; a shorter SKILL.md is welcome")
     else:
         lines = (f"- SKILL.md: {room.lines} lines of the {caps.max_lines}-line cap (critic.maxSkillLines): "
                  f"{room.lines_left} lines left")
     if room.over_bytes:
-        text = (f"- text: {room.text_bytes} bytes, already over the {caps.max_bytes}-byte cap (critic.maxSkillBytes): "
-                f"a change may still add up to {room.growth_bytes} bytes, with a warning")
+        text = (f"- text: {room.text_bytes} bytes, already over the {caps.max_bytes}-byte cap "
+                f"(critic.maxSkillBytes): a change may still add up to {room.growth_bytes} bytes, with a "
+                "warning")
     else:
         text = (f"- text: {room.text_bytes} bytes of the {caps.max_bytes}-byte cap (critic.maxSkillBytes): "
                 f"{caps.max_bytes - room.text_bytes} bytes left")
@@ -93,5 +94,6 @@ def caps_text(room: Room) -> str:
         f"- growth: one change may add at most {room.growth_bytes} bytes over all files, binary ones too "
         f"(max(critic.maxGrowth {pct} of {room.text_bytes} bytes of text, critic.minGrowthBytes "
         f"{caps.min_growth_bytes}))",
-        f"This change may add at most {room.lines_left} lines to SKILL.md and {room.bytes_left} bytes in all; "
-        "a candidate past a cap is rejected before it is evaluated, and its mutator call is spent for nothing."])
+        f"This change may add at most {room.lines_left} lines to SKILL.md and {room.bytes_left} bytes in "
+        "all; a candidate past a cap is rejected before it is evaluated, and its mutator call is spent for "
+        "nothing."])

@@ -90,8 +90,8 @@ def check_links(tree: Tree) -> Check:
     """A symlink that leaves the skill fails, whatever the parent had: it is never part of a skill."""
     if tree.links_out:
         named = "; ".join(f"{rel.as_posix()} -> {target}" for rel, target in tree.links_out.items())
-        return _fail("links", f"symlink(s) leaving the skill: {named}; copy the file into the skill folder or "
-                              f"remove the link")
+        return _fail("links", f"symlink(s) leaving the skill: {named}; copy the file into the skill folder "
+                              "or remove the link")
     return _ok("links", "no symlink leaves the skill")
 
 
@@ -147,10 +147,10 @@ def _size_clause(label: str, now: int, before: int | None, cap: int, unit: str, 
     if now <= before:
         return "pass", f"{what}: parent already over the cap ({before} > {cap}); not grown"
     if now - before > allowance:
-        return "fail", (f"{label.format(now)}, up from {before} while already over the {cap}-{unit} cap: more than "
-                        f"this change's allowance of {allowance} {unit}s{fix}")
-    return "warn", (f"{what}: parent already over the cap ({before} > {cap}); grew by {now - before} within the "
-                    f"allowance of {allowance}")
+        return "fail", (f"{label.format(now)}, up from {before} while already over the {cap}-{unit} cap: "
+                        f"more than this change's allowance of {allowance} {unit}s{fix}")
+    return "warn", (f"{what}: parent already over the cap ({before} > {cap}); grew by {now - before} within "
+                    f"the allowance of {allowance}")
 
 
 def check_size(candidate: Tree, parent: Tree | None, limits: GateLimits) -> Check:
@@ -178,7 +178,8 @@ def check_growth(candidate: Tree, parent: Tree, limits: GateLimits) -> Check:
     if grown > allowance:
         return _fail("growth", f"the skill grew by {grown} bytes ({before} -> {after}), over this change's "
                                f"allowance of {allowance} bytes (max({limits.max_growth:.0%} of the parent's "
-                               f"{parent.text_bytes} text bytes, {limits.min_growth_bytes})); make a smaller change")
+                               f"{parent.text_bytes} text bytes, {limits.min_growth_bytes})); make a smaller "
+                               "change")
     return _ok("growth", f"{grown:+d} bytes of an allowance of {allowance}")
 
 

@@ -142,8 +142,8 @@ def _side(a: dict, kept: bool) -> str:
     if _on_threshold(a):
         return "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
     if not kept and _costly_tie(a):
-        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule 'noAddedCost' "
-                "rejects it)")
+        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule "
+                "'noAddedCost' rejects it)")
     return "(Δ at or above it)" if kept else "(Δ below it)"
 
 
@@ -245,8 +245,8 @@ def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dic
         best = max(evaluated, key=lambda s: (s["composite"], -s.get("sibling", 0)))
         if best.get("sibling") != a.get("sibling"):
             if _passes(best) is False:
-                return (f"rejected: sibling {best['sibling']} had the best composite but failed the gate, so the "
-                        f"round kept nothing")
+                return (f"rejected: sibling {best['sibling']} had the best composite but failed the gate, so "
+                        "the round kept nothing")
             return (f"rejected: sibling {best['sibling']} was better (composite {best['composite']:.4f} vs "
                     f"{a['composite']:.4f}); {gate}")
     return f"rejected: {gate}"
@@ -287,8 +287,9 @@ def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
         a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], none))
 
 
-FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, val_evaluation_id, "
-                "pool_snapshot, error, critic, confirm, json_extract(gate, '$.keep') as gate_keep")
+FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, "
+                "val_evaluation_id, pool_snapshot, error, critic, confirm, json_extract(gate, '$.keep') as "
+                "gate_keep")
 
 
 def fill(db: sqlite_utils.Database) -> None:
@@ -296,7 +297,8 @@ def fill(db: sqlite_utils.Database) -> None:
     them."""
     for run in [dict(r) for r in db["runs"].rows]:
         run["strategy_opts"] = _loads(run.get("strategy_opts"), {}) or {}
-        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts where run_id = ? order by round, sibling",
+        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts where run_id = ? order by round, "
+                                 "sibling",
                                  [run["id"]])
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r)) for r in cursor.fetchall()]

@@ -41,11 +41,11 @@ def store_problem(path: Path, err: BaseException) -> StoreError | None:
     otherwise."""
     text = str(err)
     if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
-        return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and re-run, "
-                          f"or pass another --data-dir")
+        return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and "
+                          "re-run, or pass another --data-dir")
     if isinstance(err, OSError) or any(word in text.lower() for word in UNWRITABLE):
-        return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
-                          f"writable --data-dir")
+        return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or "
+                          "pass a writable --data-dir")
     return None
 
 

@@ -396,10 +396,10 @@ def adopt_positional(db: sqlite_utils.Database) -> list[str]:
     found = sorted(db["schema_migrations"].rows, key=lambda row: row["version"])
     unknown = [row["version"] for row in found if row["version"] not in POSITIONAL]
     if unknown:
-        raise MigrationError(f"{db.conn.execute('PRAGMA database_list').fetchone()[2]}: positional migration(s) "
-                             f"{unknown} were applied by other code (a branch); this checkout does not know them. "
-                             f"Open the store with the code that wrote it, or add the version's name to "
-                             f"mutator/store/migrations.py POSITIONAL")
+        raise MigrationError(f"{db.conn.execute('PRAGMA database_list').fetchone()[2]}: positional "
+                             f"migration(s) {unknown} were applied by other code (a branch); this checkout "
+                             "does not know them. Open the store with the code that wrote it, or add the "
+                             "version's name to mutator/store/migrations.py POSITIONAL")
     adopted = [(POSITIONAL[row["version"]], row["applied_at"]) for row in found
                if POSITIONAL[row["version"]] not in applied]
     if adopted:

@@ -58,6 +58,7 @@ def notes_of(db: sqlite_utils.Database, targets: list[str]) -> dict[str, dict]:
     table)."""
     if not targets or "notes" not in db.table_names():
         return {}
-    found = db.execute(f"select target, name, tags, note from notes where target in ({','.join('?' * len(targets))})",
+    found = db.execute("select target, name, tags, note from notes where target in "
+                       f"({','.join('?' * len(targets))})",
                        targets).fetchall()
     return {t: {"name": n, "tags": tag_list(g or ""), "note": x} for t, n, g, x in found}

@@ -42,8 +42,8 @@ class SkillUseTally:
         return said
 
     def summary(self) -> str:
-        return (f"skill loaded in {self.loaded} of {self.cells} cells; ~{self.read_tokens_est:.0f} tokens per cell "
-                f"reading it (an estimate from the size of what those reads returned)")
+        return (f"skill loaded in {self.loaded} of {self.cells} cells; ~{self.read_tokens_est:.0f} tokens "
+                "per cell reading it (an estimate from the size of what those reads returned)")
 
     def to_json(self) -> dict:
         return {**asdict(self), "files": [asdict(f) for f in self.files]}
