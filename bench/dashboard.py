@@ -70,8 +70,8 @@ class Builder:
         cells, tests = [], []
         for c in range(self.cells_per_eval):
             self.cell_id += 1
-            cells.append((self.cell_id, ev_id, self.tasks[c // 4 % len(self.tasks)], c % 4, "ok", rng.random(), 0.01,
-                          5, 1000, 100, 1200))
+            cells.append((self.cell_id, ev_id, self.tasks[c // 4 % len(self.tasks)], c % 4, "ok",
+                          rng.random(), 0.01, 5, 1000, 100, 1200))
             tests += [(self.cell_id, name, rng.random()) for name in TESTS]
         self.conn.executemany("insert into cells (id, evaluation_id, task_id, replicate, status, score, "
                               "cost_usd, steps, input_tokens, output_tokens, duration_ms) values "
@@ -93,14 +93,16 @@ class Builder:
                      train=self.evaluate(seed, "train"))
         return seed
 
-    def attempt(self, run_id: str, rnd: int, sibling: int, parent: str | None, genome: str | None, verdict: str,
+    def attempt(self, run_id: str, rnd: int, sibling: int, parent: str | None, genome: str | None,
+                verdict: str,
                 *, composite: float | None = None, delta: float | None = None, val: int | None = None,
                 train: int | None = None, refs: tuple[str, ...] = (), pool: list[str] | None = None,
                 critic: list | None = None, error: str | None = None) -> None:
         status = {"SEED": "seed", "KEEP": "kept", "REJECT": "rejected", "CRITIC": "critic_rejected",
                   "FAILED": "failed"}[verdict]
         gate = dumps({"s_r": 0.1, "n": 25, "delta": delta, "threshold": GATE, "keep": (delta or 0) >= GATE,
-                      "deltas": {t: self.rng.gauss(delta, 0.05) for t in self.tasks}}) if delta is not None else None
+                      "deltas": {t: self.rng.gauss(delta, 0.05)
+                                 for t in self.tasks}}) if delta is not None else None
         self.conn.execute(
             "insert into attempts (run_id, round, sibling, parent_hash, genome_hash, ref_hashes, status, "
             "verdict, summary, reasoning, critic, gate, val_evaluation_id, train_evaluation_id, composite, "
@@ -108,8 +110,10 @@ class Builder:
             "started_at, finished_at) values (?, ?, ?, ?, ?, ?, ?, ?, 'a change', 'because', ?, ?, ?, ?, ?, "
             "?, 0.01, 5, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, rnd, sibling, parent, genome, dumps(list(refs)), status, verdict,
-             dumps(critic) if critic is not None else (None if verdict in ("SEED", "FAILED") else "[]"), gate, val,
-             train, composite, composite, delta, GATE if delta is not None else None, 0.02 if delta is not None else None,
+             dumps(critic) if critic is not None else (None if verdict in ("SEED", "FAILED") else "[]"), gate,
+             val,
+             train, composite, composite, delta, GATE if delta is not None else None,
+             0.02 if delta is not None else None,
              1.1 if delta is not None else None, 25 if delta is not None else None,
              dumps(pool) if pool else None, error, self.now, self.now])
         self.now += 1
@@ -120,16 +124,21 @@ class Builder:
         scored."""
         roll = self.rng.random()
         if roll < 0.10:
-            self.attempt(run_id, rnd, sibling, parent, parent, "CRITIC", refs=refs, error="changed: identical to its "
-                         "parent", critic=[{"gate": "changed", "verdict": "fail", "reason": "identical to its parent"}])
+            self.attempt(run_id, rnd, sibling, parent, parent, "CRITIC", refs=refs,
+                         error="changed: identical to its "
+                         "parent", critic=[{"gate": "changed", "verdict": "fail",
+                                            "reason": "identical to its parent"}])
             return None, None
         if roll < 0.15:
             genome = self.genome(parent)
-            self.attempt(run_id, rnd, sibling, parent, genome, "CRITIC", refs=refs, error="references: missing file",
-                         critic=[{"gate": "references", "verdict": "fail", "reason": "SKILL.md links to x.md"}])
+            self.attempt(run_id, rnd, sibling, parent, genome, "CRITIC", refs=refs,
+                         error="references: missing file",
+                         critic=[{"gate": "references", "verdict": "fail",
+                                  "reason": "SKILL.md links to x.md"}])
             return None, None
         if roll < 0.18:
-            self.attempt(run_id, rnd, sibling, parent, None, "FAILED", refs=refs, error="mutator wrote no result.json")
+            self.attempt(run_id, rnd, sibling, parent, None, "FAILED", refs=refs,
+                         error="mutator wrote no result.json")
             return None, None
         genome = self.genome(parent)
         score = parent_score + self.rng.gauss(0.0, 0.03)
@@ -168,8 +177,8 @@ class Builder:
             winner = best if best and best[2] - score >= GATE else None
             for sibling, genome, composite in scored:
                 keep = winner is not None and sibling == winner[0]
-                self.attempt(run_id, rnd, sibling, incumbent, genome, "KEEP" if keep else "REJECT", composite=composite,
-                             delta=composite - score, val=self.evaluate(genome, "val"),
+                self.attempt(run_id, rnd, sibling, incumbent, genome, "KEEP" if keep else "REJECT",
+                             composite=composite, delta=composite - score, val=self.evaluate(genome, "val"),
                              train=self.evaluate(genome, "train") if keep else None)
             if winner:
                 incumbent, score = winner[1], winner[2]
@@ -186,7 +195,8 @@ class Builder:
                 parent = self.rng.choices(pool, weights=range(len(pool), 0, -1))[0]
                 others = [g for g in pool if g != parent]
                 refs = (self.rng.choice(others),) if others and self.rng.random() < 0.5 else ()
-                genome, composite = self.candidate(run_id, rnd, sibling, parent, scores[parent], scores[leader], refs)
+                genome, composite = self.candidate(run_id, rnd, sibling, parent, scores[parent],
+                                                   scores[leader], refs)
                 if genome is not None:
                     scored.append((sibling, parent, genome, composite, refs))
                     scores[genome] = composite
@@ -194,7 +204,8 @@ class Builder:
             pool = sorted([*pool, *(g for _, _, g, _, _ in scored)], key=lambda g: -scores[g])[:size]
             for sibling, parent, genome, composite, refs in scored:
                 keep = genome in pool
-                self.attempt(run_id, rnd, sibling, parent, genome, "KEEP" if keep else "REJECT", composite=composite,
+                self.attempt(run_id, rnd, sibling, parent, genome, "KEEP" if keep else "REJECT",
+                             composite=composite,
                              delta=composite - scores[leader], val=self.evaluate(genome, "val"),
                              train=self.evaluate(genome, "train") if keep else None, refs=refs, pool=pool)
         self.finish(run_id, rnd, pool[0])
@@ -203,7 +214,8 @@ class Builder:
         seed = self.run(run_id, "aa", kind="aa")
         for copy in range(1, copies + 1):
             delta = self.rng.gauss(0.0, 0.02)
-            self.attempt(run_id, copy, 0, seed, seed, "KEEP" if delta >= GATE else "REJECT", composite=0.5 + delta,
+            self.attempt(run_id, copy, 0, seed, seed, "KEEP" if delta >= GATE else "REJECT",
+                         composite=0.5 + delta,
                          delta=delta, val=self.evaluate(seed, "val", salt=f"aa-{copy}"))
         self.finish(run_id, copies, seed)
 
@@ -255,15 +267,18 @@ async def http_times(client: TestClient, path: str, repeat: int, *, before=None,
         wall.append((time.perf_counter() - t0) * 1000)
         assert response.status == 200, (path, response.status)
         if expect:
-            assert response.headers.get("X-SM-Cache") == expect, (path, response.headers.get("X-SM-Cache"), expect)
+            assert response.headers.get("X-SM-Cache") == expect, (path, response.headers.get("X-SM-Cache"),
+                                                                  expect)
     return wall, cpu
 
 
 def pct(values: list[float], p: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
+    return statistics.quantiles(values, n=100,
+                                method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
-def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, rounds: int) -> tuple[dict, dict]:
+def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int,
+            rounds: int) -> tuple[dict, dict]:
     """Per endpoint: its bare SQL, and the query function behind it."""
     run, aa = ids["population"], ids["aa"]
     light = f"select {Q.LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling"
@@ -301,7 +316,8 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
              Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from "
                      "attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
                      "order by a.round, a.sibling", [r]),
-             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r])) for r in ids.values()],
+             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
+            for r in ids.values()],
         f"/api/compare?runs={compared}": lambda: [
             (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
              Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
@@ -318,10 +334,12 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ?", [ev])),
-        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?", note=PLAIN_NOTE),
+        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?",
+                                                                             note=PLAIN_NOTE),
                                                 [run]),
         "/api/attempts?skill=bench-skill": lambda: Q.q(ro, attempts_view.SQL.format(
-            where="a.run_id in (select id from runs where skill_name = ?)", note=PLAIN_NOTE), ["bench-skill"]),
+            where="a.run_id in (select id from runs where skill_name = ?)", note=PLAIN_NOTE),
+                                                       ["bench-skill"]),
         f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
                                        Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
     }
@@ -392,7 +410,8 @@ async def main() -> None:
         t0 = time.perf_counter()
         ids = build(data_dir, args.attempts, args.cells_per_eval)
         ro = connect_readonly(data_dir / "mutator.db")
-        counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0] for t in ("attempts", "cells", "tests")}
+        counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0]
+                  for t in ("attempts", "cells", "tests")}
         noop = ro.execute("select count(*) from attempts where genome_hash = parent_hash").fetchone()[0]
         print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome "
               f"== parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
@@ -434,8 +453,8 @@ async def main() -> None:
                 fn, fn_cpu = timed(functions[path], args.repeat, before=change)
                 label = {f"/api/attempts?run={ids['population']}": "/api/attempts (table, 1 run)",
                          "/api/attempts?skill=bench-skill": "/api/attempts (table, 4 runs)"}.get(path)
-                rows.append((label or path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,
-                             cold_cpu, warm, size, raw_cpu, fn_cpu))
+                rows.append((label or path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw,
+                             fn, cold, cold_cpu, warm, size, raw_cpu, fn_cpu))
             stats = (await (await client.get("/api/health")).json())["cache"]
         writer.close()
     report(rows, floor, args.repeat, stats)

@@ -25,7 +25,8 @@ def rows(db: sqlite3.Connection, table: str, root: str) -> list[tuple]:
     columns = [r[1] for r in db.execute(f"pragma table_info({table})") if r[1] not in SKIP and
                not r[1].endswith(("_at", "_ms"))]
     found = db.execute(f"select {', '.join(columns)} from {table} order by {ORDER[table]}").fetchall()
-    return [tuple(v.replace(root, "<data>") if isinstance(v, str) else v for v in row) for row in found], columns
+    return [tuple(v.replace(root, "<data>") if isinstance(v, str) else v for v in row)
+            for row in found], columns
 
 
 def main(argv: list[str]) -> int:
@@ -45,7 +46,8 @@ def main(argv: list[str]) -> int:
                 print("   ", {c: (x, y) for c, x, y in zip(columns, *pair) if x != y})
     has_node = lambda db: "node" in [r[1] for r in db.execute("pragma table_info(cells)")]  # noqa: E731
     nodes = {name: dict(db.execute("select coalesce(node, '?'), count(*) from cells group by node").fetchall())
-             if has_node(db) else {"(no cells.node: a store from before _v11)": None} for name, db in (("A", a), ("B", b))}
+             if has_node(db) else {"(no cells.node: a store from before _v11)": None}
+             for name, db in (("A", a), ("B", b))}
     print("cells per node:", {k: {n[:44]: c for n, c in v.items()} for k, v in nodes.items()})
     return 1 if differ else 0
 

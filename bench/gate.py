@@ -103,7 +103,8 @@ def families(bank: np.ndarray | None) -> list[Family]:
 
 
 def figures(values: np.ndarray) -> dict[str, TaskFigures]:
-    return {f"t{i:02d}": TaskFigures(f"t{i:02d}", eval=float(v), cost=0.0, steps=0.0, composite=float(v), n_cells=1)
+    return {f"t{i:02d}": TaskFigures(f"t{i:02d}", eval=float(v), cost=0.0, steps=0.0, composite=float(v),
+                                     n_cells=1)
             for i, v in enumerate(values)}
 
 
@@ -128,7 +129,8 @@ def simulate(family: Family, n: int, rounds: int, gate_z: float, runs: int, rng:
         for _ in range(runs):
             prior = [Comparison(n, float(s)) for s in rng.choice(bank, size=rounds - 1)]
             candidate = figures(0.5 + k * se_true + family.noise(rng, n))
-            gate = compare(candidate, incumbent, prior=prior, min_improvement=0.0, gate_z=gate_z, method=method)
+            gate = compare(candidate, incumbent, prior=prior, min_improvement=0.0, gate_z=gate_z,
+                           method=method)
             keeps += gate.keep
             gains += gate.delta > gate.t * gate.se
         out[k] = (keeps / runs, gains / runs)
@@ -150,7 +152,8 @@ def each_reject(models: int, n: int, rounds: int, gate_z: float, runs: int, rng:
     """P(reject) of score.modelGate 'each' (mutator/scoring/holm.py) over `models` models of n tasks each,
     normal noise; the first model's true Δ is `harmed` SEs (0: the family-wise null, every model
     unchanged)."""
-    incumbent = {f"t{i:02d}@m{m}": f for m in range(models) for i, f in enumerate(figures(np.full(n, 0.5)).values())}
+    incumbent = {f"t{i:02d}@m{m}": f for m in range(models)
+                 for i, f in enumerate(figures(np.full(n, 0.5)).values())}
     rejects = 0
     for _ in range(runs):
         prior = [Comparison(n * models, float(s)) for s in rng.choice(bank, size=rounds - 1)]
@@ -178,7 +181,8 @@ def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str
                 null = each_reject(models, n, rounds, gate_z, runs, rng, bank, method)
                 power = each_reject(models, n, rounds, gate_z, runs, rng, bank, method, harmed=-2.0)
                 flag = "!" if abs(null - design) > 3 * mc else " "
-                print(f"{models:>6}{n:>4}{rounds:>5}  {null:6.1%} /{design:6.1%}{flag}  {power:9.1%}", flush=True)
+                print(f"{models:>6}{n:>4}{rounds:>5}  {null:6.1%} /{design:6.1%}{flag}  {power:9.1%}",
+                      flush=True)
     return 0
 
 
@@ -189,9 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", type=Path, help="a mutator.db whose stored gate and A/A deltas feed the 'real' "
                    "family (default: run the demo dry run into a temporary dir)")
     p.add_argument("--no-real", action="store_true", help="skip the 'real' family (no demo run)")
-    p.add_argument("--families", default="normal,t3,real", help="which noise families to run, comma-separated "
+    p.add_argument("--families", default="normal,t3,real",
+                   help="which noise families to run, comma-separated "
                    "(default normal,t3,real)")
-    p.add_argument("--gate-z", type=float, default=None, help="gate_z to calibrate (default: config.json score.gateZ)")
+    p.add_argument("--gate-z", type=float, default=None,
+                   help="gate_z to calibrate (default: config.json score.gateZ)")
     p.add_argument("--method", choices=("signflip", "t"), default=None,
                    help="the gate's critical value (default: config.json score.gateMethod)")
     p.add_argument("--seed", type=int, default=7)
@@ -240,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             for rounds in ROUNDS:
                 df = rounds * (n - 1)
                 observed = simulate(family, n, rounds, gate_z, args.runs, rng, scale_bank, method)
-                contrast = 1 - simulate(family, n, rounds, gate_z, args.runs, rng, scale_bank, other, (0.0,))[0.0][0]
+                contrast = 1 - simulate(family, n, rounds, gate_z, args.runs, rng, scale_bank, other,
+                                        (0.0,))[0.0][0]
                 cells = []
                 for k in EFFECTS:
                     keep = observed[k][0]

@@ -50,7 +50,8 @@ class Probe(Search):
         gate, keep = super().gate(cand, base, prior)
         norm = self.norms["test"]
         true = self.land.expected(self.child, "test", norm) - self.land.expected(self.incumbent, "test", norm)
-        self.log.append((self.line.label, kind(self.last_op), keep, "gain" if gate.delta >= 0 else "tie", true))
+        self.log.append((self.line.label, kind(self.last_op), keep, "gain" if gate.delta >= 0 else "tie",
+                         true))
         return gate, keep
 
 
@@ -69,8 +70,8 @@ def main(argv: list[str] | None = None) -> None:
             probe = Probe(land, line, args.budget, args.replicates, seed, rules=rules, log=log)
             outcome = probe.run()
             best = max(v for _, v in outcome.curve)
-            finals[line.label].append((sum(op in COST_ONLY for op, _ in probe.incumbent), best - outcome.curve[-1][1],
-                                       outcome.test_true))
+            finals[line.label].append((sum(op in COST_ONLY for op, _ in probe.incumbent),
+                                       best - outcome.curve[-1][1], outcome.test_true))
     print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · {args.seeds} seeds from "
           f"{args.seed_offset}, budget {args.budget}, {args.replicates} replicates; tieRule {rules.tie_rule} "
           "for 'greedy'. Σ true test Δ is summed over the seeds (÷ seeds = its share of a line's mean).\n")

@@ -31,7 +31,8 @@ SEED_RULES = (("trim", 0), ("headers", 0))
 HELPFUL = ("dates", "amounts", "booleans", "emails", "dedupe")
 COST_ONLY = ("notes", "verify", "examples")        # rules that only add turns: they change no output
 CATALOGUE = (*HELPFUL, "titlecase", *COST_ONLY)
-TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails", "rows": "dedupe"}
+TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails",
+              "rows": "dedupe"}
 VARIANTS = 3
 WEIGHTS = Weights(0.1, 0.02)
 MUTATOR_USD = 3000 * 5e-6 + 400 * 25e-6            # one fake mutator call priced as claude-opus-4-5
@@ -55,7 +56,8 @@ class Landscape:
         self.suites = {}
         for split in ("train", "val", "test"):
             folder = ROOT / "suites" / f"clean-{split}"
-            tasks = [json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines() if line]
+            tasks = [json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines()
+                     if line]
             self.suites[split] = {t: (read_csv(folder / "fixtures" / t / "input.csv"),
                                       read_csv(folder / "answers" / f"{t}.csv")) for t in tasks}
         self._grade, self._cache, self._expected = grade, {}, {}
@@ -90,8 +92,8 @@ class Landscape:
         draw = random.Random(f"cell:{stream}:{split}:{task}:{replicate}:{rules}") if stream else rng
         applied = frozenset(op for op, v in rules if draw.random() >= self.skip[(op, v)])
         tests = self.tests(split, task, applied)
-        return (CellFigures(task, replicate, sum(tests.values()) / len(tests), self.cost(genome), self.turns(genome),
-                            True), sorted(t for t, s in tests.items() if s < 1))
+        return (CellFigures(task, replicate, sum(tests.values()) / len(tests), self.cost(genome),
+                            self.turns(genome), True), sorted(t for t, s in tests.items() if s < 1))
 
     def cells(self, genome: Genome, split: str, replicates: int, rng: random.Random | None = None, *,
               stream: str = "") -> tuple[list[CellFigures], dict[str, list[str]]]:
@@ -133,12 +135,14 @@ class Landscape:
                 if p:
                     total += p * self.score(split, task, frozenset(applied))
         mean = total / len(self.suites[split])
-        return composite(mean, self.cost(genome), self.turns(genome), WEIGHTS, norm.seed_cost, norm.seed_steps)[0]
+        return composite(mean, self.cost(genome), self.turns(genome), WEIGHTS, norm.seed_cost,
+                         norm.seed_steps)[0]
 
     def optimum(self, split: str, norm: Normalisers) -> float:
         best_variant = {op: min(range(VARIANTS), key=lambda v: self.skip[(op, v)]) for op in CATALOGUE}
         return max(self.expected(Genome(SEED_RULES) | {(op, best_variant[op]) for op in subset}, split, norm)
-                   for k in range(len(HELPFUL) + 2) for subset in itertools.combinations((*HELPFUL, "titlecase"), k))
+                   for k in range(len(HELPFUL) + 2)
+                   for subset in itertools.combinations((*HELPFUL, "titlecase"), k))
 
 
 def norm_for(land: Landscape, split: str) -> Normalisers:
@@ -159,8 +163,8 @@ class Mutator:
         proposals and part only where their decisions do (common random numbers, as the cells)."""
         return cls(land, random.Random(f"mutator:{seed}"))
 
-    def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome], failing: dict[str, list[str]],
-                 targets: tuple[str, ...]) -> tuple[Genome, str]:
+    def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome],
+                 failing: dict[str, list[str]], targets: tuple[str, ...]) -> tuple[Genome, str]:
         have = {op for op, _ in parent}
         variant = self.rng.randrange(VARIANTS)
         if objective in CATALOGUE and objective not in have:
@@ -171,7 +175,8 @@ class Mutator:
                 rule = self.rng.choice(lend)
                 return parent | {rule}, rule[0]
         if failing and self.rng.random() < SMART:
-            focus = [t for t in targets if t in failing] or sorted(failing, key=lambda t: -len(failing[t]))[:3]
+            focus = [t for t in targets
+                     if t in failing] or sorted(failing, key=lambda t: -len(failing[t]))[:3]
             wanted = [TEST_RULES[t] for task in focus for t in failing[task] if t in TEST_RULES]
             wanted = [op for op in wanted if op not in have]
             if wanted:
@@ -206,7 +211,8 @@ def landscape_hash() -> str:
 
 def mutator_hash() -> str:
     """The simulated mutator's definition: its code and every parameter it reads."""
-    return _digest(inspect.getsource(Mutator), SMART, TEST_RULES, CATALOGUE, VARIANTS, SEED_RULES, MUTATOR_USD)
+    return _digest(inspect.getsource(Mutator), SMART, TEST_RULES, CATALOGUE, VARIANTS, SEED_RULES,
+                   MUTATOR_USD)
 
 
 def draws_hash(lands: list[Landscape]) -> str:

@@ -72,11 +72,14 @@ def contract(replicates: int) -> Contract:
                     silence_ms=600_000, heartbeat_ms=300_000)
 
 
-def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path, executor=None) -> float:
+def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path,
+            executor=None) -> float:
     """Cells per second through the real evaluation core (on `executor`, local by default)."""
     request = EvalRequest(skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(replicates),
-                          key=KEY, cells_root=scratch / f"harness-{sandbox}", price=PRICE, concurrency=concurrency,
-                          settings=CellSettings(agent_argv=AGENT, launcher=get_launcher(sandbox), grader_timeout_s=60))
+                          key=KEY, cells_root=scratch / f"harness-{sandbox}", price=PRICE,
+                          concurrency=concurrency,
+                          settings=CellSettings(agent_argv=AGENT, launcher=get_launcher(sandbox),
+                                                grader_timeout_s=60))
     started = time.perf_counter()
     cells = evaluate(request, executor=executor)
     elapsed = time.perf_counter() - started
@@ -135,7 +138,8 @@ def launch_ms(sandbox: str, runs: int = 30) -> float:
     launcher = get_launcher(sandbox)
     times = []
     with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-        argv = launcher.wrap(["/bin/true"], cwd=Path(scratch), writable=[Path(scratch)], readable=[], network=False)
+        argv = launcher.wrap(["/bin/true"], cwd=Path(scratch), writable=[Path(scratch)], readable=[],
+                             network=False)
         for _ in range(runs):
             started = time.perf_counter()
             subprocess.run(argv, cwd=scratch, check=True, start_new_session=True)
@@ -166,11 +170,12 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
                 contract=Contract(model=model, replicates=1, max_turns=30, agent=f"bench-cache-{cache}",
                                   silence_ms=600_000, heartbeat_ms=300_000),
                 key=f"bench-cache-{cache}", cells_root=scratch / f"cache-{cache}", price=price, concurrency=2,
-                settings=CellSettings(agent_argv=list(AnthropicBackend().argv("build")), launcher=get_launcher("none"),
-                                      grader_timeout_s=60, network=True))
+                settings=CellSettings(agent_argv=list(AnthropicBackend().argv("build")),
+                                      launcher=get_launcher("none"), grader_timeout_s=60, network=True))
             cells = evaluate(request)
             n = len(cells)
-            found[cache] = {"cells": n, "ok": sum(c.ok for c in cells), "usd": sum(c.cost_usd for c in cells) / n,
+            found[cache] = {"cells": n, "ok": sum(c.ok for c in cells),
+                            "usd": sum(c.cost_usd for c in cells) / n,
                             "input": sum(c.input_tokens for c in cells) / n,
                             "write": sum(c.cache_write_tokens for c in cells) / n,
                             "read": sum(c.cache_read_tokens for c in cells) / n,
@@ -205,8 +210,8 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
         for _ in range(args.repeats):
             for side in rates:
                 with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-                    rates[side].append(harness(suite, "none", args.replicates, args.concurrency, Path(scratch),
-                                               executor if side == "ray" else None))
+                    rates[side].append(harness(suite, "none", args.replicates, args.concurrency,
+                                               Path(scratch), executor if side == "ray" else None))
     finally:
         ray.shutdown()
     median = {side: statistics.median(values) for side, values in rates.items()}
@@ -250,9 +255,11 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
                 with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
                     placed: list = []
                     request = EvalRequest(
-                        skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(args.replicates),
+                        skill_dir=SKILL, skill_name="csv-clean", suite=suite,
+                        contract=contract(args.replicates),
                         key=KEY, cells_root=Path(scratch), price=PRICE, concurrency=concurrency,
-                        settings=CellSettings(agent_argv=AGENT, launcher=get_launcher("none"), grader_timeout_s=60))
+                        settings=CellSettings(agent_argv=AGENT, launcher=get_launcher("none"),
+                                              grader_timeout_s=60))
                     started = time.perf_counter()
                     done = evaluate(request, executor=executor, on_cell=placed.append)
                     rates.append(len(done) / (time.perf_counter() - started))
@@ -276,7 +283,8 @@ def per_round(rounds: int) -> None:
     print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 "
           f"-> {late}")
     for key, unit, scale in (("staging", "ms staging + tamper CPU (self + children)", 1000),
-                             ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)", 1 / 1024),
+                             ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)",
+                              1 / 1024),
                              ("self", "ms harness CPU in cell-free rounds", 1000)):
         a, b = (value * scale for value in found[key])
         print(f"  {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")

@@ -79,7 +79,8 @@ class Item(NamedTuple):
     replicate: int
 
 
-def run_cell(land: Landscape, genome: Genome, item: Item, rng: random.Random) -> tuple[CellFigures, list[str]]:
+def run_cell(land: Landscape, genome: Genome, item: Item,
+             rng: random.Random) -> tuple[CellFigures, list[str]]:
     """One cell of Landscape.cells and its failing grader tests. A restatement of that loop's body for one
     (task, replicate): Landscape has no per-cell method (the hook asked for is Landscape.cell)."""
     applied = frozenset(op for op, v in sorted(genome) if rng.random() >= land.skip[(op, v)])
@@ -103,7 +104,8 @@ class LandscapeAdapter:
         self.land, self.budget, self.rng, self.norms = land, budget, rng, norms
         self.calls, self.usd = 0, 0.0
 
-    def evaluate(self, batch: list[Item], candidate: dict[str, str], capture_traces: bool = False) -> EvaluationBatch:
+    def evaluate(self, batch: list[Item], candidate: dict[str, str],
+                 capture_traces: bool = False) -> EvaluationBatch:
         if self.calls + len(batch) > self.budget:
             raise OutOfBudget
         genome = decode(candidate)
@@ -115,11 +117,13 @@ class LandscapeAdapter:
             outputs.append(cell.score)
             scores.append(summarise([cell], WEIGHTS, self.norms[item.split]).composite)
             traces.append({"task": item.task, "replicate": item.replicate, "failing": failing})
-        return EvaluationBatch(outputs=outputs, scores=scores, trajectories=traces if capture_traces else None)
+        return EvaluationBatch(outputs=outputs, scores=scores,
+                               trajectories=traces if capture_traces else None)
 
     def make_reflective_dataset(self, candidate: dict[str, str], eval_batch: EvaluationBatch,
                                 components_to_update: list[str]) -> dict[str, list[dict[str, Any]]]:
-        records = [{"Inputs": {"task": t["task"], "replicate": t["replicate"]}, "Generated Outputs": f"eval {out:.3f}",
+        records = [{"Inputs": {"task": t["task"], "replicate": t["replicate"]},
+                    "Generated Outputs": f"eval {out:.3f}",
                     "Feedback": "failing tests: " + (", ".join(t["failing"]) or "none"), "task": t["task"],
                     "failing": t["failing"]} for t, out in zip(eval_batch.trajectories, eval_batch.outputs)]
         return {name: records for name in components_to_update}
@@ -133,7 +137,8 @@ class MutatorProposer:
     def __init__(self, mutator) -> None:
         self.mutator, self.calls = mutator, 0
 
-    def __call__(self, candidate: dict[str, str], reflective_dataset: dict, components_to_update: list[str]) -> dict:
+    def __call__(self, candidate: dict[str, str], reflective_dataset: dict,
+                 components_to_update: list[str]) -> dict:
         failing: dict[str, set[str]] = {}
         for record in next(iter(reflective_dataset.values()), []):  # every component gets the same records
             failing.setdefault(record["task"], set()).update(record["failing"])
@@ -218,9 +223,10 @@ def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed
              for split in ("train", "val")}
     try:  # gepa/api.py, optimize (0.1.4)
         gepa.optimize(seed_candidate=encode(Genome(SEED_RULES)), trainset=items["train"], valset=items["val"],
-                      adapter=adapter, custom_candidate_proposer=proposer, reflection_minibatch_size=line.minibatch,
-                      frontier_type=line.frontier, use_merge=line.use_merge, max_metric_calls=budget, seed=seed,
-                      logger=Silent(), callbacks=[recorder], raise_on_exception=True)
+                      adapter=adapter, custom_candidate_proposer=proposer,
+                      reflection_minibatch_size=line.minibatch,
+                      frontier_type=line.frontier, use_merge=line.use_merge, max_metric_calls=budget,
+                      seed=seed, logger=Silent(), callbacks=[recorder], raise_on_exception=True)
     except OutOfBudget:
         pass  # the next evaluation would have passed the budget: GEPA ends where it stands
     if recorder.error is not None:
@@ -230,7 +236,8 @@ def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed
     state = recorder.state
     outcome = Outcome(recorder.curve, val_measured, land.expected(best, "test", norms["test"]), adapter.calls,
                       adapter.usd + proposer.calls * MUTATOR_USD)
-    merges = sum(len([p for p in parents if p is not None]) > 1 for parents in state.parent_program_for_candidate)
+    merges = sum(len([p for p in parents if p is not None]) > 1
+                 for parents in state.parent_program_for_candidate)
     return PeerRun(outcome, state.total_num_evals, len(state.program_candidates), merges, proposer.calls)
 
 
@@ -247,7 +254,8 @@ def holm(pvalues: list[float]) -> list[float]:
 def versus(rows: dict[str, list[Outcome]], peers: list[str], ours: list[str], metric) -> list[tuple]:
     """Each GEPA line against each other and against each of our lines: the mean paired difference, the
     Wilcoxon p and the Holm p over this family of pairs."""
-    pairs = [(a, b) for i, a in enumerate(peers) for b in peers[i + 1:]] + [(p, line) for p in peers for line in ours]
+    pairs = [(a, b) for i, a in enumerate(peers)
+             for b in peers[i + 1:]] + [(p, line) for p in peers for line in ours]
     diffs, raw = [], []
     for peer, line in pairs:
         a, b = [metric(o) for o in rows[peer]], [metric(o) for o in rows[line]]
@@ -269,7 +277,8 @@ def print_significance(rows: dict[str, list[Outcome]], seeds: int, ours: list[st
             print(f"  {peer:<10} − {line:<21} {diff:+.4f}  p={p:<8.2g} Holm p={q:<8.2g} {verdict}")
 
 
-def one_seed(seed: int, ours: tuple, budget: int, replicates: int) -> tuple[float, dict[str, PeerRun], dict[str, Outcome]]:
+def one_seed(seed: int, ours: tuple, budget: int,
+             replicates: int) -> tuple[float, dict[str, PeerRun], dict[str, Outcome]]:
     """One seed's 90% target, GEPA's runs and our lines' outcomes."""
     land = Landscape(random.Random(seed))
     val_norm = bench.norm_for(land, "val")
@@ -305,7 +314,8 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, list[PeerRun]] = {line.label: [] for line in PEER_LINES}
     targets = []
     work = functools.partial(one_seed, ours=ours, budget=args.budget, replicates=args.replicates)
-    for target, peer_runs, outcomes in bench.over_seeds(work, range(args.seed_offset, args.seed_offset + args.seeds),
+    for target, peer_runs, outcomes in bench.over_seeds(work, range(args.seed_offset,
+                                                                    args.seed_offset + args.seeds),
                                                         args.jobs):
         targets.append(target)
         for label, run in peer_runs.items():

@@ -99,8 +99,8 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
             threading.setprofile(None)   # type: ignore[arg-type]
             self.db.conn.set_progress_handler(None, 0)
         own2, kids2 = _cpu()
-        records.append({"round": round_no, "self": own2 - own, "children": kids2 - kids, "staging": staging[0],
-                        "calls": calls[0], "steps": steps[0] * 100,
+        records.append({"round": round_no, "self": own2 - own, "children": kids2 - kids,
+                        "staging": staging[0], "calls": calls[0], "steps": steps[0] * 100,
                         "cells": self.db.execute("select count(*) from cells").fetchone()[0] - cells,
                         # only where summary() reads it: a walk of the whole data dir each round is the
                         # bench's own work growing with the rounds, and its pass over every inode weighs on
@@ -119,7 +119,8 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
 def measure(code: Path, args: argparse.Namespace) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="sm-bench-rounds-", ignore_cleanup_errors=True) as scratch:
         out = Path(scratch) / "records.json"
-        subprocess.run([sys.executable, __file__, "--child", str(code), "--rounds", str(args.rounds), "--replicates",
+        subprocess.run([sys.executable, __file__, "--child", str(code), "--rounds", str(args.rounds),
+                        "--replicates",
                         str(args.replicates), "--out", str(out), "--data-dir", str(Path(scratch) / "data"),
                         "--sandbox", args.sandbox, *(["--count"] if args.count else [])],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code)
@@ -148,12 +149,14 @@ def summary(records: list[dict], tail: int = 6) -> dict:
     # and the Theil-Sen line (the median of the slopes between every two rounds): a busy machine's spikes only
     # ever add CPU, so a few of them tilt the least-squares line where they fall; the median slope is not
     # moved by them
-    robust = (theilslopes([r["self"] for r in quiet], [r["round"] for r in quiet]) if len(quiet) > 2 else None)
+    robust = (theilslopes([r["self"] for r in quiet],
+                          [r["round"] for r in quiet]) if len(quiet) > 2 else None)
     # the medians of the first and the last 50 cell-free rounds (fewer in a short run): a spike moves neither
     bucket = max(min(50, len(quiet) // 4), 1)
 
     def medians_of(key: str) -> tuple[float, float]:
-        return ((statistics.median(r[key] for r in quiet[:bucket]), statistics.median(r[key] for r in quiet[-bucket:]))
+        return ((statistics.median(r[key] for r in quiet[:bucket]),
+                 statistics.median(r[key] for r in quiet[-bucket:]))
                 if quiet else (float("nan"), float("nan")))
     return {"staging": (mean(first, "staging"), mean(last, "staging")), "slope": slope, "bucket": bucket,
             "medians": medians_of("self"), "calls": medians_of("calls"), "steps": medians_of("steps"),
@@ -185,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        args.out.write_text(json.dumps(child(args.child, args.rounds, args.replicates, args.data_dir, args.sandbox,
-                                             args.count)))
+        args.out.write_text(json.dumps(child(args.child, args.rounds, args.replicates, args.data_dir,
+                                             args.sandbox, args.count)))
         return 0
     sides = {"this code": ROOT, **({"before": args.before.resolve()} if args.before else {})}
     found: dict[str, list[dict]] = {side: [] for side in sides}

@@ -55,8 +55,8 @@ class Rules:
     @functools.cache
     def from_config(cls, config_file: Path = ROOT / "config.json") -> Rules:
         s = load_settings(config_file=config_file, environ={})
-        return cls(s.min_improvement, s.gate_z, s.gate_method, s.tie_rule, s.evidence_replicates, s.sequential,
-                   s.sequential_early_z, s.screen_tasks, s.screen_replicates, s.screen_z)
+        return cls(s.min_improvement, s.gate_z, s.gate_method, s.tie_rule, s.evidence_replicates,
+                   s.sequential, s.sequential_early_z, s.screen_tasks, s.screen_replicates, s.screen_z)
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ class Search:
                              line.tie_rule or rules.tie_rule)
         self.screen = Screen((rules.screen_tasks if line.screen is None else line.screen) if gated else 0,
                              rules.screen_replicates, rules.screen_z)
-        self.suites = {split: SimpleNamespace(name=split, tasks=[SimpleNamespace(id=t) for t in land.suites[split]])
+        self.suites = {split: SimpleNamespace(name=split,
+                                              tasks=[SimpleNamespace(id=t) for t in land.suites[split]])
                        for split in ("train", "val")}
         self.mutator = Mutator.for_seed(land, seed)
         self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
@@ -140,7 +141,8 @@ class Search:
         self.by_name[name] = g
         return name
 
-    def evaluate(self, g: Genome, split: str, want: frozenset | None = None, purpose: str = "val") -> list[CellFigures]:
+    def evaluate(self, g: Genome, split: str, want: frozenset | None = None,
+                 purpose: str = "val") -> list[CellFigures]:
         """g's cells `want` ((task, replicate) pairs; None = the split's whole depth), running the missing
         ones."""
         tasks = self.land.suites[split]
@@ -162,7 +164,8 @@ class Search:
 
     def measured(self, name: str, suite, _label: str, only: frozenset | None) -> Measured:
         """The waves' and the screen's view of an evaluation (mutator/round/waves.py's Evaluate)."""
-        cells = self.evaluate(self.by_name[name], suite.name, only, "screen" if suite.name == "train" else "val")
+        cells = self.evaluate(self.by_name[name], suite.name, only,
+                              "screen" if suite.name == "train" else "val")
         return Measured(0, tuple(cells), 0, 0.0, n_cells=len(cells))
 
     def stored(self, g: Genome, split: str) -> list[CellFigures]:
@@ -180,7 +183,8 @@ class Search:
         norms = self.norms
         val = sorted(self.stored(g, "val"), key=lambda c: (self.order[c.task_id], c.replicate))
         tasks = per_task(val, WEIGHTS, norms["val"])
-        train = {t: f.composite for t, f in per_task(self.evaluate(g, "train"), WEIGHTS, norms["train"]).items()} \
+        train = {t: f.composite
+                 for t, f in per_task(self.evaluate(g, "train"), WEIGHTS, norms["train"]).items()} \
             if g in self.evidence else {}
         return Member(self.name(g), summarise(val, WEIGHTS, norms["val"]).composite,
                       {t: f.composite for t, f in tasks.items()}, train)
@@ -207,7 +211,8 @@ class Search:
         return self.mutator(parent, failing=self.failing(parent), **how)
 
     def point(self) -> None:
-        self.curve.append((self.spent["rollouts"], self.land.expected(self.incumbent, "val", self.norms["val"])))
+        self.curve.append((self.spent["rollouts"],
+                           self.land.expected(self.incumbent, "val", self.norms["val"])))
 
     def best_of_n(self) -> None:
         """Independent mutants of the seed until the budget is spent; a duplicate is served from the cache."""
@@ -225,8 +230,10 @@ class Search:
         """The gate-less lines' verdicts, on every val cell at once."""
         rules = self.rules
         if self.line.keep == "oracle":
-            gate, norm = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=0.0, tie_rule="keep"), self.norms["val"]
-            return gate, self.land.expected(self.child, "val", norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
+            gate, norm = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=0.0,
+                                 tie_rule="keep"), self.norms["val"]
+            return gate, self.land.expected(self.child, "val",
+                                            norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
         if self.line.keep == "raw":
             gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0,
                            method=rules.method, tie_rule="keep")
@@ -246,7 +253,8 @@ class Search:
         if self.line.keep != "gate":
             cells = self.evaluate(child, "val")
             gate, keep = self.gate(per_task(cells, WEIGHTS, self.norms["val"]),
-                                   per_task(self.evaluate(self.incumbent, "val"), WEIGHTS, self.norms["val"]), prior)
+                                   per_task(self.evaluate(self.incumbent, "val"), WEIGHTS, self.norms["val"]),
+                                   prior)
             prior.append(Comparison(gate.n, gate.s_r))
             self.decided(gate, keep)
             return cells, keep
@@ -258,13 +266,14 @@ class Search:
                 # killed, and whether the child is TRULY better on val (what the search is
                 # scored on; the exact train composite would cost the bench 3x its time)
                 norm = self.norms["val"]
-                better = self.land.expected(child, "val", norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
+                better = self.land.expected(child, "val",
+                                            norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
                 self.screens.append((record["decision"] == "loss", better))
                 if record["decision"] == "loss":
                     return None
         outcome, gate, looks = sequential_val(self.gating, self.measured, val=self.suites["val"], genome=name,
-                                              incumbent=incumbent, norm=self.norms["val"], prior=prior, label="val",
-                                              healthy=lambda _outcome: True)
+                                              incumbent=incumbent, norm=self.norms["val"], prior=prior,
+                                              label="val", healthy=lambda _outcome: True)
         if looks[-1]["decision"] is None:
             # as the loop's prior_comparisons: an early look's scale is not pooled
             prior.append(Comparison(gate.n, gate.s_r))
@@ -276,7 +285,8 @@ class Search:
         for sibling, spec in enumerate(strategy.plan(state)):
             parent = self.by_name[spec.parent_hash]
             child, op = self.mutate(parent, objective=first_op if spec.share_objective else None,
-                                    refs=[self.by_name[h] for h in spec.ref_hashes], targets=spec.target_tasks)
+                                    refs=[self.by_name[h] for h in spec.ref_hashes],
+                                    targets=spec.target_tasks)
             first_op = op if sibling == 0 else first_op
             if child == parent:  # the critic rejects a no-op without spending an evaluation
                 scored.append(Scored(sibling, spec, None, evaluated=False))

@@ -54,9 +54,10 @@ def outcome(values: np.ndarray, only: frozenset | None) -> Outcome:
 
 def decide(gating: Gating, val, sides: dict[str, np.ndarray], prior: list[Comparison]) -> tuple[bool, int]:
     """(rejected, cells of the candidate the decision used)."""
-    out, gate, looks = run_looks(gating, lambda side, _suite, _label, only: outcome(sides[side], only), val=val,
-                                 genome="candidate", incumbent="incumbent", norm=NORM, prior=prior, label="bench",
-                                 healthy=lambda _o: True)
+    out, gate, looks = run_looks(gating, lambda side, _suite, _label, only: outcome(sides[side], only),
+                                 val=val,
+                                 genome="candidate", incumbent="incumbent", norm=NORM, prior=prior,
+                                 label="bench", healthy=lambda _o: True)
     return (not gate.keep), len(out.cells)
 
 
@@ -118,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
           "sequential / fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false "
           f"reject, design {design0:.1%}), k>0 a better one. '!' marks a sequential k=0 rate off the design "
           "by more than 3 MC SE.")
-    head = f"{'family':<7}{'n':>3}{'R':>3} {'last z':>7}  " + "".join(f"{f'k={k:+g} reject':^19}" for k in EFFECTS) \
+    head = f"{'family':<7}{'n':>3}{'R':>3} {'last z':>7}  " + "".join(f"{f'k={k:+g} reject':^19}"
+                                                                      for k in EFFECTS) \
         + "  " + " ".join(f"{f'cells k={k:+g}':^13}" for k in EFFECTS)
     print(head)
     print("-" * len(head))

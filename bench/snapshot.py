@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 VOLATILE = re.compile(r"(^|_)(id|ids|at|pid|path|dir|time|times|ms|seconds|elapsed|started|finished|created|"
                       r"updated|host|node|wall|duration|token|mtime|ts)($|_)|(_s$)|workspace|ended|begun|commit")
-SKIP_TABLES = {"sqlite_sequence", "_migrations", "schema_migrations", "schema_version", "heartbeats", "processes"}
+SKIP_TABLES = {"sqlite_sequence", "_migrations", "schema_migrations", "schema_version", "heartbeats",
+               "processes"}
 
 
 def volatile(key: str) -> bool:

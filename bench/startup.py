@@ -92,20 +92,23 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
     found: dict[str, dict] = {}
     try:
         one = dataclasses.replace(suite, tasks=suite.tasks[:cells])
-        for side, argv in (("process", [sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")]),
+        for side, argv in (("process", [sys.executable,
+                                        str(ROOT / "eval" / "agents" / "anthropic_agent.py")]),
                            ("warm", list(AnthropicBackend().argv("build")))):
             seen.clear()
             evaluate(EvalRequest(
                 skill_dir=skill, skill_name="csv-clean", suite=one, key=f"bench-startup-{side}",
                 cells_root=scratch / f"startup-{side}", price=price, concurrency=1,
-                contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=30, agent=f"bench-startup-{side}",
-                                  silence_ms=600_000, heartbeat_ms=300_000),
+                contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=30,
+                                  agent=f"bench-startup-{side}", silence_ms=600_000, heartbeat_ms=300_000),
                 settings=CellSettings(agent_argv=argv, launcher=get_launcher("none"), grader_timeout_s=60,
                                       network=True)))
             # in spawn order: the first warm cell pays the harness's one SDK import
             runs = list(seen.values())
-            found[side] = {"agent": statistics.median(a for a, _ in runs), "harness": statistics.median(h for _, h in runs),
-                           "total": statistics.median(a + h for a, h in runs), "first": sum(runs[0]), "cells": len(runs)}
+            found[side] = {"agent": statistics.median(a for a, _ in runs),
+                           "harness": statistics.median(h for _, h in runs),
+                           "total": statistics.median(a + h for a, h in runs), "first": sum(runs[0]),
+                           "cells": len(runs)}
     finally:
         agent_call.spawn = real_spawn
         server.close()

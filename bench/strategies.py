@@ -60,9 +60,10 @@ from bench.search import (  # noqa: E402,F401  (re-exported, as above)
     run_search,
 )
 
-STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}), ("population", "population", {}),
-              ("pareto", "pareto", {}))
-VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True), ("seq+screen", True, True))
+STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}),
+              ("population", "population", {}), ("pareto", "pareto", {}))
+VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True),
+            ("seq+screen", True, True))
 # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
 NO_GATE = (("nogate", "positive"), ("raw", "raw"))
 
@@ -80,7 +81,8 @@ def make_lines(screen_tasks: int) -> tuple[Line, ...]:
 
 def default_variant(rules: Rules) -> str:
     """The variant config.json runs: sequential.waves and screen.tasks."""
-    return next(v for v, waves, screen in VARIANTS if waves == rules.sequential and screen == bool(rules.screen_tasks))
+    return next(v for v, waves, screen in VARIANTS if waves == rules.sequential
+                and screen == bool(rules.screen_tasks))
 
 
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
@@ -122,14 +124,16 @@ def one_seed(seed: int, lines: tuple[Line, ...], budget: int, replicates: int, r
     land = Landscape(random.Random(seed))
     val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
     seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
-    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm), land.optimum("test", test_norm))
+    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
+              land.optimum("test", test_norm))
     return optima, seed_val + 0.9 * (opt_val - seed_val), {
         line.label: run_search(land, line, budget, replicates, seed, raw_threshold, rules) for line in lines}
 
 
 def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
             rules: Rules, jobs: int = 1) -> Results:
-    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds], [], [])
+    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds],
+                      [], [])
     work = functools.partial(one_seed, lines=lines, budget=budget, replicates=replicates,
                              raw_threshold=raw_threshold, rules=rules)
     for optima, target, outcomes in over_seeds(work, seeds, jobs):
@@ -203,7 +207,8 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
         screens = [s for o in outcomes for s in o.screens]
         kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
         false = rate([killed for killed, better in screens if better])
-        per = [f"{cells / decisions:.1f}" if decisions else "—" for cells in (deciding + spent["train"], deciding)]
+        per = [f"{cells / decisions:.1f}" if decisions else "—"
+               for cells in (deciding + spent["train"], deciding)]
         print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} "
               f"| {per[0]:>14} | {per[1]:>19} | {spent['seed']:>5.0f} | {spent['screen']:>6.1f} | "
               f"{spent['val']:>6.1f} | {spent['remaining']:>9.1f} | {spent['train']:>6.1f} | {kills:>12} | "
@@ -229,7 +234,8 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
               f"over these {len(others)}): " + "; ".join(against(rows, test, DEFAULT, others))
               + ".")
     if DEFAULT in rows and "greedy-keepties" in rows:
-        print("The default against the gate keeping every tie: " + against(rows, test, DEFAULT, ["greedy-keepties"])[0]
+        print("The default against the gate keeping every tie: " + against(rows, test, DEFAULT,
+                                                                           ["greedy-keepties"])[0]
               + ".")
     variants = [(f"{name}:{v}", f"{name}:fixed") for name, *_ in STRATEGIES for v, *_ in VARIANTS[1:]
                 if f"{name}:{v}" in rows and f"{name}:fixed" in rows]
@@ -241,7 +247,8 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
             diff = statistics.mean(test(o) for o in rows[a]) - statistics.mean(test(o) for o in rows[b])
             print(f"  {a:<22} − {b:<18} {diff:+.4f}  p {p:<8.2g} Holm {q:<8.2g} "
                   + ("significant" if q < 0.05 else "not significant"))
-    for name, metric in (("final TRUE test composite", test), ("final TRUE val composite", lambda o: o.curve[-1][1])):
+    for name, metric in (("final TRUE test composite", test),
+                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = significant(rows, metric)
         print(f"Significant on {name} (Wilcoxon signed-rank, paired over {n_seeds} seeds, Holm-adjusted "
               f"p < 0.05 over all {pairs} pairs): " + ("; ".join(found) if found else "none")
@@ -288,14 +295,16 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--seeds", type=int, default=8, help="landscapes (paired across lines); 32 for the full "
                     "comparison (default 8 to stay quick)")
-    ap.add_argument("--seed-offset", type=int, default=0, help="the first seed (default 0); e.g. 1000 for seeds "
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="the first seed (default 0); e.g. 1000 for seeds "
                     "no tuning has seen")
     ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every "
                     "line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--raw-threshold", type=float, default=RAW_THRESHOLD,
                     help=f"the greedy-raw line keeps iff Δ ≥ this (gateZ 0; default {RAW_THRESHOLD})")
-    ap.add_argument("--tie-rule", choices=("keep", "noAddedCost"), help="the gate's tie rule for the gated lines "
+    ap.add_argument("--tie-rule", choices=("keep", "noAddedCost"),
+                    help="the gate's tie rule for the gated lines "
                     "(default: score.tieRule in config.json)")
     ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train "
                     "evaluation, 0 = --replicates (default: evidenceReplicates in config.json)")
@@ -309,7 +318,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
-    rules = dataclasses.replace(rules, tie_rule=args.tie_rule or rules.tie_rule, evidence_replicates=rules.evidence_replicates
+    rules = dataclasses.replace(rules, tie_rule=args.tie_rule or rules.tie_rule,
+                                evidence_replicates=rules.evidence_replicates
                                 if args.evidence_replicates is None else args.evidence_replicates)
     args.screen_tasks = args.screen_tasks or rules.screen_tasks or SCREEN_TASKS
     every = make_lines(args.screen_tasks) + EXTRA

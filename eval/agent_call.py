@@ -182,7 +182,8 @@ def prepare(spec: AgentCall) -> None:
             path.touch()
 
 
-def read_call(stream: Path, price: Price, *, agent: str, meter: Path | None = None) -> tuple[StreamMetrics, Cost]:
+def read_call(stream: Path, price: Price, *, agent: str,
+              meter: Path | None = None) -> tuple[StreamMetrics, Cost]:
     """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses
     it when the agent is gone; a re-graded cell reads its kept stream through it again). When the call's
     traffic passed the metering proxy, its usage is what the meter saw served (cut streams included), priced
@@ -204,7 +205,8 @@ async def call(spec: AgentCall) -> CallResult:
     writable = [*spec.writable, *((spec.result_path, spec.stream) if spec.result_json else ())]
     run = await spawn(spec.argv, cwd=spec.cwd, env=contract_env(spec), prompt=spec.prompt, stream=spec.stream,
                       log_dir=spec.home, launcher=spec.launcher, writable=writable, readable=spec.readable,
-                      shown=spec.shown, network=spec.network, silence_ms=spec.silence_ms, heartbeat_ms=spec.heartbeat_ms,
+                      shown=spec.shown, network=spec.network, silence_ms=spec.silence_ms,
+                      heartbeat_ms=spec.heartbeat_ms,
                       wall_ms=spec.wall_ms, max_output_bytes=spec.max_output_bytes, meter=spec.meter)
     return CallResult(run, *read_call(spec.stream, spec.price, agent=spec.agent, meter=spec.meter))
 
@@ -238,7 +240,8 @@ def metering(env: Mapping[str, str], meter: Path | None, unix_path: Path | None 
         return env, None
     # imported here: an agent process imports this module for the contract's names alone
     from eval.agents.key_proxy import KeyProxy, credentials
-    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter, unix_path=unix_path).start()
+    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter,
+                     unix_path=unix_path).start()
     for name in ("ANTHROPIC_AUTH_TOKEN", *NETWORK_PROXIES):
         env.pop(name, None)
     env.update(ANTHROPIC_BASE_URL=proxy.base_url, ANTHROPIC_API_KEY=proxy.nonce)
@@ -290,7 +293,8 @@ class AgentRun:
 
 async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                 log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path] = (),
-                shown: Mapping[Path, Path] | None = None, network: bool = False, silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
+                shown: Mapping[Path, Path] | None = None, network: bool = False, silence_ms: int,
+                heartbeat_ms: int, wall_ms: int = 0,
                 max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
     """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done; with
     a meter, its model API calls go through a metering proxy closed only after the process group is gone.
@@ -310,7 +314,8 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
             talk = functools.partial(warm.drive, role=served[0], config=served[1], env=dict(env), api=api,
                                      prompt=prompt, stream=stream, stderr=log_dir / "agent.stderr")
         return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
-                            launcher=launcher, writable=writable, readable=readable, shown=shown, network=network,
+                            launcher=launcher, writable=writable, readable=readable, shown=shown,
+                            network=network,
                             silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
                             max_output_bytes=max_output_bytes, talk=talk)
     finally:
@@ -323,7 +328,8 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
 
 async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                  log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path],
-                 shown: Mapping[Path, Path] | None, network: bool, silence_ms: int, heartbeat_ms: int, wall_ms: int,
+                 shown: Mapping[Path, Path] | None, network: bool, silence_ms: int, heartbeat_ms: int,
+                 wall_ms: int,
                  max_output_bytes: int, talk: Callable[[Any], Awaitable[None]] | None = None) -> AgentRun:
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio

@@ -42,8 +42,8 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
                          on_cell: Callable[[CellResult], None] = lambda cell: None,
-                         regrade: set[tuple[str, int]] = frozenset(), reuse: dict[tuple[str, int], Path] | None = None,
-                         limit: int | None = None,
+                         regrade: set[tuple[str, int]] = frozenset(),
+                         reuse: dict[tuple[str, int], Path] | None = None, limit: int | None = None,
                          may_start: Callable[[], bool] | None = None,
                          executor: Executor | None = None) -> list[CellResult]:
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
@@ -62,8 +62,8 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
     def job(spec: CellSpec) -> CellJob:
         return CellJob(
             spec=spec, task=tasks[spec.task_id], suite=request.suite, skill_dir=request.skill_dir,
-            skill_name=request.skill_name, contract=request.contract, cell_root=request.cells_root / spec.name,
-            price=request.price, settings=request.settings,
+            skill_name=request.skill_name, contract=request.contract,
+            cell_root=request.cells_root / spec.name, price=request.price, settings=request.settings,
             reuse=reuse.get((spec.task_id, spec.replicate)))
 
     async def work(spec: CellSpec) -> CellResult:
@@ -93,5 +93,7 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
 
 def evaluate(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
              on_cell: Callable[[CellResult], None] = lambda cell: None,
-             regrade: set[tuple[str, int]] = frozenset(), executor: Executor | None = None) -> list[CellResult]:
-    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade, executor=executor))
+             regrade: set[tuple[str, int]] = frozenset(),
+             executor: Executor | None = None) -> list[CellResult]:
+    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade,
+                                      executor=executor))

@@ -34,7 +34,8 @@ def ready() -> bool:
         return False
     read, write = os.pipe()
     try:
-        watcher = subprocess.Popen([sys.executable, "-I", "-S", str(WATCH)], stdin=read, stdout=subprocess.DEVNULL,
+        watcher = subprocess.Popen([sys.executable, "-I", "-S", str(WATCH)], stdin=read,
+                                   stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     except OSError:
         os.close(write)

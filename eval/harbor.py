@@ -23,7 +23,8 @@ SKILLS_DIR = "skills"                # SkillsBench: environment/skills/ holds th
 MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GMK])\s*$", re.IGNORECASE)
 WORKDIR_LINE = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 # `COPY skills /root/.claude/skills` (flags such as --chown allowed): where the task expects its skills
-SKILLS_COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*\.?/?skills/?\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+SKILLS_COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*\.?/?skills/?\s+(\S+)\s*$",
+                         re.IGNORECASE | re.MULTILINE)
 
 
 class HarborError(SkillMutatorError, ValueError):
@@ -80,7 +81,8 @@ class HarborTask:
         dockerfile = self.environment / "Dockerfile"
         text = dockerfile.read_text(encoding="utf-8", errors="replace") if dockerfile.is_file() else ""
         targets = [t.strip("'\"").rstrip("/") for t in SKILLS_COPY.findall(text)]
-        return list(dict.fromkeys(t if t.startswith("/") else f"{self.workdir.rstrip('/')}/{t}" for t in targets if t))
+        return list(dict.fromkeys(t if t.startswith("/") else f"{self.workdir.rstrip('/')}/{t}"
+                                  for t in targets if t))
 
     def environment_files(self) -> list[Path]:
         """The environment's files an agent on the host is given (relative): all but the Dockerfile and
@@ -145,7 +147,8 @@ def parse_config(text: str, where: Path) -> HarborConfig:
         raise HarborError(f"{where}: [environment] allow_internet must be true or false")
     return HarborConfig(
         schema=schema, agent_timeout_sec=_number(agent, "timeout_sec", None, where, "agent"),
-        verifier_timeout_sec=_number(verifier, "timeout_sec", 600.0, where, "verifier"), verifier_env=dict(venv),
+        verifier_timeout_sec=_number(verifier, "timeout_sec", 600.0, where, "verifier"),
+        verifier_env=dict(venv),
         build_timeout_sec=_number(env, "build_timeout_sec", 600.0, where, "environment"),
         docker_image=image, cpus=_number(env, "cpus", 1, where, "environment", int),
         memory_mb=_memory_mb(env, where), allow_internet=internet)
@@ -153,7 +156,8 @@ def parse_config(text: str, where: Path) -> HarborConfig:
 
 def dockerfile_workdir(dockerfile: Path) -> str:
     """The last WORKDIR of a Dockerfile (where the task's files and the agent's work live), else /app."""
-    found = WORKDIR_LINE.findall(dockerfile.read_text(encoding="utf-8", errors="replace")) if dockerfile.is_file() else []
+    found = WORKDIR_LINE.findall(dockerfile.read_text(encoding="utf-8",
+                                                      errors="replace")) if dockerfile.is_file() else []
     workdir = found[-1].strip("'\"") if found else DEFAULT_WORKDIR
     return workdir if workdir.startswith("/") else DEFAULT_WORKDIR
 
@@ -197,7 +201,8 @@ def find_tasks(root: Path) -> list[HarborTask]:
     if not root.is_dir():
         raise HarborError(f"{root}: not found; pass a Harbor task folder or a folder of them (e.g. "
                           "skillsbench/tasks)")
-    tasks = [read_task(sub) for sub in sorted(root.iterdir()) if sub.is_dir() and (sub / "task.toml").is_file()]
+    tasks = [read_task(sub) for sub in sorted(root.iterdir()) if sub.is_dir()
+             and (sub / "task.toml").is_file()]
     if not tasks:
         raise HarborError(f"{root}: holds no Harbor task (no sub-folder with a task.toml)")
     return tasks

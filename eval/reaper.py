@@ -184,7 +184,8 @@ def scope() -> dict | None:
     if _registry is None:
         return None
     pid, started = _harness()
-    return {"registry": str(_registry.resolve()), "harness": pid, "harness_started": started, "boot": _boot_id()}
+    return {"registry": str(_registry.resolve()), "harness": pid, "harness_started": started,
+            "boot": _boot_id()}
 
 
 @contextmanager
@@ -255,7 +256,8 @@ def reap_containers(directory: Path) -> list[str]:
         if _alive(data.get("harness"), data.get("harness_started")):
             continue                         # its harness still runs: its container is in use
         try:
-            found = subprocess.run([*engine, "ps", "-aq", "--filter", f"name=^{name}$", "--filter", f"label={label}"],
+            found = subprocess.run([*engine, "ps", "-aq", "--filter", f"name=^{name}$", "--filter",
+                                    f"label={label}"],
                                    capture_output=True, text=True, timeout=120)
             ids = found.stdout.split() if found.returncode == 0 else []
             if ids:

@@ -38,12 +38,14 @@ def call_of(job: CellJob, work: Path, launcher: Launcher | None = None) -> Agent
     cell's own (a Harbor task's container), else the evaluation's."""
     run = job.settings
     return AgentCall(
-        argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model, max_turns=job.contract.max_turns,
-        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=launcher or run.launcher,
-        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
+        argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model,
+        max_turns=job.contract.max_turns,
+        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=launcher
+        or run.launcher, silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
         skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
-        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env, meter=agent_meter(job.cell_root))
+        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env,
+        meter=agent_meter(job.cell_root))
 
 
 async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
@@ -79,7 +81,8 @@ def classify(agent: AgentRun, metrics: StreamMetrics) -> tuple[str, str]:
     if failure or metrics.is_error:
         said = metrics.error_text + ("\n" + agent.stderr_tail(2000) if failure else "")
         if metrics.subtype == API_ERROR_SUBTYPE or INFRA_TEXT.search(said):
-            detail = (metrics.error_text or failure).strip().splitlines()[0][:300] if (metrics.error_text or failure) \
+            detail = (metrics.error_text
+                      or failure).strip().splitlines()[0][:300] if (metrics.error_text or failure) \
                 else "model API error"
             return "infra_error", f"infrastructure (the model API, not the skill): {detail}"
     if failure:
@@ -157,7 +160,8 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
 
 def infra_result(job: CellJob, error: str, started: float) -> CellResult:
     """A cell the infrastructure failed (a harness fault, a lost worker): nobody's verdict on the skill."""
-    return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error) or error)
+    return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error)
+                   or error)
 
 
 NOTHING = Cost()   # a cell the harness failed before its agent's stream: no call to charge
@@ -177,9 +181,10 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
         cost_usd=cost.usd, steps=metrics.steps if metrics else 0,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens, cache_read_tokens=usage.cache_read_input_tokens,
-        duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
-        error=error, cell_dir=str(job.cell_root),
-        extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd, "reported_cost_usd": cost.reported_usd,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        agent_subtype=metrics.subtype if metrics else "", error=error, cell_dir=str(job.cell_root),
+        extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd,
+               "reported_cost_usd": cost.reported_usd,
                "api_retries": metrics.retries if metrics else 0}, skill_use=skill_use)
 
 
@@ -189,12 +194,13 @@ def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
     error = redact_cell(job.cell_root, error)
     # read once, redacted, for the skill use and the trajectory
     events = stream_events(job.cell_root / STREAM_NAME)
-    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error,
-                     events=events)
+    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started,
+                     error=error, events=events)
     result.write_record(job.cell_root)
     # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run; a graded
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
-    capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
+    capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"),
+                      task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
                       tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use,
                       events=events)

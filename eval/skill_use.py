@@ -21,8 +21,8 @@ from eval.trajectory import stream_events
 CHARS_PER_TOKEN = 4      # the estimate: the API reports usage per turn, never per tool result
 READ_TOOLS = {"Read", "read", "view", "NotebookRead"}
 READERS = {"cat", "head", "tail", "less", "more", "sed", "awk", "grep", "rg", "wc", "nl", "bat", "jq"}
-INTERPRETERS = {"python", "python3", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl", "php", "Rscript",
-                "source", ".", "uv", "pipx", "npx", "tsx", "ts-node"}
+INTERPRETERS = {"python", "python3", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl", "php",
+                "Rscript", "source", ".", "uv", "pipx", "npx", "tsx", "ts-node"}
 SEPARATORS = {"&&", "||", ";", "|", "&"}
 EXIT_CODE = re.compile(r"^\s*(?:Error:\s*)?exit code:?\s*(-?\d+)", re.I)
 QUOTING = re.compile(r"['\"\\]")       # what makes shlex's words differ from a split on its whitespace
@@ -38,7 +38,8 @@ class SkillUse:
     read_tokens_est: int                             # an estimate: characters of the reads' tool results / 4
 
     def to_json(self) -> str:
-        return json.dumps({"loaded": self.loaded, "loaded_turn": self.loaded_turn, "files_read": list(self.files_read),
+        return json.dumps({"loaded": self.loaded, "loaded_turn": self.loaded_turn,
+                           "files_read": list(self.files_read),
                            "scripts_run": [list(run) for run in self.scripts_run],
                            "read_tokens_est": self.read_tokens_est}, sort_keys=True)
 
@@ -59,7 +60,8 @@ def result_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "\n".join(str(b.get("text") or "") for b in content if isinstance(b, dict)
+                         and b.get("type") == "text")
     return ""
 
 

@@ -23,7 +23,8 @@ from eval.suite_parts import agent_hash, needs_site
 _site: dict[tuple[str, str], bool] = {}
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                *(f"LPT{i}" for i in range(1, 10))}
 SPLITS = ("train", "val", "test")
 RUNNERS = ("script", "expectations", "judge", "harbor")   # ids of eval/graders REGISTRY
 GRADER_NAMES = ("run-eval.py", "run-eval")

@@ -61,13 +61,15 @@ def manifest(path: Path, name: str, meta: dict[str, str]) -> dict:
         tasks[str(task["id"])] = [_sha(json.dumps(seen, sort_keys=True).encode()),
                                   _sha(json.dumps(grading, sort_keys=True).encode())]
     return {"name": name, "agent_hash": agent_hash(path, name, meta),
-            "files": {rel.as_posix(): _sha((path / rel).read_bytes()) for rel in list_files(path)}, "tasks": tasks}
+            "files": {rel.as_posix(): _sha((path / rel).read_bytes()) for rel in list_files(path)},
+            "tasks": tasks}
 
 
 def changes(before: dict, after: dict) -> list[str]:
     """The changed files of a suite between two manifests, tasks.jsonl said task by task, sorted."""
     old, new = before.get("files", {}), after.get("files", {})
-    named = sorted(rel for rel in old.keys() | new.keys() if old.get(rel) != new.get(rel) and rel != "tasks.jsonl")
+    named = sorted(rel for rel in old.keys() | new.keys() if old.get(rel) != new.get(rel)
+                   and rel != "tasks.jsonl")
     if old.get("tasks.jsonl") != new.get("tasks.jsonl"):
         was, now = before.get("tasks", {}), after.get("tasks", {})
         parts = []
@@ -109,6 +111,7 @@ def needs_site(source: str) -> bool:
             return True
         else:
             continue
-        if any(name.split(".")[0] not in sys.stdlib_module_names or name.split(".")[0] in BY_NAME for name in names):
+        if any(name.split(".")[0] not in sys.stdlib_module_names or name.split(".")[0] in BY_NAME
+               for name in names):
             return True
     return False

@@ -61,8 +61,10 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
     # harness's only per-second cost of a running agent
     waiter = asyncio.ensure_future(proc.wait())
     try:
-        return await _watch(proc, waiter, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
-                            watched=[stream, *outputs], max_output_bytes=max_output_bytes, clock=clock, poll_s=poll_s)
+        return await _watch(proc, waiter, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
+                            wall_ms=wall_ms,
+                            watched=[stream, *outputs], max_output_bytes=max_output_bytes, clock=clock,
+                            poll_s=poll_s)
     finally:
         waiter.cancel()
 

@@ -70,7 +70,8 @@ def main() -> int:
         rewrite_description(Path("skill"), briefing, Path("tasks"))
     if change is None:
         return base.main()
-    Path("result.json").write_text(json.dumps({"summary": change.summary, "reasoning": change.reasoning}, indent=2)
+    Path("result.json").write_text(json.dumps({"summary": change.summary, "reasoning": change.reasoning},
+                                              indent=2)
                                    + "\n", encoding="utf-8")
     base.write_stream(os.environ.get("SM_STREAM"), change, started)
     return 0

@@ -90,7 +90,8 @@ class BwrapLauncher:
             if not dest.exists() or not sources.get(dest, dest).exists():
                 raise SandboxError(f"sandbox: {sources.get(dest, dest) if dest.exists() else dest} does not "
                                    "exist; it must be created before the agent runs")
-            args += ["--bind" if mounts[dest] else "--ro-bind", str(sources.get(dest, dest).resolve()), str(dest)]
+            args += ["--bind" if mounts[dest] else "--ro-bind", str(sources.get(dest, dest).resolve()),
+                     str(dest)]
         if network and Path("/run").is_dir():
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target
         if first := command.path_dirs():
@@ -99,7 +100,8 @@ class BwrapLauncher:
             args += ["--setenv", "PATH", os.pathsep.join([*map(str, first), os.environ.get("PATH", "")])]
         # The sandbox's own root is a scratch tmpfs: read-only, so a write outside the binds fails loudly
         # (EROFS) instead of vanishing with the sandbox. `run` (preflight's probe) runs in place of argv.
-        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *(command.argv if run is None else run)]
+        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--",
+                *(command.argv if run is None else run)]
 
     def check(self) -> None:
         if self._checked:

@@ -157,7 +157,8 @@ class ContainerEngine:
 def podman_args(info: dict) -> list[str]:
     """The global flags podman needs on this host: crun refuses cgroup v1 ("hybrid mode"), runc does not."""
     host = info.get("host", {})
-    if host.get("cgroupVersion") == "v1" and host.get("ociRuntime", {}).get("name") == "crun" and shutil.which("runc"):
+    if host.get("cgroupVersion") == "v1" and host.get("ociRuntime",
+                                                      {}).get("name") == "crun" and shutil.which("runc"):
         return ["--runtime", "runc", "--cgroup-manager", "cgroupfs"]
     return []
 
@@ -178,6 +179,7 @@ def get_engine(engine_id: str = "auto") -> ContainerEngine:
     engine = ContainerEngine(engine_id)
     engine.check()
     if engine_id == "podman":
-        info = subprocess.run(engine.argv("info", "--format", "json"), capture_output=True, text=True, timeout=60)
+        info = subprocess.run(engine.argv("info", "--format", "json"), capture_output=True, text=True,
+                              timeout=60)
         engine = ContainerEngine("podman", podman_args(json.loads(info.stdout or "{}")))
     return engine

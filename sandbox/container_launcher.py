@@ -39,8 +39,10 @@ LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(/\S+)|^\s*(/\S*ld-linux\S*)\s", re.MUL
 NOT_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR")
 # The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the
 # cell's.
-ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CONTAINERS_CONF",
-              "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST", "CONTAINER_CONNECTION",
+ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+              "CONTAINERS_CONF",
+              "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST",
+              "CONTAINER_CONNECTION",
               "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
 CREDENTIAL_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 NONCE_PREFIX = "sm-proxy-"           # eval/agents/key_proxy.py's one-cell nonces
@@ -84,8 +86,8 @@ class ContainerSandbox:
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
              network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
              shown: Mapping[Path, Path] | None = None) -> list[str]:
-        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run, env=env,
-                              **({"shown": shown} if shown else {}))
+        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run,
+                              env=env, **({"shown": shown} if shown else {}))
 
     def check(self) -> None:
         self.host.check()
@@ -143,14 +145,16 @@ class TaskContainer:
         """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's
         loader with the host's libraries, mounted under RUNTIME; anything else as it is."""
         chain = program.programs()
-        binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args, str(program.path)])
+        binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args,
+                                                                          str(program.path)])
         if len(chain) > 2 or not _elf(binary.path):
             return [*program.exec_argv(), *rest]
         loader, folders = host_libraries(str(binary.path))
         if not loader:
             return [*program.exec_argv(), *rest]
         # named by the host path, so two programs' mounts (the agent's, the relay's Python) never clash
-        at = {path: f"{RUNTIME}/{hashlib.sha256(path.encode()).hexdigest()[:12]}" for path in (loader, *folders)}
+        at = {path: f"{RUNTIME}/{hashlib.sha256(path.encode()).hexdigest()[:12]}"
+              for path in (loader, *folders)}
         for path, target in at.items():
             if f"{path}:{target}:ro" not in mounts:
                 mounts += ["-v", f"{path}:{target}:ro"]
@@ -209,7 +213,8 @@ class TaskContainer:
             relay = resolve_command((sys.executable, str(RELAY)), cwd=Path(cwd))
             shown += relay.mounts()
             port = base.port if base.hostname == "127.0.0.1" and base.port else PROBE_PORT
-            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(port), "--", *inner], mounts)
+            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(port), "--", *inner],
+                                  mounts)
         binds = [*self._same_path(writable, shown), *self._task_binds()]
         for tool in command.tools:
             # a tool in a system dir (the claude CLI's native binary): that file alone

@@ -39,7 +39,8 @@ class HostLayout:
             env: Mapping[str, str] | None = None) -> Finished:
         args = self.launcher.base_args(limits.network)
         for bind in binds:
-            args += ["--bind" if bind.writable else "--ro-bind", str(Path(bind.host).resolve()), bind.container]
+            args += ["--bind" if bind.writable else "--ro-bind", str(Path(bind.host).resolve()),
+                     bind.container]
         args += ["--chdir", workdir, "--", *command]
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=limits.timeout_s,

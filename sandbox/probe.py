@@ -87,7 +87,8 @@ FIX = ("Run the real program by its full path (not a wrapper script that calls a
        "none for a program you trust")
 
 
-def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120, fix: str = FIX) -> None:
+def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120,
+          fix: str = FIX) -> None:
     """Run `argv`'s programs once in `launcher`'s sandbox, in a scratch working dir; raise ProgramError naming
     `what` (e.g. "the build agent (--agent-cmd)"), the program, the path it resolved to and the fix."""
     with tempfile.TemporaryDirectory(prefix="sm-preflight-") as tmp:
@@ -99,7 +100,8 @@ def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: floa
         script = probe_script(command, getattr(launcher, "start_argv", None))
         wrapped = launcher.wrap(argv, cwd=cwd, writable=[cwd], readable=[], network=False,
                                 run=["/bin/sh", "-c", script])
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": os.environ.get("LANG", "C.UTF-8")}
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd),
+               "LANG": os.environ.get("LANG", "C.UTF-8")}
         try:
             done = subprocess.run(wrapped, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                   text=True, timeout=timeout_s)

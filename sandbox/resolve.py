@@ -117,7 +117,8 @@ def venv_base(exe: Path, home: Path) -> list[Path]:
     return []
 
 
-def find_program(name: str, *, cwd: Path, environ: Mapping[str, str] | None = None, depth: int = 0) -> Program:
+def find_program(name: str, *, cwd: Path, environ: Mapping[str, str] | None = None,
+                 depth: int = 0) -> Program:
     """The program `name` (a bare name looked up on PATH, or a path relative to `cwd`) as the host runs it."""
     environ = os.environ if environ is None else environ
     if depth > MAX_DEPTH:
@@ -184,7 +185,8 @@ def _through_shim(name: str, path: Path, environ: Mapping[str, str], depth: int)
 
 
 @lru_cache(maxsize=64)
-def _ask_manager(manager: str, tool: str, env: tuple[tuple[str, str], ...], cwd: str) -> tuple[Path | None, str]:
+def _ask_manager(manager: str, tool: str, env: tuple[tuple[str, str], ...],
+                 cwd: str) -> tuple[Path | None, str]:
     """`<manager> which <tool>` in the user's cwd (a local version file counts): (its answer, why not)."""
     try:
         done = subprocess.run([manager, "which", tool], capture_output=True, text=True, timeout=30, cwd=cwd,
@@ -266,7 +268,8 @@ class Command:
         paths: list[Path] = []
         for program in self.programs():
             for path in program.installations(home):
-                paths.append(path if path.is_file() or not _holds(path, writable) else program.path.absolute())
+                paths.append(path if path.is_file()
+                             or not _holds(path, writable) else program.path.absolute())
         if self.script is not None:
             paths.append(self.script.parent if not _holds(self.script.parent, writable) else self.script)
         return list(dict.fromkeys([*paths, *self.files]))

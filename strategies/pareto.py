@@ -36,7 +36,8 @@ def front(members: Sequence[Member]) -> dict[str, int]:
         return {m.genome_hash: 1 for m in unique[:1]}
     lo = float("-inf")
     best = {t: max(m.task_composites.get(t, lo) for m in unique) for t in tasks}
-    leads = {m.genome_hash: sum(1 for t in tasks if m.task_composites.get(t, lo) >= best[t] - TIE) for m in unique}
+    leads = {m.genome_hash: sum(1 for t in tasks if m.task_composites.get(t, lo) >= best[t] - TIE)
+             for m in unique}
     leaders = [m for m in unique if leads[m.genome_hash] > 0]
     return {m.genome_hash: leads[m.genome_hash] for m in leaders
             if not any(dominates(o.task_composites, m.task_composites, tasks) for o in leaders if o is not m)}
@@ -114,7 +115,8 @@ class Pareto:
         if incumbent != current and incumbent not in selected:
             selected.append(incumbent)
         pool = tuple(sorted(leads, key=lambda h: (-leads[h], order[h])))
-        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored, incumbent != current and c.genome_hash == incumbent,
+        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored, incumbent != current
+                                     and c.genome_hash == incumbent,
                                      scored_before=c.genome_hash not in newcomers)
                    for c in scored if c.sibling in verdicts}
         return Integration(verdicts=verdicts, incumbent=incumbent, selected=tuple(selected), pool=pool,

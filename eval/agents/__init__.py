@@ -91,7 +91,8 @@ class AnthropicBackend:
 
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
-        code = _digest(*_sources("loop.py", "warm.py", "toolserver.py", "tools.py", "stream.py", "result_json.py",
+        code = _digest(*_sources("loop.py", "warm.py", "toolserver.py", "tools.py", "stream.py",
+                                 "result_json.py",
                                 "caching.py"),
                        sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
@@ -117,7 +118,8 @@ class ClaudeCliBackend:
         # The CLI found here, on the harness's PATH (or SM_CLAUDE_BIN), is the one the adapter runs: a sandbox
         # mounts its installation (an npm or nvm prefix, its node) because the argv names it.
         binary = claude_path()
-        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role, *(("--claude", binary) if binary else ()))
+        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role,
+                *(("--claude", binary) if binary else ()))
 
     def version(self) -> str:
         binary = claude_path()
@@ -181,7 +183,8 @@ BACKENDS: dict[str, type] = {"anthropic": AnthropicBackend, "claude-cli": Claude
                              "command": CommandBackend}
 
 
-def make_backend(backend_id: str, *, command: str | None = None, config_file: Path | None = None) -> AgentBackend:
+def make_backend(backend_id: str, *, command: str | None = None,
+                 config_file: Path | None = None) -> AgentBackend:
     if backend_id == "anthropic":
         return AnthropicBackend(config_file=config_file)
     if backend_id == "claude-cli":

@@ -76,7 +76,8 @@ async def run(role: str, config: Path | None) -> int:
                                       anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [count_request]}))
     async with client:
         return await converse(client, options, LocalTools(toolbox), stream, system=seen["system"],
-                              prompt=read_prompt(), config=config, settle=settle if role == "mutator" else None)
+                              prompt=read_prompt(), config=config,
+                              settle=settle if role == "mutator" else None)
 
 
 def main(argv: list[str] | None = None) -> int:

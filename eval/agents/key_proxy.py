@@ -132,13 +132,15 @@ class KeyProxy:
             await self.session.close()
 
     def _authorised(self, request: web.Request) -> bool:
-        given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+        given = request.headers.get("x-api-key") or request.headers.get("authorization",
+                                                                        "").removeprefix("Bearer ")
         return secrets.compare_digest(given.encode(), self.nonce.encode())
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         if not self._authorised(request):
             return web.json_response({"type": "error", "error": {"type": "authentication_error",
-                                                                 "message": "key proxy: wrong nonce"}}, status=401)
+                                                                 "message": "key proxy: wrong nonce"}},
+                                     status=401)
         assert self.session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in DROP_REQUEST}
         if self.meter is not None:
@@ -175,7 +177,8 @@ class KeyProxy:
                 raise   # mid-stream: the CLI sees a cut connection, as it would without the proxy
             # The CLI retries a 502 and, past its retries, reports an API error: the cell is infra_error.
             return web.json_response({"type": "error", "error": {
-                "type": "api_error", "message": f"key proxy: {self.upstream} unreachable: {err}"}}, status=502)
+                "type": "api_error", "message": f"key proxy: {self.upstream} unreachable: {err}"}},
+                                     status=502)
         if not cut:
             await response.write_eof()
         return response

@@ -93,7 +93,8 @@ class Tap:
             self._write(final=True)
 
     def _write(self, *, final: bool) -> None:
-        line = json.dumps({"id": self.id, "model": self.model, "usage": {k: self.usage.get(k, 0) for k in USAGE_KEYS},
+        line = json.dumps({"id": self.id, "model": self.model,
+                           "usage": {k: self.usage.get(k, 0) for k in USAGE_KEYS},
                            "final": final, "at": time.time()})
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:

@@ -55,7 +55,8 @@ class StreamWriter:
     def tool_results(self, content: list[dict]) -> None:
         self.emit({"type": "user", "message": {"role": "user", "content": content}})
 
-    def result(self, *, subtype: str, is_error: bool, text: str, cost_usd: float = 0.0, retries: int = 0) -> None:
+    def result(self, *, subtype: str, is_error: bool, text: str, cost_usd: float = 0.0,
+               retries: int = 0) -> None:
         self.emit({"type": "result", "subtype": subtype, "is_error": is_error,
                    "duration_ms": int((time.monotonic() - self.started) * 1000),
                    "num_turns": self.totals.turns, "result": text, "total_cost_usd": cost_usd,

@@ -64,7 +64,8 @@ def skills_block(cwd: Path) -> tuple[str, list[str]]:
     block = to_prompt(skills)
     for skill_dir in skills:
         try:
-            block = block.replace(str(skill_dir / "SKILL.md"), (skill_dir / "SKILL.md").relative_to(cwd).as_posix())
+            block = block.replace(str(skill_dir / "SKILL.md"),
+                                  (skill_dir / "SKILL.md").relative_to(cwd).as_posix())
         except ValueError:
             pass  # the skill lives outside cwd: the absolute path stays (the read tool will refuse it)
     return SKILLS_SYSTEM.format(skills=block), [read_properties(skill_dir).name for skill_dir in skills]
@@ -84,7 +85,8 @@ def toolbox_for(role: str, cwd: Path) -> Toolbox:
 def hello(role: str, cwd: Path, toolbox: Toolbox) -> dict:
     """What the loop needs to know of this side before its first request."""
     system, skills = system_prompt(role, cwd)
-    return {"cwd": str(cwd), "system": system, "skills": skills, "tools": toolbox.names, "schemas": toolbox.schemas()}
+    return {"cwd": str(cwd), "system": system, "skills": skills, "tools": toolbox.names,
+            "schemas": toolbox.schemas()}
 
 
 def run_tool(toolbox: Toolbox, name: str, args: object) -> tuple[str, bool]:

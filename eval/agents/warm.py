@@ -27,7 +27,8 @@ from eval.agents.stream import StreamWriter
 
 # One connection pool per event loop (a pool is bound to its loop; a Ray worker runs each cell in a loop of
 # its own) and per kind of route; the TLS context, ~40-60 ms of CPU to build, once per process.
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, anthropic.DefaultAsyncHttpxClient]] = \
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                  dict[bool, anthropic.DefaultAsyncHttpxClient]] = \
     weakref.WeakKeyDictionary()
 _tls: list[ssl.SSLContext] = []
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -106,8 +107,10 @@ async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | N
 
         async def settle(text: str) -> None:
             await tools.ask({"settle": text})
-        code = await converse(client_for(api, options.timeout_s), options, tools, writer, system=seen["system"],
-                              prompt=prompt, config=config, settle=settle if role == "mutator" else None, log=log)
+        code = await converse(client_for(api, options.timeout_s), options, tools, writer,
+                              system=seen["system"],
+                              prompt=prompt, config=config, settle=settle if role == "mutator" else None,
+                              log=log)
     except Exception as err:
         log(f"anthropic_agent: harness loop failed: {type(err).__name__}: {err}")
     finally:

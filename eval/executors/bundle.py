@@ -128,7 +128,8 @@ def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> Ce
     # what a worker needs of it, without this machine's paths (the retries stay with the driver)
     run = job.settings
     fixtures = job.suite.fixture_dir(job.task.id)
-    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs
+    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777)
+              for rel in job.task.inputs
               if not (environment_hash and in_environment(job.suite, job.task.id, rel))}
     grader = Path(job.suite.grader.name) if job.suite.grader else None
     return CellBundle(
@@ -186,12 +187,14 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
                           grader=suite_dir / bundle.suite.grader.name if bundle.suite.grader else None)
     settings = CellSettings(
         agent_argv=local_argv(bundle.agent_argv), launcher=_launcher(bundle.launcher_id),
-        grader_timeout_s=bundle.grader_timeout_s, network=bundle.network, cell_timeout_ms=bundle.cell_timeout_ms,
+        grader_timeout_s=bundle.grader_timeout_s, network=bundle.network,
+        cell_timeout_ms=bundle.cell_timeout_ms,
         max_output_bytes=bundle.max_output_bytes, env=dict(bundle.env), prune=bundle.prune)
     return CellJob(
-        spec=bundle.spec, task=bundle.task, suite=local_suite, skill_dir=skill_dir, skill_name=bundle.skill_name,
-        contract=bundle.contract, cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name, price=bundle.price,
-        settings=settings)
+        spec=bundle.spec, task=bundle.task, suite=local_suite, skill_dir=skill_dir,
+        skill_name=bundle.skill_name,
+        contract=bundle.contract, cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name,
+        price=bundle.price, settings=settings)
 
 
 def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,

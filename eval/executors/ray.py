@@ -64,7 +64,8 @@ def _attempt_number() -> int:
         return 0
 
 
-def run_on_worker(bundle: CellBundle, skill: Tree | None, suite: Tree, environment: Tree | None = None) -> dict[str, Any]:
+def run_on_worker(bundle: CellBundle, skill: Tree | None, suite: Tree,
+                  environment: Tree | None = None) -> dict[str, Any]:
     """The Ray task: one cell on whichever node Ray picked, with the local runner."""
     import ray
     result, files = run_bundle(bundle, skill, suite, worker_base(), environment)
@@ -148,7 +149,8 @@ class RayExecutor:
             # concurrency asked, so a cell waits on the harness's bound, not on Ray's
             cpus = max(os.cpu_count() or 1, math.ceil(self.concurrency * self.resources.get("num_cpus", 1)))
             path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-            return {**common, "num_cpus": cpus, "_node_ip_address": ray_link.LOOPBACK, "runtime_env": {"env_vars": {"PYTHONPATH": path}}}
+            return {**common, "num_cpus": cpus, "_node_ip_address": ray_link.LOOPBACK,
+                    "runtime_env": {"env_vars": {"PYTHONPATH": path}}}
         excludes = list(SHIP_EXCLUDES) + ["/" + p.resolve().relative_to(ROOT).as_posix()
                                           for p in self.exclude if p.resolve().is_relative_to(ROOT)]
         return {**common, "address": self.address,
@@ -170,7 +172,8 @@ class RayExecutor:
         task's environment (a Harbor task's; else None)."""
         skill_dir, env_dir = job.skill_dir, environment_dir(job.suite, job.task.id)
         skill_hash = hash_tree(skill_dir) if skill_dir is not None else ""
-        skill = self._put(f"skill:{skill_hash}", lambda: read_tree(skill_dir)) if skill_dir is not None else None
+        skill = self._put(f"skill:{skill_hash}",
+                          lambda: read_tree(skill_dir)) if skill_dir is not None else None
         suite = self._put(f"suite:{job.suite.content_hash}", lambda: suite_tree(job.suite))
         env_hash = hash_tree(env_dir) if env_dir is not None else ""
         environment = self._put(f"environment:{env_hash}", lambda: read_tree(env_dir)) if env_dir else None
@@ -196,7 +199,8 @@ class RayExecutor:
                 ray.cancel(ref, force=True)   # Ctrl-C or a stopped evaluation: the cell stops where it runs
             raise
         except RayTaskError as err:       # our code failed on the worker (its disk, a bug): a harness fault
-            return infra_result(job, f"harness fault on a Ray worker: {_first_line(err.cause or err)}", started)
+            return infra_result(job, f"harness fault on a Ray worker: {_first_line(err.cause or err)}",
+                                started)
         except RayError as err:
             # the worker or node died and Ray's retries are spent, or the head did
             for _ in range(math.ceil(HEAD_GRACE_S / HEAD_POLL_S) + 1):   # the head answers, or is lost
@@ -209,7 +213,8 @@ class RayExecutor:
                                      f"cell was lost ({type(err).__name__}: {_first_line(err)})", started)
             return replace(lost, retries=self.max_retries)
         result = unpack_logs(reply["files"], reply["result"], job.cell_root)
-        return replace(result, retries=result.retries + reply["attempt"], extra={**result.extra, "node": reply["node"]})
+        return replace(result, retries=result.retries + reply["attempt"],
+                       extra={**result.extra, "node": reply["node"]})
 
     async def _head_lost(self) -> bool:
         """Whether the cluster's head is gone: silent for HEAD_GRACE_S (a blip is not a loss). Then `lost`

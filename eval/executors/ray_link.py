@@ -120,7 +120,8 @@ def infeasible(resources: Mapping[str, float], nodes: list[dict]) -> str | None:
     if any(all(have.get(name, 0) >= amount for name, amount in wanted.items()) for have in alive):
         return None
     shown = [", ".join(f"{name} {amount:g}" for name, amount in sorted(have.items())
-                       if not name.startswith("node:") and name not in ("memory", "object_store_memory")) or "nothing"
+                       if not name.startswith("node:") and name not in ("memory", "object_store_memory"))
+             or "nothing"
              for have in alive]
     return (f"cellResources {json.dumps(dict(resources))} fits no node of the Ray cluster, so a cell would "
             f"wait forever; its {len(alive)} node(s) have: {'; '.join(shown) or 'none alive'}. Ask for what "

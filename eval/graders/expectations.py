@@ -194,7 +194,8 @@ def check(exp: Expectation, actual: object) -> tuple[bool, str]:
             return False, f"{shown}: not a number"
         return NUMERIC[exp.op](number, float(exp.arg)), shown
     if exp.op == "in":
-        hit = any(same(choice, actual) or as_text(choice) == as_text(actual) for choice in in_choices(exp.arg))
+        hit = any(same(choice, actual) or as_text(choice) == as_text(actual)
+                  for choice in in_choices(exp.arg))
         return hit, shown
     raise AssertionError(f"operator {exp.op!r} was not validated at load")
 

@@ -143,7 +143,8 @@ def parse_reply(text: str) -> Verdict:
     expectations = obj.get("expectations") or []
     if not isinstance(expectations, list):
         raise JudgeError("judge reply: 'expectations' must be a list")
-    return Verdict(scores, tuple(e for e in expectations if isinstance(e, dict)), str(obj.get("feedback") or ""))
+    return Verdict(scores, tuple(e for e in expectations if isinstance(e, dict)),
+                   str(obj.get("feedback") or ""))
 
 
 def score(verdict: Verdict, rubric: Rubric, words: int) -> tuple[dict[str, float], dict]:
@@ -162,10 +163,12 @@ def fake_reply(attempt: Attempt) -> str:
     haystack = " ".join(text for _, text in attempt.outputs).casefold() + " " + attempt.final_answer.casefold()
     results = []
     for sentence in attempt.expectations:
-        words = [w.casefold() for w in WORD_RE.findall(sentence) if len(w) > 3 and w.casefold() not in STOPWORDS]
+        words = [w.casefold() for w in WORD_RE.findall(sentence) if len(w) > 3
+                 and w.casefold() not in STOPWORDS]
         hits = sum(1 for w in words if w in haystack)
         passed = not words or hits * 2 >= len(words)
-        results.append({"text": sentence, "passed": passed, "evidence": f"{hits}/{len(words)} key words found"})
+        results.append({"text": sentence, "passed": passed,
+                        "evidence": f"{hits}/{len(words)} key words found"})
     missing = sum(1 for _, text in attempt.outputs if text == "(missing)")
     share = (sum(r["passed"] for r in results) / len(results)) if results else 1.0
     correctness = 0.0 if attempt.outputs and missing == len(attempt.outputs) else round(10 * share, 1)

@@ -41,7 +41,8 @@ def read_attempt(job: CellJob, work: Path) -> Attempt:
     outputs = []
     for rel in job.task.required:
         path = work / rel
-        outputs.append((rel, path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "(missing)"))
+        outputs.append((rel, path.read_text(encoding="utf-8",
+                                            errors="replace") if path.is_file() else "(missing)"))
     if not job.task.required:   # no declared output (an imported eval): judge the files the agent created
         outputs = created_files(work, set(job.task.inputs))
     final, steps = "", []
@@ -99,7 +100,8 @@ class JudgeRunner:
         cache_dir = Path(env.get("SM_JUDGE_CACHE") or job.cell_root.parent.parent / "judge-cache")
         # a fresh-salt evaluation (a health check, a confirmation) asks the judge afresh: a re-check that read
         # cached judgements would measure nothing
-        material = [backend.id, model, SYSTEM, user_message(attempt)] + ([job.contract.salt] if job.contract.salt else [])
+        material = [backend.id, model, SYSTEM,
+                    user_message(attempt)] + ([job.contract.salt] if job.contract.salt else [])
         key = hashlib.sha256(json.dumps(material).encode()).hexdigest()[:32]
         cached = cache_dir / f"{key}.json"
         hit = cached.is_file()

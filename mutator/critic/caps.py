@@ -25,7 +25,8 @@ class GateLimits:
 def limits_from(settings) -> GateLimits:
     """The caps from merged settings (anything with the critic_* attributes of mutator.config.Settings)."""
     return GateLimits(max_lines=settings.critic_max_lines, max_bytes=settings.critic_max_bytes,
-                      max_growth=settings.critic_max_growth, min_growth_bytes=settings.critic_min_growth_bytes)
+                      max_growth=settings.critic_max_growth,
+                      min_growth_bytes=settings.critic_min_growth_bytes)
 
 
 def growth_allowance(parent: Tree, limits: GateLimits) -> int:

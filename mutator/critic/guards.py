@@ -31,7 +31,8 @@ from mutator.critic.text import (
     unclosed_fences,
 )
 
-__all__ = ["Check", "GateLimits", "limits_from", "review", "safety_gates", "passed", "lint", "unclosed_fences"]
+__all__ = ["Check", "GateLimits", "limits_from", "review", "safety_gates", "passed", "lint",
+           "unclosed_fences"]
 SHOWN = 10   # problems spelled out in one row
 
 
@@ -110,7 +111,8 @@ def frontmatter_problems(tree: Tree, expected_name: str | None) -> list[Problem]
     except ParseError as err:
         return [Problem(("parse",), f"SKILL.md frontmatter does not parse: {err}")]
     # A spec message carries counts ("1068 chars"); the key drops them so an edit elsewhere is not new.
-    problems = [Problem(("spec", re.sub(r"\d+", "#", message)), message) for message in validate_metadata(metadata)]
+    problems = [Problem(("spec", re.sub(r"\d+", "#", message)), message)
+                for message in validate_metadata(metadata)]
     description = str(metadata.get("description", ""))
     if "<" in description or ">" in description:
         problems.append(Problem(("angle",), "description may not contain '<' or '>'"))
@@ -157,8 +159,10 @@ def check_size(candidate: Tree, parent: Tree | None, limits: GateLimits) -> Chec
     """SKILL.md lines and the skill's bytes of text against their caps, judged as a change of the parent."""
     lines, text = candidate.skill_md_lines, candidate.text_bytes
     clauses = [
-        _size_clause("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None, limits.max_lines,
-                     "line", line_allowance(parent, limits) if parent else 0, "; move detail into references/"),
+        _size_clause("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None,
+                     limits.max_lines,
+                     "line", line_allowance(parent, limits) if parent else 0,
+                     "; move detail into references/"),
         _size_clause("the skill holds {} bytes of text", text, parent.text_bytes if parent else None,
                      limits.max_bytes, "byte", growth_allowance(parent, limits) if parent else 0)]
     verdicts = {verdict for verdict, _ in clauses}
@@ -183,7 +187,8 @@ def check_growth(candidate: Tree, parent: Tree, limits: GateLimits) -> Check:
     return _ok("growth", f"{grown:+d} bytes of an allowance of {allowance}")
 
 
-def safety_gates(candidate: Path | Tree, parent: Path | Tree, limits: GateLimits = GateLimits()) -> list[Check]:
+def safety_gates(candidate: Path | Tree, parent: Path | Tree,
+                 limits: GateLimits = GateLimits()) -> list[Check]:
     cand, par = _tree(candidate), _tree(parent)
     return [check_non_empty(cand, par), check_size(cand, par, limits), check_growth(cand, par, limits),
             ratchet("fences", fence_problems(cand), fence_problems(par)),
@@ -191,7 +196,8 @@ def safety_gates(candidate: Path | Tree, parent: Path | Tree, limits: GateLimits
             ratchet("leftovers", leftover_problems(cand), leftover_problems(par))]
 
 
-def review(candidate: Path, parent: Path, *, skill_name: str, limits: GateLimits = GateLimits()) -> list[Check]:
+def review(candidate: Path, parent: Path, *, skill_name: str,
+           limits: GateLimits = GateLimits()) -> list[Check]:
     """Every guard's row; the candidate passes unless a verdict is 'fail' ('warn' passes)."""
     cand, par = Tree(candidate), Tree(parent)
     return [check_identical(cand, par), check_frontmatter(cand, par, skill_name), check_links(cand),
@@ -211,10 +217,11 @@ def lint(skill: Path, limits: GateLimits = GateLimits()) -> list[Check]:
     rows.append(check_links(tree))
     # the spec's own problems are the row above
     extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]
-    for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None), check_size(tree, None, limits),
-                  ratchet("references", reference_problems(tree), None),
+    for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None),
+                  check_size(tree, None, limits), ratchet("references", reference_problems(tree), None),
                   ratchet("data-files", data_file_problems(tree), None),
-                  ratchet("fences", fence_problems(tree), None), ratchet("placeholders", placeholder_problems(tree), None),
+                  ratchet("fences", fence_problems(tree), None),
+                  ratchet("placeholders", placeholder_problems(tree), None),
                   ratchet("leftovers", leftover_problems(tree), None)):
         rows.append(check if check.verdict == "pass" else Check(check.gate, "warn", check.reason))
     return rows

@@ -39,7 +39,8 @@ def step_z(gate_z: float, remaining: int) -> float:
     return float(-special.ndtri(special.ndtr(-gate_z) / remaining))
 
 
-def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigures], *, prior: Sequence[Comparison],
+def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigures], *,
+         prior: Sequence[Comparison],
          min_improvement: float, gate_z: float, method: str = "signflip", tie_rule: str = "keep",
          model_gate: str = "mean") -> Gate:
     """score.compare under the run's model rule. 'each' over several models: the gate's figures are the mean
@@ -51,8 +52,8 @@ def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigur
                          "config.json)")
     groups = _by_model(sorted(set(candidate) & set(incumbent)))
     each = model_gate == "each" and len(groups) > 1
-    mean = compare(candidate, incumbent, prior=prior, min_improvement=min_improvement, gate_z=gate_z, method=method,
-                   tie_rule="keep" if each else tie_rule)
+    mean = compare(candidate, incumbent, prior=prior, min_improvement=min_improvement, gate_z=gate_z,
+                   method=method, tie_rule="keep" if each else tie_rule)
     if not each:
         return mean
     standing, record, step, rejected = list(groups), {}, 0, []
@@ -65,8 +66,8 @@ def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigur
             own = compare({k: candidate[k] for k in keys}, {k: incumbent[k] for k in keys}, prior=prior,
                           min_improvement=min_improvement, gate_z=z, method=method, tie_rule="keep")
             record[model] = {"step": step, "z": z, "n": own.n, "delta": own.delta, "s_r": own.s_r, "s": own.s,
-                             "df": own.df, "se": own.se, "t": own.t, "threshold": own.threshold, "keep": own.keep,
-                             "method": own.method}
+                             "df": own.df, "se": own.se, "t": own.t, "threshold": own.threshold,
+                             "keep": own.keep, "method": own.method}
             if not own.keep:
                 losses.append(model)
         if not losses:

@@ -149,7 +149,8 @@ def _figures(cells: Sequence[CellFigures], weights: Weights, norm: Normalisers) 
     cost = sum(c.cost_usd for c in cells) / n
     steps = sum(c.steps for c in cells) / n
     trigger_term = trigger.term(cells, weights.w_trigger)
-    total, cost_term, steps_term = composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps, trigger_term)
+    total, cost_term, steps_term = composite(eval_, cost, steps, weights, norm.seed_cost, norm.seed_steps,
+                                             trigger_term)
     return eval_, cost, steps, total, cost_term, steps_term, trigger_term
 
 
@@ -234,9 +235,11 @@ def summarise(cells: Iterable[CellFigures], weights: Weights, norm: Normalisers)
     models = by_model(cells, weights, norm)
     if models:
         k = len(models)
-        return Summary(eval=sum(m.eval for m in models.values()) / k, cost=sum(m.cost for m in models.values()) / k,
+        return Summary(eval=sum(m.eval for m in models.values()) / k,
+                       cost=sum(m.cost for m in models.values()) / k,
                        steps=sum(m.steps for m in models.values()) / k,
-                       composite=sum(m.composite for m in models.values()) / k, n_cells=len(cells), tasks=tasks)
+                       composite=sum(m.composite for m in models.values()) / k, n_cells=len(cells),
+                       tasks=tasks)
     if norm.by_model and cells:
         norm = norm.for_model(cells[0].model)
     if not cells:
@@ -452,9 +455,12 @@ def compare(
     threshold = min_improvement - t * se
     if keep is None:
         keep = delta >= threshold - KEEP_TOLERANCE
-    tie = ties.check(candidate, incumbent, paired, delta=delta, gate_keep=keep, min_improvement=min_improvement,
-                     rule=tie_rule)
-    return Gate(deltas=deltas, n=n, delta=delta, delta_eval=mean_change("eval"), delta_cost=mean_change("cost_term"),
-                delta_steps=mean_change("steps_term"), delta_trigger=mean_change("trigger_term"), s_r=s_r, s=s, df=df,
-                se=se, t=t, threshold=threshold, min_improvement=min_improvement, gate_z=gate_z, keep=tie.keep, scale_method=scale.method,
+    tie = ties.check(candidate, incumbent, paired, delta=delta, gate_keep=keep,
+                     min_improvement=min_improvement, rule=tie_rule)
+    return Gate(deltas=deltas, n=n, delta=delta, delta_eval=mean_change("eval"),
+                delta_cost=mean_change("cost_term"),
+                delta_steps=mean_change("steps_term"), delta_trigger=mean_change("trigger_term"), s_r=s_r,
+                s=s, df=df,
+                se=se, t=t, threshold=threshold, min_improvement=min_improvement, gate_z=gate_z,
+                keep=tie.keep, scale_method=scale.method,
                 scale_factor=scale.factor, method=method, t_student=t_student, flip=flip, tie=tie)

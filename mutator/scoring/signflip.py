@@ -115,5 +115,5 @@ def critical(shifted: Sequence[float], prior_weight: float, prior_df: int, alpha
     rho = min(max((alpha - below) / at, 0.0), 1.0)
     observed = float(stat[0])
     position = -1 if observed < q else (1 if observed > q else 0)
-    return Critical(t=-q, below=below, at=at, rho=rho, u=coin(e), patterns=int(stat.size), exhaustive=exhaustive,
-                    sample_seed=seed, position=position)
+    return Critical(t=-q, below=below, at=at, rho=rho, u=coin(e), patterns=int(stat.size),
+                    exhaustive=exhaustive, sample_seed=seed, position=position)

@@ -134,7 +134,8 @@ def _costly_tie(a: dict) -> bool:
 def _on_threshold(a: dict) -> bool:
     """Δ exactly on a sign-flip gate's threshold: the comparison's stored coin made the call
     (mutator/scoring/signflip.py)."""
-    return (a.get("gate_keep") is not None and a.get("delta") is not None and a.get("gate_threshold") is not None
+    return (a.get("gate_keep") is not None and a.get("delta") is not None
+            and a.get("gate_threshold") is not None
             and abs(a["delta"] - a["gate_threshold"]) <= 1e-9)
 
 
@@ -278,13 +279,15 @@ def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
         seen: set[str] = set()
         for rnd in sorted(by_round):
             already[rnd] = set(seen)
-            seen.update(r["genome_hash"] for r in by_round[rnd] if r.get("val_evaluation_id") and r.get("genome_hash"))
+            seen.update(r["genome_hash"] for r in by_round[rnd] if r.get("val_evaluation_id")
+                        and r.get("genome_hash"))
     by_key = {(r["round"], r.get("sibling", 0)): r for r in rows}
     none: set[str] = set()
     for a in targets:
         # light fields a target may lack (a run detail's attempts carry no pool snapshot)
         full = a if "pool_snapshot" in a else {**by_key.get((a["round"], a.get("sibling", 0)), {}), **a}
-        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], none))
+        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites,
+                             already.get(a["round"], none))
 
 
 FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, "

@@ -182,8 +182,8 @@ def watch_triggers(db: sqlite_utils.Database) -> None:   # was _v9
         return
     db["triggers"].create({
         "id": int, "at": float, "skill_dir": str, "suites": str, "traces_seen": int, "eligible": int,
-        "new_eligible": int, "min_traces": int, "outcome": str, "run_id": str, "proposal_id": int, "reason": str,
-        "watermark": float, "finished_at": float,
+        "new_eligible": int, "min_traces": int, "outcome": str, "run_id": str, "proposal_id": int,
+        "reason": str, "watermark": float, "finished_at": float,
     }, pk="id", not_null={"at", "skill_dir", "suites", "outcome"})
     db["triggers"].create_index(["suites", "id"])
     db["triggers"].create_index(["at"])
@@ -266,8 +266,10 @@ def spend_ledger(db: sqlite_utils.Database) -> None:
     # made before keeps each run's total as one row "before itemised spend" (at its last update), a health
     # check's cost and a watch tick's judge pass as theirs: a run's sum equals its runs.cost_usd, as it does
     # from now on.
-    db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float, "evaluation_id": int,
-                          "attempt_id": int, "ref": str}, pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
+    db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float,
+                          "evaluation_id": int,
+                          "attempt_id": int, "ref": str}, pk="id", not_null={"kind", "usd", "at"},
+                         if_not_exists=True)
     db["charges"].create_index(["run_id", "kind"], if_not_exists=True)
     db["charges"].create_index(["at"], if_not_exists=True)
     db["charges"].create_index(["ref"], unique=True, if_not_exists=True)
@@ -352,9 +354,11 @@ def null_controls(db: sqlite_utils.Database) -> None:
     # Per-round null controls (mutator/round/nulls.py): a byte-identical copy of the incumbent under a fresh
     # salt, its Δ against the incumbent and the gate's call on it; a store made before has none (nullControls
     # was 0).
-    db["null_controls"].create({"id": int, "run_id": str, "round": int, "copy": int, "genome_hash": str, "salt": str,
+    db["null_controls"].create({"id": int, "run_id": str, "round": int, "copy": int, "genome_hash": str,
+                                "salt": str,
                                 "evaluation_id": int, "incumbent_evaluation_id": int, "delta": float,
-                                "threshold": float, "keep": int, "call": str, "gate": str, "created_at": float},
+                                "threshold": float, "keep": int, "call": str, "gate": str,
+                                "created_at": float},
                                pk="id", if_not_exists=True)
     db["null_controls"].create_index(["run_id", "round", "copy"], unique=True, if_not_exists=True)
 

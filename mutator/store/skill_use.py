@@ -102,4 +102,5 @@ def task_text(found: SkillUseTally) -> str:
 
 def skill_files(root: Path) -> list[str]:
     """The skill folder's files, relative and sorted: the rows of a tally, read or not."""
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file()) if root.is_dir() else []
