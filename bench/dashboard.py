@@ -385,7 +385,8 @@ def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
             over = pct(cold, 95) - 50
             misses.append(f"{path}: cold p95 {pct(cold, 95):.1f} ms ("
                           + (f"{over:.1f} ms over 50 ms" if over > 0 else "within 50 ms")
-                          + f"), {ratio:.1f}× bare SQL" + (f" ({ratio - 3:.1f}× over 3×)" if ratio > 3 else ""))
+                          + f"), {ratio:.1f}× bare SQL"
+                          + (f" ({ratio - 3:.1f}× over 3×)" if ratio > 3 else ""))
     print(f"\nms over {repeat} requests each. Cold: a writer commits before every request (excluded from the "
           "time), so PRAGMA data_version moves and the cache misses; bare SQL and the query function are "
           "timed the same way (a commit resets the reader's page cache); warm: unchanged store, cache hit. "
@@ -395,7 +396,8 @@ def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
           "bare SQL, the query function and the cold HTTP request, and HTTP / SQL: with a load average "
           "above the CPU count, wall p95 measures the scheduler more than our code, and the CPU ratio is "
           f"the figure to read. Cache after the run: {stats}.")
-    print("\nGoal met on every endpoint." if not misses else "\nMisses the goal by:\n  " + "\n  ".join(misses))
+    print("\nGoal met on every endpoint." if not misses
+          else "\nMisses the goal by:\n  " + "\n  ".join(misses))
 
 
 

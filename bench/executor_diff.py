@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
             if pair:
                 print("   ", {c: (x, y) for c, x, y in zip(columns, *pair) if x != y})
     has_node = lambda db: "node" in [r[1] for r in db.execute("pragma table_info(cells)")]  # noqa: E731
-    nodes = {name: dict(db.execute("select coalesce(node, '?'), count(*) from cells group by node").fetchall())
+    by_node = "select coalesce(node, '?'), count(*) from cells group by node"
+    nodes = {name: dict(db.execute(by_node).fetchall())
              if has_node(db) else {"(no cells.node: a store from before _v11)": None}
              for name, db in (("A", a), ("B", b))}
     print("cells per node:", {k: {n[:44]: c for n, c in v.items()} for k, v in nodes.items()})

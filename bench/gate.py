@@ -157,8 +157,8 @@ def each_reject(models: int, n: int, rounds: int, gate_z: float, runs: int, rng:
     rejects = 0
     for _ in range(runs):
         prior = [Comparison(n * models, float(s)) for s in rng.choice(bank, size=rounds - 1)]
-        values = np.concatenate([0.5 + (harmed if m == 0 else 0.0) * SIGMA / math.sqrt(n) + rng.normal(0, SIGMA, n)
-                                 for m in range(models)])
+        values = np.concatenate([0.5 + (harmed if m == 0 else 0.0) * SIGMA / math.sqrt(n)
+                                 + rng.normal(0, SIGMA, n) for m in range(models)])
         candidate = {k: TaskFigures(k, float(v), 0.0, 0.0, float(v), 1) for k, v in zip(incumbent, values)}
         rejects += not holm.gate(candidate, incumbent, prior=prior, min_improvement=0.0, gate_z=gate_z,
                                  method=method, model_gate="each").keep
@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             bank, source = real_deltas(args.store), str(args.store)
         else:
             with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
-                bank, source = real_deltas(demo_store(Path(tmp))), "the demo dry run + --aa 4 (temporary store)"
+                bank = real_deltas(demo_store(Path(tmp)))
+                source = "the demo dry run + --aa 4 (temporary store)"
     rng = np.random.default_rng(args.seed)
     design0 = float(stats.norm.sf(gate_z))
     mc = math.sqrt(design0 * (1 - design0) / args.runs)
@@ -251,13 +252,15 @@ def main(argv: list[str] | None = None) -> int:
                 cells = []
                 for k in EFFECTS:
                     keep = observed[k][0]
-                    err, pred = (keep, design_keep(k, gate_z, df)) if k < 0 else (1 - keep, 1 - design_keep(k, gate_z, df))
+                    design = design_keep(k, gate_z, df)
+                    err, pred = (keep, design) if k < 0 else (1 - keep, 1 - design)
                     flag = "!" if k == 0 and abs(err - pred) > 3 * mc else " "
                     off += flag == "!"
                     cells.append(f"{err:6.1%} /{pred:6.1%}{flag}")
-                before = f"{uncorrected_reject(n, rounds, gate_z, args.runs, rng):10.1%}" if family.name == "normal" \
-                    else f"{'':>10}"
-                print(f"{family.name:<7}{n:>3} {rounds:>4} {df:>4} {gate_t(gate_z, df):6.3f}  " + " ".join(cells)
+                before = (f"{uncorrected_reject(n, rounds, gate_z, args.runs, rng):10.1%}"
+                          if family.name == "normal" else f"{'':>10}")
+                print(f"{family.name:<7}{n:>3} {rounds:>4} {df:>4} {gate_t(gate_z, df):6.3f}  "
+                      + " ".join(cells)
                       + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  "
                         f"{before}",
                       flush=True)

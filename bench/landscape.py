@@ -81,7 +81,8 @@ class Landscape:
         return 2 + len(genome)                         # read, one per rule, write
 
     def cost(self, genome: Genome) -> float:
-        return self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6 + self.turns(genome) * PER_TURN_OUT * 5e-6
+        return (self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6
+                + self.turns(genome) * PER_TURN_OUT * 5e-6)
 
     def cell(self, genome: Genome, split: str, task: str, replicate: int, rng: random.Random | None = None, *,
              stream: str = "") -> tuple[CellFigures, list[str]]:

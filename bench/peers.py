@@ -347,7 +347,8 @@ def main(argv: list[str] | None = None) -> None:
               f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call "
               "count equals ours in "
               f"{sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
-    if 2 / 2 ** args.seeds >= 0.05 / (len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)):
+    pairs = len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)
+    if 2 / 2 ** args.seeds >= 0.05 / pairs:
         print(f"Note: with {args.seeds} seeds no pair can be significant (the smallest Wilcoxon p is "
               f"{2 / 2 ** args.seeds:.2g}); run --seeds 32.")
     print_significance(rows, args.seeds, [line.label for line in ours])

@@ -65,7 +65,8 @@ async def api(data_dir: Path) -> dict:
     attempts = [a for (a,) in con.execute("select id from attempts order by id")]
     # cell ids follow completion order (concurrent cells): name each by what it is instead
     cells = {c: f"{key}/{task}/{rep}" for c, key, task, rep in con.execute(
-        "select c.id, e.key, c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id")}
+        "select c.id, e.key, c.task_id, c.replicate from cells c "
+        "join evaluations e on e.id = c.evaluation_id")}
     skills = sorted({s for (s,) in con.execute("select skill_name from runs")})
     urls = ["/api/meta", "/api/skills", "/api/runs", "/api/proposals", "/api/health-checks", "/api/spend",
             "/api/triggers"]

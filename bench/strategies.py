@@ -323,7 +323,8 @@ def main(argv: list[str] | None = None) -> None:
                                 if args.evidence_replicates is None else args.evidence_replicates)
     args.screen_tasks = args.screen_tasks or rules.screen_tasks or SCREEN_TASKS
     every = make_lines(args.screen_tasks) + EXTRA
-    wanted = set(args.lines.split(",")) if args.lines else {line.label for line in make_lines(args.screen_tasks)}
+    wanted = (set(args.lines.split(",")) if args.lines
+              else {line.label for line in make_lines(args.screen_tasks)})
     unknown = wanted - {line.label for line in every}
     if unknown:
         ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "

@@ -71,7 +71,8 @@ class HarborTask:
         files = [rel for rel in list_files(self.environment) if rel.parts[0] != SKILLS_DIR]
         digest = hashlib.sha256()
         for rel in files:
-            digest.update(rel.as_posix().encode() + b"\0" + hashlib.sha256((self.environment / rel).read_bytes()).digest())
+            content = hashlib.sha256((self.environment / rel).read_bytes()).digest()
+            digest.update(rel.as_posix().encode() + b"\0" + content)
         if self.config.docker_image:
             digest.update(b"image\0" + self.config.docker_image.encode())
         return digest.hexdigest()[:16]

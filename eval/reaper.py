@@ -196,7 +196,8 @@ def adopted(driver: dict | None, local: Path) -> Iterator[None]:
     predecessors' agents and containers are reaped first."""
     global _registry, _owner
     saved = _registry, _owner
-    here = driver is not None and driver.get("boot") == _boot_id() and Path(driver["registry"]).parent.is_dir()
+    here = (driver is not None and driver.get("boot") == _boot_id()
+            and Path(driver["registry"]).parent.is_dir())
     if here:
         _registry, _owner = Path(driver["registry"]), (int(driver["harness"]), driver.get("harness_started"))
     else:

@@ -116,7 +116,8 @@ def _task(raw: str, number: int, where: Path) -> Task:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise SuiteError(f"{where}:{number}: not valid JSON ({err.msg}); each line must be one task object") from None
+        raise SuiteError(f"{where}:{number}: not valid JSON ({err.msg}); "
+                         "each line must be one task object") from None
     if not isinstance(obj, dict):
         raise SuiteError(f"{where}:{number}: a task must be a JSON object")
     for key in ("id", "prompt"):

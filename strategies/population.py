@@ -95,7 +95,8 @@ class Population:
         for child in scored:
             if child.evaluated and child.genome_hash is not None:
                 first_entry = newcomers.get(child.genome_hash) == child.sibling
-                verdicts[child.sibling] = Verdict.KEEP if first_entry and child.genome_hash in survivors else Verdict.REJECT
+                survives = first_entry and child.genome_hash in survivors
+                verdicts[child.sibling] = Verdict.KEEP if survives else Verdict.REJECT
         selected = tuple(h for h, sib in newcomers.items() if sib is not None and h in survivors)
         reasons = {c.sibling: self.reason(c, verdicts[c.sibling], scored, pool, survivors, composite)
                    for c in scored if c.sibling in verdicts}

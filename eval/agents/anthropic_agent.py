@@ -72,8 +72,8 @@ async def run(role: str, config: Path | None) -> int:
 
     async def settle(text: str) -> None:
         settle_mutator_result(cwd, text)
-    client = anthropic.AsyncAnthropic(api_key=api_key, timeout=options.timeout_s, http_client=
-                                      anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [count_request]}))
+    http_client = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [count_request]})
+    client = anthropic.AsyncAnthropic(api_key=api_key, timeout=options.timeout_s, http_client=http_client)
     async with client:
         return await converse(client, options, LocalTools(toolbox), stream, system=seen["system"],
                               prompt=read_prompt(), config=config,

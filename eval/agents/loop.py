@@ -128,8 +128,8 @@ TRUNCATED_CALL = ("this call was cut off by the output token limit and was not r
 class Agent:
     def __init__(self, options: Options, tools: Tools, stream: StreamWriter, client: anthropic.AsyncAnthropic,
                  system: str, log: Callable[[str], None]) -> None:
-        self.options, self.tools, self.stream, self.client, self.system = options, tools, stream, client, system
-        self.log = log
+        self.options, self.tools, self.stream = options, tools, stream
+        self.client, self.system, self.log = client, system, log
 
     async def call(self, messages: list[dict]):
         """One model turn, with the SDK's retries inside and our own bounded backoff around them."""
@@ -161,7 +161,8 @@ class Agent:
         results = []
         for block in blocks:
             # a call cut by the token limit may have its input cut short: it is not acted on
-            text, is_error = TRUNCATED_CALL if truncated else await self.tools.run(block["name"], block.get("input"))
+            text, is_error = (TRUNCATED_CALL if truncated
+                              else await self.tools.run(block["name"], block.get("input")))
             results.append({"type": "tool_result", "tool_use_id": block["id"], "content": text,
                             **({"is_error": True} if is_error else {})})
         return results

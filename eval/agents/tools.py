@@ -145,8 +145,8 @@ class Toolbox:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
-            raise ToolError(f"command killed after {timeout} s; output so far:\n"
-                            + _clip(out.decode("utf-8", "replace") + err.decode("utf-8", "replace"))) from None
+            so_far = out.decode("utf-8", "replace") + err.decode("utf-8", "replace")
+            raise ToolError(f"command killed after {timeout} s; output so far:\n" + _clip(so_far)) from None
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # background children must not outlive the call

@@ -24,7 +24,8 @@ from eval.executors import ExecutorError
 
 LOOPBACK = "127.0.0.1"
 LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"   # Ray's own knob: "0" = a node never leaves loopback
-HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})$")
+HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+                       r":(?P<port>\d{1,5})$")
 # cellResources key -> Ray's resource
 OPTION_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 

@@ -47,7 +47,8 @@ def parse_spec(field: str, value: object) -> Expectation:
     name, sep, arg = value[1:].partition(":")
     if name not in OPERATORS:
         raise ExpectError(f"field {field!r}: unknown operator '~{name}'; use one of "
-                          f"{', '.join('~' + o for o in OPERATORS)} (or '~~' for a literal starting with '~')")
+                          f"{', '.join('~' + o for o in OPERATORS)} "
+                          "(or '~~' for a literal starting with '~')")
     if name in ("truthy", "falsy"):
         if sep:
             raise ExpectError(f"field {field!r}: ~{name} takes no argument; write just '~{name}'")

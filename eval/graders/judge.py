@@ -110,7 +110,8 @@ def user_message(attempt: Attempt) -> str:
     parts += [f"- {e}" for e in attempt.expectations] or ["- (none listed: judge against the task itself)"]
     parts += ["", "## Outputs"]
     for name, text in attempt.outputs:
-        clipped = text if len(text) <= OUTPUT_CLIP else text[:OUTPUT_CLIP] + f"\n… [{len(text) - OUTPUT_CLIP} more chars]"
+        clipped = (text if len(text) <= OUTPUT_CLIP
+                   else text[:OUTPUT_CLIP] + f"\n… [{len(text) - OUTPUT_CLIP} more chars]")
         parts += [f"### {name}", "```", clipped, "```"]
     parts += ["", "## Final answer", attempt.final_answer.strip() or "(none)", "", "## Steps"]
     parts += [f"{i}. {s}" for i, s in enumerate(attempt.steps, 1)] or ["(no tool calls)"]
@@ -160,7 +161,8 @@ def score(verdict: Verdict, rubric: Rubric, words: int) -> tuple[dict[str, float
 
 def fake_reply(attempt: Attempt) -> str:
     """A deterministic judge for dry runs: expectation words found in the outputs, missing files, steps."""
-    haystack = " ".join(text for _, text in attempt.outputs).casefold() + " " + attempt.final_answer.casefold()
+    haystack = (" ".join(text for _, text in attempt.outputs).casefold() + " "
+                + attempt.final_answer.casefold())
     results = []
     for sentence in attempt.expectations:
         words = [w.casefold() for w in WORD_RE.findall(sentence) if len(w) > 3

@@ -88,7 +88,8 @@ def judge_price(job: CellJob, model: str) -> Price:
 class JudgeRunner:
     async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
         env = {**os.environ, **job.settings.env}
-        backend_name = env.get("SM_JUDGE") or ("fake" if job.contract.agent.startswith("fake") else "anthropic")
+        fallback = "fake" if job.contract.agent.startswith("fake") else "anthropic"
+        backend_name = env.get("SM_JUDGE") or fallback
         model = str(job.suite.option("judge_model") or env.get("SM_JUDGE_MODEL") or job.contract.model)
         try:
             rubric = rubric_from_options(dict(job.suite.meta))

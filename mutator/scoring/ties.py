@@ -57,8 +57,8 @@ def check(candidate: Mapping[str, Terms], incumbent: Mapping[str, Terms], paired
           delta: float, gate_keep: bool, min_improvement: float, rule: str) -> TieCheck:
     """Apply `rule` (one of TIE_RULES; score.compare checks it) to the gate's verdict on these paired
     tasks."""
-    changes = [(candidate[t].cost_term + candidate[t].steps_term) - (incumbent[t].cost_term + incumbent[t].steps_term)
-               for t in paired]
+    changes = [(candidate[t].cost_term + candidate[t].steps_term)
+               - (incumbent[t].cost_term + incumbent[t].steps_term) for t in paired]
     n = len(changes)
     change = sum(changes) / n
     se = math.sqrt(sum((c - change) ** 2 for c in changes) / (n - 1) / n) if n > 1 else 0.0

@@ -191,7 +191,8 @@ def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, f
 
 def _confirmed(a: dict) -> str:
     record = _loads(a.get("confirm"), None)
-    return "; the keep stands on fresh val replicates" if isinstance(record, dict) and record.get("stands") else ""
+    stands = isinstance(record, dict) and record.get("stands")
+    return "; the keep stands on fresh val replicates" if stands else ""
 
 
 def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str:
@@ -207,10 +208,10 @@ def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str
     if strategy == "pareto":
         if _passes(a) and (a.get("delta") or 0) > 0:
             # pareto plans one candidate a round: it is the round's best
-            return f"kept: the new champion — it beat the champion's val composite and passed the gate ({gate})" \
-                f"{_confirmed(a)}"
-        return f"kept: a new genome on the per-task Pareto front (the champion stays unless a new best passes the " \
-            f"gate){_confirmed(a)}"
+            return (f"kept: the new champion — it beat the champion's val composite and passed the gate "
+                    f"({gate}){_confirmed(a)}")
+        return ("kept: a new genome on the per-task Pareto front (the champion stays unless a new best "
+                f"passes the gate){_confirmed(a)}")
     evaluated = [s for s in siblings if s.get("delta") is not None]
     if strategy == "branching" and len(evaluated) > 1:
         return f"kept: best of {len(evaluated)} siblings and {gate} {_side(a, True)}{_confirmed(a)}"
@@ -236,7 +237,8 @@ def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dic
         size = int((run.get("strategy_opts") or {}).get("pool", len(pool) or POOL_DEFAULT))
         last = composites.get(pool[-1]) if pool else None
         mine = a.get("composite")
-        cut = f" (composite {mine:.4f} < {last:.4f}, the pool's last)" if mine is not None and last is not None else ""
+        cut = (f" (composite {mine:.4f} < {last:.4f}, the pool's last)"
+               if mine is not None and last is not None else "")
         return f"rejected: did not make the pool's top {size}{cut}"
     passed = _passes(a)
     if passed is False:

@@ -58,7 +58,9 @@ def disk_full_reason(err: BaseException, data_dir: Path) -> str | None:
     """The stop reason when err is a full disk (ENOSPC / EDQUOT, or SQLite's 'database or disk is full')."""
     full = (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) or (
         isinstance(err, sqlite3.OperationalError) and "disk is full" in str(err))
-    return f"disk full ({err}); free space under {data_dir}, then re-run the same command to resume" if full else None
+    if not full:
+        return None
+    return f"disk full ({err}); free space under {data_dir}, then re-run the same command to resume"
 
 
 RESERVE_BYTES = 256 * 1024
