@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Gate calibration: changes of known true effect drawn through the real gate (mutator/scoring/score.py), for
+"""Gate calibration: changes of known true effect drawn through the real gate (mutator/scoring/gate.py), for
 three noise families and several task counts, observed beside the design; the Student-t gate's k=0 rate beside
 it.
 
@@ -42,8 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mutator.scoring import holm  # noqa: E402
+from mutator.scoring.gate import Comparison, compare, gate_t, robust_scale  # noqa: E402
 from mutator.scoring.mad import MAD_NORMAL_SCALE  # noqa: E402
-from mutator.scoring.score import Comparison, TaskFigures, compare, gate_t, robust_scale  # noqa: E402
+from mutator.scoring.score import TaskFigures  # noqa: E402
 
 EFFECTS = (-1.0, 0.0, 1.0)        # true Δ in standard errors (σ/√n)
 TASK_COUNTS = (4, 6, 8, 16)
@@ -186,7 +187,7 @@ def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=400, help="simulated gates per cell of the table (default "
                    "400, Monte-Carlo SE 1.8%% at 16%%; 4000 gives 0.6%%)")
@@ -194,16 +195,19 @@ def main(argv: list[str] | None = None) -> int:
                    "family (default: run the demo dry run into a temporary dir)")
     p.add_argument("--no-real", action="store_true", help="skip the 'real' family (no demo run)")
     p.add_argument("--families", default="normal,t3,real",
-                   help="which noise families to run, comma-separated "
-                   "(default normal,t3,real)")
+                   help="which noise families to run, comma-separated (default normal,t3,real)")
     p.add_argument("--gate-z", type=float, default=None,
                    help="gate_z to calibrate (default: config.json score.gateZ)")
     p.add_argument("--method", choices=("signflip", "t"), default=None,
                    help="the gate's critical value (default: config.json score.gateMethod)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--models", action="store_true", help="only the score.modelGate 'each' table (2 and 3 "
-                                                         "models)")
-    args = p.parse_args(argv)
+    p.add_argument("--models", action="store_true",
+                   help="only the score.modelGate 'each' table (2 and 3 models)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     from mutator.config import load_settings
     settings = load_settings(config_file=ROOT / "config.json")
     gate_z = settings.gate_z if args.gate_z is None else args.gate_z

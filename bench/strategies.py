@@ -4,7 +4,7 @@
 The landscape is built from the fakes (bench/landscape.py): a genome is a set of CSV rules, a cell applies
 each rule unless the agent fumbles it, and the demo grader scores the output against the answer key. Some
 rules help some tasks, titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly.
-The REAL strategy classes and the REAL gate and tie rule (mutator/scoring/score.py, ties.py), configured from
+The REAL strategy classes and the REAL gate and tie rule (mutator/scoring/gate.py, ties.py), configured from
 config.json as the loop is, run in a loop mirroring mutator/round/loop.py, with a simulated mutator shared by
 all strategies. Everything runs in-process: no agents, no database. The same arguments print the same table
 under any PYTHONHASHSEED; each table names the landscape and mutator it came from by their hashes.

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from mutator.round.failures import account
 from mutator.scoring import holm
-from mutator.scoring.score import CellFigures, Gate, Normalisers, per_task
+from mutator.scoring.gate import Gate
+from mutator.scoring.score import CellFigures, Normalisers, per_task
 from mutator.store.db import dumps, now, rows
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ on any one model, the models tested step-down by Holm so the family-wise false-r
 Step r of Holm (r models still standing) gates each of them on its own 'task@model' deltas at z_r = Φ⁻¹(1 −
 α/r), α = 1 − Φ(z) of the look; the models rejected at a step leave and the rest are gated again at the next,
 wider α, until a step rejects none. (Rejecting every model whose p ≤ α/r at once is Holm's rejection set: each
-of them would also pass the later, looser steps.) A model's gate is the ordinary one (score.compare: sign
+of them would also pass the later, looser steps.) A model's gate is the ordinary one (gate.compare: sign
 flips or Student t), pooling the run's earlier comparisons as the mean gate does. 'mean' is the gate over the
 mean of every model's deltas. Pure numbers; never touches the store.
 """
@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from scipy import special
 
 from mutator.scoring import ties
-from mutator.scoring.score import Comparison, Gate, TaskFigures, compare, split_key
+from mutator.scoring.gate import Comparison, Gate, compare
+from mutator.scoring.score import TaskFigures, split_key
 from mutator.scoring.sequential import early_decision
 
 MODEL_GATES = ("mean", "each")
@@ -43,7 +44,7 @@ def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigur
          prior: Sequence[Comparison],
          min_improvement: float, gate_z: float, method: str = "signflip", tie_rule: str = "keep",
          model_gate: str = "mean") -> Gate:
-    """score.compare under the run's model rule. 'each' over several models: the gate's figures are the mean
+    """gate.compare under the run's model rule. 'each' over several models: the gate's figures are the mean
     gate's (Δ, SE, threshold, stored as ever) and its verdict is Holm's over the models, recorded in `models`
     ({rule, alpha, steps, models: {model: that model's gate figures, the step and z it was last gated
     at}})."""

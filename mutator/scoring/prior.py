@@ -2,7 +2,7 @@
 the attempts that changed since the last (mutator/store/figures.py) and extends the sums, so the gate costs no
 more at round 500 than at round 5.
 
-The sums are made in attempt id order, one comparison after another, exactly as score.pooling_sums makes them
+The sums are made in attempt id order, one comparison after another, exactly as gate.pooling_sums makes them
 over the same list: the gate's floats are the same whichever way they were reached. A change that cannot be
 applied in that order (an earlier attempt's gate rewritten, a comparison gone, one added before the last)
 rebuilds the pool."""
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from mutator.scoring.score import Comparison, pooling_sums
+from mutator.scoring.gate import Comparison, pooling_sums
 
 # an attempt's place in the pool: its stored gate (what the comparison was read from) and the comparison, or
 # None
@@ -19,7 +19,7 @@ Member = Callable[[int], tuple[tuple, Comparison] | None]
 
 
 class Prior(tuple):
-    """A run's earlier comparisons in attempt id order, with `sums` = score.pooling_sums(self)."""
+    """A run's earlier comparisons in attempt id order, with `sums` = gate.pooling_sums(self)."""
 
     sums: tuple[float, int]
 
@@ -47,7 +47,7 @@ class Pool:
         return pool
 
     def _add(self, attempt_id: int, key: tuple, comparison: Comparison) -> None:
-        term, k = pooling_sums([comparison])     # the term score.pooling_sums adds for it (0.0 + x is x)
+        term, k = pooling_sums([comparison])     # the term gate.pooling_sums adds for it (0.0 + x is x)
         self.weighted, self.df = self.weighted + term, self.df + k
         self.keys[attempt_id] = key
         self.ids.append(attempt_id)

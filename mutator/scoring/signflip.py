@@ -95,7 +95,7 @@ def critical(shifted: Sequence[float], prior_weight: float, prior_df: int, alpha
     """The sign-flip critical value for deltas already shifted by minImprovement.
 
     `prior_weight` = Σ(n_r−1)·s_r and `prior_df` = Σ(n_r−1) over the run's earlier comparisons: each pattern's
-    SE pools its own s_r with them exactly as the gate pools the observed one (score.pooled).
+    SE pools its own s_r with them exactly as the gate pools the observed one (gate.pooled).
     """
     e = np.asarray(list(shifted), dtype=float)
     n = int(e.size)

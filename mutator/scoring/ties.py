@@ -26,7 +26,7 @@ TIE_RULES = ("keep", "noAddedCost")
 # Φ(3) = 0.13% for normal per-task noise at every task count (Student t, n − 1 df), so an A/A copy keeps the
 # gate's verdict
 COST_Z = 3.0
-TOLERANCE = 1e-12   # as score.KEEP_TOLERANCE: a verdict must not flip on the last bit of a float sum
+TOLERANCE = 1e-12   # as gate.KEEP_TOLERANCE: a verdict must not flip on the last bit of a float sum
 
 
 class Terms(Protocol):
@@ -55,7 +55,7 @@ class TieCheck:
 
 def check(candidate: Mapping[str, Terms], incumbent: Mapping[str, Terms], paired: Sequence[str], *,
           delta: float, gate_keep: bool, min_improvement: float, rule: str) -> TieCheck:
-    """Apply `rule` (one of TIE_RULES; score.compare checks it) to the gate's verdict on these paired
+    """Apply `rule` (one of TIE_RULES; gate.compare checks it) to the gate's verdict on these paired
     tasks."""
     changes = [(candidate[t].cost_term + candidate[t].steps_term)
                - (incumbent[t].cost_term + incumbent[t].steps_term) for t in paired]

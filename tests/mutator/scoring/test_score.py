@@ -5,20 +5,16 @@ from itertools import pairwise
 
 import pytest
 
+from mutator.scoring.gate import Comparison, compare, gate_t, pooled, robust_scale
 from mutator.scoring.score import (
     CellFigures,
-    Comparison,
     Normalisers,
     ScoreError,
     Summary,
     TaskFigures,
     Weights,
-    compare,
-    gate_t,
     normalisers,
     per_task,
-    pooled,
-    robust_scale,
     summarise,
 )
 
