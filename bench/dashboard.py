@@ -160,8 +160,8 @@ def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
     print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ "
           f"{'HTTP warm (hit)':>17} │ {'bytes':>9} │ {'CPU ms p50 (cold)':>30} │")
     print(f"{'endpoint':34} {'p50':>8} {'p95':>8} │ {'p50':>8} │ {'p50':>8} {'p95':>8} {'cpu p95':>8} "
-          f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ {'':>9} │ {'SQL':>6} {'fn':>6} {'HTTP':>6} {'×SQL':>6} │ "
-          "goal (cold)")
+          f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ {'':>9} │ "
+          f"{'SQL':>6} {'fn':>6} {'HTTP':>6} {'×SQL':>6} │ goal (cold)")
     print(f"{'/api/health (HTTP floor)':34} {'':>17} │ {'':>8} │ {f.format(pct(floor, 50))} "
           f"{f.format(pct(floor, 95))} {'':>8} {'':>5} │ {'':>17} │ {'':>9} │ {'':>30} │")
     misses = []

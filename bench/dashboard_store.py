@@ -29,8 +29,8 @@ class Builder:
     def genome(self, parent: str | None) -> str:
         self.genomes += 1
         genome = f"{self.genomes:064x}"
-        self.conn.execute("insert into genomes (hash, parent_hash, skill_name, created_at) values (?, ?, ?, "
-                          "?)",
+        self.conn.execute("insert into genomes (hash, parent_hash, "
+                          "skill_name, created_at) values (?, ?, ?, ?)",
                           [genome, parent, "bench-skill", self.now])
         return genome
 
@@ -195,8 +195,8 @@ class Builder:
         self.finish(run_id, copies, seed)
 
     def finish(self, run_id: str, rounds: int, incumbent: str) -> None:
-        self.conn.execute("update runs set rounds_target = ?, rounds_done = ?, incumbent_hash = ? where id = "
-                          "?",
+        self.conn.execute("update runs set rounds_target = ?, "
+                          "rounds_done = ?, incumbent_hash = ? where id = ?",
                           [rounds, rounds, incumbent, run_id])
 
 

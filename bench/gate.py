@@ -172,8 +172,8 @@ def models_table(gate_z: float, runs: int, rng: np.random.Generator, method: str
     design = float(stats.norm.sf(gate_z))
     mc = math.sqrt(design * (1 - design) / runs)
     print("\nscore.modelGate each (Holm over models) · normal noise · family-wise false reject observed / "
-          f"design {design:.1%} (Monte-Carlo SE ≈ {mc:.1%}); 'harm 2SE' = P(reject) when one model is worse "
-          "by 2 SE")
+          f"design {design:.1%} (Monte-Carlo SE ≈ {mc:.1%}); "
+          "'harm 2SE' = P(reject) when one model is worse by 2 SE")
     print(f"{'models':>6}{'n':>4}{'rnd':>5}  {'FWER':>14}  {'harm 2SE':>9}")
     for models in (2, 3):
         for n in (4, 8):
@@ -265,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
                           if family.name == "normal" else f"{'':>10}")
                 print(f"{family.name:<7}{n:>3} {rounds:>4} {df:>4} {gate_t(gate_z, df):6.3f}  "
                       + " ".join(cells)
-                      + f"  {observed[0.0][1]:6.1%} /{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  "
-                        f"{before}",
+                      + f"  {observed[0.0][1]:6.1%} "
+                        f"/{design_gain(gate_z, df):6.1%}  {contrast:12.1%}  {before}",
                       flush=True)
     print(f"\nk=0 design false-reject 1 − Φ(gate_z) = {design0:.1%} at every df.")
     print("The scale is C_n·MAD (Park, Kim & Wang 2020 factors; mutator/scoring/mad.py), unbiased for σ "

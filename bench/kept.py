@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         cost_only, drift, test = zip(*finals[line.label], strict=True)
         print(f"{line.label}: {len(rows)} gated candidates, {sum(r[2] for r in rows)} kept; final test "
               f"{statistics.mean(test):.4f}; the final incumbent holds {statistics.mean(cost_only):.2f} "
-              f"cost-only rules and sits {statistics.mean(drift):.4f} (true val) below the best incumbent of "
-              "its own path")
+              f"cost-only rules and sits {statistics.mean(drift):.4f} (true val) "
+              "below the best incumbent of its own path")
         groups = defaultdict(list)
         for _, what, keep, band, true in rows:
             groups[("kept" if keep else "rejected", what, band if keep else "")].append(true)

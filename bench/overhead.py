@@ -222,10 +222,10 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
         print(f"  {label:<26} {median[side]:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in values))
     alone = statistics.median(bare)
     print(f"  local, Ray not started     {alone:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in bare))
-    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local with Ray's daemons "
-          "up)")
-    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what choosing Ray costs on this "
-          "machine)")
+    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local "
+          "with Ray's daemons up)")
+    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what "
+          "choosing Ray costs on this machine)")
 
 
 def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
@@ -236,8 +236,8 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
     from eval.executors.ray import RayExecutor
     cells = len(suite.tasks) * args.replicates
     print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} "
-          f"cells, {args.node_cpus} CPU(s) per node, concurrency = nodes x node CPUs, median of "
-          f"{args.repeats}")
+          f"cells, {args.node_cpus} CPU(s) per node, "
+          f"concurrency = nodes x node CPUs, median of {args.repeats}")
     print(f"  {'nodes':>5} {'concurrency':>11} {'cells/s':>8}  {'cells per node (all runs)':<24} runs")
     for nodes in args.nodes:
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
@@ -280,16 +280,16 @@ def per_round(rounds: int) -> None:
     records = bench_rounds.measure(ROOT, argparse.Namespace(rounds=rounds, replicates=1))
     found = bench_rounds.summary(records)
     late = f"{max(rounds - 5, 1)}-{rounds}"
-    print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 "
-          f"-> {late}")
+    print(f"per round, dry greedy run of {rounds} rounds "
+          f"(bench/rounds.py --repeats 1 for more): rounds 1-5 -> {late}")
     for key, unit, scale in (("staging", "ms staging + tamper CPU (self + children)", 1000),
                              ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)",
                               1 / 1024),
                              ("self", "ms harness CPU in cell-free rounds", 1000)):
         a, b = (value * scale for value in found[key])
         print(f"  {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
-    print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, "
-          "every round)")
+    print(f"  {found['slope'] * 1000:+9.3f} ms per round: "
+          "staging + tamper CPU's growth (least squares, every round)")
 
 
 def paired(rates: dict[str, list[float]], side: str) -> str:
@@ -330,8 +330,8 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
           f"median of {args.repeats} interleaved repeats")
     print(f"  scratch {tempfile.gettempdir()}: {probe[0]:.3f} ms CPU per file created before, {probe[1]:.3f} "
-          "ms after (the harness creates ~4x the files of raw spawning per cell; set TMPDIR to move the "
-          "scratch)")
+          "ms after (the harness creates ~4x the files of raw "
+          "spawning per cell; set TMPDIR to move the scratch)")
     for side in sides:
         label = "raw spawn (no harness)" if side == "raw" else f"harness, --sandbox {side}"
         print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
@@ -375,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
     p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
     p.add_argument("--rounds", type=int, default=60,
-                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips "
-                        "it)")
+                   help="the per-round line: a dry greedy run of this "
+                        "many rounds (bench/rounds.py, 0 skips it)")
     args = p.parse_args(argv)
     suite = load_suite(ROOT / "suites" / args.suite)
     if args.agent_startup:

@@ -297,8 +297,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
     ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: "
                     "every line of bench/strategies.py)")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same "
-                                                        "table)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
+                                                        "at once (the same table)")
     args = ap.parse_args(argv)
     ours = tuple(line for line in LINES if not args.lines or line.label in args.lines.split(","))
     unknown = set(args.lines.split(",")) - {line.label for line in LINES} if args.lines else set()

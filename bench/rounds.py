@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replicates", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sandbox", default="auto", help="the runs' --sandbox (default auto: bwrap where it "
-                   "works, whose mutator sees the run's shared history bound in; none: every earlier file "
-                   "linked in)")
+                   "works, whose mutator sees the run's shared history bound in; "
+                   "none: every earlier file linked in)")
     p.add_argument("--before", type=Path, help="a checkout of other code, measured side by side")
     p.add_argument("--count", action="store_true", help="count the harness's Python calls and SQLite steps "
                    "per round instead of timing it: the same count on a busy machine as on an idle one (the "
@@ -218,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             b = statistics.median(r[key][1] for r in runs) * scale
             print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
         slope = statistics.median(r["slope"] for r in runs) * 1000
-        print(f"    {slope:+9.3f} ms per round: staging + tamper CPU's growth (least squares over every "
-              "round)")
+        print(f"    {slope:+9.3f} ms per round: staging + tamper "
+              "CPU's growth (least squares over every round)")
         a, b = (statistics.median(r["own_fit"][i] for r in runs) * 1000 for i in (0, 1))
         print(f"    {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  ms harness CPU of cell-free "
               "rounds, least-squares line at round 1 -> the last")

@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=400, help="simulated decisions per row (default 400)")
     p.add_argument("--tasks", default="4,6,8,16", help="task counts (default 4,6,8,16)")
     p.add_argument("--replicates", default="2,4", help="replicate counts = waves (default 2,4)")
-    p.add_argument("--rounds", type=int, default=5, help="the decision's round: rounds − 1 comparisons "
-                                                         "pooled (5)")
+    p.add_argument("--rounds", type=int, default=5, help="the decision's round: "
+                                                         "rounds − 1 comparisons pooled (5)")
     p.add_argument("--store", type=Path, help="a mutator.db for the 'real' family (default: a demo dry run)")
     p.add_argument("--no-real", action="store_true", help="skip the 'real' family")
     p.add_argument("--seed", type=int, default=11)
@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     design0 = float(stats.norm.sf(s.gate_z))
     mc = math.sqrt(design0 * (1 - design0) / args.runs)
     print(f"Sequential val · method {s.gate_method} · gateZ {s.gate_z:g} · earlyZ {s.sequential_early_z:g} · "
-          f"round {args.rounds} · {args.runs} decisions per row (Monte-Carlo SE ≈ {mc:.1%} at the design "
-          f"{design0:.1%})")
+          f"round {args.rounds} · {args.runs} decisions per row "
+          f"(Monte-Carlo SE ≈ {mc:.1%} at the design {design0:.1%})")
     print("Each pair: P(reject) sequential / fixed-n; cells = the candidate's val cells per decision, "
           "sequential / fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false "
           f"reject, design {design0:.1%}), k>0 a better one. '!' marks a sequential k=0 rate off the design "

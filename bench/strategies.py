@@ -211,8 +211,8 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
                for cells in (deciding + spent["train"], deciding)]
         print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} "
               f"| {per[0]:>14} | {per[1]:>19} | {spent['seed']:>5.0f} | {spent['screen']:>6.1f} | "
-              f"{spent['val']:>6.1f} | {spent['remaining']:>9.1f} | {spent['train']:>6.1f} | {kills:>12} | "
-              f"{false:>17} |")
+              f"{spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
+              f"{spent['train']:>6.1f} | {kills:>12} | {false:>17} |")
 
 
 def rate(kills: list[bool]) -> str:
@@ -224,8 +224,8 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     floor = 2 / 2 ** n_seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
     if floor >= 0.05 / max(pairs, 1):
         print(f"Note: with {n_seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
-              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / max(pairs, 1):.2g}; run "
-              "--seeds 32.")
+              f"{floor:.2g}, Holm's first step over {pairs} pairs "
+              f"needs < {0.05 / max(pairs, 1):.2g}; run --seeds 32.")
     test = lambda o: o.test_true  # noqa: E731
     others = [label for label in GATELESS if label in rows]
     if DEFAULT in rows and others:
@@ -286,8 +286,8 @@ def print_choice(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     for line, cells in table.items():
         mean = statistics.mean(o.test_true for o in rows[line])
         print(f"| {line} | {mean:.4f} | " + " | ".join(f"{d:+.4f} ({q:.2g})" for _, d, q in cells) + " |")
-    print("The choice rule (the highest mean among the gated lines that beat every gate-less line, Holm p < "
-          "0.05): "
+    print("The choice rule (the highest mean among the gated "
+          "lines that beat every gate-less line, Holm p < 0.05): "
           + (f"{chosen}." if chosen else "no gated line beats every gate-less line."))
 
 
@@ -311,10 +311,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: "
                     f"screen.tasks in config.json, or {SCREEN_TASKS} when it is 0)")
     ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties "
-                    "and greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision "
-                    "right)")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same "
-                                                        "table)")
+                    "and greedy-oracle, which keeps iff the TRUE "
+                    "val composite rises: every keep decision right)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
+                                                        "at once (the same table)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()

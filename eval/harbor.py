@@ -130,16 +130,16 @@ def parse_config(text: str, where: Path) -> HarborConfig:
         raise HarborError(f"{where}: task.toml schema {schema!r} is not one this harness reads "
                           f"({', '.join(SCHEMA_VERSIONS)}); convert the task or set version = \"1.0\"")
     if "steps" in data:
-        raise HarborError(f"{where}: multi-step tasks ([[steps]]) are not supported; import single-step "
-                          "tasks only")
+        raise HarborError(f"{where}: multi-step tasks ([[steps]]) "
+                          "are not supported; import single-step tasks only")
     verifier, agent = _section(data, "verifier", where), _section(data, "agent", where)
     env = _section(data, "environment", where)
     venv = verifier.get("env", {})
     if not isinstance(venv, dict) or not all(isinstance(v, str) for v in venv.values()):
         raise HarborError(f"{where}: [verifier] env must be a table of NAME = \"value\" strings")
     if env.get("gpus", 0):
-        raise HarborError(f"{where}: [environment] gpus = {env['gpus']!r}: tasks needing GPUs are not "
-                          "supported")
+        raise HarborError(f"{where}: [environment] gpus = {env['gpus']!r}: "
+                          "tasks needing GPUs are not supported")
     image = env.get("docker_image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise HarborError(f"{where}: [environment] docker_image must be an image name string")
@@ -167,8 +167,8 @@ def read_task(path: Path, *, oracle: bool = False) -> HarborTask:
     """One Harbor task folder, checked. `oracle=True` also requires solution/solve.sh."""
     path = Path(path)
     if not path.is_dir():
-        raise HarborError(f"{path}: not a Harbor task folder (a folder with instruction.md, task.toml, "
-                          "tests/)")
+        raise HarborError(f"{path}: not a Harbor task folder (a folder "
+                          "with instruction.md, task.toml, tests/)")
     instruction = path / "instruction.md"
     if not instruction.is_file() or not instruction.read_text(encoding="utf-8").strip():
         raise HarborError(f"{path}: instruction.md is missing or empty; it is the task's prompt")

@@ -27,8 +27,8 @@ def suite_task(suite_path: Path, task_id: str) -> HarborTask:
     oracle/<id>/)."""
     folder = Path(suite_path) / "harbor" / task_id
     if not folder.is_dir():
-        raise HarborError(f"{suite_path}: harbor/{task_id}/ is missing; re-import the suite with "
-                          "--import-harbor")
+        raise HarborError(f"{suite_path}: harbor/{task_id}/ is missing; "
+                          "re-import the suite with --import-harbor")
     return read_task(folder)
 
 

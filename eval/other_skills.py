@@ -34,13 +34,13 @@ def find_skills(root: Path, evolved_name: str) -> tuple[Path, ...]:
         try:
             name = read_properties(skill).name
         except Exception as err:   # skills-ref raises its own parse/validation errors
-            raise OtherSkillsError(f"--with-skills {root}: {skill / 'SKILL.md'} cannot be read as a skill: "
-                                   f"{err}") \
+            raise OtherSkillsError(f"--with-skills {root}: {skill / 'SKILL.md'} "
+                                   f"cannot be read as a skill: {err}") \
                 from None
         if evolved_name in (skill.name, name):
             raise OtherSkillsError(f"--with-skills {root}: {skill.name} has the evolved skill's name "
-                                   f"{evolved_name!r}; remove it from {root} (the evolved skill is installed "
-                                   "by the harness)")
+                                   f"{evolved_name!r}; remove it from {root} (the "
+                                   "evolved skill is installed by the harness)")
     return skills
 
 

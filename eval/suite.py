@@ -155,8 +155,8 @@ def _runner_problem(runner: str, task: Task) -> str | None:
     """What a task lacks for its suite's runner, or None."""
     if runner == "expectations":
         if not task.expect and not task.schema:
-            return ("runner 'expectations' needs an 'expect' object (field -> value or '~operator') or a "
-                    "'schema'")
+            return ("runner 'expectations' needs an 'expect' object "
+                    "(field -> value or '~operator') or a 'schema'")
         if not task.required:
             return "runner 'expectations' grades the first 'required' file; list the output file there"
     if runner == "judge" and not task.expectations and not task.required:
@@ -219,8 +219,8 @@ def load_suite(path: Path) -> Suite:
         for rel in task.inputs:
             if (path / "fixtures" / task.id / rel).is_dir():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} is a folder "
-                                 f"(fixtures/{task.id}/{rel}); inputs must be files: list each file of it in "
-                                 "'inputs'")
+                                 f"(fixtures/{task.id}/{rel}); inputs must be files: "
+                                 "list each file of it in 'inputs'")
             if not (path / "fixtures" / task.id / rel).is_file():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
                                  f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")

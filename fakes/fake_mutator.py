@@ -218,8 +218,8 @@ def cross_over(skill: Path, refs: Path) -> Change | None:
             found = re.search(rf"^- `{op}`:.*$", ref_md, re.MULTILINE)
             insert_rule_line(skill, (found.group(0) if found else f"- `{op}`: {RULE_LINES[op][0]}") + "\n")
             return Change(summary=f"Cross over the `{op}` rule from reference {ref.name}",
-                          reasoning=f"Reference {ref.name} handles `{op}` values that this skill leaves "
-                                    "alone.")
+                          reasoning=f"Reference {ref.name} handles `{op}` "
+                                    "values that this skill leaves alone.")
     return None
 
 

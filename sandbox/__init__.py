@@ -60,8 +60,8 @@ def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None 
         from sandbox.container_launcher import ContainerSandbox
         return ContainerSandbox(launcher_id, lambda: _host(on_fallback))
     if launcher_id not in registry:
-        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: auto, {', '.join(registry)}, "
-                           "podman, docker")
+        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: "
+                           f"auto, {', '.join(registry)}, podman, docker")
     launcher = registry[launcher_id]()
     launcher.check()
     return launcher

@@ -16,8 +16,8 @@ from sandbox.bwrap import BwrapLauncher
 from sandbox.container import LOG_TAIL, Bind, Finished, Limits
 
 HOST = "host-system"       # the "image" of this layout: the host's own /usr, /bin, /lib, /etc
-NOTE = ("note: run on the host's own system in the task's layout (--sandbox bwrap); the task's image was not "
-        "built\n")
+NOTE = ("note: run on the host's own system in the task's layout "
+        "(--sandbox bwrap); the task's image was not built\n")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

@@ -53,13 +53,13 @@ def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] 
     lines: list[str] = []
 
     def need(path: Path | str, test: str, what: str) -> None:
-        lines.append(f"[ {test} {shlex.quote(str(path))} ] || {{ echo {shlex.quote(what)} >&2; exit "
-                     f"{MISSING}; }}")
+        lines.append(f"[ {test} {shlex.quote(str(path))} ] || {{ echo "
+                     f"{shlex.quote(what)} >&2; exit {MISSING}; }}")
 
     def run(argv: list[str], what: str) -> None:
         quoted = " ".join(map(shlex.quote, argv))
-        lines.append(f"{quoted} >/dev/null || {{ rc=$?; echo {shlex.quote(what)} \"(exit $rc)\" >&2; exit "
-                     f"$rc; }}")
+        lines.append(f"{quoted} >/dev/null || {{ rc=$?; "
+                     f"echo {shlex.quote(what)} \"(exit $rc)\" >&2; exit $rc; }}")
 
     program = command.program
     for step in program.programs():
@@ -75,8 +75,8 @@ def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] 
     elif program.interpreter is not None and (idle := idle_args(program.final().path.name)) is not None:
         start = interpreter_argv(program)
     if start and idle is not None:
-        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` failed in the "
-                                                   "sandbox")
+        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` "
+                                                   "failed in the sandbox")
     for tool in command.tools:
         need(tool.path, "-x", f"{tool.path} is not visible or not executable in the sandbox")
         run([str(tool.path), "--version"], f"`{tool.path} --version` failed in the sandbox")
@@ -114,5 +114,5 @@ def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: floa
         mounted = ", ".join(str(p) for p in command.mounts((cwd,))) or "system dirs only"
         raise ProgramError(
             f"{what}: `{argv[0]}` resolves to {command.program.chain()}, which cannot run in the "
-            f"{launcher.id} sandbox (exit {done.returncode}): {said}. Mounted for it, read-only: {mounted}. "
-            f"{fix}")
+            f"{launcher.id} sandbox (exit {done.returncode}): "
+            f"{said}. Mounted for it, read-only: {mounted}. {fix}")

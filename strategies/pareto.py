@@ -126,8 +126,8 @@ class Pareto:
 def reason(c: Scored, verdict: str, scored: list[Scored], champion: bool, *, scored_before: bool) -> str:
     """Why a candidate entered the front (or took the lead), or why it did not."""
     if verdict == "KEEP":
-        return ("kept: the new champion — it beat the champion's val composite and passed the gate "
-                f"({gate(c)})"
+        return ("kept: the new champion — it beat the champion's "
+                f"val composite and passed the gate ({gate(c)})"
                 if champion else
                 "kept: a new genome on the per-task Pareto front (the champion stays unless a new best "
                 "passes the gate)")

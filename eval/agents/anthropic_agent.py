@@ -83,8 +83,8 @@ async def run(role: str, config: Path | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(prog="anthropic_agent")
     args.add_argument("--role", choices=("build", "mutator"), default="build")
-    args.add_argument("--config", type=Path, help="config.json whose pricing gives the result's "
-                                                  "total_cost_usd")
+    args.add_argument("--config", type=Path, help="config.json whose pricing gives "
+                                                  "the result's total_cost_usd")
     parsed = args.parse_args(argv)
     take_secrets()
     undumpable()   # this process holds the key: its tools may not read /proc/PID/environ

@@ -120,8 +120,8 @@ def print_err(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-TRUNCATED_CALL = ("this call was cut off by the output token limit and was not run; make it again with "
-                  "smaller input",
+TRUNCATED_CALL = ("this call was cut off by the output token limit "
+                  "and was not run; make it again with smaller input",
                   True)
 
 

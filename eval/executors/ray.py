@@ -229,8 +229,8 @@ class RayExecutor:
             where = f"the Ray cluster at {self.address}" if self.address else "the private Ray instance"
             self.lost = (f"infrastructure (Ray, not the skill): lost {where} mid-run (its head at "
                          f"{self._head} has not answered for {HEAD_GRACE_S:g} s); the cells in flight are "
-                         "stored as infra_error. Start the cluster again and re-run the same command to "
-                         "resume")
+                         "stored as infra_error. Start the cluster "
+                         "again and re-run the same command to resume")
         return bool(self.lost)
 
     async def regrade_cell(self, job: CellJob) -> CellResult | None:

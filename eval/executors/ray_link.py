@@ -126,5 +126,5 @@ def infeasible(resources: Mapping[str, float], nodes: list[dict]) -> str | None:
              for have in alive]
     return (f"cellResources {json.dumps(dict(resources))} fits no node of the Ray cluster, so a cell would "
             f"wait forever; its {len(alive)} node(s) have: {'; '.join(shown) or 'none alive'}. Ask for what "
-            "one node has (config.json cellResources) or start a worker that has it (`ray start --resources "
-            f"'{{...}}'`)")
+            "one node has (config.json cellResources) "
+            f"or start a worker that has it (`ray start --resources '{{...}}'`)")

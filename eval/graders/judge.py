@@ -85,8 +85,8 @@ def rubric_from_options(options: Mapping[str, str]) -> Rubric:
     except ValueError as err:
         raise JudgeError(f"judge length settings: {err}") from None
     if rubric.length_target < 0 or rubric.length_tolerance < 0 or not 0 <= rubric.length_floor <= 1:
-        raise JudgeError("judge_length_target and judge_length_tolerance must be >= 0, judge_length_floor in "
-                         "[0, 1]")
+        raise JudgeError("judge_length_target and judge_length_tolerance "
+                         "must be >= 0, judge_length_floor in [0, 1]")
     return rubric
 
 

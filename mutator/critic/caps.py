@@ -85,8 +85,8 @@ def caps_text(room: Room) -> str:
                  f"{room.lines_left} lines left")
     if room.over_bytes:
         text = (f"- text: {room.text_bytes} bytes, already over the {caps.max_bytes}-byte cap "
-                f"(critic.maxSkillBytes): a change may still add up to {room.growth_bytes} bytes, with a "
-                "warning")
+                "(critic.maxSkillBytes): a change may still add "
+                f"up to {room.growth_bytes} bytes, with a warning")
     else:
         text = (f"- text: {room.text_bytes} bytes of the {caps.max_bytes}-byte cap (critic.maxSkillBytes): "
                 f"{caps.max_bytes - room.text_bytes} bytes left")
@@ -96,5 +96,5 @@ def caps_text(room: Room) -> str:
         f"(max(critic.maxGrowth {pct} of {room.text_bytes} bytes of text, critic.minGrowthBytes "
         f"{caps.min_growth_bytes}))",
         f"This change may add at most {room.lines_left} lines to SKILL.md and {room.bytes_left} bytes in "
-        "all; a candidate past a cap is rejected before it is evaluated, and its mutator call is spent for "
-        "nothing."])
+        "all; a candidate past a cap is rejected before it is evaluated, "
+        "and its mutator call is spent for nothing."])

@@ -182,8 +182,8 @@ def check_growth(candidate: Tree, parent: Tree, limits: GateLimits) -> Check:
     if grown > allowance:
         return _fail("growth", f"the skill grew by {grown} bytes ({before} -> {after}), over this change's "
                                f"allowance of {allowance} bytes (max({limits.max_growth:.0%} of the parent's "
-                               f"{parent.text_bytes} text bytes, {limits.min_growth_bytes})); make a smaller "
-                               "change")
+                               f"{parent.text_bytes} text bytes, "
+                               f"{limits.min_growth_bytes})); make a smaller change")
     return _ok("growth", f"{grown:+d} bytes of an allowance of {allowance}")
 
 

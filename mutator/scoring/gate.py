@@ -195,8 +195,8 @@ def compare(
     if method not in GATE_METHODS or tie_rule not in ties.TIE_RULES:
         key, given, valid = ("gateMethod", method, GATE_METHODS) if method not in GATE_METHODS else \
             ("tieRule", tie_rule, ties.TIE_RULES)
-        raise ScoreError(f"unknown {key} {given!r}: use one of {', '.join(valid)} ('score.{key}' in "
-                         "config.json)")
+        raise ScoreError(f"unknown {key} {given!r}: "
+                         f"use one of {', '.join(valid)} ('score.{key}' in config.json)")
     paired = sorted(set(candidate) & set(incumbent))
     if not paired:
         raise ScoreError(

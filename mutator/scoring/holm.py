@@ -49,8 +49,8 @@ def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigur
     ({rule, alpha, steps, models: {model: that model's gate figures, the step and z it was last gated
     at}})."""
     if model_gate not in MODEL_GATES:
-        raise ValueError(f"unknown score.modelGate {model_gate!r}: use mean or each ('score.modelGate' in "
-                         "config.json)")
+        raise ValueError(f"unknown score.modelGate {model_gate!r}: "
+                         "use mean or each ('score.modelGate' in config.json)")
     groups = _by_model(sorted(set(candidate) & set(incumbent)))
     each = model_gate == "each" and len(groups) > 1
     mean = compare(candidate, incumbent, prior=prior, min_improvement=min_improvement, gate_z=gate_z,

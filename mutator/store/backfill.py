@@ -293,8 +293,8 @@ def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
 
 
 FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, "
-                "val_evaluation_id, pool_snapshot, error, critic, confirm, json_extract(gate, '$.keep') as "
-                "gate_keep")
+                "val_evaluation_id, pool_snapshot, error, critic, "
+                "confirm, json_extract(gate, '$.keep') as gate_keep")
 
 
 def fill(db: sqlite_utils.Database) -> None:
@@ -302,8 +302,8 @@ def fill(db: sqlite_utils.Database) -> None:
     them."""
     for run in [dict(r) for r in db["runs"].rows]:
         run["strategy_opts"] = _loads(run.get("strategy_opts"), {}) or {}
-        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts where run_id = ? order by round, "
-                                 "sibling",
+        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts "
+                                 "where run_id = ? order by round, sibling",
                                  [run["id"]])
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r)) for r in cursor.fetchall()]

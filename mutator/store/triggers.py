@@ -46,8 +46,8 @@ def stored_rates(db, evaluation_id: int | None) -> dict | None:
     when it has none (no telemetry, a store from before them, or no such evaluation). Never re-derived."""
     if not evaluation_id or "trigger_recall" not in db["evaluations"].columns_dict:
         return None
-    found = list(db.query("select trigger_recall, false_trigger_rate, no_trigger_tasks from evaluations "
-                          "where id = ?",
+    found = list(db.query("select trigger_recall, false_trigger_rate, "
+                          "no_trigger_tasks from evaluations where id = ?",
                           [evaluation_id]))
     if not found or (found[0]["trigger_recall"] is None and found[0]["false_trigger_rate"] is None):
         return None
