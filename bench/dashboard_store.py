@@ -69,10 +69,9 @@ class Builder:
         return seed
 
     def attempt(self, run_id: str, rnd: int, sibling: int, parent: str | None, genome: str | None,
-                verdict: str,
-                *, composite: float | None = None, delta: float | None = None, val: int | None = None,
-                train: int | None = None, refs: tuple[str, ...] = (), pool: list[str] | None = None,
-                critic: list | None = None, error: str | None = None) -> None:
+                verdict: str, *, composite: float | None = None, delta: float | None = None,
+                val: int | None = None, train: int | None = None, refs: tuple[str, ...] = (),
+                pool: list[str] | None = None, critic: list | None = None, error: str | None = None) -> None:
         status = {"SEED": "seed", "KEEP": "kept", "REJECT": "rejected", "CRITIC": "critic_rejected",
                   "FAILED": "failed"}[verdict]
         gate = dumps({"s_r": 0.1, "n": 25, "delta": delta, "threshold": GATE, "keep": (delta or 0) >= GATE,
@@ -86,11 +85,9 @@ class Builder:
             "?, 0.01, 5, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, rnd, sibling, parent, genome, dumps(list(refs)), status, verdict,
              dumps(critic) if critic is not None else (None if verdict in ("SEED", "FAILED") else "[]"), gate,
-             val,
-             train, composite, composite, delta, GATE if delta is not None else None,
-             0.02 if delta is not None else None,
-             1.1 if delta is not None else None, 25 if delta is not None else None,
-             dumps(pool) if pool else None, error, self.now, self.now])
+             val, train, composite, composite, delta, GATE if delta is not None else None,
+             0.02 if delta is not None else None, 1.1 if delta is not None else None,
+             25 if delta is not None else None, dumps(pool) if pool else None, error, self.now, self.now])
         self.now += 1
 
     def candidate(self, run_id: str, rnd: int, sibling: int, parent: str, parent_score: float,
@@ -107,8 +104,7 @@ class Builder:
         if roll < 0.15:
             genome = self.genome(parent)
             self.attempt(run_id, rnd, sibling, parent, genome, "CRITIC", refs=refs,
-                         error="references: missing file",
-                         critic=[{"gate": "references", "verdict": "fail",
+                         error="references: missing file", critic=[{"gate": "references", "verdict": "fail",
                                   "reason": "SKILL.md links to x.md"}])
             return None, None
         if roll < 0.18:
@@ -180,8 +176,8 @@ class Builder:
             for sibling, parent, genome, composite, refs in scored:
                 keep = genome in pool
                 self.attempt(run_id, rnd, sibling, parent, genome, "KEEP" if keep else "REJECT",
-                             composite=composite,
-                             delta=composite - scores[leader], val=self.evaluate(genome, "val"),
+                             composite=composite, delta=composite - scores[leader],
+                             val=self.evaluate(genome, "val"),
                              train=self.evaluate(genome, "train") if keep else None, refs=refs, pool=pool)
         self.finish(run_id, rnd, pool[0])
 
@@ -190,8 +186,8 @@ class Builder:
         for copy in range(1, copies + 1):
             delta = self.rng.gauss(0.0, 0.02)
             self.attempt(run_id, copy, 0, seed, seed, "KEEP" if delta >= GATE else "REJECT",
-                         composite=0.5 + delta,
-                         delta=delta, val=self.evaluate(seed, "val", salt=f"aa-{copy}"))
+                         composite=0.5 + delta, delta=delta,
+                         val=self.evaluate(seed, "val", salt=f"aa-{copy}"))
         self.finish(run_id, copies, seed)
 
     def finish(self, run_id: str, rounds: int, incumbent: str) -> None:

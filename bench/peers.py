@@ -224,9 +224,9 @@ def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed
     try:  # gepa/api.py, optimize (0.1.4)
         gepa.optimize(seed_candidate=encode(Genome(SEED_RULES)), trainset=items["train"], valset=items["val"],
                       adapter=adapter, custom_candidate_proposer=proposer,
-                      reflection_minibatch_size=line.minibatch,
-                      frontier_type=line.frontier, use_merge=line.use_merge, max_metric_calls=budget,
-                      seed=seed, logger=Silent(), callbacks=[recorder], raise_on_exception=True)
+                      reflection_minibatch_size=line.minibatch, frontier_type=line.frontier,
+                      use_merge=line.use_merge, max_metric_calls=budget, seed=seed, logger=Silent(),
+                      callbacks=[recorder], raise_on_exception=True)
     except OutOfBudget:
         pass  # the next evaluation would have passed the budget: GEPA ends where it stands
     if recorder.error is not None:

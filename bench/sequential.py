@@ -56,8 +56,7 @@ def outcome(values: np.ndarray, only: frozenset | None) -> Outcome:
 def decide(gating: Gating, val, sides: dict[str, np.ndarray], prior: list[Comparison]) -> tuple[bool, int]:
     """(rejected, cells of the candidate the decision used)."""
     out, gate, looks = run_looks(gating, lambda side, _suite, _label, only: outcome(sides[side], only),
-                                 val=val,
-                                 genome="candidate", incumbent="incumbent", norm=NORM, prior=prior,
+                                 val=val, genome="candidate", incumbent="incumbent", norm=NORM, prior=prior,
                                  label="bench", healthy=lambda _o: True)
     return (not gate.keep), len(out.cells)
 

@@ -157,8 +157,8 @@ def parse_config(text: str, where: Path) -> HarborConfig:
 
 def dockerfile_workdir(dockerfile: Path) -> str:
     """The last WORKDIR of a Dockerfile (where the task's files and the agent's work live), else /app."""
-    found = WORKDIR_LINE.findall(dockerfile.read_text(encoding="utf-8",
-                                                      errors="replace")) if dockerfile.is_file() else []
+    text = dockerfile.read_text(encoding="utf-8", errors="replace") if dockerfile.is_file() else ""
+    found = WORKDIR_LINE.findall(text) if text else []
     workdir = found[-1].strip("'\"") if found else DEFAULT_WORKDIR
     return workdir if workdir.startswith("/") else DEFAULT_WORKDIR
 

@@ -39,9 +39,9 @@ def call_of(job: CellJob, work: Path, launcher: Launcher | None = None) -> Agent
     run = job.settings
     return AgentCall(
         argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model,
-        max_turns=job.contract.max_turns,
-        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=launcher
-        or run.launcher, silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
+        max_turns=job.contract.max_turns, price=job.price, prompt=job.task.prompt, cwd=work,
+        home=job.cell_root, launcher=launcher or run.launcher,
+        silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
         skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
         max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env,
@@ -81,9 +81,8 @@ def classify(agent: AgentRun, metrics: StreamMetrics) -> tuple[str, str]:
     if failure or metrics.is_error:
         said = metrics.error_text + ("\n" + agent.stderr_tail(2000) if failure else "")
         if metrics.subtype == API_ERROR_SUBTYPE or INFRA_TEXT.search(said):
-            detail = (metrics.error_text
-                      or failure).strip().splitlines()[0][:300] if (metrics.error_text or failure) \
-                else "model API error"
+            said_first = metrics.error_text or failure
+            detail = said_first.strip().splitlines()[0][:300] if said_first else "model API error"
             return "infra_error", f"infrastructure (the model API, not the skill): {detail}"
     if failure:
         return "agent_error", failure
@@ -160,8 +159,8 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
 
 def infra_result(job: CellJob, error: str, started: float) -> CellResult:
     """A cell the infrastructure failed (a harness fault, a lost worker): nobody's verdict on the skill."""
-    return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error)
-                   or error)
+    return _result(job, status="infra_error", tests={}, metrics=None, started=started,
+                   error=redact(error) or error)
 
 
 NOTHING = Cost()   # a cell the harness failed before its agent's stream: no call to charge

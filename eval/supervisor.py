@@ -62,9 +62,8 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
     waiter = asyncio.ensure_future(proc.wait())
     try:
         return await _watch(proc, waiter, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
-                            wall_ms=wall_ms,
-                            watched=[stream, *outputs], max_output_bytes=max_output_bytes, clock=clock,
-                            poll_s=poll_s)
+                            wall_ms=wall_ms, watched=[stream, *outputs], max_output_bytes=max_output_bytes,
+                            clock=clock, poll_s=poll_s)
     finally:
         waiter.cancel()
 

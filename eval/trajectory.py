@@ -26,9 +26,8 @@ def _content_text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_content_text(c.get("text") or c.get("content")
-                                       or "") if isinstance(c, dict) else str(c)
-                         for c in content)
+        return "\n".join(_content_text(c.get("text") or c.get("content") or "")
+                         if isinstance(c, dict) else str(c) for c in content)
     return str(content)
 
 
@@ -64,8 +63,8 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
                     step += 1
                     lines.append(f"{step}. **{block.get('name')}** "
                                  f"`{_clip(json.dumps(block.get('input')), 300)}`")
-                elif block.get("type") == "text" and isinstance(block.get("text"),
-                                                                str) and block["text"].strip():
+                elif (block.get("type") == "text" and isinstance(block.get("text"), str)
+                      and block["text"].strip()):
                     lines.append(f"   > {_clip(block['text'], 300)}")
         elif kind == "user":
             for block in content if isinstance(content, list) else []:

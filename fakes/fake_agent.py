@@ -161,8 +161,7 @@ def text_answer(prompt: str, skill_dir: Path | None, stream: Stream, per_turn: i
     stream.output_tokens += OUTPUT_TOKENS
     stream.emit({"type": "assistant",
                  "message": {"role": "assistant", "content": [{"type": "text", "text": answer}],
-                                                  "usage": {"input_tokens": per_turn,
-                                                            "output_tokens": OUTPUT_TOKENS}}})
+                             "usage": {"input_tokens": per_turn, "output_tokens": OUTPUT_TOKENS}}})
     stream.finish("success", started)
     return 0
 

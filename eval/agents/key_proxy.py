@@ -132,8 +132,8 @@ class KeyProxy:
             await self.session.close()
 
     def _authorised(self, request: web.Request) -> bool:
-        given = request.headers.get("x-api-key") or request.headers.get("authorization",
-                                                                        "").removeprefix("Bearer ")
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        given = request.headers.get("x-api-key") or bearer
         return secrets.compare_digest(given.encode(), self.nonce.encode())
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:

@@ -108,9 +108,8 @@ async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | N
         async def settle(text: str) -> None:
             await tools.ask({"settle": text})
         code = await converse(client_for(api, options.timeout_s), options, tools, writer,
-                              system=seen["system"],
-                              prompt=prompt, config=config, settle=settle if role == "mutator" else None,
-                              log=log)
+                              system=seen["system"], prompt=prompt, config=config,
+                              settle=settle if role == "mutator" else None, log=log)
     except Exception as err:
         log(f"anthropic_agent: harness loop failed: {type(err).__name__}: {err}")
     finally:

@@ -192,9 +192,8 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
         max_output_bytes=bundle.max_output_bytes, env=dict(bundle.env), prune=bundle.prune)
     return CellJob(
         spec=bundle.spec, task=bundle.task, suite=local_suite, skill_dir=skill_dir,
-        skill_name=bundle.skill_name,
-        contract=bundle.contract, cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name,
-        price=bundle.price, settings=settings)
+        skill_name=bundle.skill_name, contract=bundle.contract,
+        cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name, price=bundle.price, settings=settings)
 
 
 def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,

@@ -172,8 +172,8 @@ class RayExecutor:
         task's environment (a Harbor task's; else None)."""
         skill_dir, env_dir = job.skill_dir, environment_dir(job.suite, job.task.id)
         skill_hash = hash_tree(skill_dir) if skill_dir is not None else ""
-        skill = self._put(f"skill:{skill_hash}",
-                          lambda: read_tree(skill_dir)) if skill_dir is not None else None
+        skill = (self._put(f"skill:{skill_hash}", lambda: read_tree(skill_dir))
+                 if skill_dir is not None else None)
         suite = self._put(f"suite:{job.suite.content_hash}", lambda: suite_tree(job.suite))
         env_hash = hash_tree(env_dir) if env_dir is not None else ""
         environment = self._put(f"environment:{env_hash}", lambda: read_tree(env_dir)) if env_dir else None

@@ -160,8 +160,7 @@ def check_size(candidate: Tree, parent: Tree | None, limits: GateLimits) -> Chec
     lines, text = candidate.skill_md_lines, candidate.text_bytes
     clauses = [
         _size_clause("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None,
-                     limits.max_lines,
-                     "line", line_allowance(parent, limits) if parent else 0,
+                     limits.max_lines, "line", line_allowance(parent, limits) if parent else 0,
                      "; move detail into references/"),
         _size_clause("the skill holds {} bytes of text", text, parent.text_bytes if parent else None,
                      limits.max_bytes, "byte", growth_allowance(parent, limits) if parent else 0)]

@@ -267,9 +267,8 @@ def spend_ledger(db: sqlite_utils.Database) -> None:
     # check's cost and a watch tick's judge pass as theirs: a run's sum equals its runs.cost_usd, as it does
     # from now on.
     db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float,
-                          "evaluation_id": int,
-                          "attempt_id": int, "ref": str}, pk="id", not_null={"kind", "usd", "at"},
-                         if_not_exists=True)
+                          "evaluation_id": int, "attempt_id": int, "ref": str},
+                         pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
     db["charges"].create_index(["run_id", "kind"], if_not_exists=True)
     db["charges"].create_index(["at"], if_not_exists=True)
     db["charges"].create_index(["ref"], unique=True, if_not_exists=True)
