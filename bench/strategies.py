@@ -81,8 +81,8 @@ def make_lines(screen_tasks: int) -> tuple[Line, ...]:
 
 def default_variant(rules: Rules) -> str:
     """The variant config.json runs: sequential.waves and screen.tasks."""
-    return next(v for v, waves, screen in VARIANTS if waves == rules.sequential
-                and screen == bool(rules.screen_tasks))
+    return next(v for v, waves, screen in VARIANTS
+                if waves == rules.sequential and screen == bool(rules.screen_tasks))
 
 
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)

@@ -69,5 +69,5 @@ def _allowed(items: tuple, backend: bool) -> tuple[tuple[str, str], ...]:
     names = set(BASE) | set(pass_names(source))
     if backend:
         names |= set(MODEL_API)
-    return tuple((name, value) for name, value in source.items() if name in names
-                 or name.startswith(PREFIXES))
+    return tuple((name, value) for name, value in source.items()
+                 if name in names or name.startswith(PREFIXES))

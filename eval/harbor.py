@@ -202,8 +202,8 @@ def find_tasks(root: Path) -> list[HarborTask]:
     if not root.is_dir():
         raise HarborError(f"{root}: not found; pass a Harbor task folder or a folder of them (e.g. "
                           "skillsbench/tasks)")
-    tasks = [read_task(sub) for sub in sorted(root.iterdir()) if sub.is_dir()
-             and (sub / "task.toml").is_file()]
+    tasks = [read_task(sub) for sub in sorted(root.iterdir())
+             if sub.is_dir() and (sub / "task.toml").is_file()]
     if not tasks:
         raise HarborError(f"{root}: holds no Harbor task (no sub-folder with a task.toml)")
     return tasks

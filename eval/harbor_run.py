@@ -49,8 +49,8 @@ def read_reward(logs: Path) -> dict[str, float]:
             raise ValueError(f"reward.json is not JSON ({err.msg})") from None
         if not isinstance(obj, dict):
             raise ValueError("reward.json must be an object of name -> number")
-        grades = {str(k): v for k, v in obj.items() if isinstance(v, (int, float))
-                  and not isinstance(v, bool)}
+        grades = {str(k): v for k, v in obj.items()
+                  if isinstance(v, (int, float)) and not isinstance(v, bool)}
     elif as_text.is_file():
         text = as_text.read_text(encoding="utf-8").strip()
         try:

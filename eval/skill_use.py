@@ -60,8 +60,8 @@ def result_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(b.get("text") or "") for b in content if isinstance(b, dict)
-                         and b.get("type") == "text")
+        return "\n".join(str(b.get("text") or "") for b in content
+                         if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 

@@ -108,8 +108,8 @@ def read_stream(path: Path) -> StreamMetrics:
                     if not isinstance(content, list):
                         raise ShapeError(f"assistant content is {type(content).__name__}, not a list")
                     usage = _usage(message.get("usage"))
-                    tool_uses += sum(1 for block in content if isinstance(block, dict)
-                                     and block.get("type") == "tool_use")
+                    tool_uses += sum(1 for block in content
+                                     if isinstance(block, dict) and block.get("type") == "tool_use")
                     if message.get("id"):
                         by_message[str(message["id"])] = usage
                     else:

@@ -68,8 +68,8 @@ def manifest(path: Path, name: str, meta: dict[str, str]) -> dict:
 def changes(before: dict, after: dict) -> list[str]:
     """The changed files of a suite between two manifests, tasks.jsonl said task by task, sorted."""
     old, new = before.get("files", {}), after.get("files", {})
-    named = sorted(rel for rel in old.keys() | new.keys() if old.get(rel) != new.get(rel)
-                   and rel != "tasks.jsonl")
+    named = sorted(rel for rel in old.keys() | new.keys()
+                   if old.get(rel) != new.get(rel) and rel != "tasks.jsonl")
     if old.get("tasks.jsonl") != new.get("tasks.jsonl"):
         was, now = before.get("tasks", {}), after.get("tasks", {})
         parts = []

@@ -268,8 +268,8 @@ class Command:
         paths: list[Path] = []
         for program in self.programs():
             for path in program.installations(home):
-                paths.append(path if path.is_file()
-                             or not _holds(path, writable) else program.path.absolute())
+                paths.append(path if path.is_file() or not _holds(path, writable)
+                             else program.path.absolute())
         if self.script is not None:
             paths.append(self.script.parent if not _holds(self.script.parent, writable) else self.script)
         return list(dict.fromkeys([*paths, *self.files]))

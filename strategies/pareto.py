@@ -115,8 +115,8 @@ class Pareto:
         if incumbent != current and incumbent not in selected:
             selected.append(incumbent)
         pool = tuple(sorted(leads, key=lambda h: (-leads[h], order[h])))
-        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored, incumbent != current
-                                     and c.genome_hash == incumbent,
+        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored,
+                                     incumbent != current and c.genome_hash == incumbent,
                                      scored_before=c.genome_hash not in newcomers)
                    for c in scored if c.sibling in verdicts}
         return Integration(verdicts=verdicts, incumbent=incumbent, selected=tuple(selected), pool=pool,

@@ -43,8 +43,8 @@ def by_gate(c: Scored, kept: bool) -> str:
 
 def twin(c: Scored, scored: Sequence[Scored]) -> Scored | None:
     """An earlier evaluated sibling of this round that produced the same genome."""
-    return next((s for s in scored if s.evaluated and s.genome_hash == c.genome_hash
-                 and s.sibling < c.sibling),
+    return next((s for s in scored
+                 if s.evaluated and s.genome_hash == c.genome_hash and s.sibling < c.sibling),
                 None)
 
 

@@ -177,8 +177,8 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
     suite_dir = write_tree(suite, base / "suites" / bundle.suite.content_hash)
     fixtures = suite_dir / "fixtures" / bundle.task.id
     inputs = dict(bundle.inputs)          # a Harbor task's inputs from its environment, sent once by hash
-    inputs.update({rel: environment[rel] for rel in bundle.task.inputs if rel not in inputs and environment
-                   and rel in environment})
+    inputs.update({rel: environment[rel] for rel in bundle.task.inputs
+                   if rel not in inputs and environment and rel in environment})
     write_tree(inputs, fixtures)          # content-addressed by the suite's hash too
     if environment is not None:           # where the harbor runner reads the task's build context
         write_tree(environment, suite_dir / HARBOR / bundle.task.id / ENVIRONMENT)

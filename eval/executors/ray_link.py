@@ -120,9 +120,9 @@ def infeasible(resources: Mapping[str, float], nodes: list[dict]) -> str | None:
     alive = [node.get("Resources", {}) for node in nodes if node.get("Alive")]
     if any(all(have.get(name, 0) >= amount for name, amount in wanted.items()) for have in alive):
         return None
+    hidden = ("memory", "object_store_memory")
     shown = [", ".join(f"{name} {amount:g}" for name, amount in sorted(have.items())
-                       if not name.startswith("node:") and name not in ("memory", "object_store_memory"))
-             or "nothing"
+                       if not name.startswith("node:") and name not in hidden) or "nothing"
              for have in alive]
     return (f"cellResources {json.dumps(dict(resources))} fits no node of the Ray cluster, so a cell would "
             f"wait forever; its {len(alive)} node(s) have: {'; '.join(shown) or 'none alive'}. Ask for what "

@@ -165,8 +165,8 @@ def fake_reply(attempt: Attempt) -> str:
                 + attempt.final_answer.casefold())
     results = []
     for sentence in attempt.expectations:
-        words = [w.casefold() for w in WORD_RE.findall(sentence) if len(w) > 3
-                 and w.casefold() not in STOPWORDS]
+        words = [w.casefold() for w in WORD_RE.findall(sentence)
+                 if len(w) > 3 and w.casefold() not in STOPWORDS]
         hits = sum(1 for w in words if w in haystack)
         passed = not words or hits * 2 >= len(words)
         results.append({"text": sentence, "passed": passed,

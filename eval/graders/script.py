@@ -69,8 +69,8 @@ def _listing(suite_dir: Path, content_hash: str, task_id: str | None) -> tuple[t
     for folder, dirs, files in os.walk(suite_dir):
         here = Path(folder)
         # only this task's fixtures: one task's copy, not all
-        dirs[:] = [d for d in dirs if d != "__pycache__"
-                   and (here != suite_dir / "fixtures" or task_id in (None, d))]
+        dirs[:] = [d for d in dirs
+                   if d != "__pycache__" and (here != suite_dir / "fixtures" or task_id in (None, d))]
         for name in dirs + [f for f in files if f != "__pycache__"]:
             path, rel = here / name, str((here / name).relative_to(suite_dir))
             if path.is_symlink():   # copied as the link, as copytree(symlinks=True) did

@@ -281,8 +281,8 @@ def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
         seen: set[str] = set()
         for rnd in sorted(by_round):
             already[rnd] = set(seen)
-            seen.update(r["genome_hash"] for r in by_round[rnd] if r.get("val_evaluation_id")
-                        and r.get("genome_hash"))
+            seen.update(r["genome_hash"] for r in by_round[rnd]
+                        if r.get("val_evaluation_id") and r.get("genome_hash"))
     by_key = {(r["round"], r.get("sibling", 0)): r for r in rows}
     none: set[str] = set()
     for a in targets:
