@@ -33,8 +33,8 @@ from mutator.server import queries as Q  # noqa: E402
 from mutator.server.app import create_app  # noqa: E402
 from mutator.store.db import connect, connect_readonly  # noqa: E402
 
-# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its endpoint computes the
-# note in SQL)
+# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its
+# endpoint computes the note in SQL)
 PLAIN_NOTE = "json_extract(a.gate, '$.keep') as gate_keep, a.pool_snapshot is not null as pooled"
 
 
@@ -124,8 +124,8 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int,
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ? group by c.task_id, t.name", [ev]),
-            # what the gate saw: the comparator's evaluation (the bench's rows are older: the fallback) and
-            # its cells
+            # what the gate saw: the comparator's evaluation (the bench's rows are
+            # older: the fallback) and its cells
             Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after "
                     "is not null order by round desc, sibling limit 1", [run, attempt["round"]]),
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),

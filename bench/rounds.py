@@ -103,8 +103,8 @@ def child(code: Path, rounds: int, replicates: int, data_dir: Path, sandbox: str
                         "staging": staging[0], "calls": calls[0], "steps": steps[0] * 100,
                         "cells": self.db.execute("select count(*) from cells").fetchone()[0] - cells,
                         # only where summary() reads it: a walk of the whole data dir each round is the
-                        # bench's own work growing with the rounds, and its pass over every inode weighs on
-                        # the next round
+                        # bench's own work growing with the rounds, and its pass over every
+                        # inode weighs on the next round
                         "bytes": _bytes(data_dir / "workspaces", data_dir / "evidence")
                         if round_no <= 5 or round_no >= rounds - 6 else None})
 
@@ -147,8 +147,8 @@ def summary(records: list[dict], tail: int = 6) -> dict:
     own = (statistics.linear_regression([r["round"] for r in quiet], [r["self"] for r in quiet])
            if len(quiet) > 2 else None)
     # and the Theil-Sen line (the median of the slopes between every two rounds): a busy machine's spikes only
-    # ever add CPU, so a few of them tilt the least-squares line where they fall; the median slope is not
-    # moved by them
+    # ever add CPU, so a few of them tilt the least-squares line where they fall; the
+    # median slope is not moved by them
     robust = (theilslopes([r["self"] for r in quiet],
                           [r["round"] for r in quiet]) if len(quiet) > 2 else None)
     # the medians of the first and the last 50 cell-free rounds (fewer in a short run): a spike moves neither

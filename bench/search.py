@@ -67,8 +67,8 @@ class Line:
     strategy: str
     opts: dict
     # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle'
-    # (keep iff the TRUE val composite rises: every keep decision right, a reference for how much any gate
-    # could gain)
+    # (keep iff the TRUE val composite rises: every keep decision right, a reference
+    # for how much any gate could gain)
     keep: str = "gate"
     tie_rule: str = ""          # the gate's tie rule for this line; '' = the configured one
     waves: bool | None = None   # sequential val (gate lines only); None = as configured

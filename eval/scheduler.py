@@ -34,8 +34,8 @@ async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurr
     finally:
         # gather gives up at the first item cancelled or failed (a queued cell, when Ctrl-C or a deadline
         # cancels the pump): cancel only the items not already cancelling, once, and wait for every one to
-        # finish its own cleanup (a cell kills and reaps its agent's group there) before the caller's loop may
-        # close
+        # finish its own cleanup (a cell kills and reaps its agent's group there)
+        # before the caller's loop may close
         for task in tasks:
             if not task.cancelling():
                 task.cancel()

@@ -34,11 +34,11 @@ from sandbox.resolve import Program, resolve_command
 RUNTIME = "/opt/sm-runtime"          # the host's loader and libraries for the agent's own programs
 RELAY = Path(__file__).resolve().parent / "relay.py"
 LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(/\S+)|^\s*(/\S*ld-linux\S*)\s", re.MULTILINE)
-# The image's own PATH finds the image's programs; the API is plain HTTP to the relay, so no host CA file is
-# needed
+# The image's own PATH finds the image's programs; the API is plain HTTP to the
+# relay, so no host CA file is needed
 NOT_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR")
-# The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the
-# cell's.
+# The engine client runs with the harness's own settings for it (storage, its conf,
+# its socket), never the cell's.
 ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
               "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST",
               "CONTAINER_CONNECTION",

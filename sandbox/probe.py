@@ -67,8 +67,8 @@ def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] 
     if command.script is not None:
         need(command.script, "-r", f"{command.script} is not readable in the sandbox")
     # An interpreter named as the program (`python3 agent.py`) runs exactly as the agent will exec it, so a
-    # wrapper script in its place is run too; a script's #! interpreter is reached the way its exec reaches
-    # it.
+    # wrapper script in its place is run too; a script's #! interpreter is
+    # reached the way its exec reaches it.
     start: list[str] = []
     if (idle := idle_args(Path(command.argv[0]).name)) is not None:
         start = [command.argv[0]]

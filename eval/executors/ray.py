@@ -40,8 +40,8 @@ from eval.runner import infra_result, regrade_cell
 from eval.snapshot import hash_tree
 
 DEFAULT_RESOURCES = {"num_cpus": 1}
-# Never shipped to a cluster with the code: history, stores, suites (a cell gets its suite as a bundle), the
-# SPA.
+# Never shipped to a cluster with the code: history, stores, suites (a cell gets
+# its suite as a bundle), the SPA.
 SHIP_EXCLUDES = (".git", "/data", "/suites", "/webpages", "/reference", "*.db", "*.db-wal", "*.db-shm",
                  "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules")
 HEAD_POLL_S = 2.0       # how often a waiting cell asks whether the cluster's head still answers

@@ -25,8 +25,8 @@ _SPLIT_TOLERANCE = 1e-9
 
 
 # How the gate's critical value t is made: 'signflip' (exact for any symmetric noise;
-# mutator/scoring/signflip.py) or 't' (the Student-t quantile t.ppf(Φ(gateZ), df) of DESIGN.md, exact only for
-# normal deltas).
+# mutator/scoring/signflip.py) or 't' (the Student-t quantile t.ppf(Φ(gateZ), df) of DESIGN.md,
+# exact only for normal deltas).
 GATE_METHODS = ("signflip", "t")
 
 
@@ -71,11 +71,11 @@ class Gate:
     method: str = "t"
     t_student: float = 0.0
     flip: dict | None = None
-    # the tie rule's figures (mutator/scoring/ties.py): keep above is its verdict, tie.gate_keep the
-    # gate's own
+    # the tie rule's figures (mutator/scoring/ties.py): keep above is its
+    # verdict, tie.gate_keep the gate's own
     tie: ties.TieCheck | None = None
-    # score.modelGate 'each' (mutator/scoring/holm.py): every model's own gate, its Holm step and z; keep
-    # is Holm's
+    # score.modelGate 'each' (mutator/scoring/holm.py): every model's own gate, its
+    # Holm step and z; keep is Holm's
     models: dict | None = None
     # the change in the trigger term (score.wTrigger > 0; mutator/scoring/trigger.py)
     delta_trigger: float = 0.0

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 
 from mutator.scoring.gate import Comparison, pooling_sums
 
-# an attempt's place in the pool: its stored gate (what the comparison was read from) and the comparison, or
-# None
+# an attempt's place in the pool: its stored gate (what the comparison was read
+# from) and the comparison, or None
 Member = Callable[[int], tuple[tuple, Comparison] | None]
 
 

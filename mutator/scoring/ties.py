@@ -19,12 +19,12 @@ from typing import Protocol
 
 from scipy import special
 
-# 'keep': every tie kept (DESIGN.md's gate as first written); 'noAddedCost': a tie kept only when it adds no
-# cost
+# 'keep': every tie kept (DESIGN.md's gate as first written); 'noAddedCost': a tie
+# kept only when it adds no cost
 TIE_RULES = ("keep", "noAddedCost")
 # A fall of the cost+steps terms counts as added cost only when it is that unlikely under no change: P = 1 −
-# Φ(3) = 0.13% for normal per-task noise at every task count (Student t, n − 1 df), so an A/A copy keeps the
-# gate's verdict
+# Φ(3) = 0.13% for normal per-task noise at every task count (Student t, n − 1 df), so an
+# A/A copy keeps the gate's verdict
 COST_Z = 3.0
 TOLERANCE = 1e-12   # as gate.KEEP_TOLERANCE: a verdict must not flip on the last bit of a float sum
 

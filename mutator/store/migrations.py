@@ -149,8 +149,8 @@ def honest_failures(db: sqlite_utils.Database) -> None:   # was _v6
 @migration()
 def heartbeats(db: sqlite_utils.Database) -> None:   # was _v7
     # Liveness: a running writer beats these every few seconds; a dead one's record shows as `stale`.
-    # Idempotent: when migrations were numbered by position, a branch may have run this one under another
-    # number.
+    # Idempotent: when migrations were numbered by position, a branch may have run
+    # this one under another number.
     for table in ("runs", "test_runs", "health_checks"):
         if "heartbeat_at" not in db[table].columns_dict:
             db[table].add_column("heartbeat_at", float)
@@ -230,8 +230,8 @@ def agent_keys(db: sqlite_utils.Database) -> None:
     # Agent work keyed apart from grading (eval/suite_parts.py): an evaluation's agent key (its stored rows
     # get theirs when next opened: same key, same suite), the cell whose agent run a re-graded cell reuses
     # (its agent cost is that cell's, never spent twice), a run's id by the agent-side identity (a run made
-    # before keeps its id and is found by this one) and its suites' manifests (to name what changed).
-    # Idempotent.
+    # before keeps its id and is found by this one) and its suites' manifests (to
+    # name what changed). Idempotent.
     for table, column in (("evaluations", "agent_key"), ("cells", "agent_cell_id"), ("runs", "identity_id"),
                           ("runs", "suites")):
         if column not in db[table].columns_dict:
@@ -264,8 +264,8 @@ def stored_decisions(db: sqlite_utils.Database) -> None:
 def spend_ledger(db: sqlite_utils.Database) -> None:
     # One row per charge (mutator/store/ledger.py), so every figure of a run's spend is one SQL sum. A store
     # made before keeps each run's total as one row "before itemised spend" (at its last update), a health
-    # check's cost and a watch tick's judge pass as theirs: a run's sum equals its runs.cost_usd, as it does
-    # from now on.
+    # check's cost and a watch tick's judge pass as theirs: a run's sum equals its
+    # runs.cost_usd, as it does from now on.
     db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float,
                           "evaluation_id": int, "attempt_id": int, "ref": str},
                          pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
@@ -294,8 +294,8 @@ def test_looks(db: sqlite_utils.Database) -> None:
 @migration()
 def run_gate_method(db: sqlite_utils.Database) -> None:
     # How a run's gate decides, as columns beside gate_z (its id is unchanged: the identity names a method
-    # only when it is not 't', a model rule only when it is not 'mean'): a run whose identity names no method
-    # ran 't'.
+    # only when it is not 't', a model rule only when it is not 'mean'): a run whose
+    # identity names no method ran 't'.
     for column in ("gate_method", "model_gate"):
         if column not in db["runs"].columns_dict:
             db["runs"].add_column(column, str)
@@ -308,8 +308,8 @@ def run_gate_method(db: sqlite_utils.Database) -> None:
 @migration()
 def gate_comparator(db: sqlite_utils.Database) -> None:
     # What each gate compared with: the incumbent's genome and the evaluation of it the deciding look read.
-    # Older attempts keep null; the dashboard then falls back to the run's own stored evaluation (never
-    # another run's).
+    # Older attempts keep null; the dashboard then falls back to the run's own stored
+    # evaluation (never another run's).
     for name, kind in (("comparator_hash", str), ("comparator_evaluation_id", int)):
         if name not in db["attempts"].columns_dict:
             db["attempts"].add_column(name, kind)
@@ -318,8 +318,8 @@ def gate_comparator(db: sqlite_utils.Database) -> None:
 @migration()
 def run_command_and_notes(db: sqlite_utils.Database) -> None:
     # The command line that started a run (secrets redacted; null for older runs), and a researcher's name,
-    # tags and note per run or attempt, in a table of their own (written by run.py --note, never by the
-    # dashboard).
+    # tags and note per run or attempt, in a table of their own (written by run.py
+    # --note, never by the dashboard).
     if "command" not in db["runs"].columns_dict:
         db["runs"].add_column("command", str)
     if "notes" not in db.table_names():
@@ -330,8 +330,8 @@ def run_command_and_notes(db: sqlite_utils.Database) -> None:
 @migration()
 def cell_skill_use(db: sqlite_utils.Database) -> None:
     # What each cell's agent did with the skill (eval/skill_use.py::SkillUse as JSON: loaded, turn, files
-    # read, scripts run, read tokens estimated). Null for older cells and bare cells; evaluation keys are
-    # unchanged.
+    # read, scripts run, read tokens estimated). Null for older cells and bare cells;
+    # evaluation keys are unchanged.
     if "skill_use" not in db["cells"].columns_dict:
         db["cells"].add_column("skill_use", str)
 
@@ -351,8 +351,8 @@ def trigger_scores(db: sqlite_utils.Database) -> None:
 @migration()
 def null_controls(db: sqlite_utils.Database) -> None:
     # Per-round null controls (mutator/round/nulls.py): a byte-identical copy of the incumbent under a fresh
-    # salt, its Δ against the incumbent and the gate's call on it; a store made before has none (nullControls
-    # was 0).
+    # salt, its Δ against the incumbent and the gate's call on it; a store made before
+    # has none (nullControls was 0).
     db["null_controls"].create({"id": int, "run_id": str, "round": int, "copy": int, "genome_hash": str,
                                 "salt": str,
                                 "evaluation_id": int, "incumbent_evaluation_id": int, "delta": float,
@@ -366,8 +366,8 @@ def null_controls(db: sqlite_utils.Database) -> None:
 def change_counts(db: sqlite_utils.Database) -> None:
     # How many rows of attempts and evaluations any connection has inserted, updated or deleted (a counter
     # each, bumped by a trigger in the store), so a long-lived reader can tell its own changes from another
-    # process's (mutator/store/figures.py) and re-read only what changed. Older code writing a newer store
-    # bumps it too.
+    # process's (mutator/store/figures.py) and re-read only what changed. Older code
+    # writing a newer store bumps it too.
     db.execute("create table if not exists store_changes (tbl text primary key, n integer not null)")
     for table in ("attempts", "evaluations"):
         db.execute("insert or ignore into store_changes (tbl, n) values (?, 0)", [table])
