@@ -16,8 +16,8 @@ GATE = -0.02   # every comparison's threshold here (the figures are synthetic; t
 
 
 class Builder:
-    """Writes runs in the shapes the real loop writes them (mutator/round/loop.py, strategies/,
-    validity/aa.py)."""
+    """Writes runs in the shapes the real loop writes them (mutator/round/loop.py,
+    strategies/, validity/aa.py)."""
 
     def __init__(self, conn, rng: random.Random, cells_per_eval: int) -> None:
         self.conn, self.rng, self.cells_per_eval = conn, rng, cells_per_eval
@@ -92,8 +92,8 @@ class Builder:
 
     def candidate(self, run_id: str, rnd: int, sibling: int, parent: str, parent_score: float,
                   incumbent_score: float, refs: tuple[str, ...] = ()) -> tuple[str | None, float | None]:
-        """One mutation: 10 % a CRITIC no-change (genome == parent), 5 % another CRITIC, 3 % FAILED, else
-        scored."""
+        """One mutation: 10 % a CRITIC no-change (genome == parent), 5 % another
+        CRITIC, 3 % FAILED, else scored."""
         roll = self.rng.random()
         if roll < 0.10:
             self.attempt(run_id, rnd, sibling, parent, parent, "CRITIC", refs=refs,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Gate calibration: changes of known true effect drawn through the real gate (mutator/scoring/gate.py), for
-three noise families and several task counts, observed beside the design; the Student-t gate's k=0 rate beside
-it.
+three noise families and several task counts, observed beside the design; the
+Student-t gate's k=0 rate beside it.
 
 Each simulated comparison has per-task deltas d_t = k·σ/√n + ε_t (a true change of k standard errors, σ the SD
 of ε) and the run's earlier comparisons (rounds − 1 of them, same family) are pooled in through `prior`,
@@ -9,8 +9,8 @@ exactly as the loop does. Noise families:
   normal  ε ~ N(0, σ²)
   t3      ε ~ Student t with 3 df (heavy tails; σ = √3·scale, its SD)
   real    ε = ±d, d drawn from the per-task deltas stored in a demo store: A/A copies as they are, other gate
-          records centred on their own Δ; a random sign makes the null exact (discrete, tied, as real grades
-          are)
+          records centred on their own Δ; a random sign makes the null exact
+          (discrete, tied, as real grades are)
 The design is what the gate's construction promises: P(keep) = P(T ≥ −t), T ~ noncentral t(df, k),
 t = gate_t(gate_z, df); at k = 0 the false-reject rate is 1 − Φ(gate_z) at every df.
 
@@ -68,8 +68,8 @@ def demo_store(workdir: Path) -> Path:
 
 
 def real_deltas(store: Path) -> np.ndarray:
-    """Every stored per-task delta: A/A copies raw (noise by construction), gate records centred on their
-    Δ."""
+    """Every stored per-task delta: A/A copies raw (noise by construction), gate
+    records centred on their Δ."""
     db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     found = db.execute("select r.kind, a.gate from attempts a join runs r on r.id = a.run_id "
                        "where a.gate is not null").fetchall()
@@ -139,8 +139,8 @@ def simulate(family: Family, n: int, rounds: int, gate_z: float, runs: int, rng:
 
 
 def uncorrected_reject(n: int, rounds: int, gate_z: float, runs: int, rng: np.random.Generator) -> float:
-    """The k = 0 false-reject rate of the gate before this correction (1.4826·MAD, squares pooled), normal
-    noise."""
+    """The k = 0 false-reject rate of the gate before this correction (1.4826·MAD,
+    squares pooled), normal noise."""
     d = rng.normal(0.0, SIGMA, size=(runs, rounds, n))
     raw = stats.median_abs_deviation(d, axis=2, scale=1.0) * MAD_NORMAL_SCALE
     s = np.sqrt((raw ** 2).mean(axis=1))
@@ -151,8 +151,8 @@ def uncorrected_reject(n: int, rounds: int, gate_z: float, runs: int, rng: np.ra
 def each_reject(models: int, n: int, rounds: int, gate_z: float, runs: int, rng: np.random.Generator,
                 bank: np.ndarray, method: str, harmed: float = 0.0) -> float:
     """P(reject) of score.modelGate 'each' (mutator/scoring/holm.py) over `models` models of n tasks each,
-    normal noise; the first model's true Δ is `harmed` SEs (0: the family-wise null, every model
-    unchanged)."""
+    normal noise; the first model's true Δ is `harmed` SEs (0: the family-wise
+    null, every model unchanged)."""
     incumbent = {f"t{i:02d}@m{m}": f for m in range(models)
                  for i, f in enumerate(figures(np.full(n, 0.5)).values())}
     rejects = 0

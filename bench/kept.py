@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What each greedy line keeps: every gated candidate of bench/strategies.py's greedy lines, by kind of change
-and by where its measured Δ fell (a measured gain, Δ ≥ 0, or a tie kept inside the noise band), with its TRUE
-effect.
+and by where its measured Δ fell (a measured gain, Δ ≥ 0, or a tie kept inside the
+noise band), with its TRUE effect.
 
 This is how the gate's drift was found: keeping every tie let cost-only changes (a rule that adds turns and
 changes no output) ride in on noise. The kinds: add/remove a helpful rule, add/remove a cost-only rule, add

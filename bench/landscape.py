@@ -1,5 +1,5 @@
-"""The bench's synthetic landscape and its simulated mutator, shared by bench/strategies.py and
-bench/peers.py.
+"""The bench's synthetic landscape and its simulated mutator, shared by
+bench/strategies.py and bench/peers.py.
 
 A genome is a set of CSV rules (fakes/csv_rules.py ops); a cell applies each rule unless the agent fumbles it
 (skip probability = the rule implementation's quality), and the demo grader scores the output against the
@@ -87,8 +87,8 @@ class Landscape:
     def cell(self, genome: Genome, split: str, task: str, replicate: int, rng: random.Random | None = None, *,
              stream: str = "") -> tuple[CellFigures, list[str]]:
         """One measured cell and the grader tests it failed. With `stream` the cell draws from its own
-        generator, seeded by the stream, the split, the task, the replicate and the genome; without it, from
-        `rng`."""
+        generator, seeded by the stream, the split, the task, the replicate and the
+        genome; without it, from `rng`."""
         rules = sorted(genome)
         draw = random.Random(f"cell:{stream}:{split}:{task}:{replicate}:{rules}") if stream else rng
         applied = frozenset(op for op, v in rules if draw.random() >= self.skip[(op, v)])

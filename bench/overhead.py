@@ -9,8 +9,8 @@ processes per cell from a plain thread pool. With --sandbox bwrap the harness al
 so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
 bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
 which a busy machine's noise blurs far less than whole-cell throughput does. Beside cells/s, the spawning
-process's own CPU per cell (the harness parent against the raw thread pool), which a busy machine blurs
-little.
+process's own CPU per cell (the harness parent against the raw thread pool),
+which a busy machine blurs little.
 
 The per-round line (--rounds N, 0 skips it): one dry greedy run of N rounds through bench/rounds.py: the CPU
 of staging the mutator's evidence and of the tamper snapshots per round at rounds 1-5 and the last 6, the
@@ -294,16 +294,16 @@ def per_round(rounds: int) -> None:
 
 def paired(rates: dict[str, list[float]], side: str) -> str:
     """Each repeat's harness/raw (the two measured back to back, so a load that drifts between repeats hits
-    both), their median and range: the figure to read when whole measurements spread as much as the gap
-    between sides."""
+    both), their median and range: the figure to read when whole measurements spread as
+    much as the gap between sides."""
     ratios = sorted(h / r for h, r in zip(rates[side], rates["raw"]))
     return (f"(paired by repeat: median {statistics.median(ratios):.3f}, {ratios[0]:.3f}–{ratios[-1]:.3f}, "
             f"{sum(r >= 0.95 for r in ratios)} of {len(ratios)} ≥ 0.95)")
 
 
 def throughput(suite: Suite, args: argparse.Namespace) -> None:
-    """Cells/s of raw spawning and of the harness (and bwrap), interleaved repeats; the parent's CPU per
-    cell."""
+    """Cells/s of raw spawning and of the harness (and bwrap), interleaved
+    repeats; the parent's CPU per cell."""
     probe = [create_ms()]
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}

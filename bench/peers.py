@@ -131,8 +131,8 @@ class LandscapeAdapter:
 
 class MutatorProposer:
     """GEPA's ProposalFn (candidate, reflective_dataset, components_to_update) -> new texts: the bench's
-    Mutator on the parent, shown the failing tests of the minibatch (our lines show it the parent's train
-    failures)."""
+    Mutator on the parent, shown the failing tests of the minibatch (our lines show it
+    the parent's train failures)."""
 
     def __init__(self, mutator) -> None:
         self.mutator, self.calls = mutator, 0

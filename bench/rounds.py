@@ -130,8 +130,8 @@ def measure(code: Path, args: argparse.Namespace) -> list[dict]:
 def summary(records: list[dict], tail: int = 6) -> dict:
     """Per-round means early against late: staging and bytes over rounds 1-5 and the last `tail`; the
     harness's own CPU over rounds that ran no cell (a critic's reject: no agent, no grading), the first 3 and
-    the last `tail`, so what is compared is the harness's own work and not how many cells a verdict asked
-    for."""
+    the last `tail`, so what is compared is the harness's own work and not how
+    many cells a verdict asked for."""
     first, last = records[:5], records[-tail:]
     previous = {r["round"]: r["bytes"] for r in records}
     for r in records:

@@ -144,8 +144,8 @@ class Search:
 
     def evaluate(self, g: Genome, split: str, want: frozenset | None = None,
                  purpose: str = "val") -> list[CellFigures]:
-        """g's cells `want` ((task, replicate) pairs; None = the split's whole depth), running the missing
-        ones."""
+        """g's cells `want` ((task, replicate) pairs; None = the split's whole
+        depth), running the missing ones."""
         tasks = self.land.suites[split]
         want = wave(list(tasks), self.depth[split]) if want is None else want
         order = [(t, r) for t in tasks for r in range(self.replicates) if (t, r) in want]
@@ -195,8 +195,8 @@ class Search:
         self.evidence.add(g)
 
     def failing(self, g: Genome) -> dict[str, list[str]]:
-        """Per train task, the grader tests g failed in any cell of its evidence (only selected genomes have
-        it)."""
+        """Per train task, the grader tests g failed in any cell of its evidence
+        (only selected genomes have it)."""
         if g not in self.evidence:
             return {}
         failing: dict[str, set] = {}

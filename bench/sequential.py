@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Sequential val against the fixed-n gate: false-reject, power and cells per decision, through the loop's
-code.
+"""Sequential val against the fixed-n gate: false-reject, power and cells per
+decision, through the loop's code.
 
 Each simulated decision draws cells for a candidate and an incumbent (n tasks × R replicates; a cell's
 composite is its task's level plus noise, the candidate's shifted by k standard errors of the fixed-n

@@ -1,5 +1,5 @@
-"""A canonical dump of a store and of every dashboard JSON answer over it, for before/after proofs of a
-refactor.
+"""A canonical dump of a store and of every dashboard JSON answer over it, for
+before/after proofs of a refactor.
 
     python bench/snapshot.py DATA_DIR OUT.json
 

@@ -94,8 +94,8 @@ GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in 
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
-    """Rollouts spent when the incumbent's TRUE val composite first reached `target`; None = censored
-    (never)."""
+    """Rollouts spent when the incumbent's TRUE val composite first reached
+    `target`; None = censored (never)."""
     return next((r for r, v in outcome.curve if v >= target - 1e-12), None)
 
 

@@ -74,8 +74,8 @@ def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_
 
 
 def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
-    """A fresh mutator-role workspace: skill/ (the editable copy), refs/<name>/ and briefing.md; returns
-    skill/."""
+    """A fresh mutator-role workspace: skill/ (the editable copy), refs/<name>/ and
+    briefing.md; returns skill/."""
     if workspace.exists():
         shutil.rmtree(workspace)  # a crashed attempt's workspace is redone from scratch
     workspace.mkdir(parents=True)
@@ -145,8 +145,8 @@ class CallResult:
 
 
 def contract_env(spec: AgentCall, source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed environment (eval/environment.py) with the contract's names; HOME is the call's
-    own."""
+    """The allow-listed environment (eval/environment.py) with the contract's
+    names; HOME is the call's own."""
     named = {PROMPT_FILE: str(spec.home / PROMPT_NAME), STREAM: str(spec.stream), MODEL: spec.model,
              MAX_TURNS: str(spec.max_turns)}
     for name, value in ((CELL_SEED, spec.seed), (ROUND, spec.round_no), (SIBLING, spec.sibling),

@@ -63,8 +63,8 @@ class PidfdWatcher(asyncio.AbstractChildWatcher):
 
 
 def install() -> bool:
-    """Put the pidfd watcher in place (once; Python 3.11 on a kernel with pidfds); True when it is in
-    place."""
+    """Put the pidfd watcher in place (once; Python 3.11 on a kernel with
+    pidfds); True when it is in place."""
     global _installed
     if _installed or sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
         return _installed

@@ -38,8 +38,8 @@ def environ_items(source: Mapping[str, str] | None = None) -> tuple:
 
 
 def runs_our_backend(argv: Iterable[str]) -> bool:
-    """True when the process is one of our model backends (eval/agents/*.py), which call the API
-    themselves."""
+    """True when the process is one of our model backends (eval/agents/*.py),
+    which call the API themselves."""
     return _our_backend(tuple(str(part) for part in argv))
 
 

@@ -32,7 +32,7 @@ class SkillMutatorError(Exception):
 
 
 class Stop(SkillMutatorError):
-    """A clean stop (a budget, a full disk, an evaluation no verdict may rest on); the same command
-    resumes."""
+    """A clean stop (a budget, a full disk, an evaluation no verdict may rest
+    on); the same command resumes."""
     exit_code = 3
     label = "stopped"

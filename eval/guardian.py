@@ -9,8 +9,8 @@ fired when the *thread* that spawned it ended. Started on the first agent, in it
 terminal is the harness's to handle). The window left is the one setpriv had too: a harness killed between an
 agent's fork and its record (here: the spawn's return; there: setpriv's prctl) leaves that agent to the
 registry of eval/reaper.py, if any. A forked child of the harness holds no guardian (it starts its own). Where
-the watcher cannot start or has died, `ready` is False and the spawn falls back to setpriv
-(eval/reaper.py)."""
+the watcher cannot start or has died, `ready` is False and the spawn falls back
+to setpriv (eval/reaper.py)."""
 
 from __future__ import annotations
 

@@ -86,8 +86,8 @@ class HarborTask:
                                   for t in targets if t))
 
     def environment_files(self) -> list[Path]:
-        """The environment's files an agent on the host is given (relative): all but the Dockerfile and
-        skills/."""
+        """The environment's files an agent on the host is given (relative): all but
+        the Dockerfile and skills/."""
         return [rel for rel in list_files(self.environment)
                 if rel.parts[0] != SKILLS_DIR and rel.as_posix() != "Dockerfile"]
 

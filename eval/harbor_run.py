@@ -23,8 +23,8 @@ ORACLE_TIMEOUT_S = 600.0                     # when task.toml gives the agent no
 
 
 def suite_task(suite_path: Path, task_id: str) -> HarborTask:
-    """The Harbor task an imported suite keeps for `task_id` (harbor/<id>/, the oracle apart in
-    oracle/<id>/)."""
+    """The Harbor task an imported suite keeps for `task_id` (harbor/<id>/, the
+    oracle apart in oracle/<id>/)."""
     folder = Path(suite_path) / "harbor" / task_id
     if not folder.is_dir():
         raise HarborError(f"{suite_path}: harbor/{task_id}/ is missing; "
@@ -95,8 +95,8 @@ def verify(engine: ContainerEngine, task: HarborTask, image: str, work: Path, lo
 
 def run_oracle(engine: ContainerEngine, task: HarborTask, image: str, work: Path, solution: Path, *,
                network: bool = False) -> str:
-    """Run `solution`/solve.sh (the task's oracle) against `work` in a fresh container; "" or why it
-    failed."""
+    """Run `solution`/solve.sh (the task's oracle) against `work` in a fresh
+    container; "" or why it failed."""
     cfg = task.config
     timeout = cfg.agent_timeout_sec or ORACLE_TIMEOUT_S
     done = engine.run(image, ORACLE, workdir=task.workdir, binds=[Bind(work, task.workdir, writable=True),

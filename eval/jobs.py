@@ -68,8 +68,8 @@ class CellResult:
 @dataclass(frozen=True)
 class CellSettings:
     """How every cell of an evaluation is run, whole: built once from a command's settings and carried
-    unchanged through the Evaluator, the EvalRequest and each CellJob. None of it is part of the evaluation
-    key."""
+    unchanged through the Evaluator, the EvalRequest and each CellJob. None of it is
+    part of the evaluation key."""
     agent_argv: Sequence[str]
     launcher: Launcher
     grader_timeout_s: float

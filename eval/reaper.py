@@ -215,8 +215,8 @@ def _alive(harness: object, started: object) -> bool:
 
 
 def labels() -> dict[str, str]:
-    """An agent container's labels: the data dir whose harness runs it, and that harness (none when
-    unrecorded)."""
+    """An agent container's labels: the data dir whose harness runs it, and that
+    harness (none when unrecorded)."""
     if _registry is None:
         return {}
     pid, started = _harness()

@@ -1,5 +1,5 @@
-"""Run one cell: stage a fresh dir, run the build agent through the one agent call (eval/agent_call.py),
-grade.
+"""Run one cell: stage a fresh dir, run the build agent through the one agent
+call (eval/agent_call.py), grade.
 
 The grader runs only after the agent's whole process group is gone, outside the agent's sandbox,
 and never sees the skill: it gets the agent's working dir and the task id. Every failure (agent

@@ -1,6 +1,6 @@
 """The concurrency pump: run at most N cells at once and report each one as it finishes; and a deadline over
-it, the event loop's own timeout (never a signal, which a process started with SIGINT ignored would not
-get)."""
+it, the event loop's own timeout (never a signal, which a process started with
+SIGINT ignored would not get)."""
 
 from __future__ import annotations
 

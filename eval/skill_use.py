@@ -1,6 +1,6 @@
 """What a cell's agent did with the skill, read from its own stream: loaded or not (and at which turn), the
-skill's files it read, the skill's scripts it ran (with exit codes), and an estimate of the tokens those reads
-cost.
+skill's files it read, the skill's scripts it ran (with exit codes), and an estimate
+of the tokens those reads cost.
 
 Every backend writes Claude Code's stream-json shape (eval/stream_metrics.py), so this is the one reader; the
 skill is recognised as mining recognises it (eval/skill_marks.py). Pure: reads one stream file, never the

@@ -94,8 +94,8 @@ BY_NAME = frozenset({"importlib", "__import__", "runpy", "pkgutil", "exec", "eva
 def needs_site(source: str) -> bool:
     """Whether a Python script may use what `site` adds (the installed packages, exit()): True unless every
     module it imports is the standard library's, it imports none by name and it names none of site's builtins.
-    A script for which this is False runs the same under `python -S`, which skips importing every installed
-    .pth."""
+    A script for which this is False runs the same under `python -S`, which skips
+    importing every installed .pth."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):

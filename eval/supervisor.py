@@ -55,8 +55,8 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
                     wall_ms: int = 0, outputs: Sequence[Path] = (), max_output_bytes: int = 0,
                     clock: Callable[[], float] = time.monotonic, poll_s: float = 0.05) -> Watch:
     """Wait for `proc` (started with start_new_session=True), killing its group on a stalled stream, past
-    the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output file passes
-    `max_output_bytes`."""
+    the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output
+    file passes `max_output_bytes`."""
     # one waiter for the whole watch, not a task made and cancelled per poll (wait_for's): the poll is the
     # harness's only per-second cost of a running agent
     waiter = asyncio.ensure_future(proc.wait())

@@ -1,6 +1,6 @@
 """Zero-spend build agent that models triggering: it loads the skill only when the request shares a word stem
-with the skill's `description` (or either has no word to judge by), so a description mutation can fix or break
-it.
+with the skill's `description` (or either has no word to judge by), so a
+description mutation can fix or break it.
 
 Run like fakes/fake_agent.py (`--agent-cmd "python fakes/trigger_agent.py"`), whose work it does: bare when
 the skill does not trigger; when it does, first the load as Claude Code streams it (a `Skill` call, then

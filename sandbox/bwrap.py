@@ -29,8 +29,8 @@ USERNS_HINT = ("bubblewrap cannot create its namespaces here; enable unprivilege
 
 
 def _is_system(path: Path) -> bool:
-    """Already mounted by system_args(), or the root itself (/bin/sh's "prefix"), which must never be
-    bound."""
+    """Already mounted by system_args(), or the root itself (/bin/sh's
+    "prefix"), which must never be bound."""
     text = str(path)   # string tests: this runs for every mount of every cell
     return text == "/" or any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
 

@@ -62,8 +62,8 @@ def _tail(text: str) -> str:
 
 
 class ContainerEngine:
-    """One engine program and the global flags this host needs (e.g. `--runtime runc` where crun cannot
-    run)."""
+    """One engine program and the global flags this host needs (e.g. `--runtime
+    runc` where crun cannot run)."""
 
     def __init__(self, program: str, global_args: Sequence[str] = ()) -> None:
         self.program = program
@@ -90,8 +90,8 @@ class ContainerEngine:
 
     def image_for(self, context: Path, content_hash: str, *, timeout_s: float = 600.0,
                   base_image: str | None = None) -> str:
-        """The image of a build context, built once per content hash (a prebuilt `base_image` is used as
-        is)."""
+        """The image of a build context, built once per content hash (a prebuilt
+        `base_image` is used as is)."""
         if base_image and not (context / "Dockerfile").is_file():
             return base_image
         tag = f"{IMAGE_REPO}:{content_hash}"
@@ -124,8 +124,8 @@ class ContainerEngine:
 
     def run(self, image: str, command: Sequence[str], *, binds: Sequence[Bind], workdir: str, limits: Limits,
             env: Mapping[str, str] | None = None) -> Finished:
-        """Run `command` in a fresh container removed afterwards; only `binds` and `env` come from the
-        host."""
+        """Run `command` in a fresh container removed afterwards; only `binds`
+        and `env` come from the host."""
         name = f"sm-{uuid.uuid4().hex[:12]}"   # so a container outliving its timeout is removed by name
         args = ["run", "--rm", "--name", name, "--workdir", workdir, "--cpus", str(limits.cpus),
                 "--memory", f"{limits.memory_mb}m"]

@@ -162,8 +162,8 @@ class TaskContainer:
 
     def start_argv(self, argv: Sequence[str]) -> list[str]:
         """How this container starts a program of the host (preflight's probe asks an interpreter to do
-        nothing the way the agent's own start reaches it: through the host's loader, whose mounts `wrap`
-        adds)."""
+        nothing the way the agent's own start reaches it: through the host's
+        loader, whose mounts `wrap` adds)."""
         return self._program(resolve_command(tuple(argv), cwd=self.work).program, list(argv[1:]), [])
 
     @staticmethod
@@ -180,8 +180,8 @@ class TaskContainer:
         return args
 
     def _task_binds(self) -> list[str]:
-        """The work dir at the task's WORKDIR, the genome where the task expects its skills, the proxy's
-        socket."""
+        """The work dir at the task's WORKDIR, the genome where the task expects its
+        skills, the proxy's socket."""
         args = ["-v", f"{self.work.resolve()}:{self.workdir}:rw"]
         if self.skills is not None and self.skills.is_dir():
             for target in self.skill_targets:

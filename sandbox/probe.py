@@ -48,8 +48,8 @@ def interpreter_argv(program: Program) -> list[str]:
 def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] | None = None) -> str:
     """One /bin/sh script: every file the command needs is visible, each interpreter starts and does nothing,
     each program the command runs itself answers --version. The first failure is named on stderr.
-    `start_argv`: how the sandbox starts a program of the host (a task's container: through the host's
-    loader)."""
+    `start_argv`: how the sandbox starts a program of the host (a task's container:
+    through the host's loader)."""
     lines: list[str] = []
 
     def need(path: Path | str, test: str, what: str) -> None:

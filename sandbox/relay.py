@@ -1,5 +1,5 @@
-"""Inside a task's container (no network): the model API's loopback address relayed to the harness's key
-proxy.
+"""Inside a task's container (no network): the model API's loopback address
+relayed to the harness's key proxy.
 
 Run by the harness's own Python, mounted read-only: `relay.py SOCKET PORT -- AGENT...` listens on the
 container's own 127.0.0.1:PORT (the port the agent's ANTHROPIC_BASE_URL names), forwards each connection to

@@ -287,8 +287,8 @@ def _is_program_file(path: Path) -> bool:
 def resolve_command(argv: tuple[str, ...] | list[str], *, cwd: Path,
                     environ: Mapping[str, str] | None = None) -> Command:
     """argv[0] through PATH, shims, symlinks and #! lines; its file arguments (the first, its script, by
-    folder; the others alone; an executable one, such as the claude CLI our claude-cli backend runs, as a
-    program)."""
+    folder; the others alone; an executable one, such as the claude CLI our claude-cli
+    backend runs, as a program)."""
     if not argv:
         raise ProgramError("an empty agent command; give a program and its arguments")
     program = find_program(argv[0], cwd=cwd, environ=environ)

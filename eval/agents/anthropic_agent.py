@@ -1,5 +1,5 @@
-"""The `anthropic` agent as one process: the tool-use loop (loop.py) with its own SDK client and its tools
-here.
+"""The `anthropic` agent as one process: the tool-use loop (loop.py) with its own
+SDK client and its tools here.
 
 Follows the agent process contract (cwd = working dir, SM_PROMPT_FILE, SM_STREAM, SM_SKILL_DIR, SM_MODEL,
 SM_MAX_TURNS) and writes a Claude Code-shaped stream.jsonl ending in one `result` event; an API failure

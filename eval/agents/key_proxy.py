@@ -187,8 +187,8 @@ class KeyProxy:
                     caller_gone: bool) -> bool:
         """The upstream body to the caller, each chunk metered as read, before the caller has it (a cut loses
         nothing). Once the caller is gone (or the proxy closes), only until the API's usage is known and it
-        goes quiet (module docstring). Returns whether the response was cut short (its caller gone, or the
-        proxy closing)."""
+        goes quiet (module docstring). Returns whether the response was cut short (its caller
+        gone, or the proxy closing)."""
         assert self.closing is not None
         loop = asyncio.get_running_loop()
         read: asyncio.Future[bytes] | None = None

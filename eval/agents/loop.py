@@ -1,5 +1,5 @@
-"""The SDK agent's tool-use loop on the Messages API, written once: given a client and a toolbox, one
-conversation.
+"""The SDK agent's tool-use loop on the Messages API, written once: given a client
+and a toolbox, one conversation.
 
 The standalone script (anthropic_agent.py) runs it with its own client and its tools in-process; the harness
 runs it with its warm client and the tools in the sandboxed tool server (warm.py, toolserver.py). Either way
@@ -47,8 +47,8 @@ class Options:
 
 
 def options_from_env(role: str, env: Mapping[str, str]) -> Options:
-    """The agent's settings from its contract environment (the script's own, or the one its call was
-    given)."""
+    """The agent's settings from its contract environment (the script's own, or
+    the one its call was given)."""
     return Options(
         role=role, model=env.get("SM_MODEL") or "claude-haiku-4-5",
         max_turns=int(env.get("SM_MAX_TURNS") or 30), stream_api=env.get("SM_ANTHROPIC_STREAM", "1") != "0",
@@ -60,8 +60,8 @@ def options_from_env(role: str, env: Mapping[str, str]) -> Options:
 
 
 class Tools(Protocol):
-    """Where the tool calls run: in this process (the script) or in the sandboxed tool server (the
-    harness)."""
+    """Where the tool calls run: in this process (the script) or in the
+    sandboxed tool server (the harness)."""
     names: list[str]
 
     def schemas(self) -> list[dict]: ...
@@ -72,8 +72,8 @@ class Tools(Protocol):
 
 
 async def count_request(_request: object) -> None:
-    """An httpx request hook: counts every HTTP request of the current conversation, the SDK's retries
-    included."""
+    """An httpx request hook: counts every HTTP request of the current conversation,
+    the SDK's retries included."""
     sent = _sent.get()
     if sent is not None:
         sent[0] += 1
@@ -208,8 +208,8 @@ async def converse(client: anthropic.AsyncAnthropic, options: Options, tools: To
                    log: Callable[[str], None] = print_err) -> int:
     """One whole agent run on `client` (built with `count_request` as a request hook): the loop, the mutator's
     result.json settled from its last answer (`settle`), the closing result event; returns the exit code.
-    `log` takes the agent's stderr lines (retries, the error that ended it: the cell's classifier reads
-    them)."""
+    `log` takes the agent's stderr lines (retries, the error that ended it: the
+    cell's classifier reads them)."""
     sent = [0]   # HTTP requests to the API, the SDK's own retries included
     _sent.set(sent)
     code = 0

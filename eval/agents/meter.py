@@ -58,8 +58,8 @@ class Tap:
             self._event(event.replace(b"\r\n", b"\n"))
 
     def close(self) -> None:
-        """End of the body (or a cut): a JSON reply is read whole; a stream's last partial event is
-        dropped."""
+        """End of the body (or a cut): a JSON reply is read whole; a stream's
+        last partial event is dropped."""
         if self.streaming or not self.buffer:
             return
         try:

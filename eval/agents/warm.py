@@ -1,5 +1,5 @@
-"""The harness's half of the SDK agent: the tool-use loop on one warm client, the tools in the sandboxed
-process.
+"""The harness's half of the SDK agent: the tool-use loop on one warm client, the
+tools in the sandboxed process.
 
 A process that runs cells (the local harness, a Ray worker) imports the SDK once and keeps one connection
 pool per event loop (its TLS context built once); each call gets a cheap client on it, pointed at that call's
@@ -88,8 +88,8 @@ class RemoteTools:
 async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | None, env: Mapping[str, str],
                 api: Mapping[str, str], prompt: str, stream: Path, stderr: Path) -> None:
     """The whole conversation with the tool server `proc`: its hello, the loop (writing `stream`), then its
-    exit code; a failure here is a line in its `stderr` and exit 1. Cancelled (a watchdog kill, Ctrl-C), it
-    stops."""
+    exit code; a failure here is a line in its `stderr` and exit 1. Cancelled (a
+    watchdog kill, Ctrl-C), it stops."""
     def log(line: str) -> None:
         with open(stderr, "a", encoding="utf-8") as err:   # the child appends to it too (opened O_APPEND)
             err.write(line + "\n")

@@ -64,8 +64,8 @@ class CellBundle:
 
 
 def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
-    """The included files of a folder (eval/snapshot.py's rules), optionally without some top-level
-    folders."""
+    """The included files of a folder (eval/snapshot.py's rules), optionally
+    without some top-level folders."""
     return {rel.as_posix(): ((root / rel).read_bytes(), (root / rel).stat().st_mode & 0o777)
             for rel in list_files(root) if rel.parts[0] not in skip_top}
 
@@ -89,8 +89,8 @@ def environment_dir(suite: Suite, task_id: str) -> Path | None:
 
 def in_environment(suite: Suite, task_id: str, rel: str) -> bool:
     """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the
-    environment, once per content hash, and the worker stages it from there: never again in each cell's
-    bundle)."""
+    environment, once per content hash, and the worker stages it from there: never
+    again in each cell's bundle)."""
     folder = environment_dir(suite, task_id)
     if folder is None or Path(rel) not in list_files(folder):   # what read_tree sends of it
         return False
@@ -215,8 +215,8 @@ def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
 # ---- driver side, again ---------------------------------------------------------------------------------
 
 def unpack_logs(files: Tree, result: CellResult, cell_root: Path) -> CellResult:
-    """Write a remote cell's files where a local cell keeps them; the result and cell.json name that
-    folder."""
+    """Write a remote cell's files where a local cell keeps them; the result and
+    cell.json name that folder."""
     if cell_root.exists():
         shutil.rmtree(cell_root)      # an earlier try's leftovers: the folder holds one try, as locally
     cell_root.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """How the driver reaches Ray: a private instance bound to loopback only, or a cluster joined within a
-deadline, and whether one cell's resources fit a node of it. Everything here runs before the first cell is
-sent.
+deadline, and whether one cell's resources fit a node of it. Everything here runs
+before the first cell is sent.
 
 Ray's servers have no authentication, so a private instance must not listen on the machine's address: Ray
 binds the node IP it is given, but rewrites 127.0.0.1 to the machine's address unless
@@ -51,8 +51,8 @@ def loopback_only() -> None:
 
 
 def on_loopback(address: str) -> bool:
-    """Whether a HOST:PORT names this machine's loopback (a cluster started with --node-ip-address
-    127.0.0.1)."""
+    """Whether a HOST:PORT names this machine's loopback (a cluster started with
+    --node-ip-address 127.0.0.1)."""
     found = HOST_PORT.match(address)
     return found is not None and found["host"].strip("[]") in ("localhost", "::1") or (
         found is not None and found["host"].startswith("127."))
@@ -107,8 +107,8 @@ def within(timeout_s: float, what: str, call: Callable[[], Any]) -> Any:
 
 
 def task_options(resources: Mapping[str, float]) -> dict[str, Any]:
-    """cellResources as `.options()` takes them: CPUs, GPUs and memory by name, any other a custom
-    resource."""
+    """cellResources as `.options()` takes them: CPUs, GPUs and memory by name,
+    any other a custom resource."""
     named = {k: v for k, v in resources.items() if k in OPTION_NAMES}
     custom = {k: v for k, v in resources.items() if k not in OPTION_NAMES}
     return {**named, **({"resources": custom} if custom else {})}

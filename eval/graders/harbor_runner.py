@@ -106,8 +106,8 @@ PROBE_FIX = ("The agent runs inside the task's container: its programs are mount
 def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> None:
     """Under a container launcher with an engine: the agent's programs probed once in each Harbor task's image
     (built here, as its first cell would), through the harness's relay, before any cell; ProgramError names
-    the task, the image and the fix. An image that does not build is left to its cells (infra_error, the log's
-    tail)."""
+    the task, the image and the fix. An image that does not build is left to its cells
+    (infra_error, the log's tail)."""
     from sandbox.probe import probe
     harbor = [suite for suite in suites if suite.runner == "harbor"]
     if not harbor or not isinstance(launcher, ContainerSandbox):

@@ -149,8 +149,8 @@ def parse_reply(text: str) -> Verdict:
 
 
 def score(verdict: Verdict, rubric: Rubric, words: int) -> tuple[dict[str, float], dict]:
-    """(tests, detail): one test 'rubric' = weighted dimensions / 10 x length factor; detail for the
-    record."""
+    """(tests, detail): one test 'rubric' = weighted dimensions / 10 x length
+    factor; detail for the record."""
     weighted = sum(weight * verdict.scores.get(name, 0.0) / 10 for name, weight in rubric.weights)
     factor = rubric.length_factor(words)
     detail = {"dimensions": verdict.scores, "weighted": round(weighted, 4), "length_words": words,

@@ -171,8 +171,8 @@ def borrow(job: CellJob) -> Template | None:
 
 
 def give_back(job: CellJob, template: Template | None) -> None:
-    """After the cell's grader is gone: the template is free again, or dropped when the grader changed a file
-    of it."""
+    """After the cell's grader is gone: the template is free again, or dropped when the
+    grader changed a file of it."""
     if template is None:
         return
     linked = [rel for kind, rel, _ in _listing(job.suite.path, job.suite.content_hash, job.task.id)

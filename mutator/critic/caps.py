@@ -36,8 +36,8 @@ def growth_allowance(parent: Tree, limits: GateLimits) -> int:
 
 def line_allowance(parent: Tree, limits: GateLimits) -> int:
     """SKILL.md lines one change may add to a parent already over the line cap: maxGrowth x its lines (the
-    growth rule in the cap's own unit, so an over-cap SKILL.md cannot take the folder's whole byte
-    allowance)."""
+    growth rule in the cap's own unit, so an over-cap SKILL.md cannot take the
+    folder's whole byte allowance)."""
     return int(limits.max_growth * parent.skill_md_lines)
 
 

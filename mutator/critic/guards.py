@@ -139,8 +139,8 @@ def check_non_empty(candidate: Tree, parent: Tree | None) -> Check:
 def _size_clause(label: str, now: int, before: int | None, cap: int, unit: str, allowance: int,
                  fix: str = "") -> tuple[str, str]:
     """(verdict, why) of one cap: a cap newly crossed fails; a parent already over it may grow within the
-    allowance (warn: a problem the parent already has), not past it (fail); ("pass", "") when under the
-    cap."""
+    allowance (warn: a problem the parent already has), not past it (fail);
+    ("pass", "") when under the cap."""
     if now <= cap:
         return "pass", ""
     if before is None or before <= cap:

@@ -146,8 +146,8 @@ def pooled(prior_plus_current: Sequence[Comparison]) -> tuple[float, int]:
 
 
 def pooling_sums(comparisons: Sequence[Comparison]) -> tuple[float, int]:
-    """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip gate pools each pattern
-    with."""
+    """(Σ(n_r−1)·s_r, Σ(n_r−1)): what pooled() divides, and what the sign-flip
+    gate pools each pattern with."""
     if (carried := getattr(comparisons, "sums", None)) is not None:
         # a run's Prior (scoring/prior.py): the same
         return carried

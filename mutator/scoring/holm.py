@@ -1,6 +1,6 @@
 """The gate over every eval model (score.modelGate 'each'): a candidate is rejected when it is a decisive loss
-on any one model, the models tested step-down by Holm so the family-wise false-reject rate is the design's 1 −
-Φ(gateZ).
+on any one model, the models tested step-down by Holm so the family-wise false-reject
+rate is the design's 1 − Φ(gateZ).
 
 Step r of Holm (r models still standing) gates each of them on its own 'task@model' deltas at z_r = Φ⁻¹(1 −
 α/r), α = 1 − Φ(z) of the look; the models rejected at a step leave and the rest are gated again at the next,
@@ -33,8 +33,8 @@ def _by_model(keys: Sequence[str]) -> dict[str, list[str]]:
 
 
 def step_z(gate_z: float, remaining: int) -> float:
-    """The z of a Holm step with `remaining` models standing: Φ⁻¹(1 − (1 − Φ(gate_z))/remaining); 0 stays the
-    raw gate."""
+    """The z of a Holm step with `remaining` models standing: Φ⁻¹(1 − (1 −
+    Φ(gate_z))/remaining); 0 stays the raw gate."""
     if gate_z <= 0 or remaining <= 1:
         return gate_z
     return float(-special.ndtri(special.ndtr(-gate_z) / remaining))
@@ -46,8 +46,8 @@ def gate(candidate: Mapping[str, TaskFigures], incumbent: Mapping[str, TaskFigur
          model_gate: str = "mean") -> Gate:
     """gate.compare under the run's model rule. 'each' over several models: the gate's figures are the mean
     gate's (Δ, SE, threshold, stored as ever) and its verdict is Holm's over the models, recorded in `models`
-    ({rule, alpha, steps, models: {model: that model's gate figures, the step and z it was last gated
-    at}})."""
+    ({rule, alpha, steps, models: {model: that model's gate figures, the step
+    and z it was last gated at}})."""
     if model_gate not in MODEL_GATES:
         raise ValueError(f"unknown score.modelGate {model_gate!r}: "
                          "use mean or each ('score.modelGate' in config.json)")

@@ -55,8 +55,8 @@ def mad_constant(n: int) -> float:
 
 
 def c4(n: int) -> float:
-    """E[sample SD] / σ for n normal values: √(2/(n−1))·Γ(n/2)/Γ((n−1)/2) (the textbook c4 of control
-    charts)."""
+    """E[sample SD] / σ for n normal values: √(2/(n−1))·Γ(n/2)/Γ((n−1)/2) (the
+    textbook c4 of control charts)."""
     if n < 2:
         raise ValueError(f"the sample SD needs at least 2 values, got n={n}")
     return math.sqrt(2.0 / (n - 1)) * math.exp(math.lgamma(n / 2) - math.lgamma((n - 1) / 2))

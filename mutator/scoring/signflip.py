@@ -72,8 +72,8 @@ def coin(deltas: Sequence[float]) -> float:
 
 
 def patterns(n: int, seed: int) -> tuple[np.ndarray, bool]:
-    """(signs, exhaustive): every ±1 pattern of n (row 0 the identity), or the identity + SAMPLED seeded
-    ones."""
+    """(signs, exhaustive): every ±1 pattern of n (row 0 the identity), or the
+    identity + SAMPLED seeded ones."""
     if n <= ENUMERATE_MAX:
         bits = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
         return 1.0 - 2.0 * bits, True

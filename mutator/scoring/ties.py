@@ -55,8 +55,8 @@ class TieCheck:
 
 def check(candidate: Mapping[str, Terms], incumbent: Mapping[str, Terms], paired: Sequence[str], *,
           delta: float, gate_keep: bool, min_improvement: float, rule: str) -> TieCheck:
-    """Apply `rule` (one of TIE_RULES; gate.compare checks it) to the gate's verdict on these paired
-    tasks."""
+    """Apply `rule` (one of TIE_RULES; gate.compare checks it) to the gate's
+    verdict on these paired tasks."""
     changes = [(candidate[t].cost_term + candidate[t].steps_term)
                - (incumbent[t].cost_term + incumbent[t].steps_term) for t in paired]
     n = len(changes)

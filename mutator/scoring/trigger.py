@@ -1,5 +1,5 @@
-"""Triggering in the score (score.wTrigger): did the agent load the skill when its task says it should, and
-only then.
+"""Triggering in the score (score.wTrigger): did the agent load the skill when its task
+says it should, and only then.
 
 A cell's hit is 1 when its loading matched its task's `trigger` (loaded on a trigger:true task, not loaded on
 a trigger:false near-miss), else 0. With wTrigger > 0 a trigger:false cell scores its hit in place of its

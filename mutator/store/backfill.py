@@ -1,5 +1,5 @@
-"""The dashboard's derivation of verdict reasons and per-round incumbents as it stood before the loop stored
-them.
+"""The dashboard's derivation of verdict reasons and per-round incumbents as it
+stood before the loop stored them.
 
 Kept only for migration _v14, which fills `attempts.reason` and `attempts.incumbent_after` of stores written
 before that, once, with exactly these words; nothing else may call it (the loop stores its decisions, the
@@ -20,8 +20,8 @@ POOL_DEFAULT = 4
 
 
 def _loads(value: Any, default: Any = None) -> Any:
-    """Parsed JSON, read-only: a round's siblings carry the same pool snapshot text, so each is parsed
-    once."""
+    """Parsed JSON, read-only: a round's siblings carry the same pool snapshot
+    text, so each is parsed once."""
     if isinstance(value, (list, dict)) or value is None:
         return default if value is None else value
     found = _parse(value)
@@ -61,8 +61,8 @@ def genome_composites(rows: Iterable[dict]) -> dict[str, float]:
 
 def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
     """round -> the incumbent genome once that round was integrated. `rows` are the run's attempts ordered
-    by round, sibling, with genome_hash, verdict, composite, status, error, val_evaluation_id,
-    pool_snapshot."""
+    by round, sibling, with genome_hash, verdict, composite, status, error,
+    val_evaluation_id, pool_snapshot."""
     strategy = run.get("strategy")
     current = None
     scored: dict[str, tuple[float, int]] = {}   # pareto: genome -> (composite, first seen)
@@ -298,8 +298,8 @@ FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, de
 
 
 def fill(db: sqlite_utils.Database) -> None:
-    """Store every decided attempt's reason and each decided round's incumbent, as the dashboard derived
-    them."""
+    """Store every decided attempt's reason and each decided round's incumbent, as
+    the dashboard derived them."""
     for run in [dict(r) for r in db["runs"].rows]:
         run["strategy_opts"] = _loads(run.get("strategy_opts"), {}) or {}
         cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts "

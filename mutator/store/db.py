@@ -28,8 +28,8 @@ def now() -> float:
 
 
 class StoreError(SkillMutatorError, RuntimeError):
-    """The store cannot be used: its file is damaged or its folder not writable. The message says which, and
-    the fix."""
+    """The store cannot be used: its file is damaged or its folder not writable. The
+    message says which, and the fix."""
 
 
 DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
@@ -37,8 +37,8 @@ UNWRITABLE = ("readonly", "read-only", "unable to open", "permission", "access")
 
 
 def store_problem(path: Path, err: BaseException) -> StoreError | None:
-    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or not writable; None
-    otherwise."""
+    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or
+    not writable; None otherwise."""
     text = str(err)
     if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
         return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and "
@@ -50,8 +50,8 @@ def store_problem(path: Path, err: BaseException) -> StoreError | None:
 
 
 class DiskFull(Stop, RuntimeError):
-    """The disk under the data dir is full: the run stops (status `stopped`, with the reason) and resumes
-    later."""
+    """The disk under the data dir is full: the run stops (status `stopped`, with
+    the reason) and resumes later."""
 
 
 def disk_full_reason(err: BaseException, data_dir: Path) -> str | None:

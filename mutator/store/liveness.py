@@ -1,5 +1,5 @@
-"""Liveness: a long-running writer beats a heartbeat column; a record left `running` by a dead process is
-`stale`.
+"""Liveness: a long-running writer beats a heartbeat column; a record left
+`running` by a dead process is `stale`.
 
 A record is stale when its status says running, its heartbeat is older than a few intervals, and its
 lock (mutator/store/lock.py) is free, i.e. no live process holds it. Stale is shown, never written:

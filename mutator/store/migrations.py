@@ -387,8 +387,8 @@ POSITIONAL: dict[int, str] = {
 
 
 class MigrationError(SkillMutatorError, RuntimeError):
-    """The store was migrated by code this checkout does not know; the message names the version and the
-    fix."""
+    """The store was migrated by code this checkout does not know; the message
+    names the version and the fix."""
 
 
 def adopt_positional(db: sqlite_utils.Database) -> list[str]:

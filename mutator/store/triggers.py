@@ -15,8 +15,8 @@ from eval.suite import Suite
 
 
 def no_trigger_json(suite: Suite) -> str | None:
-    """The suite's trigger:false task ids as stored on its evaluations (None when every task should
-    trigger)."""
+    """The suite's trigger:false task ids as stored on its evaluations (None when
+    every task should trigger)."""
     ids = [t.id for t in suite.tasks if not t.trigger]
     return json.dumps(ids) if ids else None
 
