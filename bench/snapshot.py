@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 VOLATILE = re.compile(r"(^|_)(id|ids|at|pid|path|dir|time|times|ms|seconds|elapsed|started|finished|created|"
-                      r"updated|host|node|wall|duration|token|mtime|ts)($|_)|(_s$)|workspace|ended|begun|commit")
+                      r"updated|host|node|wall|duration|token|mtime|ts)($|_)|(_s$)|"
+                      r"workspace|ended|begun|commit")
 SKIP_TABLES = {"sqlite_sequence", "_migrations", "schema_migrations", "schema_version", "heartbeats",
                "processes"}
 

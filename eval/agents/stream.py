@@ -33,7 +33,8 @@ def usage_dict(usage: object) -> dict[str, int]:
 
 class StreamWriter:
     def __init__(self, path: Path | None) -> None:
-        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115 (lives as long as the agent)
+        # the file lives as long as the agent, so no `with`
+        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
         self.session_id = str(uuid.uuid4())
         self.started = time.monotonic()
         self.totals = Totals()
