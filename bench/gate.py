@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mutator.scoring import holm  # noqa: E402
-from mutator.scoring.gate import Comparison, compare, gate_t, robust_scale  # noqa: E402
+from mutator.scoring.gate import compare, gate_t, robust_scale  # noqa: E402
 from mutator.scoring.mad import MAD_NORMAL_SCALE  # noqa: E402
-from mutator.scoring.score import TaskFigures  # noqa: E402
+from mutator.scoring.score import Comparison, TaskFigures  # noqa: E402
 
 EFFECTS = (-1.0, 0.0, 1.0)        # true Δ in standard errors (σ/√n)
 TASK_COUNTS = (4, 6, 8, 16)

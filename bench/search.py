@@ -22,8 +22,8 @@ from bench.landscape import MUTATOR_USD, SEED_RULES, WEIGHTS, Genome, Landscape,
 from mutator.config import load_settings
 from mutator.round.evaluations import Outcome as Measured
 from mutator.round.waves import Gating, Screen, sequential_val
-from mutator.scoring.gate import Comparison, compare
-from mutator.scoring.score import CellFigures, per_task, summarise
+from mutator.scoring.gate import compare
+from mutator.scoring.score import CellFigures, Comparison, per_task, summarise
 from mutator.scoring.sequential import Design, wave
 from strategies import Member, Scored, State, make_strategy
 

@@ -37,8 +37,8 @@ from gate import SIGMA, demo_store, families, real_deltas  # noqa: E402
 from mutator.round.evaluations import Outcome  # noqa: E402
 from mutator.round.waves import Gating  # noqa: E402
 from mutator.round.waves import sequential_val as run_looks  # noqa: E402
-from mutator.scoring.gate import Comparison, robust_scale  # noqa: E402
-from mutator.scoring.score import CellFigures, Normalisers, Weights  # noqa: E402
+from mutator.scoring.gate import robust_scale  # noqa: E402
+from mutator.scoring.score import CellFigures, Comparison, Normalisers, Weights  # noqa: E402
 from mutator.scoring.sequential import Design  # noqa: E402
 
 EFFECTS = (-3.0, -1.0, 0.0, 1.0, 3.0)

@@ -43,9 +43,8 @@ from mutator.round.start_line import new_run_words, resume_words
 from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
 from mutator.round.waves import looked_at, screen_fields, sequential_val
-from mutator.scoring.gate import Comparison
 from mutator.scoring.models import first_model, seed_columns, stored_normalisers
-from mutator.scoring.score import Normalisers, normalisers, per_task, summarise
+from mutator.scoring.score import Comparison, Normalisers, normalisers, per_task, summarise
 from mutator.store import charges
 from mutator.store.attempts import insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
 from mutator.store.db import (

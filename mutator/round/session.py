@@ -25,9 +25,8 @@ from mutator.round.budget import Budget, RunGate
 from mutator.round.evaluations import Evaluator, Outcome
 from mutator.round.failures import account
 from mutator.round.progress import Progress
-from mutator.scoring.gate import Comparison
 from mutator.scoring.prior import Pool, Prior
-from mutator.scoring.score import Weights
+from mutator.scoring.score import Comparison, Weights
 from mutator.store.db import connect, dumps, loads, now
 from mutator.store.figures import Figures, Kept, RunFigures, kept_sum, kept_where
 from mutator.store.genome import GenomeStore

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from eval.suite import Suite
 from mutator.round.evaluations import Outcome
 from mutator.scoring import holm
-from mutator.scoring.gate import Comparison, Gate
-from mutator.scoring.score import Normalisers, Weights, per_task
+from mutator.scoring.gate import Gate
+from mutator.scoring.score import Comparison, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
 from mutator.store.db import now
 from strategies.verdicts import AttemptStatus, Verdict

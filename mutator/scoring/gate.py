@@ -15,7 +15,7 @@ from scipy import special
 
 from mutator.scoring import signflip, ties
 from mutator.scoring.mad import robust_scale_of
-from mutator.scoring.score import ScoreError, TaskFigures, split_key
+from mutator.scoring.score import Comparison, ScoreError, TaskFigures, split_key
 
 # A kept/rejected verdict must not flip on the last bit of a float sum (e.g. 0.3 - 0.2 < 0.1).
 KEEP_TOLERANCE = 1e-12
@@ -28,14 +28,6 @@ _SPLIT_TOLERANCE = 1e-9
 # mutator/scoring/signflip.py) or 't' (the Student-t quantile t.ppf(Φ(gateZ), df) of DESIGN.md,
 # exact only for normal deltas).
 GATE_METHODS = ("signflip", "t")
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One comparison's noise figures, as stored on an attempt: its task count and robust scale."""
-
-    n: int
-    s_r: float
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from scipy import special
 
 from mutator.scoring import ties
-from mutator.scoring.gate import Comparison, Gate, compare
-from mutator.scoring.score import TaskFigures, split_key
+from mutator.scoring.gate import Gate, compare
+from mutator.scoring.score import Comparison, TaskFigures, split_key
 from mutator.scoring.sequential import early_decision
 
 MODEL_GATES = ("mean", "each")

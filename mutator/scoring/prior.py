@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from mutator.scoring.gate import Comparison, pooling_sums
+from mutator.scoring.gate import pooling_sums
+from mutator.scoring.score import Comparison
 
 # an attempt's place in the pool: its stored gate (what the comparison was read
 # from) and the comparison, or None

@@ -107,6 +107,14 @@ class Summary:
     tasks: tuple[TaskFigures, ...]
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison's noise figures, as stored on an attempt: its task count and robust scale."""
+
+    n: int
+    s_r: float
+
+
 def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,
               seed_steps: float | None, trigger_term: float = 0.0) -> tuple[float, float, float]:
     """THE composite, the one place its formula is written: eval − wCost·cost/seedCost −

@@ -29,9 +29,9 @@ from mutator.round.reasons import SEED
 from mutator.round.session import Session
 from mutator.round.summary import spend_basis
 from mutator.round.waves import Gating, looked_at, sequential_val
-from mutator.scoring.gate import Comparison
 from mutator.scoring.score import (
     CellFigures,
+    Comparison,
     Normalisers,
     Weights,
     normalisers,

@@ -5,9 +5,10 @@ from itertools import pairwise
 
 import pytest
 
-from mutator.scoring.gate import Comparison, compare, gate_t, pooled, robust_scale
+from mutator.scoring.gate import compare, gate_t, pooled, robust_scale
 from mutator.scoring.score import (
     CellFigures,
+    Comparison,
     Normalisers,
     ScoreError,
     Summary,
