@@ -1,12 +1,13 @@
-"""The bench's synthetic landscape and its simulated mutator, shared by
-bench/strategies.py and bench/peers.py.
+"""The bench's synthetic landscape and its simulated mutator, shared by bench/strategies.py and
+bench/peers.py.
 
 A genome is a set of CSV rules (fakes/csv_rules.py ops); a cell applies each rule unless the agent fumbles it
 (skip probability = the rule implementation's quality), and the demo grader scores the output against the
 answer key. Every random draw walks its sets in sorted order, so a seed gives the same landscape and the same
 search under any PYTHONHASHSEED; landscape_hash() and mutator_hash() hash both definitions, so a table names
 what it was made on. Never imports the strategies or the gate: the landscape is what the searches are measured
-on, not one of them.
+on, not one of them. Landscape, norm_for and Mutator keep their lines as they are: their source text is what
+the hashes read.
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ class Landscape:
         self.suites = {}
         for split in ("train", "val", "test"):
             folder = ROOT / "suites" / f"clean-{split}"
-            tasks = [json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines()
-                     if line]
+            tasks = [json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines() if line]
             self.suites[split] = {t: (read_csv(folder / "fixtures" / t / "input.csv"),
                                       read_csv(folder / "answers" / f"{t}.csv")) for t in tasks}
         self._grade, self._cache, self._expected = grade, {}, {}
@@ -81,29 +81,26 @@ class Landscape:
         return 2 + len(genome)                         # read, one per rule, write
 
     def cost(self, genome: Genome) -> float:
-        return (self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6
-                + self.turns(genome) * PER_TURN_OUT * 5e-6)
+        return self.turns(genome) * (PER_TURN_IN + 40 * len(genome)) * 1e-6 + self.turns(genome) * PER_TURN_OUT * 5e-6
 
     def cell(self, genome: Genome, split: str, task: str, replicate: int, rng: random.Random | None = None, *,
              stream: str = "") -> tuple[CellFigures, list[str]]:
-        """One measured cell and the grader tests it failed. With `stream` the cell draws from its own
-        generator, seeded by the stream, the split, the task, the replicate and the
-        genome; without it, from `rng`."""
+        """One measured cell and the grader tests it failed. With `stream` the cell draws from its own generator,
+        seeded by the stream, the split, the task, the replicate and the genome; without it, from `rng`."""
         rules = sorted(genome)
         draw = random.Random(f"cell:{stream}:{split}:{task}:{replicate}:{rules}") if stream else rng
         applied = frozenset(op for op, v in rules if draw.random() >= self.skip[(op, v)])
         tests = self.tests(split, task, applied)
-        return (CellFigures(task, replicate, sum(tests.values()) / len(tests), self.cost(genome),
-                            self.turns(genome), True), sorted(t for t, s in tests.items() if s < 1))
+        return (CellFigures(task, replicate, sum(tests.values()) / len(tests), self.cost(genome), self.turns(genome),
+                            True), sorted(t for t, s in tests.items() if s < 1))
 
     def cells(self, genome: Genome, split: str, replicates: int, rng: random.Random | None = None, *,
               stream: str = "") -> tuple[list[CellFigures], dict[str, list[str]]]:
         """Measured cells, and per task the grader tests that failed in any replicate (the train evidence).
 
-        With `stream` every cell draws from its own generator (see cell()): the same genome measures the same
-        in every line of a seed (common random numbers, so paired lines differ by their decisions, not their
-        luck), and replicate r is the same cell whether 1 or 3 replicates are drawn. Without it they draw in
-        turn from `rng`.
+        With `stream` every cell draws from its own generator (see cell()): the same genome measures the same in
+        every line of a seed (common random numbers, so paired lines differ by their decisions, not their luck),
+        and replicate r is the same cell whether 1 or 3 replicates are drawn. Without it they draw in turn from `rng`.
         """
         out, failing = [], {}
         for task in self.suites[split]:
@@ -136,14 +133,12 @@ class Landscape:
                 if p:
                     total += p * self.score(split, task, frozenset(applied))
         mean = total / len(self.suites[split])
-        return composite(mean, self.cost(genome), self.turns(genome), WEIGHTS, norm.seed_cost,
-                         norm.seed_steps)[0]
+        return composite(mean, self.cost(genome), self.turns(genome), WEIGHTS, norm.seed_cost, norm.seed_steps)[0]
 
     def optimum(self, split: str, norm: Normalisers) -> float:
         best_variant = {op: min(range(VARIANTS), key=lambda v: self.skip[(op, v)]) for op in CATALOGUE}
         return max(self.expected(Genome(SEED_RULES) | {(op, best_variant[op]) for op in subset}, split, norm)
-                   for k in range(len(HELPFUL) + 2)
-                   for subset in itertools.combinations((*HELPFUL, "titlecase"), k))
+                   for k in range(len(HELPFUL) + 2) for subset in itertools.combinations((*HELPFUL, "titlecase"), k))
 
 
 def norm_for(land: Landscape, split: str) -> Normalisers:
@@ -160,12 +155,12 @@ class Mutator:
 
     @classmethod
     def for_seed(cls, land: Landscape, seed: int) -> Mutator:
-        """The bench's mutator: one stream per seed, shared by every line, so lines start from the same
-        proposals and part only where their decisions do (common random numbers, as the cells)."""
+        """The bench's mutator: one stream per seed, shared by every line, so lines start from the same proposals
+        and part only where their decisions do (common random numbers, as the cells)."""
         return cls(land, random.Random(f"mutator:{seed}"))
 
-    def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome],
-                 failing: dict[str, list[str]], targets: tuple[str, ...]) -> tuple[Genome, str]:
+    def __call__(self, parent: Genome, *, objective: str | None, refs: list[Genome], failing: dict[str, list[str]],
+                 targets: tuple[str, ...]) -> tuple[Genome, str]:
         have = {op for op, _ in parent}
         variant = self.rng.randrange(VARIANTS)
         if objective in CATALOGUE and objective not in have:
@@ -176,8 +171,7 @@ class Mutator:
                 rule = self.rng.choice(lend)
                 return parent | {rule}, rule[0]
         if failing and self.rng.random() < SMART:
-            focus = [t for t in targets
-                     if t in failing] or sorted(failing, key=lambda t: -len(failing[t]))[:3]
+            focus = [t for t in targets if t in failing] or sorted(failing, key=lambda t: -len(failing[t]))[:3]
             wanted = [TEST_RULES[t] for task in focus for t in failing[task] if t in TEST_RULES]
             wanted = [op for op in wanted if op not in have]
             if wanted:

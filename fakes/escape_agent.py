@@ -79,8 +79,7 @@ def emit_result(stream: str | None, turns: int) -> None:
     if not stream:
         return
     with open(stream, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"type": "system", "subtype": "init", "model": "escape",
-                            "cwd": os.getcwd()}) + "\n")
+        f.write(json.dumps({"type": "system", "subtype": "init", "model": "escape", "cwd": os.getcwd()}) + "\n")
         f.write(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": turns,
                             "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n")
 

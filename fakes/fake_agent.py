@@ -31,8 +31,7 @@ OUTPUT_TOKENS = 80
 TOOLS = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill"]
 CSV_NAME = re.compile(r"[\w./-]*\w\.csv\b")
 ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(.*)$")
-STEM_STOP = {"this", "that", "with", "what", "when", "your", "from", "into", "have", "should", "every",
-             "each",
+STEM_STOP = {"this", "that", "with", "what", "when", "your", "from", "into", "have", "should", "every", "each",
              "file", "task", "named", "write", "which", "would", "could", "about", "there", "them", "they"}
 MAX_ITEMS = 8
 
@@ -159,9 +158,8 @@ def text_answer(prompt: str, skill_dir: Path | None, stream: Stream, per_turn: i
     stream.turns += 1
     stream.input_tokens += per_turn
     stream.output_tokens += OUTPUT_TOKENS
-    stream.emit({"type": "assistant",
-                 "message": {"role": "assistant", "content": [{"type": "text", "text": answer}],
-                             "usage": {"input_tokens": per_turn, "output_tokens": OUTPUT_TOKENS}}})
+    stream.emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}],
+                                                  "usage": {"input_tokens": per_turn, "output_tokens": OUTPUT_TOKENS}}})
     stream.finish("success", started)
     return 0
 

@@ -25,8 +25,7 @@ INPUT_TOKENS = 3000
 OUTPUT_TOKENS = 400
 IMPROVING = ("dates", "amounts", "dedupe", "booleans", "emails")
 # Which rule repairs a failing grader test (the demo grader's test names).
-TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails",
-              "rows": "dedupe"}
+TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails", "rows": "dedupe"}
 
 # What each rule means, in the words a SKILL.md line would use; one wording per sibling.
 RULE_LINES = {
@@ -187,8 +186,7 @@ def scripted_change(skill: Path, round_number: int, sibling: int) -> Change:
 
 def section(briefing: str, heading: str) -> str:
     """The body of the briefing's `## heading...` section ('' when absent)."""
-    match = re.search(rf"^## {re.escape(heading)}[^\n]*\n(.*?)(?=^## |\Z)", briefing,
-                      re.MULTILINE | re.DOTALL)
+    match = re.search(rf"^## {re.escape(heading)}[^\n]*\n(.*?)(?=^## |\Z)", briefing, re.MULTILINE | re.DOTALL)
     return match.group(1) if match else ""
 
 
@@ -218,8 +216,7 @@ def cross_over(skill: Path, refs: Path) -> Change | None:
             found = re.search(rf"^- `{op}`:.*$", ref_md, re.MULTILINE)
             insert_rule_line(skill, (found.group(0) if found else f"- `{op}`: {RULE_LINES[op][0]}") + "\n")
             return Change(summary=f"Cross over the `{op}` rule from reference {ref.name}",
-                          reasoning=f"Reference {ref.name} handles `{op}` "
-                                    "values that this skill leaves alone.")
+                          reasoning=f"Reference {ref.name} handles `{op}` values that this skill leaves alone.")
     return None
 
 
@@ -243,8 +240,7 @@ def aim_at_targets(skill: Path, briefing: str, sibling: int) -> Change | None:
     for op, _ in sorted(counts.items(), key=lambda kv: (-kv[1], IMPROVING.index(kv[0]))):
         if op not in present:
             change = add_rule(skill, op, sibling)
-            return Change(summary=f"{change.summary}, aimed at {', '.join(targets)}",
-                          reasoning=change.reasoning)
+            return Change(summary=f"{change.summary}, aimed at {', '.join(targets)}", reasoning=change.reasoning)
     return None
 
 
@@ -309,11 +305,9 @@ def distil_lessons(ledger: Path) -> str:
     text = ledger.read_text(encoding="utf-8") if ledger.is_file() else ""
     attempts = re.findall(r"^## Attempt (\S+) — (\w+)\n- summary: (.*)$", text, re.M)
     lessons = [f"- {len(attempts)} attempts so far: "
-               + ", ".join(f"{v} {sum(1 for a in attempts if a[1] == v)}"
-                           for v in ("KEEP", "REJECT", "CRITIC"))]
+               + ", ".join(f"{v} {sum(1 for a in attempts if a[1] == v)}" for v in ("KEEP", "REJECT", "CRITIC"))]
     lessons += [f"- Helped (kept): {summary}" for _, verdict, summary in attempts if verdict == "KEEP"]
-    lessons += [f"- Do not retry (rejected): {summary}" for _, verdict, summary in attempts
-                if verdict == "REJECT"]
+    lessons += [f"- Do not retry (rejected): {summary}" for _, verdict, summary in attempts if verdict == "REJECT"]
     lessons += [f"- Broke the critic: {summary}" for _, verdict, summary in attempts if verdict == "CRITIC"]
     return "\n".join(lessons)
 

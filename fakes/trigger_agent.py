@@ -1,13 +1,11 @@
-"""Zero-spend build agent that models triggering: it loads the skill only when the request shares a word stem
-with the skill's `description` (or either has no word to judge by), so a
-description mutation can fix or break it.
+"""Zero-spend build agent that models triggering: it loads the skill only when the request shares a word stem with
+the skill's `description` (or either has no word to judge by), so a description mutation can fix or break it.
 
-Run like fakes/fake_agent.py (`--agent-cmd "python fakes/trigger_agent.py"`), whose work it does: bare when
-the skill does not trigger; when it does, first the load as Claude Code streams it (a `Skill` call, then
-SKILL.md in a meta message) and a real run of each `scripts/` file SKILL.md names (its exit code as Claude
-Code reports it), then fake_agent's own turns, its result counting these turns too. A separate script because
-fake_agent.py's bytes are its implementation id (in every evaluation key): changing it would change the demo's
-cell seeds and verdicts.
+Run like fakes/fake_agent.py (`--agent-cmd "python fakes/trigger_agent.py"`), whose work it does: bare when the
+skill does not trigger; when it does, first the load as Claude Code streams it (a `Skill` call, then SKILL.md in a
+meta message) and a real run of each `scripts/` file SKILL.md names (its exit code as Claude Code reports it),
+then fake_agent's own turns, its result counting these turns too. A separate script because fake_agent.py's bytes
+are its implementation id (in every evaluation key): changing it would change the demo's cell seeds and verdicts.
 """
 
 from __future__ import annotations
@@ -81,8 +79,7 @@ def load_events(skill_dir: Path, prompt: str) -> tuple[list[dict], int]:
                         **({"is_error": True} if result.startswith("Exit code ") else {})}]}}]
         if tool == "Skill":
             events.append({"type": "user", "isMeta": True, "message": {"role": "user", "content": [
-                {"type": "text", "text": "Base directory for this skill: "
-                                         f"{skill_dir}\n\n{skill_text(skill_dir)}"}]}})
+                {"type": "text", "text": f"Base directory for this skill: {skill_dir}\n\n{skill_text(skill_dir)}"}]}})
     return events, len(calls)
 
 

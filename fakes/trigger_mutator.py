@@ -1,8 +1,7 @@
-"""Zero-spend mutator with a triggering move: when the briefing says the skill was NOT loaded on some train
-tasks, it rewrites the skill's description with the words of those task statements (tasks/<id>.md) it lacks;
-otherwise it is fakes/fake_mutator.py. Run like it (`--mutator-cmd "python fakes/trigger_mutator.py"`); a
-separate script because fake_mutator.py's bytes are its implementation id (in the run id), which pins the
-demo's run.
+"""Zero-spend mutator with a triggering move: when the briefing says the skill was NOT loaded on some train tasks,
+it rewrites the skill's description with the words of those task statements (tasks/<id>.md) it lacks; otherwise
+it is fakes/fake_mutator.py. Run like it (`--mutator-cmd "python fakes/trigger_mutator.py"`); a separate script
+because fake_mutator.py's bytes are its implementation id (in the run id), which pins the demo's run.
 """
 
 from __future__ import annotations
@@ -46,8 +45,7 @@ def rewrite_description(skill: Path, briefing: str, tasks: Path) -> base.Change 
     for task in missed:
         statement = tasks / f"{task}.md"
         body = statement.read_text(encoding="utf-8").split("\n## ")[0] if statement.is_file() else ""
-        # not its id heading
-        body = "\n".join(line for line in body.splitlines() if not line.startswith("#"))
+        body = "\n".join(line for line in body.splitlines() if not line.startswith("#"))   # not its id heading
         for word in re.findall(r"[a-z][a-z0-9]+", body.casefold()):
             if len(words) < MAX_WORDS and len(word) > 3 and word not in STEM_STOP and word[:4] not in have \
                     and word not in words:
@@ -58,9 +56,8 @@ def rewrite_description(skill: Path, briefing: str, tasks: Path) -> base.Change 
     new = (found.group(1).rstrip() + " Also use it for requests about " + ", ".join(words) + ".")[:1024]
     md.write_text(text[:found.start(1)] + new + text[found.end(1):], encoding="utf-8")
     return base.Change(summary=f"Rewrite the description so the skill triggers on {', '.join(aimed)}",
-                       reasoning=f"The build agents did not load the skill on {', '.join(missed)}: its "
-                                 "description shares no word with those requests. "
-                                 f"Added: {', '.join(words)}.")
+                       reasoning=f"The build agents did not load the skill on {', '.join(missed)}: its description "
+                                 f"shares no word with those requests. Added: {', '.join(words)}.")
 
 
 def main() -> int:
@@ -70,8 +67,7 @@ def main() -> int:
         rewrite_description(Path("skill"), briefing, Path("tasks"))
     if change is None:
         return base.main()
-    Path("result.json").write_text(json.dumps({"summary": change.summary, "reasoning": change.reasoning},
-                                              indent=2)
+    Path("result.json").write_text(json.dumps({"summary": change.summary, "reasoning": change.reasoning}, indent=2)
                                    + "\n", encoding="utf-8")
     base.write_stream(os.environ.get("SM_STREAM"), change, started)
     return 0

@@ -92,8 +92,7 @@ class AnthropicBackend:
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
         code = _digest(*_sources("loop.py", "warm.py", "toolserver.py", "tools.py", "stream.py",
-                                 "result_json.py",
-                                "caching.py"),
+                                 "result_json.py", "caching.py"),
                        sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
 

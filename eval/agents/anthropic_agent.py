@@ -1,11 +1,10 @@
-"""The `anthropic` agent as one process: the tool-use loop (loop.py) with its own
-SDK client and its tools here.
+"""The `anthropic` agent as one process: the tool-use loop (loop.py) with its own SDK client and its tools here.
 
 Follows the agent process contract (cwd = working dir, SM_PROMPT_FILE, SM_STREAM, SM_SKILL_DIR, SM_MODEL,
 SM_MAX_TURNS) and writes a Claude Code-shaped stream.jsonl ending in one `result` event; an API failure
-that outlasts the retries ends as an `is_error` result and exit 1, never as a hang. The harness itself runs
-the same loop with a warm client and only the tools in the sandbox (warm.py, toolserver.py); this script is
-that agent for `--agent-cmd` and for any process that wants it whole.
+that outlasts the retries ends as an `is_error` result and exit 1, never as a hang. The harness itself runs the
+same loop with a warm client and only the tools in the sandbox (warm.py, toolserver.py); this script is that
+agent for `--agent-cmd` and for any process that wants it whole.
 """
 
 from __future__ import annotations
@@ -72,19 +71,17 @@ async def run(role: str, config: Path | None) -> int:
 
     async def settle(text: str) -> None:
         settle_mutator_result(cwd, text)
-    http_client = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [count_request]})
-    client = anthropic.AsyncAnthropic(api_key=api_key, timeout=options.timeout_s, http_client=http_client)
+    client = anthropic.AsyncAnthropic(api_key=api_key, timeout=options.timeout_s, http_client=
+                                      anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [count_request]}))
     async with client:
         return await converse(client, options, LocalTools(toolbox), stream, system=seen["system"],
-                              prompt=read_prompt(), config=config,
-                              settle=settle if role == "mutator" else None)
+                              prompt=read_prompt(), config=config, settle=settle if role == "mutator" else None)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(prog="anthropic_agent")
     args.add_argument("--role", choices=("build", "mutator"), default="build")
-    args.add_argument("--config", type=Path, help="config.json whose pricing gives "
-                                                  "the result's total_cost_usd")
+    args.add_argument("--config", type=Path, help="config.json whose pricing gives the result's total_cost_usd")
     parsed = args.parse_args(argv)
     take_secrets()
     undumpable()   # this process holds the key: its tools may not read /proc/PID/environ

@@ -14,8 +14,8 @@ import json
 EPHEMERAL = {"type": "ephemeral"}
 # Minimum cacheable prompt length in tokens (Anthropic's prompt-caching docs); longest prefix wins.
 MIN_CACHEABLE = {"claude-opus-4-5": 4096, "claude-opus-4-6": 4096, "claude-haiku-4-5": 4096,
-                 "claude-sonnet-4-5": 1024, "claude-sonnet-4": 1024, "claude-opus-4-1": 1024,
-                 "claude-opus-4": 1024, "claude-3-5-haiku": 2048, "claude-3-haiku": 2048}
+                 "claude-sonnet-4-5": 1024, "claude-sonnet-4": 1024, "claude-opus-4-1": 1024, "claude-opus-4": 1024,
+                 "claude-3-5-haiku": 2048, "claude-3-haiku": 2048}
 DEFAULT_MIN = 1024
 CHARS_PER_TOKEN = 4   # a deliberately rough estimate: it only decides whether a mark can pay off
 

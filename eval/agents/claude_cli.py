@@ -34,8 +34,8 @@ BUILD_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
 MUTATOR_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
 MUTATOR_ALLOW = ("Read", "Glob", "Grep", "Edit(./skill/**)", "Write(./skill/**)", "Edit(./result.json)",
                  "Write(./result.json)")
-# The key never reaches the CLI (key_proxy.py), so its Bash tool has none to print. The CLI's own scrub is
-# off: it would run every Bash command in a bubblewrap sandbox of its own (needing socat), which cannot start
+# The key never reaches the CLI (key_proxy.py), so its Bash tool has none to print. The CLI's own scrub is off:
+# it would run every Bash command in a bubblewrap sandbox of its own (needing socat), which cannot start
 # inside our bwrap sandbox ("Creating new namespace failed"), so every Bash call of a build agent would fail.
 QUIET_ENV = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
              "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "0"}

@@ -2,8 +2,8 @@
 
 The harness hands our backends their credentials through a pipe (SM_SECRETS_FD, eval/process.py), never in
 their environment: an environment is printed by `env` and readable in /proc/PID/environ by every process of
-the sandbox. Set with os.environ here, the values live only in this process's memory. The tools it runs are
-its children, under the same user: marked not dumpable (prctl PR_SET_DUMPABLE 0), its memory (/proc/PID/mem,
+the sandbox. Set with os.environ here, the values live only in this process's memory. The tools it runs are its
+children, under the same user: marked not dumpable (prctl PR_SET_DUMPABLE 0), its memory (/proc/PID/mem,
 /maps) can no longer be read, nor the process traced, by a process without CAP_SYS_PTRACE, which a tool in the
 bwrap sandbox (--cap-drop ALL) never has. (Outside a sandbox, a tool running as root still can: that is
 `--sandbox none`.)

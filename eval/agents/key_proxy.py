@@ -7,14 +7,13 @@ its ANTHROPIC_BASE_URL is this proxy on 127.0.0.1 and its ANTHROPIC_API_KEY a on
 swaps for the real credentials before forwarding to the real base URL. Responses (SSE included) stream back
 unchanged. A request without the nonce is refused, so no other local process can spend through it.
 With `unix_path` it also listens on that unix socket, which a container without a network reaches
-(sandbox/relay.py). Given a meter file, it also appends each response's usage as it is served
-(eval/agents/meter.py): the harness starts one per agent call (eval/agent_call.py) and per judge call,
-whatever the backend.
+(sandbox/relay.py). Given a meter file, it also appends each response's usage as it is served (eval/agents/meter.py): the
+harness starts one per agent call (eval/agent_call.py) and per judge call, whatever the backend.
 
 A request whose caller goes away (Ctrl-C, a watchdog kill) is still metered: closing, the proxy waits up to
-METER_GRACE_S for each in-flight response's usage (a stream's `message_start`, a JSON body's end), then reads
-on what the API already sent until the stream is quiet for QUIET_S (at most DRAIN_S), so a request the API
-began to serve is on the meter even when its caller left before the first byte came back.
+METER_GRACE_S for each in-flight response's usage (a stream's `message_start`, a JSON body's end), then reads on
+what the API already sent until the stream is quiet for QUIET_S (at most DRAIN_S), so a request the API began to
+serve is on the meter even when its caller left before the first byte came back.
 """
 
 from __future__ import annotations
@@ -132,15 +131,13 @@ class KeyProxy:
             await self.session.close()
 
     def _authorised(self, request: web.Request) -> bool:
-        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
-        given = request.headers.get("x-api-key") or bearer
+        given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
         return secrets.compare_digest(given.encode(), self.nonce.encode())
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         if not self._authorised(request):
             return web.json_response({"type": "error", "error": {"type": "authentication_error",
-                                                                 "message": "key proxy: wrong nonce"}},
-                                     status=401)
+                                                                 "message": "key proxy: wrong nonce"}}, status=401)
         assert self.session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in DROP_REQUEST}
         if self.meter is not None:
@@ -177,8 +174,7 @@ class KeyProxy:
                 raise   # mid-stream: the CLI sees a cut connection, as it would without the proxy
             # The CLI retries a 502 and, past its retries, reports an API error: the cell is infra_error.
             return web.json_response({"type": "error", "error": {
-                "type": "api_error", "message": f"key proxy: {self.upstream} unreachable: {err}"}},
-                                     status=502)
+                "type": "api_error", "message": f"key proxy: {self.upstream} unreachable: {err}"}}, status=502)
         if not cut:
             await response.write_eof()
         return response
@@ -186,14 +182,12 @@ class KeyProxy:
     async def _copy(self, upstream: ClientResponse, response: web.StreamResponse, tap: Tap | None,
                     caller_gone: bool) -> bool:
         """The upstream body to the caller, each chunk metered as read, before the caller has it (a cut loses
-        nothing). Once the caller is gone (or the proxy closes), only until the API's usage is known and it
-        goes quiet (module docstring). Returns whether the response was cut short (its caller
-        gone, or the proxy closing)."""
+        nothing). Once the caller is gone (or the proxy closes), only until the API's usage is known and it goes
+        quiet (module docstring). Returns whether the response was cut short (its caller gone, or the proxy closing)."""
         assert self.closing is not None
         loop = asyncio.get_running_loop()
         read: asyncio.Future[bytes] | None = None
-        # one waiter for the whole body, not one per chunk
-        closing = asyncio.ensure_future(self.closing.wait())
+        closing = asyncio.ensure_future(self.closing.wait())   # one waiter for the whole body, not one per chunk
         usage_by = quiet_by = 0.0   # callerless deadlines: for the usage, then for reading on
         try:
             while True:

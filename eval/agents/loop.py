@@ -1,10 +1,9 @@
-"""The SDK agent's tool-use loop on the Messages API, written once: given a client
-and a toolbox, one conversation.
+"""The SDK agent's tool-use loop on the Messages API, written once: given a client and a toolbox, one conversation.
 
 The standalone script (anthropic_agent.py) runs it with its own client and its tools in-process; the harness
-runs it with its warm client and the tools in the sandboxed tool server (warm.py, toolserver.py). Either way
-it writes the Claude Code-shaped stream.jsonl ending in one `result` event, and an API failure that outlasts
-the retries ends as an `is_error` result and exit code 1, never as a hang.
+runs it with its warm client and the tools in the sandboxed tool server (warm.py, toolserver.py). Either way it
+writes the Claude Code-shaped stream.jsonl ending in one `result` event, and an API failure that outlasts the
+retries ends as an `is_error` result and exit code 1, never as a hang.
 """
 
 from __future__ import annotations
@@ -42,13 +41,11 @@ class Options:
     retries: int              # our bounded retry rounds on top of the SDK's own retries
     backoff_s: float          # first wait of our backoff; doubles, capped at 60 s
     timeout_s: float
-    # prompt-caching breakpoints (SM_ANTHROPIC_CACHE=0 turns them off, for comparison)
-    cache: bool = True
+    cache: bool = True        # prompt-caching breakpoints (SM_ANTHROPIC_CACHE=0 turns them off, for comparison)
 
 
 def options_from_env(role: str, env: Mapping[str, str]) -> Options:
-    """The agent's settings from its contract environment (the script's own, or
-    the one its call was given)."""
+    """The agent's settings from its contract environment (the script's own, or the one its call was given)."""
     return Options(
         role=role, model=env.get("SM_MODEL") or "claude-haiku-4-5",
         max_turns=int(env.get("SM_MAX_TURNS") or 30), stream_api=env.get("SM_ANTHROPIC_STREAM", "1") != "0",
@@ -60,8 +57,7 @@ def options_from_env(role: str, env: Mapping[str, str]) -> Options:
 
 
 class Tools(Protocol):
-    """Where the tool calls run: in this process (the script) or in the
-    sandboxed tool server (the harness)."""
+    """Where the tool calls run: in this process (the script) or in the sandboxed tool server (the harness)."""
     names: list[str]
 
     def schemas(self) -> list[dict]: ...
@@ -72,8 +68,7 @@ class Tools(Protocol):
 
 
 async def count_request(_request: object) -> None:
-    """An httpx request hook: counts every HTTP request of the current conversation,
-    the SDK's retries included."""
+    """An httpx request hook: counts every HTTP request of the current conversation, the SDK's retries included."""
     sent = _sent.get()
     if sent is not None:
         sent[0] += 1
@@ -120,16 +115,15 @@ def print_err(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-TRUNCATED_CALL = ("this call was cut off by the output token limit "
-                  "and was not run; make it again with smaller input",
+TRUNCATED_CALL = ("this call was cut off by the output token limit and was not run; make it again with smaller input",
                   True)
 
 
 class Agent:
     def __init__(self, options: Options, tools: Tools, stream: StreamWriter, client: anthropic.AsyncAnthropic,
                  system: str, log: Callable[[str], None]) -> None:
-        self.options, self.tools, self.stream = options, tools, stream
-        self.client, self.system, self.log = client, system, log
+        self.options, self.tools, self.stream, self.client, self.system = options, tools, stream, client, system
+        self.log = log
 
     async def call(self, messages: list[dict]):
         """One model turn, with the SDK's retries inside and our own bounded backoff around them."""
@@ -161,8 +155,7 @@ class Agent:
         results = []
         for block in blocks:
             # a call cut by the token limit may have its input cut short: it is not acted on
-            text, is_error = (TRUNCATED_CALL if truncated
-                              else await self.tools.run(block["name"], block.get("input")))
+            text, is_error = TRUNCATED_CALL if truncated else await self.tools.run(block["name"], block.get("input"))
             results.append({"type": "tool_result", "tool_use_id": block["id"], "content": text,
                             **({"is_error": True} if is_error else {})})
         return results
@@ -208,8 +201,7 @@ async def converse(client: anthropic.AsyncAnthropic, options: Options, tools: To
                    log: Callable[[str], None] = print_err) -> int:
     """One whole agent run on `client` (built with `count_request` as a request hook): the loop, the mutator's
     result.json settled from its last answer (`settle`), the closing result event; returns the exit code.
-    `log` takes the agent's stderr lines (retries, the error that ended it: the
-    cell's classifier reads them)."""
+    `log` takes the agent's stderr lines (retries, the error that ended it: the cell's classifier reads them)."""
     sent = [0]   # HTTP requests to the API, the SDK's own retries included
     _sent.set(sent)
     code = 0

@@ -58,8 +58,7 @@ class Tap:
             self._event(event.replace(b"\r\n", b"\n"))
 
     def close(self) -> None:
-        """End of the body (or a cut): a JSON reply is read whole; a stream's
-        last partial event is dropped."""
+        """End of the body (or a cut): a JSON reply is read whole; a stream's last partial event is dropped."""
         if self.streaming or not self.buffer:
             return
         try:
@@ -93,13 +92,11 @@ class Tap:
             self._write(final=True)
 
     def _write(self, *, final: bool) -> None:
-        line = json.dumps({"id": self.id, "model": self.model,
-                           "usage": {k: self.usage.get(k, 0) for k in USAGE_KEYS},
+        line = json.dumps({"id": self.id, "model": self.model, "usage": {k: self.usage.get(k, 0) for k in USAGE_KEYS},
                            "final": final, "at": time.time()})
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            # one write of one line: whole, or (killed before it) absent
-            os.write(fd, (line + "\n").encode())
+            os.write(fd, (line + "\n").encode())   # one write of one line: whole, or (killed before it) absent
         finally:
             os.close(fd)
 

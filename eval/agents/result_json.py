@@ -13,8 +13,7 @@ def settle_mutator_result(cwd: Path, final_text: str) -> None:
     """The mutator ends with a JSON object ({summary, reasoning}; {lessons} for the meta call): taken from its
     last answer when it wrote no result.json.
 
-    Text that holds no JSON object is written as it is, so the attempt fails as garbage with the raw text
-    kept.
+    Text that holds no JSON object is written as it is, so the attempt fails as garbage with the raw text kept.
     """
     target = cwd / "result.json"
     if target.exists() and target.read_text(encoding="utf-8", errors="replace").strip():

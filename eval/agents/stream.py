@@ -33,8 +33,7 @@ def usage_dict(usage: object) -> dict[str, int]:
 
 class StreamWriter:
     def __init__(self, path: Path | None) -> None:
-        # the file lives as long as the agent, so no `with`
-        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115 (lives as long as the agent)
         self.session_id = str(uuid.uuid4())
         self.started = time.monotonic()
         self.totals = Totals()
@@ -56,8 +55,7 @@ class StreamWriter:
     def tool_results(self, content: list[dict]) -> None:
         self.emit({"type": "user", "message": {"role": "user", "content": content}})
 
-    def result(self, *, subtype: str, is_error: bool, text: str, cost_usd: float = 0.0,
-               retries: int = 0) -> None:
+    def result(self, *, subtype: str, is_error: bool, text: str, cost_usd: float = 0.0, retries: int = 0) -> None:
         self.emit({"type": "result", "subtype": subtype, "is_error": is_error,
                    "duration_ms": int((time.monotonic() - self.started) * 1000),
                    "num_turns": self.totals.turns, "result": text, "total_cost_usd": cost_usd,

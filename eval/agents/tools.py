@@ -59,22 +59,19 @@ SCHEMAS: dict[str, dict] = {
     "write": {
         "description": "Create or overwrite a text file with the given content (parent folders are created).",
         "input_schema": {"type": "object", "required": ["path", "content"], "properties": {
-            **_string("path", description="file to write"),
-            **_string("content", description="the full text")}},
+            **_string("path", description="file to write"), **_string("content", description="the full text")}},
     },
     "edit": {
         "description": "Replace `old_string` with `new_string` in a file. `old_string` must occur exactly "
                        "once unless `replace_all` is true.",
         "input_schema": {"type": "object", "required": ["path", "old_string", "new_string"], "properties": {
-            **_string("path", description="file to edit"),
-            **_string("old_string", description="text to find"),
+            **_string("path", description="file to edit"), **_string("old_string", description="text to find"),
             **_string("new_string", description="replacement text"),
             "replace_all": {"type": "boolean", "description": "replace every occurrence"}}},
     },
     "list": {
         "description": "List the files under a folder (recursively, hidden folders included).",
-        "input_schema": {"type": "object",
-                         "properties": {**_string("path", description="folder (default .)")}},
+        "input_schema": {"type": "object", "properties": {**_string("path", description="folder (default .)")}},
     },
 }
 
@@ -137,16 +134,15 @@ class Toolbox:
     # ---- tools -------------------------------------------------------------------------------------
     def _bash(self, command: str, timeout: int = BASH_TIMEOUT_S) -> str:
         timeout = max(1, min(timeout, BASH_MAX_TIMEOUT_S))
-        proc = subprocess.Popen(["bash", "-c", command], cwd=self.root, stdin=subprocess.DEVNULL,
-                                env=tool_env(),
+        proc = subprocess.Popen(["bash", "-c", command], cwd=self.root, stdin=subprocess.DEVNULL, env=tool_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
-            so_far = out.decode("utf-8", "replace") + err.decode("utf-8", "replace")
-            raise ToolError(f"command killed after {timeout} s; output so far:\n" + _clip(so_far)) from None
+            raise ToolError(f"command killed after {timeout} s; output so far:\n"
+                            + _clip(out.decode("utf-8", "replace") + err.decode("utf-8", "replace"))) from None
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # background children must not outlive the call

@@ -2,10 +2,10 @@
 
 The harness runs the tool-use loop with one warm SDK client per process (eval/agents/warm.py); the process it
 spawns through sandbox/ is this script, stdlib only, so it starts in a few tens of ms where `import anthropic`
-costs over a second. It first writes one `hello` line (its cwd, the system prompt, the skills offered, the
-tool schemas, as seen inside the sandbox), then answers each `{"tool", "input"}` line with `{"text",
-"is_error"}`; `{"settle": text}` writes a mutator's result.json from its last answer, and `{"exit": code}`
-ends it with that code. It never reads the model API's variables: it is given none.
+costs over a second. It first writes one `hello` line (its cwd, the system prompt, the skills offered, the tool
+schemas, as seen inside the sandbox), then answers each `{"tool", "input"}` line with `{"text", "is_error"}`;
+`{"settle": text}` writes a mutator's result.json from its last answer, and `{"exit": code}` ends it with that
+code. It never reads the model API's variables: it is given none.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ Finish by writing result.json as the task asks (a JSON object), then answer with
 
 
 def installed_skills(cwd: Path) -> list[Path]:
-    """Every skill the cell offers, as Claude Code finds them: SM_SKILL_DIR's first (the evolved one), then
-    each other folder with a SKILL.md under cwd/.claude/skills/ (--with-skills), by name."""
+    """Every skill the cell offers, as Claude Code finds them: SM_SKILL_DIR's first (the evolved one), then each
+    other folder with a SKILL.md under cwd/.claude/skills/ (--with-skills), by name."""
     found: list[Path] = []
     skill_env = os.environ.get("SM_SKILL_DIR")
     if skill_env and Path(skill_env, "SKILL.md").is_file():
@@ -64,8 +64,7 @@ def skills_block(cwd: Path) -> tuple[str, list[str]]:
     block = to_prompt(skills)
     for skill_dir in skills:
         try:
-            block = block.replace(str(skill_dir / "SKILL.md"),
-                                  (skill_dir / "SKILL.md").relative_to(cwd).as_posix())
+            block = block.replace(str(skill_dir / "SKILL.md"), (skill_dir / "SKILL.md").relative_to(cwd).as_posix())
         except ValueError:
             pass  # the skill lives outside cwd: the absolute path stays (the read tool will refuse it)
     return SKILLS_SYSTEM.format(skills=block), [read_properties(skill_dir).name for skill_dir in skills]
@@ -85,8 +84,7 @@ def toolbox_for(role: str, cwd: Path) -> Toolbox:
 def hello(role: str, cwd: Path, toolbox: Toolbox) -> dict:
     """What the loop needs to know of this side before its first request."""
     system, skills = system_prompt(role, cwd)
-    return {"cwd": str(cwd), "system": system, "skills": skills, "tools": toolbox.names,
-            "schemas": toolbox.schemas()}
+    return {"cwd": str(cwd), "system": system, "skills": skills, "tools": toolbox.names, "schemas": toolbox.schemas()}
 
 
 def run_tool(toolbox: Toolbox, name: str, args: object) -> tuple[str, bool]:

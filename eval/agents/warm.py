@@ -1,5 +1,4 @@
-"""The harness's half of the SDK agent: the tool-use loop on one warm client, the
-tools in the sandboxed process.
+"""The harness's half of the SDK agent: the tool-use loop on one warm client, the tools in the sandboxed process.
 
 A process that runs cells (the local harness, a Ray worker) imports the SDK once and keeps one connection
 pool per event loop (its TLS context built once); each call gets a cheap client on it, pointed at that call's
@@ -25,10 +24,9 @@ import httpx2  # the SDK's own HTTP library
 from eval.agents.loop import converse, count_request, options_from_env
 from eval.agents.stream import StreamWriter
 
-# One connection pool per event loop (a pool is bound to its loop; a Ray worker runs each cell in a loop of
-# its own) and per kind of route; the TLS context, ~40-60 ms of CPU to build, once per process.
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
-                                  dict[bool, anthropic.DefaultAsyncHttpxClient]] = \
+# One connection pool per event loop (a pool is bound to its loop; a Ray worker runs each cell in a loop of its
+# own) and per kind of route; the TLS context, ~40-60 ms of CPU to build, once per process.
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, anthropic.DefaultAsyncHttpxClient]] = \
     weakref.WeakKeyDictionary()
 _tls: list[ssl.SSLContext] = []
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -51,8 +49,8 @@ def client_for(api: Mapping[str, str], timeout_s: float) -> anthropic.AsyncAnthr
     """This call's client on the event loop's warm connection pool, given the call's API (its proxy and nonce)
     explicitly: nothing is read from the harness's own environment."""
     base_url = api.get("ANTHROPIC_BASE_URL") or None
-    # the metering proxy is reached directly, as the agent process did (its env had no network proxy
-    # variables); only a call straight to the API honours the harness's HTTPS_PROXY / NO_PROXY
+    # the metering proxy is reached directly, as the agent process did (its env had no network proxy variables);
+    # only a call straight to the API honours the harness's HTTPS_PROXY / NO_PROXY
     http = _pool(trust_env=urlsplit(base_url or "").hostname not in LOOPBACK)
     key = api.get("ANTHROPIC_API_KEY") or ("" if api.get("ANTHROPIC_AUTH_TOKEN") else "local-server")
     credential = {"api_key": key} if key else {"auth_token": api["ANTHROPIC_AUTH_TOKEN"]}
@@ -87,9 +85,8 @@ class RemoteTools:
 
 async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | None, env: Mapping[str, str],
                 api: Mapping[str, str], prompt: str, stream: Path, stderr: Path) -> None:
-    """The whole conversation with the tool server `proc`: its hello, the loop (writing `stream`), then its
-    exit code; a failure here is a line in its `stderr` and exit 1. Cancelled (a
-    watchdog kill, Ctrl-C), it stops."""
+    """The whole conversation with the tool server `proc`: its hello, the loop (writing `stream`), then its exit
+    code; a failure here is a line in its `stderr` and exit 1. Cancelled (a watchdog kill, Ctrl-C), it stops."""
     def log(line: str) -> None:
         with open(stderr, "a", encoding="utf-8") as err:   # the child appends to it too (opened O_APPEND)
             err.write(line + "\n")
@@ -107,9 +104,8 @@ async def drive(proc: asyncio.subprocess.Process, *, role: str, config: Path | N
 
         async def settle(text: str) -> None:
             await tools.ask({"settle": text})
-        code = await converse(client_for(api, options.timeout_s), options, tools, writer,
-                              system=seen["system"], prompt=prompt, config=config,
-                              settle=settle if role == "mutator" else None, log=log)
+        code = await converse(client_for(api, options.timeout_s), options, tools, writer, system=seen["system"],
+                              prompt=prompt, config=config, settle=settle if role == "mutator" else None, log=log)
     except Exception as err:
         log(f"anthropic_agent: harness loop failed: {type(err).__name__}: {err}")
     finally:
