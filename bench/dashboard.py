@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -28,197 +27,15 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
+from bench.dashboard_store import build  # noqa: E402
 from mutator.server import attempts_view, compare, spend_axis  # noqa: E402
 from mutator.server import queries as Q  # noqa: E402
 from mutator.server.app import create_app  # noqa: E402
-from mutator.store.db import connect, connect_readonly, dumps  # noqa: E402
+from mutator.store.db import connect, connect_readonly  # noqa: E402
 
-TESTS = ("parses", "headers", "rows", "amounts", "dates", "emails", "flags", "text")
-# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its endpoint computes the note in SQL)
+# the attempts table's bare SQL reads the verdict note's inputs as plain columns (its
+# endpoint computes the note in SQL)
 PLAIN_NOTE = "json_extract(a.gate, '$.keep') as gate_keep, a.pool_snapshot is not null as pooled"
-GATE = -0.02   # every comparison's threshold here (the figures are synthetic; the shapes are the loop's)
-
-
-class Builder:
-    """Writes runs in the shapes the real loop writes them (mutator/round/loop.py, strategies/, validity/aa.py)."""
-
-    def __init__(self, conn, rng: random.Random, cells_per_eval: int) -> None:
-        self.conn, self.rng, self.cells_per_eval = conn, rng, cells_per_eval
-        self.tasks = [f"task-{i:02d}" for i in range(max(1, cells_per_eval // 4))]
-        self.cell_id = 0
-        self.genomes = 0
-        self.now = time.time()
-
-    def genome(self, parent: str | None) -> str:
-        self.genomes += 1
-        genome = f"{self.genomes:064x}"
-        self.conn.execute("insert into genomes (hash, parent_hash, skill_name, created_at) values (?, ?, ?, ?)",
-                          [genome, parent, "bench-skill", self.now])
-        return genome
-
-    def evaluate(self, genome: str, suite: str, salt: str = "") -> int:
-        """One finished evaluation of cells_per_eval cells (tasks × 4 replicates), 8 named tests per cell."""
-        rng = self.rng
-        ev_id = self.conn.execute(
-            "insert into evaluations (key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, "
-            "replicates) values (?, ?, ?, ?, 'done', ?, ?, ?, 0.01, 5, 4)",
-            [f"{genome[-12:]}{suite}{salt}", genome, suite, suite, self.cells_per_eval, self.cells_per_eval,
-             rng.random()]).lastrowid
-        cells, tests = [], []
-        for c in range(self.cells_per_eval):
-            self.cell_id += 1
-            cells.append((self.cell_id, ev_id, self.tasks[c // 4 % len(self.tasks)], c % 4, "ok", rng.random(), 0.01,
-                          5, 1000, 100, 1200))
-            tests += [(self.cell_id, name, rng.random()) for name in TESTS]
-        self.conn.executemany("insert into cells (id, evaluation_id, task_id, replicate, status, score, cost_usd, "
-                              "steps, input_tokens, output_tokens, duration_ms) values (?,?,?,?,?,?,?,?,?,?,?)", cells)
-        self.conn.executemany("insert into tests (cell_id, name, score) values (?, ?, ?)", tests)
-        return ev_id
-
-    def run(self, run_id: str, strategy: str, kind: str = "evolve") -> str:
-        seed = self.genome(None)
-        self.conn.execute(
-            "insert into runs (id, kind, status, strategy, strategy_opts, skill_name, suite, val, model, replicates, "
-            "rounds_target, rounds_done, w_cost, w_steps, min_improvement, gate_z, seed_cost, seed_steps, "
-            "seed_val_cost, seed_val_steps, incumbent_hash, seed_hash, config, created_at, updated_at) values "
-            "(?, ?, 'finished', ?, '{}', 'bench-skill', 'train', 'val', 'm', 4, 0, 0, 0.1, 0.02, 0.0, 1.0, 0.01, 5, "
-            "0.01, 5, ?, ?, '{}', ?, ?)", [run_id, kind, strategy, seed, seed, self.now, self.now])
-        self.now += 1
-        self.attempt(run_id, 0, 0, None, seed, "SEED", composite=0.5, val=self.evaluate(seed, "val"),
-                     train=self.evaluate(seed, "train"))
-        return seed
-
-    def attempt(self, run_id: str, rnd: int, sibling: int, parent: str | None, genome: str | None, verdict: str,
-                *, composite: float | None = None, delta: float | None = None, val: int | None = None,
-                train: int | None = None, refs: tuple[str, ...] = (), pool: list[str] | None = None,
-                critic: list | None = None, error: str | None = None) -> None:
-        status = {"SEED": "seed", "KEEP": "kept", "REJECT": "rejected", "CRITIC": "critic_rejected",
-                  "FAILED": "failed"}[verdict]
-        gate = dumps({"s_r": 0.1, "n": 25, "delta": delta, "threshold": GATE, "keep": (delta or 0) >= GATE,
-                      "deltas": {t: self.rng.gauss(delta, 0.05) for t in self.tasks}}) if delta is not None else None
-        self.conn.execute(
-            "insert into attempts (run_id, round, sibling, parent_hash, genome_hash, ref_hashes, status, verdict, "
-            "summary, reasoning, critic, gate, val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, "
-            "delta, gate_threshold, gate_se, gate_t, gate_n, pool_snapshot, error, started_at, finished_at) values "
-            "(?, ?, ?, ?, ?, ?, ?, ?, 'a change', 'because', ?, ?, ?, ?, ?, ?, 0.01, 5, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, rnd, sibling, parent, genome, dumps(list(refs)), status, verdict,
-             dumps(critic) if critic is not None else (None if verdict in ("SEED", "FAILED") else "[]"), gate, val,
-             train, composite, composite, delta, GATE if delta is not None else None, 0.02 if delta is not None else None,
-             1.1 if delta is not None else None, 25 if delta is not None else None,
-             dumps(pool) if pool else None, error, self.now, self.now])
-        self.now += 1
-
-    def candidate(self, run_id: str, rnd: int, sibling: int, parent: str, parent_score: float,
-                  incumbent_score: float, refs: tuple[str, ...] = ()) -> tuple[str | None, float | None]:
-        """One mutation: 10 % a CRITIC no-change (genome == parent), 5 % another CRITIC, 3 % FAILED, else scored."""
-        roll = self.rng.random()
-        if roll < 0.10:
-            self.attempt(run_id, rnd, sibling, parent, parent, "CRITIC", refs=refs, error="changed: identical to its "
-                         "parent", critic=[{"gate": "changed", "verdict": "fail", "reason": "identical to its parent"}])
-            return None, None
-        if roll < 0.15:
-            genome = self.genome(parent)
-            self.attempt(run_id, rnd, sibling, parent, genome, "CRITIC", refs=refs, error="references: missing file",
-                         critic=[{"gate": "references", "verdict": "fail", "reason": "SKILL.md links to x.md"}])
-            return None, None
-        if roll < 0.18:
-            self.attempt(run_id, rnd, sibling, parent, None, "FAILED", refs=refs, error="mutator wrote no result.json")
-            return None, None
-        genome = self.genome(parent)
-        score = parent_score + self.rng.gauss(0.0, 0.03)
-        return genome, score
-
-    def greedy(self, run_id: str, budget: int) -> None:
-        incumbent = self.run(run_id, "greedy")
-        score, rnd = 0.5, 0
-        while budget > 1:
-            rnd += 1
-            genome, composite = self.candidate(run_id, rnd, 0, incumbent, score, score)
-            budget -= 1
-            if genome is None:
-                continue
-            delta = composite - score
-            keep = delta >= GATE
-            self.attempt(run_id, rnd, 0, incumbent, genome, "KEEP" if keep else "REJECT", composite=composite,
-                         delta=delta, val=self.evaluate(genome, "val"),
-                         train=self.evaluate(genome, "train") if keep else None)
-            if keep:
-                incumbent, score = genome, composite
-        self.finish(run_id, rnd, incumbent)
-
-    def branching(self, run_id: str, budget: int, width: int = 3) -> None:
-        incumbent = self.run(run_id, "branching")
-        score, rnd = 0.5, 0
-        while budget >= width:
-            rnd += 1
-            scored = []
-            for sibling in range(width):
-                genome, composite = self.candidate(run_id, rnd, sibling, incumbent, score, score)
-                if genome is not None:
-                    scored.append((sibling, genome, composite))
-            budget -= width
-            best = max(scored, key=lambda x: (x[2], -x[0]), default=None)
-            winner = best if best and best[2] - score >= GATE else None
-            for sibling, genome, composite in scored:
-                keep = winner is not None and sibling == winner[0]
-                self.attempt(run_id, rnd, sibling, incumbent, genome, "KEEP" if keep else "REJECT", composite=composite,
-                             delta=composite - score, val=self.evaluate(genome, "val"),
-                             train=self.evaluate(genome, "train") if keep else None)
-            if winner:
-                incumbent, score = winner[1], winner[2]
-        self.finish(run_id, rnd, incumbent)
-
-    def population(self, run_id: str, budget: int, size: int = 4, children: int = 2) -> None:
-        seed = self.run(run_id, "population")
-        pool, scores, rnd = [seed], {seed: 0.5}, 0
-        while budget >= children:
-            rnd += 1
-            leader = pool[0]
-            scored = []
-            for sibling in range(children):
-                parent = self.rng.choices(pool, weights=range(len(pool), 0, -1))[0]
-                others = [g for g in pool if g != parent]
-                refs = (self.rng.choice(others),) if others and self.rng.random() < 0.5 else ()
-                genome, composite = self.candidate(run_id, rnd, sibling, parent, scores[parent], scores[leader], refs)
-                if genome is not None:
-                    scored.append((sibling, parent, genome, composite, refs))
-                    scores[genome] = composite
-            budget -= children
-            pool = sorted([*pool, *(g for _, _, g, _, _ in scored)], key=lambda g: -scores[g])[:size]
-            for sibling, parent, genome, composite, refs in scored:
-                keep = genome in pool
-                self.attempt(run_id, rnd, sibling, parent, genome, "KEEP" if keep else "REJECT", composite=composite,
-                             delta=composite - scores[leader], val=self.evaluate(genome, "val"),
-                             train=self.evaluate(genome, "train") if keep else None, refs=refs, pool=pool)
-        self.finish(run_id, rnd, pool[0])
-
-    def aa(self, run_id: str, copies: int) -> None:
-        seed = self.run(run_id, "aa", kind="aa")
-        for copy in range(1, copies + 1):
-            delta = self.rng.gauss(0.0, 0.02)
-            self.attempt(run_id, copy, 0, seed, seed, "KEEP" if delta >= GATE else "REJECT", composite=0.5 + delta,
-                         delta=delta, val=self.evaluate(seed, "val", salt=f"aa-{copy}"))
-        self.finish(run_id, copies, seed)
-
-    def finish(self, run_id: str, rounds: int, incumbent: str) -> None:
-        self.conn.execute("update runs set rounds_target = ?, rounds_done = ?, incumbent_hash = ? where id = ?",
-                          [rounds, rounds, incumbent, run_id])
-
-
-def build(data_dir: Path, n_attempts: int, cells_per_eval: int) -> dict[str, str]:
-    """A greedy, a branching and a population run (35 / 30 / 25 % of the attempts) and an A/A run (10 %), with
-    CRITIC no-change attempts, other critic rejections and failed mutations among their candidates."""
-    db = connect(data_dir / "mutator.db")
-    builder = Builder(db.conn, random.Random(0), cells_per_eval)
-    ids = {"greedy": "run-00000000000a", "branching": "run-00000000000b", "population": "run-00000000000c",
-           "aa": "aa-00000000000d"}
-    with db.conn:
-        builder.greedy(ids["greedy"], int(n_attempts * 0.35))
-        builder.branching(ids["branching"], int(n_attempts * 0.30))
-        builder.population(ids["population"], int(n_attempts * 0.25))
-        builder.aa(ids["aa"], int(n_attempts * 0.10) - 1)
-    db.conn.close()
-    return ids
 
 
 def timed(fn, repeat: int, *, before=None) -> tuple[list[float], list[float]]:
@@ -247,27 +64,32 @@ async def http_times(client: TestClient, path: str, repeat: int, *, before=None,
         wall.append((time.perf_counter() - t0) * 1000)
         assert response.status == 200, (path, response.status)
         if expect:
-            assert response.headers.get("X-SM-Cache") == expect, (path, response.headers.get("X-SM-Cache"), expect)
+            assert response.headers.get("X-SM-Cache") == expect, (path, response.headers.get("X-SM-Cache"),
+                                                                  expect)
     return wall, cpu
 
 
 def pct(values: list[float], p: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
+    return statistics.quantiles(values, n=100,
+                                method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
-def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, rounds: int) -> tuple[dict, dict]:
+def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int,
+            rounds: int) -> tuple[dict, dict]:
     """Per endpoint: its bare SQL, and the query function behind it."""
     run, aa = ids["population"], ids["aa"]
     light = f"select {Q.LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling"
 
     def run_sql(run_id: str, low: int) -> tuple:
         return (Q.q(ro, "select * from runs where id = ?", [run_id]),
-                Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t on "
-                        "t.id = a.train_evaluation_id where a.run_id = ? order by a.round, a.sibling", [run_id]),
-                # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline as before
-                # the endpoint moved the note into its SQL)
-                Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, pool_snapshot "
-                        "is not null as pooled from attempts where run_id = ? and round >= ? order by round, sibling",
+                Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
+                        "on t.id = a.train_evaluation_id where a.run_id = ? "
+                        "order by a.round, a.sibling", [run_id]),
+                # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline
+                # as before the endpoint moved the note into its SQL)
+                Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, "
+                        "pool_snapshot is not null as pooled from attempts where run_id = ? and round >= ? "
+                        "order by round, sibling",
                     [run_id, low]),
                 Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
                         "attempts where run_id = ? and round >= ?)", [run_id, low]),
@@ -283,15 +105,16 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
                 "run_id = ? order by round", [aa])),
         f"/api/runs/{run}/lineage": lambda: (
             Q.q(ro, "select * from runs where id = ?", [run]),
-            Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, summary, "
-                    "composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, critic "
-                    "from attempts where run_id = ? order by round, sibling", [run])),
+            Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
+                    "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, "
+                    "critic from attempts where run_id = ? order by round, sibling", [run])),
         "/api/history": lambda: [
             (Q.q(ro, "select * from runs where id = ?", [r]),
-             Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from attempts a "
-                     "left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? order by a.round, "
-                     "a.sibling", [r]),
-             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r])) for r in ids.values()],
+             Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from "
+                     "attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
+                     "order by a.round, a.sibling", [r]),
+             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
+            for r in ids.values()],
         f"/api/compare?runs={compared}": lambda: [
             (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
              Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
@@ -301,16 +124,19 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ? group by c.task_id, t.name", [ev]),
-            # what the gate saw: the comparator's evaluation (the bench's rows are older: the fallback) and its cells
-            Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after is not "
-                    "null order by round desc, sibling limit 1", [run, attempt["round"]]),
+            # what the gate saw: the comparator's evaluation (the bench's rows are
+            # older: the fallback) and its cells
+            Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after "
+                    "is not null order by round desc, sibling limit 1", [run, attempt["round"]]),
             Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
             Q.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ?", [ev])),
-        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?", note=PLAIN_NOTE),
+        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?",
+                                                                             note=PLAIN_NOTE),
                                                 [run]),
         "/api/attempts?skill=bench-skill": lambda: Q.q(ro, attempts_view.SQL.format(
-            where="a.run_id in (select id from runs where skill_name = ?)", note=PLAIN_NOTE), ["bench-skill"]),
+            where="a.run_id in (select id from runs where skill_name = ?)", note=PLAIN_NOTE),
+                                                       ["bench-skill"]),
         f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
                                        Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
     }
@@ -331,10 +157,11 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int, ro
 
 def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
     f = "{:8.2f}"
-    print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ {'HTTP warm (hit)':>17} │"
-          f" {'bytes':>9} │ {'CPU ms p50 (cold)':>30} │")
+    print(f"{'':34} {'bare SQL':>17} │ {'query fn':>8} │ {'HTTP cold (cache miss)':>32} │ "
+          f"{'HTTP warm (hit)':>17} │ {'bytes':>9} │ {'CPU ms p50 (cold)':>30} │")
     print(f"{'endpoint':34} {'p50':>8} {'p95':>8} │ {'p50':>8} │ {'p50':>8} {'p95':>8} {'cpu p95':>8} "
-          f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ {'':>9} │ {'SQL':>6} {'fn':>6} {'HTTP':>6} {'×SQL':>6} │ goal (cold)")
+          f"{'×SQL':>5} │ {'p50':>8} {'p95':>8} │ {'':>9} │ "
+          f"{'SQL':>6} {'fn':>6} {'HTTP':>6} {'×SQL':>6} │ goal (cold)")
     print(f"{'/api/health (HTTP floor)':34} {'':>17} │ {'':>8} │ {f.format(pct(floor, 50))} "
           f"{f.format(pct(floor, 95))} {'':>8} {'':>5} │ {'':>17} │ {'':>9} │ {'':>30} │")
     misses = []
@@ -347,23 +174,27 @@ def report(rows: list, floor: list, repeat: int, stats: dict) -> None:
         if fast and not near and pct(raw, 95) < pct(floor, 95) and pct(cold, 95) <= 3 * pct(floor, 95):
             verdict += " (SQL under the HTTP floor)"
         print(f"{path:34} {f.format(pct(raw, 50))} {f.format(pct(raw, 95))} │ {f.format(pct(fn, 50))} │ "
-              f"{f.format(pct(cold, 50))} {f.format(pct(cold, 95))} {f.format(pct(cold_cpu, 95))} {ratio:4.1f}× │ "
-              f"{f.format(pct(warm, 50))} {f.format(pct(warm, 95))} │ {size:>9,} │ {g.format(pct(raw_cpu, 50))} "
-              f"{g.format(pct(fn_cpu, 50))} {g.format(pct(cold_cpu, 50))} {cpu_ratio:5.1f}× │ {verdict}")
+              f"{f.format(pct(cold, 50))} {f.format(pct(cold, 95))} {f.format(pct(cold_cpu, 95))} "
+              f"{ratio:4.1f}× │ {f.format(pct(warm, 50))} {f.format(pct(warm, 95))} │ {size:>9,} │ "
+              f"{g.format(pct(raw_cpu, 50))} {g.format(pct(fn_cpu, 50))} {g.format(pct(cold_cpu, 50))} "
+              f"{cpu_ratio:5.1f}× │ {verdict}")
         if not (fast and near):
             over = pct(cold, 95) - 50
             misses.append(f"{path}: cold p95 {pct(cold, 95):.1f} ms ("
                           + (f"{over:.1f} ms over 50 ms" if over > 0 else "within 50 ms")
-                          + f"), {ratio:.1f}× bare SQL" + (f" ({ratio - 3:.1f}× over 3×)" if ratio > 3 else ""))
+                          + f"), {ratio:.1f}× bare SQL"
+                          + (f" ({ratio - 3:.1f}× over 3×)" if ratio > 3 else ""))
     print(f"\nms over {repeat} requests each. Cold: a writer commits before every request (excluded from the "
-          "time), so PRAGMA data_version moves and the cache misses; bare SQL and the query function are timed the same way "
-          "(a commit resets the reader's page cache); warm: unchanged store, cache hit. HTTP times "
-          "include aiohttp (server and client, one process), JSON encoding and a loopback socket; cpu = process CPU "
-          "time of the request (wall − cpu is time spent waiting for a CPU). ×SQL = cold p95 / bare-SQL p95 on the "
-          "same read-only connection. CPU ms p50: process CPU time of the bare SQL, the query function and the cold "
-          "HTTP request, and HTTP / SQL: with a load average above the CPU count, wall p95 measures the scheduler more "
-          f"than our code, and the CPU ratio is the figure to read. Cache after the run: {stats}.")
-    print("\nGoal met on every endpoint." if not misses else "\nMisses the goal by:\n  " + "\n  ".join(misses))
+          "time), so PRAGMA data_version moves and the cache misses; bare SQL and the query function are "
+          "timed the same way (a commit resets the reader's page cache); warm: unchanged store, cache hit. "
+          "HTTP times include aiohttp (server and client, one process), JSON encoding and a loopback "
+          "socket; cpu = process CPU time of the request (wall − cpu is time spent waiting for a CPU). ×SQL "
+          "= cold p95 / bare-SQL p95 on the same read-only connection. CPU ms p50: process CPU time of the "
+          "bare SQL, the query function and the cold HTTP request, and HTTP / SQL: with a load average "
+          "above the CPU count, wall p95 measures the scheduler more than our code, and the CPU ratio is "
+          f"the figure to read. Cache after the run: {stats}.")
+    print("\nGoal met on every endpoint." if not misses
+          else "\nMisses the goal by:\n  " + "\n  ".join(misses))
 
 
 
@@ -378,19 +209,22 @@ async def main() -> None:
         t0 = time.perf_counter()
         ids = build(data_dir, args.attempts, args.cells_per_eval)
         ro = connect_readonly(data_dir / "mutator.db")
-        counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0] for t in ("attempts", "cells", "tests")}
+        counts = {t: ro.execute(f"select count(*) from {t}").fetchone()[0]
+                  for t in ("attempts", "cells", "tests")}
         noop = ro.execute("select count(*) from attempts where genome_hash = parent_hash").fetchone()[0]
-        print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome == "
-              f"parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
-              + ", ".join(f"{k} {ro.execute('select count(*) from attempts where run_id = ?', [v]).fetchone()[0]}"
+        print(f"store in the loop's shapes: {counts['attempts']:,} attempts ({noop} CRITIC no-change, genome "
+              f"== parent), {counts['cells']:,} cells, {counts['tests']:,} tests; runs: "
+              + ", ".join(f"{k} "
+                          f"{ro.execute('select count(*) from attempts where run_id = ?', [v]).fetchone()[0]}"
                           for k, v in ids.items()) + f" attempts (built in {time.perf_counter() - t0:.1f} s)")
         load = os.getloadavg()
         print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
               f"(1 / 5 / 15 min)\n")
         run = ids["population"]
         rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
-        attempt = Q.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = ? and "
-                            "val_evaluation_id is not null order by sibling limit 1", [run, rounds // 2])
+        attempt = Q.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = "
+                            "? and val_evaluation_id is not "
+                            "null order by sibling limit 1", [run, rounds // 2])
         ev = attempt["val_evaluation_id"]
         cell = Q.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
         writer = connect(data_dir / "mutator.db").conn
@@ -413,12 +247,13 @@ async def main() -> None:
                 cold, cold_cpu = await http_times(client, url, args.repeat, before=change, expect="miss")
                 warm, _ = await http_times(client, url, args.repeat, expect="hit")
                 size = len(await (await client.get(url)).read())
-                raw, raw_cpu = timed(sql, args.repeat, before=change)  # after a commit too: SQLite's page cache
-                fn, fn_cpu = timed(functions[path], args.repeat, before=change)  # is reset as on a cold request
+                # after a commit too: SQLite's page cache is reset as on a cold request
+                raw, raw_cpu = timed(sql, args.repeat, before=change)
+                fn, fn_cpu = timed(functions[path], args.repeat, before=change)
                 label = {f"/api/attempts?run={ids['population']}": "/api/attempts (table, 1 run)",
                          "/api/attempts?skill=bench-skill": "/api/attempts (table, 4 runs)"}.get(path)
-                rows.append((label or path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw, fn, cold,
-                             cold_cpu, warm, size, raw_cpu, fn_cpu))
+                rows.append((label or path.split("?")[0] + (" (3 runs)" if "compare" in path else ""), raw,
+                             fn, cold, cold_cpu, warm, size, raw_cpu, fn_cpu))
             stats = (await (await client.get("/api/health")).json())["cache"]
         writer.close()
     report(rows, floor, args.repeat, stats)

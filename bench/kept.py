@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""What each greedy line keeps: every gated candidate of bench/strategies.py's greedy lines, by kind of change and
-by where its measured Δ fell (a measured gain, Δ ≥ 0, or a tie kept inside the noise band), with its TRUE effect.
+"""What each greedy line keeps: every gated candidate of bench/strategies.py's greedy lines, by kind of change
+and by where its measured Δ fell (a measured gain, Δ ≥ 0, or a tie kept inside the
+noise band), with its TRUE effect.
 
-This is how the gate's drift was found: keeping every tie let cost-only changes (a rule that adds turns and changes
-no output) ride in on noise. The kinds: add/remove a helpful rule, add/remove a cost-only rule, add titlecase
-(it hurts). Same landscape, mutator and seeds as bench/strategies.py (their hashes are printed).
+This is how the gate's drift was found: keeping every tie let cost-only changes (a rule that adds turns and
+changes no output) ride in on noise. The kinds: add/remove a helpful rule, add/remove a cost-only rule, add
+titlecase (it hurts). Same landscape, mutator and seeds as bench/strategies.py (their hashes are printed).
 
     python bench/kept.py [--seeds 32] [--seed-offset 0] [--budget 640] [--replicates 2]
 """
@@ -49,7 +50,8 @@ class Probe(Search):
         gate, keep = super().gate(cand, base, prior)
         norm = self.norms["test"]
         true = self.land.expected(self.child, "test", norm) - self.land.expected(self.incumbent, "test", norm)
-        self.log.append((self.line.label, kind(self.last_op), keep, "gain" if gate.delta >= 0 else "tie", true))
+        self.log.append((self.line.label, kind(self.last_op), keep, "gain" if gate.delta >= 0 else "tie",
+                         true))
         return gate, keep
 
 
@@ -68,17 +70,18 @@ def main(argv: list[str] | None = None) -> None:
             probe = Probe(land, line, args.budget, args.replicates, seed, rules=rules, log=log)
             outcome = probe.run()
             best = max(v for _, v in outcome.curve)
-            finals[line.label].append((sum(op in COST_ONLY for op, _ in probe.incumbent), best - outcome.curve[-1][1],
-                                       outcome.test_true))
+            finals[line.label].append((sum(op in COST_ONLY for op, _ in probe.incumbent),
+                                       best - outcome.curve[-1][1], outcome.test_true))
     print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · {args.seeds} seeds from "
-          f"{args.seed_offset}, budget {args.budget}, {args.replicates} replicates; tieRule {rules.tie_rule} for "
-          "'greedy'. Σ true test Δ is summed over the seeds (÷ seeds = its share of a line's mean).\n")
+          f"{args.seed_offset}, budget {args.budget}, {args.replicates} replicates; tieRule {rules.tie_rule} "
+          "for 'greedy'. Σ true test Δ is summed over the seeds (÷ seeds = its share of a line's mean).\n")
     for line in lines:
         rows = [r for r in log if r[0] == line.label]
         cost_only, drift, test = zip(*finals[line.label], strict=True)
         print(f"{line.label}: {len(rows)} gated candidates, {sum(r[2] for r in rows)} kept; final test "
-              f"{statistics.mean(test):.4f}; the final incumbent holds {statistics.mean(cost_only):.2f} cost-only "
-              f"rules and sits {statistics.mean(drift):.4f} (true val) below the best incumbent of its own path")
+              f"{statistics.mean(test):.4f}; the final incumbent holds {statistics.mean(cost_only):.2f} "
+              f"cost-only rules and sits {statistics.mean(drift):.4f} (true val) "
+              "below the best incumbent of its own path")
         groups = defaultdict(list)
         for _, what, keep, band, true in rows:
             groups[("kept" if keep else "rejected", what, band if keep else "")].append(true)

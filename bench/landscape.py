@@ -1,10 +1,13 @@
-"""The bench's synthetic landscape and its simulated mutator, shared by bench/strategies.py and bench/peers.py.
+"""The bench's synthetic landscape and its simulated mutator, shared by bench/strategies.py and
+bench/peers.py.
 
-A genome is a set of CSV rules (fakes/csv_rules.py ops); a cell applies each rule unless the agent fumbles it (skip
-probability = the rule implementation's quality), and the demo grader scores the output against the answer key.
-Every random draw walks its sets in sorted order, so a seed gives the same landscape and the same search under any
-PYTHONHASHSEED; landscape_hash() and mutator_hash() hash both definitions, so a table names what it was made on.
-Never imports the strategies or the gate: the landscape is what the searches are measured on, not one of them.
+A genome is a set of CSV rules (fakes/csv_rules.py ops); a cell applies each rule unless the agent fumbles it
+(skip probability = the rule implementation's quality), and the demo grader scores the output against the
+answer key. Every random draw walks its sets in sorted order, so a seed gives the same landscape and the same
+search under any PYTHONHASHSEED; landscape_hash() and mutator_hash() hash both definitions, so a table names
+what it was made on. Never imports the strategies or the gate: the landscape is what the searches are measured
+on, not one of them. Landscape, norm_for and Mutator keep their lines as they are: their source text is what
+the hashes read.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ SEED_RULES = (("trim", 0), ("headers", 0))
 HELPFUL = ("dates", "amounts", "booleans", "emails", "dedupe")
 COST_ONLY = ("notes", "verify", "examples")        # rules that only add turns: they change no output
 CATALOGUE = (*HELPFUL, "titlecase", *COST_ONLY)
-TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails", "rows": "dedupe"}
+TEST_RULES = {"dates": "dates", "amounts": "amounts", "flags": "booleans", "emails": "emails",
+              "rows": "dedupe"}
 VARIANTS = 3
 WEIGHTS = Weights(0.1, 0.02)
 MUTATOR_USD = 3000 * 5e-6 + 400 * 25e-6            # one fake mutator call priced as claude-opus-4-5
 PER_TURN_IN, PER_TURN_OUT = 900, 80                 # fake agent tokens per turn (haiku: $1 / $5 per M)
-SMART = 0.5                                         # chance the mutator acts on its evidence, else a random change
+# chance the mutator acts on its evidence, else a random change
+SMART = 0.5
 
 Genome = frozenset  # of (op, variant)
 
@@ -201,7 +206,8 @@ def landscape_hash() -> str:
 
 def mutator_hash() -> str:
     """The simulated mutator's definition: its code and every parameter it reads."""
-    return _digest(inspect.getsource(Mutator), SMART, TEST_RULES, CATALOGUE, VARIANTS, SEED_RULES, MUTATOR_USD)
+    return _digest(inspect.getsource(Mutator), SMART, TEST_RULES, CATALOGUE, VARIANTS, SEED_RULES,
+                   MUTATOR_USD)
 
 
 def draws_hash(lands: list[Landscape]) -> str:

@@ -9,22 +9,24 @@ processes per cell from a plain thread pool. With --sandbox bwrap the harness al
 so bwrap's cost is measured side by side. Prints cells/s (median of the repeats) and the ratios; with
 bwrap also the launch cost alone (median wall ms of `true` bare vs through the launcher, run serially),
 which a busy machine's noise blurs far less than whole-cell throughput does. Beside cells/s, the spawning
-process's own CPU per cell (the harness parent against the raw thread pool), which a busy machine blurs little.
+process's own CPU per cell (the harness parent against the raw thread pool),
+which a busy machine blurs little.
 
 The per-round line (--rounds N, 0 skips it): one dry greedy run of N rounds through bench/rounds.py: the CPU
-of staging the mutator's evidence and of the tamper snapshots per round at rounds 1-5 and the last 6, the bytes
-each round adds to workspaces/ and evidence/, and the harness's own CPU in rounds that ran no cell.
+of staging the mutator's evidence and of the tamper snapshots per round at rounds 1-5 and the last 6, the
+bytes each round adds to workspaces/ and evidence/, and the harness's own CPU in rounds that ran no cell.
 
-The start-up line (--startup-cells N, 0 skips it; --agent-startup prints only it): CPU seconds of our SDK agent
-from its spawn until the local Messages-API server receives its first request: the agent process's, read from
-/proc as the request arrives, plus the harness thread's that spawned it, for the warm path (the loop in the
-harness, the tools in a spawned tool server) and for the whole agent in one process (anthropic_agent.py), beside
-a bare `python -c pass` and `python -c 'import anthropic'`.
+The start-up line (--startup-cells N, 0 skips it; --agent-startup prints only it): CPU seconds of our SDK
+agent from its spawn until the local Messages-API server receives its first request: the agent process's, read
+from /proc as the request arrives, plus the harness thread's that spawned it, for the warm path (the loop in
+the harness, the tools in a spawned tool server) and for the whole agent in one process (anthropic_agent.py),
+beside a bare `python -c pass` and `python -c 'import anthropic'`.
 
 With --executor ray: the Ray executor (a private local instance, each cell a Ray task with its bundle)
-against local at the same concurrency, interleaved, and against local before Ray was started (no daemons); then a simulated multi-node cluster
-(ray.cluster_utils.Cluster: a head that runs no cell and N worker nodes of --node-cpus CPUs, all on this
-machine, so their CPUs are this machine's) with cells/s per node count at concurrency N x node CPUs.
+against local at the same concurrency, interleaved, and against local before Ray was started (no daemons);
+then a simulated multi-node cluster (ray.cluster_utils.Cluster: a head that runs no cell and N worker nodes of
+--node-cpus CPUs, all on this machine, so their CPUs are this machine's) with cells/s per node count at
+concurrency N x node CPUs.
 
 The real-backend line runs our SDK agent (eval/agents/anthropic_agent.py) on the suite's cells against
 the local Messages-API test server, which bills like the API with prompt caching (the model's minimum
@@ -70,11 +72,14 @@ def contract(replicates: int) -> Contract:
                     silence_ms=600_000, heartbeat_ms=300_000)
 
 
-def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path, executor=None) -> float:
+def harness(suite: Suite, sandbox: str, replicates: int, concurrency: int, scratch: Path,
+            executor=None) -> float:
     """Cells per second through the real evaluation core (on `executor`, local by default)."""
     request = EvalRequest(skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(replicates),
-                          key=KEY, cells_root=scratch / f"harness-{sandbox}", price=PRICE, concurrency=concurrency,
-                          settings=CellSettings(agent_argv=AGENT, launcher=get_launcher(sandbox), grader_timeout_s=60))
+                          key=KEY, cells_root=scratch / f"harness-{sandbox}", price=PRICE,
+                          concurrency=concurrency,
+                          settings=CellSettings(agent_argv=AGENT, launcher=get_launcher(sandbox),
+                                                grader_timeout_s=60))
     started = time.perf_counter()
     cells = evaluate(request, executor=executor)
     elapsed = time.perf_counter() - started
@@ -133,7 +138,8 @@ def launch_ms(sandbox: str, runs: int = 30) -> float:
     launcher = get_launcher(sandbox)
     times = []
     with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-        argv = launcher.wrap(["/bin/true"], cwd=Path(scratch), writable=[Path(scratch)], readable=[], network=False)
+        argv = launcher.wrap(["/bin/true"], cwd=Path(scratch), writable=[Path(scratch)], readable=[],
+                             network=False)
         for _ in range(runs):
             started = time.perf_counter()
             subprocess.run(argv, cwd=scratch, check=True, start_new_session=True)
@@ -164,11 +170,12 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
                 contract=Contract(model=model, replicates=1, max_turns=30, agent=f"bench-cache-{cache}",
                                   silence_ms=600_000, heartbeat_ms=300_000),
                 key=f"bench-cache-{cache}", cells_root=scratch / f"cache-{cache}", price=price, concurrency=2,
-                settings=CellSettings(agent_argv=list(AnthropicBackend().argv("build")), launcher=get_launcher("none"),
-                                      grader_timeout_s=60, network=True))
+                settings=CellSettings(agent_argv=list(AnthropicBackend().argv("build")),
+                                      launcher=get_launcher("none"), grader_timeout_s=60, network=True))
             cells = evaluate(request)
             n = len(cells)
-            found[cache] = {"cells": n, "ok": sum(c.ok for c in cells), "usd": sum(c.cost_usd for c in cells) / n,
+            found[cache] = {"cells": n, "ok": sum(c.ok for c in cells),
+                            "usd": sum(c.cost_usd for c in cells) / n,
                             "input": sum(c.input_tokens for c in cells) / n,
                             "write": sum(c.cache_write_tokens for c in cells) / n,
                             "read": sum(c.cache_read_tokens for c in cells) / n,
@@ -189,7 +196,8 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
 
     from eval.executors.ray import RayExecutor
     cells = len(suite.tasks) * args.replicates
-    bare: list[float] = []   # local before Ray starts: its daemons (raylet, GCS, workers) compete for the CPUs
+    # local before Ray starts: its daemons (raylet, GCS, workers) compete for the CPUs
+    bare: list[float] = []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             bare.append(harness(suite, "none", args.replicates, args.concurrency, Path(scratch)))
@@ -202,20 +210,22 @@ def ray_versus_local(suite: Suite, args: argparse.Namespace) -> None:
         for _ in range(args.repeats):
             for side in rates:
                 with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
-                    rates[side].append(harness(suite, "none", args.replicates, args.concurrency, Path(scratch),
-                                               executor if side == "ray" else None))
+                    rates[side].append(harness(suite, "none", args.replicates, args.concurrency,
+                                               Path(scratch), executor if side == "ray" else None))
     finally:
         ray.shutdown()
     median = {side: statistics.median(values) for side, values in rates.items()}
-    print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, median of {args.repeats} "
-          f"interleaved repeats, this machine ({os.cpu_count()} CPUs)")
+    print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, median of "
+          f"{args.repeats} interleaved repeats, this machine ({os.cpu_count()} CPUs)")
     for side, values in rates.items():
         label = "--executor local" if side == "local" else "--executor ray (private)"
         print(f"  {label:<26} {median[side]:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in values))
     alone = statistics.median(bare)
     print(f"  local, Ray not started     {alone:7.2f} cells/s   runs: " + ", ".join(f"{r:.2f}" for r in bare))
-    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local with Ray's daemons up)")
-    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what choosing Ray costs on this machine)")
+    print(f"  ray/local                  {median['ray'] / median['local']:7.3f}   (local "
+          "with Ray's daemons up)")
+    print(f"  ray/local without daemons  {median['ray'] / alone:7.3f}   (what "
+          "choosing Ray costs on this machine)")
 
 
 def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
@@ -225,8 +235,9 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
 
     from eval.executors.ray import RayExecutor
     cells = len(suite.tasks) * args.replicates
-    print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} cells, "
-          f"{args.node_cpus} CPU(s) per node, concurrency = nodes x node CPUs, median of {args.repeats}")
+    print(f"simulated cluster (ray.cluster_utils.Cluster on this machine's {os.cpu_count()} CPUs): {cells} "
+          f"cells, {args.node_cpus} CPU(s) per node, "
+          f"concurrency = nodes x node CPUs, median of {args.repeats}")
     print(f"  {'nodes':>5} {'concurrency':>11} {'cells/s':>8}  {'cells per node (all runs)':<24} runs")
     for nodes in args.nodes:
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
@@ -244,9 +255,11 @@ def ray_scaling(suite: Suite, args: argparse.Namespace) -> None:
                 with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
                     placed: list = []
                     request = EvalRequest(
-                        skill_dir=SKILL, skill_name="csv-clean", suite=suite, contract=contract(args.replicates),
+                        skill_dir=SKILL, skill_name="csv-clean", suite=suite,
+                        contract=contract(args.replicates),
                         key=KEY, cells_root=Path(scratch), price=PRICE, concurrency=concurrency,
-                        settings=CellSettings(agent_argv=AGENT, launcher=get_launcher("none"), grader_timeout_s=60))
+                        settings=CellSettings(agent_argv=AGENT, launcher=get_launcher("none"),
+                                              grader_timeout_s=60))
                     started = time.perf_counter()
                     done = evaluate(request, executor=executor, on_cell=placed.append)
                     rates.append(len(done) / (time.perf_counter() - started))
@@ -267,34 +280,39 @@ def per_round(rounds: int) -> None:
     records = bench_rounds.measure(ROOT, argparse.Namespace(rounds=rounds, replicates=1))
     found = bench_rounds.summary(records)
     late = f"{max(rounds - 5, 1)}-{rounds}"
-    print(f"per round, dry greedy run of {rounds} rounds (bench/rounds.py --repeats 1 for more): rounds 1-5 -> "
-          f"{late}")
+    print(f"per round, dry greedy run of {rounds} rounds "
+          f"(bench/rounds.py --repeats 1 for more): rounds 1-5 -> {late}")
     for key, unit, scale in (("staging", "ms staging + tamper CPU (self + children)", 1000),
-                             ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)", 1 / 1024),
+                             ("added", "KB added to workspaces/ + evidence/ (a hard link adds none)",
+                              1 / 1024),
                              ("self", "ms harness CPU in cell-free rounds", 1000)):
         a, b = (value * scale for value in found[key])
         print(f"  {a:9.1f} -> {b:9.1f}  x{b / a if a else float('nan'):.2f}  {unit}")
-    print(f"  {found['slope'] * 1000:+9.3f} ms per round: staging + tamper CPU's growth (least squares, every round)")
+    print(f"  {found['slope'] * 1000:+9.3f} ms per round: "
+          "staging + tamper CPU's growth (least squares, every round)")
 
 
 def paired(rates: dict[str, list[float]], side: str) -> str:
-    """Each repeat's harness/raw (the two measured back to back, so a load that drifts between repeats hits both),
-    their median and range: the figure to read when whole measurements spread as much as the gap between sides."""
+    """Each repeat's harness/raw (the two measured back to back, so a load that drifts between repeats hits
+    both), their median and range: the figure to read when whole measurements spread as
+    much as the gap between sides."""
     ratios = sorted(h / r for h, r in zip(rates[side], rates["raw"]))
     return (f"(paired by repeat: median {statistics.median(ratios):.3f}, {ratios[0]:.3f}–{ratios[-1]:.3f}, "
             f"{sum(r >= 0.95 for r in ratios)} of {len(ratios)} ≥ 0.95)")
 
 
 def throughput(suite: Suite, args: argparse.Namespace) -> None:
-    """Cells/s of raw spawning and of the harness (and bwrap), interleaved repeats; the parent's CPU per cell."""
+    """Cells/s of raw spawning and of the harness (and bwrap), interleaved
+    repeats; the parent's CPU per cell."""
     probe = [create_ms()]
     sides = ["raw", "none"] + (["bwrap"] if args.sandbox == "bwrap" else [])
     rates: dict[str, list[float]] = {side: [] for side in sides}
     parent: dict[str, list[float]] = {side: [] for side in sides}   # this process's own CPU per cell
-    total: dict[str, list[float]] = {side: [] for side in sides}    # and with its reaped children's (agent, grader)
+    # and with its reaped children's (agent, grader)
+    total: dict[str, list[float]] = {side: [] for side in sides}
     cells = len(suite.tasks) * args.replicates
-    # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and the
-    # graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
+    # the harness's evaluations share one folder across repeats, as a run's share its data dir's evals/ (and
+    # the graders' suite templates kept beside them, eval/graders/script.py); each repeat's cells are its own
     evals = Path(tempfile.mkdtemp(prefix="sm-bench-evals-"))
     for repeat in range(args.repeats):  # interleaved, so load drift hits every side alike
         for side in (sides if repeat % 2 == 0 else sides[::-1]):   # and in turn first and last (ABBA)
@@ -311,8 +329,9 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     median = {side: statistics.median(values) for side, values in rates.items()}
     print(f"{args.suite}: {cells} cells per measurement, concurrency {args.concurrency}, "
           f"median of {args.repeats} interleaved repeats")
-    print(f"  scratch {tempfile.gettempdir()}: {probe[0]:.3f} ms CPU per file created before, {probe[1]:.3f} ms after "
-          f"(the harness creates ~4x the files of raw spawning per cell; set TMPDIR to move the scratch)")
+    print(f"  scratch {tempfile.gettempdir()}: {probe[0]:.3f} ms CPU per file created before, {probe[1]:.3f} "
+          "ms after (the harness creates ~4x the files of raw "
+          "spawning per cell; set TMPDIR to move the scratch)")
     for side in sides:
         label = "raw spawn (no harness)" if side == "raw" else f"harness, --sandbox {side}"
         print(f"  {label:<24} {median[side]:7.2f} cells/s   runs: "
@@ -322,8 +341,9 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
     print("  parent CPU per cell (the spawning process's own work; a busy machine blurs it far less than "
           "cells/s): " + ", ".join(f"{side} {own[side]:.2f} ms" for side in sides))
     every = {side: statistics.median(values) * 1000 for side, values in total.items()}
-    print("  all CPU per cell (the spawning process and every process it reaped: agents, graders, the sandbox; "
-          "what bounds cells/s on a machine the cells keep busy): " + ", ".join(f"{side} {every[side]:.1f} ms"
+    print("  all CPU per cell (the spawning process and every process it reaped: agents, graders, the "
+          "sandbox; what bounds cells/s on a "
+          "machine the cells keep busy): " + ", ".join(f"{side} {every[side]:.1f} ms"
                                                                             for side in sides)
           + " -> raw/harness " + ", ".join(f"{side} {every['raw'] / every[side]:.3f}" for side in sides[1:])
           + (" (bwrap's sandboxed processes are reaped inside its pid namespace: their CPU is not counted)"
@@ -333,8 +353,8 @@ def throughput(suite: Suite, args: argparse.Namespace) -> None:
         print(f"  bwrap/none               {median['bwrap'] / median['none']:7.3f}   "
               f"(bwrap costs {100 * (1 - median['bwrap'] / median['none']):.1f}% of cell throughput)")
         bare, boxed = launch_ms("none"), launch_ms("bwrap")
-        print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} ms "
-              f"per agent process (median of 30, serial)")
+        print(f"  launch `true`: bare {bare:.1f} ms, bwrap {boxed:.1f} ms -> bwrap adds {boxed - bare:.1f} "
+              "ms per agent process (median of 30, serial)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="--executor ray: node counts of the simulated cluster (default 1,2,4)")
     p.add_argument("--node-cpus", type=int, default=1, help="--executor ray: CPUs of each simulated node")
     p.add_argument("--rounds", type=int, default=60,
-                   help="the per-round line: a dry greedy run of this many rounds (bench/rounds.py, 0 skips it)")
+                   help="the per-round line: a dry greedy run of this "
+                        "many rounds (bench/rounds.py, 0 skips it)")
     args = p.parse_args(argv)
     suite = load_suite(ROOT / "suites" / args.suite)
     if args.agent_startup:
@@ -375,8 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.caching_model:
         with tempfile.TemporaryDirectory(prefix="sm-bench-") as scratch:
             found = caching(suite, args.caching_model, Path(scratch))
-        print(f"real backend (SDK agent, {args.caching_model}, local Messages-API server billing like the API), "
-              f"per cell over {found[True]['cells']} cells:")
+        print(f"real backend (SDK agent, {args.caching_model}, local Messages-API server billing like the "
+              f"API), per cell over {found[True]['cells']} cells:")
         for cache in (False, True):
             f = found[cache]
             billed = f["input"] + f["write"] + f["read"]

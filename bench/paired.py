@@ -15,7 +15,8 @@ def mean_se(values: Sequence[float]) -> str:
 
 
 def to_target(curve: Sequence[tuple[int, float]], target: float) -> int | None:
-    """Rollouts spent when the incumbent's TRUE val composite first reached `target`; None = censored (never)."""
+    """Rollouts spent when the incumbent's TRUE val composite first reached
+    `target`; None = censored (never)."""
     return next((r for r, v in curve if v >= target - 1e-12), None)
 
 

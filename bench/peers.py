@@ -2,10 +2,10 @@
 """GEPA on our bench: the real `gepa` package against our strategies on the landscape of bench/strategies.py.
 
 GEPA drives the search; an adapter runs the landscape's cells and the same simulated mutator proposes the
-children (its `custom_candidate_proposer`). One metric call = one cell = one task x one replicate on either side,
-val and train alike, and every line stops before an evaluation would pass the same budget. The lines: GEPA default
-(minibatch 3, instance frontier), GEPA with merge, and each line of bench/strategies.py. A bench only: gepa is
-the `bench` extra (pip install -e '.[bench]') and never a dependency of mutator/ or eval/.
+children (its `custom_candidate_proposer`). One metric call = one cell = one task x one replicate on either
+side, val and train alike, and every line stops before an evaluation would pass the same budget. The lines:
+GEPA default (minibatch 3, instance frontier), GEPA with merge, and each line of bench/strategies.py. A bench
+only: gepa is the `bench` extra (pip install -e '.[bench]') and never a dependency of mutator/ or eval/.
 
     python bench/peers.py [--seeds 32] [--budget 640] [--replicates 2] [--seed-offset 0]
 """
@@ -57,8 +57,8 @@ SEED_RULES, WEIGHTS, MUTATOR_USD, LINES = bench.SEED_RULES, bench.WEIGHTS, bench
 
 # A genome as GEPA's candidate (dict[str, str]): one component per rule, its text the variant or OFF. One
 # component per rule, not one text for the whole genome, because GEPA's merge works per component
-# (gepa/proposer/merge.py: sample_and_attempt_merge_programs_by_common_predictors takes each component from the
-# descendant that changed it): with one component a merge could only return one of its parents.
+# (gepa/proposer/merge.py: sample_and_attempt_merge_programs_by_common_predictors takes each component from
+# the descendant that changed it): with one component a merge could only return one of its parents.
 COMPONENTS = (*(op for op, _ in SEED_RULES), *bench.CATALOGUE)
 OFF = "off"
 
@@ -79,7 +79,8 @@ class Item(NamedTuple):
     replicate: int
 
 
-def run_cell(land: Landscape, genome: Genome, item: Item, rng: random.Random) -> tuple[CellFigures, list[str]]:
+def run_cell(land: Landscape, genome: Genome, item: Item,
+             rng: random.Random) -> tuple[CellFigures, list[str]]:
     """One cell of Landscape.cells and its failing grader tests. A restatement of that loop's body for one
     (task, replicate): Landscape has no per-cell method (the hook asked for is Landscape.cell)."""
     applied = frozenset(op for op, v in sorted(genome) if rng.random() >= land.skip[(op, v)])
@@ -103,7 +104,8 @@ class LandscapeAdapter:
         self.land, self.budget, self.rng, self.norms = land, budget, rng, norms
         self.calls, self.usd = 0, 0.0
 
-    def evaluate(self, batch: list[Item], candidate: dict[str, str], capture_traces: bool = False) -> EvaluationBatch:
+    def evaluate(self, batch: list[Item], candidate: dict[str, str],
+                 capture_traces: bool = False) -> EvaluationBatch:
         if self.calls + len(batch) > self.budget:
             raise OutOfBudget
         genome = decode(candidate)
@@ -115,24 +117,28 @@ class LandscapeAdapter:
             outputs.append(cell.score)
             scores.append(summarise([cell], WEIGHTS, self.norms[item.split]).composite)
             traces.append({"task": item.task, "replicate": item.replicate, "failing": failing})
-        return EvaluationBatch(outputs=outputs, scores=scores, trajectories=traces if capture_traces else None)
+        return EvaluationBatch(outputs=outputs, scores=scores,
+                               trajectories=traces if capture_traces else None)
 
     def make_reflective_dataset(self, candidate: dict[str, str], eval_batch: EvaluationBatch,
                                 components_to_update: list[str]) -> dict[str, list[dict[str, Any]]]:
-        records = [{"Inputs": {"task": t["task"], "replicate": t["replicate"]}, "Generated Outputs": f"eval {out:.3f}",
+        records = [{"Inputs": {"task": t["task"], "replicate": t["replicate"]},
+                    "Generated Outputs": f"eval {out:.3f}",
                     "Feedback": "failing tests: " + (", ".join(t["failing"]) or "none"), "task": t["task"],
                     "failing": t["failing"]} for t, out in zip(eval_batch.trajectories, eval_batch.outputs)]
         return {name: records for name in components_to_update}
 
 
 class MutatorProposer:
-    """GEPA's ProposalFn (candidate, reflective_dataset, components_to_update) -> new texts: the bench's Mutator
-    on the parent, shown the failing tests of the minibatch (our lines show it the parent's train failures)."""
+    """GEPA's ProposalFn (candidate, reflective_dataset, components_to_update) -> new texts: the bench's
+    Mutator on the parent, shown the failing tests of the minibatch (our lines show it
+    the parent's train failures)."""
 
     def __init__(self, mutator) -> None:
         self.mutator, self.calls = mutator, 0
 
-    def __call__(self, candidate: dict[str, str], reflective_dataset: dict, components_to_update: list[str]) -> dict:
+    def __call__(self, candidate: dict[str, str], reflective_dataset: dict,
+                 components_to_update: list[str]) -> dict:
         failing: dict[str, set[str]] = {}
         for record in next(iter(reflective_dataset.values()), []):  # every component gets the same records
             failing.setdefault(record["task"], set()).update(record["failing"])
@@ -140,8 +146,8 @@ class MutatorProposer:
         child, _ = self.mutator(parent, objective=None, refs=[], targets=(),
                                 failing={task: sorted(tests) for task, tests in failing.items() if tests})
         self.calls += 1
-        # a no-op gives no texts, and GEPA then skips the child's evaluation (reflective_mutation.py, Stage 3c),
-        # as our critic rejects a no-op unevaluated
+        # a no-op gives no texts, and GEPA then skips the child's evaluation (reflective_mutation.py, Stage
+        # 3c), as our critic rejects a no-op unevaluated
         return {op: text for op, text in encode(child).items() if text != candidate[op]}
 
 
@@ -201,7 +207,8 @@ PEER_LINES = (PeerLine("gepa"), PeerLine("gepa-merge", use_merge=True))
 @dataclass
 class PeerRun:
     outcome: Outcome
-    gepa_calls: int        # GEPA's own count, state.total_num_evals: equal to ours when a metric call is a cell
+    # GEPA's own count, state.total_num_evals: equal to ours when a metric call is a cell
+    gepa_calls: int
     candidates: int
     merges: int
     mutator_calls: int
@@ -216,9 +223,10 @@ def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed
              for split in ("train", "val")}
     try:  # gepa/api.py, optimize (0.1.4)
         gepa.optimize(seed_candidate=encode(Genome(SEED_RULES)), trainset=items["train"], valset=items["val"],
-                      adapter=adapter, custom_candidate_proposer=proposer, reflection_minibatch_size=line.minibatch,
-                      frontier_type=line.frontier, use_merge=line.use_merge, max_metric_calls=budget, seed=seed,
-                      logger=Silent(), callbacks=[recorder], raise_on_exception=True)
+                      adapter=adapter, custom_candidate_proposer=proposer,
+                      reflection_minibatch_size=line.minibatch, frontier_type=line.frontier,
+                      use_merge=line.use_merge, max_metric_calls=budget, seed=seed, logger=Silent(),
+                      callbacks=[recorder], raise_on_exception=True)
     except OutOfBudget:
         pass  # the next evaluation would have passed the budget: GEPA ends where it stands
     if recorder.error is not None:
@@ -228,7 +236,8 @@ def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed
     state = recorder.state
     outcome = Outcome(recorder.curve, val_measured, land.expected(best, "test", norms["test"]), adapter.calls,
                       adapter.usd + proposer.calls * MUTATOR_USD)
-    merges = sum(len([p for p in parents if p is not None]) > 1 for parents in state.parent_program_for_candidate)
+    merges = sum(len([p for p in parents if p is not None]) > 1
+                 for parents in state.parent_program_for_candidate)
     return PeerRun(outcome, state.total_num_evals, len(state.program_candidates), merges, proposer.calls)
 
 
@@ -245,7 +254,8 @@ def holm(pvalues: list[float]) -> list[float]:
 def versus(rows: dict[str, list[Outcome]], peers: list[str], ours: list[str], metric) -> list[tuple]:
     """Each GEPA line against each other and against each of our lines: the mean paired difference, the
     Wilcoxon p and the Holm p over this family of pairs."""
-    pairs = [(a, b) for i, a in enumerate(peers) for b in peers[i + 1:]] + [(p, line) for p in peers for line in ours]
+    pairs = [(a, b) for i, a in enumerate(peers)
+             for b in peers[i + 1:]] + [(p, line) for p in peers for line in ours]
     diffs, raw = [], []
     for peer, line in pairs:
         a, b = [metric(o) for o in rows[peer]], [metric(o) for o in rows[line]]
@@ -259,15 +269,16 @@ def print_significance(rows: dict[str, list[Outcome]], seeds: int, ours: list[st
     for name, metric in (("final TRUE test composite", lambda o: o.test_true),
                          ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = versus(rows, peers, ours, metric)
-        print(f"\nGEPA lines on {name}: mean paired difference, Wilcoxon signed-rank p over {seeds} seeds, Holm p "
-              f"over these {len(found)} pairs:")
+        print(f"\nGEPA lines on {name}: mean paired difference, Wilcoxon signed-rank p over {seeds} seeds, "
+              f"Holm p over these {len(found)} pairs:")
         for peer, line, diff, p, q in found:
             better, worse = (peer, line) if diff > 0 else (line, peer)
             verdict = f"significant: {better} > {worse}" if q < 0.05 else "not significant"
             print(f"  {peer:<10} − {line:<21} {diff:+.4f}  p={p:<8.2g} Holm p={q:<8.2g} {verdict}")
 
 
-def one_seed(seed: int, ours: tuple, budget: int, replicates: int) -> tuple[float, dict[str, PeerRun], dict[str, Outcome]]:
+def one_seed(seed: int, ours: tuple, budget: int,
+             replicates: int) -> tuple[float, dict[str, PeerRun], dict[str, Outcome]]:
     """One seed's 90% target, GEPA's runs and our lines' outcomes."""
     land = Landscape(random.Random(seed))
     val_norm = bench.norm_for(land, "val")
@@ -280,18 +291,20 @@ def one_seed(seed: int, ours: tuple, budget: int, replicates: int) -> tuple[floa
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=32, help="landscapes (paired across lines)")
-    ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val + "
-                    "train; every line stops before an evaluation would pass it")
+    ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val "
+                    "+ train; every line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
-    ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: every line "
-                    "of bench/strategies.py)")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
+    ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: "
+                    "every line of bench/strategies.py)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
+                                                        "at once (the same table)")
     args = ap.parse_args(argv)
     ours = tuple(line for line in LINES if not args.lines or line.label in args.lines.split(","))
     unknown = set(args.lines.split(",")) - {line.label for line in LINES} if args.lines else set()
     if unknown:
-        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in LINES)}")
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "
+                 f"{', '.join(x.label for x in LINES)}")
     suites = Landscape(random.Random(0)).suites
     seed_cells = args.replicates * (len(suites["val"]) + len(suites["train"]))  # our lines' first evaluations
     if args.budget < seed_cells:
@@ -301,7 +314,8 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, list[PeerRun]] = {line.label: [] for line in PEER_LINES}
     targets = []
     work = functools.partial(one_seed, ours=ours, budget=args.budget, replicates=args.replicates)
-    for target, peer_runs, outcomes in bench.over_seeds(work, range(args.seed_offset, args.seed_offset + args.seeds),
+    for target, peer_runs, outcomes in bench.over_seeds(work, range(args.seed_offset,
+                                                                    args.seed_offset + args.seeds),
                                                         args.jobs):
         targets.append(target)
         for label, run in peer_runs.items():
@@ -310,12 +324,13 @@ def main(argv: list[str] | None = None) -> None:
         for label, outcome in outcomes.items():
             rows[label].append(outcome)
     land = Landscape(random.Random(args.seed_offset))
-    print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} seeds "
-          f"(from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + train), "
-          f"{args.replicates} replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}.")
-    print("gepa = GEPA default (minibatch 3, instance Pareto frontier); gepa-merge = the same with use_merge (5 merges "
-          "at most); both propose with our simulated mutator. The other lines are bench/strategies.py's; "
-          f"{bench.DEFAULT} is config.json's default.")
+    print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} "
+          f"seeds (from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + "
+          f"train), {args.replicates} replicates, val {len(land.suites['val'])} tasks, train "
+          f"{len(land.suites['train'])}.")
+    print("gepa = GEPA default (minibatch 3, instance Pareto frontier); gepa-merge = the same with "
+          "use_merge (5 merges at most); both propose with our simulated mutator. The other lines are "
+          f"bench/strategies.py's; {bench.DEFAULT} is config.json's default.")
     print("'to 90%': rollouts until the TRUE val composite of the line's current best closes 90% of the "
           "seed→optimum gap; the median counts the seeds that never got there as censored at '> budget'.\n")
     bench.print_table(rows, targets, args.budget)
@@ -329,9 +344,11 @@ def main(argv: list[str] | None = None) -> None:
     for label, peer_runs in runs.items():
         print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "
               f"{statistics.mean(r.candidates for r in peer_runs):.1f} candidates kept (seed included), "
-              f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call count "
-              f"equals ours in {sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
-    if 2 / 2 ** args.seeds >= 0.05 / (len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)):
+              f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call "
+              "count equals ours in "
+              f"{sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
+    pairs = len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)
+    if 2 / 2 ** args.seeds >= 0.05 / pairs:
         print(f"Note: with {args.seeds} seeds no pair can be significant (the smallest Wilcoxon p is "
               f"{2 / 2 ** args.seeds:.2g}); run --seeds 32.")
     print_significance(rows, args.seeds, [line.label for line in ours])

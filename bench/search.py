@@ -1,12 +1,12 @@
 """One line's search on the bench's landscape at a hard rollout budget, deciding as the loop decides.
 
 The REAL strategies, gate and tie rule (mutator/scoring/), sequential val and kill-only screen
-(mutator/round/waves.py) run in-process on cells of bench/landscape.py, configured from config.json as the loop
-is. Cells are cached per (genome, split, task, replicate), as the loop's evaluation cache holds them: a wave, a
-screen or a deeper evaluation reuses what was run, and a genome measures the same in every line of a seed.
-Every rollout is counted by what it was for (seed, screen, val, a kept incumbent's remaining waves, train
-evidence), so cells per decision are measured, and every screen decision is kept with the candidate's TRUE
-effect, so the screen's false-kill rate is measured. No agents, no database.
+(mutator/round/waves.py) run in-process on cells of bench/landscape.py, configured from config.json as the
+loop is. Cells are cached per (genome, split, task, replicate), as the loop's evaluation cache holds them: a
+wave, a screen or a deeper evaluation reuses what was run, and a genome measures the same in every line of a
+seed. Every rollout is counted by what it was for (seed, screen, val, a kept incumbent's remaining waves,
+train evidence), so cells per decision are measured, and every screen decision is kept with the candidate's
+TRUE effect, so the screen's false-kill rate is measured. No agents, no database.
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ from bench.landscape import MUTATOR_USD, SEED_RULES, WEIGHTS, Genome, Landscape,
 from mutator.config import load_settings
 from mutator.round.evaluations import Outcome as Measured
 from mutator.round.waves import Gating, Screen, sequential_val
-from mutator.scoring.score import CellFigures, Comparison, compare, per_task, summarise
+from mutator.scoring.gate import compare
+from mutator.scoring.score import CellFigures, Comparison, per_task, summarise
 from mutator.scoring.sequential import Design, wave
 from strategies import Member, Scored, State, make_strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW_THRESHOLD = 0.02                                # the raw-threshold line: keep iff Δ ≥ this (gateZ 0)
-SCREEN_TASKS = 6                                    # the screen lines' train tasks when config.json's screen is off
+# the screen lines' train tasks when config.json's screen is off
+SCREEN_TASKS = 6
 
 
 class OutOfBudget(Exception):
@@ -65,12 +67,14 @@ class Line:
     label: str
     strategy: str
     opts: dict
-    # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle' (keep
-    # iff the TRUE val composite rises: every keep decision right, a reference for how much any gate could gain)
+    # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle'
+    # (keep iff the TRUE val composite rises: every keep decision right, a reference
+    # for how much any gate could gain)
     keep: str = "gate"
     tie_rule: str = ""          # the gate's tie rule for this line; '' = the configured one
     waves: bool | None = None   # sequential val (gate lines only); None = as configured
-    screen: int | None = None   # the kill-only screen's train tasks (gate lines only); 0 = off, None = as configured
+    # the kill-only screen's train tasks (gate lines only); 0 = off, None = as configured
+    screen: int | None = None
 
 
 @dataclass
@@ -93,7 +97,8 @@ class Search:
                  raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> None:
         self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
         self.raw_threshold = raw_threshold
-        self.rules = rules = rules or Rules.from_config()   # the loop's settings unless a line is measured otherwise
+        # the loop's settings unless a line is measured otherwise
+        self.rules = rules = rules or Rules.from_config()
         # replicates per evaluation: val always the run's; train (the mutator's evidence) evidenceReplicates
         self.depth = {"val": replicates, "train": min(rules.evidence_replicates or replicates, replicates)}
         gated = line.keep == "gate"
@@ -103,11 +108,13 @@ class Search:
                              line.tie_rule or rules.tie_rule)
         self.screen = Screen((rules.screen_tasks if line.screen is None else line.screen) if gated else 0,
                              rules.screen_replicates, rules.screen_z)
-        self.suites = {split: SimpleNamespace(name=split, tasks=[SimpleNamespace(id=t) for t in land.suites[split]])
+        self.suites = {split: SimpleNamespace(name=split,
+                                              tasks=[SimpleNamespace(id=t) for t in land.suites[split]])
                        for split in ("train", "val")}
         self.mutator = Mutator.for_seed(land, seed)
         self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
-        self.cells: dict[str, dict[Genome, dict]] = {"train": {}, "val": {}}  # genome -> {(task, rep): (cell, failed)}
+        # genome -> {(task, rep): (cell, failed)}
+        self.cells: dict[str, dict[Genome, dict]] = {"train": {}, "val": {}}
         self.evidence: set[Genome] = set()    # genomes whose train evidence was run (the mutator may read it)
         self.spent = {"rollouts": 0, "usd": 0.0}
         self.purpose: Counter = Counter()
@@ -117,13 +124,15 @@ class Search:
         self.by_name: dict[str, Genome] = {}
         self.calls = 0
         self.val_size = len(land.suites["val"]) * replicates
-        # the mutator-call cap (it stops a search whose candidates are all cached): 3 calls per cheapest decision the
-        # budget buys, i.e. a whole val evaluation, one wave of one, or a screen, so a cheaper line is not cut short
+        # the mutator-call cap (it stops a search whose candidates are all cached): 3 calls per cheapest
+        # decision the budget buys, i.e. a whole val evaluation, one wave of one, or a screen, so a cheaper
+        # line is not cut short
         sizes = [self.val_size // self.gating.design.looks]
         if self.screen.tasks >= 3:
             sizes.append(min(self.screen.tasks, len(land.suites["train"])) * rules.screen_replicates)
         self.max_calls = 3 * budget // min(sizes)
-        self.order = {task: i for i, task in enumerate(land.suites["val"])}   # val cells in suite order, as measured
+        # val cells in suite order, as measured
+        self.order = {task: i for i, task in enumerate(land.suites["val"])}
         self.seed_genome = Genome(SEED_RULES)
         self.incumbent = self.seed_genome
         self.child = self.seed_genome
@@ -134,8 +143,10 @@ class Search:
         self.by_name[name] = g
         return name
 
-    def evaluate(self, g: Genome, split: str, want: frozenset | None = None, purpose: str = "val") -> list[CellFigures]:
-        """g's cells `want` ((task, replicate) pairs; None = the split's whole depth), running the missing ones."""
+    def evaluate(self, g: Genome, split: str, want: frozenset | None = None,
+                 purpose: str = "val") -> list[CellFigures]:
+        """g's cells `want` ((task, replicate) pairs; None = the split's whole
+        depth), running the missing ones."""
         tasks = self.land.suites[split]
         want = wave(list(tasks), self.depth[split]) if want is None else want
         order = [(t, r) for t in tasks for r in range(self.replicates) if (t, r) in want]
@@ -155,15 +166,16 @@ class Search:
 
     def measured(self, name: str, suite, _label: str, only: frozenset | None) -> Measured:
         """The waves' and the screen's view of an evaluation (mutator/round/waves.py's Evaluate)."""
-        cells = self.evaluate(self.by_name[name], suite.name, only, "screen" if suite.name == "train" else "val")
+        cells = self.evaluate(self.by_name[name], suite.name, only,
+                              "screen" if suite.name == "train" else "val")
         return Measured(0, tuple(cells), 0, 0.0, n_cells=len(cells))
 
     def stored(self, g: Genome, split: str) -> list[CellFigures]:
         return [cell for cell, _ in self.cells[split].get(g, {}).values()]
 
     def member(self, g: Genome) -> Member:
-        # what is stored, as the loop's member(): a candidate decided early has its waves only; memoised on what
-        # it is made of (every round asks for every genome's)
+        # what is stored, as the loop's member(): a candidate decided early has its waves only; memoised on
+        # what it is made of (every round asks for every genome's)
         key = (len(self.cells["val"].get(g, ())), g in self.evidence)
         if self._members.get(g, (None,))[0] != key:
             self._members[g] = (key, self._member(g))
@@ -173,7 +185,8 @@ class Search:
         norms = self.norms
         val = sorted(self.stored(g, "val"), key=lambda c: (self.order[c.task_id], c.replicate))
         tasks = per_task(val, WEIGHTS, norms["val"])
-        train = {t: f.composite for t, f in per_task(self.evaluate(g, "train"), WEIGHTS, norms["train"]).items()} \
+        train = {t: f.composite
+                 for t, f in per_task(self.evaluate(g, "train"), WEIGHTS, norms["train"]).items()} \
             if g in self.evidence else {}
         return Member(self.name(g), summarise(val, WEIGHTS, norms["val"]).composite,
                       {t: f.composite for t, f in tasks.items()}, train)
@@ -183,7 +196,8 @@ class Search:
         self.evidence.add(g)
 
     def failing(self, g: Genome) -> dict[str, list[str]]:
-        """Per train task, the grader tests g failed in any cell of its evidence (only selected genomes have it)."""
+        """Per train task, the grader tests g failed in any cell of its evidence
+        (only selected genomes have it)."""
         if g not in self.evidence:
             return {}
         failing: dict[str, set] = {}
@@ -199,7 +213,8 @@ class Search:
         return self.mutator(parent, failing=self.failing(parent), **how)
 
     def point(self) -> None:
-        self.curve.append((self.spent["rollouts"], self.land.expected(self.incumbent, "val", self.norms["val"])))
+        self.curve.append((self.spent["rollouts"],
+                           self.land.expected(self.incumbent, "val", self.norms["val"])))
 
     def best_of_n(self) -> None:
         """Independent mutants of the seed until the budget is spent; a duplicate is served from the cache."""
@@ -217,8 +232,10 @@ class Search:
         """The gate-less lines' verdicts, on every val cell at once."""
         rules = self.rules
         if self.line.keep == "oracle":
-            gate, norm = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=0.0, tie_rule="keep"), self.norms["val"]
-            return gate, self.land.expected(self.child, "val", norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
+            gate, norm = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=0.0,
+                                 tie_rule="keep"), self.norms["val"]
+            return gate, self.land.expected(self.child, "val",
+                                            norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
         if self.line.keep == "raw":
             gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0,
                            method=rules.method, tie_rule="keep")
@@ -232,13 +249,14 @@ class Search:
 
     def judge(self, child: Genome, round_no: int, prior: list) -> tuple[list[CellFigures], bool] | None:
         """The child's verdict against the incumbent: None when the screen kills it, else the val cells it was
-        judged on and keep. Gate lines decide as the loop does (screen, then val in waves); the others on every
-        val cell at once."""
+        judged on and keep. Gate lines decide as the loop does (screen, then val in waves); the others on
+        every val cell at once."""
         name, incumbent = self.name(child), self.name(self.incumbent)
         if self.line.keep != "gate":
             cells = self.evaluate(child, "val")
             gate, keep = self.gate(per_task(cells, WEIGHTS, self.norms["val"]),
-                                   per_task(self.evaluate(self.incumbent, "val"), WEIGHTS, self.norms["val"]), prior)
+                                   per_task(self.evaluate(self.incumbent, "val"), WEIGHTS, self.norms["val"]),
+                                   prior)
             prior.append(Comparison(gate.n, gate.s_r))
             self.decided(gate, keep)
             return cells, keep
@@ -246,16 +264,20 @@ class Search:
             record = self.screen.run(self.gating, self.measured, train=self.suites["train"], genome=name,
                                      incumbent=incumbent, norm=self.norms["train"],
                                      seed=f"bench:{self.seed}:{round_no}:screen", label="screen")
-            if record is not None:   # killed, and whether the child is TRULY better on val (what the search is
-                norm = self.norms["val"]   # scored on; the exact train composite would cost the bench 3x its time)
-                better = self.land.expected(child, "val", norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
+            if record is not None:
+                # killed, and whether the child is TRULY better on val (what the search is
+                # scored on; the exact train composite would cost the bench 3x its time)
+                norm = self.norms["val"]
+                better = self.land.expected(child, "val",
+                                            norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
                 self.screens.append((record["decision"] == "loss", better))
                 if record["decision"] == "loss":
                     return None
         outcome, gate, looks = sequential_val(self.gating, self.measured, val=self.suites["val"], genome=name,
-                                              incumbent=incumbent, norm=self.norms["val"], prior=prior, label="val",
-                                              healthy=lambda _outcome: True)
-        if looks[-1]["decision"] is None:   # as the loop's prior_comparisons: an early look's scale is not pooled
+                                              incumbent=incumbent, norm=self.norms["val"], prior=prior,
+                                              label="val", healthy=lambda _outcome: True)
+        if looks[-1]["decision"] is None:
+            # as the loop's prior_comparisons: an early look's scale is not pooled
             prior.append(Comparison(gate.n, gate.s_r))
         self.decided(gate, gate.keep)
         return list(outcome.cells), gate.keep
@@ -265,7 +287,8 @@ class Search:
         for sibling, spec in enumerate(strategy.plan(state)):
             parent = self.by_name[spec.parent_hash]
             child, op = self.mutate(parent, objective=first_op if spec.share_objective else None,
-                                    refs=[self.by_name[h] for h in spec.ref_hashes], targets=spec.target_tasks)
+                                    refs=[self.by_name[h] for h in spec.ref_hashes],
+                                    targets=spec.target_tasks)
             first_op = op if sibling == 0 else first_op
             if child == parent:  # the critic rejects a no-op without spending an evaluation
                 scored.append(Scored(sibling, spec, None, evaluated=False))
@@ -295,7 +318,8 @@ class Search:
                           random.Random(f"{self.seed}:{strategy_id}:{round_no}"), members, pool)
             integration = strategy.integrate(state, self.one_round(strategy, state, prior))
             self.incumbent, pool = self.by_name[integration.incumbent], integration.pool or pool
-            self.evaluate(self.incumbent, "val", purpose="remaining")   # kept at an early look: its other waves
+            # kept at an early look: its other waves
+            self.evaluate(self.incumbent, "val", purpose="remaining")
             self.point()
             for h in integration.selected:
                 self.train_evidence(self.by_name[h])

@@ -1,10 +1,11 @@
-"""A canonical dump of a store and of every dashboard JSON answer over it, for before/after proofs of a refactor.
+"""A canonical dump of a store and of every dashboard JSON answer over it, for
+before/after proofs of a refactor.
 
     python bench/snapshot.py DATA_DIR OUT.json
 
 Ids, times, pids and paths are left out (they differ between two runs of the same code); every other column of
-every table, and every GET endpoint's JSON (the run, lineage, history, compare, each attempt, diff and cell, the
-after-room pages), is written sorted, so `diff` of two dumps shows what a change altered.
+every table, and every GET endpoint's JSON (the run, lineage, history, compare, each attempt, diff and cell,
+the after-room pages), is written sorted, so `diff` of two dumps shows what a change altered.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 VOLATILE = re.compile(r"(^|_)(id|ids|at|pid|path|dir|time|times|ms|seconds|elapsed|started|finished|created|"
-                      r"updated|host|node|wall|duration|token|mtime|ts)($|_)|(_s$)|workspace|ended|begun|commit")
-SKIP_TABLES = {"sqlite_sequence", "_migrations", "schema_migrations", "schema_version", "heartbeats", "processes"}
+                      r"updated|host|node|wall|duration|token|mtime|ts)($|_)|(_s$)|"
+                      r"workspace|ended|begun|commit")
+SKIP_TABLES = {"sqlite_sequence", "_migrations", "schema_migrations", "schema_version", "heartbeats",
+               "processes"}
 
 
 def volatile(key: str) -> bool:
@@ -63,7 +66,8 @@ async def api(data_dir: Path) -> dict:
     attempts = [a for (a,) in con.execute("select id from attempts order by id")]
     # cell ids follow completion order (concurrent cells): name each by what it is instead
     cells = {c: f"{key}/{task}/{rep}" for c, key, task, rep in con.execute(
-        "select c.id, e.key, c.task_id, c.replicate from cells c join evaluations e on e.id = c.evaluation_id")}
+        "select c.id, e.key, c.task_id, c.replicate from cells c "
+        "join evaluations e on e.id = c.evaluation_id")}
     skills = sorted({s for (s,) in con.execute("select skill_name from runs")})
     urls = ["/api/meta", "/api/skills", "/api/runs", "/api/proposals", "/api/health-checks", "/api/spend",
             "/api/triggers"]

@@ -1,7 +1,8 @@
-"""Our SDK agent's start-up CPU (bench/overhead.py's start-up line; `--agent-startup` prints only it): CPU seconds
-from its spawn until the local Messages-API server receives its first request, the agent process's (read from /proc
-as the request arrives) plus the harness thread's that spawned it, warm (the loop in the harness, the tools in a
-spawned tool server) and as one whole agent process, beside a bare `python -c pass` and `python -c 'import anthropic'`.
+"""Our SDK agent's start-up CPU (bench/overhead.py's start-up line; `--agent-startup` prints only it): CPU
+seconds from its spawn until the local Messages-API server receives its first request, the agent process's
+(read from /proc as the request arrives) plus the harness thread's that spawned it, warm (the loop in the
+harness, the tools in a spawned tool server) and as one whole agent process, beside a bare `python -c pass`
+and `python -c 'import anthropic'`.
 """
 
 from __future__ import annotations
@@ -54,15 +55,16 @@ def _thread_cpu_s(tid: int) -> float:
 
 
 def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) -> dict[str, dict]:
-    """CPU seconds of our SDK agent from spawn until the local server receives its first request (cells run one at a
-    time): the agent process (read from /proc as the request arrives) plus the harness thread that spawned it (from
-    the spawn on). `warm`: as the harness runs it (the loop here, the tool server spawned); `process`: the whole
-    agent in one process (eval/agents/anthropic_agent.py, as before issue 28). Beside `python -c pass` and
-    `python -c 'import anthropic'` run bare."""
+    """CPU seconds of our SDK agent from spawn until the local server receives its first request (cells run
+    one at a time): the agent process (read from /proc as the request arrives) plus the harness thread that
+    spawned it (from the spawn on). `warm`: as the harness runs it (the loop here, the tool server spawned);
+    `process`: the whole agent in one process (eval/agents/anthropic_agent.py, as before issue 28). Beside
+    `python -c pass` and `python -c 'import anthropic'` run bare."""
     from eval.agents import AnthropicBackend
     from tests.agents.messages_server import MessagesServer, demo_agent
     mark: dict[str, float] = {}
-    seen: dict[int, tuple[float, float]] = {}   # agent pid -> (its CPU, the spawning thread's CPU since the spawn)
+    # agent pid -> (its CPU, the spawning thread's CPU since the spawn)
+    seen: dict[int, tuple[float, float]] = {}
     real_spawn = agent_call.spawn
 
     async def spawn(*args, **kwargs):
@@ -90,19 +92,23 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
     found: dict[str, dict] = {}
     try:
         one = dataclasses.replace(suite, tasks=suite.tasks[:cells])
-        for side, argv in (("process", [sys.executable, str(ROOT / "eval" / "agents" / "anthropic_agent.py")]),
+        for side, argv in (("process", [sys.executable,
+                                        str(ROOT / "eval" / "agents" / "anthropic_agent.py")]),
                            ("warm", list(AnthropicBackend().argv("build")))):
             seen.clear()
             evaluate(EvalRequest(
                 skill_dir=skill, skill_name="csv-clean", suite=one, key=f"bench-startup-{side}",
                 cells_root=scratch / f"startup-{side}", price=price, concurrency=1,
-                contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=30, agent=f"bench-startup-{side}",
-                                  silence_ms=600_000, heartbeat_ms=300_000),
+                contract=Contract(model="claude-haiku-4-5", replicates=1, max_turns=30,
+                                  agent=f"bench-startup-{side}", silence_ms=600_000, heartbeat_ms=300_000),
                 settings=CellSettings(agent_argv=argv, launcher=get_launcher("none"), grader_timeout_s=60,
                                       network=True)))
-            runs = list(seen.values())   # in spawn order: the first warm cell pays the harness's one SDK import
-            found[side] = {"agent": statistics.median(a for a, _ in runs), "harness": statistics.median(h for _, h in runs),
-                           "total": statistics.median(a + h for a, h in runs), "first": sum(runs[0]), "cells": len(runs)}
+            # in spawn order: the first warm cell pays the harness's one SDK import
+            runs = list(seen.values())
+            found[side] = {"agent": statistics.median(a for a, _ in runs),
+                           "harness": statistics.median(h for _, h in runs),
+                           "total": statistics.median(a + h for a, h in runs), "first": sum(runs[0]),
+                           "cells": len(runs)}
     finally:
         agent_call.spawn = real_spawn
         server.close()
@@ -122,11 +128,11 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
 
 def print_startup(found: dict[str, dict]) -> None:
     bare, load = found["bare"], os.getloadavg()[0]
-    print(f"SDK agent start-up, CPU s from spawn to its first request (median of {found['warm']['cells']} cells run "
-          f"one at a time, load {load:.1f}; agent process + the harness thread that spawned it):")
+    print(f"SDK agent start-up, CPU s from spawn to its first request (median of {found['warm']['cells']} "
+          f"cells run one at a time, load {load:.1f}; agent process + the harness thread that spawned it):")
     for side, label in (("process", "whole agent process (before)"), ("warm", "warm loop + tool server")):
         f = found[side]
-        print(f"  {label:<29} {f['total']:.3f} s  (agent process {f['agent']:.3f}, harness {f['harness']:.3f}; "
-              f"first cell {f['first']:.3f})")
-    print(f"  bare `python -c pass` {bare['pass']:.3f} s, `import anthropic` {bare['import']:.3f} s (the warm path "
-          f"pays it once per process that runs cells: its first cell)")
+        print(f"  {label:<29} {f['total']:.3f} s  (agent process {f['agent']:.3f}, harness "
+              f"{f['harness']:.3f}; first cell {f['first']:.3f})")
+    print(f"  bare `python -c pass` {bare['pass']:.3f} s, `import anthropic` {bare['import']:.3f} s (the "
+          "warm path pays it once per process that runs cells: its first cell)")

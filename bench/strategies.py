@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Which search pays? greedy, branching, population, pareto and best-of-N on one synthetic landscape.
 
-The landscape is built from the fakes (bench/landscape.py): a genome is a set of CSV rules, a cell applies each
-rule unless the agent fumbles it, and the demo grader scores the output against the answer key. Some rules help
-some tasks, titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly. The REAL
-strategy classes and the REAL gate and tie rule (mutator/scoring/score.py, ties.py), configured from config.json
-as the loop is, run in a loop mirroring mutator/round/loop.py, with a simulated mutator shared by all strategies.
-Everything runs in-process: no agents, no database. The same arguments print the same table under any
-PYTHONHASHSEED; each table names the landscape and mutator it came from by their hashes.
+The landscape is built from the fakes (bench/landscape.py): a genome is a set of CSV rules, a cell applies
+each rule unless the agent fumbles it, and the demo grader scores the output against the answer key. Some
+rules help some tasks, titlecase hurts, three rules only add turns (cost). The optimum is enumerated exactly.
+The REAL strategy classes and the REAL gate and tie rule (mutator/scoring/gate.py, ties.py), configured from
+config.json as the loop is, run in a loop mirroring mutator/round/loop.py, with a simulated mutator shared by
+all strategies. Everything runs in-process: no agents, no database. The same arguments print the same table
+under any PYTHONHASHSEED; each table names the landscape and mutator it came from by their hashes.
 
 Every line gets the same rollout budget (val + train cells; best-of-N included) and stops before an evaluation
 would pass it. Beside the configured gate, greedy-keepties runs the gate with every tie kept (tieRule 'keep'),
@@ -60,16 +60,18 @@ from bench.search import (  # noqa: E402,F401  (re-exported, as above)
     run_search,
 )
 
-STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}), ("population", "population", {}),
-              ("pareto", "pareto", {}))
-VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True), ("seq+screen", True, True))
-NO_GATE = (("nogate", "positive"), ("raw", "raw"))   # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
+STRATEGIES = (("greedy", "greedy", {}), ("branching", "branching", {"width": 3}),
+              ("population", "population", {}), ("pareto", "pareto", {}))
+VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, True),
+            ("seq+screen", True, True))
+# each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
+NO_GATE = (("nogate", "positive"), ("raw", "raw"))
 
 
 def make_lines(screen_tasks: int) -> tuple[Line, ...]:
-    """Each strategy with the gate as configured, with and without sequential val and the screen (its train tasks
-    `screen_tasks`), then each strategy without a gate (keep iff Δ > 0; a raw threshold Δ ≥ τ, gateZ 0) and
-    best-of-N, which judge on every val cell at once with no screen."""
+    """Each strategy with the gate as configured, with and without sequential val and the screen (its train
+    tasks `screen_tasks`), then each strategy without a gate (keep iff Δ > 0; a raw threshold Δ ≥ τ, gateZ 0)
+    and best-of-N, which judge on every val cell at once with no screen."""
     ours = tuple(Line(f"{name}:{variant}", strategy, opts, waves=waves, screen=screen_tasks if screen else 0)
                  for name, strategy, opts in STRATEGIES for variant, waves, screen in VARIANTS)
     gateless = tuple(Line(f"{name}-{suffix}", strategy, opts, keep=keep)
@@ -79,18 +81,21 @@ def make_lines(screen_tasks: int) -> tuple[Line, ...]:
 
 def default_variant(rules: Rules) -> str:
     """The variant config.json runs: sequential.waves and screen.tasks."""
-    return next(v for v, waves, screen in VARIANTS if waves == rules.sequential and screen == bool(rules.screen_tasks))
+    return next(v for v, waves, screen in VARIANTS
+                if waves == rules.sequential and screen == bool(rules.screen_tasks))
 
 
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
-EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),       # only with --lines: the configured greedy
-         Line("greedy-oracle", "greedy", {}, keep="oracle"))           # keeping every tie; a greedy that is never wrong
+# only with --lines: the configured greedy keeping every tie; a greedy that is never wrong
+EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
+         Line("greedy-oracle", "greedy", {}, keep="oracle"))
 DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
 GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 
 
 def to_target(outcome: Outcome, target: float) -> int | None:
-    """Rollouts spent when the incumbent's TRUE val composite first reached `target`; None = censored (never)."""
+    """Rollouts spent when the incumbent's TRUE val composite first reached
+    `target`; None = censored (never)."""
     return next((r for r, v in outcome.curve if v >= target - 1e-12), None)
 
 
@@ -99,7 +104,8 @@ class Results:
     rows: dict[str, list[Outcome]]
     lands: list[Landscape]
     targets: list[float]
-    optima: list[tuple[float, float, float, float]]   # per seed: seed val, optimum val, seed test, optimum test
+    # per seed: seed val, optimum val, seed test, optimum test
+    optima: list[tuple[float, float, float, float]]
 
 
 def over_seeds(work, seeds: range, jobs: int = 1) -> list:
@@ -118,14 +124,16 @@ def one_seed(seed: int, lines: tuple[Line, ...], budget: int, replicates: int, r
     land = Landscape(random.Random(seed))
     val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
     seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
-    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm), land.optimum("test", test_norm))
+    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
+              land.optimum("test", test_norm))
     return optima, seed_val + 0.9 * (opt_val - seed_val), {
         line.label: run_search(land, line, budget, replicates, seed, raw_threshold, rules) for line in lines}
 
 
 def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
             rules: Rules, jobs: int = 1) -> Results:
-    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds], [], [])
+    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds],
+                      [], [])
     work = functools.partial(one_seed, lines=lines, budget=budget, replicates=replicates,
                              raw_threshold=raw_threshold, rules=rules)
     for optima, target, outcomes in over_seeds(work, seeds, jobs):
@@ -138,33 +146,38 @@ def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int,
 
 def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Rules) -> None:
     land = res.lands[-1]
-    print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an equal "
-          f"budget of {args.budget} rollouts per line (val + train cells), {args.replicates} replicates, val "
-          f"{len(land.suites['val'])} tasks, train {len(land.suites['train'])}, test {len(land.suites['test'])}.")
+    print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an "
+          f"equal budget of {args.budget} rollouts per line (val + train cells), {args.replicates} "
+          f"replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}, test "
+          f"{len(land.suites['test'])}.")
     print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · these seeds' draws "
           f"{draws_hash(res.lands)} (sha256 of their definitions; a different hash is a different bench).")
     evidence = min(rules.evidence_replicates or args.replicates, args.replicates)
-    print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, {rules.method}, "
-          f"tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) (evidenceReplicates "
-          f"{rules.evidence_replicates}); sequential val {'on' if rules.sequential else 'off'} (earlyZ "
-          f"{rules.early_z:g}); screen.tasks {rules.screen_tasks} (the screen lines: {args.screen_tasks} train tasks "
-          f"× {rules.screen_replicates} replicate, z {rules.screen_z:g}).")
-    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in res.optima):.4f} → optimum "
-          f"{statistics.mean(o[1] for o in res.optima):.4f}; seed test {statistics.mean(o[2] for o in res.optima):.4f}"
-          f" → optimum {statistics.mean(o[3] for o in res.optima):.4f}.")
-    print(f"Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val in "
-          f"waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. {DEFAULT} is "
-          f"config.json's default. STRATEGY-nogate = keep iff Δ > 0; STRATEGY-raw = keep iff Δ ≥ "
-          f"{args.raw_threshold:g} (gateZ 0): no gate, no screen, no waves; best-of-N = independent mutants of the seed, best measured val.")
-    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; the "
-          "median counts the seeds that never got there as censored at '> budget'.\n")
+    print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, "
+          f"{rules.method}, tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) "
+          f"(evidenceReplicates {rules.evidence_replicates}); sequential val "
+          f"{'on' if rules.sequential else 'off'} (earlyZ {rules.early_z:g}); screen.tasks "
+          f"{rules.screen_tasks} (the screen lines: {args.screen_tasks} train tasks × "
+          f"{rules.screen_replicates} replicate, z {rules.screen_z:g}).")
+    print(f"True composite (mean over seeds): seed val {statistics.mean(o[0] for o in res.optima):.4f} → "
+          f"optimum {statistics.mean(o[1] for o in res.optima):.4f}; seed test "
+          f"{statistics.mean(o[2] for o in res.optima):.4f} → optimum "
+          f"{statistics.mean(o[3] for o in res.optima):.4f}.")
+    print("Lines: STRATEGY:fixed = the gate as configured on every val cell at once, no screen; :seq = val "
+          "in waves with early looks; :screen = the kill-only train screen first; :seq+screen = both. "
+          f"{DEFAULT} is config.json's default. STRATEGY-nogate = keep iff Δ > 0; STRATEGY-raw = keep iff Δ "
+          f"≥ {args.raw_threshold:g} (gateZ 0): no gate, no screen, no waves; best-of-N = independent "
+          "mutants of the seed, best measured val.")
+    print("'to 90%': rollouts until the incumbent's TRUE val composite closes 90% of the seed→optimum gap; "
+          "the median counts the seeds that never got there as censored at '> budget'.\n")
 
 
 def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: int) -> None:
     """The main table: each line's rollouts to 90% of the optimum and its final scores at the budget."""
     width = max(15, *(len(label) for label in rows))
-    header = (f"| {'line':<{width}} | {'reached 90%':>11} | {'median to 90%':>13} | {'final val (measured)':>20} | "
-              f"{'final val (true)':>17} | {'final test (true)':>17} | {'rollouts':>8} | {'cost USD':>8} |")
+    header = (f"| {'line':<{width}} | {'reached 90%':>11} | {'median to 90%':>13} | "
+              f"{'final val (measured)':>20} | {'final val (true)':>17} | {'final test (true)':>17} | "
+              f"{'rollouts':>8} | {'cost USD':>8} |")
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for label, outcomes in rows.items():
@@ -172,16 +185,18 @@ def print_table(rows: dict[str, list[Outcome]], targets: list[float], budget: in
         reached = sum(h is not None for h in hits)
         print(f"| {label:<{width}} | {reached:>5}/{len(outcomes):<5} | {censored_median(hits, budget):>13} | "
               f"{mean_se([o.val_measured for o in outcomes]):>20} | "
-              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | {mean_se([o.test_true for o in outcomes]):>17} | "
-              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | {statistics.mean(o.usd for o in outcomes):>8.2f} |")
+              f"{mean_se([o.curve[-1][1] for o in outcomes]):>17} | "
+              f"{mean_se([o.test_true for o in outcomes]):>17} | "
+              f"{statistics.mean(o.rollouts for o in outcomes):>8.0f} | "
+              f"{statistics.mean(o.usd for o in outcomes):>8.2f} |")
 
 
 def print_cells(rows: dict[str, list[Outcome]]) -> None:
     """Where each line's rollouts went, per decision, and the screen's measured false-kill rate."""
     width = max(15, *(len(label) for label in rows))
-    header = (f"| {'line':<{width}} | {'mutator calls':>13} | {'decisions':>9} | {'cells/decision':>14} | {'val+screen/decision':>19} | "
-              f"{'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | {'train':>6} | {'screened out':>12} | "
-              f"{'false kills':>17} |")
+    header = (f"| {'line':<{width}} | {'mutator calls':>13} | {'decisions':>9} | {'cells/decision':>14} | "
+              f"{'val+screen/decision':>19} | {'seed':>5} | {'screen':>6} | {'val':>6} | {'remaining':>9} | "
+              f"{'train':>6} | {'screened out':>12} | {'false kills':>17} |")
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for label, outcomes in rows.items():
@@ -192,9 +207,11 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
         screens = [s for o in outcomes for s in o.screens]
         kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
         false = rate([killed for killed, better in screens if better])
-        per = [f"{cells / decisions:.1f}" if decisions else "—" for cells in (deciding + spent["train"], deciding)]
-        print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} | {per[0]:>14} | {per[1]:>19} | "
-              f"{spent['seed']:>5.0f} | {spent['screen']:>6.1f} | {spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
+        per = [f"{cells / decisions:.1f}" if decisions else "—"
+               for cells in (deciding + spent["train"], deciding)]
+        print(f"| {label:<{width}} | {statistics.mean(o.calls for o in outcomes):>13.1f} | {decisions:>9.1f} "
+              f"| {per[0]:>14} | {per[1]:>19} | {spent['seed']:>5.0f} | {spent['screen']:>6.1f} | "
+              f"{spent['val']:>6.1f} | {spent['remaining']:>9.1f} | "
               f"{spent['train']:>6.1f} | {kills:>12} | {false:>17} |")
 
 
@@ -207,27 +224,31 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     floor = 2 / 2 ** n_seeds   # the smallest two-sided Wilcoxon p over this many seeds (every sign one way)
     if floor >= 0.05 / max(pairs, 1):
         print(f"Note: with {n_seeds} seeds no pair can be significant here: the smallest Wilcoxon p is "
-              f"{floor:.2g}, Holm's first step over {pairs} pairs needs < {0.05 / max(pairs, 1):.2g}; run --seeds 32.")
+              f"{floor:.2g}, Holm's first step over {pairs} pairs "
+              f"needs < {0.05 / max(pairs, 1):.2g}; run --seeds 32.")
     test = lambda o: o.test_true  # noqa: E731
     others = [label for label in GATELESS if label in rows]
     if DEFAULT in rows and others:
-        print(f"The default ({DEFAULT}) against the gate-less lines on the final TRUE test composite (paired over "
-              f"{n_seeds} seeds, Holm over these {len(others)}): " + "; ".join(against(rows, test, DEFAULT, others))
+        print(f"The default ({DEFAULT}) against the gate-less lines on the final TRUE test composite (paired "
+              f"over {n_seeds} seeds, Holm "
+              f"over these {len(others)}): " + "; ".join(against(rows, test, DEFAULT, others))
               + ".")
     if DEFAULT in rows and "greedy-keepties" in rows:
-        print("The default against the gate keeping every tie: " + against(rows, test, DEFAULT, ["greedy-keepties"])[0]
+        print("The default against the gate keeping every tie: " + against(rows, test, DEFAULT,
+                                                                           ["greedy-keepties"])[0]
               + ".")
     variants = [(f"{name}:{v}", f"{name}:fixed") for name, *_ in STRATEGIES for v, *_ in VARIANTS[1:]
                 if f"{name}:{v}" in rows and f"{name}:fixed" in rows]
     if variants:
         ps = [wilcoxon_p([test(o) for o in rows[a]], [test(o) for o in rows[b]]) for a, b in variants]
-        print(f"Each variant against its strategy's fixed line on the final TRUE test composite (Wilcoxon, paired over "
-              f"{n_seeds} seeds, Holm over these {len(variants)}):")
+        print("Each variant against its strategy's fixed line on the final TRUE test composite (Wilcoxon, "
+              f"paired over {n_seeds} seeds, Holm over these {len(variants)}):")
         for (a, b), p, q in zip(variants, ps, holm(ps), strict=True):
             diff = statistics.mean(test(o) for o in rows[a]) - statistics.mean(test(o) for o in rows[b])
             print(f"  {a:<22} − {b:<18} {diff:+.4f}  p {p:<8.2g} Holm {q:<8.2g} "
                   + ("significant" if q < 0.05 else "not significant"))
-    for name, metric in (("final TRUE test composite", test), ("final TRUE val composite", lambda o: o.curve[-1][1])):
+    for name, metric in (("final TRUE test composite", test),
+                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
         found = significant(rows, metric)
         print(f"Significant on {name} (Wilcoxon signed-rank, paired over {n_seeds} seeds, Holm-adjusted "
               f"p < 0.05 over all {pairs} pairs): " + ("; ".join(found) if found else "none")
@@ -235,10 +256,10 @@ def print_tests(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
 
 
 def choose(rows: dict[str, list[Outcome]], alpha: float = 0.05) -> tuple[str | None, dict[str, list[tuple]]]:
-    """The choice rule (README, "Which line should be the default"): among our gated lines, the one with the highest
-    mean final TRUE test composite that beats every gate-less line, each Wilcoxon paired over seeds with Holm over
-    its comparisons with them at p < alpha; None when no gated line does. Also each gated line's (gate-less line,
-    mean difference, Holm p)."""
+    """The choice rule (README, "Which line should be the default"): among our gated lines, the one with the
+    highest mean final TRUE test composite that beats every gate-less line, each Wilcoxon paired over seeds
+    with Holm over its comparisons with them at p < alpha; None when no gated line does. Also each gated
+    line's (gate-less line, mean difference, Holm p)."""
     test = lambda o: o.test_true  # noqa: E731
     others = [label for label in GATELESS if label in rows]
     gated = [label for label in rows if ":" in label]
@@ -258,14 +279,15 @@ def print_choice(rows: dict[str, list[Outcome]], n_seeds: int) -> None:
     if not table or not next(iter(table.values())):
         return
     others = [other for other, *_ in next(iter(table.values()))]
-    print(f"\nEach gated line against every gate-less line on the final TRUE test composite: mean difference (Holm p over "
-          f"the line's {len(others)} comparisons; Wilcoxon paired over {n_seeds} seeds):")
+    print("\nEach gated line against every gate-less line on the final TRUE test composite: mean difference "
+          f"(Holm p over the line's {len(others)} comparisons; Wilcoxon paired over {n_seeds} seeds):")
     print("| line | mean | " + " | ".join(others) + " |")
     print("|---|---|" + "---|" * len(others))
     for line, cells in table.items():
         mean = statistics.mean(o.test_true for o in rows[line])
         print(f"| {line} | {mean:.4f} | " + " | ".join(f"{d:+.4f} ({q:.2g})" for _, d, q in cells) + " |")
-    print("The choice rule (the highest mean among the gated lines that beat every gate-less line, Holm p < 0.05): "
+    print("The choice rule (the highest mean among the gated "
+          "lines that beat every gate-less line, Holm p < 0.05): "
           + (f"{chosen}." if chosen else "no gated line beats every gate-less line."))
 
 
@@ -273,43 +295,50 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--seeds", type=int, default=8, help="landscapes (paired across lines); 32 for the full "
                     "comparison (default 8 to stay quick)")
-    ap.add_argument("--seed-offset", type=int, default=0, help="the first seed (default 0); e.g. 1000 for seeds "
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="the first seed (default 0); e.g. 1000 for seeds "
                     "no tuning has seen")
-    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every line "
-                    "stops before an evaluation would pass it")
+    ap.add_argument("--budget", type=int, default=640, help="rollouts (cells) per search, val + train; every "
+                    "line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--raw-threshold", type=float, default=RAW_THRESHOLD,
                     help=f"the greedy-raw line keeps iff Δ ≥ this (gateZ 0; default {RAW_THRESHOLD})")
-    ap.add_argument("--tie-rule", choices=("keep", "noAddedCost"), help="the gate's tie rule for the gated lines "
+    ap.add_argument("--tie-rule", choices=("keep", "noAddedCost"),
+                    help="the gate's tie rule for the gated lines "
                     "(default: score.tieRule in config.json)")
-    ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train evaluation, "
-                    "0 = --replicates (default: evidenceReplicates in config.json)")
-    ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: screen.tasks "
-                    f"in config.json, or {SCREEN_TASKS} when it is 0)")
-    ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties and "
-                    "greedy-oracle, which keeps iff the TRUE val composite rises: every keep decision right)")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (the same table)")
+    ap.add_argument("--evidence-replicates", type=int, help="replicates of a kept candidate's train "
+                    "evaluation, 0 = --replicates (default: evidenceReplicates in config.json)")
+    ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: "
+                    f"screen.tasks in config.json, or {SCREEN_TASKS} when it is 0)")
+    ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties "
+                    "and greedy-oracle, which keeps iff the TRUE "
+                    "val composite rises: every keep decision right)")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
+                                                        "at once (the same table)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
-    rules = dataclasses.replace(rules, tie_rule=args.tie_rule or rules.tie_rule, evidence_replicates=rules.evidence_replicates
+    rules = dataclasses.replace(rules, tie_rule=args.tie_rule or rules.tie_rule,
+                                evidence_replicates=rules.evidence_replicates
                                 if args.evidence_replicates is None else args.evidence_replicates)
     args.screen_tasks = args.screen_tasks or rules.screen_tasks or SCREEN_TASKS
     every = make_lines(args.screen_tasks) + EXTRA
-    wanted = set(args.lines.split(",")) if args.lines else {line.label for line in make_lines(args.screen_tasks)}
+    wanted = (set(args.lines.split(",")) if args.lines
+              else {line.label for line in make_lines(args.screen_tasks)})
     unknown = wanted - {line.label for line in every}
     if unknown:
-        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(x.label for x in every)}")
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "
+                 f"{', '.join(x.label for x in every)}")
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     res = run_all(seeds, tuple(line for line in every if line.label in wanted), args.budget, args.replicates,
                   args.raw_threshold, rules, args.jobs)
     print_header(args, seeds, res, rules)
     print_table(res.rows, res.targets, args.budget)
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
-    print("Cells per decision (means per seed): a decision is a verdict of the gate or the screen (KEEP, REJECT, "
-          "SCREENED); cells/decision counts every cell but the seed's; 'remaining' = a kept incumbent's val waves not "
-          "yet run; false kills = the truly better candidates the screen saw (TRUE val composite above the "
-          "incumbent's) that it screened out.")
+    print("Cells per decision (means per seed): a decision is a verdict of the gate or the screen (KEEP, "
+          "REJECT, SCREENED); cells/decision counts every cell but the seed's; 'remaining' = a kept "
+          "incumbent's val waves not yet run; false kills = the truly better candidates the screen saw (TRUE "
+          "val composite above the incumbent's) that it screened out.")
     print_cells(res.rows)
     print()
     print_tests(res.rows, args.seeds)

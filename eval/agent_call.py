@@ -32,7 +32,7 @@ from eval.snapshot import copy_file, copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
 from sandbox import Launcher, dies_with_parent
 
-# ---- the names (README "Agent process contract"); an agent reads these, the harness sets them here only --------
+# ---- the names (README "Agent process contract"); an agent reads these, the harness sets them here only ----
 PROMPT_FILE = "SM_PROMPT_FILE"   # the prompt as a file (also on stdin)
 STREAM = "SM_STREAM"             # the stream.jsonl to append stream-json events to
 SKILL_DIR = "SM_SKILL_DIR"       # the skill's folder; absent in a bare solve
@@ -49,14 +49,15 @@ NAMES = (PROMPT_FILE, STREAM, SKILL_DIR, MODEL, MAX_TURNS, CELL_SEED, TASK, ROUN
 
 PROMPT_NAME, STREAM_NAME, RESULT_NAME = "prompt.md", "stream.jsonl", "result.json"
 TRUNCATED = b"\n[truncated by the harness: output over the cap]\n"
-LINE_LIMIT = 64 * 2**20   # one line of a tool server's answers (a clipped tool output, JSON-escaped, is far below)
+# one line of a tool server's answers (a clipped tool output, JSON-escaped, is far below)
+LINE_LIMIT = 64 * 2**20
 
 
-# ---- staging ---------------------------------------------------------------------------------------------------
+# ---- staging -----------------------------------------------------------------------------------------------
 def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_dir: Path | None,
                skill_name: str, others: Sequence[Path] = ()) -> Path:
-    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any other
-    installed skills (--with-skills) read-only beside it."""
+    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any
+    other installed skills (--with-skills) read-only beside it."""
     if cell_root.exists():
         shutil.rmtree(cell_root)  # left by a crashed run: an unfinished cell starts over
     work = cell_root / "work"
@@ -73,7 +74,8 @@ def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_
 
 
 def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapping[str, Path]) -> Path:
-    """A fresh mutator-role workspace: skill/ (the editable copy), refs/<name>/ and briefing.md; returns skill/."""
+    """A fresh mutator-role workspace: skill/ (the editable copy), refs/<name>/ and
+    briefing.md; returns skill/."""
     if workspace.exists():
         shutil.rmtree(workspace)  # a crashed attempt's workspace is redone from scratch
     workspace.mkdir(parents=True)
@@ -84,7 +86,7 @@ def stage_workspace(workspace: Path, parent_dir: Path, briefing: str, refs: Mapp
     return workspace / "skill"
 
 
-# ---- one call ----------------------------------------------------------------------------------------------------
+# ---- one call ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AgentCall:
     """Everything one agent process is run with. `home` holds prompt.md, stream.jsonl, agent.stdout/.stderr
@@ -103,16 +105,19 @@ class AgentCall:
     skill_dir: Path | None = None
     writable: Sequence[Path] = ()
     readable: Sequence[Path] = ()
-    shown: Mapping[Path, Path] = field(default_factory=dict)   # folder seen -> host folder bound there read-only
+    # folder seen -> host folder bound there read-only
+    shown: Mapping[Path, Path] = field(default_factory=dict)
     network: bool = False
     wall_ms: int = 0
     max_output_bytes: int = 0
-    result_json: bool = False       # a mutator-role call: result.json (and its stream) pre-created, bound writable
+    # a mutator-role call: result.json (and its stream) pre-created, bound writable
+    result_json: bool = False
     seed: int | None = None
     round_no: int | None = None
     sibling: int | None = None
     task: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)   # more variables (a test's FAKE_* hooks); never SM_*
+    # more variables (a test's FAKE_* hooks); never SM_*
+    env: Mapping[str, str] = field(default_factory=dict)
     meter: Path | None = None       # where the metering proxy appends each served response's usage
 
     @property
@@ -140,7 +145,8 @@ class CallResult:
 
 
 def contract_env(spec: AgentCall, source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed environment (eval/environment.py) with the contract's names; HOME is the call's own."""
+    """The allow-listed environment (eval/environment.py) with the contract's
+    names; HOME is the call's own."""
     named = {PROMPT_FILE: str(spec.home / PROMPT_NAME), STREAM: str(spec.stream), MODEL: spec.model,
              MAX_TURNS: str(spec.max_turns)}
     for name, value in ((CELL_SEED, spec.seed), (ROUND, spec.round_no), (SIBLING, spec.sibling),
@@ -176,11 +182,12 @@ def prepare(spec: AgentCall) -> None:
             path.touch()
 
 
-def read_call(stream: Path, price: Price, *, agent: str, meter: Path | None = None) -> tuple[StreamMetrics, Cost]:
-    """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses it
-    when the agent is gone; a re-graded cell reads its kept stream through it again). When the call's traffic
-    passed the metering proxy, its usage is what the meter saw served (cut streams included), priced at
-    config.json prices whatever the agent reported."""
+def read_call(stream: Path, price: Price, *, agent: str,
+              meter: Path | None = None) -> tuple[StreamMetrics, Cost]:
+    """A finished call's stream, read once and priced: the one seam where a call's cost is read (call() uses
+    it when the agent is gone; a re-graded cell reads its kept stream through it again). When the call's
+    traffic passed the metering proxy, its usage is what the meter saw served (cut streams included), priced
+    at config.json prices whatever the agent reported."""
     metrics = read_stream(stream)
     served = read_meter(meter) if meter is not None else None
     if served is None:
@@ -198,7 +205,8 @@ async def call(spec: AgentCall) -> CallResult:
     writable = [*spec.writable, *((spec.result_path, spec.stream) if spec.result_json else ())]
     run = await spawn(spec.argv, cwd=spec.cwd, env=contract_env(spec), prompt=spec.prompt, stream=spec.stream,
                       log_dir=spec.home, launcher=spec.launcher, writable=writable, readable=spec.readable,
-                      shown=spec.shown, network=spec.network, silence_ms=spec.silence_ms, heartbeat_ms=spec.heartbeat_ms,
+                      shown=spec.shown, network=spec.network, silence_ms=spec.silence_ms,
+                      heartbeat_ms=spec.heartbeat_ms,
                       wall_ms=spec.wall_ms, max_output_bytes=spec.max_output_bytes, meter=spec.meter)
     return CallResult(run, *read_call(spec.stream, spec.price, agent=spec.agent, meter=spec.meter))
 
@@ -217,7 +225,7 @@ def read_result_json(path: Path, *, who: str = "the mutator", shape: str = "a JS
     return obj
 
 
-# ---- spawning ----------------------------------------------------------------------------------------------------
+# ---- spawning ----------------------------------------------------------------------------------------------
 MODEL_API_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
 # The child reaches the proxy on 127.0.0.1 directly; the proxy itself honours the user's network proxies.
 NETWORK_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
@@ -232,7 +240,8 @@ def metering(env: Mapping[str, str], meter: Path | None, unix_path: Path | None 
         return env, None
     # imported here: an agent process imports this module for the contract's names alone
     from eval.agents.key_proxy import KeyProxy, credentials
-    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter, unix_path=unix_path).start()
+    proxy = KeyProxy(env.get("ANTHROPIC_BASE_URL", ""), credentials(env), meter=meter,
+                     unix_path=unix_path).start()
     for name in ("ANTHROPIC_AUTH_TOKEN", *NETWORK_PROXIES):
         env.pop(name, None)
     env.update(ANTHROPIC_BASE_URL=proxy.base_url, ANTHROPIC_API_KEY=proxy.nonce)
@@ -249,7 +258,8 @@ def secret_pipe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, 
         return env, None
     read, write = os.pipe()
     with os.fdopen(write, "w", encoding="utf-8") as pipe:
-        pipe.write(json.dumps(held))   # a few hundred bytes: within the pipe's buffer, so no reader is needed yet
+        # a few hundred bytes: within the pipe's buffer, so no reader is needed yet
+        pipe.write(json.dumps(held))
     env[SECRETS_FD] = str(read)
     return env, read
 
@@ -283,7 +293,8 @@ class AgentRun:
 
 async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                 log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path] = (),
-                shown: Mapping[Path, Path] | None = None, network: bool = False, silence_ms: int, heartbeat_ms: int, wall_ms: int = 0,
+                shown: Mapping[Path, Path] | None = None, network: bool = False, silence_ms: int,
+                heartbeat_ms: int, wall_ms: int = 0,
                 max_output_bytes: int = 0, meter: Path | None = None) -> AgentRun:
     """One process: wrapped by its launcher, the prompt on stdin, killed with its whole group when done; with
     a meter, its model API calls go through a metering proxy closed only after the process group is gone.
@@ -296,27 +307,29 @@ async def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], promp
         if served is not None:
             import asyncio
             import importlib
-            # the SDK, imported once per process that runs agents (seconds of CPU), off the event loop: the other
-            # cells' supervision goes on meanwhile
+            # the SDK, imported once per process that runs agents (seconds of CPU), off the event loop: the
+            # other cells' supervision goes on meanwhile
             warm = await asyncio.to_thread(importlib.import_module, "eval.agents.warm")
             api = {name: env.pop(name) for name in MODEL_API_VARS if name in env}
             talk = functools.partial(warm.drive, role=served[0], config=served[1], env=dict(env), api=api,
                                      prompt=prompt, stream=stream, stderr=log_dir / "agent.stderr")
         return await _spawn(argv, cwd=cwd, env=env, prompt=prompt, stream=stream, log_dir=log_dir,
-                            launcher=launcher, writable=writable, readable=readable, shown=shown, network=network,
+                            launcher=launcher, writable=writable, readable=readable, shown=shown,
+                            network=network,
                             silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
                             max_output_bytes=max_output_bytes, talk=talk)
     finally:
         if proxy is not None:
             import asyncio
-            # every response it was served is on the meter; off the event loop, since a request whose caller left
-            # may hold the close for its grace (key_proxy.METER_GRACE_S) while other cells go on
+            # every response it was served is on the meter; off the event loop, since a request whose caller
+            # left may hold the close for its grace (key_proxy.METER_GRACE_S) while other cells go on
             await asyncio.to_thread(proxy.close)
 
 
 async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prompt: str, stream: Path,
                  log_dir: Path, launcher: Launcher, writable: Sequence[Path], readable: Sequence[Path],
-                 shown: Mapping[Path, Path] | None, network: bool, silence_ms: int, heartbeat_ms: int, wall_ms: int,
+                 shown: Mapping[Path, Path] | None, network: bool, silence_ms: int, heartbeat_ms: int,
+                 wall_ms: int,
                  max_output_bytes: int, talk: Callable[[Any], Awaitable[None]] | None = None) -> AgentRun:
     # imported here, not at the top: an agent process imports this module for the contract's names alone
     import asyncio
@@ -330,8 +343,8 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
     env, secrets = secret_pipe(argv, env) if not getattr(launcher, "api_socket", None) else (dict(env), None)
     wrapped = launcher.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, env=env,
                             **({"shown": shown} if shown else {}))
-    # the guardian kills the agent's group when the harness dies (bwrap's sandbox also goes by itself); where no
-    # guardian runs, a launcher other than bwrap gets a parent-death signal through setpriv
+    # the guardian kills the agent's group when the harness dies (bwrap's sandbox also goes by itself); where
+    # no guardian runs, a launcher other than bwrap gets a parent-death signal through setpriv
     wrapped, preexec = (wrapped, None) if guardian.ready() or dies_with_parent(launcher) else \
         reaper.dying_with_parent(wrapped, cwd=cwd, env=env)
     with open(log_dir / "agent.stdout", "wb") as out, open(stderr_path, "ab") as err:
@@ -343,9 +356,9 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], prom
         try:
             proc = await asyncio.shield(start)
         except asyncio.CancelledError:
-            # Ctrl-C or a deadline while the process starts: asyncio cannot cancel a start cleanly (Python 3.11 may
-            # then wait forever for the stdin pipe it connects after closing the others), so the start finishes
-            # and its group is killed and reaped, then the cancellation goes on
+            # Ctrl-C or a deadline while the process starts: asyncio cannot cancel a start cleanly (Python
+            # 3.11 may then wait forever for the stdin pipe it connects after closing the others), so the
+            # start finishes and its group is killed and reaped, then the cancellation goes on
             with contextlib.suppress(Exception):
                 await kill_and_reap(await start)
             raise

@@ -20,7 +20,8 @@ PASS_ENV = "SM_PASS_ENV"        # comma-separated names the user passes on (--pa
 # What our own backends (eval/agents/*) need to call the model API themselves; their tools never get these.
 MODEL_API = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "HTTP_PROXY",
              "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
-# The credentials among them: our backends get these through a pipe, never their environment (eval/agent_call.py).
+# The credentials among them: our backends get these through a pipe, never their environment
+# (eval/agent_call.py).
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 OUR_BACKENDS = Path(__file__).resolve().parent / "agents"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -31,13 +32,14 @@ def pass_names(source: Mapping[str, str]) -> list[str]:
 
 
 def environ_items(source: Mapping[str, str] | None = None) -> tuple:
-    """A hashable snapshot of an environment, to work out what derives from it once per version of it: keying on
-    os.environ's raw items costs ~5 us, where reading it through its decoding mapping costs ~100 us."""
+    """A hashable snapshot of an environment, to work out what derives from it once per version of it: keying
+    on os.environ's raw items costs ~5 us, where reading it through its decoding mapping costs ~100 us."""
     return tuple(os.environ._data.items()) if source is None else tuple(source.items())
 
 
 def runs_our_backend(argv: Iterable[str]) -> bool:
-    """True when the process is one of our model backends (eval/agents/*.py), which call the API themselves."""
+    """True when the process is one of our model backends (eval/agents/*.py),
+    which call the API themselves."""
     return _our_backend(tuple(str(part) for part in argv))
 
 
@@ -67,4 +69,5 @@ def _allowed(items: tuple, backend: bool) -> tuple[tuple[str, str], ...]:
     names = set(BASE) | set(pass_names(source))
     if backend:
         names |= set(MODEL_API)
-    return tuple((name, value) for name, value in source.items() if name in names or name.startswith(PREFIXES))
+    return tuple((name, value) for name, value in source.items()
+                 if name in names or name.startswith(PREFIXES))

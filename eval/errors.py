@@ -1,12 +1,13 @@
 """The one root of every error the harness raises on purpose, each with the exit code `run.py` returns for it.
 
-It lives at the floor of the house (it imports nothing), so eval/, sandbox/, strategies/ and mutator/ all derive
-from it and mutator/cli/main.py maps every one of them in one `except SkillMutatorError`. The tree:
+It lives at the floor of the house (it imports nothing), so eval/, sandbox/, strategies/ and mutator/ all
+derive from it and mutator/cli/main.py maps every one of them in one `except SkillMutatorError`. The tree:
 
     SkillMutatorError (exit 2, "error")      bad input: the message names the file or flag and the fix
     ├── ConfigError, SuiteError, PricingError, SandboxError (ProgramError: an agent's program cannot run in
     │   the sandbox), StrategyError, AgentSetupError, ExecutorError
-    ├── StoreError, LockHeld                  the store is damaged / unwritable, or another process writes the run
+    ├── StoreError, LockHeld                  the store is damaged / unwritable, or another process writes
+    │                                         the run
     ├── LoopError, TestRunError, ExportError, EvalsImportError, AuditError, ProposalError, DeployError,
     │   MiningError, SplitError, SequentialError, LaunchError
     ├── SolveAbort (exit 4)                   the solve phase found the mutator model not capable
@@ -31,6 +32,7 @@ class SkillMutatorError(Exception):
 
 
 class Stop(SkillMutatorError):
-    """A clean stop (a budget, a full disk, an evaluation no verdict may rest on); the same command resumes."""
+    """A clean stop (a budget, a full disk, an evaluation no verdict may rest
+    on); the same command resumes."""
     exit_code = 3
     label = "stopped"

@@ -31,7 +31,8 @@ class EvalRequest:
     cells_root: Path
     price: Price
     concurrency: int
-    settings: CellSettings     # how each cell is run (agent, launcher, caps, retries), carried whole to each job
+    # how each cell is run (agent, launcher, caps, retries), carried whole to each job
+    settings: CellSettings
 
 
 def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[CellSpec]:
@@ -41,17 +42,17 @@ def pending_cells(request: EvalRequest, skip: set[tuple[str, int]]) -> list[Cell
 
 async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
                          on_cell: Callable[[CellResult], None] = lambda cell: None,
-                         regrade: set[tuple[str, int]] = frozenset(), reuse: dict[tuple[str, int], Path] | None = None,
-                         limit: int | None = None,
+                         regrade: set[tuple[str, int]] = frozenset(),
+                         reuse: dict[tuple[str, int], Path] | None = None, limit: int | None = None,
                          may_start: Callable[[], bool] | None = None,
                          executor: Executor | None = None) -> list[CellResult]:
     """Run every cell not in `skip`; cells in `regrade` are graded again from their kept working dir
     (run afresh when it is gone); cells in `reuse` grade the kept agent run in the cell dir it names (another
-    evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried `infra_retries` times; the count is on
-    its result (with the executor's own retries, e.g. Ray's for a lost node). `limit` runs only the first N
-    pending cells (a budget's pilot). `executor` says where cells run (eval/executors; local by default): once it
-    is lost (a Ray head gone), no further cell starts or is retried, and ExecutorLost is raised after the cells in
-    flight are reported (as infra_error)."""
+    evaluation's, same agent key), run afresh when it cannot be graded. An infra_error cell is retried
+    `infra_retries` times; the count is on its result (with the executor's own retries, e.g. Ray's for a lost
+    node). `limit` runs only the first N pending cells (a budget's pilot). `executor` says where cells run
+    (eval/executors; local by default): once it is lost (a Ray head gone), no further cell starts or is
+    retried, and ExecutorLost is raised after the cells in flight are reported (as infra_error)."""
     executor = executor or LocalExecutor()
     check_unchanged(request.suite)  # recomputed before every evaluation: a changed suite stops the run
     tasks = {task.id: task for task in request.suite.tasks}
@@ -61,8 +62,8 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
     def job(spec: CellSpec) -> CellJob:
         return CellJob(
             spec=spec, task=tasks[spec.task_id], suite=request.suite, skill_dir=request.skill_dir,
-            skill_name=request.skill_name, contract=request.contract, cell_root=request.cells_root / spec.name,
-            price=request.price, settings=request.settings,
+            skill_name=request.skill_name, contract=request.contract,
+            cell_root=request.cells_root / spec.name, price=request.price, settings=request.settings,
             reuse=reuse.get((spec.task_id, spec.replicate)))
 
     async def work(spec: CellSpec) -> CellResult:
@@ -92,5 +93,7 @@ async def evaluate_async(request: EvalRequest, *, skip: set[tuple[str, int]] = f
 
 def evaluate(request: EvalRequest, *, skip: set[tuple[str, int]] = frozenset(),
              on_cell: Callable[[CellResult], None] = lambda cell: None,
-             regrade: set[tuple[str, int]] = frozenset(), executor: Executor | None = None) -> list[CellResult]:
-    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade, executor=executor))
+             regrade: set[tuple[str, int]] = frozenset(),
+             executor: Executor | None = None) -> list[CellResult]:
+    return asyncio.run(evaluate_async(request, skip=skip, on_cell=on_cell, regrade=regrade,
+                                      executor=executor))

@@ -1,14 +1,16 @@
-"""Agents die with the harness, whole, at once: one small watcher process per harness process (eval/guardian_watch.py)
-is told of every agent group as it starts and ends, over a pipe only the harness writes; when the harness ends in any
-way (kill -9 included) the pipe closes and the watcher kills every group still running, its tool processes too.
+"""Agents die with the harness, whole, at once: one small watcher process per harness process
+(eval/guardian_watch.py) is told of every agent group as it starts and ends, over a pipe only the harness
+writes; when the harness ends in any way (kill -9 included) the pipe closes and the watcher kills every group
+still running, its tool processes too.
 
-It replaces a parent-death signal per agent (setpriv's exec in front of each: ~1 ms of CPU per cell, bench/overhead.py),
-which reached only the agent itself (its tools lingered until the next start's reaper) and fired when the *thread*
-that spawned it ended. Started on the first agent, in its own session (a Ctrl-C to the terminal is the harness's to
-handle). The window left is the one setpriv had too: a harness killed between an agent's fork and its record
-(here: the spawn's return; there: setpriv's prctl) leaves that agent to the registry of eval/reaper.py, if any.
-A forked child of the harness holds no guardian (it starts its own). Where the watcher cannot start or has died,
-`ready` is False and the spawn falls back to setpriv (eval/reaper.py)."""
+It replaces a parent-death signal per agent (setpriv's exec in front of each: ~1 ms of CPU per cell,
+bench/overhead.py), which reached only the agent itself (its tools lingered until the next start's reaper) and
+fired when the *thread* that spawned it ended. Started on the first agent, in its own session (a Ctrl-C to the
+terminal is the harness's to handle). The window left is the one setpriv had too: a harness killed between an
+agent's fork and its record (here: the spawn's return; there: setpriv's prctl) leaves that agent to the
+registry of eval/reaper.py, if any. A forked child of the harness holds no guardian (it starts its own). Where
+the watcher cannot start or has died, `ready` is False and the spawn falls back
+to setpriv (eval/reaper.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import sys
 from pathlib import Path
 
 WATCH = Path(__file__).with_name("guardian_watch.py")
-_state: tuple[int, int, subprocess.Popen] | None = None   # (this process's pid, the pipe's write end, the watcher)
+# (this process's pid, the pipe's write end, the watcher)
+_state: tuple[int, int, subprocess.Popen] | None = None
 _broken = False                                            # it could not start, or went away: never retried
 
 
@@ -31,7 +34,8 @@ def ready() -> bool:
         return False
     read, write = os.pipe()
     try:
-        watcher = subprocess.Popen([sys.executable, "-I", "-S", str(WATCH)], stdin=read, stdout=subprocess.DEVNULL,
+        watcher = subprocess.Popen([sys.executable, "-I", "-S", str(WATCH)], stdin=read,
+                                   stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     except OSError:
         os.close(write)

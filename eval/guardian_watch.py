@@ -1,8 +1,8 @@
-"""The guardian's own process (eval/guardian.py starts it as `python -I -S guardian_watch.py`, importing nothing of
-ours): it reads "+<pgid> <start time>" and "-<pgid>" lines from its stdin, a pipe whose only writer is the harness,
-and when that pipe ends (the harness exited or was killed, kill -9 included) it kills every group still on its list,
-whole, and exits. A group whose leader's pid now names another process (its start time differs) is not ours and is
-left alone, as eval/reaper.py does."""
+"""The guardian's own process (eval/guardian.py starts it as `python -I -S guardian_watch.py`, importing
+nothing of ours): it reads "+<pgid> <start time>" and "-<pgid>" lines from its stdin, a pipe whose only writer
+is the harness, and when that pipe ends (the harness exited or was killed, kill -9 included) it kills every
+group still on its list, whole, and exits. A group whose leader's pid now names another process (its start
+time differs) is not ours and is left alone, as eval/reaper.py does."""
 
 import os
 import signal
@@ -17,7 +17,8 @@ def start_time(pid: int) -> str | None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the harness's to handle; this waits for it to end
+    # Ctrl-C is the harness's to handle; this waits for it to end
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     groups: dict[int, str] = {}
     pending = b""
     while chunk := os.read(0, 65536):

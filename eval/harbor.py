@@ -23,7 +23,8 @@ SKILLS_DIR = "skills"                # SkillsBench: environment/skills/ holds th
 MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GMK])\s*$", re.IGNORECASE)
 WORKDIR_LINE = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 # `COPY skills /root/.claude/skills` (flags such as --chown allowed): where the task expects its skills
-SKILLS_COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*\.?/?skills/?\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+SKILLS_COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*\.?/?skills/?\s+(\S+)\s*$",
+                         re.IGNORECASE | re.MULTILINE)
 
 
 class HarborError(SkillMutatorError, ValueError):
@@ -70,7 +71,8 @@ class HarborTask:
         files = [rel for rel in list_files(self.environment) if rel.parts[0] != SKILLS_DIR]
         digest = hashlib.sha256()
         for rel in files:
-            digest.update(rel.as_posix().encode() + b"\0" + hashlib.sha256((self.environment / rel).read_bytes()).digest())
+            content = hashlib.sha256((self.environment / rel).read_bytes()).digest()
+            digest.update(rel.as_posix().encode() + b"\0" + content)
         if self.config.docker_image:
             digest.update(b"image\0" + self.config.docker_image.encode())
         return digest.hexdigest()[:16]
@@ -80,10 +82,12 @@ class HarborTask:
         dockerfile = self.environment / "Dockerfile"
         text = dockerfile.read_text(encoding="utf-8", errors="replace") if dockerfile.is_file() else ""
         targets = [t.strip("'\"").rstrip("/") for t in SKILLS_COPY.findall(text)]
-        return list(dict.fromkeys(t if t.startswith("/") else f"{self.workdir.rstrip('/')}/{t}" for t in targets if t))
+        return list(dict.fromkeys(t if t.startswith("/") else f"{self.workdir.rstrip('/')}/{t}"
+                                  for t in targets if t))
 
     def environment_files(self) -> list[Path]:
-        """The environment's files an agent on the host is given (relative): all but the Dockerfile and skills/."""
+        """The environment's files an agent on the host is given (relative): all but
+        the Dockerfile and skills/."""
         return [rel for rel in list_files(self.environment)
                 if rel.parts[0] != SKILLS_DIR and rel.as_posix() != "Dockerfile"]
 
@@ -126,14 +130,16 @@ def parse_config(text: str, where: Path) -> HarborConfig:
         raise HarborError(f"{where}: task.toml schema {schema!r} is not one this harness reads "
                           f"({', '.join(SCHEMA_VERSIONS)}); convert the task or set version = \"1.0\"")
     if "steps" in data:
-        raise HarborError(f"{where}: multi-step tasks ([[steps]]) are not supported; import single-step tasks only")
+        raise HarborError(f"{where}: multi-step tasks ([[steps]]) "
+                          "are not supported; import single-step tasks only")
     verifier, agent = _section(data, "verifier", where), _section(data, "agent", where)
     env = _section(data, "environment", where)
     venv = verifier.get("env", {})
     if not isinstance(venv, dict) or not all(isinstance(v, str) for v in venv.values()):
         raise HarborError(f"{where}: [verifier] env must be a table of NAME = \"value\" strings")
     if env.get("gpus", 0):
-        raise HarborError(f"{where}: [environment] gpus = {env['gpus']!r}: tasks needing GPUs are not supported")
+        raise HarborError(f"{where}: [environment] gpus = {env['gpus']!r}: "
+                          "tasks needing GPUs are not supported")
     image = env.get("docker_image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise HarborError(f"{where}: [environment] docker_image must be an image name string")
@@ -142,7 +148,8 @@ def parse_config(text: str, where: Path) -> HarborConfig:
         raise HarborError(f"{where}: [environment] allow_internet must be true or false")
     return HarborConfig(
         schema=schema, agent_timeout_sec=_number(agent, "timeout_sec", None, where, "agent"),
-        verifier_timeout_sec=_number(verifier, "timeout_sec", 600.0, where, "verifier"), verifier_env=dict(venv),
+        verifier_timeout_sec=_number(verifier, "timeout_sec", 600.0, where, "verifier"),
+        verifier_env=dict(venv),
         build_timeout_sec=_number(env, "build_timeout_sec", 600.0, where, "environment"),
         docker_image=image, cpus=_number(env, "cpus", 1, where, "environment", int),
         memory_mb=_memory_mb(env, where), allow_internet=internet)
@@ -150,7 +157,8 @@ def parse_config(text: str, where: Path) -> HarborConfig:
 
 def dockerfile_workdir(dockerfile: Path) -> str:
     """The last WORKDIR of a Dockerfile (where the task's files and the agent's work live), else /app."""
-    found = WORKDIR_LINE.findall(dockerfile.read_text(encoding="utf-8", errors="replace")) if dockerfile.is_file() else []
+    text = dockerfile.read_text(encoding="utf-8", errors="replace") if dockerfile.is_file() else ""
+    found = WORKDIR_LINE.findall(text) if text else []
     workdir = found[-1].strip("'\"") if found else DEFAULT_WORKDIR
     return workdir if workdir.startswith("/") else DEFAULT_WORKDIR
 
@@ -159,7 +167,8 @@ def read_task(path: Path, *, oracle: bool = False) -> HarborTask:
     """One Harbor task folder, checked. `oracle=True` also requires solution/solve.sh."""
     path = Path(path)
     if not path.is_dir():
-        raise HarborError(f"{path}: not a Harbor task folder (a folder with instruction.md, task.toml, tests/)")
+        raise HarborError(f"{path}: not a Harbor task folder (a folder "
+                          "with instruction.md, task.toml, tests/)")
     instruction = path / "instruction.md"
     if not instruction.is_file() or not instruction.read_text(encoding="utf-8").strip():
         raise HarborError(f"{path}: instruction.md is missing or empty; it is the task's prompt")
@@ -170,15 +179,17 @@ def read_task(path: Path, *, oracle: bool = False) -> HarborTask:
     env = path / "environment"
     for compose in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml"):
         if (env / compose).is_file():
-            raise HarborError(f"{path}: environment/{compose}: compose (multi-container) environments are not "
-                              f"supported; import single-container tasks (a Dockerfile or docker_image)")
+            raise HarborError(f"{path}: environment/{compose}: compose (multi-container) environments are "
+                              "not supported; import single-container tasks (a Dockerfile or docker_image)")
     if not (env / "Dockerfile").is_file() and not config.docker_image:
         raise HarborError(f"{path}: environment/Dockerfile is missing and task.toml names no [environment] "
                           f"docker_image; add one of them")
     if not (path / "tests" / "test.sh").is_file():
-        raise HarborError(f"{path}: tests/test.sh is missing; it is the verifier (it writes /logs/verifier/reward.txt)")
+        raise HarborError(f"{path}: tests/test.sh is missing; it is the verifier (it writes "
+                          "/logs/verifier/reward.txt)")
     if oracle and not (path / "solution" / "solve.sh").is_file():
-        raise HarborError(f"{path}: solution/solve.sh is missing; the oracle check needs the task's reference solution")
+        raise HarborError(f"{path}: solution/solve.sh is missing; the oracle check needs the task's "
+                          "reference solution")
     return HarborTask(path.name, path.resolve(), instruction.read_text(encoding="utf-8"), config,
                       dockerfile_workdir(env / "Dockerfile"))
 
@@ -189,8 +200,10 @@ def find_tasks(root: Path) -> list[HarborTask]:
     if (root / "task.toml").is_file():
         return [read_task(root)]
     if not root.is_dir():
-        raise HarborError(f"{root}: not found; pass a Harbor task folder or a folder of them (e.g. skillsbench/tasks)")
-    tasks = [read_task(sub) for sub in sorted(root.iterdir()) if sub.is_dir() and (sub / "task.toml").is_file()]
+        raise HarborError(f"{root}: not found; pass a Harbor task folder or a folder of them (e.g. "
+                          "skillsbench/tasks)")
+    tasks = [read_task(sub) for sub in sorted(root.iterdir())
+             if sub.is_dir() and (sub / "task.toml").is_file()]
     if not tasks:
         raise HarborError(f"{root}: holds no Harbor task (no sub-folder with a task.toml)")
     return tasks
@@ -201,6 +214,6 @@ def check_suite_tasks(suite_path: Path, task_ids: list[str]) -> None:
     for task_id in task_ids:
         folder = Path(suite_path) / "harbor" / task_id
         if not folder.is_dir():
-            raise HarborError(f"{suite_path}: runner 'harbor' needs harbor/{task_id}/ (the Harbor task folder without "
-                              f"its solution); re-import the suite with --import-harbor")
+            raise HarborError(f"{suite_path}: runner 'harbor' needs harbor/{task_id}/ (the Harbor task "
+                              "folder without its solution); re-import the suite with --import-harbor")
         read_task(folder)

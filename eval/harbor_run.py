@@ -23,10 +23,12 @@ ORACLE_TIMEOUT_S = 600.0                     # when task.toml gives the agent no
 
 
 def suite_task(suite_path: Path, task_id: str) -> HarborTask:
-    """The Harbor task an imported suite keeps for `task_id` (harbor/<id>/, the oracle apart in oracle/<id>/)."""
+    """The Harbor task an imported suite keeps for `task_id` (harbor/<id>/, the
+    oracle apart in oracle/<id>/)."""
     folder = Path(suite_path) / "harbor" / task_id
     if not folder.is_dir():
-        raise HarborError(f"{suite_path}: harbor/{task_id}/ is missing; re-import the suite with --import-harbor")
+        raise HarborError(f"{suite_path}: harbor/{task_id}/ is missing; "
+                          "re-import the suite with --import-harbor")
     return read_task(folder)
 
 
@@ -47,7 +49,8 @@ def read_reward(logs: Path) -> dict[str, float]:
             raise ValueError(f"reward.json is not JSON ({err.msg})") from None
         if not isinstance(obj, dict):
             raise ValueError("reward.json must be an object of name -> number")
-        grades = {str(k): v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        grades = {str(k): v for k, v in obj.items()
+                  if isinstance(v, (int, float)) and not isinstance(v, bool)}
     elif as_text.is_file():
         text = as_text.read_text(encoding="utf-8").strip()
         try:
@@ -65,8 +68,8 @@ def read_reward(logs: Path) -> dict[str, float]:
 
 
 def task_network(suite_options: dict, task: HarborTask) -> bool:
-    """Network for a task's containers only when the task asks (allow_internet) and the user allowed it at import
-    (suite.md `task_network: allowed`, from --allow-task-network)."""
+    """Network for a task's containers only when the task asks (allow_internet) and the user allowed it at
+    import (suite.md `task_network: allowed`, from --allow-task-network)."""
     return task.config.allow_internet and suite_options.get("task_network") == "allowed"
 
 
@@ -92,7 +95,8 @@ def verify(engine: ContainerEngine, task: HarborTask, image: str, work: Path, lo
 
 def run_oracle(engine: ContainerEngine, task: HarborTask, image: str, work: Path, solution: Path, *,
                network: bool = False) -> str:
-    """Run `solution`/solve.sh (the task's oracle) against `work` in a fresh container; "" or why it failed."""
+    """Run `solution`/solve.sh (the task's oracle) against `work` in a fresh
+    container; "" or why it failed."""
     cfg = task.config
     timeout = cfg.agent_timeout_sec or ORACLE_TIMEOUT_S
     done = engine.run(image, ORACLE, workdir=task.workdir, binds=[Bind(work, task.workdir, writable=True),
@@ -131,7 +135,8 @@ def check_task(engine: ContainerEngine, task: HarborTask, solution: Path, inputs
     for who in ("oracle", "null"):
         work = scratch / task.id / who / "work"
         shutil.copytree(inputs, work) if inputs.is_dir() else work.mkdir(parents=True)
-        if problem := engine.copy_out(image, task.workdir, work):   # as a cell gets it (eval/graders/harbor_runner.py)
+        if problem := engine.copy_out(image, task.workdir, work):
+            # as a cell gets it (eval/graders/harbor_runner.py)
             return OracleCheck(task.id, None, None, problem)
         if who == "oracle" and (problem := run_oracle(engine, task, image, work, solution, network=network)):
             errors.append(problem)

@@ -47,15 +47,16 @@ class CellResult:
     cell_dir: str
     extra: dict = field(default_factory=dict)
     retries: int = 0            # infrastructure retries inside this evaluation before this result
-    skill_use: str | None = None  # eval/skill_use.py::SkillUse as JSON; None in a bare cell or before a stream
+    # eval/skill_use.py::SkillUse as JSON; None in a bare cell or before a stream
+    skill_use: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def write_record(self, cell_root: Path) -> None:
-        """cell.json, the record beside the cell's files for whoever opens the folder (the store holds the result;
-        nothing reads this back): orjson, ~5x faster than json's indented (pure-Python) encoder."""
+        """cell.json, the record beside the cell's files for whoever opens the folder (the store holds the
+        result; nothing reads this back): orjson, ~5x faster than json's indented (pure-Python) encoder."""
         options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
         (cell_root / "cell.json").write_bytes(orjson.dumps(self.__dict__, option=options))
 
@@ -66,8 +67,9 @@ class CellResult:
 
 @dataclass(frozen=True)
 class CellSettings:
-    """How every cell of an evaluation is run, whole: built once from a command's settings and carried unchanged
-    through the Evaluator, the EvalRequest and each CellJob. None of it is part of the evaluation key."""
+    """How every cell of an evaluation is run, whole: built once from a command's settings and carried
+    unchanged through the Evaluator, the EvalRequest and each CellJob. None of it is
+    part of the evaluation key."""
     agent_argv: Sequence[str]
     launcher: Launcher
     grader_timeout_s: float

@@ -60,7 +60,8 @@ def put_back(source: Path, cell_root: Path, fixtures: Path, inputs: Sequence[str
     work = cell_root / "work"
     restore = cell_root / RESTORE
     try:
-        listed = json.loads(restore.read_text(encoding="utf-8")).get("inputs", []) if restore.is_file() else []
+        listed = (json.loads(restore.read_text(encoding="utf-8")).get("inputs", [])
+                  if restore.is_file() else [])
     except (ValueError, AttributeError):   # not the harness's: restore nothing it names
         listed = []
     for rel in [rel for rel in inputs if rel in listed]:

@@ -1,8 +1,8 @@
 """Other installed skills (--with-skills DIR): the skills a user has beside the one being evolved, installed
 read-only in every cell so triggering and interference are measured as a user would meet them.
 
-The set enters the evaluation contract as one digest (Contract.with_skills, only when set, so stores from before
-resume with 0 cells). Never edits DIR; never lets another skill take the evolved skill's name.
+The set enters the evaluation contract as one digest (Contract.with_skills, only when set, so stores from
+before resume with 0 cells). Never edits DIR; never lets another skill take the evolved skill's name.
 """
 
 from __future__ import annotations
@@ -28,17 +28,19 @@ def find_skills(root: Path, evolved_name: str) -> tuple[Path, ...]:
                                f"(each with a SKILL.md)")
     skills = tuple(sorted(p for p in root.iterdir() if p.is_dir() and (p / "SKILL.md").is_file()))
     if not skills:
-        raise OtherSkillsError(f"--with-skills {root}: holds no skill (no <name>/SKILL.md under it); pass the folder "
-                               f"that holds the skill folders, e.g. ~/.claude/skills")
+        raise OtherSkillsError(f"--with-skills {root}: holds no skill (no <name>/SKILL.md under it); pass "
+                               "the folder that holds the skill folders, e.g. ~/.claude/skills")
     for skill in skills:
         try:
             name = read_properties(skill).name
         except Exception as err:   # skills-ref raises its own parse/validation errors
-            raise OtherSkillsError(f"--with-skills {root}: {skill / 'SKILL.md'} cannot be read as a skill: {err}") \
+            raise OtherSkillsError(f"--with-skills {root}: {skill / 'SKILL.md'} "
+                                   f"cannot be read as a skill: {err}") \
                 from None
         if evolved_name in (skill.name, name):
-            raise OtherSkillsError(f"--with-skills {root}: {skill.name} has the evolved skill's name {evolved_name!r}; "
-                                   f"remove it from {root} (the evolved skill is installed by the harness)")
+            raise OtherSkillsError(f"--with-skills {root}: {skill.name} has the evolved skill's name "
+                                   f"{evolved_name!r}; remove it from {root} (the "
+                                   "evolved skill is installed by the harness)")
     return skills
 
 
@@ -51,8 +53,8 @@ def digest(skills: tuple[Path, ...]) -> str:
 
 
 def install(skills: tuple[Path, ...], skills_root: Path) -> None:
-    """Copy each skill to skills_root/<folder name>/ with its files read-only (its folders stay removable, so a
-    cell dir is cleaned up like any other)."""
+    """Copy each skill to skills_root/<folder name>/ with its files read-only (its folders stay removable, so
+    a cell dir is cleaned up like any other)."""
     for skill in skills:
         target = skills_root / skill.name
         copy_tree(skill, target)

@@ -1,17 +1,18 @@
 """Nothing outlives the harness: every agent process group is recorded while it runs, and a group left
 behind by a harness that was killed (kill -9 leaves no chance to clean up) is reaped on the next start.
 
-While the harness lives, its guardian (eval/guardian.py) kills every agent group at once when it dies; where no
-guardian runs, the direct child gets a parent-death signal instead (its tool processes, in its group, then wait for
-the next start). What a harness killed together with its guardian left running is killed by the next start. A record is the group
-id plus the leader's start time, and the harness's pid and start time: a group is reaped only when its
-harness is gone (another run on the same data dir keeps its agents), and a recycled pid is never
-killed by mistake. An agent's container (a Harbor cell under --sandbox podman|docker) lives on in the engine when
-the harness dies; it is recorded the same way, labelled with the data dir and its harness, and removed on the next
-start once its harness is gone (only containers carrying this data dir's label: another store's are never touched).
-A Ray worker's cell is recorded for the driver's harness (`scope`, carried in its bundle; `adopted` on the worker):
-on the driver's own machine in the data dir's registry, as a local cell; on another node in that node's own registry,
-owned by the worker process (Ray ends it with its driver), reaped before the next cell there.
+While the harness lives, its guardian (eval/guardian.py) kills every agent group at once when it dies; where
+no guardian runs, the direct child gets a parent-death signal instead (its tool processes, in its group, then
+wait for the next start). What a harness killed together with its guardian left running is killed by the next
+start. A record is the group id plus the leader's start time, and the harness's pid and start time: a group is
+reaped only when its harness is gone (another run on the same data dir keeps its agents), and a recycled pid
+is never killed by mistake. An agent's container (a Harbor cell under --sandbox podman|docker) lives on in the
+engine when the harness dies; it is recorded the same way, labelled with the data dir and its harness, and
+removed on the next start once its harness is gone (only containers carrying this data dir's label: another
+store's are never touched). A Ray worker's cell is recorded for the driver's harness (`scope`, carried in its
+bundle; `adopted` on the worker): on the driver's own machine in the data dir's registry, as a local cell; on
+another node in that node's own registry, owned by the worker process (Ray ends it with its driver), reaped
+before the next cell there.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 CONTAINER = "container-"     # a record of an agent container: container-<name> holding the engine's argv
 DATA_DIR_LABEL, HARNESS_LABEL = "sm.data-dir", "sm.harness"
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")   # one machine, one boot: where a pid and its start time mean something
+# one machine, one boot: where a pid and its start time mean something
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 _registry: Path | None = None
-_owner: tuple[int, str | None] | None = None   # the harness the records name (a Ray worker's: the driver); None: this one
+# the harness the records name (a Ray worker's: the driver); None: this one
+_owner: tuple[int, str | None] | None = None
 
 
 def use(directory: Path) -> None:
@@ -63,11 +66,11 @@ def _setpriv() -> str | None:
 
 
 def dying_with_parent(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> tuple[list[str], object]:
-    """(argv, preexec_fn) for a process that gets SIGKILL when the harness dies. Through setpriv, which sets the
-    signal and execs the program as the spawn would (the same PATH and cwd, the same argv[0]): the spawn stays a
-    vfork. A preexec_fn forces a full fork of the harness, ~4 ms of CPU in the parent and as much in the child for
-    a harness-sized process, per agent (bench/overhead.py); it is the fallback where setpriv is missing, and for a
-    program not found (the spawn's own error then)."""
+    """(argv, preexec_fn) for a process that gets SIGKILL when the harness dies. Through setpriv, which sets
+    the signal and execs the program as the spawn would (the same PATH and cwd, the same argv[0]): the spawn
+    stays a vfork. A preexec_fn forces a full fork of the harness, ~4 ms of CPU in the parent and as much in
+    the child for a harness-sized process, per agent (bench/overhead.py); it is the fallback where setpriv is
+    missing, and for a program not found (the spawn's own error then)."""
     setpriv = _setpriv()
     program = argv[0] if argv else ""
     if setpriv is None or not program:
@@ -176,23 +179,25 @@ def _boot_id() -> str:
 
 
 def scope() -> dict | None:
-    """Whose records a cell run elsewhere (a Ray worker) makes: this data dir's registry, this harness, this machine's
-    boot; None when nothing is recorded."""
+    """Whose records a cell run elsewhere (a Ray worker) makes: this data dir's registry, this harness, this
+    machine's boot; None when nothing is recorded."""
     if _registry is None:
         return None
     pid, started = _harness()
-    return {"registry": str(_registry.resolve()), "harness": pid, "harness_started": started, "boot": _boot_id()}
+    return {"registry": str(_registry.resolve()), "harness": pid, "harness_started": started,
+            "boot": _boot_id()}
 
 
 @contextmanager
 def adopted(driver: dict | None, local: Path) -> Iterator[None]:
-    """On a Ray worker, for one cell: records and labels for the driver's harness. On the driver's machine (same boot,
-    its data dir there) in its registry, naming the driver, so its next start removes what a dead driver left; on
-    another node in `local`, that node's registry, naming this worker process, whose dead predecessors' agents and
-    containers are reaped first."""
+    """On a Ray worker, for one cell: records and labels for the driver's harness. On the driver's machine
+    (same boot, its data dir there) in its registry, naming the driver, so its next start removes what a dead
+    driver left; on another node in `local`, that node's registry, naming this worker process, whose dead
+    predecessors' agents and containers are reaped first."""
     global _registry, _owner
     saved = _registry, _owner
-    here = driver is not None and driver.get("boot") == _boot_id() and Path(driver["registry"]).parent.is_dir()
+    here = (driver is not None and driver.get("boot") == _boot_id()
+            and Path(driver["registry"]).parent.is_dir())
     if here:
         _registry, _owner = Path(driver["registry"]), (int(driver["harness"]), driver.get("harness_started"))
     else:
@@ -210,7 +215,8 @@ def _alive(harness: object, started: object) -> bool:
 
 
 def labels() -> dict[str, str]:
-    """An agent container's labels: the data dir whose harness runs it, and that harness (none when unrecorded)."""
+    """An agent container's labels: the data dir whose harness runs it, and that
+    harness (none when unrecorded)."""
     if _registry is None:
         return {}
     pid, started = _harness()
@@ -236,8 +242,8 @@ def unregister_container(name: str) -> None:
 
 
 def reap_containers(directory: Path) -> list[str]:
-    """Remove every recorded agent container whose harness is gone and that carries this data dir's label; returns
-    their names."""
+    """Remove every recorded agent container whose harness is gone and that carries this data dir's label;
+    returns their names."""
     removed: list[str] = []
     if not directory.is_dir():
         return removed
@@ -251,13 +257,15 @@ def reap_containers(directory: Path) -> list[str]:
         if _alive(data.get("harness"), data.get("harness_started")):
             continue                         # its harness still runs: its container is in use
         try:
-            found = subprocess.run([*engine, "ps", "-aq", "--filter", f"name=^{name}$", "--filter", f"label={label}"],
+            found = subprocess.run([*engine, "ps", "-aq", "--filter", f"name=^{name}$", "--filter",
+                                    f"label={label}"],
                                    capture_output=True, text=True, timeout=120)
             ids = found.stdout.split() if found.returncode == 0 else []
             if ids:
                 subprocess.run([*engine, "rm", "-f", *ids], capture_output=True, timeout=120)
                 removed.append(name)
         except (OSError, subprocess.TimeoutExpired):
-            continue                         # the engine is gone or stuck: the record waits for the next start
+            # the engine is gone or stuck: the record waits for the next start
+            continue
         record.unlink(missing_ok=True)
     return removed

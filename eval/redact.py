@@ -23,14 +23,16 @@ MAX_FILE = 64 * 1024 * 1024
 
 
 def secret_values(source: Mapping[str, str] | None = None) -> list[str]:
-    return list(_secret_values(environ_items(source)))   # asked for every file of every cell: once per environment
+    # asked for every file of every cell: once per environment
+    return list(_secret_values(environ_items(source)))
 
 
 @functools.lru_cache(maxsize=16)
 def _secret_values(items: tuple) -> tuple[str, ...]:
     pairs = ((os.fsdecode(name), os.fsdecode(value)) for name, value in items)   # bytes from os.environ._data
     values = {value for name, value in pairs if SECRET_NAME.search(name) and len(value) >= MIN_SECRET}
-    return tuple(sorted(values, key=len, reverse=True))  # the longest first: a value containing another is replaced whole
+    # the longest first: a value containing another is replaced whole
+    return tuple(sorted(values, key=len, reverse=True))
 
 
 def redact(text: str | None, source: Mapping[str, str] | None = None) -> str | None:
@@ -84,8 +86,8 @@ def _encoded(values: tuple[str, ...]) -> tuple[bytes, ...]:
 
 def redact_tree(root: Path, source: Mapping[str, str] | None = None, *,
                 skip: Callable[[Path], bool] | None = None) -> list[Path]:
-    """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says were
-    redacted already (evidence staged from stored cells); returns the files changed, sorted. Symlinks are
+    """Redact every text file under root (a cell's logs, a mutator workspace's streams) bar those `skip` says
+    were redacted already (evidence staged from stored cells); returns the files changed, sorted. Symlinks are
     neither followed nor redacted."""
     changed: list[Path] = []
     pending = [str(root)]

@@ -1,4 +1,5 @@
-"""Run one cell: stage a fresh dir, run the build agent through the one agent call (eval/agent_call.py), grade.
+"""Run one cell: stage a fresh dir, run the build agent through the one agent
+call (eval/agent_call.py), grade.
 
 The grader runs only after the agent's whole process group is gone, outside the agent's sandbox,
 and never sees the skill: it gets the agent's working dir and the task id. Every failure (agent
@@ -37,12 +38,14 @@ def call_of(job: CellJob, work: Path, launcher: Launcher | None = None) -> Agent
     cell's own (a Harbor task's container), else the evaluation's."""
     run = job.settings
     return AgentCall(
-        argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model, max_turns=job.contract.max_turns,
-        price=job.price, prompt=job.task.prompt, cwd=work, home=job.cell_root, launcher=launcher or run.launcher,
+        argv=run.agent_argv, agent=job.contract.agent, model=job.contract.model,
+        max_turns=job.contract.max_turns, price=job.price, prompt=job.task.prompt, cwd=work,
+        home=job.cell_root, launcher=launcher or run.launcher,
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
         skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
-        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env, meter=agent_meter(job.cell_root))
+        max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env,
+        meter=agent_meter(job.cell_root))
 
 
 async def run_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
@@ -78,8 +81,8 @@ def classify(agent: AgentRun, metrics: StreamMetrics) -> tuple[str, str]:
     if failure or metrics.is_error:
         said = metrics.error_text + ("\n" + agent.stderr_tail(2000) if failure else "")
         if metrics.subtype == API_ERROR_SUBTYPE or INFRA_TEXT.search(said):
-            detail = (metrics.error_text or failure).strip().splitlines()[0][:300] if (metrics.error_text or failure) \
-                else "model API error"
+            said_first = metrics.error_text or failure
+            detail = said_first.strip().splitlines()[0][:300] if said_first else "model API error"
             return "infra_error", f"infrastructure (the model API, not the skill): {detail}"
     if failure:
         return "agent_error", failure
@@ -107,7 +110,8 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
     work = stage_cell(job.cell_root, fixtures=job.suite.fixture_dir(job.task.id), inputs=job.task.inputs,
                       skill_dir=job.skill_dir, skill_name=job.skill_name, others=job.settings.with_skills)
     container = None
-    if job.suite.runner == "harbor":   # the task's image: built, its WORKDIR staged; a broken one is no verdict
+    if job.suite.runner == "harbor":
+        # the task's image: built, its WORKDIR staged; a broken one is no verdict
         from eval.graders.harbor_runner import prepare_cell
         problem, container = await prepare_cell(job, work)
         if problem:
@@ -141,8 +145,9 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
     started = time.monotonic()
     for spent in (judge_meter(job.cell_root), job.cell_root / "judge.spend.json"):
         spent.unlink(missing_ok=True)  # the last grading's calls are on the cell row already
-    # a cell re-graded in place keeps its agent's metered figures; one taken over from another cell has no meter
-    # here and keeps its kept stream's (either way the agent is never charged again: mutator/store/cache.py)
+    # a cell re-graded in place keeps its agent's metered figures; one taken over from another cell has no
+    # meter here and keeps its kept stream's (either way the agent is never charged again:
+    # mutator/store/cache.py)
     metrics, cost = read_call(job.cell_root / "stream.jsonl", job.price, agent=job.contract.agent,
                               meter=agent_meter(job.cell_root))
     grades, error = await run_grader(job, work)
@@ -154,7 +159,8 @@ async def regrade_cell(job: CellJob) -> CellResult | None:
 
 def infra_result(job: CellJob, error: str, started: float) -> CellResult:
     """A cell the infrastructure failed (a harness fault, a lost worker): nobody's verdict on the skill."""
-    return _result(job, status="infra_error", tests={}, metrics=None, started=started, error=redact(error) or error)
+    return _result(job, status="infra_error", tests={}, metrics=None, started=started,
+                   error=redact(error) or error)
 
 
 NOTHING = Cost()   # a cell the harness failed before its agent's stream: no call to charge
@@ -174,22 +180,26 @@ def _result(job: CellJob, *, status: str, tests: dict[str, float], metrics: Stre
         cost_usd=cost.usd, steps=metrics.steps if metrics else 0,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens, cache_read_tokens=usage.cache_read_input_tokens,
-        duration_ms=int((time.monotonic() - started) * 1000), agent_subtype=metrics.subtype if metrics else "",
-        error=error, cell_dir=str(job.cell_root),
-        extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd, "reported_cost_usd": cost.reported_usd,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        agent_subtype=metrics.subtype if metrics else "", error=error, cell_dir=str(job.cell_root),
+        extra={**grader_extra(job.cell_root), "priced_cost_usd": cost.priced_usd,
+               "reported_cost_usd": cost.reported_usd,
                "api_retries": metrics.retries if metrics else 0}, skill_use=skill_use)
 
 
 def _finish(job: CellJob, *, status: str, tests: dict[str, float], metrics: StreamMetrics, cost: Cost,
             started: float, error: str) -> CellResult:
-    error = redact_cell(job.cell_root, error)  # secrets never stored: stream, stderr, outputs, judge notes, error
-    events = stream_events(job.cell_root / STREAM_NAME)   # read once, redacted, for the skill use and the trajectory
-    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started, error=error,
-                     events=events)
+    # secrets never stored: stream, stderr, outputs, judge notes, error
+    error = redact_cell(job.cell_root, error)
+    # read once, redacted, for the skill use and the trajectory
+    events = stream_events(job.cell_root / STREAM_NAME)
+    result = _result(job, status=status, tests=tests, metrics=metrics, cost=cost, started=started,
+                     error=error, events=events)
     result.write_record(job.cell_root)
     # a grader_error cell keeps its working dir: it is re-graded on resume, with no agent re-run; a graded
     # one keeps its agent's outputs (eval/kept.py), so a changed grader re-grades it
-    capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"), task_id=job.task.id,
+    capture_and_prune(job.cell_root, prune=job.settings.prune and status not in ("grader_error", "ok"),
+                      task_id=job.task.id,
                       replicate=job.spec.replicate, prompt=job.task.prompt, status=status, score=result.score,
                       tests=tests, error=error, required=list(job.task.required), skill_use=result.skill_use,
                       events=events)

@@ -1,5 +1,6 @@
-"""The concurrency pump: run at most N cells at once and report each one as it finishes; and a deadline over it,
-the event loop's own timeout (never a signal, which a process started with SIGINT ignored would not get)."""
+"""The concurrency pump: run at most N cells at once and report each one as it finishes; and a deadline over
+it, the event loop's own timeout (never a signal, which a process started with
+SIGINT ignored would not get)."""
 
 from __future__ import annotations
 
@@ -31,9 +32,10 @@ async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurr
     try:
         await asyncio.gather(*tasks)
     finally:
-        # gather gives up at the first item cancelled or failed (a queued cell, when Ctrl-C or a deadline cancels
-        # the pump): cancel only the items not already cancelling, once, and wait for every one to finish its own
-        # cleanup (a cell kills and reaps its agent's group there) before the caller's loop may close
+        # gather gives up at the first item cancelled or failed (a queued cell, when Ctrl-C or a deadline
+        # cancels the pump): cancel only the items not already cancelling, once, and wait for every one to
+        # finish its own cleanup (a cell kills and reaps its agent's group there)
+        # before the caller's loop may close
         for task in tasks:
             if not task.cancelling():
                 task.cancel()
@@ -43,8 +45,8 @@ async def pump(items: Sequence[T], work: Callable[[T], Awaitable[R]], *, concurr
 
 
 class DeadlineReached(RuntimeError):
-    """The deadline passed: the work was cancelled (each running cell killed and reaped its agent's group, as on
-    Ctrl-C) and every cell that finished before it was reported."""
+    """The deadline passed: the work was cancelled (each running cell killed and reaped its agent's group, as
+    on Ctrl-C) and every cell that finished before it was reported."""
 
 
 async def until(deadline: float | None, work: Awaitable[R]) -> R:

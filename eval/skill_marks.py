@@ -1,6 +1,6 @@
-"""How a transcript shows a skill in use: its name in a `Skill` call or a slash command, its folder in any tool
-input, or its SKILL.md loaded into the conversation. Shared by the cells' telemetry (eval/skill_use.py) and the
-mining room (mutator/mining/traces.py); pure string matching, it never opens a file.
+"""How a transcript shows a skill in use: its name in a `Skill` call or a slash command, its folder in any
+tool input, or its SKILL.md loaded into the conversation. Shared by the cells' telemetry (eval/skill_use.py)
+and the mining room (mutator/mining/traces.py); pure string matching, it never opens a file.
 """
 
 from __future__ import annotations

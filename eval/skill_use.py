@@ -1,8 +1,10 @@
-"""What a cell's agent did with the skill, read from its own stream: loaded or not (and at which turn), the skill's
-files it read, the skill's scripts it ran (with exit codes), and an estimate of the tokens those reads cost.
+"""What a cell's agent did with the skill, read from its own stream: loaded or not (and at which turn), the
+skill's files it read, the skill's scripts it ran (with exit codes), and an estimate
+of the tokens those reads cost.
 
 Every backend writes Claude Code's stream-json shape (eval/stream_metrics.py), so this is the one reader; the
-skill is recognised as mining recognises it (eval/skill_marks.py). Pure: reads one stream file, never the skill.
+skill is recognised as mining recognises it (eval/skill_marks.py). Pure: reads one stream file, never the
+skill.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from eval.trajectory import stream_events
 CHARS_PER_TOKEN = 4      # the estimate: the API reports usage per turn, never per tool result
 READ_TOOLS = {"Read", "read", "view", "NotebookRead"}
 READERS = {"cat", "head", "tail", "less", "more", "sed", "awk", "grep", "rg", "wc", "nl", "bat", "jq"}
-INTERPRETERS = {"python", "python3", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl", "php", "Rscript",
-                "source", ".", "uv", "pipx", "npx", "tsx", "ts-node"}
+INTERPRETERS = {"python", "python3", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl", "php",
+                "Rscript", "source", ".", "uv", "pipx", "npx", "tsx", "ts-node"}
 SEPARATORS = {"&&", "||", ";", "|", "&"}
 EXIT_CODE = re.compile(r"^\s*(?:Error:\s*)?exit code:?\s*(-?\d+)", re.I)
 QUOTING = re.compile(r"['\"\\]")       # what makes shlex's words differ from a split on its whitespace
@@ -36,7 +38,8 @@ class SkillUse:
     read_tokens_est: int                             # an estimate: characters of the reads' tool results / 4
 
     def to_json(self) -> str:
-        return json.dumps({"loaded": self.loaded, "loaded_turn": self.loaded_turn, "files_read": list(self.files_read),
+        return json.dumps({"loaded": self.loaded, "loaded_turn": self.loaded_turn,
+                           "files_read": list(self.files_read),
                            "scripts_run": [list(run) for run in self.scripts_run],
                            "read_tokens_est": self.read_tokens_est}, sort_keys=True)
 
@@ -57,13 +60,14 @@ def result_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "\n".join(str(b.get("text") or "") for b in content
+                         if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
 def exit_code(text: str, is_error: bool) -> int | None:
-    """A shell result's exit code: our SDK agent says "exit code N", Claude Code "Exit code N" on a failure and
-    nothing on success."""
+    """A shell result's exit code: our SDK agent says "exit code N", Claude Code "Exit code N" on a failure
+    and nothing on success."""
     found = EXIT_CODE.match(text)
     if found:
         return int(found.group(1))
@@ -71,9 +75,9 @@ def exit_code(text: str, is_error: bool) -> int | None:
 
 
 def shell_paths(command: str, marks: SkillMarks) -> tuple[list[str], list[str]]:
-    """(skill files read, skill scripts run) by one shell command: a skill path in command position, or after an
-    interpreter and its flags (`python3 -u`, `uv run`), is run; one given to a reader (cat, head, sed...) is read;
-    any other mention (ls, cd, cp) is neither."""
+    """(skill files read, skill scripts run) by one shell command: a skill path in command position, or after
+    an interpreter and its flags (`python3 -u`, `uv run`), is run; one given to a reader (cat, head, sed...)
+    is read; any other mention (ls, cd, cp) is neither."""
     if QUOTING.search(command):
         try:
             words = shlex.split(command, posix=True)
@@ -108,10 +112,10 @@ class _Call:
 
 def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str,
                     events: list[dict] | None = None) -> SkillUse:
-    """The cell's SkillUse from its stream.jsonl (or its `events`, when the caller has read them already). `skill_dirs`
-    are the skill folder's spellings the agent may have used (the cell's own path); any `.../skills/<skill_name>/...`
-    path is recognised without them. Loaded means a `Skill` call naming it, its SKILL.md in the conversation, or any
-    tool touching its folder."""
+    """The cell's SkillUse from its stream.jsonl (or its `events`, when the caller has read them already).
+    `skill_dirs` are the skill folder's spellings the agent may have used (the cell's own path); any
+    `.../skills/<skill_name>/...` path is recognised without them. Loaded means a `Skill` call naming it, its
+    SKILL.md in the conversation, or any tool touching its folder."""
     marks = SkillMarks(skill_name, *skill_dirs)
     turn, loaded_turn = 0, None
     messages: set[str] = set()
@@ -124,7 +128,8 @@ def parse_skill_use(stream_path: Path, skill_name: str, *skill_dirs: Path | str,
         content = message.get("content")
         if event.get("type") == "assistant":
             message_id = str(message.get("id") or "")
-            if not message_id or message_id not in messages:   # Claude Code repeats a message per content block
+            if not message_id or message_id not in messages:
+                # Claude Code repeats a message per content block
                 turn += 1
                 messages.add(message_id)
             for block in content if isinstance(content, list) else []:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 EXCLUDE = (".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules",
            ".DS_Store", "Thumbs.db", "*.pyc", "*.pyo", "*.swp", "*~", ".ipynb_checkpoints",
-           # skill-creator keeps its eval set inside the skill: never part of a genome, never shown to the mutator
+           # skill-creator keeps its eval set inside the skill: never part of a
+           # genome, never shown to the mutator
            "evals")
 
 

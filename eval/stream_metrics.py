@@ -28,7 +28,8 @@ class StreamMetrics:
     tool_uses: int = 0
     events: int = 0
     error_text: str = field(default="")
-    invalid: str = ""           # why the stream breaks its contract (a wrong-shape event); "" when it does not
+    # why the stream breaks its contract (a wrong-shape event); "" when it does not
+    invalid: str = ""
     retries: int = 0          # API calls retried (our backends report it in their result event)
 
 
@@ -41,9 +42,9 @@ class ShapeError(ValueError):
 
 
 def decode_line(line: str) -> object:
-    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON): orjson first, ~3x faster on
-    a stream's lines, and json for what orjson refuses and json takes (NaN, integers past 64 bits, lone surrogates),
-    so no stream reads differently."""
+    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON): orjson first, ~3x
+    faster on a stream's lines, and json for what orjson refuses and json takes (NaN, integers past 64 bits,
+    lone surrogates), so no stream reads differently."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -107,8 +108,8 @@ def read_stream(path: Path) -> StreamMetrics:
                     if not isinstance(content, list):
                         raise ShapeError(f"assistant content is {type(content).__name__}, not a list")
                     usage = _usage(message.get("usage"))
-                    tool_uses += sum(1 for block in content if isinstance(block, dict)
-                                     and block.get("type") == "tool_use")
+                    tool_uses += sum(1 for block in content
+                                     if isinstance(block, dict) and block.get("type") == "tool_use")
                     if message.get("id"):
                         by_message[str(message["id"])] = usage
                     else:

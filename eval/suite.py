@@ -23,7 +23,8 @@ from eval.suite_parts import agent_hash, needs_site
 _site: dict[tuple[str, str], bool] = {}
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                *(f"LPT{i}" for i in range(1, 10))}
 SPLITS = ("train", "val", "test")
 RUNNERS = ("script", "expectations", "judge", "harbor")   # ids of eval/graders REGISTRY
 GRADER_NAMES = ("run-eval.py", "run-eval")
@@ -54,7 +55,8 @@ class Suite:
     runner: str
     tasks: tuple[Task, ...]
     grader: Path | None                           # the run-eval script; None for expectations/judge suites
-    content_hash: str                             # the whole folder: what a grade rests on (eval/suite_parts.py)
+    # the whole folder: what a grade rests on (eval/suite_parts.py)
+    content_hash: str
     meta: tuple[tuple[str, str], ...] = ()        # every suite.md frontmatter field, for runner options
     agent_hash: str = ""                          # what an agent in a cell sees: what its work rests on
 
@@ -65,7 +67,8 @@ class Suite:
         return self.path / "fixtures" / task_id
 
     def grader_argv(self) -> list[str]:
-        """A run-eval.py under the harness's Python, with -S when it needs nothing `site` adds (a standard-library
+        """A run-eval.py under the harness's Python, with -S when it needs nothing `site` adds (a
+        standard-library
         grader: ~20 ms less per cell, eval/suite_parts.py::needs_site); an executable run-eval as itself."""
         if self.grader.suffix != ".py":
             return [str(self.grader)]
@@ -113,7 +116,8 @@ def _task(raw: str, number: int, where: Path) -> Task:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise SuiteError(f"{where}:{number}: not valid JSON ({err.msg}); each line must be one task object") from None
+        raise SuiteError(f"{where}:{number}: not valid JSON ({err.msg}); "
+                         "each line must be one task object") from None
     if not isinstance(obj, dict):
         raise SuiteError(f"{where}:{number}: a task must be a JSON object")
     for key in ("id", "prompt"):
@@ -141,8 +145,8 @@ def _task(raw: str, number: int, where: Path) -> Task:
         raise SuiteError(f"{where}:{number}: 'expectations' must be a list of non-empty sentences")
     trigger = obj.get("trigger", True)
     if not isinstance(trigger, bool):
-        raise SuiteError(f"{where}:{number}: 'trigger' must be true (the skill should be used, the default) or "
-                         f"false (a near-miss request: it should not), got {trigger!r}")
+        raise SuiteError(f"{where}:{number}: 'trigger' must be true (the skill should be used, the default) "
+                         f"or false (a near-miss request: it should not), got {trigger!r}")
     return Task(obj["id"], obj["prompt"], lists["inputs"], lists["required"], expect, schema,
                 tuple(sentences), number, trigger)
 
@@ -151,7 +155,8 @@ def _runner_problem(runner: str, task: Task) -> str | None:
     """What a task lacks for its suite's runner, or None."""
     if runner == "expectations":
         if not task.expect and not task.schema:
-            return "runner 'expectations' needs an 'expect' object (field -> value or '~operator') or a 'schema'"
+            return ("runner 'expectations' needs an 'expect' object "
+                    "(field -> value or '~operator') or a 'schema'")
         if not task.required:
             return "runner 'expectations' grades the first 'required' file; list the output file there"
     if runner == "judge" and not task.expectations and not task.required:
@@ -214,7 +219,8 @@ def load_suite(path: Path) -> Suite:
         for rel in task.inputs:
             if (path / "fixtures" / task.id / rel).is_dir():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} is a folder "
-                                 f"(fixtures/{task.id}/{rel}); inputs must be files: list each file of it in 'inputs'")
+                                 f"(fixtures/{task.id}/{rel}); inputs must be files: "
+                                 "list each file of it in 'inputs'")
             if not (path / "fixtures" / task.id / rel).is_file():
                 raise SuiteError(f"{tasks_file}:{number}: input {rel!r} of task {task.id!r} not found at "
                                  f"fixtures/{task.id}/{rel}; add the file or drop it from 'inputs'")
@@ -232,9 +238,10 @@ def check_unchanged(suite: Suite) -> None:
     """Tamper evidence: the suite on disk must still be the one the run loaded (an edited answer key, or a
     grader writing into its own folder, would silently change what every later score means)."""
     if suite_hash(suite.path) != suite.content_hash:
-        raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); restore "
-                         f"it and re-run the same command, or re-run it on the changed suite (a change to grading "
-                         f"only resumes the run and re-grades its cells; one to what the agent sees starts a new run)")
+        raise SuiteError(f"suite {suite.name} changed on disk while the run was using it ({suite.path}); "
+                         "restore it and re-run the same command, or re-run it on the changed suite (a "
+                         "change to grading only resumes the run and re-grades its cells; one to what the "
+                         "agent sees starts a new run)")
 
 
 def suite_hash(path: Path) -> str:

@@ -3,7 +3,8 @@
 The agent's work is keyed on what the agent saw (`agent_hash`: task ids, prompts, `inputs` and their
 fixture bytes, any other task field and suite.md field not known to grade); a grade on the whole suite
 folder (`content_hash`: a script grader runs in a copy of it and may read any file). So a change to
-`run-eval*`, `answers/`, or the grading fields of tasks.jsonl re-grades the agent's kept work, never re-runs it.
+`run-eval*`, `answers/`, or the grading fields of tasks.jsonl re-grades the agent's kept work, never re-runs
+it.
 """
 
 from __future__ import annotations
@@ -60,13 +61,15 @@ def manifest(path: Path, name: str, meta: dict[str, str]) -> dict:
         tasks[str(task["id"])] = [_sha(json.dumps(seen, sort_keys=True).encode()),
                                   _sha(json.dumps(grading, sort_keys=True).encode())]
     return {"name": name, "agent_hash": agent_hash(path, name, meta),
-            "files": {rel.as_posix(): _sha((path / rel).read_bytes()) for rel in list_files(path)}, "tasks": tasks}
+            "files": {rel.as_posix(): _sha((path / rel).read_bytes()) for rel in list_files(path)},
+            "tasks": tasks}
 
 
 def changes(before: dict, after: dict) -> list[str]:
     """The changed files of a suite between two manifests, tasks.jsonl said task by task, sorted."""
     old, new = before.get("files", {}), after.get("files", {})
-    named = sorted(rel for rel in old.keys() | new.keys() if old.get(rel) != new.get(rel) and rel != "tasks.jsonl")
+    named = sorted(rel for rel in old.keys() | new.keys()
+                   if old.get(rel) != new.get(rel) and rel != "tasks.jsonl")
     if old.get("tasks.jsonl") != new.get("tasks.jsonl"):
         was, now = before.get("tasks", {}), after.get("tasks", {})
         parts = []
@@ -84,13 +87,15 @@ def changes(before: dict, after: dict) -> list[str]:
 # what `python -S` leaves out that a script could use: site's builtins, and importing a module by its name
 SITE_BUILTINS = frozenset({"exit", "quit", "help", "copyright", "credits", "license"})
 BY_NAME = frozenset({"importlib", "__import__", "runpy", "pkgutil", "exec", "eval", "compile", "site",
-                     "sitecustomize", "usercustomize", "distutils"})   # distutils: setuptools' .pth replaces it
+                     # distutils: setuptools' .pth replaces it
+                     "sitecustomize", "usercustomize", "distutils"})
 
 
 def needs_site(source: str) -> bool:
-    """Whether a Python script may use what `site` adds (the installed packages, exit()): True unless every module
-    it imports is the standard library's, it imports none by name and it names none of site's builtins. A script
-    for which this is False runs the same under `python -S`, which skips importing every installed .pth."""
+    """Whether a Python script may use what `site` adds (the installed packages, exit()): True unless every
+    module it imports is the standard library's, it imports none by name and it names none of site's builtins.
+    A script for which this is False runs the same under `python -S`, which skips
+    importing every installed .pth."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -99,12 +104,14 @@ def needs_site(source: str) -> bool:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            names = [node.module or ""] if not node.level else [""]   # a relative import: a package's own module
+            # a relative import: a package's own module
+            names = [node.module or ""] if not node.level else [""]
         elif isinstance(node, ast.Name) and node.id in SITE_BUILTINS | BY_NAME or \
                 isinstance(node, ast.Attribute) and node.attr in ("import_module", "__import__"):
             return True
         else:
             continue
-        if any(name.split(".")[0] not in sys.stdlib_module_names or name.split(".")[0] in BY_NAME for name in names):
+        if any(name.split(".")[0] not in sys.stdlib_module_names or name.split(".")[0] in BY_NAME
+               for name in names):
             return True
     return False

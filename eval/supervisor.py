@@ -32,7 +32,8 @@ def kill_group(pid: int) -> None:
 
 
 async def kill_and_reap(proc: asyncio.subprocess.Process) -> None:
-    """Kill the process group and wait for the process itself, so its exit reaches the event loop before the loop
+    """Kill the process group and wait for the process itself, so its exit reaches the event loop before the
+    loop
     closes: a cancelled evaluation (a budget stop, a full disk, Ctrl-C) otherwise ends with asyncio's warning
     "Loop ... that handles pid N is closed" as the run's last line."""
     kill_group(proc.pid)
@@ -54,13 +55,15 @@ async def supervise(proc: asyncio.subprocess.Process, stream: Path, *, silence_m
                     wall_ms: int = 0, outputs: Sequence[Path] = (), max_output_bytes: int = 0,
                     clock: Callable[[], float] = time.monotonic, poll_s: float = 0.05) -> Watch:
     """Wait for `proc` (started with start_new_session=True), killing its group on a stalled stream, past
-    the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output file passes `max_output_bytes`."""
+    the wall-clock cap (`wall_ms`, 0 = none) or when the stream or an output
+    file passes `max_output_bytes`."""
     # one waiter for the whole watch, not a task made and cancelled per poll (wait_for's): the poll is the
     # harness's only per-second cost of a running agent
     waiter = asyncio.ensure_future(proc.wait())
     try:
-        return await _watch(proc, waiter, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms, wall_ms=wall_ms,
-                            watched=[stream, *outputs], max_output_bytes=max_output_bytes, clock=clock, poll_s=poll_s)
+        return await _watch(proc, waiter, stream, silence_ms=silence_ms, heartbeat_ms=heartbeat_ms,
+                            wall_ms=wall_ms, watched=[stream, *outputs], max_output_bytes=max_output_bytes,
+                            clock=clock, poll_s=poll_s)
     finally:
         waiter.cancel()
 
@@ -90,7 +93,8 @@ async def _watch(proc: asyncio.subprocess.Process, waiter: asyncio.Future, strea
         if wall_ms and (now - started) * 1000 >= wall_ms:
             kill_group(proc.pid)
             returncode = await proc.wait()
-            return Watch(True, returncode, f"wall-clock cap: still running after {wall_ms} ms (--cell-timeout-ms)")
+            return Watch(True, returncode, f"wall-clock cap: still running after {wall_ms} ms "
+                                           "(--cell-timeout-ms)")
         budget_ms = heartbeat_ms if grown else silence_ms
         if (now - last_growth) * 1000 >= budget_ms:
             kill_group(proc.pid)

@@ -26,8 +26,8 @@ def _content_text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_content_text(c.get("text") or c.get("content") or "") if isinstance(c, dict) else str(c)
-                         for c in content)
+        return "\n".join(_content_text(c.get("text") or c.get("content") or "")
+                         if isinstance(c, dict) else str(c) for c in content)
     return str(content)
 
 
@@ -48,8 +48,8 @@ def stream_events(stream: Path) -> list[dict]:
 def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status: str, score: float,
            tests: dict[str, float], error: str, required: list[str], skill_use: str | None = None,
            events: list[dict] | None = None) -> str:
-    lines = [f"# {task_id} · replicate {replicate} · {status} · score {score:.3f}", "", "## Prompt", prompt.strip(), "",
-             "## Trajectory"]
+    lines = [f"# {task_id} · replicate {replicate} · {status} · score {score:.3f}", "", "## Prompt",
+             prompt.strip(), "", "## Trajectory"]
     step = 0
     for event in stream_events(cell_root / "stream.jsonl") if events is None else events:
         kind = event.get("type")
@@ -61,8 +61,10 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
                     continue
                 if block.get("type") == "tool_use":
                     step += 1
-                    lines.append(f"{step}. **{block.get('name')}** `{_clip(json.dumps(block.get('input')), 300)}`")
-                elif block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+                    lines.append(f"{step}. **{block.get('name')}** "
+                                 f"`{_clip(json.dumps(block.get('input')), 300)}`")
+                elif (block.get("type") == "text" and isinstance(block.get("text"), str)
+                      and block["text"].strip()):
                     lines.append(f"   > {_clip(block['text'], 300)}")
         elif kind == "user":
             for block in content if isinstance(content, list) else []:
@@ -88,7 +90,8 @@ def render(cell_root: Path, *, task_id: str, replicate: int, prompt: str, status
     for rel in required:
         path = cell_root / "work" / rel
         lines += ["", f"## Output {rel}"]
-        lines.append("```\n" + _clip(path.read_text(encoding="utf-8", errors="replace"), OUTPUT_CLIP) + "\n```"
+        lines.append("```\n" + _clip(path.read_text(encoding="utf-8", errors="replace"),
+                                     OUTPUT_CLIP) + "\n```"
                      if path.is_file() else "(missing)")
     return "\n".join(lines) + "\n"
 

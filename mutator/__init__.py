@@ -3,5 +3,6 @@
 several models), `critic/` (the deterministic guards and --lint), `briefing/` (what the mutator is shown),
 `store/` (the database), `validity/`, `after/`, `mining/` and `server/` (built on the round).
 
-May import: `eval/`, `strategies/`, `sandbox/`. Arrows point down: round -> briefing, critic, scoring -> store.
+May import: `eval/`, `strategies/`, `sandbox/`. Arrows point down: round -> briefing, critic, scoring ->
+store.
 """

@@ -23,11 +23,11 @@ class Launcher(Protocol):
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
              readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
              env: Mapping[str, str] | None = None, shown: Mapping[Path, Path] | None = None) -> list[str]:
-        """The argv that runs `argv` in `cwd` with only `writable` writable and `readable` visible. With `run`,
-        that command runs instead, in the very sandbox `argv` would get (preflight's probe, sandbox/probe.py).
-        `env` is what the process is started with (a container launcher passes its names in). `shown` maps a
-        folder the agent sees to the host folder bound there read-only; only a launcher that `binds_folders`
-        is given one."""
+        """The argv that runs `argv` in `cwd` with only `writable` writable and `readable` visible. With
+        `run`, that command runs instead, in the very sandbox `argv` would get (preflight's probe,
+        sandbox/probe.py). `env` is what the process is started with (a container launcher passes its names
+        in). `shown` maps a folder the agent sees to the host folder bound there read-only; only a launcher
+        that `binds_folders` is given one."""
         ...
 
     def check(self) -> None:
@@ -42,17 +42,17 @@ def binds_folders(launcher: Launcher) -> bool:
 
 
 def dies_with_parent(launcher: Launcher) -> bool:
-    """Whether what `launcher` wraps dies with the process that spawned it by itself (bwrap's --die-with-parent
-    kills the whole sandbox when its parent dies), so the agent needs no parent-death signal of its own
-    (eval/reaper.py: util-linux's setpriv, one more exec per agent)."""
+    """Whether what `launcher` wraps dies with the process that spawned it by itself (bwrap's
+    --die-with-parent kills the whole sandbox when its parent dies), so the agent needs no parent-death signal
+    of its own (eval/reaper.py: util-linux's setpriv, one more exec per agent)."""
     return bool(getattr(launcher, "dies_with_parent", False))
 
 
 def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None = None) -> Launcher:
     """A checked launcher. `auto` (the default) is bwrap when it is installed and works here, else none (the
-    fallback's reason goes to `on_fallback`; run.py warns for real runs), and a Harbor task's agent runs in the
-    task's container when an engine works here. `podman` / `docker` run Harbor tasks' agents in their containers
-    (refused here when the engine is missing) and every other agent as `auto` would."""
+    fallback's reason goes to `on_fallback`; run.py warns for real runs), and a Harbor task's agent runs in
+    the task's container when an engine works here. `podman` / `docker` run Harbor tasks' agents in their
+    containers (refused here when the engine is missing) and every other agent as `auto` would."""
     from sandbox.bwrap import BwrapLauncher
     from sandbox.none import NoneLauncher
     registry: dict[str, type] = {"none": NoneLauncher, "bwrap": BwrapLauncher}
@@ -60,8 +60,8 @@ def get_launcher(launcher_id: str, *, on_fallback: Callable[[str], None] | None 
         from sandbox.container_launcher import ContainerSandbox
         return ContainerSandbox(launcher_id, lambda: _host(on_fallback))
     if launcher_id not in registry:
-        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: auto, {', '.join(registry)}, podman, "
-                           f"docker")
+        raise SandboxError(f"unknown sandbox {launcher_id!r}; choose one of: "
+                           f"auto, {', '.join(registry)}, podman, docker")
     launcher = registry[launcher_id]()
     launcher.check()
     return launcher

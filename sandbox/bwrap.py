@@ -1,6 +1,6 @@
 """The bubblewrap launcher: the agent sees system dirs read-only, its programs' real installations (found
-through PATH, shims, symlinks and #! lines by sandbox/resolve.py) and its script folder read-only, the caller's
-`readable` paths read-only and its `writable` paths read-write — nothing else.
+through PATH, shims, symlinks and #! lines by sandbox/resolve.py) and its script folder read-only, the
+caller's `readable` paths read-only and its `writable` paths read-write — nothing else.
 
 Home, the data dir, every suite dir and other cells are invisible because they are never mounted. It
 must never bind a parent of those (e.g. the project root or the data dir) on the agent's behalf.
@@ -29,7 +29,8 @@ USERNS_HINT = ("bubblewrap cannot create its namespaces here; enable unprivilege
 
 
 def _is_system(path: Path) -> bool:
-    """Already mounted by system_args(), or the root itself (/bin/sh's "prefix"), which must never be bound."""
+    """Already mounted by system_args(), or the root itself (/bin/sh's
+    "prefix"), which must never be bound."""
     text = str(path)   # string tests: this runs for every mount of every cell
     return text == "/" or any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
 
@@ -87,9 +88,10 @@ class BwrapLauncher:
         # Parents before children, so `skill/` (rw) lands on top of its read-only workspace.
         for dest in sorted(mounts, key=lambda p: (len(p.parts), str(p))):
             if not dest.exists() or not sources.get(dest, dest).exists():
-                raise SandboxError(f"sandbox: {sources.get(dest, dest) if dest.exists() else dest} does not exist; "
-                                   f"it must be created before the agent runs")
-            args += ["--bind" if mounts[dest] else "--ro-bind", str(sources.get(dest, dest).resolve()), str(dest)]
+                raise SandboxError(f"sandbox: {sources.get(dest, dest) if dest.exists() else dest} does not "
+                                   "exist; it must be created before the agent runs")
+            args += ["--bind" if mounts[dest] else "--ro-bind", str(sources.get(dest, dest).resolve()),
+                     str(dest)]
         if network and Path("/run").is_dir():
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]  # resolv.conf target
         if first := command.path_dirs():
@@ -98,7 +100,8 @@ class BwrapLauncher:
             args += ["--setenv", "PATH", os.pathsep.join([*map(str, first), os.environ.get("PATH", "")])]
         # The sandbox's own root is a scratch tmpfs: read-only, so a write outside the binds fails loudly
         # (EROFS) instead of vanishing with the sandbox. `run` (preflight's probe) runs in place of argv.
-        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--", *(command.argv if run is None else run)]
+        return [*args, "--remount-ro", "/", "--chdir", str(cwd), "--",
+                *(command.argv if run is None else run)]
 
     def check(self) -> None:
         if self._checked:

@@ -1,6 +1,6 @@
-"""The container engine (podman or docker): build a task's image once per environment content hash, and run one
-command in a fresh container of it with only the given folders bound, no network unless asked, and the task's
-cpus and memory.
+"""The container engine (podman or docker): build a task's image once per environment content hash, and run
+one command in a fresh container of it with only the given folders bound, no network unless asked, and the
+task's cpus and memory.
 
 A container gets only the environment variables named in `env` (never the harness's own: no API key enters),
 and no device, socket or folder but its binds. Images are tagged `localhost/sm-env:<hash>`; a build that fails
@@ -24,8 +24,8 @@ ENGINES = ("podman", "docker")
 IMAGE_REPO = "localhost/sm-env"
 LOG_TAIL = 3000
 RLIMITS = re.compile(r"error setting rlimit|setrlimit `RLIMIT_")   # runc's and crun's words for the refusal
-INSTALL_HINT = ("install podman (Debian/Ubuntu: `apt-get install podman runc`) or docker, or run Harbor suites "
-                "with an engine on another machine")
+INSTALL_HINT = ("install podman (Debian/Ubuntu: `apt-get install podman runc`) or docker, or run Harbor "
+                "suites with an engine on another machine")
 
 
 class BuildError(SandboxError):
@@ -62,7 +62,8 @@ def _tail(text: str) -> str:
 
 
 class ContainerEngine:
-    """One engine program and the global flags this host needs (e.g. `--runtime runc` where crun cannot run)."""
+    """One engine program and the global flags this host needs (e.g. `--runtime
+    runc` where crun cannot run)."""
 
     def __init__(self, program: str, global_args: Sequence[str] = ()) -> None:
         self.program = program
@@ -89,7 +90,8 @@ class ContainerEngine:
 
     def image_for(self, context: Path, content_hash: str, *, timeout_s: float = 600.0,
                   base_image: str | None = None) -> str:
-        """The image of a build context, built once per content hash (a prebuilt `base_image` is used as is)."""
+        """The image of a build context, built once per content hash (a prebuilt
+        `base_image` is used as is)."""
         if base_image and not (context / "Dockerfile").is_file():
             return base_image
         tag = f"{IMAGE_REPO}:{content_hash}"
@@ -105,10 +107,11 @@ class ContainerEngine:
         return tag
 
     def copy_out(self, image: str, folder: str, dest: Path) -> str:
-        """Copy `folder`'s contents from the image into `dest` (a created, never started, container: no program of
-        the image runs); "" or why it failed. A folder the image lacks copies nothing."""
+        """Copy `folder`'s contents from the image into `dest` (a created, never started, container: no
+        program of the image runs); "" or why it failed. A folder the image lacks copies nothing."""
         name = f"sm-{uuid.uuid4().hex[:12]}"
-        made = self._run(["create", "--name", name, "--network", "none", image, "true"], 120)   # never started
+        # never started
+        made = self._run(["create", "--name", name, "--network", "none", image, "true"], 120)
         if made.exit_code != 0:
             return f"creating a container of {image} failed: {made.output.strip()[-500:]}"
         try:
@@ -121,7 +124,8 @@ class ContainerEngine:
 
     def run(self, image: str, command: Sequence[str], *, binds: Sequence[Bind], workdir: str, limits: Limits,
             env: Mapping[str, str] | None = None) -> Finished:
-        """Run `command` in a fresh container removed afterwards; only `binds` and `env` come from the host."""
+        """Run `command` in a fresh container removed afterwards; only `binds`
+        and `env` come from the host."""
         name = f"sm-{uuid.uuid4().hex[:12]}"   # so a container outliving its timeout is removed by name
         args = ["run", "--rm", "--name", name, "--workdir", workdir, "--cpus", str(limits.cpus),
                 "--memory", f"{limits.memory_mb}m"]
@@ -136,9 +140,9 @@ class ContainerEngine:
         if done.timed_out:
             self._run(["rm", "-f", name], 60)
         elif RLIMITS.search(done.output):
-            raise SandboxError(f"{self.program} cannot start containers here: the kernel refuses its default rlimits "
-                               f"({done.output.strip()[-200:]}); point CONTAINERS_CONF at a file holding "
-                               f"`[containers]` `default_ulimits = []`")
+            raise SandboxError(f"{self.program} cannot start containers here: the kernel refuses its default "
+                               f"rlimits ({done.output.strip()[-200:]}); point CONTAINERS_CONF at a file "
+                               "holding `[containers]` `default_ulimits = []`")
         return done
 
     def check(self) -> None:
@@ -146,13 +150,15 @@ class ContainerEngine:
             raise SandboxError(f"--sandbox {self.program}: `{self.program}` is not on PATH; {INSTALL_HINT}")
         done = self._run(["info", "--format", "json"], 60)
         if done.exit_code != 0:
-            raise SandboxError(f"--sandbox {self.program}: `{self.program} info` failed: {done.output.strip()[-500:]}")
+            raise SandboxError(f"--sandbox {self.program}: `{self.program} info` failed: "
+                               f"{done.output.strip()[-500:]}")
 
 
 def podman_args(info: dict) -> list[str]:
     """The global flags podman needs on this host: crun refuses cgroup v1 ("hybrid mode"), runc does not."""
     host = info.get("host", {})
-    if host.get("cgroupVersion") == "v1" and host.get("ociRuntime", {}).get("name") == "crun" and shutil.which("runc"):
+    if host.get("cgroupVersion") == "v1" and host.get("ociRuntime",
+                                                      {}).get("name") == "crun" and shutil.which("runc"):
         return ["--runtime", "runc", "--cgroup-manager", "cgroupfs"]
     return []
 
@@ -168,10 +174,12 @@ def get_engine(engine_id: str = "auto") -> ContainerEngine:
                 problems.append(str(err))
         raise SandboxError("no container engine works here: " + "; ".join(problems))
     if engine_id not in ENGINES:
-        raise SandboxError(f"unknown container engine {engine_id!r}; choose one of: auto, {', '.join(ENGINES)}")
+        raise SandboxError(f"unknown container engine {engine_id!r}; choose one of: auto, "
+                           f"{', '.join(ENGINES)}")
     engine = ContainerEngine(engine_id)
     engine.check()
     if engine_id == "podman":
-        info = subprocess.run(engine.argv("info", "--format", "json"), capture_output=True, text=True, timeout=60)
+        info = subprocess.run(engine.argv("info", "--format", "json"), capture_output=True, text=True,
+                              timeout=60)
         engine = ContainerEngine("podman", podman_args(json.loads(info.stdout or "{}")))
     return engine

@@ -2,10 +2,10 @@
 
 `ContainerSandbox` is the run's launcher: every agent without a task image (the mutator, a suite of our own
 format) runs on the host launcher (bwrap when it works, else none); a Harbor cell gets a `TaskContainer`, one
-container of the task's image for its agent call. In it: the cell dir at its own path (the contract's SM_* paths
-hold), the work dir also at the task's WORKDIR, the genome read-only where the task's Dockerfile COPYs its
-skills, the agent's programs (the harness's Python, a script's folder, the claude CLI) read-only at their own
-paths and started through the host's dynamic loader with the host's libraries (so they need nothing of the
+container of the task's image for its agent call. In it: the cell dir at its own path (the contract's SM_*
+paths hold), the work dir also at the task's WORKDIR, the genome read-only where the task's Dockerfile COPYs
+its skills, the agent's programs (the harness's Python, a script's folder, the claude CLI) read-only at their
+own paths and started through the host's dynamic loader with the host's libraries (so they need nothing of the
 image's libc), and the key proxy's unix socket, relayed to the container's own 127.0.0.1 (sandbox/relay.py):
 the network is off unless the task asks and the import allowed it. Only the named environment variables enter
 (the image's PATH stays), and never a real key: a container gets the proxy's one-cell nonce.
@@ -34,11 +34,14 @@ from sandbox.resolve import Program, resolve_command
 RUNTIME = "/opt/sm-runtime"          # the host's loader and libraries for the agent's own programs
 RELAY = Path(__file__).resolve().parent / "relay.py"
 LDD_LINE = re.compile(r"^\s*(\S+)\s+=>\s+(/\S+)|^\s*(/\S*ld-linux\S*)\s", re.MULTILINE)
-# The image's own PATH finds the image's programs; the API is plain HTTP to the relay, so no host CA file is needed
+# The image's own PATH finds the image's programs; the API is plain HTTP to the
+# relay, so no host CA file is needed
 NOT_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR")
-# The engine client runs with the harness's own settings for it (storage, its conf, its socket), never the cell's.
-ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CONTAINERS_CONF",
-              "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST", "CONTAINER_CONNECTION",
+# The engine client runs with the harness's own settings for it (storage, its conf,
+# its socket), never the cell's.
+ENGINE_ENV = ("PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+              "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST",
+              "CONTAINER_CONNECTION",
               "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
 CREDENTIAL_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 NONCE_PREFIX = "sm-proxy-"           # eval/agents/key_proxy.py's one-cell nonces
@@ -82,8 +85,8 @@ class ContainerSandbox:
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], readable: Sequence[Path],
              network: bool, run: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
              shown: Mapping[Path, Path] | None = None) -> list[str]:
-        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run, env=env,
-                              **({"shown": shown} if shown else {}))
+        return self.host.wrap(argv, cwd=cwd, writable=writable, readable=readable, network=network, run=run,
+                              env=env, **({"shown": shown} if shown else {}))
 
     def check(self) -> None:
         self.host.check()
@@ -121,7 +124,8 @@ class TaskContainer:
         self.labels = dict(labels or {})     # whose container it is (eval/reaper.py removes a dead harness's)
         self.limits, self.skills, self.skill_targets = limits, skills, tuple(skill_targets)
         self.name = f"sm-agent-{uuid.uuid4().hex[:12]}"
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))   # short: a unix socket path has 108 bytes
+        # short: a unix socket path has 108 bytes
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))
         self.api_socket = self._socket_dir / "api.sock"                # the key proxy listens here too
 
     @property
@@ -137,17 +141,19 @@ class TaskContainer:
         shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def _program(self, program: Program, rest: Sequence[str], mounts: list[str]) -> list[str]:
-        """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's loader
-        with the host's libraries, mounted under RUNTIME; anything else as it is."""
+        """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's
+        loader with the host's libraries, mounted under RUNTIME; anything else as it is."""
         chain = program.programs()
-        binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args, str(program.path)])
+        binary, args = (chain[0], []) if len(chain) == 1 else (chain[1], [*program.interpreter_args,
+                                                                          str(program.path)])
         if len(chain) > 2 or not _elf(binary.path):
             return [*program.exec_argv(), *rest]
         loader, folders = host_libraries(str(binary.path))
         if not loader:
             return [*program.exec_argv(), *rest]
         # named by the host path, so two programs' mounts (the agent's, the relay's Python) never clash
-        at = {path: f"{RUNTIME}/{hashlib.sha256(path.encode()).hexdigest()[:12]}" for path in (loader, *folders)}
+        at = {path: f"{RUNTIME}/{hashlib.sha256(path.encode()).hexdigest()[:12]}"
+              for path in (loader, *folders)}
         for path, target in at.items():
             if f"{path}:{target}:ro" not in mounts:
                 mounts += ["-v", f"{path}:{target}:ro"]
@@ -155,8 +161,9 @@ class TaskContainer:
         return [at[loader], "--library-path", search, str(binary.path), *args, *rest]
 
     def start_argv(self, argv: Sequence[str]) -> list[str]:
-        """How this container starts a program of the host (preflight's probe asks an interpreter to do nothing
-        the way the agent's own start reaches it: through the host's loader, whose mounts `wrap` adds)."""
+        """How this container starts a program of the host (preflight's probe asks an interpreter to do
+        nothing the way the agent's own start reaches it: through the host's
+        loader, whose mounts `wrap` adds)."""
         return self._program(resolve_command(tuple(argv), cwd=self.work).program, list(argv[1:]), [])
 
     @staticmethod
@@ -173,7 +180,8 @@ class TaskContainer:
         return args
 
     def _task_binds(self) -> list[str]:
-        """The work dir at the task's WORKDIR, the genome where the task expects its skills, the proxy's socket."""
+        """The work dir at the task's WORKDIR, the genome where the task expects its
+        skills, the proxy's socket."""
         args = ["-v", f"{self.work.resolve()}:{self.workdir}:rw"]
         if self.skills is not None and self.skills.is_dir():
             for target in self.skill_targets:
@@ -188,12 +196,13 @@ class TaskContainer:
         env = dict(env or {})
         for name in CREDENTIAL_NAMES:   # defence in depth: only the key proxy's nonce may enter a container
             if env.get(name) and not env[name].startswith(NONCE_PREFIX):
-                raise SandboxError(f"{name} would enter the task's container; it gets only the key proxy's nonce "
-                                   f"(a metered call)")
+                raise SandboxError(f"{name} would enter the task's container; it gets only the key proxy's "
+                                   "nonce (a metered call)")
         command = resolve_command(tuple(argv), cwd=Path(cwd))
         mounts: list[str] = []
         inner = self._program(command.program, list(argv[1:]), mounts)
-        if run is not None:   # preflight's probe (sandbox/probe.py) in the image's own shell, mounts as for argv
+        if run is not None:
+            # preflight's probe (sandbox/probe.py) in the image's own shell, mounts as for argv
             inner = list(run)
         shown = [*readable, *command.mounts(tuple(Path(w).absolute() for w in writable))]
         base = urlsplit(env.get("ANTHROPIC_BASE_URL", ""))
@@ -203,9 +212,11 @@ class TaskContainer:
             relay = resolve_command((sys.executable, str(RELAY)), cwd=Path(cwd))
             shown += relay.mounts()
             port = base.port if base.hostname == "127.0.0.1" and base.port else PROBE_PORT
-            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(port), "--", *inner], mounts)
+            inner = self._program(relay.program, [str(RELAY), str(self.api_socket), str(port), "--", *inner],
+                                  mounts)
         binds = [*self._same_path(writable, shown), *self._task_binds()]
-        for tool in command.tools:   # a tool in a system dir (the claude CLI's native binary): that file alone
+        for tool in command.tools:
+            # a tool in a system dir (the claude CLI's native binary): that file alone
             if _is_system(tool.path) and tool.path.resolve().is_file():
                 binds += ["-v", f"{tool.path.resolve()}:{tool.path}:ro"]
         limits = self.limits

@@ -1,6 +1,7 @@
 """A small base image made offline from this host's own programs (bash, coreutils, grep, sed and their shared
-libraries, and the rest of libc6's libraries a Debian image has: what the claude CLI's native binary loads), imported
-into the container engine as `localhost/sm-harbor-base` (and `:<content hash>`, so a changed root is imported again).
+libraries, and the rest of libc6's libraries a Debian image has: what the claude CLI's native binary loads),
+imported into the container engine as `localhost/sm-harbor-base` (and `:<content hash>`, so a
+changed root is imported again).
 
 For machines that reach no image registry (CI, this project's tests, a try-out of the example Harbor suite):
 task Dockerfiles say `FROM localhost/sm-harbor-base`. Real benchmark tasks pull their own base images instead.
@@ -35,7 +36,8 @@ def _libraries(binary: Path) -> set[Path]:
 
 
 def rootfs_tar(programs: tuple[str, ...] = PROGRAMS) -> bytes:
-    """A tar of a minimal root: each program found on PATH at /usr/bin/<name>, its libraries at their paths."""
+    """A tar of a minimal root: each program found on PATH at /usr/bin/<name>,
+    its libraries at their paths."""
     files: dict[str, Path] = {}
     for name in programs:
         found = shutil.which(name)

@@ -1,6 +1,6 @@
-"""A Harbor task's layout on the host's own system, for machines with no container engine: bubblewrap binds the
-cell's work dir at the task's WORKDIR (e.g. /app), its tests/ at /tests read-only and /logs/verifier writable,
-over the host's system dirs read-only, with no network.
+"""A Harbor task's layout on the host's own system, for machines with no container engine: bubblewrap binds
+the cell's work dir at the task's WORKDIR (e.g. /app), its tests/ at /tests read-only and /logs/verifier
+writable, over the host's system dirs read-only, with no network.
 
 It stands in for `ContainerEngine` (same `run`, `image_for`, `copy_out`), but no image is built: a task whose
 tools the host lacks fails, naming the missing program, and the task's cpus and memory are not enforced.
@@ -16,7 +16,8 @@ from sandbox.bwrap import BwrapLauncher
 from sandbox.container import LOG_TAIL, Bind, Finished, Limits
 
 HOST = "host-system"       # the "image" of this layout: the host's own /usr, /bin, /lib, /etc
-NOTE = "note: run on the host's own system in the task's layout (--sandbox bwrap); the task's image was not built\n"
+NOTE = ("note: run on the host's own system in the task's layout "
+        "(--sandbox bwrap); the task's image was not built\n")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -38,7 +39,8 @@ class HostLayout:
             env: Mapping[str, str] | None = None) -> Finished:
         args = self.launcher.base_args(limits.network)
         for bind in binds:
-            args += ["--bind" if bind.writable else "--ro-bind", str(Path(bind.host).resolve()), bind.container]
+            args += ["--bind" if bind.writable else "--ro-bind", str(Path(bind.host).resolve()),
+                     bind.container]
         args += ["--chdir", workdir, "--", *command]
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=limits.timeout_s,

@@ -17,7 +17,8 @@ class NoneLauncher:
              readable: Sequence[Path], network: bool, run: Sequence[str] | None = None,
              env: Mapping[str, str] | None = None, shown: Mapping[Path, Path] | None = None) -> list[str]:
         if shown:
-            raise ValueError("the none launcher cannot show a folder at another path (binds_folders is False)")
+            raise ValueError("the none launcher cannot show a folder at another path "
+                             "(binds_folders is False)")
         return list(argv if run is None else run)
 
     def check(self) -> None:

@@ -47,16 +47,19 @@ def interpreter_argv(program: Program) -> list[str]:
 
 def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] | None = None) -> str:
     """One /bin/sh script: every file the command needs is visible, each interpreter starts and does nothing,
-    each program the command runs itself answers --version. The first failure is named on stderr. `start_argv`:
-    how the sandbox starts a program of the host (a task's container: through the host's loader)."""
+    each program the command runs itself answers --version. The first failure is named on stderr.
+    `start_argv`: how the sandbox starts a program of the host (a task's container:
+    through the host's loader)."""
     lines: list[str] = []
 
     def need(path: Path | str, test: str, what: str) -> None:
-        lines.append(f"[ {test} {shlex.quote(str(path))} ] || {{ echo {shlex.quote(what)} >&2; exit {MISSING}; }}")
+        lines.append(f"[ {test} {shlex.quote(str(path))} ] || {{ echo "
+                     f"{shlex.quote(what)} >&2; exit {MISSING}; }}")
 
     def run(argv: list[str], what: str) -> None:
         quoted = " ".join(map(shlex.quote, argv))
-        lines.append(f"{quoted} >/dev/null || {{ rc=$?; echo {shlex.quote(what)} \"(exit $rc)\" >&2; exit $rc; }}")
+        lines.append(f"{quoted} >/dev/null || {{ rc=$?; "
+                     f"echo {shlex.quote(what)} \"(exit $rc)\" >&2; exit $rc; }}")
 
     program = command.program
     for step in program.programs():
@@ -64,25 +67,28 @@ def probe_script(command: Command, start_argv: Callable[[list[str]], list[str]] 
     if command.script is not None:
         need(command.script, "-r", f"{command.script} is not readable in the sandbox")
     # An interpreter named as the program (`python3 agent.py`) runs exactly as the agent will exec it, so a
-    # wrapper script in its place is run too; a script's #! interpreter is reached the way its exec reaches it.
+    # wrapper script in its place is run too; a script's #! interpreter is
+    # reached the way its exec reaches it.
     start: list[str] = []
     if (idle := idle_args(Path(command.argv[0]).name)) is not None:
         start = [command.argv[0]]
     elif program.interpreter is not None and (idle := idle_args(program.final().path.name)) is not None:
         start = interpreter_argv(program)
     if start and idle is not None:
-        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` failed in the sandbox")
+        run((start_argv or list)([*start, *idle]), f"`{' '.join(start)} {' '.join(idle)}` "
+                                                   "failed in the sandbox")
     for tool in command.tools:
         need(tool.path, "-x", f"{tool.path} is not visible or not executable in the sandbox")
         run([str(tool.path), "--version"], f"`{tool.path} --version` failed in the sandbox")
     return "\n".join(lines)
 
 
-FIX = ("Run the real program by its full path (not a wrapper script that calls another), or use --sandbox none for a "
-       "program you trust")
+FIX = ("Run the real program by its full path (not a wrapper script that calls another), or use --sandbox "
+       "none for a program you trust")
 
 
-def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120, fix: str = FIX) -> None:
+def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: float = 120,
+          fix: str = FIX) -> None:
     """Run `argv`'s programs once in `launcher`'s sandbox, in a scratch working dir; raise ProgramError naming
     `what` (e.g. "the build agent (--agent-cmd)"), the program, the path it resolved to and the fix."""
     with tempfile.TemporaryDirectory(prefix="sm-preflight-") as tmp:
@@ -94,17 +100,19 @@ def probe(launcher: Launcher, argv: Sequence[str], *, what: str, timeout_s: floa
         script = probe_script(command, getattr(launcher, "start_argv", None))
         wrapped = launcher.wrap(argv, cwd=cwd, writable=[cwd], readable=[], network=False,
                                 run=["/bin/sh", "-c", script])
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": os.environ.get("LANG", "C.UTF-8")}
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd),
+               "LANG": os.environ.get("LANG", "C.UTF-8")}
         try:
             done = subprocess.run(wrapped, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                   text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise ProgramError(f"{what}: `{argv[0]}` ({command.program.chain()}) did not answer within {timeout_s:g} s "
-                               f"in the {launcher.id} sandbox") from None
+            raise ProgramError(f"{what}: `{argv[0]}` ({command.program.chain()}) did not answer within "
+                               f"{timeout_s:g} s in the {launcher.id} sandbox") from None
         if done.returncode == 0:
             return
         said = " ".join(done.stderr.strip().splitlines()[-6:]) or "(no output)"
         mounted = ", ".join(str(p) for p in command.mounts((cwd,))) or "system dirs only"
         raise ProgramError(
-            f"{what}: `{argv[0]}` resolves to {command.program.chain()}, which cannot run in the {launcher.id} "
-            f"sandbox (exit {done.returncode}): {said}. Mounted for it, read-only: {mounted}. {fix}")
+            f"{what}: `{argv[0]}` resolves to {command.program.chain()}, which cannot run in the "
+            f"{launcher.id} sandbox (exit {done.returncode}): "
+            f"{said}. Mounted for it, read-only: {mounted}. {fix}")

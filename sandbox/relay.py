@@ -1,9 +1,10 @@
-"""Inside a task's container (no network): the model API's loopback address relayed to the harness's key proxy.
+"""Inside a task's container (no network): the model API's loopback address
+relayed to the harness's key proxy.
 
 Run by the harness's own Python, mounted read-only: `relay.py SOCKET PORT -- AGENT...` listens on the
-container's own 127.0.0.1:PORT (the port the agent's ANTHROPIC_BASE_URL names), forwards each connection to the
-key proxy's unix socket bound into the container, and execs the agent in its place. A forked child relays; it
-dies with the container. Standard library only: it imports nothing of the harness.
+container's own 127.0.0.1:PORT (the port the agent's ANTHROPIC_BASE_URL names), forwards each connection to
+the key proxy's unix socket bound into the container, and execs the agent in its place. A forked child relays;
+it dies with the container. Standard library only: it imports nothing of the harness.
 """
 
 from __future__ import annotations

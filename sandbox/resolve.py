@@ -117,7 +117,8 @@ def venv_base(exe: Path, home: Path) -> list[Path]:
     return []
 
 
-def find_program(name: str, *, cwd: Path, environ: Mapping[str, str] | None = None, depth: int = 0) -> Program:
+def find_program(name: str, *, cwd: Path, environ: Mapping[str, str] | None = None,
+                 depth: int = 0) -> Program:
     """The program `name` (a bare name looked up on PATH, or a path relative to `cwd`) as the host runs it."""
     environ = os.environ if environ is None else environ
     if depth > MAX_DEPTH:
@@ -134,8 +135,8 @@ def find_program(name: str, *, cwd: Path, environ: Mapping[str, str] | None = No
         path, steps = Path(where), (where,)
     path = path.absolute()
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise ProgramError(f"`{name}` ({path}) is not an executable file; `chmod +x {path}`, or run it with its "
-                           f"interpreter (e.g. `python3 {path}`)")
+        raise ProgramError(f"`{name}` ({path}) is not an executable file; `chmod +x {path}`, or run it with "
+                           f"its interpreter (e.g. `python3 {path}`)")
     shim = _through_shim(name, path, environ, depth)
     if shim is not None:
         return Program(given=name, path=shim.path, steps=(*steps, *shim.steps), shimmed=True,
@@ -175,16 +176,17 @@ def _through_shim(name: str, path: Path, environ: Mapping[str, str], depth: int)
     if real is None:
         real = _layout(kind, tool, path, env)
     if real is None:
-        raise ProgramError(f"`{name}` is a {kind} shim ({path}) and `{kind} which {tool}` failed: {why}; install "
-                           f"the version it selects (`{kind} install`), or put the interpreter's full path in the "
-                           f"command")
+        raise ProgramError(f"`{name}` is a {kind} shim ({path}) and `{kind} which {tool}` failed: {why}; "
+                           f"install the version it selects (`{kind} install`), or put the interpreter's "
+                           "full path in the command")
     inner = find_program(str(real), cwd=Path("/"), environ=environ, depth=depth + 1)
     return Program(given=name, path=inner.path, steps=(f"{real} (`{kind} which {tool}`)", *inner.steps),
                    interpreter=inner.interpreter, interpreter_args=inner.interpreter_args)
 
 
 @lru_cache(maxsize=64)
-def _ask_manager(manager: str, tool: str, env: tuple[tuple[str, str], ...], cwd: str) -> tuple[Path | None, str]:
+def _ask_manager(manager: str, tool: str, env: tuple[tuple[str, str], ...],
+                 cwd: str) -> tuple[Path | None, str]:
     """`<manager> which <tool>` in the user's cwd (a local version file counts): (its answer, why not)."""
     try:
         done = subprocess.run([manager, "which", tool], capture_output=True, text=True, timeout=30, cwd=cwd,
@@ -247,9 +249,11 @@ class Command:
     """An agent command resolved for a sandbox: what to run in it, and what it must be able to read."""
     argv: tuple[str, ...]                 # argv[0] replaced by the program's real path (never a shim)
     program: Program                      # argv[0]
-    script: Path | None = None            # the first file argument (`python3 agent.py`): its folder is mounted
+    # the first file argument (`python3 agent.py`): its folder is mounted
+    script: Path | None = None
     files: tuple[Path, ...] = ()          # other file arguments, mounted alone (`--config /project/x.json`)
-    tools: tuple[Program, ...] = ()       # executable arguments the command runs itself (claude_cli's --claude)
+    # executable arguments the command runs itself (claude_cli's --claude)
+    tools: tuple[Program, ...] = ()
 
     def programs(self) -> list[Program]:
         return [self.program, *self.tools]
@@ -264,7 +268,8 @@ class Command:
         paths: list[Path] = []
         for program in self.programs():
             for path in program.installations(home):
-                paths.append(path if path.is_file() or not _holds(path, writable) else program.path.absolute())
+                paths.append(path if path.is_file() or not _holds(path, writable)
+                             else program.path.absolute())
         if self.script is not None:
             paths.append(self.script.parent if not _holds(self.script.parent, writable) else self.script)
         return list(dict.fromkeys([*paths, *self.files]))
@@ -281,8 +286,9 @@ def _is_program_file(path: Path) -> bool:
 
 def resolve_command(argv: tuple[str, ...] | list[str], *, cwd: Path,
                     environ: Mapping[str, str] | None = None) -> Command:
-    """argv[0] through PATH, shims, symlinks and #! lines; its file arguments (the first, its script, by folder;
-    the others alone; an executable one, such as the claude CLI our claude-cli backend runs, as a program)."""
+    """argv[0] through PATH, shims, symlinks and #! lines; its file arguments (the first, its script, by
+    folder; the others alone; an executable one, such as the claude CLI our claude-cli
+    backend runs, as a program)."""
     if not argv:
         raise ProgramError("an empty agent command; give a program and its arguments")
     program = find_program(argv[0], cwd=cwd, environ=environ)

@@ -33,8 +33,9 @@ class State:
     round: int
     incumbent: Member
     rng: random.Random
-    members: tuple[Member, ...] = ()       # every genome this run has scored on val, seed included; left empty for
-                                           # a strategy whose `reads_members` is False (the loop reads no cells for it)
+    # every genome this run has scored on val, seed included; left empty for a strategy whose `reads_members`
+    # is False (the loop reads no cells for it)
+    members: tuple[Member, ...] = ()
     pool: tuple[str, ...] = ()             # population: the pool's genome hashes (leader first)
 
 
@@ -63,16 +64,19 @@ class Scored:
 
 @dataclass(frozen=True)
 class Integration:
-    verdicts: dict[int, str]                # sibling -> Verdict.KEEP | Verdict.REJECT (evaluated siblings only)
+    # sibling -> Verdict.KEEP | Verdict.REJECT (evaluated siblings only)
+    verdicts: dict[int, str]
     incumbent: str
     selected: tuple[str, ...]               # genomes to evaluate on train as next round's evidence
     pool: tuple[str, ...] = ()
-    reasons: dict[int, str] = field(default_factory=dict)   # sibling -> why it got its verdict (the loop stores it)
+    # sibling -> why it got its verdict (the loop stores it)
+    reasons: dict[int, str] = field(default_factory=dict)
 
 
 class Strategy(Protocol):
     id: str
-    reads_members: bool   # whether plan/integrate read `State.members`: building them reads every scored genome's cells
+    # whether plan/integrate read `State.members`: building them reads every scored genome's cells
+    reads_members: bool
 
     def plan(self, state: State) -> list[CandidateSpec]: ...
 
@@ -100,8 +104,8 @@ def check_opts(strategy_id: str, opts: dict[str, Any], defaults: dict[str, Any])
     listing = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "(none)"
     unknown = set(opts) - set(defaults)
     if unknown:
-        raise StrategyError(f"--strategy-opts: unknown key(s) {', '.join(sorted(unknown))} for {strategy_id}; "
-                            f"valid options and defaults: {listing}")
+        raise StrategyError(f"--strategy-opts: unknown key(s) {', '.join(sorted(unknown))} for "
+                            f"{strategy_id}; valid options and defaults: {listing}")
     merged = {**defaults, **opts}
     for key, value in merged.items():
         want = type(defaults[key])

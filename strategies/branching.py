@@ -31,12 +31,14 @@ class Branching:
 
     def plan(self, state: State) -> list[CandidateSpec]:
         parent = state.incumbent.genome_hash
-        return [CandidateSpec(parent_hash=parent, share_objective=sibling > 0) for sibling in range(self.width)]
+        return [CandidateSpec(parent_hash=parent, share_objective=sibling > 0)
+                for sibling in range(self.width)]
 
     def integrate(self, state: State, scored: list[Scored]) -> Integration:
         evaluated = [s for s in scored if s.evaluated and s.genome_hash is not None]
         verdicts = {s.sibling: Verdict.REJECT for s in evaluated}
-        reasons = {s.sibling: by_gate(s, False) if not s.keep_by_gate else f"rejected: {gate(s)}" for s in evaluated}
+        reasons = {s.sibling: by_gate(s, False) if not s.keep_by_gate else f"rejected: {gate(s)}"
+                   for s in evaluated}
         incumbent = state.incumbent.genome_hash
         if evaluated:
             # highest val composite wins; an exact tie goes to the earlier sibling
@@ -58,8 +60,8 @@ class Branching:
         for s in evaluated:
             if s is best or not s.keep_by_gate:
                 continue
-            out[s.sibling] = (f"rejected: sibling {best.sibling} had the best composite but failed the gate, so the "
-                              "round kept nothing" if not best.keep_by_gate else
-                              f"rejected: sibling {best.sibling} was better (composite {best.composite:.4f} vs "
-                              f"{s.composite:.4f}); {gate(s)}")
+            out[s.sibling] = (f"rejected: sibling {best.sibling} had the best composite but failed the gate, "
+                              "so the round kept nothing" if not best.keep_by_gate else
+                              f"rejected: sibling {best.sibling} was better (composite {best.composite:.4f} "
+                              f"vs {s.composite:.4f}); {gate(s)}")
         return out

@@ -3,9 +3,10 @@
 The front holds every scored genome that is best on at least one val task (ties included) and is not
 dominated by another; a parent is drawn weighted by how many tasks it leads. The mutator is pointed at
 the TRAIN tasks where that parent trails the front (it must never learn which val tasks moved).
-Kept = entered the front or became the champion. The champion (incumbent) changes only to this round's best newcomer by mean val
-composite, and only when that newcomer beats the champion's composite AND passes the noise gate against it: a
-lucky score must not take the lead on noise (the front keeps every member either way).
+Kept = entered the front or became the champion. The champion (incumbent) changes only to this round's best
+newcomer by mean val composite, and only when that newcomer beats the champion's composite AND passes the
+noise gate against it: a lucky score must not take the lead on noise (the front keeps every member either
+way).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def front(members: Sequence[Member]) -> dict[str, int]:
         return {m.genome_hash: 1 for m in unique[:1]}
     lo = float("-inf")
     best = {t: max(m.task_composites.get(t, lo) for m in unique) for t in tasks}
-    leads = {m.genome_hash: sum(1 for t in tasks if m.task_composites.get(t, lo) >= best[t] - TIE) for m in unique}
+    leads = {m.genome_hash: sum(1 for t in tasks if m.task_composites.get(t, lo) >= best[t] - TIE)
+             for m in unique}
     leaders = [m for m in unique if leads[m.genome_hash] > 0]
     return {m.genome_hash: leads[m.genome_hash] for m in leaders
             if not any(dominates(o.task_composites, m.task_composites, tasks) for o in leaders if o is not m)}
@@ -98,8 +100,8 @@ class Pareto:
         leads = front(members)
         current = state.incumbent.genome_hash
         order = {m.genome_hash: i for i, m in enumerate(members)}
-        # the new best must beat the champion's mean composite and pass the gate against it (the loop gates every
-        # candidate against the incumbent); an exact tie keeps the earliest sibling
+        # the new best must beat the champion's mean composite and pass the gate against it (the loop gates
+        # every candidate against the incumbent); an exact tie keeps the earliest sibling
         challengers = [c for c in scored if c.evaluated and c.genome_hash in newcomers
                        and newcomers[c.genome_hash] == c.sibling]
         best = max(challengers, key=lambda c: (c.composite, -c.sibling), default=None)
@@ -113,7 +115,8 @@ class Pareto:
         if incumbent != current and incumbent not in selected:
             selected.append(incumbent)
         pool = tuple(sorted(leads, key=lambda h: (-leads[h], order[h])))
-        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored, incumbent != current and c.genome_hash == incumbent,
+        reasons = {c.sibling: reason(c, verdicts[c.sibling], scored,
+                                     incumbent != current and c.genome_hash == incumbent,
                                      scored_before=c.genome_hash not in newcomers)
                    for c in scored if c.sibling in verdicts}
         return Integration(verdicts=verdicts, incumbent=incumbent, selected=tuple(selected), pool=pool,
@@ -123,9 +126,11 @@ class Pareto:
 def reason(c: Scored, verdict: str, scored: list[Scored], champion: bool, *, scored_before: bool) -> str:
     """Why a candidate entered the front (or took the lead), or why it did not."""
     if verdict == "KEEP":
-        return (f"kept: the new champion — it beat the champion's val composite and passed the gate ({gate(c)})"
+        return ("kept: the new champion — it beat the champion's "
+                f"val composite and passed the gate ({gate(c)})"
                 if champion else
-                "kept: a new genome on the per-task Pareto front (the champion stays unless a new best passes the gate)")
+                "kept: a new genome on the per-task Pareto front (the champion stays unless a new best "
+                "passes the gate)")
     first = twin(c, scored)
     if first is not None:
         return same_genome_first(first)

@@ -48,7 +48,8 @@ class Population:
             if merged[key] < 1:
                 raise bad_value(cls.id, key, merged[key], "an integer >= 1", cls.DEFAULTS)
         if not 0.0 <= merged["crossoverRate"] <= 1.0:
-            raise bad_value(cls.id, "crossoverRate", merged["crossoverRate"], "a number in [0, 1]", cls.DEFAULTS)
+            raise bad_value(cls.id, "crossoverRate", merged["crossoverRate"], "a number in [0, 1]",
+                            cls.DEFAULTS)
         return cls(int(merged["pool"]), int(merged["children"]), float(merged["crossoverRate"]))
 
     def current_pool(self, state: State) -> list[str]:
@@ -94,15 +95,16 @@ class Population:
         for child in scored:
             if child.evaluated and child.genome_hash is not None:
                 first_entry = newcomers.get(child.genome_hash) == child.sibling
-                verdicts[child.sibling] = Verdict.KEEP if first_entry and child.genome_hash in survivors else Verdict.REJECT
+                survives = first_entry and child.genome_hash in survivors
+                verdicts[child.sibling] = Verdict.KEEP if survives else Verdict.REJECT
         selected = tuple(h for h, sib in newcomers.items() if sib is not None and h in survivors)
         reasons = {c.sibling: self.reason(c, verdicts[c.sibling], scored, pool, survivors, composite)
                    for c in scored if c.sibling in verdicts}
-        return Integration(verdicts=verdicts, incumbent=survivors[0], selected=selected, pool=tuple(survivors),
-                           reasons=reasons)
+        return Integration(verdicts=verdicts, incumbent=survivors[0], selected=selected,
+                           pool=tuple(survivors), reasons=reasons)
 
-    def reason(self, child: Scored, verdict: str, scored: list[Scored], before: list[str], survivors: list[str],
-               composite: dict[str, float]) -> str:
+    def reason(self, child: Scored, verdict: str, scored: list[Scored], before: list[str],
+               survivors: list[str], composite: dict[str, float]) -> str:
         """Why a child entered the pool (and where), or why it did not."""
         if verdict == "KEEP":
             rank = survivors.index(child.genome_hash or "") + 1

@@ -28,11 +28,11 @@ def side(c: Scored, kept: bool) -> str:
     if known and abs(c.delta - c.threshold) <= ON_THRESHOLD:
         return "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
     if not kept and not c.keep_by_gate and c.rejected_on:
-        return (f"(a decisive loss on {', '.join(c.rejected_on)}: score.modelGate 'each' rejects a loss on any model, "
-                f"Holm over the models)")
+        return (f"(a decisive loss on {', '.join(c.rejected_on)}: score.modelGate 'each' rejects a loss on "
+                "any model, Holm over the models)")
     if known and not kept and not c.keep_by_gate and c.delta > c.threshold + ON_THRESHOLD:
-        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule 'noAddedCost' "
-                "rejects it)")
+        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule "
+                "'noAddedCost' rejects it)")
     return "(Δ at or above it)" if kept else "(Δ below it)"
 
 
@@ -43,7 +43,8 @@ def by_gate(c: Scored, kept: bool) -> str:
 
 def twin(c: Scored, scored: Sequence[Scored]) -> Scored | None:
     """An earlier evaluated sibling of this round that produced the same genome."""
-    return next((s for s in scored if s.evaluated and s.genome_hash == c.genome_hash and s.sibling < c.sibling),
+    return next((s for s in scored
+                 if s.evaluated and s.genome_hash == c.genome_hash and s.sibling < c.sibling),
                 None)
 
 

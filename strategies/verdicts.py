@@ -1,8 +1,9 @@
 """The round's vocabulary: an attempt's verdict and status, and a run's status, one StrEnum each.
 
-They are `str`s, so the store's columns, the JSON the dashboard reads and every comparison keep today's strings
-('KEEP', 'kept', 'finished'); code names a member instead of spelling the string. Strategies decide KEEP/REJECT;
-the loop and the store use the rest. Adding a member is adding its line here (the store refuses any other string).
+They are `str`s, so the store's columns, the JSON the dashboard reads and every comparison keep today's
+strings ('KEEP', 'kept', 'finished'); code names a member instead of spelling the string. Strategies decide
+KEEP/REJECT; the loop and the store use the rest. Adding a member is adding its line here (the store refuses
+any other string).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ class RunStatus(StrEnum):
     FINISHED = "finished"
     STOPPED = "stopped"      # a budget, Ctrl-C or a full disk: the same command resumes
     FAILED = "failed"
-    STALE = "stale"          # shown, never stored: a running record whose writer stopped beating (store/liveness)
+    # shown, never stored: a running record whose writer stopped beating (store/liveness)
+    STALE = "stale"
 
 
-FINAL = (Verdict.KEEP, Verdict.REJECT, Verdict.SCREENED, Verdict.CRITIC, Verdict.FAILED)   # a candidate's outcomes
+# a candidate's outcomes
+FINAL = (Verdict.KEEP, Verdict.REJECT, Verdict.SCREENED, Verdict.CRITIC, Verdict.FAILED)

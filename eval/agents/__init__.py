@@ -80,8 +80,8 @@ def tool_server_args(argv: Sequence[str]) -> tuple[str, Path | None] | None:
 
 @dataclass(frozen=True)
 class AnthropicBackend:
-    """Our tool-use loop on the anthropic SDK (eval/agents/loop.py): run by the harness on its warm client, its
-    tools in the sandboxed tool server (eval/agents/toolserver.py, the process its argv names)."""
+    """Our tool-use loop on the anthropic SDK (eval/agents/loop.py): run by the harness on its warm client,
+    its tools in the sandboxed tool server (eval/agents/toolserver.py, the process its argv names)."""
     config_file: Path | None = None    # its pricing gives the result event's total_cost_usd
     id: str = "anthropic"
 
@@ -91,8 +91,8 @@ class AnthropicBackend:
 
     def implementation(self, role: str) -> str:
         sdk = importlib.metadata.version("anthropic")
-        code = _digest(*_sources("loop.py", "warm.py", "toolserver.py", "tools.py", "stream.py", "result_json.py",
-                                "caching.py"),
+        code = _digest(*_sources("loop.py", "warm.py", "toolserver.py", "tools.py", "stream.py",
+                                 "result_json.py", "caching.py"),
                        sdk.encode())
         return f"anthropic{'-mutator' if role == 'mutator' else ''}@{code}"
 
@@ -117,7 +117,8 @@ class ClaudeCliBackend:
         # The CLI found here, on the harness's PATH (or SM_CLAUDE_BIN), is the one the adapter runs: a sandbox
         # mounts its installation (an npm or nvm prefix, its node) because the argv names it.
         binary = claude_path()
-        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role, *(("--claude", binary) if binary else ()))
+        return (sys.executable, str(HERE / "claude_cli.py"), "--role", role,
+                *(("--claude", binary) if binary else ()))
 
     def version(self) -> str:
         binary = claude_path()
@@ -137,9 +138,9 @@ class ClaudeCliBackend:
     def check(self, environ: Mapping[str, str]) -> None:
         binary = environ.get("SM_CLAUDE_BIN") or "claude"
         if claude_path(environ) is None:
-            raise AgentSetupError(f"the claude-cli backend needs the claude CLI and `{binary}` is not on PATH; "
-                                  f"install it with `npm install -g @anthropic-ai/claude-code`, or choose the "
-                                  f"anthropic backend")
+            raise AgentSetupError(f"the claude-cli backend needs the claude CLI and `{binary}` is not on "
+                                  "PATH; install it with `npm install -g @anthropic-ai/claude-code`, or "
+                                  "choose the anthropic backend")
         _need_key(environ, "the claude-cli backend (it runs with its own CLAUDE_CONFIG_DIR, so a "
                            "`claude login` session is not used)")
 
@@ -181,7 +182,8 @@ BACKENDS: dict[str, type] = {"anthropic": AnthropicBackend, "claude-cli": Claude
                              "command": CommandBackend}
 
 
-def make_backend(backend_id: str, *, command: str | None = None, config_file: Path | None = None) -> AgentBackend:
+def make_backend(backend_id: str, *, command: str | None = None,
+                 config_file: Path | None = None) -> AgentBackend:
     if backend_id == "anthropic":
         return AnthropicBackend(config_file=config_file)
     if backend_id == "claude-cli":

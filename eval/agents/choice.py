@@ -35,8 +35,8 @@ def choose(*, agent: str | None, agent_cmd: str | None, mutator_agent: str | Non
         raise AgentSetupError(f"--agent-cmd runs your own build agent, but --agent {agent} was also given; "
                               f"drop one of them (--agent-cmd alone implies --agent command)")
     if mutator_cmd and mutator_agent not in (None, "command"):
-        raise AgentSetupError(f"{mutator_cmd_source} runs your own mutator, but --mutator-agent {mutator_agent} "
-                              f"was also given; drop one of them")
+        raise AgentSetupError(f"{mutator_cmd_source} runs your own mutator, but --mutator-agent "
+                              f"{mutator_agent} was also given; drop one of them")
     if agent:
         build = Choice("build", agent, agent_cmd or "", f"--agent {agent}")
     elif agent_cmd:
@@ -49,12 +49,13 @@ def choose(*, agent: str | None, agent_cmd: str | None, mutator_agent: str | Non
     elif mutator_cmd:
         mutator = Choice("mutator", "command", mutator_cmd, mutator_cmd_source)
     elif build.backend == "command":
-        mutator = Choice("mutator", "anthropic", "", "the default mutator --mutator-agent anthropic (used when the "
-                                                     "build agent is a command; pass --mutator-cmd CMD for your own)")
+        mutator = Choice("mutator", "anthropic", "", "the default mutator --mutator-agent anthropic (used "
+                                                     "when the build agent is a command; pass --mutator-cmd "
+                                                     "CMD for your own)")
     else:
-        mutator = Choice("mutator", build.backend, "", f"the default mutator, the same backend as the build agent "
-                                                       f"({build.how}; pass --mutator-agent or --mutator-cmd to "
-                                                       f"change it)")
+        mutator = Choice("mutator", build.backend, "", "the default mutator, the same backend as the build "
+                                                       f"agent ({build.how}; pass --mutator-agent or "
+                                                       "--mutator-cmd to change it)")
     return build, mutator
 
 
@@ -70,8 +71,8 @@ def backend_for(choice: Choice, *, config_file: Path | None, environ: Mapping[st
     except AgentSetupError as err:
         if choice.backend == "command" and not choice.command.strip():
             flag = "--agent-cmd" if choice.role == "build" else "--mutator-cmd (or config mutatorCmd)"
-            raise AgentSetupError(f"{choice.how} needs {flag} 'PROGRAM ARGS...': an executable that follows the "
-                                  f"agent process contract in the README") from None
+            raise AgentSetupError(f"{choice.how} needs {flag} 'PROGRAM ARGS...': an executable that follows "
+                                  "the agent process contract in the README") from None
         what = "build agent" if choice.role == "build" else "mutator"
         message = str(err)
         if choice.backend == "command":

@@ -39,7 +39,8 @@ class Executor(Protocol):
     lost: str   # "" while cells can run; once where they run is gone, why (one line naming it)
 
     async def run_cell(self, job: CellJob) -> CellResult:
-        """Stage, run the agent, grade; the result's logs are in `job.cell_root` on this machine when it returns."""
+        """Stage, run the agent, grade; the result's logs are in `job.cell_root` on
+        this machine when it returns."""
         ...
 
     async def regrade_cell(self, job: CellJob) -> CellResult | None:

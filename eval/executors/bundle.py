@@ -1,15 +1,15 @@
 """A cell as a self-contained bundle, for a machine that shares no file system with the driver.
 
-Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes; a Harbor task's inputs that are its
-environment's own files travel in the environment instead, once per content hash), the contract, the agent command
-(project files as project-relative paths, the driver's Python as "this Python") and the launcher id; the
-skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
-No path of the driver's data dir or suites is in any of them, but its reaper registry's (eval/reaper.py: a worker
-on the driver's machine records its agents' containers there, so a dead driver's go). Worker side: `run_bundle`
-rebuilds a private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into its harbor/<id>/),
-runs the cell with the same runner as a local cell (eval/runner.py: launcher, watchdog, caps, group kill, grading
-after the group is gone) and hands back the result with the cell's files; `unpack_logs` writes them where a local
-cell would have them.
+Driver side: `make_bundle(job)` holds the task, its declared inputs (bytes; a Harbor task's inputs that are
+its environment's own files travel in the environment instead, once per content hash), the contract, the agent
+command (project files as project-relative paths, the driver's Python as "this Python") and the launcher id;
+the skill snapshot and the suite's grader files travel beside it as `Tree`s, each sent once per evaluation.
+No path of the driver's data dir or suites is in any of them, but its reaper registry's (eval/reaper.py: a
+worker on the driver's machine records its agents' containers there, so a dead driver's go). Worker side:
+`run_bundle` rebuilds a private suite dir, skill dir and cell dir (a Harbor task's environment/ put back into
+its harbor/<id>/), runs the cell with the same runner as a local cell (eval/runner.py: launcher, watchdog,
+caps, group kill, grading after the group is gone) and hands back the result with the cell's files;
+`unpack_logs` writes them where a local cell would have them.
 """
 
 from __future__ import annotations
@@ -59,19 +59,21 @@ class CellBundle:
     network: bool = False
     cell_timeout_ms: int = CELL_TIMEOUT_MS
     max_output_bytes: int = MAX_OUTPUT_BYTES
-    reaper_scope: dict | None = None    # whose records the worker's agents and containers are (eval/reaper.py)
+    # whose records the worker's agents and containers are (eval/reaper.py)
+    reaper_scope: dict | None = None
 
 
 def read_tree(root: Path, *, skip_top: tuple[str, ...] = ()) -> Tree:
-    """The included files of a folder (eval/snapshot.py's rules), optionally without some top-level folders."""
+    """The included files of a folder (eval/snapshot.py's rules), optionally
+    without some top-level folders."""
     return {rel.as_posix(): ((root / rel).read_bytes(), (root / rel).stat().st_mode & 0o777)
             for rel in list_files(root) if rel.parts[0] not in skip_top}
 
 
 def suite_tree(suite: Suite) -> Tree:
     """What the grader may need, kept outside every cell: the suite dir without fixtures/ (the inputs travel
-    per cell, only those a task declares), without a Harbor suite's oracle/ (no worker needs it) and without its
-    tasks' environment/ folders (each travels by its own content hash, only to the cells of its task)."""
+    per cell, only those a task declares), without a Harbor suite's oracle/ (no worker needs it) and without
+    its tasks' environment/ folders (each travels by its own content hash, only to the cells of its task)."""
     tree = read_tree(suite.path, skip_top=("fixtures", ORACLE) if suite.runner == HARBOR else ("fixtures",))
     if suite.runner != HARBOR:
         return tree
@@ -86,8 +88,9 @@ def environment_dir(suite: Suite, task_id: str) -> Path | None:
 
 
 def in_environment(suite: Suite, task_id: str, rel: str) -> bool:
-    """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the environment,
-    once per content hash, and the worker stages it from there: never again in each cell's bundle)."""
+    """Whether a Harbor task's input is its environment's own file, byte for byte (it travels in the
+    environment, once per content hash, and the worker stages it from there: never
+    again in each cell's bundle)."""
     folder = environment_dir(suite, task_id)
     if folder is None or Path(rel) not in list_files(folder):   # what read_tree sends of it
         return False
@@ -122,9 +125,11 @@ def passed_env(job_env: Mapping[str, str], source: Mapping[str, str] | None = No
 
 
 def make_bundle(job: CellJob, skill_hash: str, environment_hash: str = "") -> CellBundle:
-    run = job.settings   # what a worker needs of it, without this machine's paths (the retries stay with the driver)
+    # what a worker needs of it, without this machine's paths (the retries stay with the driver)
+    run = job.settings
     fixtures = job.suite.fixture_dir(job.task.id)
-    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777) for rel in job.task.inputs
+    inputs = {rel: ((fixtures / rel).read_bytes(), (fixtures / rel).stat().st_mode & 0o777)
+              for rel in job.task.inputs
               if not (environment_hash and in_environment(job.suite, job.task.id, rel))}
     grader = Path(job.suite.grader.name) if job.suite.grader else None
     return CellBundle(
@@ -172,8 +177,8 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
     suite_dir = write_tree(suite, base / "suites" / bundle.suite.content_hash)
     fixtures = suite_dir / "fixtures" / bundle.task.id
     inputs = dict(bundle.inputs)          # a Harbor task's inputs from its environment, sent once by hash
-    inputs.update({rel: environment[rel] for rel in bundle.task.inputs if rel not in inputs and environment
-                   and rel in environment})
+    inputs.update({rel: environment[rel] for rel in bundle.task.inputs
+                   if rel not in inputs and environment and rel in environment})
     write_tree(inputs, fixtures)          # content-addressed by the suite's hash too
     if environment is not None:           # where the harbor runner reads the task's build context
         write_tree(environment, suite_dir / HARBOR / bundle.task.id / ENVIRONMENT)
@@ -182,12 +187,13 @@ def worker_job(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
                           grader=suite_dir / bundle.suite.grader.name if bundle.suite.grader else None)
     settings = CellSettings(
         agent_argv=local_argv(bundle.agent_argv), launcher=_launcher(bundle.launcher_id),
-        grader_timeout_s=bundle.grader_timeout_s, network=bundle.network, cell_timeout_ms=bundle.cell_timeout_ms,
+        grader_timeout_s=bundle.grader_timeout_s, network=bundle.network,
+        cell_timeout_ms=bundle.cell_timeout_ms,
         max_output_bytes=bundle.max_output_bytes, env=dict(bundle.env), prune=bundle.prune)
     return CellJob(
-        spec=bundle.spec, task=bundle.task, suite=local_suite, skill_dir=skill_dir, skill_name=bundle.skill_name,
-        contract=bundle.contract, cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name, price=bundle.price,
-        settings=settings)
+        spec=bundle.spec, task=bundle.task, suite=local_suite, skill_dir=skill_dir,
+        skill_name=bundle.skill_name, contract=bundle.contract,
+        cell_root=base / "cells" / uuid.uuid4().hex / bundle.spec.name, price=bundle.price, settings=settings)
 
 
 def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
@@ -209,7 +215,8 @@ def run_bundle(bundle: CellBundle, skill: Tree | None, suite: Tree, base: Path,
 # ---- driver side, again ---------------------------------------------------------------------------------
 
 def unpack_logs(files: Tree, result: CellResult, cell_root: Path) -> CellResult:
-    """Write a remote cell's files where a local cell keeps them; the result and cell.json name that folder."""
+    """Write a remote cell's files where a local cell keeps them; the result and
+    cell.json name that folder."""
     if cell_root.exists():
         shutil.rmtree(cell_root)      # an earlier try's leftovers: the folder holds one try, as locally
     cell_root.mkdir(parents=True)

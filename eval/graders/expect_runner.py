@@ -32,8 +32,8 @@ class ExpectationsRunner:
         from eval.graders.script import parse_grades
         stdout, error = await run_helper(
             [sys.executable, str(MAIN)], payload=json.dumps(payload(job, work)).encode(), cwd=job.cell_root,
-            env=allowed_env(home=job.cell_root, extra={"SM_TASK_ID": job.task.id}), timeout_s=job.settings.grader_timeout_s,
-            log_dir=job.cell_root, what="expectations grader")
+            env=allowed_env(home=job.cell_root, extra={"SM_TASK_ID": job.task.id}),
+            timeout_s=job.settings.grader_timeout_s, log_dir=job.cell_root, what="expectations grader")
         if stdout is None:
             return None, error
         try:

@@ -47,7 +47,8 @@ def parse_spec(field: str, value: object) -> Expectation:
     name, sep, arg = value[1:].partition(":")
     if name not in OPERATORS:
         raise ExpectError(f"field {field!r}: unknown operator '~{name}'; use one of "
-                          f"{', '.join('~' + o for o in OPERATORS)} (or '~~' for a literal starting with '~')")
+                          f"{', '.join('~' + o for o in OPERATORS)} "
+                          "(or '~~' for a literal starting with '~')")
     if name in ("truthy", "falsy"):
         if sep:
             raise ExpectError(f"field {field!r}: ~{name} takes no argument; write just '~{name}'")
@@ -93,7 +94,8 @@ def parse_schema(block: object) -> tuple[tuple[str, str], ...]:
     pairs = []
     for key, kind in block.items():
         if kind not in SCHEMA_TYPES:
-            raise ExpectError(f"schema field {key!r}: unknown type {kind!r}; use one of {', '.join(SCHEMA_TYPES)}")
+            raise ExpectError(f"schema field {key!r}: unknown type {kind!r}; use one of "
+                              f"{', '.join(SCHEMA_TYPES)}")
         pairs.append((str(key), str(kind)))
     return tuple(pairs)
 
@@ -193,7 +195,8 @@ def check(exp: Expectation, actual: object) -> tuple[bool, str]:
             return False, f"{shown}: not a number"
         return NUMERIC[exp.op](number, float(exp.arg)), shown
     if exp.op == "in":
-        hit = any(same(choice, actual) or as_text(choice) == as_text(actual) for choice in in_choices(exp.arg))
+        hit = any(same(choice, actual) or as_text(choice) == as_text(actual)
+                  for choice in in_choices(exp.arg))
         return hit, shown
     raise AssertionError(f"operator {exp.op!r} was not validated at load")
 

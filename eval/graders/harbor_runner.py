@@ -5,8 +5,9 @@ Before the agent, `prepare_cell` builds the image and copies its WORKDIR into th
 is the one `--sandbox podman|docker` names, else the first of podman and docker that works here; with none,
 `--sandbox bwrap` runs the verifier in the task's layout on the host's own system (sandbox/host_layout.py; no
 image built). Under `--sandbox auto|podman|docker` with an engine the agent runs in a container of the task's
-image (sandbox/container_launcher.py::TaskContainer); under `bwrap` or `none`, on the host in that work dir. An image that fails to build, or no engine at all, makes the cell an
-infra_error with the reason (a build log's tail), or a grader error if it happens only at grading; never a score.
+image (sandbox/container_launcher.py::TaskContainer); under `bwrap` or `none`, on the host in that work dir.
+An image that fails to build, or no engine at all, makes the cell an infra_error with the reason (a build
+log's tail), or a grader error if it happens only at grading; never a score.
 """
 
 from __future__ import annotations
@@ -43,13 +44,14 @@ def backend_for(launcher) -> ContainerEngine | HostLayout:
         return launcher.engine() if isinstance(launcher, ContainerSandbox) else engine_for()
     except SandboxError as err:
         if getattr(launcher, "id", "") != "bwrap" or getattr(launcher, "choice", "auto") != "auto":
-            raise SandboxError(f"{err}; without an engine, --sandbox bwrap runs the verifier on the host's own "
-                               f"system in the task's layout") from None
+            raise SandboxError(f"{err}; without an engine, --sandbox bwrap runs the verifier on the host's "
+                               "own system in the task's layout") from None
         return HostLayout()
 
 
 def _environment(job: CellJob) -> tuple[ContainerEngine | HostLayout, HarborTask, str]:
-    """The engine, the Harbor task and its image (built once per content hash); raises SandboxError/HarborError."""
+    """The engine, the Harbor task and its image (built once per content hash); raises
+    SandboxError/HarborError."""
     engine = backend_for(job.settings.launcher)
     task = suite_task(job.suite.path, job.task.id)
     return engine, task, image_of(engine, task)
@@ -58,7 +60,8 @@ def _environment(job: CellJob) -> tuple[ContainerEngine | HostLayout, HarborTask
 def _grade(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     try:
         engine, task, image = _environment(job)
-    except (SandboxError, HarborError) as err:   # BuildError is a SandboxError: its message holds the log tail
+    except (SandboxError, HarborError) as err:
+        # BuildError is a SandboxError: its message holds the log tail
         return None, f"harbor verifier could not run: {err}"
     return verify(engine, task, image, work, job.cell_root / "verifier",
                   network=task_network(dict(job.suite.meta), task))
@@ -83,8 +86,8 @@ def _prepare(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:
 
 def task_container(engine: ContainerEngine, image: str, task: HarborTask, work: Path, *, network: bool,
                    skills: Path | None = None) -> TaskContainer:
-    """A container of the task's image for one agent call, labelled and recorded for the reaper before it starts (a
-    dead harness's is removed on the next start, eval/reaper.py)."""
+    """A container of the task's image for one agent call, labelled and recorded for the reaper before it
+    starts (a dead harness's is removed on the next start, eval/reaper.py)."""
     cfg = task.config
     container = TaskContainer(engine, image, workdir=task.workdir, work=work, skills=skills,
                               limits=Limits(cfg.cpus, cfg.memory_mb, network=network),
@@ -93,16 +96,18 @@ def task_container(engine: ContainerEngine, image: str, task: HarborTask, work: 
     return container
 
 
-PROBE_FIX = ("The agent runs inside the task's container: its programs are mounted from the host at their own paths "
-             "(a program in a system dir, e.g. /usr/bin, is the image's own, not the host's) and started with the "
-             "host's loader. Name a program installed outside the system dirs (a venv, ~/.local, /opt), install it "
-             "in the task's image (its Dockerfile), or run the agent on the host with --sandbox bwrap")
+PROBE_FIX = ("The agent runs inside the task's container: its programs are mounted from the host at their "
+             "own paths (a program in a system dir, e.g. /usr/bin, is the image's own, not the host's) and "
+             "started with the host's loader. Name a program installed outside the system dirs (a venv, "
+             "~/.local, /opt), install it in the task's image (its Dockerfile), or run the agent on the host "
+             "with --sandbox bwrap")
 
 
 def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> None:
     """Under a container launcher with an engine: the agent's programs probed once in each Harbor task's image
-    (built here, as its first cell would), through the harness's relay, before any cell; ProgramError names the
-    task, the image and the fix. An image that does not build is left to its cells (infra_error, the log's tail)."""
+    (built here, as its first cell would), through the harness's relay, before any cell; ProgramError names
+    the task, the image and the fix. An image that does not build is left to its cells
+    (infra_error, the log's tail)."""
     from sandbox.probe import probe
     harbor = [suite for suite in suites if suite.runner == "harbor"]
     if not harbor or not isinstance(launcher, ContainerSandbox):
@@ -129,8 +134,8 @@ def preflight(launcher, suites: Sequence, argv: Sequence[str], *, what: str) -> 
             with tempfile.TemporaryDirectory(prefix="sm-preflight-") as tmp:
                 container = task_container(engine, image, task, Path(tmp), network=False)
                 try:
-                    probe(container, argv, what=f"{what} in the container of Harbor task {suite.name}/{task_id} "
-                                                f"(image {image})", fix=PROBE_FIX)
+                    probe(container, argv, what=f"{what} in the container of Harbor task "
+                                                f"{suite.name}/{task_id} (image {image})", fix=PROBE_FIX)
                 finally:
                     container.close()
                     reaper.unregister_container(container.name)

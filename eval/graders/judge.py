@@ -85,7 +85,8 @@ def rubric_from_options(options: Mapping[str, str]) -> Rubric:
     except ValueError as err:
         raise JudgeError(f"judge length settings: {err}") from None
     if rubric.length_target < 0 or rubric.length_tolerance < 0 or not 0 <= rubric.length_floor <= 1:
-        raise JudgeError("judge_length_target and judge_length_tolerance must be >= 0, judge_length_floor in [0, 1]")
+        raise JudgeError("judge_length_target and judge_length_tolerance "
+                         "must be >= 0, judge_length_floor in [0, 1]")
     return rubric
 
 
@@ -109,7 +110,8 @@ def user_message(attempt: Attempt) -> str:
     parts += [f"- {e}" for e in attempt.expectations] or ["- (none listed: judge against the task itself)"]
     parts += ["", "## Outputs"]
     for name, text in attempt.outputs:
-        clipped = text if len(text) <= OUTPUT_CLIP else text[:OUTPUT_CLIP] + f"\n… [{len(text) - OUTPUT_CLIP} more chars]"
+        clipped = (text if len(text) <= OUTPUT_CLIP
+                   else text[:OUTPUT_CLIP] + f"\n… [{len(text) - OUTPUT_CLIP} more chars]")
         parts += [f"### {name}", "```", clipped, "```"]
     parts += ["", "## Final answer", attempt.final_answer.strip() or "(none)", "", "## Steps"]
     parts += [f"{i}. {s}" for i, s in enumerate(attempt.steps, 1)] or ["(no tool calls)"]
@@ -142,11 +144,13 @@ def parse_reply(text: str) -> Verdict:
     expectations = obj.get("expectations") or []
     if not isinstance(expectations, list):
         raise JudgeError("judge reply: 'expectations' must be a list")
-    return Verdict(scores, tuple(e for e in expectations if isinstance(e, dict)), str(obj.get("feedback") or ""))
+    return Verdict(scores, tuple(e for e in expectations if isinstance(e, dict)),
+                   str(obj.get("feedback") or ""))
 
 
 def score(verdict: Verdict, rubric: Rubric, words: int) -> tuple[dict[str, float], dict]:
-    """(tests, detail): one test 'rubric' = weighted dimensions / 10 x length factor; detail for the record."""
+    """(tests, detail): one test 'rubric' = weighted dimensions / 10 x length
+    factor; detail for the record."""
     weighted = sum(weight * verdict.scores.get(name, 0.0) / 10 for name, weight in rubric.weights)
     factor = rubric.length_factor(words)
     detail = {"dimensions": verdict.scores, "weighted": round(weighted, 4), "length_words": words,
@@ -157,13 +161,16 @@ def score(verdict: Verdict, rubric: Rubric, words: int) -> tuple[dict[str, float
 
 def fake_reply(attempt: Attempt) -> str:
     """A deterministic judge for dry runs: expectation words found in the outputs, missing files, steps."""
-    haystack = " ".join(text for _, text in attempt.outputs).casefold() + " " + attempt.final_answer.casefold()
+    haystack = (" ".join(text for _, text in attempt.outputs).casefold() + " "
+                + attempt.final_answer.casefold())
     results = []
     for sentence in attempt.expectations:
-        words = [w.casefold() for w in WORD_RE.findall(sentence) if len(w) > 3 and w.casefold() not in STOPWORDS]
+        words = [w.casefold() for w in WORD_RE.findall(sentence)
+                 if len(w) > 3 and w.casefold() not in STOPWORDS]
         hits = sum(1 for w in words if w in haystack)
         passed = not words or hits * 2 >= len(words)
-        results.append({"text": sentence, "passed": passed, "evidence": f"{hits}/{len(words)} key words found"})
+        results.append({"text": sentence, "passed": passed,
+                        "evidence": f"{hits}/{len(words)} key words found"})
     missing = sum(1 for _, text in attempt.outputs if text == "(missing)")
     share = (sum(r["passed"] for r in results) / len(results)) if results else 1.0
     correctness = 0.0 if attempt.outputs and missing == len(attempt.outputs) else round(10 * share, 1)

@@ -37,7 +37,8 @@ class FakeJudge:
 
     async def call(self, model: str, attempt: Attempt, meter: Path | None = None) -> JudgeReply:
         text = fake_reply(attempt)
-        # priced like a real call of this size, so dry runs exercise the cost path ("fakes spend nothing real")
+        # priced like a real call of this size, so dry runs exercise the cost
+        # path ("fakes spend nothing real")
         return JudgeReply(text, Usage(input_tokens=(len(SYSTEM) + len(user_message(attempt))) // 4,
                                       output_tokens=len(text) // 4))
 

@@ -41,7 +41,8 @@ def read_attempt(job: CellJob, work: Path) -> Attempt:
     outputs = []
     for rel in job.task.required:
         path = work / rel
-        outputs.append((rel, path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "(missing)"))
+        outputs.append((rel, path.read_text(encoding="utf-8",
+                                            errors="replace") if path.is_file() else "(missing)"))
     if not job.task.required:   # no declared output (an imported eval): judge the files the agent created
         outputs = created_files(work, set(job.task.inputs))
     final, steps = "", []
@@ -87,7 +88,8 @@ def judge_price(job: CellJob, model: str) -> Price:
 class JudgeRunner:
     async def grade(self, job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
         env = {**os.environ, **job.settings.env}
-        backend_name = env.get("SM_JUDGE") or ("fake" if job.contract.agent.startswith("fake") else "anthropic")
+        fallback = "fake" if job.contract.agent.startswith("fake") else "anthropic"
+        backend_name = env.get("SM_JUDGE") or fallback
         model = str(job.suite.option("judge_model") or env.get("SM_JUDGE_MODEL") or job.contract.model)
         try:
             rubric = rubric_from_options(dict(job.suite.meta))
@@ -99,7 +101,8 @@ class JudgeRunner:
         cache_dir = Path(env.get("SM_JUDGE_CACHE") or job.cell_root.parent.parent / "judge-cache")
         # a fresh-salt evaluation (a health check, a confirmation) asks the judge afresh: a re-check that read
         # cached judgements would measure nothing
-        material = [backend.id, model, SYSTEM, user_message(attempt)] + ([job.contract.salt] if job.contract.salt else [])
+        material = [backend.id, model, SYSTEM,
+                    user_message(attempt)] + ([job.contract.salt] if job.contract.salt else [])
         key = hashlib.sha256(json.dumps(material).encode()).hexdigest()[:32]
         cached = cache_dir / f"{key}.json"
         hit = cached.is_file()
@@ -156,7 +159,8 @@ def store(cached: Path, record: dict) -> None:
 
 
 def feedback_md(detail: dict) -> str:
-    lines = [f"# Judge ({detail['model']}): rubric {detail['weighted']:.3f} x length {detail['length_factor']:.2f}",
+    lines = [f"# Judge ({detail['model']}): rubric {detail['weighted']:.3f} x length "
+             f"{detail['length_factor']:.2f}",
              "", " · ".join(f"{k} {v:g}/10" for k, v in detail["dimensions"].items()), "", "## Expectations"]
     lines += [f"- [{'x' if e.get('passed') else ' '}] {e.get('text', '')} — {e.get('evidence', '')}"
               for e in detail["expectations"]] or ["- (none)"]

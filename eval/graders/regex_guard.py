@@ -25,7 +25,8 @@ def compile_checked(pattern: str):
     try:
         return re2.compile(pattern, options=_OPTIONS)
     except re2.error as err:
-        reason = err.args[0].decode("utf-8", "replace") if err.args and isinstance(err.args[0], bytes) else str(err)
+        raw = err.args and isinstance(err.args[0], bytes)
+        reason = err.args[0].decode("utf-8", "replace") if raw else str(err)
         raise RegexRefused(f"regex {pattern!r} is refused: RE2 cannot take it ({reason}); RE2 matches in "
                            f"linear time and so has no backreferences, lookaround, possessive or atomic "
                            f"groups: rewrite it without them") from None

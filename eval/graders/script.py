@@ -5,12 +5,12 @@ made for this cell and removed after: a grader that writes (a log, a cache) neve
 hashed, nor another cell's grading. It gets the cell's working dir and the task id, never the skill.
 
 The copy's folders are its own; its files are hard links to a template, a pristine copy of the suite's folder
-(every task's fixtures) kept per suite version beside the evaluations (`.grader-templates-*`), so a cell allocates
-no inode per file (on a churned ext4 an inode costs up to ~0.8 ms of CPU). A template is lent to one grader at a
-time (a process holds at most as many as it grades at once), its files' mtime pinned; when the grader is gone, a
-linked file whose size, mode or mtime moved (the grader wrote into it through its link) means the template is
-dropped, never lent again: no other grader saw the change, and its own grader saw what a copy would have shown it.
-A file that cannot be linked (another filesystem) is copied.
+(every task's fixtures) kept per suite version beside the evaluations (`.grader-templates-*`), so a cell
+allocates no inode per file (on a churned ext4 an inode costs up to ~0.8 ms of CPU). A template is lent to one
+grader at a time (a process holds at most as many as it grades at once), its files' mtime pinned; when the
+grader is gone, a linked file whose size, mode or mtime moved (the grader wrote into it through its link)
+means the template is dropped, never lent again: no other grader saw the change, and its own grader saw what a
+copy would have shown it. A file that cannot be linked (another filesystem) is copied.
 """
 
 from __future__ import annotations
@@ -63,13 +63,14 @@ def parse_grades(stdout: str) -> dict[str, float]:
 
 @functools.lru_cache(maxsize=256)
 def _listing(suite_dir: Path, content_hash: str, task_id: str | None) -> tuple[tuple[str, str, int], ...]:
-    """What a grader's copy holds, walked once per suite version and task: (kind, relative path, mode or 0); with no
-    task, every task's fixtures (a template's)."""
+    """What a grader's copy holds, walked once per suite version and task: (kind, relative path, mode or 0);
+    with no task, every task's fixtures (a template's)."""
     found: list[tuple[str, str, int]] = []
     for folder, dirs, files in os.walk(suite_dir):
         here = Path(folder)
         # only this task's fixtures: one task's copy, not all
-        dirs[:] = [d for d in dirs if d != "__pycache__" and (here != suite_dir / "fixtures" or task_id in (None, d))]
+        dirs[:] = [d for d in dirs
+                   if d != "__pycache__" and (here != suite_dir / "fixtures" or task_id in (None, d))]
         for name in dirs + [f for f in files if f != "__pycache__"]:
             path, rel = here / name, str((here / name).relative_to(suite_dir))
             if path.is_symlink():   # copied as the link, as copytree(symlinks=True) did
@@ -87,8 +88,8 @@ PINNED_NS = 946_684_800 * 10**9   # a template file's mtime (2000-01-01): any wr
 
 @dataclasses.dataclass(frozen=True)
 class Template:
-    """A pristine copy of a suite's folder, every task's fixtures included (`folder`); each file's (size, mode); the
-    pool it goes back to (`key`)."""
+    """A pristine copy of a suite's folder, every task's fixtures included (`folder`); each file's (size,
+    mode); the pool it goes back to (`key`)."""
     folder: Path
     files: dict[str, tuple[int, int]]
     key: tuple[str, str, str]
@@ -114,7 +115,8 @@ _lock = threading.Lock()
 
 def _templates_root(near: Path) -> Path:
     """This process's folder of templates beside the evaluations (on their filesystem, so links work)."""
-    mine = f".grader-templates-{os.getpid()}-"   # a forked child makes its own: lending stays one grader at a time
+    # a forked child makes its own: lending stays one grader at a time
+    mine = f".grader-templates-{os.getpid()}-"
     with _lock:
         for root in _roots:
             if root.parent == near and root.name.startswith(mine):
@@ -131,14 +133,15 @@ def _templates_root(near: Path) -> Path:
 @atexit.register
 def _drop_templates() -> None:
     for root in _roots:
-        if root.name.startswith(f".grader-templates-{os.getpid()}-"):   # never a parent's, from a forked child
+        if root.name.startswith(f".grader-templates-{os.getpid()}-"):
+            # never a parent's, from a forked child
             shutil.rmtree(root, ignore_errors=True)
 
 
 def borrow(job: CellJob) -> Template | None:
-    """A template of this suite version lent to this cell alone (made when none is free; so a process holds at most as
-    many as it grades at once, whatever the tasks); None when none can be made (the copy is then made from the
-    suite)."""
+    """A template of this suite version lent to this cell alone (made when none is free; so a process holds at
+    most as many as it grades at once, whatever the tasks); None when none can be made (the copy is then made
+    from the suite)."""
     near = job.cell_root.parent.parent
     try:
         root = _templates_root(near)
@@ -168,10 +171,12 @@ def borrow(job: CellJob) -> Template | None:
 
 
 def give_back(job: CellJob, template: Template | None) -> None:
-    """After the cell's grader is gone: the template is free again, or dropped when the grader changed a file of it."""
+    """After the cell's grader is gone: the template is free again, or dropped when the
+    grader changed a file of it."""
     if template is None:
         return
-    linked = [rel for kind, rel, _ in _listing(job.suite.path, job.suite.content_hash, job.task.id) if kind == "file"]
+    linked = [rel for kind, rel, _ in _listing(job.suite.path, job.suite.content_hash, job.task.id)
+              if kind == "file"]
     if template.untouched(linked):
         with _lock:
             _free.setdefault(template.key, []).append(template)
@@ -180,12 +185,13 @@ def give_back(job: CellJob, template: Template | None) -> None:
 
 
 def private_suite(job: CellJob, template: Template | None = None) -> tuple[Path, list[str]]:
-    """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder, its files
-    hard links to `template`'s where one is lent, else copies."""
+    """A copy of the suite folder beside the cell (its root, argv for its grader): the grader's own folder,
+    its files hard links to `template`'s where one is lent, else copies."""
     root = Path(tempfile.mkdtemp(prefix="grader-suite-", dir=job.cell_root))
     copy = root / job.suite.path.name
     copy.mkdir()
-    source, target = f"{job.suite.path}/", f"{copy}/"   # strings: a cell copies a dozen files, pathlib costs more
+    # strings: a cell copies a dozen files, pathlib costs more
+    source, target = f"{job.suite.path}/", f"{copy}/"
     linked = f"{template.folder}/" if template is not None else None
     for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, job.task.id):
         if kind == "dir":
@@ -223,7 +229,8 @@ async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] 
                                          cwd=suite_dir, env=env, timeout_s=job.settings.grader_timeout_s,
                                          log_dir=job.cell_root, what="grader")
     finally:
-        give_back(job, template)   # run_helper has killed the grader's group: nothing writes through a link now
+        # run_helper has killed the grader's group: nothing writes through a link now
+        give_back(job, template)
         shutil.rmtree(root, ignore_errors=True)
     if stdout is None:
         return None, error

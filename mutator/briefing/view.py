@@ -15,8 +15,9 @@ from mutator.briefing.meta import distil
 from mutator.briefing.render import LAST_ATTEMPTS, BriefingInput, render
 from mutator.critic.caps import caps_text, limits_from, room
 from mutator.critic.text import Tree
+from mutator.scoring.gate import gate_t, pooled
 from mutator.scoring.models import stored_normalisers
-from mutator.scoring.score import gate_t, per_task, pooled, split_key, summarise
+from mutator.scoring.score import per_task, split_key, summarise
 from mutator.store import briefing_reads, cache, charges
 from mutator.store.attempt_reads import champion_attempt, latest_evaluation_id
 from mutator.store.db import dumps, loads

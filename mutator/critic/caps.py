@@ -17,7 +17,8 @@ class GateLimits:
     critic.minGrowthBytes)."""
     max_lines: int = 500            # SKILL.md lines (the Agent Skills guidance)
     max_bytes: int = 262_144        # text of the skill together (SKILL.md and text files; binary assets free)
-    max_growth: float = 0.20        # a change may add max(max_growth x the parent's text bytes, min_growth_bytes)
+    # a change may add max(max_growth x the parent's text bytes, min_growth_bytes)
+    max_growth: float = 0.20
     min_growth_bytes: int = 2048
 
 
@@ -35,7 +36,8 @@ def growth_allowance(parent: Tree, limits: GateLimits) -> int:
 
 def line_allowance(parent: Tree, limits: GateLimits) -> int:
     """SKILL.md lines one change may add to a parent already over the line cap: maxGrowth x its lines (the
-    growth rule in the cap's own unit, so an over-cap SKILL.md cannot take the folder's whole byte allowance)."""
+    growth rule in the cap's own unit, so an over-cap SKILL.md cannot take the
+    folder's whole byte allowance)."""
     return int(limits.max_growth * parent.skill_md_lines)
 
 
@@ -75,15 +77,16 @@ def caps_text(room: Room) -> str:
     """The caps in numbers and the room this parent leaves: what the briefing and `--lint` say."""
     caps, pct = room.limits, f"{room.limits.max_growth:.0%}"
     if room.over_lines:
-        lines = (f"- SKILL.md: {room.lines} lines, already over the {caps.max_lines}-line cap (critic.maxSkillLines): "
-                 f"a change may still add up to {room.growth_lines} lines (critic.maxGrowth {pct} of {room.lines}), "
-                 f"with a warning; a shorter SKILL.md is welcome")
+        lines = (f"- SKILL.md: {room.lines} lines, already over the {caps.max_lines}-line cap "
+                 f"(critic.maxSkillLines): a change may still add up to {room.growth_lines} lines "
+                 f"(critic.maxGrowth {pct} of {room.lines}), with a warning; a shorter SKILL.md is welcome")
     else:
         lines = (f"- SKILL.md: {room.lines} lines of the {caps.max_lines}-line cap (critic.maxSkillLines): "
                  f"{room.lines_left} lines left")
     if room.over_bytes:
-        text = (f"- text: {room.text_bytes} bytes, already over the {caps.max_bytes}-byte cap (critic.maxSkillBytes): "
-                f"a change may still add up to {room.growth_bytes} bytes, with a warning")
+        text = (f"- text: {room.text_bytes} bytes, already over the {caps.max_bytes}-byte cap "
+                "(critic.maxSkillBytes): a change may still add "
+                f"up to {room.growth_bytes} bytes, with a warning")
     else:
         text = (f"- text: {room.text_bytes} bytes of the {caps.max_bytes}-byte cap (critic.maxSkillBytes): "
                 f"{caps.max_bytes - room.text_bytes} bytes left")
@@ -92,5 +95,6 @@ def caps_text(room: Room) -> str:
         f"- growth: one change may add at most {room.growth_bytes} bytes over all files, binary ones too "
         f"(max(critic.maxGrowth {pct} of {room.text_bytes} bytes of text, critic.minGrowthBytes "
         f"{caps.min_growth_bytes}))",
-        f"This change may add at most {room.lines_left} lines to SKILL.md and {room.bytes_left} bytes in all; "
-        "a candidate past a cap is rejected before it is evaluated, and its mutator call is spent for nothing."])
+        f"This change may add at most {room.lines_left} lines to SKILL.md and {room.bytes_left} bytes in "
+        "all; a candidate past a cap is rejected before it is evaluated, "
+        "and its mutator call is spent for nothing."])

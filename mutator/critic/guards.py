@@ -31,7 +31,8 @@ from mutator.critic.text import (
     unclosed_fences,
 )
 
-__all__ = ["Check", "GateLimits", "limits_from", "review", "safety_gates", "passed", "lint", "unclosed_fences"]
+__all__ = ["Check", "GateLimits", "limits_from", "review", "safety_gates", "passed", "lint",
+           "unclosed_fences"]
 SHOWN = 10   # problems spelled out in one row
 
 
@@ -90,8 +91,8 @@ def check_links(tree: Tree) -> Check:
     """A symlink that leaves the skill fails, whatever the parent had: it is never part of a skill."""
     if tree.links_out:
         named = "; ".join(f"{rel.as_posix()} -> {target}" for rel, target in tree.links_out.items())
-        return _fail("links", f"symlink(s) leaving the skill: {named}; copy the file into the skill folder or "
-                              f"remove the link")
+        return _fail("links", f"symlink(s) leaving the skill: {named}; copy the file into the skill folder "
+                              "or remove the link")
     return _ok("links", "no symlink leaves the skill")
 
 
@@ -110,7 +111,8 @@ def frontmatter_problems(tree: Tree, expected_name: str | None) -> list[Problem]
     except ParseError as err:
         return [Problem(("parse",), f"SKILL.md frontmatter does not parse: {err}")]
     # A spec message carries counts ("1068 chars"); the key drops them so an edit elsewhere is not new.
-    problems = [Problem(("spec", re.sub(r"\d+", "#", message)), message) for message in validate_metadata(metadata)]
+    problems = [Problem(("spec", re.sub(r"\d+", "#", message)), message)
+                for message in validate_metadata(metadata)]
     description = str(metadata.get("description", ""))
     if "<" in description or ">" in description:
         problems.append(Problem(("angle",), "description may not contain '<' or '>'"))
@@ -137,7 +139,8 @@ def check_non_empty(candidate: Tree, parent: Tree | None) -> Check:
 def _size_clause(label: str, now: int, before: int | None, cap: int, unit: str, allowance: int,
                  fix: str = "") -> tuple[str, str]:
     """(verdict, why) of one cap: a cap newly crossed fails; a parent already over it may grow within the
-    allowance (warn: a problem the parent already has), not past it (fail); ("pass", "") when under the cap."""
+    allowance (warn: a problem the parent already has), not past it (fail);
+    ("pass", "") when under the cap."""
     if now <= cap:
         return "pass", ""
     if before is None or before <= cap:
@@ -146,18 +149,19 @@ def _size_clause(label: str, now: int, before: int | None, cap: int, unit: str, 
     if now <= before:
         return "pass", f"{what}: parent already over the cap ({before} > {cap}); not grown"
     if now - before > allowance:
-        return "fail", (f"{label.format(now)}, up from {before} while already over the {cap}-{unit} cap: more than "
-                        f"this change's allowance of {allowance} {unit}s{fix}")
-    return "warn", (f"{what}: parent already over the cap ({before} > {cap}); grew by {now - before} within the "
-                    f"allowance of {allowance}")
+        return "fail", (f"{label.format(now)}, up from {before} while already over the {cap}-{unit} cap: "
+                        f"more than this change's allowance of {allowance} {unit}s{fix}")
+    return "warn", (f"{what}: parent already over the cap ({before} > {cap}); grew by {now - before} within "
+                    f"the allowance of {allowance}")
 
 
 def check_size(candidate: Tree, parent: Tree | None, limits: GateLimits) -> Check:
     """SKILL.md lines and the skill's bytes of text against their caps, judged as a change of the parent."""
     lines, text = candidate.skill_md_lines, candidate.text_bytes
     clauses = [
-        _size_clause("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None, limits.max_lines,
-                     "line", line_allowance(parent, limits) if parent else 0, "; move detail into references/"),
+        _size_clause("SKILL.md has {} lines", lines, parent.skill_md_lines if parent else None,
+                     limits.max_lines, "line", line_allowance(parent, limits) if parent else 0,
+                     "; move detail into references/"),
         _size_clause("the skill holds {} bytes of text", text, parent.text_bytes if parent else None,
                      limits.max_bytes, "byte", growth_allowance(parent, limits) if parent else 0)]
     verdicts = {verdict for verdict, _ in clauses}
@@ -177,11 +181,13 @@ def check_growth(candidate: Tree, parent: Tree, limits: GateLimits) -> Check:
     if grown > allowance:
         return _fail("growth", f"the skill grew by {grown} bytes ({before} -> {after}), over this change's "
                                f"allowance of {allowance} bytes (max({limits.max_growth:.0%} of the parent's "
-                               f"{parent.text_bytes} text bytes, {limits.min_growth_bytes})); make a smaller change")
+                               f"{parent.text_bytes} text bytes, "
+                               f"{limits.min_growth_bytes})); make a smaller change")
     return _ok("growth", f"{grown:+d} bytes of an allowance of {allowance}")
 
 
-def safety_gates(candidate: Path | Tree, parent: Path | Tree, limits: GateLimits = GateLimits()) -> list[Check]:
+def safety_gates(candidate: Path | Tree, parent: Path | Tree,
+                 limits: GateLimits = GateLimits()) -> list[Check]:
     cand, par = _tree(candidate), _tree(parent)
     return [check_non_empty(cand, par), check_size(cand, par, limits), check_growth(cand, par, limits),
             ratchet("fences", fence_problems(cand), fence_problems(par)),
@@ -189,7 +195,8 @@ def safety_gates(candidate: Path | Tree, parent: Path | Tree, limits: GateLimits
             ratchet("leftovers", leftover_problems(cand), leftover_problems(par))]
 
 
-def review(candidate: Path, parent: Path, *, skill_name: str, limits: GateLimits = GateLimits()) -> list[Check]:
+def review(candidate: Path, parent: Path, *, skill_name: str,
+           limits: GateLimits = GateLimits()) -> list[Check]:
     """Every guard's row; the candidate passes unless a verdict is 'fail' ('warn' passes)."""
     cand, par = Tree(candidate), Tree(parent)
     return [check_identical(cand, par), check_frontmatter(cand, par, skill_name), check_links(cand),
@@ -205,12 +212,15 @@ def lint(skill: Path, limits: GateLimits = GateLimits()) -> list[Check]:
     problems = validate(skill)
     rows = [Check("spec", "fail", "; ".join(problems)) if problems else _ok("spec", "skills-ref: valid")]
     tree = Tree(skill)
-    rows.append(check_links(tree))   # a fail alone too: a link out of the skill is no problem a candidate may keep
-    extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]  # spec: above
-    for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None), check_size(tree, None, limits),
-                  ratchet("references", reference_problems(tree), None),
+    # a fail alone too: a link out of the skill is no problem a candidate may keep
+    rows.append(check_links(tree))
+    # the spec's own problems are the row above
+    extra = [problem for problem in frontmatter_problems(tree, None) if problem.key[0] != "spec"]
+    for check in (ratchet("frontmatter", extra, None), check_non_empty(tree, None),
+                  check_size(tree, None, limits), ratchet("references", reference_problems(tree), None),
                   ratchet("data-files", data_file_problems(tree), None),
-                  ratchet("fences", fence_problems(tree), None), ratchet("placeholders", placeholder_problems(tree), None),
+                  ratchet("fences", fence_problems(tree), None),
+                  ratchet("placeholders", placeholder_problems(tree), None),
                   ratchet("leftovers", leftover_problems(tree), None)):
         rows.append(check if check.verdict == "pass" else Check(check.gate, "warn", check.reason))
     return rows

@@ -15,7 +15,8 @@ from pathlib import Path, PurePosixPath
 from eval.snapshot import list_files
 
 # Suffixes always read as text; a file with another suffix is text when it holds no NUL byte and is UTF-8.
-TEXT_SUFFIXES = {".md", ".txt", ".json", ".py", ".sh", ".yaml", ".yml", ".js", ".ts", ".toml", ".csv", ".html"}
+TEXT_SUFFIXES = {".md", ".txt", ".json", ".py", ".sh", ".yaml", ".yml", ".js", ".ts", ".toml", ".csv",
+                 ".html"}
 RESOURCE_DIRS = ("scripts", "references", "assets")
 LINK_RE = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\(([^)\s]+)\)")
 # A relative path token: not inside a longer path or URL, ending where the path ends (a sentence's full
@@ -25,9 +26,11 @@ FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 INLINE_CODE_RE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 PLACEHOLDER_RES = (
     ("{{var}} template variable", re.compile(r"\{\{\s*[^{}\n]{0,60}?\s*\}\}")),
-    ("[PLACEHOLDER] label", re.compile(r"\[(?:PLACEHOLDER|TBD|TBA|INSERT[^\]\n]*|FILL[ _]IN[^\]\n]*|YOUR[ _][^\]\n]*)\]"
+    ("[PLACEHOLDER] label",
+     re.compile(r"\[(?:PLACEHOLDER|TBD|TBA|INSERT[^\]\n]*|FILL[ _]IN[^\]\n]*|YOUR[ _][^\]\n]*)\]"
                                        r"(?![(\[:])")),
-    ("<...> template hole", re.compile(r"<(?:\.\.\.|…|[A-Za-z][A-Za-z0-9]*(?:[ _-][A-Za-z0-9]+)+|placeholder)>",
+    ("<...> template hole",
+     re.compile(r"<(?:\.\.\.|…|[A-Za-z][A-Za-z0-9]*(?:[ _-][A-Za-z0-9]+)+|placeholder)>",
                                        re.IGNORECASE)),
 )
 LEFTOVER_RE = re.compile(r"\b(TODO|FIXME|XXX):")
@@ -137,7 +140,8 @@ def link_targets(text: str) -> list[str]:
     found = []
     for match in LINK_RE.finditer(text):
         target = (match.group(1) or match.group(2) or "").split("#")[0]
-        if target and not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE) and not target.startswith("/"):
+        if target and not re.match(r"^[a-z][a-z0-9+.-]*:", target,
+                                   re.IGNORECASE) and not target.startswith("/"):
             found.append(target)
     return found
 
@@ -162,7 +166,8 @@ def reference_problems(tree: Tree) -> list[Problem]:
             if not tree.exists(here / target):
                 problems.append(Problem((rel.as_posix(), "link", target),
                                         f"{rel.as_posix()} links to {target} (not in the skill)"))
-        for token in resource_paths(LINK_RE.sub(" ", text), tree.folders() | tree.folders(here)):  # links: above
+        for token in resource_paths(LINK_RE.sub(" ", text), tree.folders() | tree.folders(here)):
+            # links: above
             if not tree.exists(PurePosixPath(token)) and not tree.exists(here / token):
                 problems.append(Problem((rel.as_posix(), "path", token),
                                         f"{rel.as_posix()} names `{token}` (not in the skill)"))
@@ -177,7 +182,8 @@ def data_file_problems(tree: Tree) -> list[Problem]:
         try:
             parsed = json.loads(data.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            problems.append(Problem((rel.as_posix(), "json"), f"{rel.as_posix()} does not parse as JSON: {err}"))
+            problems.append(Problem((rel.as_posix(), "json"),
+                                    f"{rel.as_posix()} does not parse as JSON: {err}"))
             continue
         if rel.name == "rules.json":
             rules = parsed.get("rules") if isinstance(parsed, dict) else parsed

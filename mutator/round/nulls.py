@@ -15,7 +15,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from mutator.scoring import holm
-from mutator.scoring.score import CellFigures, Gate, Normalisers, per_task
+from mutator.scoring.gate import Gate
+from mutator.scoring.score import CellFigures, Normalisers, per_task
 from mutator.store.db import dumps, now
 from mutator.store.nulls import insert_null, null_rows
 

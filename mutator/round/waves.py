@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from eval.suite import Suite
 from mutator.round.outcome import Outcome
 from mutator.scoring import holm
-from mutator.scoring.score import Comparison, Gate, Normalisers, Weights, per_task
+from mutator.scoring.gate import Gate
+from mutator.scoring.score import Comparison, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
 from mutator.store.db import now
 from strategies.verdicts import AttemptStatus, Verdict

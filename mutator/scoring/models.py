@@ -35,7 +35,8 @@ def seed_columns(val: Normalisers, train: Normalisers) -> dict:
     """The run's per-model seed normalisers as stored (runs.seed_models); {} for one model."""
     if not val.by_model:
         return {}
-    return {"seed_models": dumps({"val": [list(r) for r in val.by_model], "train": [list(r) for r in train.by_model]})}
+    return {"seed_models": dumps({"val": [list(r) for r in val.by_model],
+                                  "train": [list(r) for r in train.by_model]})}
 
 
 def stored_normalisers(run: dict, split: str) -> Normalisers:
@@ -47,5 +48,6 @@ def stored_normalisers(run: dict, split: str) -> Normalisers:
 
 def model_figures(cells: list[CellFigures], weights: Weights, norm: Normalisers) -> dict[str, dict]:
     """{model: {composite, eval, cost, steps, n_cells}} beside the mean ({} for one model)."""
-    return {m: {"composite": s.composite, "eval": s.eval, "cost": s.cost, "steps": s.steps, "n_cells": s.n_cells}
+    return {m: {"composite": s.composite, "eval": s.eval, "cost": s.cost, "steps": s.steps,
+                "n_cells": s.n_cells}
             for m, s in by_model(cells, weights, norm).items()}

@@ -1,23 +1,26 @@
-"""The gate's pooled noise from a run's earlier comparisons, kept as the rounds add them: a round reads only the
-attempts that changed since the last (mutator/store/figures.py) and extends the sums, so the gate costs no more at
-round 500 than at round 5.
+"""The gate's pooled noise from a run's earlier comparisons, kept as the rounds add them: a round reads only
+the attempts that changed since the last (mutator/store/figures.py) and extends the sums, so the gate costs no
+more at round 500 than at round 5.
 
-The sums are made in attempt id order, one comparison after another, exactly as score.pooling_sums makes them over
-the same list: the gate's floats are the same whichever way they were reached. A change that cannot be applied in
-that order (an earlier attempt's gate rewritten, a comparison gone, one added before the last) rebuilds the pool."""
+The sums are made in attempt id order, one comparison after another, exactly as gate.pooling_sums makes them
+over the same list: the gate's floats are the same whichever way they were reached. A change that cannot be
+applied in that order (an earlier attempt's gate rewritten, a comparison gone, one added before the last)
+rebuilds the pool."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from mutator.scoring.score import Comparison, pooling_sums
+from mutator.scoring.gate import pooling_sums
+from mutator.scoring.score import Comparison
 
-# an attempt's place in the pool: its stored gate (what the comparison was read from) and the comparison, or None
+# an attempt's place in the pool: its stored gate (what the comparison was read
+# from) and the comparison, or None
 Member = Callable[[int], tuple[tuple, Comparison] | None]
 
 
 class Prior(tuple):
-    """A run's earlier comparisons in attempt id order, with `sums` = score.pooling_sums(self)."""
+    """A run's earlier comparisons in attempt id order, with `sums` = gate.pooling_sums(self)."""
 
     sums: tuple[float, int]
 
@@ -45,7 +48,7 @@ class Pool:
         return pool
 
     def _add(self, attempt_id: int, key: tuple, comparison: Comparison) -> None:
-        term, k = pooling_sums([comparison])     # the term score.pooling_sums adds for it (0.0 + x is x)
+        term, k = pooling_sums([comparison])     # the term gate.pooling_sums adds for it (0.0 + x is x)
         self.weighted, self.df = self.weighted + term, self.df + k
         self.keys[attempt_id] = key
         self.ids.append(attempt_id)

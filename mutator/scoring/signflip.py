@@ -1,21 +1,22 @@
-"""The gate's critical value from sign flips of the candidate's own deltas, so its false-reject rate is the designed
-1 − Φ(gateZ) for any symmetric noise (normal, heavy-tailed, discrete and tied), at every task count.
+"""The gate's critical value from sign flips of the candidate's own deltas, so its false-reject rate is the
+designed 1 − Φ(gateZ) for any symmetric noise (normal, heavy-tailed, discrete and tied), at every task count.
 
 Why: the Student-t critical value t.ppf(Φ(gateZ), df) is exact only when the deltas are normal. Real per-task
-deltas are discrete and tied (pass/fail grades) or heavy-tailed (one task swings), and C_n·MAD then measures the
-centre of the noise, not its SD: bench/gate.py measured 17–24% false rejects under t(3) noise and 13–23% on deltas
-resampled from real runs, against the designed 15.9%.
+deltas are discrete and tied (pass/fail grades) or heavy-tailed (one task swings), and C_n·MAD then measures
+the centre of the noise, not its SD: bench/gate.py measured 17–24% false rejects under t(3) noise and 13–23%
+on deltas resampled from real runs, against the designed 15.9%.
 
 The test. Under "the change does nothing", candidate and incumbent are exchangeable on every task, so each
-(shifted) delta e_t = d_t − minImprovement is as likely to have the opposite sign. The statistic is the gate's own
-T = mean(e) / SE, SE from the run's pooled scale with the current comparison's s_r pooled in. Its reference
-distribution is T over sign patterns of e (every one of the 2^n patterns up to ENUMERATE_MAX tasks; beyond, the
-identity plus a seeded uniform sample, which keeps the test exact: Hemerik & Goeman 2018, "Exact testing with
-random permutations", TEST 27). The critical value q is the smallest atom with P(T* ≤ q) ≥ α; a comparison with
-T < q is rejected, T > q kept, and T = q (the observed pattern lands on the atom) is rejected with probability
-ρ = (α − P(T* < q)) / P(T* = q), decided by a coin u drawn from a hash of the deltas (stored, so the verdict
-re-derives and a resumed run decides the same). That randomisation is what makes the rate exactly α when only a
-few patterns exist (16 at n = 4). In the design's form the threshold stays `minImprovement − t·SE`, with t = −q.
+(shifted) delta e_t = d_t − minImprovement is as likely to have the opposite sign. The statistic is the gate's
+own T = mean(e) / SE, SE from the run's pooled scale with the current comparison's s_r pooled in. Its
+reference distribution is T over sign patterns of e (every one of the 2^n patterns up to ENUMERATE_MAX tasks;
+beyond, the identity plus a seeded uniform sample, which keeps the test exact: Hemerik & Goeman 2018, "Exact
+testing with random permutations", TEST 27). The critical value q is the smallest atom with P(T* ≤ q) ≥ α; a
+comparison with T < q is rejected, T > q kept, and T = q (the observed pattern lands on the atom) is rejected
+with probability ρ = (α − P(T* < q)) / P(T* = q), decided by a coin u drawn from a hash of the deltas (stored,
+so the verdict re-derives and a resumed run decides the same). That randomisation is what makes the rate
+exactly α when only a few patterns exist (16 at n = 4). In the design's form the threshold stays
+`minImprovement − t·SE`, with t = −q.
 
 Pure numbers; never touches the store.
 """
@@ -71,7 +72,8 @@ def coin(deltas: Sequence[float]) -> float:
 
 
 def patterns(n: int, seed: int) -> tuple[np.ndarray, bool]:
-    """(signs, exhaustive): every ±1 pattern of n (row 0 the identity), or the identity + SAMPLED seeded ones."""
+    """(signs, exhaustive): every ±1 pattern of n (row 0 the identity), or the
+    identity + SAMPLED seeded ones."""
     if n <= ENUMERATE_MAX:
         bits = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
         return 1.0 - 2.0 * bits, True
@@ -93,7 +95,7 @@ def critical(shifted: Sequence[float], prior_weight: float, prior_df: int, alpha
     """The sign-flip critical value for deltas already shifted by minImprovement.
 
     `prior_weight` = Σ(n_r−1)·s_r and `prior_df` = Σ(n_r−1) over the run's earlier comparisons: each pattern's
-    SE pools its own s_r with them exactly as the gate pools the observed one (score.pooled).
+    SE pools its own s_r with them exactly as the gate pools the observed one (gate.pooled).
     """
     e = np.asarray(list(shifted), dtype=float)
     n = int(e.size)
@@ -113,5 +115,5 @@ def critical(shifted: Sequence[float], prior_weight: float, prior_df: int, alpha
     rho = min(max((alpha - below) / at, 0.0), 1.0)
     observed = float(stat[0])
     position = -1 if observed < q else (1 if observed > q else 0)
-    return Critical(t=-q, below=below, at=at, rho=rho, u=coin(e), patterns=int(stat.size), exhaustive=exhaustive,
-                    sample_seed=seed, position=position)
+    return Critical(t=-q, below=below, at=at, rho=rho, u=coin(e), patterns=int(stat.size),
+                    exhaustive=exhaustive, sample_seed=seed, position=position)

@@ -1,12 +1,13 @@
 """The tie rule: which of the noise gate's statistical ties are kept (DESIGN.md "Noise gate", README "Ties").
 
-The gate keeps every change that is not a decisive loss. A tie is a change the gate keeps although its Δ is below
-minImprovement. Under 'noAddedCost' (the default) a tie is kept only when it does not make the skill dearer: the
-mean change of its cost and steps terms must not be a fall beyond noise, a one-sided Student-t test at the level
-1 − Φ(COST_Z) on its own per-task changes (any fall counts when those changes carry no noise, as with deterministic
-costs). A change that adds turns for the same score then no longer rides in on noise. The rule only turns some of
-the gate's keeps into rejects, and never for a change that costs the same (but for that 0.13% of noise), so the
-gate's false-reject rate on such a change is the designed one. Pure numbers; never touches the store.
+The gate keeps every change that is not a decisive loss. A tie is a change the gate keeps although its Δ is
+below minImprovement. Under 'noAddedCost' (the default) a tie is kept only when it does not make the skill
+dearer: the mean change of its cost and steps terms must not be a fall beyond noise, a one-sided Student-t
+test at the level 1 − Φ(COST_Z) on its own per-task changes (any fall counts when those changes carry no
+noise, as with deterministic costs). A change that adds turns for the same score then no longer rides in on
+noise. The rule only turns some of the gate's keeps into rejects, and never for a change that costs the same
+(but for that 0.13% of noise), so the gate's false-reject rate on such a change is the designed one. Pure
+numbers; never touches the store.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from typing import Protocol
 
 from scipy import special
 
-# 'keep': every tie kept (DESIGN.md's gate as first written); 'noAddedCost': a tie kept only when it adds no cost
+# 'keep': every tie kept (DESIGN.md's gate as first written); 'noAddedCost': a tie
+# kept only when it adds no cost
 TIE_RULES = ("keep", "noAddedCost")
-# A fall of the cost+steps terms counts as added cost only when it is that unlikely under no change: P = 1 − Φ(3) =
-# 0.13% for normal per-task noise at every task count (Student t, n − 1 df), so an A/A copy keeps the gate's verdict
+# A fall of the cost+steps terms counts as added cost only when it is that unlikely under no change: P = 1 −
+# Φ(3) = 0.13% for normal per-task noise at every task count (Student t, n − 1 df), so an
+# A/A copy keeps the gate's verdict
 COST_Z = 3.0
-TOLERANCE = 1e-12   # as score.KEEP_TOLERANCE: a verdict must not flip on the last bit of a float sum
+TOLERANCE = 1e-12   # as gate.KEEP_TOLERANCE: a verdict must not flip on the last bit of a float sum
 
 
 class Terms(Protocol):
@@ -52,9 +55,10 @@ class TieCheck:
 
 def check(candidate: Mapping[str, Terms], incumbent: Mapping[str, Terms], paired: Sequence[str], *,
           delta: float, gate_keep: bool, min_improvement: float, rule: str) -> TieCheck:
-    """Apply `rule` (one of TIE_RULES; score.compare checks it) to the gate's verdict on these paired tasks."""
-    changes = [(candidate[t].cost_term + candidate[t].steps_term) - (incumbent[t].cost_term + incumbent[t].steps_term)
-               for t in paired]
+    """Apply `rule` (one of TIE_RULES; gate.compare checks it) to the gate's
+    verdict on these paired tasks."""
+    changes = [(candidate[t].cost_term + candidate[t].steps_term)
+               - (incumbent[t].cost_term + incumbent[t].steps_term) for t in paired]
     n = len(changes)
     change = sum(changes) / n
     se = math.sqrt(sum((c - change) ** 2 for c in changes) / (n - 1) / n) if n > 1 else 0.0

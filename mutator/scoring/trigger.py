@@ -1,10 +1,12 @@
-"""Triggering in the score (score.wTrigger): did the agent load the skill when its task says it should, and only then.
+"""Triggering in the score (score.wTrigger): did the agent load the skill when its task
+says it should, and only then.
 
-A cell's hit is 1 when its loading matched its task's `trigger` (loaded on a trigger:true task, not loaded on a
-trigger:false near-miss), else 0. With wTrigger > 0 a trigger:false cell scores its hit in place of its grader's
-score (a near-miss request is the skill's business only in that it is left alone), and each task's composite gains
-the term −wTrigger·(1 − its cells' hit share), paired per task by the gate like cost and steps. With wTrigger 0 (the
-default) neither applies. A cell with no telemetry (`loaded` None) has no hit: it scores its grade and adds no term.
+A cell's hit is 1 when its loading matched its task's `trigger` (loaded on a trigger:true task, not loaded on
+a trigger:false near-miss), else 0. With wTrigger > 0 a trigger:false cell scores its hit in place of its
+grader's score (a near-miss request is the skill's business only in that it is left alone), and each task's
+composite gains the term −wTrigger·(1 − its cells' hit share), paired per task by the gate like cost and
+steps. With wTrigger 0 (the default) neither applies. A cell with no telemetry (`loaded` None) has no hit: it
+scores its grade and adds no term.
 Pure: never touches the store.
 """
 

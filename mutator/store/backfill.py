@@ -1,8 +1,10 @@
-"""The dashboard's derivation of verdict reasons and per-round incumbents as it stood before the loop stored them.
+"""The dashboard's derivation of verdict reasons and per-round incumbents as it
+stood before the loop stored them.
 
-Kept only for migration _v14, which fills `attempts.reason` and `attempts.incumbent_after` of stores written before
-that, once, with exactly these words; nothing else may call it (the loop stores its decisions, the dashboard reads
-them). Frozen: never change its words. Pure functions over attempt rows, plus `fill`, the migration's write.
+Kept only for migration _v14, which fills `attempts.reason` and `attempts.incumbent_after` of stores written
+before that, once, with exactly these words; nothing else may call it (the loop stores its decisions, the
+dashboard reads them). Frozen: never change its words. Pure functions over attempt rows, plus `fill`, the
+migration's write.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ POOL_DEFAULT = 4
 
 
 def _loads(value: Any, default: Any = None) -> Any:
-    """Parsed JSON, read-only: a round's siblings carry the same pool snapshot text, so each is parsed once."""
+    """Parsed JSON, read-only: a round's siblings carry the same pool snapshot
+    text, so each is parsed once."""
     if isinstance(value, (list, dict)) or value is None:
         return default if value is None else value
     found = _parse(value)
@@ -58,7 +61,8 @@ def genome_composites(rows: Iterable[dict]) -> dict[str, float]:
 
 def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
     """round -> the incumbent genome once that round was integrated. `rows` are the run's attempts ordered
-    by round, sibling, with genome_hash, verdict, composite, status, error, val_evaluation_id, pool_snapshot."""
+    by round, sibling, with genome_hash, verdict, composite, status, error,
+    val_evaluation_id, pool_snapshot."""
     strategy = run.get("strategy")
     current = None
     scored: dict[str, tuple[float, int]] = {}   # pareto: genome -> (composite, first seen)
@@ -84,8 +88,8 @@ def incumbents(run: dict, rows: Sequence[dict]) -> dict[int, str | None]:
                     scored[r["genome_hash"]] = (r["composite"], len(scored))
                     fresh.append(r)
             if any(r["verdict"] in ("KEEP", "REJECT") for r in at) and fresh:
-                # the strategy's rule: the round's best new genome (earliest sibling on a tie) takes over when it
-                # beats the incumbent's composite and passed the gate against it
+                # the strategy's rule: the round's best new genome (earliest sibling on a tie) takes over when
+                # it beats the incumbent's composite and passed the gate against it
                 best = max(fresh, key=lambda r: (r["composite"], -r.get("sibling", 0)))
                 mine = scored.get(current or "", (float("-inf"), 0))[0]
                 if best["composite"] > mine + 1e-12 and _passes(best):
@@ -115,8 +119,8 @@ def _passes(a: dict) -> bool | None:
     if a.get("delta") is None or a.get("gate_threshold") is None:
         return None
     if a.get("gate_keep") is not None:
-        # the stored verdict: it differs from Δ ≥ threshold only where the sign-flip gate's coin decided a Δ on its
-        # threshold, or the tie rule rejected a tie that adds cost (mutator/scoring/ties.py)
+        # the stored verdict: it differs from Δ ≥ threshold only where the sign-flip gate's coin decided a Δ
+        # on its threshold, or the tie rule rejected a tie that adds cost (mutator/scoring/ties.py)
         return bool(a["gate_keep"])
     return not a["delta"] < a["gate_threshold"]
 
@@ -128,8 +132,10 @@ def _costly_tie(a: dict) -> bool:
 
 
 def _on_threshold(a: dict) -> bool:
-    """Δ exactly on a sign-flip gate's threshold: the comparison's stored coin made the call (mutator/scoring/signflip.py)."""
-    return (a.get("gate_keep") is not None and a.get("delta") is not None and a.get("gate_threshold") is not None
+    """Δ exactly on a sign-flip gate's threshold: the comparison's stored coin made the call
+    (mutator/scoring/signflip.py)."""
+    return (a.get("gate_keep") is not None and a.get("delta") is not None
+            and a.get("gate_threshold") is not None
             and abs(a["delta"] - a["gate_threshold"]) <= 1e-9)
 
 
@@ -137,8 +143,8 @@ def _side(a: dict, kept: bool) -> str:
     if _on_threshold(a):
         return "(Δ exactly on it: the gate's stored coin decided, as its sign-flip rule prescribes)"
     if not kept and _costly_tie(a):
-        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule 'noAddedCost' "
-                "rejects it)")
+        return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule "
+                "'noAddedCost' rejects it)")
     return "(Δ at or above it)" if kept else "(Δ below it)"
 
 
@@ -148,7 +154,8 @@ def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, f
     included), `composites` the val composite per genome, `already` the genomes that were in the pool
     (population) or already scored (pareto) before this round."""
     verdict = a.get("verdict")
-    if verdict == "SCREENED":   # the kill-only train screen (mutator/round/waves.py): its words are on the row
+    if verdict == "SCREENED":
+        # the kill-only train screen (mutator/round/waves.py): its words are on the row
         return "screened out before val: " + (str(a.get("error") or "").splitlines() or [""])[0].removeprefix(
             "screened out on ")
     if verdict in ("SEED", "CRITIC", "FAILED"):   # the common verdicts that need no gate figures
@@ -184,7 +191,8 @@ def reason(a: dict, run: dict, siblings: Sequence[dict], composites: dict[str, f
 
 def _confirmed(a: dict) -> str:
     record = _loads(a.get("confirm"), None)
-    return "; the keep stands on fresh val replicates" if isinstance(record, dict) and record.get("stands") else ""
+    stands = isinstance(record, dict) and record.get("stands")
+    return "; the keep stands on fresh val replicates" if stands else ""
 
 
 def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str:
@@ -198,11 +206,12 @@ def _keep_reason(a: dict, run: dict, siblings: Sequence[dict], gate: str) -> str
             return f"kept: entered the pool {where}{_confirmed(a)}"
         return f"kept: entered the pool{_confirmed(a)}"
     if strategy == "pareto":
-        if _passes(a) and (a.get("delta") or 0) > 0:   # pareto plans one candidate a round: it is the round's best
-            return f"kept: the new champion — it beat the champion's val composite and passed the gate ({gate})" \
-                f"{_confirmed(a)}"
-        return f"kept: a new genome on the per-task Pareto front (the champion stays unless a new best passes the " \
-            f"gate){_confirmed(a)}"
+        if _passes(a) and (a.get("delta") or 0) > 0:
+            # pareto plans one candidate a round: it is the round's best
+            return (f"kept: the new champion — it beat the champion's val composite and passed the gate "
+                    f"({gate}){_confirmed(a)}")
+        return ("kept: a new genome on the per-task Pareto front (the champion stays unless a new best "
+                f"passes the gate){_confirmed(a)}")
     evaluated = [s for s in siblings if s.get("delta") is not None]
     if strategy == "branching" and len(evaluated) > 1:
         return f"kept: best of {len(evaluated)} siblings and {gate} {_side(a, True)}{_confirmed(a)}"
@@ -228,7 +237,8 @@ def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dic
         size = int((run.get("strategy_opts") or {}).get("pool", len(pool) or POOL_DEFAULT))
         last = composites.get(pool[-1]) if pool else None
         mine = a.get("composite")
-        cut = f" (composite {mine:.4f} < {last:.4f}, the pool's last)" if mine is not None and last is not None else ""
+        cut = (f" (composite {mine:.4f} < {last:.4f}, the pool's last)"
+               if mine is not None and last is not None else "")
         return f"rejected: did not make the pool's top {size}{cut}"
     passed = _passes(a)
     if passed is False:
@@ -238,8 +248,8 @@ def _reject_reason(a: dict, run: dict, siblings: Sequence[dict], composites: dic
         best = max(evaluated, key=lambda s: (s["composite"], -s.get("sibling", 0)))
         if best.get("sibling") != a.get("sibling"):
             if _passes(best) is False:
-                return (f"rejected: sibling {best['sibling']} had the best composite but failed the gate, so the "
-                        f"round kept nothing")
+                return (f"rejected: sibling {best['sibling']} had the best composite but failed the gate, so "
+                        "the round kept nothing")
             return (f"rejected: sibling {best['sibling']} was better (composite {best['composite']:.4f} vs "
                     f"{a['composite']:.4f}); {gate}")
     return f"rejected: {gate}"
@@ -271,24 +281,29 @@ def annotate(run: dict, rows: Sequence[dict], targets: Iterable[dict], *,
         seen: set[str] = set()
         for rnd in sorted(by_round):
             already[rnd] = set(seen)
-            seen.update(r["genome_hash"] for r in by_round[rnd] if r.get("val_evaluation_id") and r.get("genome_hash"))
+            seen.update(r["genome_hash"] for r in by_round[rnd]
+                        if r.get("val_evaluation_id") and r.get("genome_hash"))
     by_key = {(r["round"], r.get("sibling", 0)): r for r in rows}
     none: set[str] = set()
     for a in targets:
         # light fields a target may lack (a run detail's attempts carry no pool snapshot)
         full = a if "pool_snapshot" in a else {**by_key.get((a["round"], a.get("sibling", 0)), {}), **a}
-        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites, already.get(a["round"], none))
+        a["reason"] = reason(full, run, by_round.get(a["round"], [full]), composites,
+                             already.get(a["round"], none))
 
 
-FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, val_evaluation_id, "
-                "pool_snapshot, error, critic, confirm, json_extract(gate, '$.keep') as gate_keep")
+FILL_COLUMNS = ("id, round, sibling, genome_hash, verdict, status, composite, delta, gate_threshold, "
+                "val_evaluation_id, pool_snapshot, error, critic, "
+                "confirm, json_extract(gate, '$.keep') as gate_keep")
 
 
 def fill(db: sqlite_utils.Database) -> None:
-    """Store every decided attempt's reason and each decided round's incumbent, as the dashboard derived them."""
+    """Store every decided attempt's reason and each decided round's incumbent, as
+    the dashboard derived them."""
     for run in [dict(r) for r in db["runs"].rows]:
         run["strategy_opts"] = _loads(run.get("strategy_opts"), {}) or {}
-        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts where run_id = ? order by round, sibling",
+        cursor = db.conn.execute(f"select {FILL_COLUMNS} from attempts "
+                                 "where run_id = ? order by round, sibling",
                                  [run["id"]])
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r)) for r in cursor.fetchall()]
@@ -298,6 +313,7 @@ def fill(db: sqlite_utils.Database) -> None:
             db.conn.execute("update attempts set reason = ? where id = ?", [r["reason"], r["id"]])
         done = run.get("rounds_done") or 0
         for rnd, incumbent in incumbents(run, rows).items():
-            if rnd <= done:   # an unfinished round's incumbent is stored by the loop when it integrates the round
+            if rnd <= done:
+                # an unfinished round's incumbent is stored by the loop when it integrates the round
                 db.conn.execute("update attempts set incumbent_after = ? where run_id = ? and round = ?",
                                 [incumbent, run["id"], rnd])

@@ -28,7 +28,8 @@ def now() -> float:
 
 
 class StoreError(SkillMutatorError, RuntimeError):
-    """The store cannot be used: its file is damaged or its folder not writable. The message says which, and the fix."""
+    """The store cannot be used: its file is damaged or its folder not writable. The
+    message says which, and the fix."""
 
 
 DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
@@ -36,26 +37,30 @@ UNWRITABLE = ("readonly", "read-only", "unable to open", "permission", "access")
 
 
 def store_problem(path: Path, err: BaseException) -> StoreError | None:
-    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or not writable; None otherwise."""
+    """Name a sqlite/OS failure the user can act on: damaged (move it aside) or
+    not writable; None otherwise."""
     text = str(err)
     if isinstance(err, sqlite3.DatabaseError) and any(word in text.lower() for word in DAMAGED):
-        return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and re-run, "
-                          f"or pass another --data-dir")
+        return StoreError(f"`mutator.db` is damaged: {path}: {text}; move it aside (or restore a backup) and "
+                          "re-run, or pass another --data-dir")
     if isinstance(err, OSError) or any(word in text.lower() for word in UNWRITABLE):
-        return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or pass a "
-                          f"writable --data-dir")
+        return StoreError(f"`mutator.db` is not writable: {path}: {text}; make {path.parent} writable or "
+                          "pass a writable --data-dir")
     return None
 
 
 class DiskFull(Stop, RuntimeError):
-    """The disk under the data dir is full: the run stops (status `stopped`, with the reason) and resumes later."""
+    """The disk under the data dir is full: the run stops (status `stopped`, with
+    the reason) and resumes later."""
 
 
 def disk_full_reason(err: BaseException, data_dir: Path) -> str | None:
     """The stop reason when err is a full disk (ENOSPC / EDQUOT, or SQLite's 'database or disk is full')."""
     full = (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) or (
         isinstance(err, sqlite3.OperationalError) and "disk is full" in str(err))
-    return f"disk full ({err}); free space under {data_dir}, then re-run the same command to resume" if full else None
+    if not full:
+        return None
+    return f"disk full ({err}); free space under {data_dir}, then re-run the same command to resume"
 
 
 RESERVE_BYTES = 256 * 1024
@@ -134,9 +139,9 @@ def connect_readonly(path: Path) -> sqlite_utils.Database:
 
 
 def upgrade(path: Path) -> None:
-    """A reader's first look at a store an older version wrote: apply the missing migrations once (they fill in what
-    they derive, e.g. stored_decisions), so the reader sees today's columns. A store that cannot be written (an
-    archived export, a read-only folder) is left as it is."""
+    """A reader's first look at a store an older version wrote: apply the missing migrations once (they fill
+    in what they derive, e.g. stored_decisions), so the reader sees today's columns. A store that cannot be
+    written (an archived export, a read-only folder) is left as it is."""
     try:
         probe = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
         try:
@@ -146,7 +151,8 @@ def upgrade(path: Path) -> None:
     except sqlite3.Error:
         return
     if behind and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
-        with suppress(StoreError, sqlite3.Error, OSError):   # then it is read as it is, like an unwritable one
+        with suppress(StoreError, sqlite3.Error, OSError):
+            # then it is read as it is, like an unwritable one
             connect(path).conn.close()
 
 

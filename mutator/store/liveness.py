@@ -1,4 +1,5 @@
-"""Liveness: a long-running writer beats a heartbeat column; a record left `running` by a dead process is `stale`.
+"""Liveness: a long-running writer beats a heartbeat column; a record left
+`running` by a dead process is `stale`.
 
 A record is stale when its status says running, its heartbeat is older than a few intervals, and its
 lock (mutator/store/lock.py) is free, i.e. no live process holds it. Stale is shown, never written:
@@ -32,7 +33,8 @@ class Heartbeat:
 
     def beat(self) -> None:
         try:
-            conn = sqlite3.connect(f"file:{self.db_path}?mode=rw", uri=True, timeout=5)  # never creates a store
+            # never creates a store
+            conn = sqlite3.connect(f"file:{self.db_path}?mode=rw", uri=True, timeout=5)
             try:
                 with conn:
                     conn.execute(self.sql, [time.time(), *self.params])
@@ -55,14 +57,16 @@ def check_key(skill_dir: str | Path) -> str:
     return "check-" + hashlib.sha256(str(skill_dir).encode()).hexdigest()[:12]
 
 
-def is_stale(status: str | None, heartbeat_at: float | None, *, lock_free: bool, now: float | None = None) -> bool:
+def is_stale(status: str | None, heartbeat_at: float | None, *, lock_free: bool,
+             now: float | None = None) -> bool:
     """Pure: running by its record, but no beat for STALE_AFTER_S and no live holder of its lock."""
     now = time.time() if now is None else now
     return status == "running" and lock_free and (heartbeat_at is None or now - heartbeat_at > STALE_AFTER_S)
 
 
 def stale_note(heartbeat_at: float | None) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(heartbeat_at)) if heartbeat_at else "an unknown time"
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                         time.gmtime(heartbeat_at)) if heartbeat_at else "an unknown time"
     return f"process died at {when} (last heartbeat); re-run the same command to resume"
 
 
@@ -71,7 +75,8 @@ def run_status(data_dir: Path, run: dict, *, now: float | None = None) -> str:
     if run.get("status") != "running":
         return run.get("status") or ""
     lock_free = holder_of(data_dir, run["id"]) is None
-    return "stale" if is_stale("running", run.get("heartbeat_at"), lock_free=lock_free, now=now) else "running"
+    return "stale" if is_stale("running", run.get("heartbeat_at"), lock_free=lock_free,
+                               now=now) else "running"
 
 
 def mark_stale(conn: sqlite3.Connection, runs: list[dict], *, now: float | None = None) -> list[dict]:
@@ -102,11 +107,12 @@ def store_dir(conn: sqlite3.Connection) -> Path | None:
 
 def mark_stale_records(conn: sqlite3.Connection, records: list[dict], key_of: Callable[[dict], str], *,
                        now: float | None = None) -> list[dict]:
-    """The same for test runs and health checks (rows holding their own heartbeat_at): a `running` record whose
-    writer is dead becomes `stale`, with a note. key_of names the lock its writer holds."""
+    """The same for test runs and health checks (rows holding their own heartbeat_at): a `running` record
+    whose writer is dead becomes `stale`, with a note. key_of names the lock its writer holds."""
     data_dir = store_dir(conn) if any(r.get("status") == "running" for r in records) else None
     for record in records:
         if data_dir and record.get("status") == "running" and is_stale(
-                "running", record.get("heartbeat_at"), lock_free=holder_of(data_dir, key_of(record)) is None, now=now):
+                "running", record.get("heartbeat_at"), lock_free=holder_of(data_dir, key_of(record)) is None,
+                now=now):
             record.update(status="stale", stale_note=stale_note(record.get("heartbeat_at")))
     return records

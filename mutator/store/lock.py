@@ -85,7 +85,8 @@ class RunLock:
             who = holder.describe() if holder else "another process"
             raise LockHeld(f"{what} is being written by {who}; only one process may write it: wait for it to "
                            f"finish (or stop it), then re-run this command") from None
-        record = {"pid": os.getpid(), "command": " ".join(sys.argv) or sys.executable, "started_at": time.time()}
+        record = {"pid": os.getpid(), "command": " ".join(sys.argv) or sys.executable,
+                  "started_at": time.time()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
         return cls(path, fd)

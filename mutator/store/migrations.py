@@ -5,10 +5,10 @@
         db["cells"].add_column("skill_loaded_turn", int)
 
 `sqlite_utils.Migrations` (sqlite-utils >= 4.2) applies the pending ones in the order they are written, each
-in one transaction with its record in `_sqlite_migrations` (set "skill-mutator"), so a name runs once per store
-whatever order branches land in. Stores made before names (table `schema_migrations`, versions 1..13 by
-position) are adopted first: each applied version is recorded under its name (`POSITIONAL`), so nothing re-runs.
-A released migration is never edited; a new one is appended.
+in one transaction with its record in `_sqlite_migrations` (set "skill-mutator"), so a name runs once per
+store whatever order branches land in. Stores made before names (table `schema_migrations`, versions 1..13 by
+position) are adopted first: each applied version is recorded under its name (`POSITIONAL`), so nothing
+re-runs. A released migration is never edited; a new one is appended.
 """
 
 from __future__ import annotations
@@ -142,13 +142,15 @@ def honest_failures(db: sqlite_utils.Database) -> None:   # was _v6
     db["cells"].add_column("grader_cost_usd", float, not_null_default=0.0)   # an LLM judge's own calls
     db["evaluations"].add_column("n_failed", int)
     db["evaluations"].add_column("failures", str)        # JSON {status: count} of the cells that are not ok
-    db["attempts"].add_column("failures", str)           # JSON: the val evaluation's failure counts, when FAILED
+    # JSON: the val evaluation's failure counts, when FAILED
+    db["attempts"].add_column("failures", str)
 
 
 @migration()
 def heartbeats(db: sqlite_utils.Database) -> None:   # was _v7
     # Liveness: a running writer beats these every few seconds; a dead one's record shows as `stale`.
-    # Idempotent: when migrations were numbered by position, a branch may have run this one under another number.
+    # Idempotent: when migrations were numbered by position, a branch may have run
+    # this one under another number.
     for table in ("runs", "test_runs", "health_checks"):
         if "heartbeat_at" not in db[table].columns_dict:
             db[table].add_column("heartbeat_at", float)
@@ -157,8 +159,9 @@ def heartbeats(db: sqlite_utils.Database) -> None:   # was _v7
 @migration()
 def call_usage_and_suite_paths(db: sqlite_utils.Database) -> None:   # was _v8
     # What each call really used, not only its cost: a cell's priced and agent-reported cost side by side
-    # and its API retries and its judge's tokens; a mutation's tokens (input, output, cache write, cache read), retries and costs.
-    # api_retries: API calls the agent itself retried (cells.retries, from _v6, counts the harness's re-runs)
+    # and its API retries and its judge's tokens; a mutation's tokens (input, output, cache write, cache
+    # read), retries and costs. api_retries: API calls the agent itself retried (cells.retries, from _v6,
+    # counts the harness's re-runs)
     for column, kind in (("priced_cost_usd", float), ("reported_cost_usd", float), ("api_retries", int),
                          ("grader_input_tokens", int), ("grader_output_tokens", int)):
         db["cells"].add_column(column, kind)
@@ -179,8 +182,8 @@ def watch_triggers(db: sqlite_utils.Database) -> None:   # was _v9
         return
     db["triggers"].create({
         "id": int, "at": float, "skill_dir": str, "suites": str, "traces_seen": int, "eligible": int,
-        "new_eligible": int, "min_traces": int, "outcome": str, "run_id": str, "proposal_id": int, "reason": str,
-        "watermark": float, "finished_at": float,
+        "new_eligible": int, "min_traces": int, "outcome": str, "run_id": str, "proposal_id": int,
+        "reason": str, "watermark": float, "finished_at": float,
     }, pk="id", not_null={"at", "skill_dir", "suites", "outcome"})
     db["triggers"].create_index(["suites", "id"])
     db["triggers"].create_index(["at"])
@@ -195,8 +198,8 @@ def cell_node(db: sqlite_utils.Database) -> None:   # was _v10
 
 @migration()
 def several_models_and_control(db: sqlite_utils.Database) -> None:   # was _v11
-    # Several eval models: an evaluation over models a,b is a group row whose `members` = {model: evaluation id}
-    # of the one-model evaluations it is made of (each cached under its own key, so a later one-model or
+    # Several eval models: an evaluation over models a,b is a group row whose `members` = {model: evaluation
+    # id} of the one-model evaluations it is made of (each cached under its own key, so a later one-model or
     # two-model run reuses them); its cells are theirs. A run's per-model seed normalisers
     # ({"val"|"train": [[model, seed_cost, seed_steps], ...]}), so each model's composite re-derives.
     db["evaluations"].add_column("members", str)
@@ -224,10 +227,11 @@ def screen_and_looks(db: sqlite_utils.Database) -> None:   # was _v13
 
 @migration()
 def agent_keys(db: sqlite_utils.Database) -> None:
-    # Agent work keyed apart from grading (eval/suite_parts.py): an evaluation's agent key (its stored rows get
-    # theirs when next opened: same key, same suite), the cell whose agent run a re-graded cell reuses (its
-    # agent cost is that cell's, never spent twice), a run's id by the agent-side identity (a run made before
-    # keeps its id and is found by this one) and its suites' manifests (to name what changed). Idempotent.
+    # Agent work keyed apart from grading (eval/suite_parts.py): an evaluation's agent key (its stored rows
+    # get theirs when next opened: same key, same suite), the cell whose agent run a re-graded cell reuses
+    # (its agent cost is that cell's, never spent twice), a run's id by the agent-side identity (a run made
+    # before keeps its id and is found by this one) and its suites' manifests (to
+    # name what changed). Idempotent.
     for table, column in (("evaluations", "agent_key"), ("cells", "agent_cell_id"), ("runs", "identity_id"),
                           ("runs", "suites")):
         if column not in db[table].columns_dict:
@@ -246,9 +250,9 @@ def run_skill_dir(db: sqlite_utils.Database) -> None:
 
 @migration()
 def stored_decisions(db: sqlite_utils.Database) -> None:
-    # Decisions are stored, never re-derived: why each attempt got its verdict (the strategy's words for KEEP and
-    # REJECT, the loop's for the rest) and the incumbent once its round was integrated. Runs stored before this get
-    # both filled in once, with the dashboard's derivation of the day (mutator/store/backfill.py).
+    # Decisions are stored, never re-derived: why each attempt got its verdict (the strategy's words for KEEP
+    # and REJECT, the loop's for the rest) and the incumbent once its round was integrated. Runs stored before
+    # this get both filled in once, with the dashboard's derivation of the day (mutator/store/backfill.py).
     from mutator.store import backfill
     for name in ("reason", "incumbent_after"):
         if name not in db["attempts"].columns_dict:
@@ -258,11 +262,13 @@ def stored_decisions(db: sqlite_utils.Database) -> None:
 
 @migration()
 def spend_ledger(db: sqlite_utils.Database) -> None:
-    # One row per charge (mutator/store/ledger.py), so every figure of a run's spend is one SQL sum. A store made
-    # before keeps each run's total as one row "before itemised spend" (at its last update), a health check's
-    # cost and a watch tick's judge pass as theirs: a run's sum equals its runs.cost_usd, as it does from now on.
-    db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float, "evaluation_id": int,
-                          "attempt_id": int, "ref": str}, pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
+    # One row per charge (mutator/store/ledger.py), so every figure of a run's spend is one SQL sum. A store
+    # made before keeps each run's total as one row "before itemised spend" (at its last update), a health
+    # check's cost and a watch tick's judge pass as theirs: a run's sum equals its
+    # runs.cost_usd, as it does from now on.
+    db["charges"].create({"id": int, "run_id": str, "kind": str, "usd": float, "at": float,
+                          "evaluation_id": int, "attempt_id": int, "ref": str},
+                         pk="id", not_null={"kind", "usd", "at"}, if_not_exists=True)
     db["charges"].create_index(["run_id", "kind"], if_not_exists=True)
     db["charges"].create_index(["at"], if_not_exists=True)
     db["charges"].create_index(["ref"], unique=True, if_not_exists=True)
@@ -272,10 +278,10 @@ def spend_ledger(db: sqlite_utils.Database) -> None:
 
 @migration()
 def test_looks(db: sqlite_utils.Database) -> None:
-    # A sealed test (mutator/store/looks.py): each finished test run's look number at its suite for its skill (a
-    # repeated test of the same champion is that look again: `repeat_of` its first test), how it was asked for
-    # (`kind`: test | compare) and the suite's content hash; a run's `seal_test` makes its first champion test on a
-    # suite final. Test runs stored before this are numbered once, in the order they were made.
+    # A sealed test (mutator/store/looks.py): each finished test run's look number at its suite for its skill
+    # (a repeated test of the same champion is that look again: `repeat_of` its first test), how it was asked
+    # for (`kind`: test | compare) and the suite's content hash; a run's `seal_test` makes its first champion
+    # test on a suite final. Test runs stored before this are numbered once, in the order they were made.
     from mutator.store import looks
     for table, column, kind in (("test_runs", "look", int), ("test_runs", "repeat_of", int),
                                 ("test_runs", "kind", str), ("test_runs", "suite_hash", str),
@@ -287,8 +293,9 @@ def test_looks(db: sqlite_utils.Database) -> None:
 
 @migration()
 def run_gate_method(db: sqlite_utils.Database) -> None:
-    # How a run's gate decides, as columns beside gate_z (its id is unchanged: the identity names a method only
-    # when it is not 't', a model rule only when it is not 'mean'): a run whose identity names no method ran 't'.
+    # How a run's gate decides, as columns beside gate_z (its id is unchanged: the identity names a method
+    # only when it is not 't', a model rule only when it is not 'mean'): a run whose
+    # identity names no method ran 't'.
     for column in ("gate_method", "model_gate"):
         if column not in db["runs"].columns_dict:
             db["runs"].add_column(column, str)
@@ -300,8 +307,9 @@ def run_gate_method(db: sqlite_utils.Database) -> None:
 
 @migration()
 def gate_comparator(db: sqlite_utils.Database) -> None:
-    # What each gate compared with: the incumbent's genome and the evaluation of it the deciding look read. Older
-    # attempts keep null; the dashboard then falls back to the run's own stored evaluation (never another run's).
+    # What each gate compared with: the incumbent's genome and the evaluation of it the deciding look read.
+    # Older attempts keep null; the dashboard then falls back to the run's own stored
+    # evaluation (never another run's).
     for name, kind in (("comparator_hash", str), ("comparator_evaluation_id", int)):
         if name not in db["attempts"].columns_dict:
             db["attempts"].add_column(name, kind)
@@ -309,8 +317,9 @@ def gate_comparator(db: sqlite_utils.Database) -> None:
 
 @migration()
 def run_command_and_notes(db: sqlite_utils.Database) -> None:
-    # The command line that started a run (secrets redacted; null for older runs), and a researcher's name, tags
-    # and note per run or attempt, in a table of their own (written by run.py --note, never by the dashboard).
+    # The command line that started a run (secrets redacted; null for older runs), and a researcher's name,
+    # tags and note per run or attempt, in a table of their own (written by run.py
+    # --note, never by the dashboard).
     if "command" not in db["runs"].columns_dict:
         db["runs"].add_column("command", str)
     if "notes" not in db.table_names():
@@ -320,17 +329,18 @@ def run_command_and_notes(db: sqlite_utils.Database) -> None:
 
 @migration()
 def cell_skill_use(db: sqlite_utils.Database) -> None:
-    # What each cell's agent did with the skill (eval/skill_use.py::SkillUse as JSON: loaded, turn, files read,
-    # scripts run, read tokens estimated). Null for older cells and bare cells; evaluation keys are unchanged.
+    # What each cell's agent did with the skill (eval/skill_use.py::SkillUse as JSON: loaded, turn, files
+    # read, scripts run, read tokens estimated). Null for older cells and bare cells;
+    # evaluation keys are unchanged.
     if "skill_use" not in db["cells"].columns_dict:
         db["cells"].add_column("skill_use", str)
 
 
 @migration()
 def trigger_scores(db: sqlite_utils.Database) -> None:
-    # Triggering (issue 31): a run's score.wTrigger (null before it existed: 0), and per evaluation its trigger
-    # recall and false-trigger rate beside eval, with the ids of its trigger:false tasks (JSON) so both re-derive
-    # from the cells' skill_use rows alone.
+    # Triggering (issue 31): a run's score.wTrigger (null before it existed: 0), and per evaluation its
+    # trigger recall and false-trigger rate beside eval, with the ids of its trigger:false tasks (JSON) so
+    # both re-derive from the cells' skill_use rows alone.
     if "w_trigger" not in db["runs"].columns_dict:
         db["runs"].add_column("w_trigger", float)
     for name, kind in (("trigger_recall", float), ("false_trigger_rate", float), ("no_trigger_tasks", str)):
@@ -340,20 +350,24 @@ def trigger_scores(db: sqlite_utils.Database) -> None:
 
 @migration()
 def null_controls(db: sqlite_utils.Database) -> None:
-    # Per-round null controls (mutator/round/nulls.py): a byte-identical copy of the incumbent under a fresh salt,
-    # its Δ against the incumbent and the gate's call on it; a store made before has none (nullControls was 0).
-    db["null_controls"].create({"id": int, "run_id": str, "round": int, "copy": int, "genome_hash": str, "salt": str,
+    # Per-round null controls (mutator/round/nulls.py): a byte-identical copy of the incumbent under a fresh
+    # salt, its Δ against the incumbent and the gate's call on it; a store made before
+    # has none (nullControls was 0).
+    db["null_controls"].create({"id": int, "run_id": str, "round": int, "copy": int, "genome_hash": str,
+                                "salt": str,
                                 "evaluation_id": int, "incumbent_evaluation_id": int, "delta": float,
-                                "threshold": float, "keep": int, "call": str, "gate": str, "created_at": float},
+                                "threshold": float, "keep": int, "call": str, "gate": str,
+                                "created_at": float},
                                pk="id", if_not_exists=True)
     db["null_controls"].create_index(["run_id", "round", "copy"], unique=True, if_not_exists=True)
 
 
 @migration()
 def change_counts(db: sqlite_utils.Database) -> None:
-    # How many rows of attempts and evaluations any connection has inserted, updated or deleted (a counter each,
-    # bumped by a trigger in the store), so a long-lived reader can tell its own changes from another process's
-    # (mutator/store/figures.py) and re-read only what changed. Older code writing a newer store bumps it too.
+    # How many rows of attempts and evaluations any connection has inserted, updated or deleted (a counter
+    # each, bumped by a trigger in the store), so a long-lived reader can tell its own changes from another
+    # process's (mutator/store/figures.py) and re-read only what changed. Older code
+    # writing a newer store bumps it too.
     db.execute("create table if not exists store_changes (tbl text primary key, n integer not null)")
     for table in ("attempts", "evaluations"):
         db.execute("insert or ignore into store_changes (tbl, n) values (?, 0)", [table])
@@ -362,8 +376,8 @@ def change_counts(db: sqlite_utils.Database) -> None:
                        f"update store_changes set n = n + 1 where tbl = '{table}'; end")
 
 
-# The positional versions stores were migrated with before names: version -> the migration's name. Never edit a
-# line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
+# The positional versions stores were migrated with before names: version -> the migration's name. Never edit
+# a line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {
     1: "base_tables", 2: "test_report", 3: "solve_meta_skill_and_confirm", 4: "after_the_run",
     5: "attempts_by_genome", 6: "honest_failures", 7: "heartbeats", 8: "call_usage_and_suite_paths",
@@ -373,7 +387,8 @@ POSITIONAL: dict[int, str] = {
 
 
 class MigrationError(SkillMutatorError, RuntimeError):
-    """The store was migrated by code this checkout does not know; the message names the version and the fix."""
+    """The store was migrated by code this checkout does not know; the message
+    names the version and the fix."""
 
 
 def adopt_positional(db: sqlite_utils.Database) -> list[str]:
@@ -384,10 +399,10 @@ def adopt_positional(db: sqlite_utils.Database) -> list[str]:
     found = sorted(db["schema_migrations"].rows, key=lambda row: row["version"])
     unknown = [row["version"] for row in found if row["version"] not in POSITIONAL]
     if unknown:
-        raise MigrationError(f"{db.conn.execute('PRAGMA database_list').fetchone()[2]}: positional migration(s) "
-                             f"{unknown} were applied by other code (a branch); this checkout does not know them. "
-                             f"Open the store with the code that wrote it, or add the version's name to "
-                             f"mutator/store/migrations.py POSITIONAL")
+        raise MigrationError(f"{db.conn.execute('PRAGMA database_list').fetchone()[2]}: positional "
+                             f"migration(s) {unknown} were applied by other code (a branch); this checkout "
+                             "does not know them. Open the store with the code that wrote it, or add the "
+                             "version's name to mutator/store/migrations.py POSITIONAL")
     adopted = [(POSITIONAL[row["version"]], row["applied_at"]) for row in found
                if POSITIONAL[row["version"]] not in applied]
     if adopted:

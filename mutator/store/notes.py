@@ -1,5 +1,6 @@
 """A researcher's name, tags and note for a run or an attempt, in the `notes` table (migration
-run_command_and_notes). Written by `run.py --annotate` only; the dashboard reads it and edits it through that command.
+run_command_and_notes). Written by `run.py --annotate` only; the dashboard reads it and edits it through that
+command.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def tag_list(text: str) -> list[str]:
 
 def annotate(db: sqlite_utils.Database, what: str, *, name: str | None = None, tags: str | None = None,
              note: str | None = None) -> dict:
-    """Set the given fields of a run's or an attempt's notes (None keeps a field, '' clears it); returns the row."""
+    """Set the given fields of a run's or an attempt's notes (None keeps a field, ''
+    clears it); returns the row."""
     target = target_of(db, what)
     fields = {"name": name, "tags": None if tags is None else ",".join(tag_list(tags)), "note": note}
     for field, value in fields.items():
@@ -52,9 +54,11 @@ def annotate(db: sqlite_utils.Database, what: str, *, name: str | None = None, t
 
 
 def notes_of(db: sqlite_utils.Database, targets: list[str]) -> dict[str, dict]:
-    """{target: {name, tags: [...], note}} of the targets that have notes (none for a store without the table)."""
+    """{target: {name, tags: [...], note}} of the targets that have notes (none for
+    a store without the table)."""
     if not targets or "notes" not in db.table_names():
         return {}
-    found = db.execute(f"select target, name, tags, note from notes where target in ({','.join('?' * len(targets))})",
+    found = db.execute("select target, name, tags, note from notes where target in "
+                       f"({','.join('?' * len(targets))})",
                        targets).fetchall()
     return {t: {"name": n, "tags": tag_list(g or ""), "note": x} for t, n, g, x in found}

@@ -1,5 +1,5 @@
-"""Skill telemetry aggregated per evaluation: of its cells, how many loaded the skill, and per file of the skill
-how many read it and how many ran it (and how many of those runs failed). Derived from `cells.skill_use`
+"""Skill telemetry aggregated per evaluation: of its cells, how many loaded the skill, and per file of the
+skill how many read it and how many ran it (and how many of those runs failed). Derived from `cells.skill_use`
 (eval/skill_use.py), never stored twice; tokens spent reading the skill are an estimate and say so.
 """
 
@@ -24,7 +24,8 @@ class FileUse:
 
 @dataclass(frozen=True)
 class SkillUseTally:
-    cells: int                   # cells with telemetry (a bare cell, or one stored before telemetry, has none)
+    # cells with telemetry (a bare cell, or one stored before telemetry, has none)
+    cells: int
     loaded: int
     read_tokens_est: float       # mean per cell with telemetry: an estimate from the reads' result sizes
     files: tuple[FileUse, ...]
@@ -41,8 +42,8 @@ class SkillUseTally:
         return said
 
     def summary(self) -> str:
-        return (f"skill loaded in {self.loaded} of {self.cells} cells; ~{self.read_tokens_est:.0f} tokens per cell "
-                f"reading it (an estimate from the size of what those reads returned)")
+        return (f"skill loaded in {self.loaded} of {self.cells} cells; ~{self.read_tokens_est:.0f} tokens "
+                "per cell reading it (an estimate from the size of what those reads returned)")
 
     def to_json(self) -> dict:
         return {**asdict(self), "files": [asdict(f) for f in self.files]}
@@ -101,4 +102,5 @@ def task_text(found: SkillUseTally) -> str:
 
 def skill_files(root: Path) -> list[str]:
     """The skill folder's files, relative and sorted: the rows of a tally, read or not."""
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file()) if root.is_dir() else []

@@ -1,8 +1,8 @@
-"""Per-evaluation trigger figures from the cells' skill-usage rows: trigger recall (share of trigger:true cells that
-loaded the skill) and false-trigger rate (share of trigger:false cells that loaded it).
+"""Per-evaluation trigger figures from the cells' skill-usage rows: trigger recall (share of trigger:true
+cells that loaded the skill) and false-trigger rate (share of trigger:false cells that loaded it).
 
-Reads only stored rows (cells.skill_use and the evaluation's no_trigger_tasks), so every figure re-derives from the
-store. Cells with no skill-usage record are left out of both shares; a share with no cell is None.
+Reads only stored rows (cells.skill_use and the evaluation's no_trigger_tasks), so every figure re-derives
+from the store. Cells with no skill-usage record are left out of both shares; a share with no cell is None.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from eval.suite import Suite
 
 
 def no_trigger_json(suite: Suite) -> str | None:
-    """The suite's trigger:false task ids as stored on its evaluations (None when every task should trigger)."""
+    """The suite's trigger:false task ids as stored on its evaluations (None when
+    every task should trigger)."""
     ids = [t.id for t in suite.tasks if not t.trigger]
     return json.dumps(ids) if ids else None
 
@@ -41,11 +42,12 @@ def rates(cells: Iterable[dict], no_trigger: frozenset[str]) -> dict[str, float 
 
 
 def stored_rates(db, evaluation_id: int | None) -> dict | None:
-    """One evaluation's rates as the loop stored them ({recall, false_trigger_rate, no_trigger_tasks}); None when
-    it has none (no telemetry, a store from before them, or no such evaluation). Never re-derived."""
+    """One evaluation's rates as the loop stored them ({recall, false_trigger_rate, no_trigger_tasks}); None
+    when it has none (no telemetry, a store from before them, or no such evaluation). Never re-derived."""
     if not evaluation_id or "trigger_recall" not in db["evaluations"].columns_dict:
         return None
-    found = list(db.query("select trigger_recall, false_trigger_rate, no_trigger_tasks from evaluations where id = ?",
+    found = list(db.query("select trigger_recall, false_trigger_rate, "
+                          "no_trigger_tasks from evaluations where id = ?",
                           [evaluation_id]))
     if not found or (found[0]["trigger_recall"] is None and found[0]["false_trigger_rate"] is None):
         return None

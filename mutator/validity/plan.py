@@ -15,7 +15,7 @@ from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.solve import solve_estimate, solve_line
-from mutator.scoring.score import gate_t
+from mutator.scoring.gate import gate_t
 from mutator.scoring.sequential import Design, expected_looks
 from mutator.store import planning
 from mutator.store.db import connect_readonly

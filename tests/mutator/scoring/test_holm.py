@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from mutator.scoring import holm
-from mutator.scoring.score import Comparison, TaskFigures, compare, pooled, robust_scale
+from mutator.scoring.gate import compare, pooled, robust_scale
+from mutator.scoring.score import Comparison, TaskFigures
 from mutator.store.db import connect_readonly, loads
 from tests.conftest import ROOT, run_cli
 

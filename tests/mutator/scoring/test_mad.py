@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mutator.scoring.gate import compare
 from mutator.scoring.mad import MAD_NORMAL_SCALE, MAD_TABLE, c4, mad_constant, robust_scale_of
-from mutator.scoring.score import Comparison, TaskFigures, compare
+from mutator.scoring.score import Comparison, TaskFigures
 
 
 @pytest.mark.parametrize("n", [4, 8, 16])

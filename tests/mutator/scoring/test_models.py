@@ -9,6 +9,7 @@ import pytest
 
 from eval.cells import Contract
 from mutator.config import CONFIG_FILE, load_settings
+from mutator.scoring.gate import compare
 from mutator.scoring.models import members, seed_columns, stored_normalisers
 from mutator.scoring.score import (
     CellFigures,
@@ -16,7 +17,6 @@ from mutator.scoring.score import (
     ScoreError,
     Weights,
     by_model,
-    compare,
     normalisers,
     per_task,
     summarise,

@@ -8,8 +8,9 @@ import random
 from pathlib import Path
 
 from mutator.round.session import Session
+from mutator.scoring.gate import compare, pooled, pooling_sums
 from mutator.scoring.prior import Pool, Prior
-from mutator.scoring.score import Comparison, TaskFigures, compare, pooled, pooling_sums
+from mutator.scoring.score import Comparison, TaskFigures
 from tests.mutator.store.test_figures import RUN, store
 
 

@@ -5,6 +5,7 @@ from itertools import pairwise
 
 import pytest
 
+from mutator.scoring.gate import compare, gate_t, pooled, robust_scale
 from mutator.scoring.score import (
     CellFigures,
     Comparison,
@@ -13,12 +14,8 @@ from mutator.scoring.score import (
     Summary,
     TaskFigures,
     Weights,
-    compare,
-    gate_t,
     normalisers,
     per_task,
-    pooled,
-    robust_scale,
     summarise,
 )
 

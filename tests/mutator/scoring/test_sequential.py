@@ -12,7 +12,8 @@ from scipy import special
 
 from mutator.round.evaluations import Outcome
 from mutator.round.waves import Gating, looked_at, sequential_val
-from mutator.scoring.score import CellFigures, Normalisers, Weights, compare, gate_t, per_task
+from mutator.scoring.gate import compare, gate_t
+from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task
 from mutator.scoring.sequential import (
     Design,
     SequentialError,

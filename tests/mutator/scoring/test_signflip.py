@@ -12,8 +12,9 @@ import pytest
 from scipy import stats
 
 from mutator.scoring import signflip
+from mutator.scoring.gate import compare
 from mutator.scoring.mad import c4, robust_scale_of
-from mutator.scoring.score import Comparison, TaskFigures, compare
+from mutator.scoring.score import Comparison, TaskFigures
 
 ALPHA = float(stats.norm.sf(1.0))   # gateZ 1: 0.158655
 

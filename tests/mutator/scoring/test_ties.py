@@ -12,7 +12,8 @@ import random
 import pytest
 
 from mutator.scoring import ties
-from mutator.scoring.score import ScoreError, TaskFigures, compare
+from mutator.scoring.gate import compare
+from mutator.scoring.score import ScoreError, TaskFigures
 
 BASE_EVAL, BASE_COST = 0.5, -0.10
 LOSSES = (-0.01, -0.13, 0.02, -0.08)      # mean −0.05: inside the gate's band at n = 4

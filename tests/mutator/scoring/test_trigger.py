@@ -2,7 +2,8 @@
 
 import pytest
 
-from mutator.scoring.score import CellFigures, Normalisers, Weights, compare, per_task, summarise
+from mutator.scoring.gate import compare
+from mutator.scoring.score import CellFigures, Normalisers, Weights, per_task, summarise
 
 NORM = Normalisers(seed_cost=0.0, seed_steps=0.0)   # no cost/steps terms: only eval and triggering move
 

@@ -14,8 +14,9 @@ import pytest
 
 from mutator.after.trigger_import import GRADER
 from mutator.round.summary import stored_cells
+from mutator.scoring.gate import compare
 from mutator.scoring.models import stored_normalisers
-from mutator.scoring.score import Weights, compare, per_task
+from mutator.scoring.score import Weights, per_task
 from mutator.store.db import connect_readonly
 from mutator.validity.report import compare_split
 from tests.eval.agents.test_real_run import clean_env, run_py

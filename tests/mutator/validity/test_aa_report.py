@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from mutator.scoring.score import CellFigures, Comparison, Normalisers, Weights, compare, per_task
+from mutator.scoring.gate import compare
+from mutator.scoring.score import CellFigures, Comparison, Normalisers, Weights, per_task
 from mutator.server import aa_view
 from mutator.store.db import connect, dumps
 from mutator.validity import aa
