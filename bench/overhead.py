@@ -151,10 +151,11 @@ def caching(suite: Suite, model: str, scratch: Path) -> dict[bool, dict]:
     """Per-cell billed input tokens and USD of the SDK agent, with and without prompt caching."""
     import json
 
+    from tests.agents.messages_server import MessagesServer, demo_agent
+
     from eval.agents import AnthropicBackend
     from eval.agents.caching import min_cacheable
     from eval.cost import parse_pricing, price_for
-    from tests.agents.messages_server import MessagesServer, demo_agent
     price = price_for(parse_pricing(json.loads((ROOT / "config.json").read_text())["pricing"]), model)
     found: dict[bool, dict] = {}
     server = MessagesServer()

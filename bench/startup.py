@@ -60,8 +60,9 @@ def startup(suite: Suite, scratch: Path, cells: int, skill: Path, price: Price) 
     spawned it (from the spawn on). `warm`: as the harness runs it (the loop here, the tool server spawned);
     `process`: the whole agent in one process (eval/agents/anthropic_agent.py, as before issue 28). Beside
     `python -c pass` and `python -c 'import anthropic'` run bare."""
-    from eval.agents import AnthropicBackend
     from tests.agents.messages_server import MessagesServer, demo_agent
+
+    from eval.agents import AnthropicBackend
     mark: dict[str, float] = {}
     # agent pid -> (its CPU, the spawning thread's CPU since the spawn)
     seen: dict[int, tuple[float, float]] = {}

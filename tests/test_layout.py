@@ -377,9 +377,26 @@ def test_migrations_are_named_functions_never_a_positional_list():
     assert not re.search(r"^def _v\d+\(", db_text, re.M)
 
 
+# Files whose bytes are an identity: an agent backend's implementation id hashes its sources
+# (eval/agents/__init__.py), a fake's or an --agent-cmd script's id hashes the script, and the bench's
+# landscape id hashes its classes' source. Rewrapping them would move every evaluation key (old stores would
+# re-run their cells), so they keep their lines until their code changes for a reason of its own.
+HASHED = {"eval/agents/" + name for name in (
+    "anthropic_agent.py", "caching.py", "claude_cli.py", "hide.py", "key_proxy.py", "loop.py", "meter.py",
+    "result_json.py", "stream.py", "tools.py", "toolserver.py", "warm.py")} | {"fakes/" + name for name in (
+    "escape_agent.py", "fake_agent.py", "fake_mutator.py", "trigger_agent.py", "trigger_mutator.py")} | {
+    "bench/landscape.py"}
+
+
 def test_no_source_line_past_110_columns():
-    """Ruff's E501 at 110 for the source (tests/ are exempt in pyproject.toml): a size cap met by widening
-    lines is not met."""
+    """Ruff's E501 at 110 for the source (tests/ are exempt in pyproject.toml, and so are the HASHED files,
+    in both places): a size cap met by widening lines is not met."""
     wide = [f"{path.relative_to(ROOT)}:{n} ({len(line)})" for path in source_files() if path.suffix == ".py"
+            and path.relative_to(ROOT).as_posix() not in HASHED
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if len(line) > 110]
     assert wide == [], f"{len(wide)} lines over 110 columns"
+
+
+def test_the_hashed_files_are_exempt_from_e501_in_ruff_too():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert all(f'"{name}" = ["E501"]' in text for name in HASHED), "pyproject.toml must list every HASHED file"
