@@ -168,9 +168,10 @@ class DailyBudget:
             f"{tomorrow:%Y-%m-%d %H:%M} UTC; nothing scored is lost. Raise it with --daily-budget-usd USD.")
 
     def before_evaluation(self, db: sqlite_utils.Database, run_id: str, genome_hash: str, suite: Suite,
-                          contract: Contract, label: str) -> None:
+                          contract: Contract, label: str, only: frozenset | None = None) -> None:
+        # `only`: the cells of a wave or a screen, as the run's own Budget is asked
         pending = pending_cells(db, evaluation_key(genome_hash, suite, contract),
-                                len(suite.tasks) * contract.replicates)
+                                len(suite.tasks) * contract.replicates, only)
         if pending:
             self.check(db, next_usd=pending * mean_model_cell_cost(db, contract.model),
                        what=f"{label} ({pending} cells)")

@@ -114,3 +114,15 @@ def test_run_py_refuses_new_spending_once_the_daily_budget_is_used(tmp_path):
         assert conn.execute("select count(*) from health_checks").fetchone()[0] == 0
     shown = run_py("--daily-budget-usd", "5", "--data-dir", str(data))
     assert shown.returncode == 0 and "daily budget: $5" in shown.stdout and "(ok)" in shown.stdout
+
+
+def test_a_run_starts_under_a_recorded_daily_budget(tmp_path):
+    """The loop asks the daily budget as it asks the run's own (a wave's or a screen's cells named): it ran
+    into a TypeError in round 0 once any daily budget was recorded."""
+    data = tmp_path / "data"
+    assert run_py("--daily-budget-usd", "50", "--data-dir", str(data)).returncode == 0
+    done = run_py("--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "1",
+                  "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr[-2000:]
+    with sqlite3.connect(data / "mutator.db") as conn:
+        assert conn.execute("select rounds_done from runs").fetchone()[0] == 1
