@@ -56,7 +56,7 @@ def test_a_sessions_pooled_noise_follows_the_store_and_adds_a_rounds_attempt_in_
     session = session_of(db)
     first = session.prior_comparisons(exclude=-1, suite_hash="val-hash")
     assert isinstance(first, Prior) and list(first) == afresh(db) and len(first) == 60
-    pool = session._kept["pool val-hash"].value
+    pool = session.memo.kept["pool val-hash"].value
     for step in range(5):   # a round: its attempt, gated; an earlier attempt's verdict changed (not its gate)
         new = db["attempts"].insert({"run_id": RUN, "round": 100 + step, "status": "done", "verdict": "REJECT",
                                      "gate_n": 8, "gate": json.dumps({"s_r": 0.3 + step / 97}),
@@ -66,9 +66,9 @@ def test_a_sessions_pooled_noise_follows_the_store_and_adds_a_rounds_attempt_in_
         assert list(got) == afresh(db, exclude=new) and got.sums == pooling_sums(list(got))
         got = session.prior_comparisons(exclude=-1, suite_hash="val-hash")
         assert list(got) == afresh(db) and got.sums == pooling_sums(afresh(db)) and len(got) == 61 + step
-    assert session._kept["pool val-hash"].value is pool                     # each round's attempt added in place
+    assert session.memo.kept["pool val-hash"].value is pool                     # each round's attempt added in place
     db["attempts"].update(2, {"gate": json.dumps({"s_r": 0.9})})     # an earlier gate rewritten: built again
     got = session.prior_comparisons(exclude=-1, suite_hash="val-hash")
-    assert session._kept["pool val-hash"].value is not pool and list(got) == afresh(db) and got.sums == pooling_sums(afresh(db))
+    assert session.memo.kept["pool val-hash"].value is not pool and list(got) == afresh(db) and got.sums == pooling_sums(afresh(db))
     db["attempts"].update(4, {"gate": json.dumps({"s_r": 0.2, "early_look": True})})   # an early look pools nothing
     assert list(session.prior_comparisons(exclude=-1, suite_hash="val-hash")) == afresh(db) and len(afresh(db)) == 64
