@@ -28,10 +28,16 @@ sys.path.insert(0, str(ROOT))
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
 from bench.dashboard_store import build  # noqa: E402
-from mutator.server import attempts_view, compare, spend_axis  # noqa: E402
+from mutator.server import attempts_view, compare  # noqa: E402
 from mutator.server import queries as Q  # noqa: E402
 from mutator.server.app import create_app  # noqa: E402
 from mutator.store.db import connect, connect_readonly  # noqa: E402
+from mutator.store.queries import rows as R  # noqa: E402
+from mutator.store.queries import spend_axis as stored_spend  # noqa: E402
+from mutator.store.queries import table as stored_table  # noqa: E402
+from mutator.store.queries.attempts import ATTEMPT_LIST, LIGHT  # noqa: E402
+from mutator.store.queries.evaluations import EVAL_COLS  # noqa: E402
+from mutator.store.queries.runs import RUN_LIST  # noqa: E402
 
 # the attempts table's bare SQL reads the verdict note's inputs as plain columns (its
 # endpoint computes the note in SQL)
@@ -78,67 +84,67 @@ def queries(ro, ids: dict, data_dir: Path, attempt: dict, ev: int, cell: int,
             rounds: int) -> tuple[dict, dict]:
     """Per endpoint: its bare SQL, and the query function behind it."""
     run, aa = ids["population"], ids["aa"]
-    light = f"select {Q.LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling"
+    light = f"select {LIGHT} from attempts a where a.run_id = ? order by a.round, a.sibling"
 
     def run_sql(run_id: str, low: int) -> tuple:
-        return (Q.q(ro, "select * from runs where id = ?", [run_id]),
-                Q.q(ro, f"select {Q.LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
+        return (R.q(ro, "select * from runs where id = ?", [run_id]),
+                R.q(ro, f"select {LIGHT}, t.eval, t.cost, t.steps from attempts a left join evaluations t "
                         "on t.id = a.train_evaluation_id where a.run_id = ? "
                         "order by a.round, a.sibling", [run_id]),
                 # the rows a run detail reads (the verdict note's inputs as plain columns: the same baseline
                 # as before the endpoint moved the note into its SQL)
-                Q.q(ro, f"select {Q.ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, "
+                R.q(ro, f"select {ATTEMPT_LIST}, confirm, json_extract(gate, '$.keep') as gate_keep, "
                         "pool_snapshot is not null as pooled from attempts where run_id = ? and round >= ? "
                         "order by round, sibling",
                     [run_id, low]),
-                Q.q(ro, f"select {Q.EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
+                R.q(ro, f"select {EVAL_COLS} from evaluations where id in (select val_evaluation_id from "
                         "attempts where run_id = ? and round >= ?)", [run_id, low]),
-                Q.q(ro, "select * from test_runs where run_id = ? order by id", [run_id]))
+                R.q(ro, "select * from test_runs where run_id = ? order by id", [run_id]))
 
     aa_rounds = ro.execute("select max(round) from attempts where run_id = ?", [aa]).fetchone()[0]
     compared = f"{ids['greedy']},{ids['branching']},{ids['population']}"
     bare = {
-        "/api/runs": lambda: Q.q(ro, f"select {Q.RUN_LIST} from runs where skill_name = ?", ["bench-skill"]),
+        "/api/runs": lambda: R.q(ro, f"select {RUN_LIST} from runs where skill_name = ?", ["bench-skill"]),
         f"/api/runs/{run}": lambda: run_sql(run, rounds - 59),
-        f"/api/runs/{aa}": lambda: (run_sql(aa, aa_rounds - 59), Q.q(
+        f"/api/runs/{aa}": lambda: (run_sql(aa, aa_rounds - 59), R.q(
             ro, "select id, round, verdict, delta, gate_threshold, gate_se, gate_t, gate from attempts where "
                 "run_id = ? order by round", [aa])),
         f"/api/runs/{run}/lineage": lambda: (
-            Q.q(ro, "select * from runs where id = ?", [run]),
-            Q.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
+            R.q(ro, "select * from runs where id = ?", [run]),
+            R.q(ro, "select id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, status, "
                     "summary, composite, delta, gate_threshold, val_evaluation_id, pool_snapshot, error, "
                     "critic from attempts where run_id = ? order by round, sibling", [run])),
         "/api/history": lambda: [
-            (Q.q(ro, "select * from runs where id = ?", [r]),
-             Q.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {Q.LIGHT} from "
+            (R.q(ro, "select * from runs where id = ?", [r]),
+             R.q(ro, f"select a.id, a.eval, a.cost, a.steps, t.eval, t.cost, t.steps, {LIGHT} from "
                      "attempts a left join evaluations t on t.id = a.train_evaluation_id where a.run_id = ? "
                      "order by a.round, a.sibling", [r]),
-             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
+             R.q(ro, "select * from test_runs where run_id = ?", [r]), R.q(ro, stored_spend.SQL, [r]))
             for r in ids.values()],
         f"/api/compare?runs={compared}": lambda: [
-            (Q.q(ro, "select * from runs where id = ?", [r]), Q.q(ro, light, [r]),
-             Q.q(ro, "select * from test_runs where run_id = ?", [r]), Q.q(ro, spend_axis.SQL, [r]))
+            (R.q(ro, "select * from runs where id = ?", [r]), R.q(ro, light, [r]),
+             R.q(ro, "select * from test_runs where run_id = ?", [r]), R.q(ro, stored_spend.SQL, [r]))
             for r in compared.split(",")],
         f"/api/attempts/{attempt['id']}": lambda: (
-            Q.q(ro, "select * from attempts where id = ?", [attempt["id"]]), Q.q(ro, light, [run]),
-            Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
-            Q.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
+            R.q(ro, "select * from attempts where id = ?", [attempt["id"]]), R.q(ro, light, [run]),
+            R.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
+            R.q(ro, "select c.task_id, t.name, avg(t.score) from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ? group by c.task_id, t.name", [ev]),
             # what the gate saw: the comparator's evaluation (the bench's rows are
             # older: the fallback) and its cells
-            Q.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after "
+            R.q(ro, "select incumbent_after from attempts where run_id = ? and round < ? and incumbent_after "
                     "is not null order by round desc, sibling limit 1", [run, attempt["round"]]),
-            Q.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
-            Q.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
+            R.q(ro, "select * from cells where evaluation_id = ? order by task_id, replicate", [ev]),
+            R.q(ro, "select t.cell_id, t.name, t.score from tests t join cells c on c.id = t.cell_id "
                     "where c.evaluation_id = ?", [ev])),
-        f"/api/attempts?run={run}": lambda: Q.q(ro, attempts_view.SQL.format(where="a.run_id = ?",
+        f"/api/attempts?run={run}": lambda: R.q(ro, stored_table.SQL.format(where="a.run_id = ?",
                                                                              note=PLAIN_NOTE),
                                                 [run]),
-        "/api/attempts?skill=bench-skill": lambda: Q.q(ro, attempts_view.SQL.format(
+        "/api/attempts?skill=bench-skill": lambda: R.q(ro, stored_table.SQL.format(
             where="a.run_id in (select id from runs where skill_name = ?)", note=PLAIN_NOTE),
                                                        ["bench-skill"]),
-        f"/api/cells/{cell}": lambda: (Q.q(ro, "select * from cells where id = ?", [cell]),
-                                       Q.q(ro, "select name, score from tests where cell_id = ?", [cell])),
+        f"/api/cells/{cell}": lambda: (R.q(ro, "select * from cells where id = ?", [cell]),
+                                       R.q(ro, "select name, score from tests where cell_id = ?", [cell])),
     }
     functions = {
         "/api/runs": lambda: Q.runs(ro, "bench-skill"),
@@ -222,11 +228,11 @@ async def main() -> None:
               f"(1 / 5 / 15 min)\n")
         run = ids["population"]
         rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
-        attempt = Q.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = "
+        attempt = R.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = "
                             "? and val_evaluation_id is not "
                             "null order by sibling limit 1", [run, rounds // 2])
         ev = attempt["val_evaluation_id"]
-        cell = Q.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
+        cell = R.one(ro, "select id from cells where evaluation_id = ? limit 1", [ev])["id"]
         writer = connect(data_dir / "mutator.db").conn
 
         def change() -> None:  # what the loop does between requests: commit something

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.cost import Price
-from mutator.after.spend import DailyBudget, daily_limit
+from mutator.after.spend import DailyBudget
 from mutator.mining import secrets
 from mutator.mining.judging import charge_pass
 from mutator.mining.mine import MineOptions, MiningError, collect, mine, render
@@ -29,6 +29,7 @@ from mutator.store.db import connect
 from mutator.store.lock import RunLock
 from mutator.store.proposals import latest_of_run
 from mutator.store.run_lookup import newest_run_of_suite
+from mutator.store.spending import daily_limit
 
 RAN = ("proposed", "skipped-delta")   # ticks after which the next one counts new requests afresh
 LOG_TAIL = 400

@@ -13,18 +13,7 @@ from dataclasses import dataclass
 
 from eval.suite import Suite
 from mutator.round.outcome import Outcome
-from mutator.round.stops import (
-    EXIT_UNHEALTHY_SEED,
-    EvaluationStop,
-    ExecutorGone,
-    IncompleteEvaluation,
-    UnhealthyEvaluation,
-    UnhealthySeed,
-)
-
-__all__ = ["EXIT_UNHEALTHY_SEED", "EvaluationStop", "ExecutorGone", "Health", "IncompleteEvaluation",
-           "UnhealthyEvaluation", "UnhealthySeed", "assess", "counts_text", "describe", "likely_cause",
-           "refuse_sick"]
+from mutator.round.stops import IncompleteEvaluation, UnhealthyEvaluation
 
 
 @dataclass(frozen=True)

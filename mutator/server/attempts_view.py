@@ -16,7 +16,6 @@ import sqlite_utils
 from mutator.server import decisions as D
 from mutator.store.notes import notes_of
 from mutator.store.queries import table
-from mutator.store.queries.table import SQL as SQL  # bench/dashboard.py times the bare statement
 
 COLUMNS = ("id", "run_id", "round", "sibling", "parent_hash", "comparator_hash", "genome_hash", "verdict",
            "verdict_note", "reason", "delta", "gate_threshold", "composite", "eval", "cost", "steps",

@@ -17,6 +17,7 @@ from mutator.server import decisions as D
 from mutator.server import queries as Q
 from mutator.server import spend_axis
 from mutator.store.queries import testruns
+from mutator.store.queries.attempts import light_rows
 from mutator.store.queries.rows import loads
 from mutator.validity.pairs import champions_pair
 from strategies.verdicts import Verdict
@@ -25,7 +26,7 @@ MAX_RUNS = 4
 
 
 def _run_view(db: sqlite_utils.Database, run: dict) -> dict:
-    rows = Q.light_rows(db, run["id"])
+    rows = light_rows(db, run["id"])
     after = D.incumbents(rows)
     by_genome = D.genome_composites(rows)
     rounds = sorted(after)

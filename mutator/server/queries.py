@@ -37,16 +37,9 @@ from mutator.store.queries import cells as stored_cells
 from mutator.store.queries import evaluations, testruns
 from mutator.store.queries import runs as stored_runs
 from mutator.store.queries import signatures as stored_signatures
-from mutator.store.queries.attempts import ATTEMPT_LIST as ATTEMPT_LIST
-from mutator.store.queries.attempts import LIGHT as LIGHT
 from mutator.store.queries.attempts import LIGHT_NAMES
-from mutator.store.queries.attempts import light_rows as light_rows  # Compare reads it as Q.light_rows
-from mutator.store.queries.evaluations import EVAL_COLS as EVAL_COLS
 from mutator.store.queries.gate import null_controls, own_evaluation
 from mutator.store.queries.rows import loads
-from mutator.store.queries.rows import one as one
-from mutator.store.queries.rows import q as q
-from mutator.store.queries.runs import RUN_LIST as RUN_LIST
 
 
 def composite(ev: dict | None, run: dict, *, split: str) -> float | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from mutator.store.queries.spend_axis import SQL as SQL  # bench/dashboard.py times the bare statement
 from mutator.store.queries.spend_axis import SpendPoint, cumulative
 
 

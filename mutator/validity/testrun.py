@@ -20,10 +20,11 @@ from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.budget import BudgetStop, refused
 from mutator.round.evaluations import Evaluator
-from mutator.round.failures import EvaluationStop, refuse_sick
+from mutator.round.failures import refuse_sick
 from mutator.round.progress import Progress
 from mutator.round.session import Session, other_skills
 from mutator.round.solve import BARE as NO_SKILL  # the genome hash of a skill-less evaluation
+from mutator.round.stops import EvaluationStop
 from mutator.scoring.models import stored_normalisers
 from mutator.scoring.score import Weights, normalisers, summarise
 from mutator.store import holdout, looks

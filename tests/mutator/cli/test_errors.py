@@ -15,9 +15,9 @@ from mutator.after.deploy import DeployError
 from mutator.cli import main as cli
 from mutator.config import ConfigError
 from mutator.round.budget import BudgetStop
-from mutator.round.failures import IncompleteEvaluation, UnhealthySeed
 from mutator.round.session import LoopError
 from mutator.round.solve import SolveAbort
+from mutator.round.stops import IncompleteEvaluation, UnhealthySeed
 from mutator.store.db import DiskFull, StoreError
 from mutator.store.lock import LockHeld
 from mutator.store.migrations import MigrationError
