@@ -214,11 +214,6 @@ class Settings:
         found = BY_ATTR[attr]
         return getattr(getattr(self, found.section) if found.section else self, found.name)
 
-    def flat(self) -> dict[str, Any]:
-        """Every key's value by flat name, in the keys' order: the one flat mapping Settings was before its
-        sections (`getattr(settings, attr)` for every key)."""
-        return {found.attr: self.value(found.attr) for found in KEYS}
-
 
 KEYS = keys_of(Settings)
 BY_ATTR = {found.attr: found for found in KEYS}
