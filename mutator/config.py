@@ -73,7 +73,7 @@ NULL_CONTROLS_HELP = ("per round, evaluate N (0-2) byte-identical copies of the 
                       "candidates under a fresh replicate salt: the round's own noise floor (Δ and the "
                       "gate's call), never a candidate; within the budget (default 0)")
 EXECUTOR_HELP = ("where cells run: local (default: subprocesses of this machine) | ray (each cell a Ray "
-                 "task with its own bundle of inputs; see README 'Past one machine'); the run id and the "
+                 "task with its own bundle of inputs; see docs/guides/ray.md); the run id and the "
                  "cells are the same either way")
 SANDBOX_HELP = ("how agents are launched: auto (default: bwrap when it is installed and works, else none; a "
                 "Harbor task's agent in the task's container when podman or docker works) | bwrap "

@@ -169,7 +169,7 @@ class CommandBackend:
     def check(self, environ: Mapping[str, str]) -> None:
         if not self.command.strip():
             raise AgentSetupError("--agent command needs --agent-cmd 'PROGRAM ARGS...' (an executable that "
-                                  "follows the agent process contract in the README)")
+                                  "follows the agent process contract: docs/reference/contracts.md)")
         try:
             program = shlex.split(self.command)[0]
         except ValueError as err:

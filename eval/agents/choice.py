@@ -72,7 +72,7 @@ def backend_for(choice: Choice, *, config_file: Path | None, environ: Mapping[st
         if choice.backend == "command" and not choice.command.strip():
             flag = "--agent-cmd" if choice.role == "build" else "--mutator-cmd (or config mutatorCmd)"
             raise AgentSetupError(f"{choice.how} needs {flag} 'PROGRAM ARGS...': an executable that follows "
-                                  "the agent process contract in the README") from None
+                                  "the agent process contract in docs/reference/contracts.md") from None
         what = "build agent" if choice.role == "build" else "mutator"
         message = str(err)
         if choice.backend == "command":

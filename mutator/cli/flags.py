@@ -116,7 +116,7 @@ def _measure_flags(run: argparse._ArgumentGroup) -> None:
 
 
 def _mining_flags(p: argparse.ArgumentParser) -> None:
-    mining = p.add_argument_group("from real use: mine transcripts into suites (see README 'Mining traces')")
+    mining = p.add_argument_group("from real use: mine transcripts into suites (docs/guides/mining.md)")
     mining.add_argument("--mine-traces", type=user_path, metavar="DIR",
                         help="mine agent transcripts (~/.claude/projects, a project folder, or plain trace "
                              "JSONL) for requests where --skill-dir was used into judge-graded suites "
@@ -167,7 +167,7 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _real_flags(p: argparse.ArgumentParser) -> None:
-    real = p.add_argument_group("real agents (they spend money: see README 'Real runs')")
+    real = p.add_argument_group("real agents (they spend money: docs/guides/backends.md)")
     real.add_argument("--real", action="store_true",
                       help="use real model agents instead of the zero-spend fakes")
     real.add_argument("--agent", choices=AGENT_IDS,
@@ -188,7 +188,8 @@ def _real_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _after_flags(p: argparse.ArgumentParser) -> None:
-    after = p.add_argument_group("after the run: proposals, deploy, health checks, spend (see README)")
+    after = p.add_argument_group("after the run: proposals, deploy, health checks, spend "
+                                 "(docs/guides/after-the-run.md)")
     _decision_flags(after)
     _check_flags(after)
 
