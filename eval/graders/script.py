@@ -214,6 +214,12 @@ def _link(src: str, dst: str) -> bool:
         return False
 
 
+def grader_env(home: Path, suite_dir: Path, work: Path, task_id: str) -> dict[str, str]:
+    """A grader's whole environment: the allow-list, and where its suite, cell and task are."""
+    return allowed_env(home=home, extra={"SM_SUITE_DIR": str(suite_dir), "SM_CELL_DIR": str(work),
+                                         "SM_TASK_ID": task_id})
+
+
 async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
     template = borrow(job)
     try:
@@ -223,8 +229,7 @@ async def run_script_grader(job: CellJob, work: Path) -> tuple[dict[str, float] 
         raise
     suite_dir = root / job.suite.path.name
     try:
-        env = allowed_env(home=job.cell_root, extra={"SM_SUITE_DIR": str(suite_dir), "SM_CELL_DIR": str(work),
-                                                     "SM_TASK_ID": job.task.id})
+        env = grader_env(job.cell_root, suite_dir, work, job.task.id)
         stdout, error = await run_helper([*argv, str(work), job.task.id], payload=b"",
                                          cwd=suite_dir, env=env, timeout_s=job.settings.grader_timeout_s,
                                          log_dir=job.cell_root, what="grader")

@@ -135,16 +135,19 @@ def import_evals(evals_json: Path, out: Path, *, seed: int = 0) -> list[Imported
     if len(set(ids)) != len(ids):
         raise EvalsImportError(f"{evals_json}: eval ids repeat ({', '.join(ids)}); give every eval a "
                                "distinct id")
+    return [write_suite(out / f"{out.name}-{split}", split, chosen, evals_json, skill_name, seed)
+            for split, chosen in seeded_splits(tasks, seed).items() if chosen]
+
+
+def seeded_splits(tasks: list, seed: int) -> dict[str, list]:
+    """train/val/test of `tasks` (split_counts' sizes) by a seeded shuffle, each kept in the set's order."""
     order = list(range(len(tasks)))
     random.Random(f"import-evals:{seed}").shuffle(order)
-    counts, start, made = split_counts(len(tasks)), 0, []
+    counts, start, splits = split_counts(len(tasks)), 0, {}
     for split in ("train", "val", "test"):
-        chosen = sorted(order[start:start + counts[split]])
+        splits[split] = [tasks[i] for i in sorted(order[start:start + counts[split]])]
         start += counts[split]
-        if chosen:
-            made.append(write_suite(out / f"{out.name}-{split}", split, [tasks[i] for i in chosen],
-                                    evals_json, skill_name, seed))
-    return made
+    return splits
 
 
 def write_suite(path: Path, split: str, tasks: list[tuple[dict, list[tuple[Path, str]]]], evals_json: Path,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from eval.suite import Suite, SuiteError, load_suite
 from mutator.after.cli import where_flags
+from mutator.after.newsuite import refuse_placeholders
 from mutator.config import ConfigError, Settings, load_settings, resolve_suite_path, run_py
 from mutator.round.preflight import (
     check_other_skills,
@@ -71,6 +72,7 @@ def load(settings: Settings, name: str | None, flag: str, *, allow_mismatch: boo
                          f"({', '.join(settings.suites)}) or a path to a suite folder")
     suite = load_suite(resolve_suite_path(settings, name))
     check_split(suite, flag, allow_mismatch=allow_mismatch)
+    refuse_placeholders(suite)   # a task `run.py new-suite` left for the user to write
     return suite
 
 

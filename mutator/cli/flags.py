@@ -73,7 +73,8 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
                      help="--export file format (default csv; parquet needs pyarrow)")
     run.add_argument("--out", type=Path,
                      help="--export output folder (default: <data-dir>/exports); with --import-evals, the "
-                          "folder to write the imported suites into")
+                          "folder to write the imported suites into; with --new-suite, the folder the three "
+                          "suites go in (default ./suites)")
     run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
                      help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded "
                           "suites <out>/<name>-train, -val and -test, split by --seed; needs --out "
@@ -91,6 +92,17 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
     run.add_argument("--seed-from", metavar="TASK[/SKILL]",
                      help="with --import-harbor: copy the task's bundled skill (environment/skills/) to "
                           "<out>/seed/ as the seed of a run")
+    run.add_argument("--new-suite", metavar="NAME",
+                     help="write NAME-train, NAME-val and NAME-test for --skill-dir into --out (default "
+                          "./suites): tasks from the skill's evals/evals.json (or --from-evals), else "
+                          "placeholders a run refuses until you replace them; a grader of --grader's kind")
+    run.add_argument("--from-evals", type=Path, metavar="EVALS_JSON",
+                     help="with --new-suite: the skill-creator eval set to take the tasks from (default: "
+                          "SKILL/evals/evals.json when it exists)")
+    run.add_argument("--grader", choices=("script", "expectations", "judge"),
+                     help="with --new-suite: the suites' grader: a starter run-eval.py (script; the default "
+                          "without evals), an expect block per task (expectations) or expectation sentences "
+                          "(judge; the default with evals)")
     run.add_argument("--validate-suite", metavar="SUITE",
                      help="oracle check of an imported Harbor suite: per task, the verifier's reward after "
                           "solution/solve.sh (must be 1) and after doing nothing (must be 0), in the task's "
@@ -279,7 +291,7 @@ FLAG_ATTRS = tuple(key.attr for key in KEYS if key.help is not None)   # the fla
 
 
 PATH_ARGS = ("data_dir", "config", "skill_dir", "out", "to", "rollback", "check", "import_evals",
-             "mine_traces", "watch", "import_harbor", "split_file")
+             "mine_traces", "watch", "import_harbor", "split_file", "from_evals")
 
 
 def absolute_paths(args: argparse.Namespace) -> None:

@@ -38,9 +38,8 @@ def validate_command(c) -> int:
     from sandbox.container import get_engine
     suite = load_suite(resolve_suite_path(c.settings, str(c.args.validate_suite)))
     if suite.runner != "harbor":
-        print(f"error: --validate-suite {suite.path}: runner {suite.runner!r}; only imported Harbor suites "
-              f"(runner: harbor) have an oracle", file=sys.stderr)
-        return 2
+        from mutator.cli.scaffold import validate_plain_command
+        return validate_plain_command(suite)
     engine = get_engine("auto")
     rows = []
     with tempfile.TemporaryDirectory(prefix="sm-validate-") as scratch:

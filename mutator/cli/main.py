@@ -18,7 +18,7 @@ from pathlib import Path
 from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
-from mutator.cli import commands, harbor
+from mutator.cli import commands, harbor, scaffold
 from mutator.cli.agents import DRY_RUN, check_prices, fake_agents, named_suites, preflight_agents, real_agents
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
@@ -145,6 +145,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return import_evals_command(args)
     if args.import_harbor:
         return harbor.import_command(args)
+    if args.new_suite:
+        return scaffold.new_suite_command(args)
     check_flags(args)
     settings = load_settings({attr: getattr(args, attr) for attr in FLAG_ATTRS}, config_file=args.config)
     # every child's allow-list reads it (eval/environment.py)

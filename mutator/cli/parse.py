@@ -54,9 +54,6 @@ def parse_command(command: Subcommand, argv: Sequence[str]) -> argparse.Namespac
     """The namespace the flat parser gives for the subcommand's old spelling."""
     p = subparser(command)
     given = p.parse_args(argv)
-    if command.reserved:
-        p.exit(2, f"error: `run.py {command.name}` is not built yet (its slot is reserved); `run.py --help` "
-                  f"lists the commands\n")
     args = parser().parse_args([])
     values = [given.__dict__.pop(f"arg{index}") for index in range(len(command.args))]
     vars(args).update(vars(given))

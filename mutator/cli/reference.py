@@ -54,7 +54,7 @@ def expanded_help(p: argparse.ArgumentParser, action: argparse.Action) -> str:
 def commands_taking(action: argparse.Action) -> list[str]:
     """The subcommands that take a flag, or that it stands for (a mode flag)."""
     return [command.name for command in SUBCOMMANDS
-            if action.dest in command.flags or (command.mode == action.dest and not command.reserved)]
+            if action.dest in command.flags or command.mode == action.dest]
 
 
 def anchor(flag: str) -> str:

@@ -20,7 +20,6 @@ class Subcommand:
     flags: tuple[str, ...]
     args: tuple[str, ...] = ()
     arg_help: tuple[str, ...] = ()   # a help per arg after the first (the first has the old flag's own)
-    reserved: bool = False           # a slot a later issue fills; it exits 2 until then
 
 
 SETTINGS = FLAG_ATTRS   # every flag that is a setting
@@ -79,7 +78,9 @@ SUBCOMMANDS = (
                (*MINING, "skill_dir", "seed", "model", "real", "budget_usd", *WHERE), args=("DIR",)),
     Subcommand("watch", "every --every, mine DIR and, with enough new requests, run the loop and propose",
                "watch", (*MINING, "once", "every", "min_traces", *RUN), args=("DIR",)),
-    Subcommand("new-suite", "reserved: a later issue builds it", None, (), reserved=True),
+    Subcommand("new-suite", "write a skill's first suites NAME-train, -val and -test (tasks from its evals, "
+               "else placeholders) with a grader, and print the next commands", "new_suite",
+               ("skill_dir", "out", "from_evals", "grader", "seed", *WHERE), args=("NAME",)),
 )
 BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
