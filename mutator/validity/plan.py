@@ -15,7 +15,7 @@ from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.solve import solve_estimate, solve_line
-from mutator.scoring.gate import gate_t
+from mutator.scoring.gate import gate_t, method_warning
 from mutator.scoring.sequential import Design, expected_looks
 from mutator.store import planning
 from mutator.store.db import connect_readonly
@@ -83,6 +83,7 @@ class Plan:
     null_controls: int = 0
     # what detecting TARGET_EFFECT takes at this σ and these replicates: {"gate"|"test": (tasks, cells, usd)}
     target: dict | None = None
+    gate_warning: str | None = None   # the Student-t gate chosen (gate.method_warning)
 
     @property
     def train_cells(self) -> int:
@@ -250,7 +251,8 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 design=design, screen_cells=screen_cells, expected_round_usd=expected_round_usd,
                 solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge,
                 judge_suites=judged, train_replicates=train_reps, null_controls=settings.null_controls,
-                target=_target(settings, noise.sigma, candidates, val_cell, cell))
+                target=_target(settings, noise.sigma, candidates, val_cell, cell),
+                gate_warning=method_warning(settings.score.gate_method, settings.score.gate_z))
 
 
 def tasks_to_detect(effect: float, sigma: float, critical, *, most: int = 1_000_000) -> int:
@@ -310,6 +312,8 @@ def render_plan(p: Plan) -> str:
     else:
         lines.append("    final test comparison: — (give --holdout to plan it)")
     lines += _resolution_lines(p)
+    if p.gate_warning:
+        lines.append(f"  {p.gate_warning}")
     lines += [
         f"  Cost: a cell ≈ ${p.cell_usd:.5f} ({p.cell_source}); a mutator call ≈ ${p.mutator_usd:.4f} "
         f"({p.mutator_source})",
