@@ -57,9 +57,11 @@ def wald_asn(alpha: float, power: float, effect: float, sigma: float = 1.0) -> t
     """Wald's expected sample size of the SPRT of H0: μ = 0 against H1: μ = effect for N(μ, σ²) observations
     at false-reject rate alpha and power (= 1 − β): (E_0[N], E_1[N]) with A = log((1−β)/α),
     B = log(β/(1−α)) and a step's mean log-likelihood ratio ∓effect²/(2σ²):
-    E_0[N] = (α·A + (1−α)·B)/(−effect²/2σ²), E_1[N] = ((1−β)·A + β·B)/(effect²/2σ²) (Wald 1945, no overshoot)."""
+    E_0[N] = (α·A + (1−α)·B)/(−effect²/2σ²), E_1[N] = ((1−β)·A + β·B)/(effect²/2σ²)
+    (Wald 1945, no overshoot)."""
     if not 0 < alpha < power < 1 or effect == 0 or sigma <= 0:
-        raise ValueError(f"wald_asn needs 0 < alpha < power < 1 and effect ≠ 0, got {alpha}, {power}, {effect}")
+        raise ValueError(f"wald_asn needs 0 < alpha < power < 1 and effect ≠ 0, "
+                         f"got {alpha}, {power}, {effect}")
     beta = 1.0 - power
     a, b = math.log(power / alpha), math.log(beta / (1.0 - alpha))
     drift = effect ** 2 / (2.0 * sigma ** 2)
@@ -147,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     print("Each pair: P(reject) sequential / fixed-n; cells = the candidate's val cells per decision, "
           "sequential / fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false "
           f"reject, design {design0:.1%}), k>0 a better one. '!' marks a sequential k=0 rate off the design "
-          "by more than 3 MC SE. SPRT: Wald's expected cells for the same decision (false reject = the design, "
+          "by more than 3 MC SE. SPRT: Wald's expected cells for the same decision "
+          "(false reject = the design, "
           "power = the sequential gate's at k, effect k) and the ratio sequential / SPRT (goal ≤ 1.3×).")
     head = f"{'family':<7}{'n':>3}{'R':>3} {'last z':>7}  " + "".join(f"{f'k={k:+g} reject':^19}"
                                                                       for k in EFFECTS) \

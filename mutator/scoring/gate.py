@@ -36,9 +36,11 @@ def method_warning(method: str, gate_z: float) -> str | None:
     if method != "t" or gate_z <= 0:
         return None
     design = float(special.ndtr(-gate_z))
-    return (f"warning: --gate-method t: the Student-t gate is exact only for normal deltas; under heavy-tailed "
+    return ("warning: --gate-method t: the Student-t gate is exact only for normal deltas; "
+            f"under heavy-tailed "
             f"(t3) or tied pass/fail noise it rejects 18-22% of null changes at gateZ 1 against the design "
-            f"{design:.1%} (python bench/gate.py). The sign-flip gate (--gate-method signflip, the default) keeps "
+            f"{design:.1%} (python bench/gate.py). The sign-flip gate (--gate-method signflip, the default) "
+            "keeps "
             "the design for any symmetric noise")
 
 

@@ -44,9 +44,11 @@ _PKW_TABLE = (
 )
 MAD_TABLE: dict[int, float] = {n: c for n, c in enumerate(_PKW_TABLE, start=2)}
 
-# A MAD (or SD) at most this share of the deltas' magnitude, max(1, max|d|), is float noise and taken as 0: deltas
+# A MAD (or SD) at most this share of the deltas' magnitude, max(1, max|d|), is float noise and taken as 0:
+# deltas
 # that tie in exact arithmetic differ by ~1e-16 after float sums (0.1 + 0.2 − 0.3 = 5.6e-17), and their MAD,
-# taken as the scale, would make SE ~1e-16 and t ~1e14. The floor of 1 is the composite's own unit: a delta is a
+# taken as the scale, would make SE ~1e-16 and t ~1e14. The floor of 1 is the composite's own unit: a delta is
+# a
 # difference of two composites of order 1, whose float error is ~1e-16 whatever the delta's size. 1e-9 is the
 # sign-flip gate's own resolution (signflip.ROUND: T values equal to 9 decimals are one atom).
 SCALE_TOLERANCE = 1e-9

@@ -47,7 +47,8 @@ def _looks(looks: int, early_z: float, step: float = 0.0):
     """The cumulative sum S_k (unit-variance steps of mean `step`) over the early looks k = 1..K−1, each
     stopping it outside (−early_z√k, early_z√k): a loss below, a win above.
 
-    Returns (x, f, lost, alive): the nodes of S_{K−1} and its sub-density times the Simpson weights on the paths
+    Returns (x, f, lost, alive): the nodes of S_{K−1} and its sub-density times the Simpson weights on the
+    paths
     no early look stopped; P(an early look stopped at a loss); P(still running after look k) for k = 1..K−1.
     Recursive numerical integration (Armitage, McPherson & Rowe 1969; Jennison & Turnbull 2000, ch. 19):
     f_{k+1}(y) = ∫ f_k(x) φ(y − x − step) dx over the continuation region, by Simpson's rule on nodes that
@@ -75,7 +76,8 @@ def last_look_z(looks: int, gate_z: float, early_z: float) -> float:
     """The last look's z such that P(some look rejects | null) = 1 − Φ(gate_z) exactly under normal noise,
     when looks 1..K−1 stop at |Z_k| > early_z: a loss (Z_k < −early_z) rejects, a win (Z_k > early_z) keeps
     and so never rejects later. The win stops enter (binding: the loop always stops at a win). Solved by
-    Brent's root-finding on the recursive integration of `_looks` (to 1e-12 in z); one look is the fixed gate."""
+    Brent's root-finding on the recursive integration of `_looks` (to 1e-12 in z); one look is the fixed
+    gate."""
     if looks <= 1 or gate_z <= 0:
         return gate_z
     import numpy as np

@@ -95,7 +95,8 @@ def _store(settings: Settings):
 
 
 def pass_fail(suite: Suite) -> bool:
-    """Whether a suite's grader gives pass/fail scores: a Harbor task's reward (SkillsBench, Terminal-Bench), or
+    """Whether a suite's grader gives pass/fail scores: a Harbor task's reward (SkillsBench, Terminal-Bench),
+    or
     a suite.md that says `grades: pass-fail`."""
     return suite.runner == "harbor" or str(suite.option("grades", "")).lower() in ("pass-fail", "pass/fail")
 
@@ -109,16 +110,19 @@ def prior_noise(val: Suite, replicates: int) -> Noise:
     fit = calibration.fit(None)
     sigma = calibration.pass_fail_sigma(replicates, fit)
     what = ("a prior for a pass/fail grader" if pass_fail(val) else
-            "a stated conservative bound for a graded suite (a [0, 1] score with mean p varies at most p(1−p))")
+            "a stated conservative bound for a graded suite (a [0, 1] score with mean p varies at most "
+            "p(1−p))")
     return Noise(sigma, sigma, replicates,
                  f"{what}: SkillsBench's trials, E[p(1−p)] = {fit.trial_var:.4f} (beta-binomial "
-                 f"Beta({fit.alpha:.3f}, {fit.beta:.3f}) over {fit.cells:,} cells), √(2·E[p(1−p)]/{replicates}) "
+                 f"Beta({fit.alpha:.3f}, {fit.beta:.3f}) over {fit.cells:,} cells), "
+                 f"√(2·E[p(1−p)]/{replicates}) "
                  f"at {replicates} replicate(s); nothing measured on {val.name} yet (an A/A run measures it: "
                  "--aa 5)")
 
 
 def noise_estimate(settings: Settings, val: Suite) -> Noise:
-    """An A/A run's pooled s on this val suite, else an earlier run's pooled gate s, else the prior (prior_noise).
+    """An A/A run's pooled s on this val suite, else an earlier run's pooled gate s, else the prior
+    (prior_noise).
 
     A measured s is rescaled from its run's replicates R₀ to the planned R by √(R₀/R): exact for the pure
     replicate noise an A/A run measures, approximate for a real run's deltas (which also hold real effects).
@@ -341,12 +345,14 @@ def render_plan(p: Plan) -> str:
 
 
 def _resolution_lines(p: Plan) -> list[str]:
-    """What detecting TARGET_EFFECT would take, always; a warning when nothing under BLIND_ABOVE is visible."""
+    """What detecting TARGET_EFFECT would take, always; a warning when nothing under BLIND_ABOVE is
+    visible."""
     lines = []
     if p.target:
         (gn, gc, gu), (tn, tc, tu) = p.target["gate"], p.target["test"]
-        lines.append(f"  Detecting a change of {TARGET_EFFECT:g} at {POWER:.0%} power, at σ {p.noise.sigma:.4f} and "
-                     f"{p.replicates} replicate(s): the gate needs {gn} val tasks × {p.replicates} = {gc} cells "
+        lines.append(f"  Detecting a change of {TARGET_EFFECT:g} at {POWER:.0%} power, at σ "
+                     f"{p.noise.sigma:.4f} and {p.replicates} replicate(s): the gate needs {gn} val tasks × "
+                     f"{p.replicates} = {gc} cells "
                      f"per candidate (≈ ${gu:.4f} of val a round); the final test {tn} test tasks × "
                      f"{p.replicates} = {tc} cells per genome (≈ ${tu:.4f} a test run)")
     seen = min(x for x in (p.mde_gate_last, p.mde_test) if x is not None)
