@@ -12,6 +12,13 @@ resampled with random signs from the per-task deltas a demo store holds: A/A cop
 centred). k < 0 rows give the false keep of a worse change (power = 1 − it), k = 0 the false reject of a null
 change (the design: 1 − Φ(gateZ)).
 
+Beside the cells a decision costs, what Wald's sequential probability ratio test would need for the same
+decision: H0 "no change" against H1 "a change k SE worse" at the same false-reject rate (the design), the same
+power (the sequential gate's measured reject rate at k) and the same effect, observing one paired cell at a
+time. Its expected sample size has Wald's closed form (wald_asn, no overshoot); the ratio sequential cells /
+SPRT cells is how far a decision is from that limit (the goal: ≤ 1.3×). The SPRT here is one-sided and knows
+σ; the gate estimates σ and also stops at wins, so a ratio near 1 is the most to expect.
+
     python bench/sequential.py [--runs 400] [--no-real] [--store DB] [--tasks 4,6,8,16] [--replicates 2,4]
 """
 
@@ -42,7 +49,30 @@ from mutator.scoring.score import CellFigures, Comparison, Normalisers, Weights 
 from mutator.scoring.sequential import Design  # noqa: E402
 
 EFFECTS = (-3.0, -1.0, 0.0, 1.0, 3.0)
+SPRT_EFFECTS = (-3.0, -1.0)      # the losses a decision exists to catch: Wald's SPRT beside them
 NORM = Normalisers(seed_cost=0.0, seed_steps=0.0)
+
+
+def wald_asn(alpha: float, power: float, effect: float, sigma: float = 1.0) -> tuple[float, float]:
+    """Wald's expected sample size of the SPRT of H0: μ = 0 against H1: μ = effect for N(μ, σ²) observations
+    at false-reject rate alpha and power (= 1 − β): (E_0[N], E_1[N]) with A = log((1−β)/α),
+    B = log(β/(1−α)) and a step's mean log-likelihood ratio ∓effect²/(2σ²):
+    E_0[N] = (α·A + (1−α)·B)/(−effect²/2σ²), E_1[N] = ((1−β)·A + β·B)/(effect²/2σ²)
+    (Wald 1945, no overshoot)."""
+    if not 0 < alpha < power < 1 or effect == 0 or sigma <= 0:
+        raise ValueError(f"wald_asn needs 0 < alpha < power < 1 and effect ≠ 0, "
+                         f"got {alpha}, {power}, {effect}")
+    beta = 1.0 - power
+    a, b = math.log(power / alpha), math.log(beta / (1.0 - alpha))
+    drift = effect ** 2 / (2.0 * sigma ** 2)
+    return (alpha * a + (1.0 - alpha) * b) / -drift, (power * a + beta * b) / drift
+
+
+def sprt_cells(n: int, reps: int, k: float, alpha: float, power: float) -> float:
+    """The SPRT's expected candidate cells at a change of k SE of the fixed-n comparison (n tasks × R
+    replicates): one paired cell's delta has SD σ√2 and mean k·σ√(2/R)/√n, so E_1[N] = wald_asn(α, power,
+    k/√(nR)) in cells (σ cancels)."""
+    return wald_asn(alpha, power, k / math.sqrt(n * reps))[1]
 
 
 def outcome(values: np.ndarray, only: frozenset | None) -> Outcome:
@@ -119,13 +149,16 @@ def main(argv: list[str] | None = None) -> int:
     print("Each pair: P(reject) sequential / fixed-n; cells = the candidate's val cells per decision, "
           "sequential / fixed-n. k<0 a worse change (reject = power), k=0 a null change (reject = false "
           f"reject, design {design0:.1%}), k>0 a better one. '!' marks a sequential k=0 rate off the design "
-          "by more than 3 MC SE.")
+          "by more than 3 MC SE. SPRT: Wald's expected cells for the same decision "
+          "(false reject = the design, "
+          "power = the sequential gate's at k, effect k) and the ratio sequential / SPRT (goal ≤ 1.3×).")
     head = f"{'family':<7}{'n':>3}{'R':>3} {'last z':>7}  " + "".join(f"{f'k={k:+g} reject':^19}"
                                                                       for k in EFFECTS) \
-        + "  " + " ".join(f"{f'cells k={k:+g}':^13}" for k in EFFECTS)
+        + "  " + " ".join(f"{f'cells k={k:+g}':^13}" for k in EFFECTS) \
+        + "  " + " ".join(f"{f'SPRT k={k:+g} (ratio)':^20}" for k in SPRT_EFFECTS)
     print(head)
     print("-" * len(head))
-    off = 0
+    off, ratios = 0, []
     for family in families(bank):
         for n in (int(x) for x in args.tasks.split(",")):
             for reps in (int(x) for x in args.replicates.split(",")):
@@ -136,9 +169,21 @@ def main(argv: list[str] | None = None) -> int:
                 rates = "  ".join(f"{got[('seq', k)][0]:6.1%} /{got[('fixed', k)][0]:6.1%}"
                                   + (flag if k == 0 else " ") + "  " for k in EFFECTS)
                 cells = " ".join(f"{got[('seq', k)][1]:5.1f} /{got[('fixed', k)][1]:5.1f} " for k in EFFECTS)
+                sprt = []
+                for k in SPRT_EFFECTS:
+                    power = min(got[("seq", k)][0], 1.0 - 0.5 / args.runs)   # a measured 100% as 1 − ½/runs
+                    if power <= design0:
+                        sprt.append(f"{'—':^20}")
+                        continue
+                    need = sprt_cells(n, reps, k, design0, power)
+                    ratios.append(got[("seq", k)][1] / need)
+                    sprt.append(f"{need:7.1f} ({got[('seq', k)][1] / need:4.2f}×)     ")
                 print(f"{family.name:<7}{n:>3}{reps:>3} "
                       f"{Design(reps, s.score.gate_z, s.sequential.early_z).z(reps):7.3f}  "
-                      f"{rates}{cells}", flush=True)
+                      f"{rates}{cells} {' '.join(sprt)}", flush=True)
+    if ratios:
+        print(f"\nsequential cells / SPRT cells at k = {', '.join(f'{k:+g}' for k in SPRT_EFFECTS)}: median "
+              f"{float(np.median(ratios)):.2f}×, range {min(ratios):.2f}–{max(ratios):.2f}× (goal ≤ 1.3×)")
     print(f"\n{off} sequential k=0 rows off the design beyond 3 Monte-Carlo SE. "
           f"[{time.perf_counter() - started:.1f} s]")
     return 0

@@ -37,6 +37,7 @@ from mutator.round.state import round_state
 from mutator.round.stops import EvaluationStop
 from mutator.round.summary import count_val_queries
 from mutator.round.tamper import seed_changed_since
+from mutator.scoring.gate import method_warning
 from mutator.scoring.models import first_model, seed_columns
 from mutator.scoring.score import Normalisers, normalisers, summarise
 from mutator.store.attempts import insert_attempt, set_genome_figures, set_incumbent_after, update_attempt
@@ -109,6 +110,8 @@ class Loop:
                              f"(same seed, suites and settings); {solve}.")
         for line in changed_since(session.db.conn, run, {}, suites_now):
             session.progress.say(line)
+        if warning := method_warning(s.score.gate_method, s.score.gate_z):
+            session.progress.say(warning)
         if self.retry_failed:
             session.progress.say(reopen_failed(session.db, session.run_id, run,
                                                (self.suites.val, self.suites.train), session.contract))
@@ -131,6 +134,8 @@ class Loop:
         identity = self.identity(seed_hash)
         if drift := seed_changed_since(session.db.conn, identity, s.skill_dir, session.genomes.root):
             session.progress.say(f"warning: {drift}")
+        if warning := method_warning(s.score.gate_method, s.score.gate_z):
+            session.progress.say(warning)
         for line in changed_since(session.db.conn, None, self.identity(seed_hash), suites_now):
             session.progress.say(line)
 

@@ -91,7 +91,7 @@ def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0) 
     (`evidence` replicates when fewer than the run's, else 0): each part is absent at its old setting (one
     look, no screen, every tie kept, evidence at every replicate), so a run made before it existed keeps its
     id."""
-    return {**({"sequential": design.to_json()} if design.sequential else {}),
+    return {**({"sequential": design.identity()} if design.sequential else {}),
             **({"screen": dataclasses.asdict(screen)} if screen.tasks else {}),
             **({"tie_rule": tie_rule} if tie_rule != "keep" else {}),
             **({"evidence_replicates": evidence} if evidence else {})}

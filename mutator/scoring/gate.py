@@ -30,6 +30,20 @@ _SPLIT_TOLERANCE = 1e-9
 GATE_METHODS = ("signflip", "t")
 
 
+def method_warning(method: str, gate_z: float) -> str | None:
+    """What to say when a run chooses the Student-t gate (`score.gateMethod` / `--gate-method t`): its false
+    reject is off the design under heavy-tailed or tied noise (bench/gate.py)."""
+    if method != "t" or gate_z <= 0:
+        return None
+    design = float(special.ndtr(-gate_z))
+    return ("warning: --gate-method t: the Student-t gate is exact only for normal deltas; "
+            f"under heavy-tailed "
+            f"(t3) or tied pass/fail noise it rejects 18-22% of null changes at gateZ 1 against the design "
+            f"{design:.1%} (python bench/gate.py). The sign-flip gate (--gate-method signflip, the default) "
+            "keeps "
+            "the design for any symmetric noise")
+
+
 @dataclass(frozen=True)
 class Gate:
     """Every figure of one candidate-vs-incumbent gate decision.

@@ -44,6 +44,20 @@ _PKW_TABLE = (
 )
 MAD_TABLE: dict[int, float] = {n: c for n, c in enumerate(_PKW_TABLE, start=2)}
 
+# A MAD (or SD) at most this share of the deltas' magnitude, max(1, max|d|), is float noise and taken as 0:
+# deltas
+# that tie in exact arithmetic differ by ~1e-16 after float sums (0.1 + 0.2 − 0.3 = 5.6e-17), and their MAD,
+# taken as the scale, would make SE ~1e-16 and t ~1e14. The floor of 1 is the composite's own unit: a delta is
+# a
+# difference of two composites of order 1, whose float error is ~1e-16 whatever the delta's size. 1e-9 is the
+# sign-flip gate's own resolution (signflip.ROUND: T values equal to 9 decimals are one atom).
+SCALE_TOLERANCE = 1e-9
+
+
+def float_zero(scale: float | np.ndarray, magnitude: float | np.ndarray) -> bool | np.ndarray:
+    """Whether a MAD or SD `scale` of deltas whose largest |d| is `magnitude` is float noise, i.e. 0."""
+    return scale <= SCALE_TOLERANCE * np.maximum(1.0, magnitude)
+
 
 def mad_constant(n: int) -> float:
     """C_n: the multiplier that makes C_n·MAD an unbiased estimate of σ for n normal values (n ≥ 2)."""
@@ -73,16 +87,21 @@ class Scale:
 
 
 def robust_scale_of(deltas: Sequence[float]) -> Scale:
-    """C_n·MAD(d); when the MAD is 0, the sample SD / c4(n); 0 for fewer than two deltas."""
+    """C_n·MAD(d); when the MAD is 0, the sample SD / c4(n); 0 for fewer than two deltas.
+
+    "0" means within float noise (float_zero: ≤ SCALE_TOLERANCE·max(1, max|d|)), so deltas that tie in exact
+    arithmetic decide as if they tied in floats too; an SD that is float noise gives s_r 0 (method 'sd')."""
     d = np.asarray(list(deltas), dtype=float)
     n = int(d.size)
     if n < 2:
         return Scale(0.0, "none", 0.0)
+    magnitude = float(np.max(np.abs(d)))
     mad = float(np.median(np.abs(d - np.median(d))))   # = stats.median_abs_deviation(d, scale=1.0)
-    if mad > 0:
+    if not float_zero(mad, magnitude):
         factor = mad_constant(n)
         return Scale(factor * mad, "mad", factor)
     # Over half the deltas tie (common with pass/fail grades): the MAD says "no noise" while the other deltas
     # plainly vary, so the sample SD is the honest fallback, made unbiased the same way (÷ c4).
     factor = 1.0 / c4(n)
-    return Scale(factor * float(np.std(d, ddof=1)), "sd", factor)
+    sd = float(np.std(d, ddof=1))
+    return Scale(0.0 if float_zero(sd, magnitude) else factor * sd, "sd", factor)

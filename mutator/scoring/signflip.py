@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mutator.scoring.mad import c4, mad_constant
+from mutator.scoring.mad import c4, float_zero, mad_constant
 
 ENUMERATE_MAX = 12        # 2^12 = 4096 patterns: every pattern up to here
 SAMPLED = 4095            # beyond, the identity + this many seeded random patterns
@@ -83,12 +83,15 @@ def patterns(n: int, seed: int) -> tuple[np.ndarray, bool]:
 
 
 def scales(x: np.ndarray) -> np.ndarray:
-    """mad.robust_scale_of for every row of x at once: C_n·MAD, or SD/c4(n) where the MAD is 0."""
+    """mad.robust_scale_of for every row of x at once: C_n·MAD, or SD/c4(n) where the MAD is 0 (0 within
+    float noise: mad.float_zero), and 0 where the SD is float noise too."""
     n = x.shape[1]
     centre = np.median(x, axis=1, keepdims=True)
     mad = np.median(np.abs(x - centre), axis=1)
     sd = np.std(x, axis=1, ddof=1)
-    return np.where(mad > 0, mad_constant(n) * mad, sd / c4(n))
+    magnitude = np.max(np.abs(x), axis=1)
+    fallback = np.where(float_zero(sd, magnitude), 0.0, sd / c4(n))
+    return np.where(float_zero(mad, magnitude), fallback, mad_constant(n) * mad)
 
 
 def critical(shifted: Sequence[float], prior_weight: float, prior_df: int, alpha: float) -> Critical:

@@ -90,7 +90,7 @@ class AARun:
                 "w_steps": s.score.w_steps, "min_improvement": s.score.min_improvement,
                 "gate_z": s.score.gate_z, "pairing": "independent",
                 **({"gate_method": s.score.gate_method} if s.score.gate_method != "t" else {}),
-                **({"sequential": self.gating.design.to_json()} if self.gating.design.sequential else {}),
+                **({"sequential": self.gating.design.identity()} if self.gating.design.sequential else {}),
                 # an A/A run from before the tie rule is another measurement: a new id, its cells all cached
                 **({"tie_rule": self.gating.tie_rule} if self.gating.tie_rule != "keep" else {})}
 

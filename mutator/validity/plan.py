@@ -15,17 +15,19 @@ from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
 from mutator.round.solve import solve_estimate, solve_line
-from mutator.scoring.gate import gate_t
+from mutator.scoring.gate import gate_t, method_warning
 from mutator.scoring.sequential import Design, expected_looks
 from mutator.store import planning
 from mutator.store.db import connect_readonly
+from mutator.validity import calibration
 from mutator.validity.stats import mde, two_sided_critical
 from strategies import make_strategy
 
 POWER = 0.8
 TEST_ALPHA = 0.05
-# SD of a per-task composite delta, when nothing is measured
-DEFAULT_SIGMA = 0.15
+# the change `--plan` always says the cost of detecting, and the resolution below which it warns
+TARGET_EFFECT = 0.05
+BLIND_ABOVE = 0.15
 # a real build-agent cell, when none is measured
 CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)
 # one real mutator call, when none is measured
@@ -79,6 +81,9 @@ class Plan:
     expected_round_usd: float = 0.0
     # per round, full val evaluations of the incumbent under a fresh salt (nullControls)
     null_controls: int = 0
+    # what detecting TARGET_EFFECT takes at this σ and these replicates: {"gate"|"test": (tasks, cells, usd)}
+    target: dict | None = None
+    gate_warning: str | None = None   # the Student-t gate chosen (gate.method_warning)
 
     @property
     def train_cells(self) -> int:
@@ -89,8 +94,35 @@ def _store(settings: Settings):
     return connect_readonly(settings.db_path) if settings.db_path.exists() else None
 
 
+def pass_fail(suite: Suite) -> bool:
+    """Whether a suite's grader gives pass/fail scores: a Harbor task's reward (SkillsBench, Terminal-Bench),
+    or
+    a suite.md that says `grades: pass-fail`."""
+    return suite.runner == "harbor" or str(suite.option("grades", "")).lower() in ("pass-fail", "pass/fail")
+
+
+def prior_noise(val: Suite, replicates: int) -> Noise:
+    """σ before any cell: a per-task delta between two equal genomes, each task the mean of `replicates`
+    trials, σ = √(2·E[p(1−p)]/R) with E[p(1−p)] from the beta-binomial fit of SkillsBench's trials
+    (mutator/validity/calibration.py). Pass/fail graders: that is the prior. Graded ones: the same figure as a
+    conservative bound (a score in [0, 1] with mean p has variance at most p(1−p)). Between-task spread of a
+    real effect and the composite's cost terms are left out."""
+    fit = calibration.fit(None)
+    sigma = calibration.pass_fail_sigma(replicates, fit)
+    what = ("a prior for a pass/fail grader" if pass_fail(val) else
+            "a stated conservative bound for a graded suite (a [0, 1] score with mean p varies at most "
+            "p(1−p))")
+    return Noise(sigma, sigma, replicates,
+                 f"{what}: SkillsBench's trials, E[p(1−p)] = {fit.trial_var:.4f} (beta-binomial "
+                 f"Beta({fit.alpha:.3f}, {fit.beta:.3f}) over {fit.cells:,} cells), "
+                 f"√(2·E[p(1−p)]/{replicates}) "
+                 f"at {replicates} replicate(s); nothing measured on {val.name} yet (an A/A run measures it: "
+                 "--aa 5)")
+
+
 def noise_estimate(settings: Settings, val: Suite) -> Noise:
-    """An A/A run's pooled s on this val suite, else an earlier run's pooled gate s, else DEFAULT_SIGMA.
+    """An A/A run's pooled s on this val suite, else an earlier run's pooled gate s, else the prior
+    (prior_noise).
 
     A measured s is rescaled from its run's replicates R₀ to the planned R by √(R₀/R): exact for the pure
     replicate noise an A/A run measures, approximate for a real run's deltas (which also hold real effects).
@@ -106,9 +138,7 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
                 source = f"{label} {found[0]['id']} (pooled s over df {found[0]['gate_df']})"
                 break
     if not found:
-        return Noise(DEFAULT_SIGMA, DEFAULT_SIGMA, None, f"stated default σ = {DEFAULT_SIGMA} (nothing "
-                                                         "measured on "
-                                                       f"{val.name} yet; an A/A run measures it: --aa 5)")
+        return prior_noise(val, settings.replicates)
     measured, reps = float(found[0]["gate_s"]), int(found[0]["replicates"])
     sigma = measured * math.sqrt(reps / settings.replicates)
     if reps != settings.replicates:
@@ -224,7 +254,38 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
                 test_usd=3 * n_test * reps * cell if n_test else None,
                 design=design, screen_cells=screen_cells, expected_round_usd=expected_round_usd,
                 solve_line=solve_line(settings, len(train.tasks), solve_on), judge_usd=judge,
-                judge_suites=judged, train_replicates=train_reps, null_controls=settings.null_controls)
+                judge_suites=judged, train_replicates=train_reps, null_controls=settings.null_controls,
+                target=_target(settings, noise.sigma, candidates, val_cell, cell),
+                gate_warning=method_warning(settings.score.gate_method, settings.score.gate_z))
+
+
+def tasks_to_detect(effect: float, sigma: float, critical, *, most: int = 1_000_000) -> int:
+    """The fewest tasks n (≥ 2) whose paired design detects `effect` at POWER: mde(σ, n) ≤ effect, with the
+    decision's critical value `critical(df)` and df = n − 1. Bisection (the MDE falls as n grows)."""
+    def seen(n: int) -> bool:
+        return mde(sigma, n, critical=critical(n - 1), power=POWER, df=n - 1) <= effect
+    lo, hi = 2, 2
+    while not seen(hi):
+        if hi >= most:
+            return most
+        lo, hi = hi, min(hi * 2, most)
+    if seen(lo):
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if seen(mid) else (mid, hi)
+    return hi
+
+
+def _target(settings: Settings, sigma: float, candidates: int, val_cell: float, cell: float) -> dict:
+    """What detecting TARGET_EFFECT takes at the run's replicates: val tasks for one round's gate (its round-1
+    df, cells and dollars of the round's candidates' val evaluations), test tasks for the final test (a test
+    run's three evaluations: seed, champion, no-skill control)."""
+    reps, z = settings.replicates, settings.score.gate_z
+    gate_n = tasks_to_detect(TARGET_EFFECT, sigma, lambda df: gate_t(z, candidates * df))
+    test_n = tasks_to_detect(TARGET_EFFECT, sigma, lambda df: two_sided_critical(TEST_ALPHA, df))
+    return {"gate": (gate_n, gate_n * reps, candidates * gate_n * reps * val_cell),
+            "test": (test_n, test_n * reps, 3 * test_n * reps * cell)}
 
 
 def _design(settings: Settings) -> dict | None:
@@ -254,6 +315,9 @@ def render_plan(p: Plan) -> str:
                      f"{p.n_test} tasks): {p.mde_test:.4f} (assumes test deltas as noisy as val's)")
     else:
         lines.append("    final test comparison: — (give --holdout to plan it)")
+    lines += _resolution_lines(p)
+    if p.gate_warning:
+        lines.append(f"  {p.gate_warning}")
     lines += [
         f"  Cost: a cell ≈ ${p.cell_usd:.5f} ({p.cell_source}); a mutator call ≈ ${p.mutator_usd:.4f} "
         f"({p.mutator_source})",
@@ -278,6 +342,25 @@ def render_plan(p: Plan) -> str:
         "plan); 'estimated' ones are stated token counts at config.json prices",
     ]
     return "\n".join(lines)
+
+
+def _resolution_lines(p: Plan) -> list[str]:
+    """What detecting TARGET_EFFECT would take, always; a warning when nothing under BLIND_ABOVE is
+    visible."""
+    lines = []
+    if p.target:
+        (gn, gc, gu), (tn, tc, tu) = p.target["gate"], p.target["test"]
+        lines.append(f"  Detecting a change of {TARGET_EFFECT:g} at {POWER:.0%} power, at σ "
+                     f"{p.noise.sigma:.4f} and {p.replicates} replicate(s): the gate needs {gn} val tasks × "
+                     f"{p.replicates} = {gc} cells "
+                     f"per candidate (≈ ${gu:.4f} of val a round); the final test {tn} test tasks × "
+                     f"{p.replicates} = {tc} cells per genome (≈ ${tu:.4f} a test run)")
+    seen = min(x for x in (p.mde_gate_last, p.mde_test) if x is not None)
+    if seen > BLIND_ABOVE:
+        lines.append(f"  WARNING: this run cannot see a change smaller than {BLIND_ABOVE:g}: its smallest "
+                     f"detectable change is {seen:.4f}. The gate keeps or rejects smaller changes on noise; "
+                     "add tasks or replicates (above), or measure σ first (--aa 5)")
+    return lines
 
 
 def _cheaper_lines(p: Plan) -> list[str]:

@@ -88,3 +88,45 @@ def test_pooling_keeps_the_rate_after_many_rounds(method):
         rejects += not compare(cand, incumbent, prior=prior, min_improvement=0.0, gate_z=1.0, method=method).keep
     design = float(stats.norm.sf(1.0))
     assert abs(rejects / runs - design) < 3 * math.sqrt(design * (1 - design) / runs)
+
+
+# Composites that equal 0.3 in exact arithmetic but not in floats: 0.1 + 0.2 and 0.7 − 0.4 differ from 0.3 by
+# ~5.6e-17. Five of six tasks tie (a pass/fail-like suite), one loses 0.05.
+FLOAT_TIES = [0.1 + 0.2, 0.3, 0.1 + 0.2, 0.7 - 0.4, 0.3, 0.25]
+EXACT_TIES = [0.3, 0.3, 0.3, 0.3, 0.3, 0.25]
+
+
+def _tasks(values):
+    return {f"t{i}": TaskFigures(f"t{i}", float(v), 0.0, 0.0, float(v), 1) for i, v in enumerate(values)}
+
+
+def test_a_mad_of_float_noise_is_zero_and_falls_back_to_the_sd():
+    deltas = [c - 0.3 for c in FLOAT_TIES]
+    assert 0 < abs(deltas[0]) < 1e-15          # the float noise this is about
+    scale = robust_scale_of(deltas)
+    exact = robust_scale_of([c - 0.3 for c in EXACT_TIES])
+    assert scale.method == exact.method == "sd"
+    assert scale.s_r == pytest.approx(exact.s_r, rel=1e-12)
+    assert scale.s_r == pytest.approx(float(np.std([0, 0, 0, 0, 0, -0.05], ddof=1)) / c4(6), rel=1e-12)
+    # every delta tying in exact arithmetic: the SD is float noise too, and the scale is 0, as with exact ties
+    assert robust_scale_of([0.1 + 0.2 - 0.3, 0.0, 0.7 - 0.4 - 0.3, 0.0]).s_r == 0.0
+    # a real but small MAD is kept as it is
+    assert robust_scale_of([1e-6, -1e-6, 2e-6, 0.0]).method == "mad"
+
+
+def test_the_float_noise_case_keeps_the_candidate_as_the_exact_deltas_do():
+    # The old gate took MAD ~1e-16 as the scale: SE ~4e-17, threshold ~0, and the one lost task rejected the
+    # candidate. Exact arithmetic (MAD 0 → SD/c4) gives SE 0.0088, threshold −0.0097, Δ −0.0083: kept.
+    for values in (FLOAT_TIES, EXACT_TIES):
+        g = compare(_tasks(values), _tasks([0.3] * 6), prior=[], min_improvement=0.0, gate_z=1.0, method="t")
+        assert (g.keep, g.scale_method) == (True, "sd")
+        assert g.threshold == pytest.approx(-0.0097256, abs=1e-7)
+
+
+def test_the_sign_flip_reference_of_float_ties_is_the_exact_one():
+    # the sign-flip patterns' own scales make the same fallback: t 0.9515 and the atom's ρ, not t ~4e14
+    figures = []
+    for values in (FLOAT_TIES, EXACT_TIES):
+        g = compare(_tasks(values), _tasks([0.3] * 6), prior=[], min_improvement=0.0, gate_z=1.0)
+        figures.append((round(g.t, 9), g.flip["below"], g.flip["at"], round(g.flip["rho"], 12), g.flip["position"]))
+    assert figures[0] == figures[1] == (0.951532862, 0.0, 0.5, round(0.31731050786291415, 12), 0)

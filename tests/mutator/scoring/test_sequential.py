@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from scipy import special
+from scipy import special, stats
 
 from mutator.round.evaluations import Outcome
 from mutator.round.waves import Gating, looked_at, sequential_val
@@ -18,6 +18,7 @@ from mutator.scoring.sequential import (
     Design,
     SequentialError,
     early_decision,
+    expected_looks,
     last_look_z,
     screen_tasks,
     wave,
@@ -36,14 +37,54 @@ def test_one_look_or_no_early_spend_is_the_fixed_gate():
 
 def test_the_last_look_pays_for_the_early_ones():
     z = last_look_z(4, 1.0, 2.0)
-    assert z == pytest.approx(1.0587, abs=5e-4)
+    assert z == pytest.approx(1.058561, abs=1e-6)
     assert last_look_z(2, 1.0, 2.0) < z < last_look_z(8, 1.0, 2.0)
     # the overall false-reject of the design, by simulation of the cumulative looks: 1 − Φ(1) = 15.87%
     rng = np.random.default_rng(3)
     walks = np.cumsum(rng.standard_normal((200_000, 4)), axis=1) / np.sqrt(np.arange(1, 5))
-    rejected = (walks[:, :3] < -2.0).any(axis=1) | (walks[:, 3] < -z)
+    stops = np.abs(walks[:, :3]) > 2.0                   # the first early look past ±2 decides: loss or win
+    first = stops.argmax(axis=1)
+    early_loss = stops.any(axis=1) & (walks[np.arange(len(walks)), first] < -2.0)
+    rejected = early_loss | (~stops.any(axis=1) & (walks[:, 3] < -z))
     design = float(special.ndtr(-1.0))
     assert abs(rejected.mean() - design) < 3 * math.sqrt(design * (1 - design) / 200_000)
+
+
+def mvn_false_reject(looks: int, early_z: float, last_z: float) -> float:
+    """P(reject | null) of the design, from scipy's multivariate normal CDF (Genz), independent of the
+    recursive integration: Σ_k P(|Z_j| < early_z for j < k, Z_k < −early_z) + P(all early |Z_j| < early_z,
+    Z_K < −last_z), with Corr(Z_i, Z_j) = √(i/j) for i ≤ j."""
+    k = np.arange(1, looks + 1)
+    corr = np.sqrt(np.minimum.outer(k, k) / np.maximum.outer(k, k))
+    total = 0.0
+    for look in range(1, looks + 1):
+        z = last_z if look == looks else early_z
+        if look == 1:
+            total += float(special.ndtr(-z))
+            continue
+        mvn = stats.multivariate_normal(np.zeros(look), corr[:look, :look], abseps=1e-8, releps=1e-8,
+                                        maxpts=100_000 * look, seed=7)
+        lower = np.r_[np.full(look - 1, -early_z), -np.inf]
+        upper = np.r_[np.full(look - 1, early_z), -z]
+        total += float(mvn.cdf(upper, lower_limit=lower))
+    return total
+
+
+@pytest.mark.parametrize("looks", [2, 3, 4])
+def test_the_last_z_gives_the_design_false_reject_to_six_decimals(looks):
+    # early wins stop (keep) too, so they enter: P(any look rejects | null) = 1 − Φ(gateZ) = 0.158655...
+    z = last_look_z(looks, 1.0, 2.0)
+    assert mvn_false_reject(looks, 2.0, z) == pytest.approx(float(special.ndtr(-1.0)), abs=1e-6)
+
+
+def test_expected_looks_matches_the_walk_it_describes():
+    # 4 waves, early looks at |Z| > 2, a change 3 SE worse: simulated stops agree with the integration
+    rng = np.random.default_rng(5)
+    walks = np.cumsum(rng.standard_normal((200_000, 4)) - 3.0 / 2.0, axis=1) / np.sqrt(np.arange(1, 5))
+    stopped = np.abs(walks[:, :3]) > 2.0
+    first = np.where(stopped.any(axis=1), stopped.argmax(axis=1) + 1, 4)
+    assert expected_looks(4, 2.0, -3.0) == pytest.approx(first.mean(), abs=0.01)
+    assert expected_looks(4, 9.0) == pytest.approx(4.0, abs=1e-9)
 
 
 def test_early_looks_that_spend_the_whole_rate_are_refused_naming_the_key():
@@ -118,3 +159,13 @@ def test_the_screen_draws_its_tasks_from_the_run_seed_in_suite_order():
     assert first == screen_tasks(TASKS, 3, "0:run-x:1:screen") and len(first) == 3
     assert first == [t for t in TASKS if t in first]
     assert screen_tasks(TASKS, 0, "s") == [] and screen_tasks(TASKS, 99, "s") == TASKS
+
+
+def test_run_ids_hash_the_last_z_they_were_made_with():
+    # the gate uses the exact z; a run id keeps hashing the old grid solver's figure (its bits, as 8cec38c
+    # stored it), so every stored sequential run and A/A run keeps its id and resumes with 0 cells
+    design = Design(4, 1.0, 2.0)
+    assert design.identity() == {"looks": 4, "gate_z": 1.0, "early_z": 2.0, "last_z": 1.0586726980153496,
+                                 "sequential": True}
+    assert design.z(4) == pytest.approx(1.058561, abs=1e-6) and design.to_json()["last_z"] == design.z(4)
+    assert Design(1, 1.0, 2.0).identity() == Design(1, 1.0, 2.0).to_json()

@@ -14,6 +14,7 @@ from scipy import stats
 
 from mutator.scoring import signflip
 from mutator.store.db import connect_readonly, loads
+from mutator.validity import calibration
 from tests.conftest import built_once, copy_store, run_cli
 
 AA_ARGS = ("--aa", "3", "--suite", "clean-train", "--val", "clean-val", "--replicates", "2")
@@ -127,10 +128,12 @@ def test_plan_uses_the_aa_noise_and_rescales_replicates(aa_store, tmp_path: Path
 def test_plan_without_a_store_states_its_defaults(tmp_path: Path) -> None:
     result = run_cli(*PLAN_ARGS, "--data-dir", str(tmp_path / "none"))
     assert result.returncode == 0, result.stderr
-    assert "stated default σ = 0.15" in result.stdout and "estimated: 40,000 input" in result.stdout
+    assert "a stated conservative bound for a graded suite" in result.stdout
+    assert "estimated: 40,000 input" in result.stdout
+    sigma = math.sqrt(2 * calibration.fit(None).trial_var / 3)       # the prior at config.json's 3 replicates
     mde_round1 = re.search(r"gate_z 1\): ([0-9.]+) at round 1", result.stdout).group(1)
     t7 = stats.t.ppf(stats.norm.cdf(1.0), 7)
-    assert float(mde_round1) == pytest.approx((t7 + stats.t.ppf(0.8, 7)) * 0.15 / math.sqrt(8), abs=1e-4)
+    assert float(mde_round1) == pytest.approx((t7 + stats.t.ppf(0.8, 7)) * sigma / math.sqrt(8), abs=1e-4)
     assert not (tmp_path / "none" / "mutator.db").exists()                   # planning never creates a store
 
 
