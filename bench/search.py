@@ -93,6 +93,7 @@ class Outcome:
     calls: int = 0                     # mutator calls
     # per KEEP verdict: the kept candidate's TRUE test composite minus the incumbent's it was judged against
     kept: list = field(default_factory=list)
+    final: object = None               # the final incumbent genome
 
 
 class Search:
@@ -346,7 +347,7 @@ class Search:
         return Outcome(self.curve, self.member(self.incumbent).composite,
                        self.land.expected(self.incumbent, "test", self.norms["test"]), self.spent["rollouts"],
                        self.spent["usd"], self.decisions, dict(self.purpose), self.screens, self.calls,
-                       self.kept)
+                       self.kept, self.incumbent)
 
 
 def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,
