@@ -168,7 +168,7 @@ class LandscapeAdapter:
                 (self.phase or "child minibatch")
             self.split[purpose + (" (re-run)" if k else "")] += 1
             outputs.append(cell.score)
-            scores.append(summarise([cell], WEIGHTS, self.norms[item.split]).composite)
+            scores.append(summarise([cell], WEIGHTS, self.norms[item.split]).composite + SHIFT)
             traces.append({"task": item.task, "replicate": item.replicate, "failing": failing})
         return EvaluationBatch(outputs=outputs, scores=scores,
                                trajectories=traces if capture_traces else None)
@@ -224,7 +224,7 @@ class Recorder:
         idx = FullEvaluationPolicy().get_best_program(self.state)
         scores = self.state.prog_candidate_val_subscores[idx]
         genome = self.adapter.codec.decode(self.state.program_candidates[idx])
-        return genome, sum(scores.values()) / len(scores)
+        return genome, sum(scores.values()) / len(scores) - SHIFT
 
     def point(self) -> None:
         genome = self.best()[0]
@@ -274,9 +274,13 @@ class PeerLine:
 PEER_LINES = (PeerLine("gepa"), PeerLine("gepa-merge", use_merge=True), PeerLine("gepa-cache", cache=True),
               PeerLine("gepa-mb6", minibatch=6), PeerLine("gepa-mb10", minibatch=10),
               PeerLine("gepa-current-best", selector="current_best"))
-# perfect_score stays GEPA's 1.0: a composite carries the cost and steps penalties (seed ≈ −0.12), so no cell
-# reaches it and skip_perfect_score never skips a minibatch
-PERFECT_SCORE = 1.0
+# GEPA sees each cell's composite + SHIFT: the composite is negative on a failed cell (the cost and steps
+# penalties), and GEPA's merge draws common ancestors with their scores as weights (gepa/proposer/merge.py,
+# find_common_ancestor_pair: "Total of weights must be greater than zero" when none is positive); a constant
+# shift keeps every order and every difference. perfect_score sits above any shifted composite, so
+# skip_perfect_score never skips a minibatch (the composite's best is 1 − the penalties, never 1).
+SHIFT = 1.0
+PERFECT_SCORE = SHIFT + 1.0
 
 
 @dataclass
