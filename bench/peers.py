@@ -94,8 +94,8 @@ class RuleCodec:
 
 class SlotCodec:
     """A calibrated landscape's genome (a set of edit ids) as GEPA's candidate: SLOTS components, each an edit
-    id or OFF. A child's new edit goes in its parent's first free slot and a dropped one leaves its slot, so GEPA's
-    per-component merge combines the edits two descendants added."""
+    id or OFF. A child's new edit goes in its parent's first free slot and a dropped one leaves its slot, so
+    GEPA's per-component merge combines the edits two descendants added."""
     SLOTS = 48
 
     def seed(self, genome: frozenset) -> dict[str, str]:
@@ -409,7 +409,8 @@ def table(result: dict) -> str:
         vs = result["vs_default"].get(name)
         cpd = f"{r['cells_per_decision']:.1f}" if r["cells_per_decision"] else "—"
         lines.append(f"| {name}{' (default)' if name == result['default'] else ''} | {r['true_test']:.4f} | "
-                     f"{r['true_test_se']:.4f} | {r['harmful_kept_share']:.1%} | {r['kept_per_seed']:.1f} | {cpd} "
+                     f"{r['true_test_se']:.4f} | {r['harmful_kept_share']:.1%} | "
+                     f"{r['kept_per_seed']:.1f} | {cpd} "
                      f"| {r['rollouts']:.0f} | {r['measured_minus_true_val']:+.4f} | "
                      + (f"{vs['diff']:+.4f} | {vs['p_holm']:.2g} |" if vs else "— | — |"))
     return "\n".join(lines)
@@ -419,9 +420,12 @@ def gepa_lines(result: dict) -> str:
     out = []
     for label, g in result["gepa"].items():
         split = ", ".join(f"{k} {v:.0f}" for k, v in sorted(g["split"].items()))
-        out.append(f"- {label}: per run {g['mutator_calls']:.0f} proposals ({g['duplicates']:.1f} duplicates), "
-                   f"{g['candidates']:.1f} candidates kept (seed included), {g['merges']:.1f} merges; metric calls "
-                   f"by purpose (mean per run): {split}; GEPA's own count equals ours in {g['counts_agree']}.")
+        out.append(f"- {label}: per run {g['mutator_calls']:.0f} proposals ({g['duplicates']:.1f} "
+                   f"duplicates), "
+                   f"{g['candidates']:.1f} candidates kept (seed included), {g['merges']:.1f} merges; "
+                   f"metric calls "
+                   f"by purpose (mean per run): {split}; GEPA's own count equals ours in "
+                   f"{g['counts_agree']}.")
     return "\n".join(out)
 
 
@@ -452,7 +456,8 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
                                "merges": statistics.mean(r.merges for r in rs),
                                "split": {k: statistics.mean(r.split.get(k, 0) for r in rs)
                                          for k in sorted({k for r in rs for k in r.split})},
-                               "counts_agree": f"{sum(r.gepa_calls == r.outcome.rollouts for r in rs)}/{len(rs)}"}
+                               "counts_agree":
+                                   f"{sum(r.gepa_calls == r.outcome.rollouts for r in rs)}/{len(rs)}"}
                        for label, rs in runs.items()},
               "per_seed_true_test": {label: [o.test_true for o in o_] for label, o_ in rows.items()}}
     result["rows"] = rows
@@ -461,13 +466,18 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
 
 def header(result: dict) -> str:
     return (f"Landscape `{result['landscape']}`: seeds {result['seeds'][0]}..{result['seeds'][-1]} "
-            f"({len(result['seeds'])}), {result['budget']} rollouts per line (val + train cells; GEPA's metric "
-            f"calls), {result['replicates']} replicates, val 8 tasks. Mean per-cell SD of the default's final "
+            f"({len(result['seeds'])}), {result['budget']} rollouts per line (val + train cells; GEPA's "
+            f"metric "
+            f"calls), {result['replicates']} replicates, val 8 tasks. Mean per-cell SD of the default's "
+            f"final "
             f"incumbent's val cells {result['cell_sd']:.3f} (root-mean-square {result['cell_sd_rms']:.3f}). "
-            f"Default: `{result['default']}` (config.json). 'harmful kept' = the share of KEEP verdicts whose "
-            "candidate's TRUE test composite is below the incumbent's it was judged against (GEPA: an accepted "
+            f"Default: `{result['default']}` (config.json). 'harmful kept' = the share of KEEP verdicts "
+            f"whose "
+            "candidate's TRUE test composite is below the incumbent's it was judged against (GEPA: an "
+            "accepted "
             "child below its best parent); 'vs default' = mean paired difference in TRUE test composite, "
-            "Wilcoxon signed-rank over seeds, Holm over every line but the oracles (greedy-oracle keeps iff the "
+            "Wilcoxon signed-rank over seeds, Holm over every line but the oracles (greedy-oracle keeps "
+            "iff the "
             "TRUE val composite rises: headroom, not a competitor).")
 
 
@@ -475,9 +485,11 @@ def write_docs(result: dict, command: str, wall: float, commit: str) -> Path:
     page = ROOT / "docs" / "benchmarks" / "results" / f"peers-{result['landscape']}.md"
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(f"# bench/peers.py on the `{result['landscape']}` landscape\n\n"
-                    f"Written by `{command}` — {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit "
+                    f"Written by `{command}` — {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} "
+                    f"UTC, commit "
                     f"{commit}, {platform.platform()}, {os.cpu_count()} CPUs (shared), Python "
-                    f"{platform.python_version()}, gepa {importlib.metadata.version('gepa')}, wall {wall:.0f} s.\n\n"
+                    f"{platform.python_version()}, gepa {importlib.metadata.version('gepa')}, wall "
+                    f"{wall:.0f} s.\n\n"
                     f"{header(result)}\n\n{table(result)}\n\nGEPA's spending:\n\n{gepa_lines(result)}\n")
     return page
 
