@@ -13,14 +13,20 @@ only: gepa is the `bench` extra (pip install -e '.[bench]') and never a dependen
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
 import importlib.metadata
 import importlib.util
-import random
+import json
+import math
+import os
+import platform
 import statistics
+import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,7 +40,8 @@ try:
 except ImportError as exc:  # the bench extra is not installed
     raise SystemExit("bench/peers.py needs the gepa package: pip install -e '.[bench]'") from exc
 
-from mutator.scoring.score import CellFigures, summarise  # noqa: E402
+from bench import calibrated  # noqa: E402
+from mutator.scoring.score import summarise  # noqa: E402
 
 
 def _load_bench():
@@ -72,6 +79,45 @@ def decode(candidate: dict[str, str]) -> Genome:
     return Genome((op, int(text)) for op, text in candidate.items() if text != OFF)
 
 
+class RuleCodec:
+    """The quiet landscape's genome as GEPA's candidate: one component per rule (encode/decode above)."""
+
+    def seed(self, genome: Genome) -> dict[str, str]:
+        return encode(genome)
+
+    def decode(self, candidate: dict[str, str]) -> Genome:
+        return decode(candidate)
+
+    def texts(self, candidate: dict[str, str], child: Genome) -> dict[str, str]:
+        return {op: text for op, text in encode(child).items() if text != candidate[op]}
+
+
+class SlotCodec:
+    """A calibrated landscape's genome (a set of edit ids) as GEPA's candidate: SLOTS components, each an edit
+    id or OFF. A child's new edit goes in its parent's first free slot and a dropped one leaves its slot, so
+    GEPA's per-component merge combines the edits two descendants added."""
+    SLOTS = 48
+
+    def seed(self, genome: frozenset) -> dict[str, str]:
+        ids = sorted(genome)
+        return {f"slot{i:02d}": ids[i] if i < len(ids) else OFF for i in range(self.SLOTS)}
+
+    def decode(self, candidate: dict[str, str]) -> frozenset:
+        return frozenset(text for text in candidate.values() if text != OFF)
+
+    def texts(self, candidate: dict[str, str], child: frozenset) -> dict[str, str]:
+        parent = self.decode(candidate)
+        out = {slot: OFF for slot, text in candidate.items() if text != OFF and text not in child}
+        free = [slot for slot, text in candidate.items() if text == OFF or slot in out]
+        for eid in sorted(child - parent):
+            out[free.pop(0)] = eid
+        return out
+
+
+def codec_for(land) -> RuleCodec | SlotCodec:
+    return SlotCodec() if isinstance(land, calibrated.Calibrated) else RuleCodec()
+
+
 class Item(NamedTuple):
     """One of GEPA's data instances: one cell, so GEPA's metric call is our rollout."""
     split: str
@@ -79,43 +125,50 @@ class Item(NamedTuple):
     replicate: int
 
 
-def run_cell(land: Landscape, genome: Genome, item: Item,
-             rng: random.Random) -> tuple[CellFigures, list[str]]:
-    """One cell of Landscape.cells and its failing grader tests. A restatement of that loop's body for one
-    (task, replicate): Landscape has no per-cell method (the hook asked for is Landscape.cell)."""
-    applied = frozenset(op for op, v in sorted(genome) if rng.random() >= land.skip[(op, v)])
-    tests = land.tests(item.split, item.task, applied)
-    cell = CellFigures(item.task, item.replicate, sum(tests.values()) / len(tests), land.cost(genome),
-                       land.turns(genome), True)
-    return cell, sorted(t for t, s in tests.items() if s < 1)
+def stream(seed: int, k: int) -> str:
+    """The keyed stream of the k-th run of a cell (k = 0: the first, the stream every line's first run draws;
+    bench/search.py's cache never runs a cell twice)."""
+    return str(seed) if k == 0 else f"{seed}#{k}"
 
 
 class LandscapeAdapter:
     """A GEPAAdapter (gepa/core/adapter.py, 0.1.4): `evaluate(batch, candidate, capture_traces)` returns an
-    EvaluationBatch of per-item scores and `make_reflective_dataset` the failing tests. The score of a cell is
-    its composite (eval − cost and steps terms, the real summarise() of one cell): the objective our lines'
-    gate judges and the figure the table reports, so GEPA optimises what it is scored on. The adapter counts
-    the metric calls itself and raises OutOfBudget before a batch would pass the budget, as Search.evaluate
-    does: GEPA's own max_metric_calls is checked only between iterations (gepa/core/engine.py, run)."""
+    EvaluationBatch of per-item scores and `make_reflective_dataset` the failing tests. A cell is the
+    landscape's
+    own (Landscape.cell / Calibrated.cell) drawn from the keyed stream (seed, split, task, replicate, genome,
+    k-th run): a genome's first run of a cell is the cell every line of the seed sees, a re-run a fresh draw.
+    The score of a cell is its composite (the real summarise() of one cell), the objective our lines' gate
+    judges. The adapter counts the metric calls itself, by what they were for, and raises OutOfBudget before a
+    batch would pass the budget, as Search.evaluate does: GEPA's own max_metric_calls is checked only between
+    iterations (gepa/core/engine.py, run)."""
 
     propose_new_texts = None  # the protocol's optional proposer; ours goes in as custom_candidate_proposer
 
-    def __init__(self, land: Landscape, budget: int, rng: random.Random, norms: dict) -> None:
-        self.land, self.budget, self.rng, self.norms = land, budget, rng, norms
+    def __init__(self, land, budget: int, seed: int, norms: dict, codec) -> None:
+        self.land, self.budget, self.seed, self.norms, self.codec = land, budget, seed, norms, codec
         self.calls, self.usd = 0, 0.0
+        self.runs: Counter = Counter()     # (genome, item) -> runs so far
+        self.phase: str | None = None      # set by Recorder from GEPA's evaluation events
+        self.split: Counter = Counter()    # metric calls by purpose
 
     def evaluate(self, batch: list[Item], candidate: dict[str, str],
                  capture_traces: bool = False) -> EvaluationBatch:
         if self.calls + len(batch) > self.budget:
             raise OutOfBudget
-        genome = decode(candidate)
+        genome = self.codec.decode(candidate)
         outputs, scores, traces = [], [], []
         for item in batch:
-            cell, failing = run_cell(self.land, genome, item, self.rng)
+            k = self.runs[(genome, item)]
+            self.runs[(genome, item)] += 1
+            cell, failing = self.land.cell(genome, item.split, item.task, item.replicate,
+                                           stream=stream(self.seed, k))
             self.calls += 1
             self.usd += cell.cost_usd
+            purpose = ("merge" if self.phase == "merge" else "full val") if item.split == "val" else \
+                (self.phase or "child minibatch")
+            self.split[purpose + (" (re-run)" if k else "")] += 1
             outputs.append(cell.score)
-            scores.append(summarise([cell], WEIGHTS, self.norms[item.split]).composite)
+            scores.append(summarise([cell], WEIGHTS, self.norms[item.split]).composite + SHIFT)
             traces.append({"task": item.task, "replicate": item.replicate, "failing": failing})
         return EvaluationBatch(outputs=outputs, scores=scores,
                                trajectories=traces if capture_traces else None)
@@ -131,30 +184,36 @@ class LandscapeAdapter:
 
 class MutatorProposer:
     """GEPA's ProposalFn (candidate, reflective_dataset, components_to_update) -> new texts: the bench's
-    Mutator on the parent, shown the failing tests of the minibatch (our lines show it
-    the parent's train failures)."""
+    mutator on the parent, on the seed's shared stream (bench/calibrated.py mutator_for), shown the failing
+    tests of the minibatch (our lines show it the parent's train failures)."""
 
-    def __init__(self, mutator) -> None:
-        self.mutator, self.calls = mutator, 0
+    def __init__(self, mutator, codec=None) -> None:
+        self.mutator, self.codec, self.calls = mutator, codec or RuleCodec(), 0
+        self.seen: set = set()
+        self.duplicates = 0               # children proposed before (or a candidate already)
 
     def __call__(self, candidate: dict[str, str], reflective_dataset: dict,
                  components_to_update: list[str]) -> dict:
         failing: dict[str, set[str]] = {}
         for record in next(iter(reflective_dataset.values()), []):  # every component gets the same records
             failing.setdefault(record["task"], set()).update(record["failing"])
-        parent = decode(candidate)
+        parent = self.codec.decode(candidate)
+        self.seen.add(parent)
         child, _ = self.mutator(parent, objective=None, refs=[], targets=(),
                                 failing={task: sorted(tests) for task, tests in failing.items() if tests})
         self.calls += 1
+        self.duplicates += child != parent and child in self.seen
+        self.seen.add(child)
         # a no-op gives no texts, and GEPA then skips the child's evaluation (reflective_mutation.py, Stage
         # 3c), as our critic rejects a no-op unevaluated
-        return {op: text for op, text in encode(child).items() if text != candidate[op]}
+        return self.codec.texts(candidate, child) if child != parent else {}
 
 
 class Recorder:
     """A GEPA callback (gepa/core/callbacks.py): after every iteration, the rollouts spent and the TRUE val
-    composite of GEPA's current best (FullEvaluationPolicy.get_best_program, what GEPAResult returns).
-    notify_callbacks swallows a callback's exception, so one is kept here and raised after the run."""
+    composite of GEPA's current best (FullEvaluationPolicy.get_best_program, what GEPAResult returns); on each
+    evaluation's start, what it is for (the adapter's spend split). notify_callbacks swallows a callback's
+    exception, so one is kept here and raised after the run."""
 
     def __init__(self, adapter: LandscapeAdapter, norm) -> None:
         self.adapter, self.norm = adapter, norm
@@ -164,7 +223,8 @@ class Recorder:
         """GEPA's best candidate and its measured val composite (the mean of its val cells' scores)."""
         idx = FullEvaluationPolicy().get_best_program(self.state)
         scores = self.state.prog_candidate_val_subscores[idx]
-        return decode(self.state.program_candidates[idx]), sum(scores.values()) / len(scores)
+        genome = self.adapter.codec.decode(self.state.program_candidates[idx])
+        return genome, sum(scores.values()) / len(scores) - SHIFT
 
     def point(self) -> None:
         genome = self.best()[0]
@@ -177,6 +237,14 @@ class Recorder:
 
     def on_iteration_end(self, event: dict) -> None:
         self._guarded(self.point)
+
+    def on_evaluation_start(self, event: dict) -> None:
+        parents = [p for p in (event.get("parent_ids") or []) if p is not None]
+        self.adapter.phase = ("parent minibatch" if event.get("candidate_idx") is not None
+                              else "merge" if len(parents) > 1 else "child minibatch")
+
+    def on_evaluation_end(self, event: dict) -> None:
+        self.adapter.phase = None
 
     def _guarded(self, step) -> None:
         try:
@@ -199,9 +267,20 @@ class PeerLine:
     use_merge: bool = False
     minibatch: int = 3
     frontier: str = "instance"
+    selector: str = "pareto"
+    cache: bool = False       # cache_evaluation: a genome's re-measure of a cell is read back, not re-run
 
 
-PEER_LINES = (PeerLine("gepa"), PeerLine("gepa-merge", use_merge=True))
+PEER_LINES = (PeerLine("gepa"), PeerLine("gepa-merge", use_merge=True), PeerLine("gepa-cache", cache=True),
+              PeerLine("gepa-mb6", minibatch=6), PeerLine("gepa-mb10", minibatch=10),
+              PeerLine("gepa-current-best", selector="current_best"))
+# GEPA sees each cell's composite + SHIFT: the composite is negative on a failed cell (the cost and steps
+# penalties), and GEPA's merge draws common ancestors with their scores as weights (gepa/proposer/merge.py,
+# find_common_ancestor_pair: "Total of weights must be greater than zero" when none is positive); a constant
+# shift keeps every order and every difference. perfect_score sits above any shifted composite, so
+# skip_perfect_score never skips a minibatch (the composite's best is 1 − the penalties, never 1).
+SHIFT = 1.0
+PERFECT_SCORE = SHIFT + 1.0
 
 
 @dataclass
@@ -212,21 +291,26 @@ class PeerRun:
     candidates: int
     merges: int
     mutator_calls: int
+    split: dict = field(default_factory=dict)    # metric calls by purpose (minibatches, val, merge)
+    duplicates: int = 0
 
 
-def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed: int) -> PeerRun:
-    norms = {split: bench.norm_for(land, split) for split in ("train", "val", "test")}
-    adapter = LandscapeAdapter(land, budget, random.Random(f"bench:{seed}:{line.label}"), norms)
-    proposer = MutatorProposer(bench.Mutator(land, random.Random(f"mutator:{seed}:{line.label}")))
+def run_gepa(land, line: PeerLine, budget: int, replicates: int, seed: int) -> PeerRun:
+    norms = {split: calibrated.norm_of(land, split) for split in ("train", "val", "test")}
+    codec = codec_for(land)
+    adapter = LandscapeAdapter(land, budget, seed, norms, codec)
+    proposer = MutatorProposer(calibrated.mutator_for(land, seed), codec)
     recorder = Recorder(adapter, norms["val"])
     items = {split: [Item(split, task, rep) for task in land.suites[split] for rep in range(replicates)]
              for split in ("train", "val")}
     try:  # gepa/api.py, optimize (0.1.4)
-        gepa.optimize(seed_candidate=encode(Genome(SEED_RULES)), trainset=items["train"], valset=items["val"],
-                      adapter=adapter, custom_candidate_proposer=proposer,
+        gepa.optimize(seed_candidate=codec.seed(calibrated.seed_genome(land)), trainset=items["train"],
+                      valset=items["val"], adapter=adapter, custom_candidate_proposer=proposer,
                       reflection_minibatch_size=line.minibatch, frontier_type=line.frontier,
-                      use_merge=line.use_merge, max_metric_calls=budget, seed=seed, logger=Silent(),
-                      callbacks=[recorder], raise_on_exception=True)
+                      candidate_selection_strategy=line.selector, cache_evaluation=line.cache,
+                      perfect_score=PERFECT_SCORE, use_merge=line.use_merge, max_metric_calls=budget,
+                      seed=seed,
+                      logger=Silent(), callbacks=[recorder], raise_on_exception=True)
     except OutOfBudget:
         pass  # the next evaluation would have passed the budget: GEPA ends where it stands
     if recorder.error is not None:
@@ -234,11 +318,18 @@ def run_gepa(land: Landscape, line: PeerLine, budget: int, replicates: int, seed
     recorder.point()
     best, val_measured = recorder.best()
     state = recorder.state
-    outcome = Outcome(recorder.curve, val_measured, land.expected(best, "test", norms["test"]), adapter.calls,
-                      adapter.usd + proposer.calls * MUTATOR_USD)
+    test = lambda g: land.expected(g, "test", norms["test"])  # noqa: E731
+    genomes = [codec.decode(c) for c in state.program_candidates]
+    kept = [test(genomes[i]) - max(test(genomes[p]) for p in parents if p is not None)
+            for i, parents in enumerate(state.parent_program_for_candidate)
+            if i and any(p is not None for p in parents)]
+    outcome = Outcome(recorder.curve, val_measured, test(best), adapter.calls,
+                      adapter.usd + proposer.calls * MUTATOR_USD, decisions=proposer.calls,
+                      spent={"seed": len(items["val"])}, calls=proposer.calls, kept=kept, final=best)
     merges = sum(len([p for p in parents if p is not None]) > 1
                  for parents in state.parent_program_for_candidate)
-    return PeerRun(outcome, state.total_num_evals, len(state.program_candidates), merges, proposer.calls)
+    return PeerRun(outcome, state.total_num_evals, len(state.program_candidates), merges, proposer.calls,
+                   dict(adapter.split), proposer.duplicates)
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -251,107 +342,211 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
-def versus(rows: dict[str, list[Outcome]], peers: list[str], ours: list[str], metric) -> list[tuple]:
-    """Each GEPA line against each other and against each of our lines: the mean paired difference, the
-    Wilcoxon p and the Holm p over this family of pairs."""
-    pairs = [(a, b) for i, a in enumerate(peers)
-             for b in peers[i + 1:]] + [(p, line) for p in peers for line in ours]
-    diffs, raw = [], []
-    for peer, line in pairs:
-        a, b = [metric(o) for o in rows[peer]], [metric(o) for o in rows[line]]
-        diffs.append(statistics.mean(x - y for x, y in zip(a, b, strict=True)))
-        raw.append(bench.wilcoxon_p(a, b))
-    return [(*pair, d, p, q) for pair, d, p, q in zip(pairs, diffs, raw, holm(raw), strict=True)]
+# our lines peers.py runs by default: the default, each keep rule with and without waves and the screen,
+# the gate-less lines, best-of-N and the one-step oracle (headroom, not a competitor)
+OURS = (bench.DEFAULT, "greedy:seq+screen:lenient", "greedy:seq+screen:strict", "greedy:seq+screen:positive",
+        "greedy:seq+screen:eb", "greedy:seq:eb", "greedy:fixed:eb", "greedy:seq:lenient",
+        "greedy:fixed:lenient",
+        "greedy-nogate", "greedy-raw", "best-of-n", "greedy-oracle")
+ORACLES = ("greedy-oracle",)
 
 
-def print_significance(rows: dict[str, list[Outcome]], seeds: int, ours: list[str]) -> None:
-    peers = [p.label for p in PEER_LINES]
-    for name, metric in (("final TRUE test composite", lambda o: o.test_true),
-                         ("final TRUE val composite", lambda o: o.curve[-1][1])):
-        found = versus(rows, peers, ours, metric)
-        print(f"\nGEPA lines on {name}: mean paired difference, Wilcoxon signed-rank p over {seeds} seeds, "
-              f"Holm p over these {len(found)} pairs:")
-        for peer, line, diff, p, q in found:
-            better, worse = (peer, line) if diff > 0 else (line, peer)
-            verdict = f"significant: {better} > {worse}" if q < 0.05 else "not significant"
-            print(f"  {peer:<10} − {line:<21} {diff:+.4f}  p={p:<8.2g} Holm p={q:<8.2g} {verdict}")
+def every_line() -> dict:
+    return {line.label: line for line in (*LINES, *bench.EXTRA)}
 
 
-def one_seed(seed: int, ours: tuple, budget: int,
-             replicates: int) -> tuple[float, dict[str, PeerRun], dict[str, Outcome]]:
-    """One seed's 90% target, GEPA's runs and our lines' outcomes."""
-    land = Landscape(random.Random(seed))
-    val_norm = bench.norm_for(land, "val")
-    seed_val = land.expected(Genome(SEED_RULES), "val", val_norm)
-    return (seed_val + 0.9 * (land.optimum("val", val_norm) - seed_val),
-            {peer.label: run_gepa(land, peer, budget, replicates, seed) for peer in PEER_LINES},
-            {line.label: bench.run_search(land, line, budget, replicates, seed) for line in ours})
+def cell_sd(land, genome, seed: int, draws: int = 32) -> tuple[float, float]:
+    """(mean, root-mean-square) over val tasks of the SD of a cell's score, `draws` cells of `genome` each
+    from
+    the landscape's own cell function on a stream no line uses."""
+    sds = []
+    for task in land.suites["val"]:
+        xs = [land.cell(genome, "val", task, 0, stream=f"sd:{seed}:{k}")[0].score for k in range(draws)]
+        sds.append(statistics.pstdev(xs))
+    return statistics.mean(sds), math.sqrt(statistics.mean(x * x for x in sds))
+
+
+def one_seed(seed: int, ours: tuple, peers: tuple, budget: int, replicates: int,
+             landscape: str) -> tuple[dict[str, PeerRun], dict[str, Outcome], tuple[float, float]]:
+    """One seed: GEPA's runs, our lines' outcomes and the per-cell SD of the default's final incumbent."""
+    land = calibrated.make(landscape, seed)
+    runs = {peer.label: run_gepa(land, peer, budget, replicates, seed) for peer in peers}
+    outcomes = {line.label: bench.run_search(land, line, budget, replicates, seed) for line in ours}
+    final = outcomes[bench.DEFAULT].final if bench.DEFAULT in outcomes else calibrated.seed_genome(land)
+    return runs, outcomes, cell_sd(land, final, seed)
+
+
+def summary(o: list[Outcome]) -> dict:
+    kept = [d for out in o for d in out.kept]
+    decisions = sum(out.decisions for out in o)
+    return {"true_test": statistics.mean(x.test_true for x in o),
+            "true_test_se": (statistics.stdev(x.test_true for x in o) / math.sqrt(len(o))
+                             if len(o) > 1 else 0.0),
+            "harmful_kept_share": sum(d < 0 for d in kept) / len(kept) if kept else 0.0,
+            "kept_per_seed": len(kept) / len(o),
+            "cells_per_decision": (sum(x.rollouts - x.spent.get("seed", 0) for x in o) / decisions
+                                   if decisions else None),
+            "rollouts": statistics.mean(x.rollouts for x in o),
+            "measured_minus_true_val": statistics.mean(x.val_measured - x.curve[-1][1] for x in o),
+            "usd": statistics.mean(x.usd for x in o)}
+
+
+def vs_default(rows: dict[str, list[Outcome]], default: str) -> dict:
+    """Each line but the default and the oracles against the default on the TRUE test composite: the mean
+    paired difference (line − default), Wilcoxon signed-rank p over seeds, Holm over this family."""
+    others = [label for label in rows if label != default and label not in ORACLES]
+    base = [o.test_true for o in rows[default]]
+    raw = [bench.wilcoxon_p([o.test_true for o in rows[label]], base) for label in others]
+    return {label: {"diff": statistics.mean(o.test_true for o in rows[label]) - statistics.mean(base),
+                    "p": p, "p_holm": q} for label, p, q in zip(others, raw, holm(raw), strict=True)}
+
+
+def table(result: dict) -> str:
+    lines = ["| line | true test | ± | harmful kept | kept/seed | cells/decision | rollouts | "
+             "measured − true "
+             "val | vs default | Holm p |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in sorted(result["lines"].items(), key=lambda kv: -kv[1]["true_test"]):
+        vs = result["vs_default"].get(name)
+        cpd = f"{r['cells_per_decision']:.1f}" if r["cells_per_decision"] else "—"
+        lines.append(f"| {name}{' (default)' if name == result['default'] else ''} | {r['true_test']:.4f} | "
+                     f"{r['true_test_se']:.4f} | {r['harmful_kept_share']:.1%} | "
+                     f"{r['kept_per_seed']:.1f} | {cpd} "
+                     f"| {r['rollouts']:.0f} | {r['measured_minus_true_val']:+.4f} | "
+                     + (f"{vs['diff']:+.4f} | {vs['p_holm']:.2g} |" if vs else "— | — |"))
+    return "\n".join(lines)
+
+
+def gepa_lines(result: dict) -> str:
+    out = []
+    for label, g in result["gepa"].items():
+        split = ", ".join(f"{k} {v:.0f}" for k, v in sorted(g["split"].items()))
+        out.append(f"- {label}: per run {g['mutator_calls']:.0f} proposals ({g['duplicates']:.1f} "
+                   f"duplicates), "
+                   f"{g['candidates']:.1f} candidates kept (seed included), {g['merges']:.1f} merges; "
+                   f"metric calls "
+                   f"by purpose (mean per run): {split}; GEPA's own count equals ours in "
+                   f"{g['counts_agree']}.")
+    return "\n".join(out)
+
+
+def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, replicates: int,
+        jobs: int) -> dict:
+    rows: dict[str, list[Outcome]] = {line.label: [] for line in (*peers, *ours)}
+    runs: dict[str, list[PeerRun]] = {line.label: [] for line in peers}
+    sds = []
+    work = functools.partial(one_seed, ours=ours, peers=peers, budget=budget, replicates=replicates,
+                             landscape=landscape)
+    for peer_runs, outcomes, sd in bench.over_seeds(work, seeds, jobs):
+        sds.append(sd)
+        for label, r in peer_runs.items():
+            runs[label].append(r)
+            rows[label].append(r.outcome)
+        for label, outcome in outcomes.items():
+            rows[label].append(outcome)
+    default = bench.DEFAULT
+    result = {"landscape": landscape, "cell_sd": statistics.mean(m for m, _ in sds),
+              "cell_sd_rms": math.sqrt(statistics.mean(r * r for _, r in sds)), "seeds": list(seeds),
+              "budget": budget, "replicates": replicates, "default": default,
+              "lines": {label: summary(o) for label, o in rows.items()},
+              "vs_default": vs_default(rows, default) if default in rows else {},
+              "oracles": [label for label in ORACLES if label in rows],
+              "gepa": {label: {"mutator_calls": statistics.mean(r.mutator_calls for r in rs),
+                               "duplicates": statistics.mean(r.duplicates for r in rs),
+                               "candidates": statistics.mean(r.candidates for r in rs),
+                               "merges": statistics.mean(r.merges for r in rs),
+                               "split": {k: statistics.mean(r.split.get(k, 0) for r in rs)
+                                         for k in sorted({k for r in rs for k in r.split})},
+                               "counts_agree":
+                                   f"{sum(r.gepa_calls == r.outcome.rollouts for r in rs)}/{len(rs)}"}
+                       for label, rs in runs.items()},
+              "per_seed_true_test": {label: [o.test_true for o in o_] for label, o_ in rows.items()}}
+    result["rows"] = rows
+    return result
+
+
+def header(result: dict) -> str:
+    return (f"Landscape `{result['landscape']}`: seeds {result['seeds'][0]}..{result['seeds'][-1]} "
+            f"({len(result['seeds'])}), {result['budget']} rollouts per line (val + train cells; GEPA's "
+            f"metric "
+            f"calls), {result['replicates']} replicates, val 8 tasks. Mean per-cell SD of the default's "
+            f"final "
+            f"incumbent's val cells {result['cell_sd']:.3f} (root-mean-square {result['cell_sd_rms']:.3f}). "
+            f"Default: `{result['default']}` (config.json). 'harmful kept' = the share of KEEP verdicts "
+            f"whose "
+            "candidate's TRUE test composite is below the incumbent's it was judged against (GEPA: an "
+            "accepted "
+            "child below its best parent); 'vs default' = mean paired difference in TRUE test composite, "
+            "Wilcoxon signed-rank over seeds, Holm over every line but the oracles (greedy-oracle keeps "
+            "iff the "
+            "TRUE val composite rises: headroom, not a competitor).")
+
+
+def write_docs(result: dict, command: str, wall: float, commit: str) -> Path:
+    page = ROOT / "docs" / "benchmarks" / "results" / f"peers-{result['landscape']}.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f"# bench/peers.py on the `{result['landscape']}` landscape\n\n"
+                    f"Written by `{command}` — {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} "
+                    f"UTC, commit "
+                    f"{commit}, {platform.platform()}, {os.cpu_count()} CPUs (shared), Python "
+                    f"{platform.python_version()}, gepa {importlib.metadata.version('gepa')}, wall "
+                    f"{wall:.0f} s.\n\n"
+                    f"{header(result)}\n\n{table(result)}\n\nGEPA's spending:\n\n{gepa_lines(result)}\n")
+    return page
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--landscape", choices=calibrated.LANDSCAPES, default="quiet",
+                    help="quiet (the fakes), skillsbench or tau (real agent noise, bench/calibrated.py)")
     ap.add_argument("--seeds", type=int, default=32, help="landscapes (paired across lines)")
     ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val "
                     "+ train; every line stops before an evaluation would pass it")
     ap.add_argument("--replicates", type=int, default=2)
     ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
     ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: "
-                    "every line of bench/strategies.py)")
+                    + ", ".join(OURS) + ")")
+    ap.add_argument("--peers", help="comma-separated GEPA lines (default: all: "
+                    + ", ".join(p.label for p in PEER_LINES) + ")")
     ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
                                                         "at once (the same table)")
+    ap.add_argument("--json", type=Path, help="write the figures as JSON here")
+    ap.add_argument("--write-docs", action="store_true",
+                    help="write docs/benchmarks/results/peers-<landscape>.md")
     args = ap.parse_args(argv)
-    ours = tuple(line for line in LINES if not args.lines or line.label in args.lines.split(","))
-    unknown = set(args.lines.split(",")) - {line.label for line in LINES} if args.lines else set()
+    known = every_line()
+    wanted = args.lines.split(",") if args.lines else list(OURS)
+    unknown = set(wanted) - set(known)
     if unknown:
-        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are "
-                 f"{', '.join(x.label for x in LINES)}")
-    suites = Landscape(random.Random(0)).suites
+        ap.error(f"--lines: unknown {', '.join(sorted(unknown))}; the lines are {', '.join(known)}")
+    ours = tuple(known[label] for label in dict.fromkeys(wanted))
+    peer_names = args.peers.split(",") if args.peers else [p.label for p in PEER_LINES]
+    if set(peer_names) - {p.label for p in PEER_LINES}:
+        ap.error(f"--peers: the GEPA lines are {', '.join(p.label for p in PEER_LINES)}")
+    peers = tuple(p for p in PEER_LINES if p.label in peer_names)
+    suites = calibrated.make(args.landscape, 0).suites
     seed_cells = args.replicates * (len(suites["val"]) + len(suites["train"]))  # our lines' first evaluations
     if args.budget < seed_cells:
         ap.error(f"--budget {args.budget} does not cover the seed's own val + train cells ({seed_cells})")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()   # the code the figures come from, read before the run
     started = time.monotonic()
-    rows: dict[str, list[Outcome]] = {line.label: [] for line in (*PEER_LINES, *ours)}
-    runs: dict[str, list[PeerRun]] = {line.label: [] for line in PEER_LINES}
-    targets = []
-    work = functools.partial(one_seed, ours=ours, budget=args.budget, replicates=args.replicates)
-    for target, peer_runs, outcomes in bench.over_seeds(work, range(args.seed_offset,
-                                                                    args.seed_offset + args.seeds),
-                                                        args.jobs):
-        targets.append(target)
-        for label, run in peer_runs.items():
-            runs[label].append(run)
-            rows[label].append(run.outcome)
-        for label, outcome in outcomes.items():
-            rows[label].append(outcome)
-    land = Landscape(random.Random(args.seed_offset))
-    print(f"GEPA {importlib.metadata.version('gepa')} on the landscape of bench/strategies.py: {args.seeds} "
-          f"seeds (from {args.seed_offset}), {args.budget} metric calls per line (one call = one cell, val + "
-          f"train), {args.replicates} replicates, val {len(land.suites['val'])} tasks, train "
-          f"{len(land.suites['train'])}.")
-    print("gepa = GEPA default (minibatch 3, instance Pareto frontier); gepa-merge = the same with "
-          "use_merge (5 merges at most); both propose with our simulated mutator. The other lines are "
-          f"bench/strategies.py's; {bench.DEFAULT} is config.json's default.")
-    print("'to 90%': rollouts until the TRUE val composite of the line's current best closes 90% of the "
-          "seed→optimum gap; the median counts the seeds that never got there as censored at '> budget'.\n")
-    bench.print_table(rows, targets, args.budget)
-    print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")
-    print("Our lines' cells per decision (as bench/strategies.py prints them):")
-    bench.print_cells({line.label: rows[line.label] for line in ours})
-    print()
-    bench.print_tests({line.label: rows[line.label] for line in ours}, args.seeds)
-    bench.print_choice({line.label: rows[line.label] for line in ours}, args.seeds)
-    print()
-    for label, peer_runs in runs.items():
-        print(f"{label}: per run {statistics.mean(r.mutator_calls for r in peer_runs):.0f} mutator calls, "
-              f"{statistics.mean(r.candidates for r in peer_runs):.1f} candidates kept (seed included), "
-              f"{statistics.mean(r.merges for r in peer_runs):.1f} merges accepted; GEPA's own metric-call "
-              "count equals ours in "
-              f"{sum(r.gepa_calls == r.outcome.rollouts for r in peer_runs)}/{len(peer_runs)} runs.")
-    pairs = len(PEER_LINES) * (len(PEER_LINES) - 1) // 2 + len(PEER_LINES) * len(ours)
-    if 2 / 2 ** args.seeds >= 0.05 / pairs:
-        print(f"Note: with {args.seeds} seeds no pair can be significant (the smallest Wilcoxon p is "
-              f"{2 / 2 ** args.seeds:.2g}); run --seeds 32.")
-    print_significance(rows, args.seeds, [line.label for line in ours])
+    result = run(args.landscape, range(args.seed_offset, args.seed_offset + args.seeds), ours, peers,
+                 args.budget, args.replicates, args.jobs)
+    wall = time.monotonic() - started
+    rows = result.pop("rows")
+    print(f"GEPA {importlib.metadata.version('gepa')} beside our lines. " + header(result) + "\n")
+    print(table(result))
+    print(f"\nWall time {wall:.1f} s.\n\nGEPA's spending:\n{gepa_lines(result)}")
+    if args.seeds < 8:
+        print(f"Note: with {args.seeds} seeds no pair can be significant; run --seeds 32.")
+    if bench.DEFAULT in rows and len(ours) > 1:
+        print()
+        bench.print_cells({line.label: rows[line.label] for line in ours})
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    if args.write_docs:
+        command = "python bench/peers.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        print(f"wrote {write_docs(result, command, wall, commit)}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from bench.landscape import MUTATOR_USD, SEED_RULES, WEIGHTS, Genome, Landscape, Mutator, norm_for
+from bench.calibrated import mutator_for, norm_of, seed_genome
+from bench.landscape import MUTATOR_USD, WEIGHTS, Genome, Landscape
 from mutator.config import load_settings
 from mutator.round.evaluations import Outcome as Measured
 from mutator.round.waves import Gating, Screen, sequential_val
@@ -51,6 +52,7 @@ class Rules:
     screen_tasks: int = 0             # 0 = the screen is off in config.json
     screen_replicates: int = 1
     screen_z: float = 2.0
+    keep_rule: str = "lenient"        # score.keepRule (mutator/scoring/keep.py)
 
     @classmethod
     @functools.cache
@@ -58,7 +60,7 @@ class Rules:
         s = load_settings(config_file=config_file, environ={})
         return cls(s.score.min_improvement, s.score.gate_z, s.score.gate_method, s.score.tie_rule,
                    s.evidence_replicates, s.sequential.waves, s.sequential.early_z, s.screen.tasks,
-                   s.screen.replicates, s.screen.z)
+                   s.screen.replicates, s.screen.z, s.score.keep_rule)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class Line:
     waves: bool | None = None   # sequential val (gate lines only); None = as configured
     # the kill-only screen's train tasks (gate lines only); 0 = off, None = as configured
     screen: int | None = None
+    keep_rule: str = ""         # the last look's keep rule (gate lines only); '' = the configured one
 
 
 @dataclass
@@ -88,6 +91,9 @@ class Outcome:
     spent: dict = field(default_factory=dict)    # rollouts by purpose: seed, screen, val, remaining, train
     screens: list = field(default_factory=list)  # per screen decision: (killed, TRULY better on val)
     calls: int = 0                     # mutator calls
+    # per KEEP verdict: the kept candidate's TRUE test composite minus the incumbent's it was judged against
+    kept: list = field(default_factory=list)
+    final: object = None               # the final incumbent genome
 
 
 class Search:
@@ -105,20 +111,20 @@ class Search:
         waves = gated and (rules.sequential if line.waves is None else line.waves)
         self.gating = Gating(WEIGHTS, rules.min_improvement, rules.gate_z, rules.method,
                              Design(replicates if waves else 1, rules.gate_z, rules.early_z),
-                             line.tie_rule or rules.tie_rule)
+                             line.tie_rule or rules.tie_rule, keep_rule=line.keep_rule or rules.keep_rule)
         self.screen = Screen((rules.screen_tasks if line.screen is None else line.screen) if gated else 0,
                              rules.screen_replicates, rules.screen_z)
         self.suites = {split: SimpleNamespace(name=split,
                                               tasks=[SimpleNamespace(id=t) for t in land.suites[split]])
                        for split in ("train", "val")}
-        self.mutator = Mutator.for_seed(land, seed)
-        self.norms = {split: norm_for(land, split) for split in ("train", "val", "test")}
+        self.mutator = mutator_for(land, seed)
+        self.norms = {split: norm_of(land, split) for split in ("train", "val", "test")}
         # genome -> {(task, rep): (cell, failed)}
         self.cells: dict[str, dict[Genome, dict]] = {"train": {}, "val": {}}
         self.evidence: set[Genome] = set()    # genomes whose train evidence was run (the mutator may read it)
         self.spent = {"rollouts": 0, "usd": 0.0}
         self.purpose: Counter = Counter()
-        self.decisions, self.screens = 0, []
+        self.decisions, self.screens, self.kept = 0, [], []
         self.names: dict[Genome, str] = {}
         self._members: dict[Genome, tuple] = {}
         self.by_name: dict[str, Genome] = {}
@@ -133,7 +139,7 @@ class Search:
         self.max_calls = 3 * budget // min(sizes)
         # val cells in suite order, as measured
         self.order = {task: i for i, task in enumerate(land.suites["val"])}
-        self.seed_genome = Genome(SEED_RULES)
+        self.seed_genome = seed_genome(land)
         self.incumbent = self.seed_genome
         self.child = self.seed_genome
         self.curve: list[tuple[int, float]] = []
@@ -225,6 +231,8 @@ class Search:
             self.evaluate(child, "val")
             self.decisions += 1
             if self.member(child).composite > self.member(self.incumbent).composite:
+                self.child = child
+                self.decided(None, True)
                 self.incumbent = child
             self.point()
 
@@ -245,7 +253,11 @@ class Search:
         return gate, gate.delta > 1e-12
 
     def decided(self, gate, keep: bool) -> None:
-        """Every gated verdict (a hook: bench/kept.py records them)."""
+        """Every verdict: a KEEP records the kept candidate's TRUE test change (bench/kept.py hooks in)."""
+        if keep:
+            norm = self.norms["test"]
+            self.kept.append(self.land.expected(self.child, "test", norm)
+                             - self.land.expected(self.incumbent, "test", norm))
 
     def judge(self, child: Genome, round_no: int, prior: list) -> tuple[list[CellFigures], bool] | None:
         """The child's verdict against the incumbent: None when the screen kills it, else the val cells it was
@@ -257,7 +269,7 @@ class Search:
             gate, keep = self.gate(per_task(cells, WEIGHTS, self.norms["val"]),
                                    per_task(self.evaluate(self.incumbent, "val"), WEIGHTS, self.norms["val"]),
                                    prior)
-            prior.append(Comparison(gate.n, gate.s_r))
+            prior.append(Comparison(gate.n, gate.s_r, gate.delta))
             self.decided(gate, keep)
             return cells, keep
         if self.screen.tasks:
@@ -278,7 +290,7 @@ class Search:
                                               label="val", healthy=lambda _outcome: True)
         if looks[-1]["decision"] is None:
             # as the loop's prior_comparisons: an early look's scale is not pooled
-            prior.append(Comparison(gate.n, gate.s_r))
+            prior.append(Comparison(gate.n, gate.s_r, gate.delta))
         self.decided(gate, gate.keep)
         return list(outcome.cells), gate.keep
 
@@ -334,7 +346,8 @@ class Search:
             self.point()
         return Outcome(self.curve, self.member(self.incumbent).composite,
                        self.land.expected(self.incumbent, "test", self.norms["test"]), self.spent["rollouts"],
-                       self.spent["usd"], self.decisions, dict(self.purpose), self.screens, self.calls)
+                       self.spent["usd"], self.decisions, dict(self.purpose), self.screens, self.calls,
+                       self.kept, self.incumbent)
 
 
 def run_search(land: Landscape, line: Line, budget: int, replicates: int, seed: int,

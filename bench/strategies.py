@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import random
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import calibrated  # noqa: E402
 from bench.landscape import (  # noqa: E402,F401  (re-exported: bench/peers.py imports them from here)
     CATALOGUE,
     MUTATOR_USD,
@@ -66,6 +66,9 @@ VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, Tru
             ("seq+screen", True, True))
 # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
 NO_GATE = (("nogate", "positive"), ("raw", "raw"))
+# the keep rules (score.keepRule) each greedy variant below also runs with, labelled greedy:VARIANT:RULE
+KEEP_RULES = ("lenient", "strict", "positive", "eb")
+KEEP_VARIANTS = ("fixed", "seq", "seq+screen")
 
 
 def make_lines(screen_tasks: int) -> tuple[Line, ...]:
@@ -79,6 +82,13 @@ def make_lines(screen_tasks: int) -> tuple[Line, ...]:
     return (*ours, *gateless, Line("best-of-n", "best-of-n", {}))
 
 
+def keep_rule_lines(screen_tasks: int) -> tuple[Line, ...]:
+    """Greedy in the KEEP_VARIANTS, each keep rule named in its label (unnamed lines run config.json's)."""
+    return tuple(Line(f"greedy:{variant}:{rule}", "greedy", {}, waves=waves,
+                      screen=screen_tasks if screen else 0, keep_rule=rule)
+                 for variant, waves, screen in VARIANTS if variant in KEEP_VARIANTS for rule in KEEP_RULES)
+
+
 def default_variant(rules: Rules) -> str:
     """The variant config.json runs: sequential.waves and screen.tasks."""
     return next(v for v, waves, screen in VARIANTS
@@ -88,7 +98,8 @@ def default_variant(rules: Rules) -> str:
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
 # only with --lines: the configured greedy keeping every tie; a greedy that is never wrong
 EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
-         Line("greedy-oracle", "greedy", {}, keep="oracle"))
+         Line("greedy-oracle", "greedy", {}, keep="oracle"),
+         *keep_rule_lines(Rules.from_config().screen_tasks or SCREEN_TASKS))
 DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
 GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 
@@ -119,23 +130,25 @@ def over_seeds(work, seeds: range, jobs: int = 1) -> list:
 
 
 def one_seed(seed: int, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
-             rules: Rules) -> tuple[tuple[float, float, float, float], float, dict[str, Outcome]]:
-    """One seed's optima, 90% target and every line's outcome."""
-    land = Landscape(random.Random(seed))
-    val_norm, test_norm = norm_for(land, "val"), norm_for(land, "test")
-    seed_val, opt_val = land.expected(Genome(SEED_RULES), "val", val_norm), land.optimum("val", val_norm)
-    optima = (seed_val, opt_val, land.expected(Genome(SEED_RULES), "test", test_norm),
+             rules: Rules, landscape: str = "quiet") -> tuple[tuple[float, float, float, float], float,
+                                                              dict[str, Outcome]]:
+    """One seed's optima, 90% target and every line's outcome (a calibrated landscape has no optimum: nan)."""
+    land = calibrated.make(landscape, seed)
+    val_norm, test_norm = calibrated.norm_of(land, "val"), calibrated.norm_of(land, "test")
+    start = calibrated.seed_genome(land)
+    seed_val, opt_val = land.expected(start, "val", val_norm), land.optimum("val", val_norm)
+    optima = (seed_val, opt_val, land.expected(start, "test", test_norm),
               land.optimum("test", test_norm))
     return optima, seed_val + 0.9 * (opt_val - seed_val), {
         line.label: run_search(land, line, budget, replicates, seed, raw_threshold, rules) for line in lines}
 
 
 def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int, raw_threshold: float,
-            rules: Rules, jobs: int = 1) -> Results:
-    results = Results({line.label: [] for line in lines}, [Landscape(random.Random(seed)) for seed in seeds],
-                      [], [])
+            rules: Rules, jobs: int = 1, landscape: str = "quiet") -> Results:
+    results = Results({line.label: [] for line in lines},
+                      [calibrated.make(landscape, seed) for seed in seeds], [], [])
     work = functools.partial(one_seed, lines=lines, budget=budget, replicates=replicates,
-                             raw_threshold=raw_threshold, rules=rules)
+                             raw_threshold=raw_threshold, rules=rules, landscape=landscape)
     for optima, target, outcomes in over_seeds(work, seeds, jobs):
         results.optima.append(optima)
         results.targets.append(target)
@@ -146,12 +159,19 @@ def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int,
 
 def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Rules) -> None:
     land = res.lands[-1]
-    print(f"Synthetic landscape from the fakes: {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an "
+    name = getattr(args, "landscape", "quiet")
+    print(("Synthetic landscape from the fakes" if name == "quiet" else calibrated.describe(land))
+          + f": {len(seeds)} seeds ({seeds.start}..{seeds.stop - 1}), an "
           f"equal budget of {args.budget} rollouts per line (val + train cells), {args.replicates} "
           f"replicates, val {len(land.suites['val'])} tasks, train {len(land.suites['train'])}, test "
           f"{len(land.suites['test'])}.")
-    print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · these seeds' draws "
-          f"{draws_hash(res.lands)} (sha256 of their definitions; a different hash is a different bench).")
+    if name == "quiet":
+        print(f"Landscape {landscape_hash()} · simulated mutator {mutator_hash()} · these seeds' draws "
+              f"{draws_hash(res.lands)} (sha256 of their definitions; a different hash is a different "
+              "bench).")
+    else:
+        print(f"Landscape and mutator {calibrated.definition_hash()} (sha256 of bench/calibrated.py and the "
+              "calibration data; a different hash is a different bench).")
     evidence = min(rules.evidence_replicates or args.replicates, args.replicates)
     print(f"Gate as configured: minImprovement {rules.min_improvement:g}, gateZ {rules.gate_z:g}, "
           f"{rules.method}, tieRule {rules.tie_rule}; train evidence {evidence} replicate(s) "
@@ -315,6 +335,9 @@ def main(argv: list[str] | None = None) -> None:
                     "val composite rises: every keep decision right)")
     ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
                                                         "at once (the same table)")
+    ap.add_argument("--landscape", choices=calibrated.LANDSCAPES, default="quiet",
+                    help="quiet (the fakes' rules, near-deterministic), skillsbench or tau (real agent "
+                    "noise, bench/calibrated.py)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()
@@ -331,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
                  f"{', '.join(x.label for x in every)}")
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     res = run_all(seeds, tuple(line for line in every if line.label in wanted), args.budget, args.replicates,
-                  args.raw_threshold, rules, args.jobs)
+                  args.raw_threshold, rules, args.jobs, args.landscape)
     print_header(args, seeds, res, rules)
     print_table(res.rows, res.targets, args.budget)
     print(f"\n± is the standard error over seeds. Wall time {time.monotonic() - started:.1f} s.\n")

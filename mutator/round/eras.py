@@ -17,7 +17,7 @@ from mutator.round.waves import Gating, Screen
 from mutator.scoring.sequential import wave
 
 # the identity's keys cheaper_identity writes
-CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates")
+CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates", "keep_rule")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,8 @@ class Decisions:
 
     def identity(self) -> dict:
         return cheaper_identity(self.gating.design, self.screen, self.gating.tie_rule,
-                                self.evidence if self.evidence < self.replicates else 0)
+                                self.evidence if self.evidence < self.replicates else 0,
+                                self.gating.keep_rule)
 
     def evidence_cells(self, train: Suite) -> frozenset | None:
         """The train cells of a genome's evidence: the first `evidence` replicates of every task (None: all).
@@ -52,16 +53,22 @@ def configured(settings, weights) -> Decisions:
 def older(now: Decisions) -> tuple[Decisions, ...]:
     """The decisions of runs stored by older code, newest first: before the tie rule and evidenceReplicates
     (ties kept, evidence at every replicate; with the screen as configured, or off, its default then), and
-    before sequential val and the screen (one look, no screen either)."""
+    before sequential val and the screen (one look, no screen either); every one of them before score.keepRule
+    (the lenient gate), and first, when the keep rule is not lenient, a run made just before it."""
     full, off = now.replicates, dataclasses.replace(now.screen, tasks=0)
-    ties = dataclasses.replace(now, gating=dataclasses.replace(now.gating, tie_rule="keep"), evidence=full,
+    lenient = dataclasses.replace(now, gating=dataclasses.replace(now.gating, keep_rule="lenient"),
+                                  lacked="score.keepRule",
+                                  how="the lenient gate (keep unless a decisive loss)")
+    ties = dataclasses.replace(lenient, gating=dataclasses.replace(lenient.gating, tie_rule="keep"),
+                               evidence=full,
                                lacked="the tie rule and evidenceReplicates",
                                how="every tie kept, train evidence at every replicate")
     unscreened = dataclasses.replace(ties, screen=off, how=ties.how + ", no screen (the default then)")
     once = dataclasses.replace(ties, gating=dataclasses.replace(ties.gating, design=dataclasses.replace(
         ties.gating.design, looks=1)), screen=off, lacked="sequential val and the screen",
         how="every val cell at once, no screen, every tie kept, train evidence at every replicate")
-    return (ties, unscreened, once) if now.screen.tasks else (ties, once)
+    eras = (ties, unscreened, once) if now.screen.tasks else (ties, once)
+    return (lenient, *eras) if now.gating.keep_rule != "lenient" else eras
 
 
 def as_stored(now: Decisions, identity: dict) -> Decisions:

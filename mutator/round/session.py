@@ -86,7 +86,8 @@ def run_id_for(identity: dict) -> str:
     return "run-" + hashlib.sha256(dumps(identity).encode()).hexdigest()[:12]
 
 
-def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0) -> dict:
+def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0,
+                     keep_rule: str = "lenient") -> dict:
     """The identity's part for sequential val, the screen, the tie rule and the train evidence's depth
     (`evidence` replicates when fewer than the run's, else 0): each part is absent at its old setting (one
     look, no screen, every tie kept, evidence at every replicate), so a run made before it existed keeps its
@@ -94,7 +95,8 @@ def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0) 
     return {**({"sequential": design.identity()} if design.sequential else {}),
             **({"screen": dataclasses.asdict(screen)} if screen.tasks else {}),
             **({"tie_rule": tie_rule} if tie_rule != "keep" else {}),
-            **({"evidence_replicates": evidence} if evidence else {})}
+            **({"evidence_replicates": evidence} if evidence else {}),
+            **({"keep_rule": keep_rule} if keep_rule != "lenient" else {})}
 
 
 def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict,
@@ -248,7 +250,7 @@ class Session:
                 gate = loads(f.gate)
                 # an early look averages fewer replicates per task: its scale is not the full evaluation's
                 known = self.memo.comparisons[f.id] = ((f.gate_n, f.gate), None if "early_look" in gate else
-                                                   Comparison(f.gate_n, gate["s_r"]))
+                                                   Comparison(f.gate_n, gate["s_r"], gate.get("delta")))
             return None if known[1] is None else known
 
         pool = self.kept(f"pool {suite_hash}", lambda: Kept(

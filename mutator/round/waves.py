@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from eval.suite import Suite
 from mutator.round.outcome import Outcome
-from mutator.scoring import holm
+from mutator.scoring import holm, keep
 from mutator.scoring.gate import Gate
 from mutator.scoring.score import Comparison, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
@@ -41,20 +41,24 @@ class Gating:
     tie_rule: str = "keep"   # score.tieRule, applied where a verdict rests (the last look), never before
     # score.modelGate: 'each' rejects a decisive loss on any model (scoring/holm.py)
     model_gate: str = "mean"
+    # score.keepRule (mutator/scoring/keep.py), applied where a verdict rests (the last look), as the tie rule
+    keep_rule: str = "lenient"
 
     @classmethod
     def for_settings(cls, settings, weights: Weights) -> Gating:
         """The run's gate and val design from its settings (the loop and --aa build it the same way)."""
         return cls(weights, settings.score.min_improvement, settings.score.gate_z, settings.score.gate_method,
                    Design(settings.replicates if settings.sequential.waves else 1, settings.score.gate_z,
-                          settings.sequential.early_z), settings.score.tie_rule, settings.score.model_gate)
+                          settings.sequential.early_z), settings.score.tie_rule, settings.score.model_gate,
+                   settings.score.keep_rule)
 
     def gate(self, candidate: Outcome, incumbent: Outcome, norm: Normalisers, *, z: float,
-             prior: Sequence[Comparison], tie_rule: str = "keep") -> Gate:
-        return holm.gate(per_task(candidate.cells, self.weights, norm),
-                         per_task(incumbent.cells, self.weights, norm), prior=prior,
-                         min_improvement=self.min_improvement, gate_z=z, method=self.method,
-                         tie_rule=tie_rule, model_gate=self.model_gate)
+             prior: Sequence[Comparison], tie_rule: str = "keep", keep_rule: str = "lenient") -> Gate:
+        return keep.apply(keep_rule, holm.gate(per_task(candidate.cells, self.weights, norm),
+                                               per_task(incumbent.cells, self.weights, norm), prior=prior,
+                                               min_improvement=self.min_improvement, gate_z=z,
+                                               method=self.method, tie_rule=tie_rule,
+                                               model_gate=self.model_gate), prior)
 
 
 def look_json(look: int, replicates: int, gate: Gate, decision: str | None, z: float, *,
@@ -117,7 +121,8 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
         widen = math.sqrt(design.looks / look)
         gate = gating.gate(outcome, theirs, norm, z=z,
                            prior=prior if last else [Comparison(c.n, c.s_r * widen) for c in prior],
-                           tie_rule=gating.tie_rule if last else "keep")
+                           tie_rule=gating.tie_rule if last else "keep",
+                           keep_rule=gating.keep_rule if last else "lenient")
         decision = None if last else holm.early(gate, gating.min_improvement)
         looks.append(look_json(look, look if cells is not None else len({c.replicate for c in outcome.cells}),
                                gate, decision, z, against=theirs.evaluation_id))

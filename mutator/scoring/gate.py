@@ -85,11 +85,13 @@ class Gate:
     models: dict | None = None
     # the change in the trigger term (score.wTrigger > 0; mutator/scoring/trigger.py)
     delta_trigger: float = 0.0
+    # score.keepRule other than 'lenient' (mutator/scoring/keep.py): its figures; keep above is its verdict
+    keep_rule: dict | None = None
 
     @property
     def comparison(self) -> Comparison:
-        """This gate's noise figures, to pass in `prior` of the run's later gates."""
-        return Comparison(n=self.n, s_r=self.s_r)
+        """This gate's figures, to pass in `prior` of the run's later gates."""
+        return Comparison(n=self.n, s_r=self.s_r, delta=self.delta)
 
     def by_model(self) -> dict[str, dict]:
         """{model: {"delta", "n"}}: each eval model's mean paired Δ ({} for a one-model gate)."""
@@ -128,6 +130,7 @@ class Gate:
             "t_student": float(self.t_student),
             "flip": self.flip,    # None: Student t, or the raw gate (gateZ 0, df 0, s 0)
             "tie": self.tie.to_json() if self.tie else None,
+            **({"keep_rule": self.keep_rule} if self.keep_rule else {}),
         }
 
 

@@ -109,10 +109,12 @@ class Summary:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One comparison's noise figures, as stored on an attempt: its task count and robust scale."""
+    """One comparison's figures, as stored on an attempt: its task count, robust scale and mean Δ (the
+    empirical-Bayes keep rule's history, mutator/scoring/keep.py; None when not read)."""
 
     n: int
     s_r: float
+    delta: float | None = None
 
 
 def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,

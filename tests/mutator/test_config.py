@@ -122,7 +122,7 @@ FLAT_NAMES = dict(pair.split("=") for pair in """
     w_cost=score.wCost w_steps=score.wSteps w_trigger=score.wTrigger val_query_warn=valQueryWarn
     critic_max_lines=critic.maxSkillLines critic_max_bytes=critic.maxSkillBytes
     critic_max_growth=critic.maxGrowth critic_min_growth_bytes=critic.minGrowthBytes
-    cell_resources=cellResources tie_rule=score.tieRule evidence_replicates=evidenceReplicates
+    cell_resources=cellResources tie_rule=score.tieRule keep_rule=score.keepRule evidence_replicates=evidenceReplicates
     sequential=sequential.waves sequential_early_z=sequential.earlyZ screen_tasks=screen.tasks
     screen_replicates=screen.replicates screen_z=screen.z suites=suites pricing=pricing
 """.split())

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from mutator.config import load_settings
-from mutator.round.eras import configured, older
+from mutator.round.eras import as_stored, configured, older
 from mutator.round.evaluations import Outcome
 from mutator.round.session import cheaper_identity
 from mutator.round.waves import Gating, Screen, sequential_val
@@ -77,3 +77,34 @@ def test_a_runs_identity_names_the_tie_rule_and_the_evidence_depth_and_older_sto
     deep = configured(load_settings(config_file=ROOT / "config.json", environ={"SKILL_MUTATOR_EVIDENCE_REPLICATES": "5"}),
                       Weights(0.1, 0.02))
     assert deep.evidence == 3 and "evidence_replicates" not in deep.identity()   # above `replicates`: every cell
+
+
+@pytest.mark.parametrize(("rule", "keep"), [("lenient", True), ("strict", False), ("positive", False),
+                                            ("eb", False)])
+def test_the_keep_rule_decides_at_the_last_look_only(rule: str, keep: bool) -> None:
+    # the tie of SIDES (Δ −0.01, inside the noise): the lenient gate keeps it (every tie kept), the others do not
+    # (eb has no history yet: Δ > 0 decides)
+    gating = Gating(Weights(0.1, 0.0), 0.0, 1.0, "t", Design(2, 1.0, 2.0), "keep", keep_rule=rule)
+    _, gate, looks = sequential_val(gating, evaluate, val=VAL, genome="candidate", incumbent="incumbent", norm=NORM,
+                                    prior=[], label="val", healthy=lambda _o: True)
+    first, last = looks[0]["gate"], looks[1]["gate"]
+    assert "keep_rule" not in first and first["keep"] is True          # the early look decides as ever
+    assert gate.keep is keep and last["keep"] is keep
+    assert ("keep_rule" in last) is (rule != "lenient")
+    if rule != "lenient":
+        assert last["keep_rule"]["rule"] == rule and last["keep_rule"]["gate_keep"] is True
+
+
+def test_a_keep_rule_is_in_the_run_id_and_a_store_made_before_it_resumes_lenient() -> None:
+    settings = load_settings(config_file=ROOT / "config.json", environ={"SKILL_MUTATOR_KEEP_RULE": "eb"})
+    now = configured(settings, Weights(settings.score.w_cost, settings.score.w_steps))
+    assert now.gating.keep_rule == "eb" and now.identity()["keep_rule"] == "eb"
+    lenient, *eras = older(now)
+    assert lenient.gating.keep_rule == "lenient" and lenient.lacked == "score.keepRule"
+    assert lenient.identity() == {k: v for k, v in now.identity().items() if k != "keep_rule"}
+    assert all(era.gating.keep_rule == "lenient" for era in eras)
+    # a store whose identity has no keep_rule (made before it, or lenient) resumes under the lenient gate
+    assert as_stored(now, lenient.identity()).gating.keep_rule == "lenient"
+    assert as_stored(now, now.identity()) is now
+    default = configured(load_settings(config_file=ROOT / "config.json", environ={}), Weights(0.1, 0.02))
+    assert "keep_rule" not in default.identity() or default.gating.keep_rule != "lenient"

@@ -159,3 +159,21 @@ def test_a_store_written_before_waves_resumes_with_no_cell_and_keeps_its_fixed_g
     assert last["round"] == 3 and "wave" not in more.stderr
     assert [look["replicates"] for look in json.loads(last["looks"])] == [2]    # one look at every cell
     shutil.rmtree(data)
+
+
+def test_a_store_made_before_the_keep_rule_resumes_with_no_cell_under_another_rule(tmp_path):
+    """A lenient store (the store of main 05d97d1, made before score.keepRule existed) asked to resume under
+    --keep-rule eb is found again under its own decisions: 0 cells, the same verdicts, the same run."""
+    with tarfile.open(FIXTURE.with_name("store-05d97d1.tgz")) as tar:   # --replicates 2 --rounds 2, KEEP, KEEP
+        tar.extractall(tmp_path, filter="data")
+    data = tmp_path / "data"
+    before, verdicts = cell_count(data), [(r["verdict"], r["delta"]) for r in attempts(data)]
+    again = run_cli("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--data-dir", str(data),
+                    "--rounds", "2", "--keep-rule", "eb")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "it resumes as it was made" in again.stderr
+    assert "0 cells run by this command" in again.stdout and cell_count(data) == before
+    assert [(r["verdict"], r["delta"]) for r in attempts(data)] == verdicts
+    db = sqlite3.connect(data / "mutator.db")
+    assert db.execute("select count(*) from runs").fetchone()[0] == 1
+    db.close()

@@ -328,7 +328,7 @@ def test_to_json_has_every_figure():
     assert set(data["tie"]) == {"rule", "gate_keep", "tie", "delta_cost", "se", "z", "t", "adds_cost", "keep"}
     assert data["deltas"] == {"t0": 0.2, "t1": -0.2, "t2": 0.1, "t3": -0.1, "t4": -0.1}
     assert data["df"] == 6 and data["keep"] is True
-    assert g.comparison == Comparison(n=5, s_r=g.s_r)
+    assert g.comparison == Comparison(n=5, s_r=g.s_r, delta=g.delta)
 
 
 @pytest.mark.parametrize("deltas", [[0.1, -0.2, 0.05, 0.3, 0.0, -0.1, 0.22, 0.07], [1.0, 2.0, 4.0], [0.5, 0.5, 0.1, -3.0]])
