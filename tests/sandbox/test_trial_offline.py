@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.container import BUILD_FAILED, BuildError, ContainerEngine, Finished, Limits, podman_search, \
-    qualified_dockerfile, qualify
+from sandbox.container import (
+    BUILD_FAILED,
+    BuildError,
+    ContainerEngine,
+    Finished,
+    Limits,
+    podman_search,
+    qualified_dockerfile,
+    qualify,
+)
 from sandbox.container_launcher import TaskContainer
 
 
