@@ -27,7 +27,8 @@ from sandbox.container import Bind, BuildError, ContainerEngine, Finished, Limit
 VERIFIER = ["bash", "/tests/test.sh"]        # as Harbor runs it
 ORACLE = ["bash", "/solution/solve.sh"]
 ORACLE_TIMEOUT_S = 600.0                     # when task.toml gives the agent no timeout
-CLEAR_LOGS = ["bash", "-c", "rm -rf /logs/verifier && mkdir -p /logs/verifier"]
+# run as root: an image whose USER is not may still write its logs there
+CLEAR_LOGS = ["bash", "-c", "rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 777 /logs/verifier"]
 # What a tool prints when a name does not resolve or no route exists (curl, wget, apt, pip/urllib3, uv, npm,
 # Python's socket): the words of a verifier fetching its tools with the network off. Only these count.
 NO_NETWORK = re.compile(
@@ -138,7 +139,7 @@ def verify_in(trial: Trial, task: HarborTask, logs: Path, *,
     /tests (replacing anything there), /logs/verifier emptied, only [verifier] env; /logs/verifier copied out
     to `logs`. (grades, "") or (None, why)."""
     _fresh_logs(logs)
-    cleared = trial.exec(CLEAR_LOGS, timeout_s=120)
+    cleared = trial.exec(CLEAR_LOGS, timeout_s=120, user="0")
     if cleared.exit_code != 0:
         return None, f"verifier could not run: making /logs/verifier failed: {cleared.output.strip()[-300:]}"
     if problem := trial.put(task.tests, "/tests"):

@@ -251,8 +251,10 @@ class Trial:
             raise SandboxError(f"starting a container of {self.image} failed: {done.output.strip()[-500:]}")
 
     def exec_args(self, command: Sequence[str], *, env: Mapping[str, str] | None = None,
-                  env_file: Path | None = None, workdir: str | None = None, stdin: bool = False) -> list[str]:
-        args = ["exec", *(["-i"] if stdin else []), "--workdir", workdir or self.workdir]
+                  env_file: Path | None = None, workdir: str | None = None, stdin: bool = False,
+                  user: str | None = None) -> list[str]:
+        args = ["exec", *(["-i"] if stdin else []), *(["--user", user] if user else []),
+                "--workdir", workdir or self.workdir]
         if env_file is not None:
             args += ["--env-file", str(env_file)]
         for key, value in (env or {}).items():
@@ -260,12 +262,13 @@ class Trial:
         return [*args, self.name, *command]
 
     def exec(self, command: Sequence[str], *, timeout_s: float, env: Mapping[str, str] | None = None,
-             workdir: str | None = None) -> Finished:
-        return self.engine._run(self.exec_args(command, env=env, workdir=workdir), timeout_s)
+             workdir: str | None = None, user: str | None = None) -> Finished:
+        """`command` in the container as the image's user (`user`: e.g. "0" for the harness's own chores)."""
+        return self.engine._run(self.exec_args(command, env=env, workdir=workdir, user=user), timeout_s)
 
     def put(self, source: Path, path: str) -> str:
         """`source`'s contents at `path` in the container (replacing what was there); "" or why it failed."""
-        cleared = self.exec(["rm", "-rf", path], timeout_s=120)
+        cleared = self.exec(["rm", "-rf", path], timeout_s=120, user="0")
         if cleared.exit_code != 0:
             return f"clearing {path} in the trial container failed: {cleared.output.strip()[-300:]}"
         done = self.engine._run(["cp", f"{Path(source).resolve()}/.", f"{self.name}:{path}"], 600)

@@ -65,7 +65,8 @@ def test_an_oracle_writing_outside_workdir_validates_one(engine: ContainerEngine
     suite = imported(tmp_path, {"outside": {"solve": OUTSIDE_SOLVE},
                                 "wrong": {"solve": "mkdir -p /output && echo 41 > /output/answer.txt\n"}})
     row = check(engine, suite, "outside", tmp_path / "scratch")
-    assert (row.oracle, row.null, row.error, row.verdict) == (1.0, 0.0, "", "ok")
+    assert (row.oracle, row.null, row.error) == (1.0, 0.0, "")
+    assert row.verdict == "ok"
     # what the cell keeps was copied out of the container before it went: the verifier's logs
     assert (tmp_path / "scratch" / "outside" / "oracle" / "verifier" / "reward.txt").read_text().strip() == "1"
     # an oracle scoring 0 says why, in the verifier's own words
