@@ -93,3 +93,45 @@ def test_validate_suite_says_no_oracle_and_image_build_failed_with_exit_9(engine
     assert "no-such-package-in-the-mirror" in done.stdout and "INVALID" not in done.stdout
     assert ("2 of 3 tasks valid (oracle 1.0, do-nothing 0.0; 1 without an oracle, do-nothing 0.0 only: bare); "
             "image build failed (infrastructure") in done.stdout
+
+
+AGENT = """import json, os, pathlib
+pathlib.Path("/output").mkdir(exist_ok=True)
+pathlib.Path("/output/answer.txt").write_text("42\\n")
+with open(os.environ["SM_STREAM"], "a") as f:
+    f.write(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+                        "usage": {"input_tokens": 1, "output_tokens": 1}}) + "\\n")
+"""
+
+
+def test_a_cell_in_the_tasks_container_is_verified_there_and_keeps_no_mount_point(engine: ContainerEngine,
+                                                                                 tmp_path: Path) -> None:
+    """The agent writes /output (outside WORKDIR) and the verifier, in the same container, scores it 1. WORKDIR
+    holds the agent's own folder (as WORKDIR=/root holds a harness under /root/.pyenv): the engine makes its
+    mount point inside the work dir, and the cell does not keep it."""
+    import sys
+
+    from eval.cells import Contract
+    from eval.cost import Price
+    from eval.evaluate import EvalRequest, evaluate
+    from eval.jobs import CellSettings
+    from sandbox.container_launcher import ContainerSandbox
+    from sandbox.none import NoneLauncher
+    home = tmp_path / "home"
+    agent = home / "agent" / "agent.py"
+    agent.parent.mkdir(parents=True)
+    agent.write_text(AGENT)
+    suite = imported(tmp_path, {"outside": {"solve": OUTSIDE_SOLVE,
+                                            "dockerfile": f"FROM localhost/sm-harbor-base\nWORKDIR {home}\n"}})
+    [cell] = evaluate(EvalRequest(
+        skill_dir=None, skill_name="none", suite=load_suite(suite), key="trial", price=Price(1, 5, 1.25, 0.1),
+        cells_root=tmp_path / "cells", concurrency=1,
+        contract=Contract(model="m", replicates=1, max_turns=5, agent="test", silence_ms=60_000, heartbeat_ms=60_000),
+        settings=CellSettings(agent_argv=[sys.executable, str(agent)], launcher=ContainerSandbox(engine.id,
+                                                                                                 NoneLauncher()),
+                              grader_timeout_s=120, prune=False, infra_retries=0)))
+    assert (cell.status, cell.score, cell.tests) == ("ok", 1.0, {"reward": 1.0}), cell.error
+    cell_dir = Path(cell.cell_dir)
+    assert "expected 42 in /output/answer.txt, got '42'" in (cell_dir / "verifier.log").read_text()
+    assert (cell_dir / "verifier" / "reward.txt").read_text().strip() == "1"   # copied out of the container
+    assert not (cell_dir / "work" / "agent").exists()   # the agent folder's mount point is not in the cell
