@@ -135,3 +135,27 @@ def test_a_cell_in_the_tasks_container_is_verified_there_and_keeps_no_mount_poin
     assert "expected 42 in /output/answer.txt, got '42'" in (cell_dir / "verifier.log").read_text()
     assert (cell_dir / "verifier" / "reward.txt").read_text().strip() == "1"   # copied out of the container
     assert not (cell_dir / "work" / "agent").exists()   # the agent folder's mount point is not in the cell
+
+
+FETCHING_TEST = """#!/bin/bash
+mkdir -p /logs/verifier
+# as a verifier installing its tools at test time (curl ... | sh, pip install): it needs pypi.org
+if ! (exec 3<>/dev/tcp/pypi.org/443); then echo 0 > /logs/verifier/reward.txt; exit 1; fi
+echo 1 > /logs/verifier/reward.txt
+"""
+
+
+def test_a_verifier_denied_the_network_it_fetches_with_is_a_grader_error(engine: ContainerEngine,
+                                                                        tmp_path: Path) -> None:
+    """Imported without --allow-task-network, a task that allows the internet gets none: its verifier's
+    resolution failure (the real one, from the container's resolver) is no 0 but an error naming the flag."""
+    suite = imported(tmp_path, {"fetching": {"solve": "true\n", "test": FETCHING_TEST}})
+    task = suite_task(suite, "fetching")
+    row = check_task(engine, task, suite / "oracle" / "fetching", load_suite(suite).fixture_dir("fetching"),
+                     tmp_path / "scratch", withheld=True)
+    assert (row.oracle, row.null, row.verdict) == (None, None, "INVALID")
+    assert "verifier could not reach the network ('Temporary failure in name resolution' in its output)" in row.error
+    assert "re-import it with that flag" in row.error
+    plain = check_task(engine, task, suite / "oracle" / "fetching", load_suite(suite).fixture_dir("fetching"),
+                       tmp_path / "scratch2", withheld=False)   # the task itself forbids it: a 0 stands
+    assert (plain.oracle, plain.null) == (0.0, 0.0)
