@@ -116,22 +116,32 @@ async def _run_cell(job: CellJob, started: float) -> CellResult:
         problem, container = await prepare_cell(job, work)
         if problem:
             return infra_result(job, problem, started)
+    tests: dict[str, float] = {}
     try:
         done = await call(call_of(job, work, container))
+        (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
+        status, error = classify(done.run, done.metrics)
+        if not status:
+            shutil.rmtree(work / ".claude" / "skills", ignore_errors=True)  # the grader never sees the skill
+            # a Harbor trial's verifier runs in the agent's own container (eval/graders/harbor_runner.py)
+            grades, error = await (run_grader(job, work) if container is None or not container.trial.started
+                                   else grade_in_trial(job, work, container))
+            status = "ok" if grades is not None else "grader_error"
+            tests = grades or {}
     finally:
         if container is not None:
-            await asyncio.to_thread(container.close)   # gone before the verifier's fresh container starts
+            await asyncio.to_thread(container.close)   # what the cell keeps was copied out of it
             reaper.unregister_container(container.name)
-    (job.cell_root / RESTORE).unlink(missing_ok=True)   # the harness's own note, never one the agent left
-    status, error = classify(done.run, done.metrics)
-    tests: dict[str, float] = {}
-    if not status:
-        shutil.rmtree(work / ".claude" / "skills", ignore_errors=True)  # the grader never sees the skill
-        grades, error = await run_grader(job, work)
-        status = "ok" if grades is not None else "grader_error"
-        tests = grades or {}
     return _finish(job, status=status, tests=tests, metrics=done.metrics, cost=done.cost, started=started,
                    error=error)
+
+
+async def grade_in_trial(job: CellJob, work: Path, container) -> tuple[dict[str, float] | None, str]:
+    from eval.graders.harbor_runner import grade_in_trial as grade
+    try:
+        return await grade(job, work, container)
+    except Exception as err:  # as run_grader: a grader-side bug is a recorded cell error
+        return None, f"harbor grader failed: {type(err).__name__}: {err}"
 
 
 async def regrade_cell(job: CellJob) -> CellResult | None:

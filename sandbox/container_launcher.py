@@ -2,13 +2,16 @@
 
 `ContainerSandbox` is the run's launcher: every agent without a task image (the mutator, a suite of our own
 format) runs on the host launcher (bwrap when it works, else none); a Harbor cell gets a `TaskContainer`, one
-container of the task's image for its agent call. In it: the cell dir at its own path (the contract's SM_*
-paths hold), the work dir also at the task's WORKDIR, the genome read-only where the task's Dockerfile COPYs
-its skills, the agent's programs (the harness's Python, a script's folder, the claude CLI) read-only at their
-own paths and started through the host's dynamic loader with the host's libraries (so they need nothing of the
-image's libc), and the key proxy's unix socket, relayed to the container's own 127.0.0.1 (sandbox/relay.py):
-the network is off unless the task asks and the import allowed it. Only the named environment variables enter
-(the image's PATH stays), and never a real key: a container gets the proxy's one-cell nonce.
+container of the task's image for its whole trial (sandbox/container.py::Trial), as Harbor runs one: started
+waiting at the agent's first call, the agent `exec`ed into it, then the verifier
+(eval/harbor_run.py::verify_in), then removed; empty folders it made in the work dir as mount points go with
+it. In it: the cell dir at its own path (the contract's SM_* paths hold), the work dir also at the task's
+WORKDIR, the genome read-only where the task's Dockerfile COPYs its skills, the agent's programs (the
+harness's Python, a script's folder, the claude CLI) read-only at their own paths and started through the
+host's dynamic loader with the host's libraries (so they need nothing of the image's libc), and the key
+proxy's unix socket, relayed to the container's own 127.0.0.1 (sandbox/relay.py): the network is off unless
+the task asks and the import allowed it. Only the named environment variables enter (the image's PATH stays),
+and never a real key: a container gets the proxy's one-cell nonce.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from urllib.parse import urlsplit
 
 from sandbox import Launcher, SandboxError, binds_folders, dies_with_parent
 from sandbox.bwrap import _is_system
-from sandbox.container import ContainerEngine, Limits, get_engine
+from sandbox.container import ContainerEngine, Limits, Trial, get_engine
 from sandbox.resolve import Program, resolve_command
 
 RUNTIME = "/opt/sm-runtime"          # the host's loader and libraries for the agent's own programs
@@ -115,7 +118,8 @@ def _elf(path: Path) -> bool:
 
 
 class TaskContainer:
-    """One cell's agent call in a fresh container of the task's image, removed by `close()`."""
+    """One cell's trial in a container of the task's image: started at the first `wrap` (with that call's
+    mounts), each agent call `exec`ed into it, the verifier after them (`trial`); removed by `close()`."""
 
     def __init__(self, engine: ContainerEngine, image: str, *, workdir: str, work: Path, limits: Limits,
                  skills: Path | None = None, skill_targets: Sequence[str] = (),
@@ -127,6 +131,9 @@ class TaskContainer:
         # short: a unix socket path has 108 bytes
         self._socket_dir = Path(tempfile.mkdtemp(prefix="sm-api-"))
         self.api_socket = self._socket_dir / "api.sock"                # the key proxy listens here too
+        self.trial = Trial(engine, image, workdir=workdir, limits=limits, labels=self.labels, name=self.name)
+        self._mounts: list[str] = []          # the `-v`s the trial started with
+        self._made: list[Path] = []           # mount points the trial made in the work dir (removed at close)
 
     @property
     def id(self) -> str:
@@ -136,9 +143,41 @@ class TaskContainer:
         return None
 
     def close(self) -> None:
-        """The container gone (even one whose client was killed at a timeout) before the verifier's starts."""
-        subprocess.run(self.engine.argv("rm", "-f", self.name), capture_output=True, timeout=120)
+        """The container gone (whatever still runs in it), and the mount points it made in the work dir."""
+        self.trial.close()
         shutil.rmtree(self._socket_dir, ignore_errors=True)
+        for made in self._made:
+            if made.is_dir() and not any(files for _root, _dirs, files in os.walk(made)):
+                shutil.rmtree(made, ignore_errors=True)
+
+    def _start(self, mounts: list[str]) -> None:
+        """Start the trial with these `-v`s (the first call's); a later call may need no other."""
+        if self.trial.started:
+            missing = [spec for spec in mounts if spec not in self._mounts and spec != "-v"]
+            if missing:
+                raise SandboxError(f"the task's container was started for another program; it lacks "
+                                   f"{', '.join(missing)} (one agent program per cell)")
+            return
+        self._made = self._mount_points([spec for spec in mounts if spec != "-v"])
+        self.trial.start(mounts)
+        self._mounts = list(mounts)
+
+    def _mount_points(self, specs: list[str]) -> list[Path]:
+        """The top missing folder, in the work dir, of each mount target under WORKDIR: the engine makes it
+        there (the work dir is bound at WORKDIR) as an empty folder the cell must not keep."""
+        made = []
+        root = Path(self.workdir)
+        for spec in specs:
+            target = Path(spec.split(":")[1])
+            if target == root or root not in target.parents:
+                continue
+            host = self.work
+            for part in target.relative_to(root).parts:
+                host = host / part
+                if not host.exists():
+                    made.append(host)
+                    break
+        return list(dict.fromkeys(made))
 
     def _program(self, program: Program, rest: Sequence[str], mounts: list[str]) -> list[str]:
         """argv for a program of the host: an ELF (or a #! script's ELF interpreter) started by the host's
@@ -219,16 +258,11 @@ class TaskContainer:
             # a tool in a system dir (the claude CLI's native binary): that file alone
             if _is_system(tool.path) and tool.path.resolve().is_file():
                 binds += ["-v", f"{tool.path.resolve()}:{tool.path}:ro"]
-        limits = self.limits
-        args = ["run", "--rm", "-i", "--name", self.name, "--workdir", self.workdir if Path(cwd) == self.work
-                else str(cwd), "--cpus", str(limits.cpus), "--memory", f"{limits.memory_mb}m"]
-        if not limits.network:
-            args += ["--network", "none"]
-        for key, value in self.labels.items():
-            args += ["--label", f"{key}={value}"]
-        args += ["--env-file", str(self._env_file(env))]
+        self._start([*binds, *mounts])
+        args = self.trial.exec_args(inner, env_file=self._env_file(env), stdin=True,
+                                    workdir=self.workdir if Path(cwd) == self.work else str(cwd))
         client = [f"{name}={os.environ[name]}" for name in ENGINE_ENV if name in os.environ]
-        return ["env", "-i", *client, *self.engine.argv(*args, *binds, *mounts, self.image, *inner)]
+        return ["env", "-i", *client, *self.engine.argv(*args)]
 
     def _env_file(self, env: Mapping[str, str]) -> Path:
         """The agent's environment for the container, in a file only the harness reads (never in an argv)."""

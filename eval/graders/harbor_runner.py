@@ -1,5 +1,7 @@
 """The `harbor` runner: an imported Harbor task's verifier (tests/test.sh) scores the cell in the task's own
-container (eval/harbor_run.py); its reward is the cell's test `reward`.
+container (eval/harbor_run.py); its reward is the cell's test `reward`. When the agent ran in the task's
+container, the verifier runs in that same container after it (`grade_in_trial`, as Harbor runs a trial); when
+it ran on the host (bwrap, none) or a cell is re-graded, in a fresh one over the cell's work dir (`_grade`).
 
 Before the agent, `prepare_cell` builds the image and copies its WORKDIR into the cell's work dir. The engine
 is the one `--sandbox podman|docker` names, else the first of podman and docker that works here; with none,
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from eval import reaper
 from eval.harbor import HarborError, HarborTask
-from eval.harbor_run import image_of, suite_task, task_network, verify
+from eval.harbor_run import image_of, network_withheld, suite_task, task_network, verify, verify_in
 from eval.jobs import CellJob
 from sandbox import SandboxError
 from sandbox.container import BuildError, ContainerEngine, Limits, get_engine
@@ -64,7 +66,23 @@ def _grade(job: CellJob, work: Path) -> tuple[dict[str, float] | None, str]:
         # BuildError is a SandboxError: its message holds the log tail
         return None, f"harbor verifier could not run: {err}"
     return verify(engine, task, image, work, job.cell_root / "verifier",
-                  network=task_network(dict(job.suite.meta), task))
+                  network=task_network(dict(job.suite.meta), task),
+                  withheld=network_withheld(dict(job.suite.meta), task))
+
+
+def _grade_in_trial(job: CellJob, container: TaskContainer) -> tuple[dict[str, float] | None, str]:
+    try:
+        task = suite_task(job.suite.path, job.task.id)
+    except HarborError as err:
+        return None, f"harbor verifier could not run: {err}"
+    return verify_in(container.trial, task, job.cell_root / "verifier",
+                     withheld=network_withheld(dict(job.suite.meta), task))
+
+
+async def grade_in_trial(job: CellJob, work: Path,
+                         container: TaskContainer) -> tuple[dict[str, float] | None, str]:
+    """The verifier in the cell's own trial container, after its agent (the work dir is bound in it)."""
+    return await asyncio.to_thread(_grade_in_trial, job, container)
 
 
 def _prepare(job: CellJob, work: Path) -> tuple[str, TaskContainer | None]:

@@ -30,9 +30,15 @@ def import_command(args: argparse.Namespace) -> int:
     return report_import(made, few_task_warnings(made, args.import_harbor), seed,
                          first=f"Check the verifiers: {run_py()} --validate-suite {val}\n")
 
+BUILD_FAILED_EXIT = 9      # --validate-suite: no INVALID task, but an image did not build or pull
+
+
 def validate_command(c) -> int:
-    """Per task: the verifier's reward after the oracle (must be 1) and after doing nothing (must be 0)."""
-    from eval.harbor_run import check_task, suite_task, task_network
+    """Per task, as Harbor runs trials (one container each): the verifier's reward after solve.sh (must be
+    1) and after doing nothing (must be 0); a task without an oracle gets the second only ("no oracle").
+    Exit 1 when a task is INVALID, else 9 when an image did not build or pull (infrastructure: no verdict on
+    its verifier), else 0."""
+    from eval.harbor_run import check_task, network_withheld, suite_task, task_network
     from eval.suite import load_suite
     from mutator.config import resolve_suite_path
     from sandbox.container import get_engine
@@ -47,13 +53,21 @@ def validate_command(c) -> int:
             harbor = suite_task(suite.path, task.id)
             oracle = suite.path / "oracle" / task.id
             rows.append(check_task(engine, harbor, oracle, suite.fixture_dir(task.id), Path(scratch),
-                                   network=task_network(dict(suite.meta), harbor)))
+                                   network=task_network(dict(suite.meta), harbor),
+                                   withheld=network_withheld(dict(suite.meta), harbor)))
     print(f"{'task':30} {'oracle':>7} {'null':>6}  verdict")
     for row in rows:
         show = [f"{v:.2f}" if v is not None else "—" for v in (row.oracle, row.null)]
-        print(f"{row.task_id:30} {show[0]:>7} {show[1]:>6}  {'ok' if row.valid else 'INVALID'}"
-              f"{'  ' + row.error[:300] if row.error and not row.valid else ''}")
-    bad = [row.task_id for row in rows if not row.valid]
-    print(f"\n{len(rows) - len(bad)} of {len(rows)} tasks valid (oracle 1.0, do-nothing 0.0)"
-          + (f"; fix or drop: {', '.join(bad)}" if bad else ""))
-    return 1 if bad else 0
+        detail = f"  {row.error[-600:] if row.build_failed else row.error[:600]}" if row.error else ""
+        print(f"{row.task_id:30} {show[0]:>7} {show[1]:>6}  {row.verdict}"
+              f"{detail if row.verdict in ('INVALID', 'image build failed') else ''}")
+    bad = [row.task_id for row in rows if row.verdict == "INVALID"]
+    unbuilt = [row.task_id for row in rows if row.build_failed]
+    bare = [row.task_id for row in rows if row.verdict == "no oracle"]
+    fine = len(rows) - len(bad) - len(unbuilt)
+    print(f"\n{fine} of {len(rows)} tasks valid (oracle 1.0, do-nothing 0.0"
+          + (f"; {len(bare)} without an oracle, do-nothing 0.0 only: {', '.join(bare)}" if bare else "") + ")"
+          + (f"; fix or drop: {', '.join(bad)}" if bad else "")
+          + (f"; image build failed (infrastructure, no verdict on the verifier; fix the build or the "
+             f"registry and re-run): {', '.join(unbuilt)}" if unbuilt else ""))
+    return 1 if bad else BUILD_FAILED_EXIT if unbuilt else 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from eval.suite import Suite
 from mutator.round.outcome import Outcome
 from mutator.round.stops import IncompleteEvaluation, UnhealthyEvaluation
+from sandbox.container import BUILD_FAILED as BUILD_WORDS  # how a cell's error says its image did not build
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ def likely_cause(outcome: Outcome, *, agent: str, grader: str) -> str:
     if not outcome.failures:
         return "cells are missing"
     kind = max(outcome.failures.items(), key=lambda item: item[1])[0]
+    if kind == "infra_error" and BUILD_WORDS in (outcome.first_error or ""):
+        return ("a task's container image did not build or pull (its Dockerfile, a base image's registry, "
+                "a package fetched at build time; the cell's error holds the build log's tail): nobody's "
+                "verdict on the skill")
     if kind == "agent_error" and "output over" in (outcome.first_error or ""):
         return ("the build agent writes past the output cap (--max-output-mb, config maxOutputMb): raise it "
                 "if its output is legitimately large, or make the agent quieter")

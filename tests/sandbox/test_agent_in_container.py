@@ -1,7 +1,8 @@
 """A Harbor task's agent runs inside the task's container (`--sandbox podman|docker`, sandbox/container_launcher.py):
 it finds a program only the image has, reads the genome where the task's Dockerfile puts its skills, has no
 network but the model API through the key proxy's socket, and never sees the real key; the verifier then runs in
-a fresh container; the oracle never enters the cell. One task image, FROM the tests' offline base image.
+the same container, as Harbor runs a trial (it sees what the agent left outside WORKDIR); the oracle never enters
+the cell. One task image, FROM the tests' offline base image.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ WORKDIR /app
 RUN mkdir -p /usr/local/bin && printf '#!/bin/sh\\necho only-in-image says 42\\n' > /usr/local/bin/only-in-image && chmod +x /usr/local/bin/only-in-image
 COPY skills /root/.claude/skills
 """
-# the verifier scores 0 when the agent's container lingers into its own (a marker in the container's /tmp)
+# the verifier runs in the agent's own container: it says whether it sees the agent's marker in /tmp
 VERIFIER = """#!/bin/bash
 mkdir -p /logs/verifier
-if [ ! -e /tmp/agent-was-here ] && [ "$(cat /app/answer.txt 2>/dev/null)" = "only-in-image says 42" ]; then
+[ -e /tmp/agent-was-here ] && echo "agent-marker: seen" || echo "agent-marker: absent"
+if [ "$(cat /app/answer.txt 2>/dev/null)" = "only-in-image says 42" ]; then
   echo 1 > /logs/verifier/reward.txt
 else
   echo 0 > /logs/verifier/reward.txt
@@ -141,11 +143,15 @@ def test_a_command_agent_runs_in_the_tasks_container(engine: ContainerEngine, tm
     left = subprocess.run(engine.argv("ps", "-a", "--filter", mine, "--format", "{{.Names}}"), capture_output=True,
                           text=True)
     assert left.returncode == 0 and "sm-agent-" not in left.stdout   # the agent's container is gone
+    # one container per trial: the verifier saw what the agent wrote outside WORKDIR (/tmp), as in Harbor
+    assert "agent-marker: seen" in (cell_dir / "verifier.log").read_text()
     # without the skill the agent never learns the program's name; on the host (the old way) it cannot run it
     bare, _ = run_cells(suite, tmp_path, sandbox, "bare", None, {})
     host, on_host = run_cells(suite, tmp_path, NoneLauncher(), "host", genome, {})
     assert [(c.status, c.score) for c in (bare, host)] == [("ok", 0.0), ("ok", 0.0)]
     assert on_host["missing"] == "only-in-image"
+    # an agent on the host: the verifier's fresh container sees only WORKDIR
+    assert "agent-marker: absent" in (Path(host.cell_dir) / "verifier.log").read_text()
 
 
 def test_a_missing_engine_is_refused_before_any_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,8 +68,9 @@ def test_failed_build_is_an_error_with_its_log_never_a_score(engine: ContainerEn
                  if "count-lines" in [t.id for t in load_suite(p).tasks])
     row = check_task(engine, suite_task(suite.path, "count-lines"), suite.path / "oracle" / "count-lines",
                      suite.fixture_dir("count-lines"), tmp_path / "scratch")
-    assert (row.oracle, row.null, row.valid) == (None, None, False)
-    assert row.error.startswith("image build failed") and "the-build-broke-here" in row.error
+    assert (row.oracle, row.null, row.valid, row.verdict) == (None, None, False, "image build failed")
+    assert row.error.startswith("the task's image did not build or pull: building")
+    assert "the-build-broke-here" in row.error
 
 
 def request(suite: Path, skill: Path | None, agent: Path, cells: Path) -> EvalRequest:
@@ -107,7 +108,8 @@ def test_a_task_whose_image_fails_is_infra_error_before_the_agent(engine: Contai
     agent.write_text(AGENT)
     [cell] = evaluate(request(broken, None, agent, tmp_path / "cells"))
     assert (cell.status, cell.score) == ("infra_error", 0.0)
-    assert "the task's environment could not be made: building" in cell.error and "no-such-base-tool" in cell.error
+    assert "the task's environment could not be made: the task's image did not build or pull: building" in cell.error
+    assert "no-such-base-tool" in cell.error
     assert not (Path(cell.cell_dir) / "stream.jsonl").exists()   # no agent call was spent on it
 
     class Job:   # at grading (an image gone after the agent ran): a grader error, never a score
@@ -116,7 +118,7 @@ def test_a_task_whose_image_fails_is_infra_error_before_the_agent(engine: Contai
         cell_root = tmp_path
         settings = CellSettings(agent_argv=[], launcher=NoneLauncher(), grader_timeout_s=60)
     grades, error = _grade(Job(), tmp_path)
-    assert grades is None and error.startswith("harbor verifier could not run: building")
+    assert grades is None and error.startswith("harbor verifier could not run: the task's image did not build")
 
 
 def test_validate_suite_command_flags_a_verifier_that_passes_doing_nothing(engine: ContainerEngine, suites: Path,

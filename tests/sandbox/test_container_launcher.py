@@ -1,5 +1,6 @@
-"""What a Harbor cell's container is started with (sandbox/container_launcher.py), read from its argv: no engine
-runs here. The container tests (test_agent_in_container.py) show the same container at work."""
+"""What a Harbor cell's container is started with (sandbox/container_launcher.py), read from the trial's start
+command and the agent's `exec` argv: no engine runs here (the engine's commands are recorded). The container
+tests (test_agent_in_container.py) show the same container at work."""
 
 from __future__ import annotations
 
@@ -9,15 +10,31 @@ from pathlib import Path
 import pytest
 
 from sandbox import SandboxError
-from sandbox.container import ContainerEngine, Limits
+from sandbox.container import ContainerEngine, Finished, Limits
 from sandbox.container_launcher import RELAY, RUNTIME, TaskContainer
+
+
+class Recorded(ContainerEngine):
+    """podman as far as argv goes; each command recorded, none run."""
+
+    def __init__(self) -> None:
+        super().__init__("podman", ["--runtime", "runc"])
+        self.calls: list[list[str]] = []
+
+    def _run(self, args, timeout_s):
+        self.calls.append(list(args))
+        return Finished(0, "")
+
+    def started(self) -> list[str]:
+        [start] = [call for call in self.calls if call[:2] == ["run", "-d"]]
+        return start
 
 
 def container(tmp_path: Path, network: bool = False) -> tuple[TaskContainer, Path]:
     cell = tmp_path / "cell"
     work = cell / "work"
     (work / ".claude" / "skills" / "house").mkdir(parents=True)
-    return TaskContainer(ContainerEngine("podman", ["--runtime", "runc"]), "localhost/sm-env:abc", workdir="/app",
+    return TaskContainer(Recorded(), "localhost/sm-env:abc", workdir="/app",
                          work=work, limits=Limits(2, 512, network=network), skills=work / ".claude" / "skills",
                          skill_targets=["/root/.claude/skills"]), cell
 
@@ -35,9 +52,12 @@ def test_the_cell_in_the_tasks_layout_the_runtime_by_the_hosts_loader(tmp_path: 
         argv = box.wrap([sys.executable, str(agent)], cwd=cell / "work", writable=[cell], readable=[], network=True,
                         env={"PATH": "/host/bin", "SM_STREAM": str(cell / "stream.jsonl"), "HOME": str(cell),
                              "ANTHROPIC_BASE_URL": "http://127.0.0.1:4567", "ANTHROPIC_API_KEY": "sm-proxy-nonce"})
-        mounted = binds(argv)
-        assert argv[:2] == ["env", "-i"] and "--network" in argv and argv[argv.index("--network") + 1] == "none"
-        assert argv[argv.index("--workdir") + 1] == "/app" and argv[argv.index("--cpus") + 1] == "2"
+        start = box.engine.started()
+        mounted = binds(start)
+        assert argv[:2] == ["env", "-i"] and argv[argv.index("podman") + 3] == "exec"
+        assert "--network" in start and start[start.index("--network") + 1] == "none"
+        assert start[start.index("--workdir") + 1] == "/app" and start[start.index("--cpus") + 1] == "2"
+        assert argv[argv.index("--workdir") + 1] == "/app"
         assert f"{cell.resolve()}:{cell}:rw" in mounted and f"{(cell / 'work').resolve()}:/app:rw" in mounted
         assert f"{(cell / 'work' / '.claude' / 'skills').resolve()}:/root/.claude/skills:ro" in mounted
         assert f"{agent.parent.resolve()}:{agent.parent}:ro" in mounted
@@ -46,10 +66,11 @@ def test_the_cell_in_the_tasks_layout_the_runtime_by_the_hosts_loader(tmp_path: 
         assert env_file.stat().st_mode & 0o077 == 0
         assert sorted(line.split("=")[0] for line in env_file.read_text().splitlines()) == \
             ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HOME", "SM_STREAM"]   # the image keeps its own PATH
-        image = argv.index("localhost/sm-env:abc")
+        assert start[start.index("localhost/sm-env:abc") + 1:] == ["tail", "-f", "/dev/null"]   # it only waits
+        name = argv.index(box.name)
         relay, agent_at = argv.index(str(RELAY)), argv.index(str(agent))
-        assert argv[image + 1].startswith(f"{RUNTIME}/") and image < relay < agent_at
-        assert any(bind.endswith(f":{argv[image + 1]}:ro") for bind in mounted)   # the host's loader, mounted
+        assert argv[name + 1].startswith(f"{RUNTIME}/") and name < relay < agent_at
+        assert any(bind.endswith(f":{argv[name + 1]}:ro") for bind in mounted)   # the host's loader, mounted
         assert argv[relay + 1:relay + 4] == [str(box.api_socket), "4567", "--"]
     finally:
         box.close()
@@ -71,10 +92,10 @@ def test_an_agent_and_the_relay_with_different_libraries_mount_each_folder_once(
     mount destination once (the engine refuses a duplicate destination)."""
     box, cell = container(tmp_path)
     try:
-        argv = box.wrap(["/usr/bin/perl", "-e", "0"], cwd=cell / "work", writable=[cell], readable=[], network=True,
-                        env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:4567"})
+        box.wrap(["/usr/bin/perl", "-e", "0"], cwd=cell / "work", writable=[cell], readable=[], network=True,
+                 env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:4567"})
     finally:
         box.close()
-    targets = [bind.split(":")[1] for bind in binds(argv)]
+    targets = [bind.split(":")[1] for bind in binds(box.engine.started())]
     assert len(targets) == len(set(targets)), targets
     assert sum(target.startswith(f"{RUNTIME}/") for target in targets) >= 3   # a loader and its libraries
