@@ -62,7 +62,7 @@ class HarborTask:
     config: HarborConfig
     workdir: str                   # where the task's files live in its container (the Dockerfile's WORKDIR)
     compose: Compose = field(default_factory=Compose)
-    notes: tuple[str, ...] = ()    # what the import should say about the task (an old schema, its compose file)
+    notes: tuple[str, ...] = ()    # what the import says about the task (an old schema, its compose file)
 
     @property
     def environment(self) -> Path:

@@ -55,7 +55,8 @@ def _build_is_the_task(build, where: str) -> None:
         return
     context, dockerfile = (build, None) if isinstance(build, str) else (
         (build.get("context", "."), build.get("dockerfile")) if isinstance(build, dict) else (None, None))
-    if context is None or str(context).strip() not in HARBOR_CONTEXT or dockerfile not in (None, "Dockerfile"):
+    own = context is not None and str(context).strip() in HARBOR_CONTEXT
+    if not own or dockerfile not in (None, "Dockerfile"):
         raise ComposeError(f"{where}: services.main.build ({build!r}) is not the task's own Dockerfile "
                            "(context . or ${CONTEXT_DIR}); only the task's image is run")
 

@@ -100,7 +100,8 @@ def copy_task(task: HarborTask, suite: Path) -> str:
         dockerfile = keep / "environment" / "Dockerfile"
         if task.compose.env and dockerfile.is_file():   # compose's `main` environment, as the image's own
             with dockerfile.open("a", encoding="utf-8") as out:
-                out.write("\n# from docker-compose.yaml's service main (the import)\n" + env_lines(task.compose.env))
+                out.write("\n# from docker-compose.yaml's service main (the import)\n"
+                          + env_lines(task.compose.env))
     fixtures = suite / "fixtures" / task.id
     fixtures.mkdir(parents=True)
     for rel in task.environment_files():
@@ -145,7 +146,8 @@ def fetch_warning(task: HarborTask, task_network: bool) -> str | None:
         return None
     why = ("its task.toml sets allow_internet = false" if task_network else
            "the suite is imported without --allow-task-network")
-    return f"tests/test.sh fetches tools at test time ({', '.join(tools)}) but {why}: its verifier has no network"
+    return (f"tests/test.sh fetches tools at test time ({', '.join(tools)}) but {why}: its verifier has no "
+            "network")
 
 
 def split_of(ids: list[str], left_out: dict[str, str], source: Path, seed: int,
@@ -160,8 +162,8 @@ def split_of(ids: list[str], left_out: dict[str, str], source: Path, seed: int,
     split = file_split(split_file, sorted([*ids, *left_out]))   # may name the tasks left out: dropped here
     split = {name: [i for i in named if i not in left_out] for name, named in split.items()}
     if not split["train"] or not split["val"]:
-        raise HarborError(f"--split-file {split_file}: with the tasks left out of {source} dropped, train and "
-                          "val each need at least one task")
+        raise HarborError(f"--split-file {split_file}: with the tasks left out of {source} dropped, train "
+                          "and val each need at least one task")
     return split, f"by {split_file}"
 
 

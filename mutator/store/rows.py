@@ -43,6 +43,7 @@ class AttemptRow:
     pool_snapshot: str | None = None       # JSON
     mutator_cost_usd: float | None = None
     diff_stat: str | None = None
+    skills_touched: str | None = None      # a skill set's member(s) the change touched
     started_at: float | None = None
     finished_at: float | None = None
     confirm: str | None = None             # JSON: the confirmation's record
