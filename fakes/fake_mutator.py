@@ -244,15 +244,6 @@ def aim_at_targets(skill: Path, briefing: str, sibling: int) -> Change | None:
     return None
 
 
-def editable(skill: Path, round_number: int) -> Path:
-    """The folder this change edits: the skill, or one skill of a skill set (skill/skills/<name>/, by turns
-    from round to round), so a set's candidate changes one skill."""
-    if (skill / "SKILL.md").is_file() or not (skill / "skills").is_dir():
-        return skill
-    members = sorted(p for p in (skill / "skills").iterdir() if (p / "SKILL.md").is_file())
-    return members[(round_number - 1) % len(members)] if members else skill
-
-
 def write_stream(path: str | None, change: Change, started: float) -> None:
     if not path:
         return
@@ -336,7 +327,6 @@ def main() -> int:
     sibling = max(0, int(os.environ.get("SM_SIBLING") or 0))
     briefing_file = Path("briefing.md")
     briefing = briefing_file.read_text(encoding="utf-8") if briefing_file.is_file() else ""
-    skill = editable(skill, round_number)
     change = (follow_objective(skill, briefing, sibling) or cross_over(skill, Path("refs"))
               or aim_at_targets(skill, briefing, sibling) or scripted_change(skill, round_number, sibling))
     if os.environ.get("FAKE_MUTATOR_GARBAGE") == "1":

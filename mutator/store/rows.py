@@ -43,7 +43,6 @@ class AttemptRow:
     pool_snapshot: str | None = None       # JSON
     mutator_cost_usd: float | None = None
     diff_stat: str | None = None
-    skills_touched: str | None = None      # a skill set's member(s) the change touched
     started_at: float | None = None
     finished_at: float | None = None
     confirm: str | None = None             # JSON: the confirmation's record
@@ -61,6 +60,7 @@ class AttemptRow:
     incumbent_after: str | None = None
     comparator_hash: str | None = None
     comparator_evaluation_id: int | None = None
+    skills_touched: str | None = None      # a skill set's member(s) the change touched (comma-separated)
 
     @classmethod
     def of(cls, row: dict) -> AttemptRow:
