@@ -28,6 +28,7 @@ from eval.agents.meter import read_meter
 from eval.cost import Price, Usage, usd
 from eval.environment import CREDENTIALS, allowed_env, runs_our_backend
 from eval.other_skills import install
+from eval.skill_set import install_genome
 from eval.snapshot import copy_file, copy_tree
 from eval.stream_metrics import StreamMetrics, read_stream
 from sandbox import Launcher, dies_with_parent
@@ -56,8 +57,9 @@ LINE_LIMIT = 64 * 2**20
 # ---- staging -----------------------------------------------------------------------------------------------
 def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_dir: Path | None,
                skill_name: str, others: Sequence[Path] = ()) -> Path:
-    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ and any
-    other installed skills (--with-skills) read-only beside it."""
+    """A fresh cell dir: work/ holds the task's declared inputs, the skill at .claude/skills/<name>/ (a skill
+    set's members each at .claude/skills/<member>/) and any other installed skills (--with-skills) read-only
+    beside it."""
     if cell_root.exists():
         shutil.rmtree(cell_root)  # left by a crashed run: an unfinished cell starts over
     work = cell_root / "work"
@@ -68,7 +70,7 @@ def stage_cell(cell_root: Path, *, fixtures: Path, inputs: Sequence[str], skill_
             target.parent.mkdir(parents=True, exist_ok=True)
         copy_file(fixtures / rel, target)
     if skill_dir is not None:
-        copy_tree(skill_dir, work / ".claude" / "skills" / skill_name)
+        install_genome(skill_dir, work / ".claude" / "skills", skill_name)
     install(tuple(others), work / ".claude" / "skills")
     return work
 

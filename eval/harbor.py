@@ -1,23 +1,31 @@
 """Read a Harbor-format task folder (Terminal-Bench 2, SkillsBench): instruction.md, task.toml, environment/,
 tests/test.sh, solution/solve.sh; and the `harbor/<id>/` copy an imported suite keeps of each task.
 
-Only single-container, single-step tasks of task.toml schema 1.0/1.1 are read; a compose environment or a
-multi-step task is refused by name. Every problem raises `HarborError` naming the task folder and the file.
-Never runs anything; the oracle (solution/) is located here but copied by nobody but the importer.
+Only single-container, single-step tasks of task.toml schema 0.0/1.0/1.1 are read (0.0, SkillsBench's oldest,
+has the fields we read, and says so in a note); a compose file declaring another service than `main`, a
+multi-step task, a symlink out of the task or a file that is not UTF-8 text is refused by name
+(eval/harbor_compose.py says when a compose file counts). Every problem raises `HarborError` naming the task
+folder and the file; `scan_tasks` gathers them per task so a dataset imports what it can. Never runs
+anything; the oracle (solution/) is located here but copied by nobody but the importer.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.errors import SkillMutatorError
+from eval.harbor_compose import COMPOSE_FILE, Compose, ComposeError, read_compose
 from eval.snapshot import list_files
 
-SCHEMA_VERSIONS = ("1.0", "1.1")     # task.toml `version` / `schema_version` values this reader knows
+SCHEMA_VERSIONS = ("0.0", "1.0", "1.1")   # task.toml `version` / `schema_version` values this reader knows
+OLD_SCHEMA_NOTE = "task.toml version 0.0: read as 1.0 (the fields this harness reads are the same)"
+# a verifier that fetches its tools at test time (needs the network in the verifier's container)
+FETCHES = re.compile(r"(?:^|[\s;|&(`])(curl|wget|pip3?|uvx?|apt-get|apt|apk|npm|npx|conda)(?=\s)")
 DEFAULT_WORKDIR = "/app"             # Terminal-Bench's and SkillsBench's WORKDIR when a Dockerfile names none
 SKILLS_DIR = "skills"                # SkillsBench: environment/skills/ holds the task's bundled skills
 MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GMK])\s*$", re.IGNORECASE)
@@ -53,6 +61,8 @@ class HarborTask:
     instruction: str
     config: HarborConfig
     workdir: str                   # where the task's files live in its container (the Dockerfile's WORKDIR)
+    compose: Compose = field(default_factory=Compose)
+    notes: tuple[str, ...] = ()    # what the import says about the task (an old schema, its compose file)
 
     @property
     def environment(self) -> Path:
@@ -65,6 +75,16 @@ class HarborTask:
     @property
     def solution(self) -> Path:
         return self.path / "solution"
+
+    @property
+    def has_oracle(self) -> bool:
+        return (self.solution / "solve.sh").is_file()
+
+    def fetched_tools(self) -> list[str]:
+        """The fetching programs tests/test.sh names (curl, pip, uv, apt...): it needs the network."""
+        text = (self.tests / "test.sh").read_text(encoding="utf-8", errors="replace")
+        lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+        return sorted({m.group(1) for line in lines for m in FETCHES.finditer(line)})
 
     def environment_hash(self) -> str:
         """The build context's content hash (bundled skills/ left out: the genome takes their place)."""
@@ -87,9 +107,10 @@ class HarborTask:
 
     def environment_files(self) -> list[Path]:
         """The environment's files an agent on the host is given (relative): all but
-        the Dockerfile and skills/."""
+        the Dockerfile, skills/ and a compose file in use."""
+        skip = {"Dockerfile"} | ({COMPOSE_FILE} if self.compose.used else set())
         return [rel for rel in list_files(self.environment)
-                if rel.parts[0] != SKILLS_DIR and rel.as_posix() != "Dockerfile"]
+                if rel.parts[0] != SKILLS_DIR and rel.as_posix() not in skip]
 
 
 def _section(data: dict, name: str, where: Path) -> dict:
@@ -163,24 +184,54 @@ def dockerfile_workdir(dockerfile: Path) -> str:
     return workdir if workdir.startswith("/") else DEFAULT_WORKDIR
 
 
+def read_text(path: Path, task: Path) -> str:
+    """A task's text file; one that is not UTF-8 is refused naming it (Harbor reads them as UTF-8)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise HarborError(f"{task}: {path.relative_to(task).as_posix()} is not UTF-8 text (byte "
+                          f"{err.object[err.start]:#04x} at offset {err.start}); convert it, e.g. "
+                          f"iconv -f latin1 -t utf-8") from None
+
+
+def check_links(path: Path) -> None:
+    """Refuse symlinks under the task that point outside it (their content would be copied in)."""
+    root = path.resolve()
+    escaping = []
+    for top in ("instruction.md", "task.toml", "environment", "tests", "solution"):
+        start = path / top
+        walk = [(str(path), [], [top])] if not start.is_dir() or start.is_symlink() else os.walk(start)
+        for folder, dirs, files in walk:
+            for name in [*dirs, *files]:
+                link = Path(folder) / name
+                if link.is_symlink() and not link.resolve().is_relative_to(root):
+                    escaping.append(f"{link.relative_to(path).as_posix()} -> {os.readlink(link)}")
+    if escaping:
+        raise HarborError(f"{path}: symlink(s) pointing outside the task: {'; '.join(sorted(escaping))}; "
+                          "nothing is copied from outside a task: replace them with the files")
+
+
 def read_task(path: Path, *, oracle: bool = False) -> HarborTask:
     """One Harbor task folder, checked. `oracle=True` also requires solution/solve.sh."""
     path = Path(path)
     if not path.is_dir():
         raise HarborError(f"{path}: not a Harbor task folder (a folder "
                           "with instruction.md, task.toml, tests/)")
+    check_links(path)
     instruction = path / "instruction.md"
-    if not instruction.is_file() or not instruction.read_text(encoding="utf-8").strip():
+    text = read_text(instruction, path) if instruction.is_file() else ""
+    if not text.strip():
         raise HarborError(f"{path}: instruction.md is missing or empty; it is the task's prompt")
     toml = path / "task.toml"
     if not toml.is_file():
         raise HarborError(f"{path}: task.toml is missing; write at least version = \"1.0\"")
-    config = parse_config(toml.read_text(encoding="utf-8"), toml)
+    config = parse_config(read_text(toml, path), toml)
     env = path / "environment"
-    for compose in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml"):
-        if (env / compose).is_file():
-            raise HarborError(f"{path}: environment/{compose}: compose (multi-container) environments are "
-                              "not supported; import single-container tasks (a Dockerfile or docker_image)")
+    compose_file = env / COMPOSE_FILE
+    try:
+        compose = read_compose(env, read_text(compose_file, path) if compose_file.is_file() else None)
+    except ComposeError as err:
+        raise HarborError(f"{path}: {err}") from None
     if not (env / "Dockerfile").is_file() and not config.docker_image:
         raise HarborError(f"{path}: environment/Dockerfile is missing and task.toml names no [environment] "
                           f"docker_image; add one of them")
@@ -190,22 +241,40 @@ def read_task(path: Path, *, oracle: bool = False) -> HarborTask:
     if oracle and not (path / "solution" / "solve.sh").is_file():
         raise HarborError(f"{path}: solution/solve.sh is missing; the oracle check needs the task's "
                           "reference solution")
-    return HarborTask(path.name, path.resolve(), instruction.read_text(encoding="utf-8"), config,
-                      dockerfile_workdir(env / "Dockerfile"))
+    notes = ((OLD_SCHEMA_NOTE,) if config.schema == "0.0" else ()) + compose.notes
+    return HarborTask(path.name, path.resolve(), text, config, dockerfile_workdir(env / "Dockerfile"),
+                      compose, notes)
+
+
+def scan_tasks(root: Path) -> tuple[list[HarborTask], dict[str, str]]:
+    """`root` is one task folder or a dataset of them (its sub-folders holding task.toml): the tasks that
+    read cleanly, sorted by id, and those that do not, id -> the reason (the HarborError's words)."""
+    root = Path(root)
+    if (root / "task.toml").is_file():
+        folders = [root]
+    elif root.is_dir():
+        folders = [sub for sub in sorted(root.iterdir()) if sub.is_dir() and (sub / "task.toml").is_file()]
+    else:
+        raise HarborError(f"{root}: not found; pass a Harbor task folder or a folder of them (e.g. "
+                          "skillsbench/tasks)")
+    if not folders:
+        raise HarborError(f"{root}: holds no Harbor task (no sub-folder with a task.toml)")
+    tasks, left_out = [], {}
+    for folder in folders:
+        try:
+            tasks.append(read_task(folder))
+        except HarborError as err:
+            left_out[folder.name] = str(err).removeprefix(f"{folder}: ")
+    return tasks, left_out
 
 
 def find_tasks(root: Path) -> list[HarborTask]:
-    """`root` is one task folder or a dataset of them (its sub-folders holding task.toml), sorted by id."""
-    root = Path(root)
-    if (root / "task.toml").is_file():
-        return [read_task(root)]
-    if not root.is_dir():
-        raise HarborError(f"{root}: not found; pass a Harbor task folder or a folder of them (e.g. "
-                          "skillsbench/tasks)")
-    tasks = [read_task(sub) for sub in sorted(root.iterdir())
-             if sub.is_dir() and (sub / "task.toml").is_file()]
-    if not tasks:
-        raise HarborError(f"{root}: holds no Harbor task (no sub-folder with a task.toml)")
+    """`root`'s tasks (see scan_tasks); the first that does not read raises its HarborError."""
+    tasks, left_out = scan_tasks(root)
+    if left_out:
+        task_id, reason = next(iter(left_out.items()))
+        folder = Path(root) if (Path(root) / "task.toml").is_file() else Path(root) / task_id
+        raise HarborError(f"{folder}: {reason}")
     return tasks
 
 

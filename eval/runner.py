@@ -26,6 +26,7 @@ from eval.graders.judge_runner import grader_cost, grader_usage
 from eval.jobs import CellJob, CellResult
 from eval.kept import RESTORE, put_back, regradable, slim
 from eval.redact import redact, redact_cell
+from eval.skill_set import installed_at
 from eval.skill_use import parse_skill_use
 from eval.stream_metrics import StreamMetrics
 from eval.trajectory import capture_and_prune, stream_events
@@ -42,7 +43,7 @@ def call_of(job: CellJob, work: Path, launcher: Launcher | None = None) -> Agent
         max_turns=job.contract.max_turns, price=job.price, prompt=job.task.prompt, cwd=work,
         home=job.cell_root, launcher=launcher or run.launcher,
         silence_ms=job.contract.silence_ms, heartbeat_ms=job.contract.heartbeat_ms,
-        skill_dir=work / ".claude" / "skills" / job.skill_name if job.skill_dir is not None else None,
+        skill_dir=installed_at(work, job.skill_dir, job.skill_name) if job.skill_dir is not None else None,
         writable=(job.cell_root,), network=run.network, wall_ms=run.cell_timeout_ms,
         max_output_bytes=run.max_output_bytes, seed=job.spec.seed, env=run.env,
         meter=agent_meter(job.cell_root))

@@ -44,6 +44,7 @@ class LedgerRow:
     delta_steps: float | None
     train_delta: float | None  # train composite minus the parent's, when both were evaluated on train
     note: str = ""             # critic / failure reason
+    skills: str = ""           # a skill set's member(s) the change touched
 
 
 def _signed(value: float | None) -> str:
@@ -61,6 +62,7 @@ def ledger_block(row: LedgerRow) -> list[str]:
     """One attempt's lines in the ledger."""
     lines = [f"## Attempt {row.label} — {row.verdict}",
              f"- summary: {row.summary or '—'}",
+             *([f"- skill changed: {row.skills}"] if row.skills else []),
              f"- val Δcomposite {_signed(row.delta)} (Δeval {_signed(row.delta_eval)}, Δcost "
              f"{_signed(row.delta_cost)}, Δsteps {_signed(row.delta_steps)}); train Δcomposite "
              f"{_signed(row.train_delta)}"]
@@ -159,7 +161,8 @@ class Evidence:
         return LedgerRow(label=_label(a), verdict=a["verdict"], summary=a["summary"] or "",
                          reasoning=a["reasoning"] or "", delta=a["delta"], delta_eval=a["delta_eval"],
                          delta_cost=a["delta_cost"], delta_steps=a["delta_steps"], train_delta=train_delta,
-                         note=a["error"] if a["status"] in ("critic_rejected", "failed") else "")
+                         note=a["error"] if a["status"] in ("critic_rejected", "failed") else "",
+                         skills=a.get("skills_touched") or "")
 
     def ledger(self, train: Mapping[str, int]) -> str:
         """`render_ledger(self.ledger_rows(train))`, each attempt's lines made once per session while its row

@@ -31,6 +31,7 @@ class BriefingInput:
     caps: str = ""
     # how the parent's skill was used: train per file, val as aggregates only
     skill_use: Sequence[str] = ()
+    set_members: Sequence[str] = ()    # a skill set's skills (./skill/skills/<name>/); () for one skill
 
 
 def _signed(value: float | None) -> str:
@@ -38,9 +39,13 @@ def _signed(value: float | None) -> str:
 
 
 def render(data: BriefingInput) -> str:
+    what = (f"ONE of the skills of the skill set `{data.skill_name}` in ./skill/skills/ "
+            f"({', '.join(f'`{m}`' for m in data.set_members)}: installed together, every one is read by the "
+            "agent; edit one skill per candidate, never add or remove one)" if data.set_members
+            else f"the skill `{data.skill_name}` in ./skill/")
     lines = [f"# Briefing — round {data.round}, attempt {data.sibling + 1}", "",
              "## Objective",
-             f"Make ONE change to the skill `{data.skill_name}` in ./skill/ that raises its composite score "
+             f"Make ONE change to {what} that raises its composite score "
              "on unseen tasks of the same kind. Return result.json with a one-line summary and your "
              "reasoning.", ""]
     if data.objective:
@@ -83,8 +88,9 @@ def render(data: BriefingInput) -> str:
     for attempt in list(data.attempts)[-LAST_ATTEMPTS:]:
         deltas = " | ".join(_signed(attempt.get(key))
                             for key in ("delta", "delta_eval", "delta_cost", "delta_steps", "train_delta"))
+        skills = f"(skill {attempt['skills']}) " if attempt.get("skills") else ""
         lines.append(f"| {attempt['round']} | {attempt['verdict']} | {deltas} | "
-                     f"{attempt.get('summary') or '—'} |")
+                     f"{skills}{attempt.get('summary') or '—'} |")
     if not data.attempts:
         lines.append("| — | — | — | — | — | — | — | no attempts yet |")
     lines += ["", "## Read-only material beside ./skill/",

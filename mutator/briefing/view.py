@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval.skill_set import members
 from mutator.briefing.evidence import Evidence
 from mutator.briefing.meta import distil
 from mutator.briefing.render import LAST_ATTEMPTS, BriefingInput, render
@@ -125,6 +126,7 @@ class MutatorView:
                      **row.__dict__} for row in self.evidence().ledger_rows(last=LAST_ATTEMPTS)]
         return render(BriefingInput(
             round=round_no, sibling=sibling, skill_name=self.session.skill_name,
+            set_members=[m.name for m in members(self.session.genomes.path(parent))],
             formula=(f"composite = eval − {s.score.w_cost}·(cost/seedCost) − "
                      f"{s.score.w_steps}·(steps/seedSteps)"
                      f"{TRIGGER_FORMULA.format(w=s.score.w_trigger) if s.score.w_trigger else ''}; "

@@ -67,12 +67,17 @@ DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the dem
            "and flags work, not how good the skill is. Add --real for real agents")
 
 
-def fake_agents():
+def fake_agents(skill_dir: Path | None = None):
+    """The zero-spend fakes; a skill-set seed gets fakes/set_mutator.py (fake_mutator.py's change, made to one
+    skill of the set), a one-skill seed fake_mutator.py as always (so its dry runs keep their ids)."""
+    from eval.skill_set import is_skill_set
     from mutator.round.session import Agents
 
     def implementation(script: Path) -> str:
         return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
+    if skill_dir is not None and is_skill_set(skill_dir):
+        mutator = ROOT / "fakes" / "set_mutator.py"
     # -S: the fakes use the standard library only, so each skips site's import of every installed .pth (~30 ms
     # of a fake cell's start here); their ids hash the scripts, never the argv, so no store's keys move
     python = (sys.executable, "-S")

@@ -90,8 +90,12 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
                      help="with --import-harbor: a task's verifier (and oracle) container gets the network "
                           "when its task.toml allows the internet (default: never)")
     run.add_argument("--seed-from", metavar="TASK[/SKILL]",
-                     help="with --import-harbor: copy the task's bundled skill (environment/skills/) to "
-                          "<out>/seed/ as the seed of a run")
+                     help="with --import-harbor: copy the task's bundled skills (environment/skills/; "
+                          "all of them, a skill set, unless /SKILL names one) to <out>/seed/ as the seed of "
+                          "a run")
+    run.add_argument("--strict", action="store_true",
+                     help="with --import-harbor: all or nothing: refuse the import (exit 2, nothing "
+                          "written) when any task would be left out")
     run.add_argument("--new-suite", metavar="NAME",
                      help="write NAME-train, NAME-val and NAME-test for --skill-dir into --out (default "
                           "./suites): tasks from the skill's evals/evals.json (or --from-evals), else "

@@ -17,20 +17,59 @@ from mutator.config import run_py
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from mutator.after.harbor_import import import_harbor, seed_from
+    """Import what reads, say what was left out and why (exit 0 when the suites were made; --strict: exit 2
+    and nothing written when any task is left out); a failed --seed-from undoes the import."""
+    from mutator.after.harbor_import import bundled_skills, import_harbor, remove_import, seed_from
     from mutator.after.importer import few_task_warnings
     if not args.out:
         print("error: --import-harbor needs --out suites/NAME (the folder the imported suites go in)",
               file=sys.stderr)
         return 2
-    made = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file,
-                         task_network=args.allow_task_network)
-    seed = seed_from(args.import_harbor, args.seed_from, args.out) if args.seed_from else "SKILL_DIR"
+    if args.seed_from:
+        bundled_skills(args.import_harbor, args.seed_from)   # a bad --seed-from is refused before any copy
+    existed = args.out.exists()
+    done = import_harbor(args.import_harbor, args.out, seed=args.seed or 0, split_file=args.split_file,
+                         task_network=args.allow_task_network, strict=args.strict)
+    try:
+        seed = seed_from(args.import_harbor, args.seed_from, args.out) if args.seed_from else "SKILL_DIR"
+    except BaseException:
+        remove_import(args.out, existed)
+        raise
+    print_import_notes(done)
+    made = done.suites
+    if not any(suite.split == "val" for suite in made):
+        for suite in made:
+            print(f"{suite.split:5} {suite.path}  ({len(suite.task_ids)} task: {', '.join(suite.task_ids)})")
+        print(f"\nOne task: imported into train only (a run needs a val suite too: import at least 2 tasks). "
+              f"Check its verifier: {run_py()} --validate-suite {made[0].path}")
+        return 0
     val = next(suite.path for suite in made if suite.split == "val")
     return report_import(made, few_task_warnings(made, args.import_harbor), seed,
                          first=f"Check the verifiers: {run_py()} --validate-suite {val}\n")
 
 BUILD_FAILED_EXIT = 9      # --validate-suite: no INVALID task, but an image did not build or pull
+
+
+def print_import_notes(done) -> None:
+    """The import's words beside its suites: the left-out table, notes, tasks without an oracle, verifiers
+    that will lack the network."""
+    from mutator.after.harbor_import import left_out_table
+    total = len(done.left_out) + sum(len(suite.task_ids) for suite in done.suites)
+    if done.left_out:
+        print(f"Left out: {len(done.left_out)} of {total} tasks (--strict refuses the import instead):\n"
+              + left_out_table(done.left_out) + "\n")
+    for task_id, notes in sorted(done.notes.items()):
+        for note in notes:
+            print(f"note: {task_id}: {note}")
+    if done.no_oracle:
+        print(f"no oracle (no solution/solve.sh): {', '.join(done.no_oracle)}; marked \"oracle\": false in "
+              "tasks.jsonl; --validate-suite checks only their do-nothing score")
+    for task_id, why in sorted(done.fetching.items()):
+        print(f"warning: {task_id}: {why}; it ends as a grader error (no network) unless the suites are "
+              "re-imported with "
+              "--allow-task-network (and the task allows the internet)", file=sys.stderr)
+    if done.notes or done.no_oracle or done.left_out:
+        print()
 
 
 def validate_command(c) -> int:

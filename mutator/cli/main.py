@@ -118,7 +118,7 @@ def with_agents(c: Context) -> Context:
     build_only = bool(args.test_run or args.compare or args.check or args.aa is not None)   # no mutator runs
     check_prices(c.settings, args)   # every model, dry run or real, before any cell of one of them
     c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
-                           build_only=build_only) if args.real else fake_agents()
+                           build_only=build_only) if args.real else fake_agents(c.settings.skill_dir)
     if args.real and not args.plan:
         preflight_agents(c.agents, c.launcher, build_only=build_only, suites=named_suites(c.settings, args))
     if c.settings.executor == "ray" and not args.plan:

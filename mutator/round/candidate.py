@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eval.cost import Price
+from eval.skill_set import is_skill_set, touched
 from mutator.briefing.view import MutatorView
 from mutator.critic import guards as critic
+from mutator.critic.sets import changed_paths, review_set
 from mutator.round import reasons as words
 from mutator.round.budget import cell_estimate, price_ratio
 from mutator.round.eras import Decisions
@@ -100,8 +102,9 @@ class Candidates:
         """The critic's checks, stored on the attempt: False when it rejected the candidate (CRITIC)."""
         s = self.session
         limits = critic.limits_from(s.settings)
-        checks = critic.review(s.genomes.path(genome_hash), s.genomes.path(spec.parent_hash),
-                               skill_name=s.skill_name, limits=limits)
+        child, parent = s.genomes.path(genome_hash), s.genomes.path(spec.parent_hash)
+        checks = (review_set(child, parent, limits=limits) if is_skill_set(parent)
+                  else critic.review(child, parent, skill_name=s.skill_name, limits=limits))
         fields = {"critic": dumps([c.to_json() for c in checks])}
         if not critic.passed(checks):
             reasons = "; ".join(f"{c.gate}: {c.reason}" for c in checks if c.verdict == "fail")
@@ -184,7 +187,10 @@ class Candidates:
         genome_hash = s.genomes.put(result.skill_dir, parent_hash=spec.parent_hash, skill_name=s.skill_name,
                                     message=f"round {round_no}.{sibling}: "
                                             f"{result.summary}\n\n{result.reasoning}")
+        parent = s.genomes.path(spec.parent_hash)
+        hit = touched(changed_paths(s.genomes.path(genome_hash), parent)) if is_skill_set(parent) else []
         update_attempt(s.db, row.id, {
             "genome_hash": genome_hash, "summary": result.summary, "reasoning": result.reasoning,
-            **paid, "diff_stat": s.genomes.diff_stat(spec.parent_hash, genome_hash)})
+            **paid, "diff_stat": s.genomes.diff_stat(spec.parent_hash, genome_hash),
+            **({"skills_touched": ", ".join(hit)} if hit else {})})
         return s.attempt_row(round_no, sibling)

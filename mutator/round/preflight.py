@@ -18,11 +18,23 @@ ROLES = {"--suite": "train", "--val": "val", "--holdout": "test", "--test-run --
 
 def check_seed_skill(skill_dir: Path) -> None:
     """The seed must be a valid Agent Skill (skills-ref), or every candidate would fail the critic after the
-    seed was paid for."""
+    seed was paid for; a skill set (skills/<name>/SKILL.md..., eval/skill_set.py) is checked member by
+    member, and its folder name names the set."""
     from skills_ref import validate
+
+    from eval.skill_set import members
+    from eval.suite import name_problem
+    if parts := members(skill_dir):
+        if problem := name_problem(skill_dir.name):
+            raise ConfigError(f"seed skill set {skill_dir}: its folder name names the set and is invalid: "
+                              f"{problem}; rename it")
+        for member in parts:
+            check_seed_skill(member)
+        return
     if not (skill_dir / "SKILL.md").is_file():
         raise ConfigError(f"seed skill {skill_dir}: no SKILL.md; pass --skill-dir pointing at a skill folder "
-                          f"(SKILL.md with name/description frontmatter)")
+                          f"(SKILL.md with name/description frontmatter), or a skill set (a folder whose "
+                          f"skills/ holds skill folders)")
     from mutator.critic.text import utf8_problem
     if problem := utf8_problem(skill_dir / "SKILL.md"):
         raise ConfigError(f"seed skill {problem}")
@@ -35,10 +47,8 @@ def check_seed_skill(skill_dir: Path) -> None:
 def check_other_skills(settings) -> None:
     """--with-skills DIR: its skills are checked before the store is opened (eval/other_skills.py)."""
     if settings.with_skills:
-        from skills_ref import read_properties
-
-        from mutator.round.session import other_skills
-        other_skills(settings, read_properties(settings.skill_dir).name)
+        from mutator.round.session import genome_name, other_skills
+        other_skills(settings, genome_name(settings.skill_dir))
 
 
 def check_split(suite: Suite, flag: str, *, allow_mismatch: bool) -> None:

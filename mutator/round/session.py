@@ -39,6 +39,11 @@ from mutator.store.runs import add_spend, run_row, update_run
 from sandbox import Launcher
 
 
+def genome_name(skill_dir: Path) -> str:
+    """The seed's name: its SKILL.md's `name`, or a skill set's folder name (eval/skill_set.py)."""
+    from eval.skill_set import is_skill_set
+    return Path(skill_dir).name if is_skill_set(skill_dir) else read_properties(skill_dir).name
+
 class LoopError(SkillMutatorError, RuntimeError):
     """The loop refuses to start (e.g. --suite equals --val); the message says the fix."""
 
@@ -167,7 +172,7 @@ class Session:
         run."""
         db = db or connect(settings.db_path)
         progress = progress or Progress()
-        skill_name = skill_name or read_properties(settings.skill_dir).name
+        skill_name = skill_name or genome_name(settings.skill_dir)
         others = other_skills(settings, skill_name)
         contract = contract or Contract(
             model=settings.model, replicates=settings.replicates, max_turns=settings.max_turns,

@@ -275,7 +275,8 @@ def lineage(db: sqlite_utils.Database, run_id: str) -> dict | None:
         chain.append({"genome_hash": cursor, "attempt_id": node["attempt_id"] if node else None,
                       "round": node["round"] if node else None,
                       "composite": node["composite"] if node else None,
-                      "summary": node["summary"] if node else ""})
+                      "summary": node["summary"] if node else "",
+                      "skills_touched": node["skills_touched"] if node else None})
         cursor = node["parent_hash"] if node else None
     D.annotate(nodes)
     edges = []

@@ -9,7 +9,7 @@ import sqlite_utils
 from mutator.store.db import rows
 
 LEDGER = ("round, sibling, verdict, summary, reasoning, delta, delta_eval, delta_cost, delta_steps, "
-          "train_evaluation_id, parent_hash, status, error")
+          "train_evaluation_id, parent_hash, status, error, skills_touched")
 
 
 def ledger_attempts(db: sqlite_utils.Database, run_id: str, last: int | None = None) -> list[dict]:

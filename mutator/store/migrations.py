@@ -376,6 +376,13 @@ def change_counts(db: sqlite_utils.Database) -> None:
                        f"update store_changes set n = n + 1 where tbl = '{table}'; end")
 
 
+@migration()
+def skills_touched(db: sqlite_utils.Database) -> None:
+    # Which skill(s) of a skill set an attempt's change touched (eval/skill_set.py; comma-separated member
+    # names, derived from the changed paths); null for a one-skill genome and for attempts from before.
+    db["attempts"].add_column("skills_touched", str)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit
 # a line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

@@ -60,6 +60,7 @@ class AttemptRow:
     incumbent_after: str | None = None
     comparator_hash: str | None = None
     comparator_evaluation_id: int | None = None
+    skills_touched: str | None = None      # a skill set's member(s) the change touched (comma-separated)
 
     @classmethod
     def of(cls, row: dict) -> AttemptRow:

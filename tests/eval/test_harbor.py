@@ -47,9 +47,18 @@ BROKEN = {
     "no instruction": (lambda t: (t / "instruction.md").unlink(), "instruction.md is missing"),
     "bad toml": (lambda t: (t / "task.toml").write_text("version = \n"), "task.toml: not valid TOML"),
     "schema": (lambda t: (t / "task.toml").write_text('version = "2.0"\n'), "schema '2.0' is not one"),
+    "compose yaml": (lambda t: (t / "environment" / "docker-compose.yaml").write_text("services: [\n"),
+                     "environment/docker-compose.yaml: not valid YAML"),
     "steps": (lambda t: (t / "task.toml").write_text('version = "1.0"\n[[steps]]\nname = "a"\n'), "multi-step"),
-    "compose": (lambda t: (t / "environment" / "docker-compose.yaml").write_text("services: {}\n"),
-                "environment/docker-compose.yaml: compose"),
+    "compose": (lambda t: (t / "environment" / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build: .\n  db:\n    image: postgres\n"),
+                "environment/docker-compose.yaml: declares the service(s) db beside main"),
+    "latin-1": (lambda t: (t / "instruction.md").write_bytes("Zähle die Zeilen\n".encode("latin-1")),
+                "instruction.md is not UTF-8 text (byte 0xe4 at offset 1)"),
+    "symlink out": (lambda t: (t / "tests" / "data.txt").symlink_to(t.parent / "secret.txt"),
+                    "symlink(s) pointing outside the task: tests/data.txt ->"),
+    "symlinked folder out": (lambda t: (t / "environment" / "more").symlink_to(t.parent),
+                             "environment/more ->"),
     "no dockerfile": (lambda t: (t / "environment" / "Dockerfile").unlink(), "environment/Dockerfile is missing"),
     "no verifier": (lambda t: (t / "tests" / "test.sh").unlink(), "tests/test.sh is missing"),
     "negative timeout": (lambda t: (t / "task.toml").write_text('[verifier]\ntimeout_sec = -1\n'),
@@ -68,6 +77,15 @@ def test_malformed_task_names_folder_and_file(case: str, tmp_path: Path) -> None
         read_task(task)
     assert message in str(err.value) and str(task) in str(err.value)
     assert err.value.exit_code == 2
+
+
+def test_schema_0_0_reads_with_a_note_and_a_link_inside_the_task_is_fine(tmp_path: Path) -> None:
+    task = shutil.copytree(EXAMPLE / "count-lines", tmp_path / "count-lines")
+    (task / "task.toml").write_text('version = "0.0"\n[verifier]\ntimeout_sec = 120\n')
+    (task / "tests" / "again.sh").symlink_to(task / "tests" / "test.sh")
+    read = read_task(task)
+    assert (read.config.schema, read.config.verifier_timeout_sec) == ("0.0", 120.0)
+    assert read.notes == ("task.toml version 0.0: read as 1.0 (the fields this harness reads are the same)",)
 
 
 def test_a_folder_without_tasks_is_refused(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ function nodeViews(n, children, ui) {
       n.delta !== null && n.delta !== undefined ? [' (', fig(`Δ ${signed(n.delta)}`, 'Δcomposite vs the incumbent of its round: mean over val tasks of the paired per-task deltas'), ')'] : '',
       (n.ref_hashes || []).map((ref) => h('a', { href: '#', class: 'ref', title: `crossover: ${short(ref)} was handed to the mutator as a read-only reference`,
         onclick: (e) => { e.preventDefault(); centre(ref); } }, ` ⨯ ref ${short(ref)}`)),
+      n.skills_touched ? h('span', { class: 'skills-touched', title: 'the skill of the skill set this change edited' }, `[${n.skills_touched}] `) : null,
       h('span', { class: 'tsummary' }, n.summary || '')),
     branches.length && !collapsed ? h('ul', { class: 'branches' }, branches.map((k) => nodeViews(k, children, ui))) : null);
   return [li, ...kept.sort((a, b) => a.round - b.round).map((k) => nodeViews(k, children, ui))];
@@ -100,7 +101,7 @@ export async function render(root, state, ui) {
           onclick: (e) => { e.preventDefault(); centre(c.genome_hash); } }, short(c.genome_hash)),
         ' ', c.attempt_id ? h('a', { href: '#', class: 'round-link', title: 'open in Round Analysis', onclick: (e) => { e.preventDefault(); go('round', c.attempt_id); } }, `r${c.round}`) : 'r?',
         ' ', fig(num(c.composite), `val ${TIPS.composite}`), `  ${i === 0 ? '★ champion' : i === data.chain.length - 1 ? '● seed' : ''}\n`,
-        h('span', { class: 'tsummary' }, `   ${(c.summary || '').slice(0, 70)}\n`),
+        h('span', { class: 'tsummary' }, `   ${c.skills_touched ? '[' + c.skills_touched + '] ' : ''}${(c.summary || '').slice(0, 70)}\n`),
         i < data.chain.length - 1 ? '   │\n   ▼\n' : '',
       ])));
     const canvas = h('ul', { class: 'tree', id: 'tree' }, roots.map((r) => nodeViews(r, children, ui)));

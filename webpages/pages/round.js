@@ -108,7 +108,8 @@ export async function render(root, state, ui) {
         notesView(state.store, String(a.id), a.notes),
         h('p', { class: 'summary' }, a.summary || '—', ' ', mutatorButton(state.store, a)), h('h4', {}, 'Reasoning'), h('p', { class: 'reasoning' }, a.reasoning || '—'),
         a.error ? h('p', { class: 'error' }, a.error) : null,
-        h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`),
+        h('p', {}, `genome ${short(a.genome_hash)} ← parent ${short(a.parent_hash)} · ${a.diff_stat || ''}`,
+          a.skills_touched ? h('span', { class: 'skills-touched', title: 'the skill of the skill set this change edited' }, ` · skill ${a.skills_touched}`) : null),
         d.siblings.length > 1 ? h('p', {}, 'siblings: ', d.siblings.map((s) => h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('round', s.id, { split }); }, title: s.reason || '' }, `.${s.sibling} ${s.verdict || ''}${s.verdict_note ? ' (' + s.verdict_note + ')' : ''} `))) : null),
       h('div', {}, h('h3', {}, 'Verdict vs the incumbent'), h('table', { class: 'kv', id: 'gate' }, h('tbody', {}, gateRows.map(([k, v, tip]) => h('tr', { title: tip || '' }, h('th', {}, k), h('td', {}, v))))),
         confirmView(a.confirm, a, d.run), nullsView(a.nulls), screenView(a), looksView(a), criticTable(a.critic)));

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite_utils
 
 from mutator.store.queries.rows import one, q
-from mutator.store.queries.verdicts import has_confirm, verdict_note_column, verdict_note_sql
+from mutator.store.queries.verdicts import has_confirm, touched_column, verdict_note_column, verdict_note_sql
 
 ATTEMPT_LIST = ("id, run_id, round, sibling, parent_hash, genome_hash, status, verdict, summary, error, "
                 "critic, val_evaluation_id, train_evaluation_id, composite, eval, cost, steps, delta, "
@@ -20,7 +20,7 @@ LIGHT = ", ".join(f"a.{name}" for name in LIGHT_NAMES)
 def attempt_list(db: sqlite_utils.Database) -> str:
     """ATTEMPT_LIST plus `confirm` (null when the store lacks it: has_confirm) and the verdict's note."""
     confirm = has_confirm(db)
-    return (f"{ATTEMPT_LIST}, {'confirm' if confirm else 'null as confirm'}, "
+    return (f"{ATTEMPT_LIST}, {'confirm' if confirm else 'null as confirm'}, {touched_column(db)}, "
             f"{verdict_note_sql(confirm=confirm)} as verdict_note")
 
 
@@ -94,7 +94,8 @@ def siblings(db: sqlite_utils.Database, run_id: str, round_no: int) -> list[dict
 def lineage_nodes(db: sqlite_utils.Database, run_id: str) -> list[dict]:
     """Every attempt of the run as a lineage node (its edges and verdict), in (round, sibling) order."""
     return q(db, "select id as attempt_id, round, sibling, parent_hash, genome_hash, ref_hashes, verdict, "
-                 f"status, summary, composite, delta, error, reason, {verdict_note_column(db)} from attempts "
+                 f"status, summary, composite, delta, error, reason, {touched_column(db)}, "
+                 f"{verdict_note_column(db)} from attempts "
                  "where run_id = ? order by round, sibling",
              [run_id])
 

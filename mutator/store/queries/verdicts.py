@@ -8,20 +8,30 @@ import weakref
 
 import sqlite_utils
 
-# per open store: (schema_version, whether its attempts have `confirm`); weak, so a closed store's entry goes
-# with it
-_CONFIRM: weakref.WeakKeyDictionary[sqlite_utils.Database, tuple[int, bool]] = weakref.WeakKeyDictionary()
+# per open store: (schema_version, its attempts' columns); weak, so a closed store's entry goes with it
+_CONFIRM: weakref.WeakKeyDictionary[sqlite_utils.Database,
+                                    tuple[int, frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
-def has_confirm(db: sqlite_utils.Database) -> bool:
-    """Whether this store's attempts have `confirm` (migration v3; a store no newer loop has opened lacks it),
-    looked up once per schema version (a migration moves it), not on every request."""
+def attempt_columns(db: sqlite_utils.Database) -> frozenset[str]:
+    """This store's attempts columns (a store no newer loop has opened lacks the newer ones), looked up once
+    per schema version (a migration moves it), not on every request."""
     version = db.conn.execute("PRAGMA schema_version").fetchone()[0]
     known = _CONFIRM.get(db)
     if known is None or known[0] != version:
-        columns = {row[1] for row in db.conn.execute("PRAGMA table_info(attempts)")}
-        known = _CONFIRM[db] = (version, "confirm" in columns)
+        columns = frozenset(row[1] for row in db.conn.execute("PRAGMA table_info(attempts)"))
+        known = _CONFIRM[db] = (version, columns)
     return known[1]
+
+
+def has_confirm(db: sqlite_utils.Database) -> bool:
+    """Whether this store's attempts have `confirm` (migration v3)."""
+    return "confirm" in attempt_columns(db)
+
+
+def touched_column(db: sqlite_utils.Database, alias: str = "") -> str:
+    """`skills_touched` of a select over attempts (null when the store predates it)."""
+    return f"{alias}skills_touched" if "skills_touched" in attempt_columns(db) else "null as skills_touched"
 
 
 def verdict_note_column(db: sqlite_utils.Database, alias: str = "") -> str:

@@ -20,7 +20,7 @@ ALL_TRAIN = {"train": ["count-lines", "top-hosts"], "val": ["shout"]}
 def test_import_writes_loadable_suites_with_the_oracle_apart(tmp_path: Path) -> None:
     split = tmp_path / "split.json"
     split.write_text(json.dumps(ALL_TRAIN))
-    made = import_harbor(EXAMPLE, tmp_path / "out" / "hx", split_file=split)
+    made = import_harbor(EXAMPLE, tmp_path / "out" / "hx", split_file=split).suites
     assert [(m.split, m.task_ids) for m in made] == [("train", ("count-lines", "top-hosts")), ("val", ("shout",))]
     suite = load_suite(tmp_path / "out" / "hx" / "hx-train")
     assert suite.runner == "harbor" and suite.option("harbor_schema") == "1.0"
@@ -38,8 +38,8 @@ def test_import_writes_loadable_suites_with_the_oracle_apart(tmp_path: Path) -> 
 
 
 def test_seeded_split_is_stated_and_repeatable(tmp_path: Path) -> None:
-    first = import_harbor(EXAMPLE, tmp_path / "a" / "hx", seed=3)
-    again = import_harbor(EXAMPLE, tmp_path / "b" / "hx", seed=3)
+    first = import_harbor(EXAMPLE, tmp_path / "a" / "hx", seed=3).suites
+    again = import_harbor(EXAMPLE, tmp_path / "b" / "hx", seed=3).suites
     assert [(m.split, m.task_ids) for m in first] == [(m.split, m.task_ids) for m in again]
     assert sorted(i for m in first for i in m.task_ids) == ["count-lines", "shout", "top-hosts"]
     assert "split val by seed 3" in (tmp_path / "a" / "hx" / "hx-val" / "suite.md").read_text()
@@ -58,13 +58,18 @@ def test_bad_split_file_is_refused(split: dict, message: str, tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_malformed_task_exits_2_naming_the_file(tmp_path: Path) -> None:
+def test_cli_malformed_task_is_left_out_and_strict_refuses(tmp_path: Path) -> None:
     source = shutil.copytree(EXAMPLE, tmp_path / "tasks")
     (source / "top-hosts" / "tests" / "test.sh").unlink()
-    done = run_cli("--import-harbor", str(source), "--out", str(tmp_path / "out" / "hx"), timeout=120)
-    assert done.returncode == 2
-    assert f"{source / 'top-hosts'}: tests/test.sh is missing" in done.stderr
+    strict = run_cli("--import-harbor", str(source), "--out", str(tmp_path / "out" / "hx"), "--strict", timeout=120)
+    assert strict.returncode == 2
+    assert "--strict: 1 of 3 task(s) cannot be imported, nothing written" in strict.stderr
+    assert "top-hosts  tests/test.sh is missing" in strict.stderr
     assert not (tmp_path / "out").exists()
+    done = run_cli("--import-harbor", str(source), "--out", str(tmp_path / "out" / "hx"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Left out: 1 of 3 tasks" in done.stdout and "top-hosts  tests/test.sh is missing" in done.stdout
+    assert sorted(p.name for p in (tmp_path / "out" / "hx").iterdir()) == ["hx-train", "hx-val"]
 
 
 def test_seed_from_a_tasks_bundled_skill(tmp_path: Path) -> None:
@@ -81,8 +86,8 @@ def test_seed_from_a_tasks_bundled_skill(tmp_path: Path) -> None:
 
 def test_task_network_only_when_the_task_asks_and_the_user_allowed(tmp_path: Path) -> None:
     from eval.harbor_run import suite_task, task_network
-    allowed = import_harbor(EXAMPLE, tmp_path / "a" / "hx", seed=0, task_network=True)[0].path
-    default = import_harbor(EXAMPLE, tmp_path / "b" / "hx", seed=0)[0].path
+    allowed = import_harbor(EXAMPLE, tmp_path / "a" / "hx", seed=0, task_network=True).suites[0].path
+    default = import_harbor(EXAMPLE, tmp_path / "b" / "hx", seed=0).suites[0].path
     for path, said in ((allowed, "allowed"), (default, "none")):
         suite = load_suite(path)
         assert suite.option("task_network") == said
