@@ -88,16 +88,17 @@ def apply_run_defaults(c: Context) -> int | None:
 
 
 def no_sandbox(sandbox: str, *, refuse: bool) -> Callable[[str], None]:
-    """What a real command does when --sandbox could not use bwrap: refused (exit 2, before any cell) unless
-    it runs no agent (--plan), which only warns. Real agents never run bare unless `--sandbox none` says so."""
+    """What a real command does when --sandbox could not use bwrap: refused (exit 2, before any cell)
+    unless it runs no agent (--plan), which only warns. Real agents never run bare unless `--sandbox none`
+    says so."""
     where = "" if sandbox == "auto" else " outside Harbor tasks"
 
     def fallback(why: str) -> None:
         if refuse:
-            raise ConfigError(f"--sandbox {sandbox}: no sandbox works here, and real agents never run as bare "
-                              f"processes unless asked ({why}). Install bubblewrap (Debian/Ubuntu: `apt-get "
-                              f"install bubblewrap`), or pass --sandbox none to accept the risk: the agents{where} "
-                              "then run with your user's rights (docs/guides/sandbox.md)")
+            raise ConfigError(f"--sandbox {sandbox}: no sandbox works here, and real agents never run as "
+                              f"bare processes unless asked ({why}). Install bubblewrap (Debian/Ubuntu: "
+                              "`apt-get install bubblewrap`), or pass --sandbox none to accept the risk: the "
+                              f"agents{where} then run with your user's rights (docs/guides/sandbox.md)")
         print(f"warning: no sandbox: agents{where} would run as bare processes (--sandbox {sandbox} could not "
               f"use bwrap: {why})", file=sys.stderr)
     return fallback
