@@ -99,8 +99,8 @@ def no_sandbox(sandbox: str, *, refuse: bool) -> Callable[[str], None]:
                               f"bare processes unless asked ({why}). Install bubblewrap (Debian/Ubuntu: "
                               "`apt-get install bubblewrap`), or pass --sandbox none to accept the risk: the "
                               f"agents{where} then run with your user's rights (docs/guides/sandbox.md)")
-        print(f"warning: no sandbox: agents{where} would run as bare processes (--sandbox {sandbox} could not "
-              f"use bwrap: {why})", file=sys.stderr)
+        print(f"warning: no sandbox: agents{where} would run as bare processes (--sandbox {sandbox} could "
+              f"not use bwrap: {why})", file=sys.stderr)
     return fallback
 
 
@@ -109,11 +109,12 @@ NO_SANDBOX = ("warning: --sandbox none: the agents run as bare processes with yo
 
 
 def with_launcher(c: Context) -> Context:
-    """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped. Real agents
-    never fall back to bare processes: only `--sandbox none`, said outright, runs them so (with a warning)."""
+    """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped. Real
+    agents never fall back to bare processes: only `--sandbox none`, said outright, runs them so (with a
+    warning)."""
     real = bool(c.args.real)
-    c.launcher = get_launcher(c.settings.sandbox,
-                              on_fallback=no_sandbox(c.settings.sandbox, refuse=not c.args.plan) if real else None)
+    fallback = no_sandbox(c.settings.sandbox, refuse=not c.args.plan) if real else None
+    c.launcher = get_launcher(c.settings.sandbox, on_fallback=fallback)
     if real and c.settings.sandbox == "none":
         print(NO_SANDBOX, file=sys.stderr)
     reap_orphans(c.settings.data_dir)
