@@ -4,8 +4,15 @@ is the harness, and when that pipe ends (the harness exited or was killed, kill 
 group still on its list, whole, and exits. A group whose leader's pid now names another process (its start
 time differs) is not ours and is left alone, as eval/reaper.py does."""
 
+import importlib.util
 import os
 import signal
+
+# eval/cell_keeper.py (stdlib only), by path: a bare agent's keeper holds every process it started below it
+_spec = importlib.util.spec_from_file_location("cell_keeper", os.path.join(os.path.dirname(__file__),
+                                                                           "cell_keeper.py"))
+keeper = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(keeper)
 
 
 def start_time(pid: int) -> str | None:
@@ -33,6 +40,8 @@ def main() -> None:
         leader = start_time(pgid)
         if leader is not None and leader != started:
             continue                                # the pid was recycled: not ours
+        if leader is not None:
+            keeper.kill_tree(pgid)                  # what left the group, below a bare agent's keeper
         try:
             os.killpg(pgid, signal.SIGKILL)
         except OSError:

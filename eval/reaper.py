@@ -28,6 +28,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from eval.cell_keeper import kill_tree
+
 PR_SET_PDEATHSIG = 1
 CONTAINER = "container-"     # a record of an agent container: container-<name> holding the engine's argv
 DATA_DIR_LABEL, HARNESS_LABEL = "sm.data-dir", "sm.harness"
@@ -158,6 +160,8 @@ def reap(directory: Path) -> list[int]:
             continue
         members = _group_members(pgid)
         if members:
+            # what left the group, below a bare agent's keeper
+            killed.extend(pid for pid in kill_tree(pgid) if pid not in members)
             try:
                 os.killpg(pgid, signal.SIGKILL)
                 killed.extend(members)

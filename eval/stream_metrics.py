@@ -7,6 +7,7 @@ never fatal: a half-written last line from a killed agent must not lose the rest
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,14 +42,46 @@ class ShapeError(ValueError):
     """A stream event that parses as JSON but is not the shape the contract promises."""
 
 
+# Deeper than this, a line is not an event (ValueError): a parser's recursion (orjson's crashes the process,
+# json's raises RecursionError) and every reader that walks an event (skill_marks.strings) stay bounded.
+MAX_DEPTH = 200
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def depth(line: str) -> int:
+    """How deep a JSON text's arrays and objects nest (brackets inside strings do not count)."""
+    level = deepest = 0
+    for char in NOT_BRACKET.sub("", STRING.sub("", line)):
+        level += 1 if char in "[{" else -1
+        deepest = max(deepest, level)
+    return deepest
+
+
+def _valid_text(value: object) -> object:
+    """`value` with each lone surrogate (json's `"\\ud800"`) replaced by U+FFFD: text that cannot be written
+    as UTF-8 (a file, the store) is the agent's garbage, never the harness's crash."""
+    if isinstance(value, str):
+        return SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    return value
+
+
 def decode_line(line: str) -> object:
-    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON): orjson first, ~3x
-    faster on a stream's lines, and json for what orjson refuses and json takes (NaN, integers past 64 bits,
-    lone surrogates), so no stream reads differently."""
+    """One stream line's JSON, as json.loads reads it (ValueError when it is not JSON, or nests deeper than
+    MAX_DEPTH): orjson first, ~3x faster on a stream's lines, and json for what orjson refuses and json takes
+    (NaN, integers past 64 bits, lone surrogates, made U+FFFD). Any line an agent writes, however deep, long
+    or badly encoded, is an event or a bad line."""
+    if line.count("[") + line.count("{") > MAX_DEPTH and depth(line) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return json.loads(line)
+        return _valid_text(json.loads(line))
 
 
 def _usage(raw: object) -> Usage:

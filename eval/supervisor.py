@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.cell_keeper import kill_tree
+
 
 @dataclass(frozen=True)
 class Watch:
@@ -24,7 +26,12 @@ class Watch:
     overflow: bool = False      # killed for writing past the output cap (an agent error, not a timeout)
 
 
-def kill_group(pid: int) -> None:
+def kill_group(pid: int, *, tree: bool = True) -> None:
+    """SIGKILL the process group led by `pid` and, first (`tree`), every process below `pid` that left it
+    (setsid, double forks): under a keeper (eval/cell_keeper.py, a subreaper) all of them are still below it.
+    `tree=False` when `pid` has already exited (its keeper swept its tree then)."""
+    if tree:
+        kill_tree(pid)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -36,7 +43,7 @@ async def kill_and_reap(proc: asyncio.subprocess.Process) -> None:
     loop
     closes: a cancelled evaluation (a budget stop, a full disk, Ctrl-C) otherwise ends with asyncio's warning
     "Loop ... that handles pid N is closed" as the run's last line."""
-    kill_group(proc.pid)
+    kill_group(proc.pid, tree=proc.returncode is None)
     if proc.returncode is None:
         try:
             await asyncio.wait_for(proc.wait(), timeout=5)

@@ -22,10 +22,12 @@ from eval.cost import Price, parse_pricing
 from eval.errors import SkillMutatorError
 from mutator.settings.keys import (
     ENV_PREFIX,
+    INT_RANGE,
     Key,
     at_least_zero,
     build,
     env_names,
+    in_int_range,
     key,
     keys_of,
     positive,
@@ -235,6 +237,10 @@ def _check_unknown(tree: Mapping[str, Any], source: Path) -> None:
     for name, value in tree.items():
         if name.startswith("_"):
             continue  # "_comment" and friends
+        if name in sections and name not in known and not isinstance(value, Mapping):
+            inside = sorted(path.split(".", 1)[1] for path in known if path.startswith(f"{name}."))
+            raise ConfigError(f"{source}: '{name}' must be an object of its keys ({', '.join(inside)}), "
+                              f"got {json.dumps(value)}; e.g. \"{name}\": {{\"{inside[0]}\": ...}}")
         if name in sections and isinstance(value, Mapping):
             for sub in value:
                 if f"{name}.{sub}" not in known and not sub.startswith("_"):
@@ -284,6 +290,9 @@ def _coerce(key: Key, value: Any, source: str) -> Any:
             raise TypeError
     except (TypeError, ValueError, KeyError):
         raise ConfigError(f"{source}: '{key.path}' must be {key.rule}, got {value!r}") from None
+    if key.kind is int and not in_int_range(value):
+        raise ConfigError(f"{source}: '{key.path}' is out of range, got {value!r}; give {key.rule}, "
+                          f"{INT_RANGE}")
     if key.kind is float and not math.isfinite(value):
         raise ConfigError(f"{source}: '{key.path}' must be a finite number, got {value!r}; give {key.rule}")
     if not key.check(value):

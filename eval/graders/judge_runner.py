@@ -29,6 +29,7 @@ from eval.graders.judge import (
     user_message,
 )
 from eval.graders.judge_backends import make_backend
+from eval.stream_metrics import decode_line
 
 if TYPE_CHECKING:
     from eval.jobs import CellJob
@@ -50,8 +51,8 @@ def read_attempt(job: CellJob, work: Path) -> Attempt:
     lines = stream.read_text(encoding="utf-8", errors="replace").splitlines() if stream.is_file() else []
     for line in lines:
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
+            event = decode_line(line)
+        except ValueError:
             continue
         if not isinstance(event, dict):
             continue

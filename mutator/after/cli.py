@@ -44,7 +44,7 @@ def decide(args: argparse.Namespace, settings) -> int:
     """--propose / --accept / --reject / --rollback / --audit: no agent runs, nothing is spent."""
     from mutator.after.audit import AuditError, write
     from mutator.after.deploy import DeployError, deploy, rollback
-    from mutator.after.proposals import ProposalError, propose, reject
+    from mutator.after.proposals import ProposalError, get, propose, refuse_if_tested_out, reject
     from mutator.store.db import connect
     from mutator.store.genome import GenomeStore
     try:
@@ -76,6 +76,8 @@ def decide(args: argparse.Namespace, settings) -> int:
                 print("error: --accept needs --to SKILL_DIR (the folder to deploy the champion into)",
                       file=sys.stderr)
                 return 2
+            if settings.propose_no_harm:   # a proposal made before its test is held to it
+                refuse_if_tested_out(db, get(db, args.accept), no_harm=True, action="deployed")
             row = deploy(db, GenomeStore(settings.data_dir, db), args.accept, args.to, note=args.note,
                          force=args.force)
             print(f"proposal {args.accept} deployed into {row['target_dir']}"

@@ -93,12 +93,7 @@ def _figures(db: sqlite_utils.Database, run: dict, champion: str) -> tuple[dict,
            "seed_evaluation_id": seed.get("val_evaluation_id")}
     if apart:   # no pair graded alike: why_not says so
         val["graded_apart"] = list(apart)
-    t = latest_done_test(db, run["id"], champion)
-    test = None
-    if t is not None:
-        report = loads(t["report"], {}) or {}
-        test = {"suite": t["suite"], "composite": t["composite"], "eval": t["eval"], "cost": t["cost"],
-                "steps": t["steps"], "test_run": t["id"], "report": report}
+    test = latest_test(db, run["id"], champion)
     gates = loads(attempt.get("critic"), []) or []
     return val, test, gates
 
@@ -126,6 +121,12 @@ def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test
         if e["status"] != "done" or share > max_failed_share:
             return (f"the champion's val evaluation is not healthy ({e['n_failed'] or 0} of {e['n_cells']} "
                     f"cells failed, status {e['status']})")
+    return tested_out(test, no_harm=no_harm)
+
+
+def tested_out(test: dict | None, *, no_harm: bool) -> str:
+    """Why the champion's latest test refuses it ("" when it does not): worse than the seed on the test
+    suite; with `no_harm` (proposeNoHarm), a task it harms."""
     delta = ((test or {}).get("report") or {}).get("splits", {}).get("test") if test else None
     if delta and delta.get("delta", {}).get("mean") is not None and delta["delta"]["mean"] < 0:
         return (f"its latest test run on {test['suite']} is worse than the seed (Δcomposite "
@@ -134,6 +135,30 @@ def why_not(db: sqlite_utils.Database, run: dict, champion: str, val: dict, test
         return ""
     from mutator.validity.harm import flagged_reason  # scipy.stats: only when asked
     return flagged_reason((test or {}).get("report"))
+
+
+def latest_test(db: sqlite_utils.Database, run_id: str, champion: str) -> dict | None:
+    """The champion's newest finished test: {suite, composite, eval, cost, steps, test_run, report}."""
+    t = latest_done_test(db, run_id, champion)
+    if t is None:
+        return None
+    return {"suite": t["suite"], "composite": t["composite"], "eval": t["eval"], "cost": t["cost"],
+            "steps": t["steps"], "test_run": t["id"], "report": loads(t["report"], {}) or {}}
+
+
+def refuse_if_tested_out(db: sqlite_utils.Database, proposal: dict, *, no_harm: bool, action: str) -> None:
+    """A proposal made before its champion's latest test is held to that test: with `no_harm`
+    (proposeNoHarm) a champion the test flags is neither proposed again nor deployed; a champion the test
+    found worse than the seed is not proposed again."""
+    from mutator.config import run_py
+    test = latest_test(db, proposal["run_id"], proposal["genome_hash"])
+    reason = tested_out(test, no_harm=no_harm) if action == "proposed" else \
+        (tested_out(test, no_harm=True) if no_harm else "")
+    if reason:
+        raise ProposalError(f"{proposal['run_id']}'s champion {proposal['genome_hash'][:12]} is not "
+                            f"{action}: {reason}. Proposal {proposal['id']} ({proposal['status']}) was made "
+                            f"before that test (test run #{test['test_run']}); reject it: {run_py()} "
+                            f"--reject {proposal['id']} --reason 'flagged by its test'")
 
 
 def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, target_dir: Path | None,
@@ -159,6 +184,8 @@ def propose(db: sqlite_utils.Database, genomes: GenomeStore, run_id: str, *, tar
     earlier = proposal_rows.proposals_of(db, run_id, champion)
     for proposal in earlier:
         if proposal["status"] == "proposed" or auto:
+            if proposal["status"] == "proposed":   # made before a test that may refuse it now
+                refuse_if_tested_out(db, proposal, no_harm=no_harm, action="proposed")
             return proposal, False
     val, test, gates = _figures(db, run, champion)
     reason = why_not(db, run, champion, val, test, min_delta=min_delta, max_failed_share=max_failed_share,

@@ -12,6 +12,7 @@ from pathlib import Path
 from mutator.after.cli import SuiteAction
 from mutator.cli.strict import Parser
 from mutator.config import KEYS, Key
+from mutator.settings.keys import integer
 
 AGENT_IDS = ("anthropic", "claude-cli", "command")
 
@@ -28,7 +29,7 @@ def flagged(group: str) -> list[Key]:
 def add_key(group: argparse._ArgumentGroup, key: Key) -> None:
     """A setting's flag, made from its key: the type from the key's, the help and any extras as written
     there."""
-    kind = {int: {"type": int}, float: {"type": float}, Path: {"type": Path}, dict: {"type": json.loads},
+    kind = {int: {"type": integer}, float: {"type": float}, Path: {"type": Path}, dict: {"type": json.loads},
             list: {"action": "append"}, bool: {"action": "store_true", "default": None}}.get(key.kind, {})
     group.add_argument(key.option, **{**kind, **key.flag}, help=key.help)
 
@@ -114,7 +115,7 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
 
 
 def _measure_flags(run: argparse._ArgumentGroup) -> None:
-    run.add_argument("--aa", type=int, metavar="N",
+    run.add_argument("--aa", type=integer, metavar="N",
                      help="A/A run: N byte-identical copies of the seed on --val, each gated against its own "
                           "fresh re-evaluation of the seed; prints the false-reject and beat +t·SE rates "
                           "with exact binomial 95%% CIs beside the design")
@@ -155,7 +156,7 @@ def _mining_flags(p: argparse.ArgumentParser) -> None:
     mining.add_argument("--once", action="store_true", help="--watch: one tick, then exit (for cron)")
     mining.add_argument("--every", default="6h", metavar="DURATION",
                         help="--watch: time between ticks (default 6h; 30m, 90s, 1d)")
-    mining.add_argument("--min-traces", type=int, default=20, metavar="N",
+    mining.add_argument("--min-traces", type=integer, default=20, metavar="N",
                         help="--watch: new eligible requests needed to run (default 20)")
 
 
@@ -213,10 +214,10 @@ def _after_flags(p: argparse.ArgumentParser) -> None:
 def _decision_flags(after: argparse._ArgumentGroup) -> None:
     after.add_argument("--propose", metavar="RUN",
                        help="make RUN's champion a proposal (a finished run does this itself); never deploys")
-    after.add_argument("--accept", type=int, metavar="PROPOSAL",
+    after.add_argument("--accept", type=integer, metavar="PROPOSAL",
                        help="deploy a proposed (or rolled-back) champion into --to SKILL_DIR, keeping the "
                             "folder's own files (atomic; the previous version kept)")
-    after.add_argument("--reject", type=int, metavar="PROPOSAL", help="reject a proposed champion")
+    after.add_argument("--reject", type=integer, metavar="PROPOSAL", help="reject a proposed champion")
     after.add_argument("--note",
                        help="--accept: a note kept with the decision; --annotate: the note kept with the "
                             "run or attempt ('' clears it)")
@@ -239,7 +240,7 @@ def _decision_flags(after: argparse._ArgumentGroup) -> None:
 def _check_flags(after: argparse._ArgumentGroup) -> None:
     after.add_argument("--check", type=Path, metavar="SKILL_DIR",
                        help="health check: evaluate SKILL_DIR as it is on each --suite; exits 6 on REGRESSED")
-    after.add_argument("--parallel", type=int, metavar="N",
+    after.add_argument("--parallel", type=integer, metavar="N",
                        help="--check: cells run at once (default: concurrency)")
     after.add_argument("--max-seconds", type=float, metavar="S",
                        help="--check: stop after S seconds, keeping what was scored (exit 5)")
@@ -257,7 +258,7 @@ def _dash_flags(p: argparse.ArgumentParser) -> None:
                       help="start the dashboard (alone: serve in the foreground; with a run: in the "
                            "background, then run the loop); a healthy dashboard already on the port is "
                            "reused")
-    dash.add_argument("--port", type=int, default=5210, help="dashboard port (default 5210)")
+    dash.add_argument("--port", type=integer, default=5210, help="dashboard port (default 5210)")
     dash.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1, loopback "
                                                           "only)")
     dash.add_argument("--allow-host", action="append", default=[], metavar="NAME",

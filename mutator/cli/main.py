@@ -87,20 +87,36 @@ def apply_run_defaults(c: Context) -> int | None:
     return None
 
 
-def no_sandbox_warning(sandbox: str) -> Callable[[str], None]:
-    """What a real command says when --sandbox could not use bwrap: its agents run as bare processes."""
+def no_sandbox(sandbox: str, *, refuse: bool) -> Callable[[str], None]:
+    """What a real command does when --sandbox could not use bwrap: refused (exit 2, before any cell)
+    unless it runs no agent (--plan), which only warns. Real agents never run bare unless `--sandbox none`
+    says so."""
     where = "" if sandbox == "auto" else " outside Harbor tasks"
 
-    def warn(why: str) -> None:
-        print(f"warning: no sandbox: agents{where} run as bare processes (--sandbox {sandbox} could not use "
-              f"bwrap: {why})", file=sys.stderr)
-    return warn
+    def fallback(why: str) -> None:
+        if refuse:
+            raise ConfigError(f"--sandbox {sandbox}: no sandbox works here, and real agents never run as "
+                              f"bare processes unless asked ({why}). Install bubblewrap (Debian/Ubuntu: "
+                              "`apt-get install bubblewrap`), or pass --sandbox none to accept the risk: the "
+                              f"agents{where} then run with your user's rights (docs/guides/sandbox.md)")
+        print(f"warning: no sandbox: agents{where} would run as bare processes (--sandbox {sandbox} could "
+              f"not use bwrap: {why})", file=sys.stderr)
+    return fallback
+
+
+NO_SANDBOX = ("warning: --sandbox none: the agents run as bare processes with your user's rights (nothing "
+              "they start outlives its cell, but they can read and write what you can)")
 
 
 def with_launcher(c: Context) -> Context:
-    """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped."""
-    c.launcher = get_launcher(c.settings.sandbox,
-                              on_fallback=no_sandbox_warning(c.settings.sandbox) if c.args.real else None)
+    """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped. Real
+    agents never fall back to bare processes: only `--sandbox none`, said outright, runs them so (with a
+    warning)."""
+    real = bool(c.args.real)
+    fallback = no_sandbox(c.settings.sandbox, refuse=not c.args.plan) if real else None
+    c.launcher = get_launcher(c.settings.sandbox, on_fallback=fallback)
+    if real and c.settings.sandbox == "none":
+        print(NO_SANDBOX, file=sys.stderr)
     reap_orphans(c.settings.data_dir)
     return c
 

@@ -30,7 +30,7 @@ SPEND = ("budget_usd", "daily_budget_usd")
 MEASURE = (*SETTINGS, "config", "allow_split_mismatch", *AGENTS, *SPEND)
 RUN = ("suite", "val", "holdout", "retry_failed", *MEASURE)
 MINING = ("out", "since", "redact", "judge")
-DEPLOY = ("to", "note", "force", *WHERE)
+DEPLOY = ("to", "note", "force", "propose_no_harm", *WHERE)
 
 SUBCOMMANDS = (
     Subcommand("run", "evolve the skill: the loop (the default: `run.py --suite ...` is `run.py run "

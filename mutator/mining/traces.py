@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from eval.skill_marks import SkillMarks
+from eval.stream_metrics import decode_line
 
 COMMAND = re.compile(r"<command-name>\s*/?([^<\s]+)\s*</command-name>")
 COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
@@ -111,8 +112,8 @@ def read_lines(path: Path, reading: Reading) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
+                event = decode_line(line)
+            except ValueError:
                 reading.unreadable_lines += 1
                 continue
             if isinstance(event, dict):

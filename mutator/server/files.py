@@ -6,7 +6,6 @@ elsewhere, or a symlink out, is not followed). Sizes are capped so a huge log ca
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import git
 import sqlite_utils
 
+from eval.stream_metrics import decode_line
 from mutator.server.stores import Store, inside
 from mutator.store.queries import attempts
 from mutator.store.queries.genomes import git_commits
@@ -73,8 +73,10 @@ def cell_files(store: Store, cell: dict) -> dict[str, Any]:
     events = []
     for line in files.pop("stream.jsonl", {}).get("text", "").splitlines():
         try:
-            events.append(json.loads(line))
+            event = decode_line(line)
         except ValueError:
             continue
+        if isinstance(event, dict):
+            events.append(event)
     cell = {k: v for k, v in cell.items() if k != "cell_dir"}
     return {"cell": cell, "files": files, "events": events, "found_dir": folder is not None}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from eval.stream_metrics import decode_line
 from mutator.server.files import SEGMENT, read_capped
 from mutator.server.stores import Store, inside
 from mutator.store import evidence
@@ -40,8 +41,10 @@ def turns(stream_text: str) -> list[dict]:
     out = []
     for line in stream_text.splitlines():
         try:
-            ev = json.loads(line)
+            ev = decode_line(line)
         except ValueError:
+            continue
+        if not isinstance(ev, dict):
             continue
         kind = ev.get("type")
         content = (ev.get("message") or {}).get("content") or []

@@ -14,6 +14,26 @@ from typing import Any
 
 ENV_PREFIX = "SKILL_MUTATOR_"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Every integer setting is stored (runs, seeds, proposals): SQLite's INTEGER is 64-bit, signed
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+INT_RANGE = f"between {INT_MIN} and {INT_MAX} (a 64-bit integer)"
+
+
+def in_int_range(value: int) -> bool:
+    return INT_MIN <= value <= INT_MAX
+
+
+def integer(text: str) -> int:
+    """argparse's type for every integer flag: an integer in the 64-bit range (argparse then exits 2 naming
+    the flag), never a number the store cannot hold."""
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not in_int_range(value):
+        raise argparse.ArgumentTypeError(f"{text} is out of range: give an integer {INT_RANGE}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Reads and numbers `test_runs` rows (their `look` and `repeat_of` columns); never
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import sqlite_utils
@@ -55,6 +56,34 @@ def sealed_by(db: sqlite_utils.Database, run_id: str, suite: str, genome_hash: s
     found = rows(db, "select id, genome_hash, round, created_at from test_runs where run_id = ? and suite = "
                      "? and status = 'done' order by id limit 1", [run_id, suite])
     return found[0] if found and found[0]["genome_hash"] != genome_hash else None
+
+
+UNRECORDED = (
+    "select distinct e.genome_hash, e.id from evaluations e where e.suite = ? and e.genome_hash != ? "
+    "and e.genome_hash in (select a.genome_hash from attempts a join runs r on r.id = a.run_id "
+    "  where r.skill_name = ? and ? not in (coalesce(r.suite, ''), coalesce(r.val, '')) "
+    "  union select incumbent_hash from runs where skill_name = ? and ? not in (coalesce(suite, ''), "
+    "  coalesce(val, ''))) "
+    "and e.genome_hash not in (select seed_hash from runs where skill_name = ? and seed_hash is not null) "
+    "and e.genome_hash not in (select t.genome_hash from test_runs t join runs r on r.id = t.run_id "
+    "  where r.skill_name = ? and t.suite = ?) order by e.id")
+
+
+def unrecorded(db: sqlite_utils.Database, *, skill_name: str, suite: str, genome_hash: str) -> list[str]:
+    """Champions of this skill other than `genome_hash` that the store holds evaluations of on `suite` (a test
+    leaves its champion's cells there) but no test record names: the looks at `suite` cannot be counted from
+    `test_runs` (rows deleted), so a test must not go ahead. A run's seed (measured in every test, and
+    never a look by itself), the runs that train or validate on `suite`, and health checks (--check) are
+    not tests."""
+    found = rows(db, UNRECORDED,
+                 [suite, genome_hash, skill_name, suite, skill_name, suite, skill_name, skill_name, suite])
+    checked: set[int] = set()
+    for row in rows(db, "select evaluation_ids from health_checks where skill_name = ?", [skill_name]):
+        try:
+            checked.update(int(i) for i in json.loads(row["evaluation_ids"] or "[]"))
+        except (ValueError, TypeError):
+            continue
+    return list(dict.fromkeys(r["genome_hash"] for r in found if r["id"] not in checked))
 
 
 def number_all(db: sqlite_utils.Database) -> int:

@@ -112,7 +112,17 @@ def _alive(pid: int | None) -> bool:
 def refuse_sealed(db, settings: Settings, run: dict, suite: Suite) -> None:
     """A sealed run (sealTest when it ran, or now) takes its first champion test on a suite as final: a later
     champion's test there is refused, naming the first. Testing now with sealTest seals the run from then
-    on."""
+    on. Any test is refused while the store holds another champion's test evaluations on the suite that no
+    test record names (rows deleted): its look could not be numbered, nor a seal judged."""
+    missing = looks.unrecorded(db, skill_name=run["skill_name"], suite=suite.name,
+                               genome_hash=run["incumbent_hash"])
+    if missing:
+        raise SealedTestError(
+            f"the store holds test evaluations on {suite.name} of champion(s) "
+            f"{', '.join(h[:12] for h in missing)} of skill {run['skill_name']} that no test record (table "
+            "test_runs) accounts for: the looks at this suite cannot be counted, so this test would be "
+            "numbered (and a sealed run's seal judged) wrongly. Restore the store from a copy that has the "
+            "rows, or test on a fresh suite")
     if not (run.get("seal_test") or settings.seal_test):
         return
     first = looks.sealed_by(db, run["id"], suite.name, run["incumbent_hash"])

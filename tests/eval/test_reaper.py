@@ -19,10 +19,10 @@ from eval import reaper
 from tests.conftest import ROOT, make_suite
 from tests.eval.executors.executor_support import driver, job_for  # noqa: F401 - the driver's world (a fixture)
 
-# Hangs while a flag file beside it exists, after starting a helper in its own process group.
+# Hangs while a flag file beside it exists, after starting a helper in a session of its own (out of its group).
 AGENT = """import json, os, pathlib, subprocess, sys, time
 here = pathlib.Path(__file__).parent
-helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
 (here / "pids").mkdir(exist_ok=True)
 (here / "pids" / f"{os.getpid()}-{helper.pid}").write_text("")
 while (here / "hang").exists():
@@ -39,6 +39,10 @@ def gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def wait_for(predicate, seconds: float = 60.0) -> bool:
@@ -88,7 +92,8 @@ def test_kill_9_of_run_py_leaves_no_agent_running(tmp_path: Path) -> None:
             assert wait_for(lambda: pids_dir.is_dir() and len(list(pids_dir.iterdir())) == 2), "agents never started"
             pairs = [tuple(map(int, p.name.split("-"))) for p in pids_dir.iterdir()]
             started.extend(pairs)
-            assert sorted(int(p.name) for p in records.iterdir()) == sorted(a for a, _ in pairs)  # on record
+            # on record: each agent's keeper (--sandbox none: eval/cell_keeper.py), its group's leader
+            assert sorted(int(p.name) for p in records.iterdir()) == sorted(parent(a) for a, _ in pairs)
             guardian = guardian_of(harness.pid)
             assert guardian is not None                               # one watcher, the harness's own child
             if guardian_too:
@@ -116,7 +121,8 @@ def test_kill_9_of_run_py_leaves_no_agent_running(tmp_path: Path) -> None:
             (tmp_path / "hang").unlink()
             _, stderr = again.communicate(timeout=300)
         assert again.returncode == 0, stderr[-2000:]
-        assert "reaped 4 agent process(es) left running by a harness that died" in stderr
+        # each cell's keeper, agent and setsid helper
+        assert "reaped 6 agent process(es) left running by a harness that died" in stderr, stderr
         assert list(records.iterdir()) == []   # every record cleared, the first run's included
     finally:
         for pid in {pid for pair in started for pid in pair}:
@@ -258,13 +264,15 @@ def spawn_recording(tmp_path: Path, monkeypatch) -> tuple[dict, dict]:
 
 
 def test_an_agent_is_spawned_bare_when_the_guardian_watches(tmp_path: Path, monkeypatch) -> None:
-    """With the guardian (eval/guardian.py) watching, the agent is spawned as itself: no setpriv exec in front (~1 ms
-    of CPU per agent) and no preexec_fn (a full fork of the harness)."""
+    """With the guardian (eval/guardian.py) watching, the agent is spawned under its keeper alone (eval/cell_keeper.py):
+    no setpriv exec in front (~1 ms of CPU per agent) and no preexec_fn (a full fork of the harness); the keeper gives
+    the agent its own parent-death signal."""
     from eval import guardian
+    from sandbox.none import kept
     assert guardian.ready()
     said, spawned = spawn_recording(tmp_path, monkeypatch)
-    assert spawned == {"argv": (sys.executable, str(tmp_path / "agent.py")), "preexec_fn": None}
-    assert said["pdeathsig"] == 0
+    assert spawned == {"argv": tuple(kept([sys.executable, str(tmp_path / "agent.py")])), "preexec_fn": None}
+    assert said["pdeathsig"] == signal.SIGKILL
 
 
 def test_without_a_guardian_an_agent_dies_with_the_harness_without_a_fork_of_it(tmp_path: Path, monkeypatch) -> None:
@@ -276,7 +284,8 @@ def test_without_a_guardian_an_agent_dies_with_the_harness_without_a_fork_of_it(
     monkeypatch.setattr(guardian, "ready", lambda: False)
     said, spawned = spawn_recording(tmp_path, monkeypatch)
     assert said["pdeathsig"] == signal.SIGKILL and spawned["preexec_fn"] is None
-    assert spawned["argv"] == (reaper._setpriv(), "--pdeathsig", "KILL", "--", sys.executable, str(tmp_path / "agent.py"))
+    from sandbox.none import kept
+    assert spawned["argv"] == (reaper._setpriv(), "--pdeathsig", "KILL", "--", *kept([sys.executable, str(tmp_path / "agent.py")]))
 
 
 def test_the_guardian_kills_the_groups_still_running_when_its_harness_ends() -> None:

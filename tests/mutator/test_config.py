@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -194,3 +195,25 @@ def test_a_demo_run_id_is_unchanged(flags: dict, run_id: str) -> None:
     cheaper = configured(s, weights).identity()
     identity = run_identity(s, suites, agents, contract, "seed-hash", cheaper=cheaper)
     assert run_id_for(identity) == run_id
+
+
+@pytest.mark.parametrize(("changes", "environ", "says"), [
+    ({"seed": 10**23}, {}, "'seed' is out of range, got 100000000000000000000000; give an integer, between "),
+    ({"seed": 1e23}, {}, "'seed' must be an integer, got 1e+23"),
+    ({}, {"SKILL_MUTATOR_ROUNDS": "99999999999999999999"}, "environment SKILL_MUTATOR_ROUNDS: 'rounds' is out of range"),
+    ({"screen__tasks": -2**64}, {}, "'screen.tasks' is out of range"),
+])
+def test_an_integer_the_store_cannot_hold_is_refused(tmp_path: Path, changes: dict, environ: dict, says: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_settings(config_file=write_config(tmp_path, **changes), environ=environ)
+
+
+def test_the_highest_integer_the_store_holds_is_taken(tmp_path: Path) -> None:
+    assert load_settings(config_file=write_config(tmp_path, seed=2**63 - 1), environ={}).seed == 2**63 - 1
+
+
+@pytest.mark.parametrize("name", ["screen", "sequential", "critic", "score"])
+def test_a_known_section_given_a_scalar_must_be_an_object(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match=f"'{name}' must be an object of its keys \\(") as err:
+        load_settings(config_file=write_config(tmp_path, **{name: 6}), environ={})
+    assert "unknown key" not in str(err.value) and "got 6" in str(err.value)

@@ -180,3 +180,43 @@ def test_two_deploys_roll_back_one_at_a_time(built):
     assert snapshot(built["target"]) == after_first
     rollback(built["db"], built["genomes"], built["target"])
     assert snapshot(built["target"]) == original
+
+
+def _flag_in_a_test(built) -> int:
+    """A finished test of the champion, after the proposal, that finds it better than the seed on the mean but flags
+    task t (worse than the seed in each of 3 replicates: p 0.05, Holm over one task)."""
+    from mutator.store.db import dumps, now
+    from mutator.validity import harm
+    report = {"splits": {"test": {"delta": {"mean": 0.01}}},
+              "harm": {"seed": harm.harm({"t": [0.0] * 3}, {"t": [1.0] * 3}), "none": None}}
+    return built["db"]["test_runs"].insert({"run_id": built["run_id"], "suite": "clean-test", "genome_hash":
+                                            built["champion"], "status": "done", "composite": 0.5, "eval": 0.5,
+                                            "report": dumps(report), "created_at": now()}).last_pk
+
+
+def test_no_harm_holds_a_proposal_made_before_the_test_that_flags_its_champion(built):
+    before, created = _propose(built, no_harm=True)
+    assert created and before["status"] == "proposed"
+    test_id = _flag_in_a_test(built)
+    again, created = _propose(built)                             # without proposeNoHarm the open proposal stands
+    assert not created and again["id"] == before["id"]
+    with pytest.raises(ProposalError, match=f"is not proposed: proposeNoHarm: its latest test finds it worse than the "
+                                            f"seed on t .*Proposal {before['id']} \\(proposed\\) was made before that "
+                                            f"test \\(test run #{test_id}\\)"):
+        _propose(built, no_harm=True)
+    assert proposals.get(built["db"], before["id"])["status"] == "proposed"     # nothing decided for the user
+
+
+def test_no_harm_refuses_to_accept_a_champion_its_test_flags(built):
+    from mutator.cli.main import main
+    p, _ = _propose(built)
+    _flag_in_a_test(built)
+    built["db"].conn.commit()
+    before = snapshot(built["target"])
+    code = main(["--accept", str(p["id"]), "--to", str(built["target"]), "--data-dir", str(built["data"]),
+                 "--propose-no-harm"])
+    assert code == 2
+    assert snapshot(built["target"]) == before and proposals.get(built["db"], p["id"])["status"] == "proposed"
+    # without proposeNoHarm the user's accept is theirs to make
+    assert main(["--accept", str(p["id"]), "--to", str(built["target"]), "--data-dir", str(built["data"])]) == 0
+    assert proposals.get(built["db"], p["id"])["status"] == "deployed"

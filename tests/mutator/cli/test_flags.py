@@ -65,3 +65,12 @@ def test_a_bad_flag_value_names_the_flag_and_the_rule(capsys):
     assert main(["--infra-retries", "-1", "--lint", str(ROOT / "suites" / "csv-clean")]) == 2
     assert capsys.readouterr().err == ("error: flag --infra-retries: 'infraRetries' must be an integer >= 0, "
                                        "got -1\n")
+
+
+@pytest.mark.parametrize("flag", ["--rounds", "--seed", "--accept", "--aa", "--port", "--parallel"])
+def test_an_integer_flag_out_of_the_stores_range_exits_2_naming_it(flag: str) -> None:
+    from tests.conftest import run_py
+    done = run_py(flag, "99999999999999999999")
+    assert done.returncode == 2, done.stderr
+    assert f"argument {flag}: 99999999999999999999 is out of range: give an integer between" in done.stderr
+    assert "Traceback" not in done.stderr

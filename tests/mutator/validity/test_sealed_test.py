@@ -58,6 +58,14 @@ def test_looks_rise_across_champions_not_repeats_and_a_sealed_run_refuses_a_late
     with sqlite3.connect(store) as conn:
         assert conn.execute("select seal_test from runs where id = ?", [run_id]).fetchone()[0] is None
 
+    # the test rows deleted: the tests' evaluations are still in the store, so no test is "Look 1 of 1" again
+    with sqlite3.connect(store) as conn:
+        conn.execute("delete from test_runs")
+    forgot = run_cli("--test-run", run_id, "--data-dir", str(data), "--seal-test", "--no-control")
+    assert forgot.returncode == 2, forgot.stdout[-2000:]
+    assert f"the store holds test evaluations on clean-test of champion(s) {champion_1[:12]} of skill" in forgot.stderr
+    assert "Look 1 of 1" not in forgot.stdout and looks(store) == []
+
 
 def _store(tmp_path: Path, tests: list[tuple[str, str, str, str]], seal: int | None = None):
     """A store with runs (id -> skill) and finished test rows (run, suite, genome, status)."""
@@ -101,3 +109,38 @@ def test_refuse_sealed_reads_the_run_or_the_setting(tmp_path: Path, seal, flag, 
             refuse_sealed(db, SimpleNamespace(seal_test=flag), run, suite)
     else:
         refuse_sealed(db, SimpleNamespace(seal_test=flag), run, suite)
+
+
+def _evaluated(db, runs: dict[str, tuple[str, str]], evaluations: list[tuple[str, str]]) -> None:
+    """Each run's seed and champion (attempts of both), and evaluations (genome, suite)."""
+    for run_id, (seed, champion) in runs.items():
+        db.execute("update runs set seed_hash = ?, incumbent_hash = ?, suite = 'train', val = 'val' where id = ?",
+                   [seed, champion, run_id])
+        for n, genome in enumerate((seed, champion)):
+            db.execute("insert into attempts (run_id, round, sibling, genome_hash, status) values (?, ?, 0, ?, 'kept')",
+                       [run_id, n, genome])
+    for n, (genome, suite) in enumerate(evaluations):
+        db.execute("insert into evaluations (key, genome_hash, suite, status) values (?, ?, ?, 'done')",
+                   [f"k{n}", genome, suite])
+    db.conn.commit()
+
+
+@pytest.mark.parametrize("seal", [1, None])
+def test_a_test_whose_rows_were_deleted_is_found_by_its_evaluations(tmp_path: Path, seal) -> None:
+    from types import SimpleNamespace
+
+    from mutator.store.looks import unrecorded
+    from mutator.validity.testrun import SealedTestError, refuse_sealed
+    db = _store(tmp_path, [("r1", "t", "A", "done")], seal=seal)
+    _evaluated(db, {"r1": ("S", "B"), "r2": ("S", "A")}, [("S", "t"), ("A", "t"), ("B", "val"), ("B", "t")])
+    run, suite = dict(db["runs"].get("r1")), SimpleNamespace(name="t")
+    assert unrecorded(db, skill_name="csv", suite="t", genome_hash="B") == []      # A's test is on record
+    db.execute("delete from test_runs")
+    db.conn.commit()
+    # the seed (measured beside every champion) and the champion about to be tested are no earlier look
+    assert unrecorded(db, skill_name="csv", suite="t", genome_hash="B") == ["A"]
+    assert unrecorded(db, skill_name="csv", suite="val", genome_hash="X") == []     # val: the run's own suite
+    assert unrecorded(db, skill_name="other", suite="t", genome_hash="B") == []
+    with pytest.raises(SealedTestError, match=r"test evaluations on t of champion\(s\) A of skill csv that no test "
+                                              r"record \(table test_runs\) accounts for"):
+        refuse_sealed(db, SimpleNamespace(seal_test=False), run, suite)
