@@ -3,9 +3,10 @@
 It reads the task's required outputs from the cell's working dir and an outline of the agent's tool
 calls from stream.jsonl (calls touching the skill's folder left out), never the skill itself. The reply
 is cached under `<evals>/judge-cache/` (or $SM_JUDGE_CACHE) keyed by backend, model and prompt, so a
-re-run or a resumed evaluation asks again for nothing. Fake in dry runs (SM_JUDGE=fake|anthropic).
-A real judge's calls are metered beside the cell (eval/agents/meter.py); what they cost, a failed call's
-included, is written to `judge.spend.json` whether or not the reply was usable.
+re-run or a resumed evaluation asks again for nothing: an unusable reply is cached too (its cell stays a
+grader_error, re-graded for free), so a resume never re-pays a judge that failed. Fake in dry runs
+(SM_JUDGE=fake|anthropic). A real judge's calls are metered beside the cell (eval/agents/meter.py); what
+they cost, a failed call's included, is written to `judge.spend.json` whether or not the reply was usable.
 """
 
 from __future__ import annotations
@@ -121,12 +122,13 @@ class JudgeRunner:
             usage = metered_usage(job) or reply.usage
             record = {"text": reply.text, "usage": usage.__dict__, "cost_usd": usd(price, usage),
                       "model": model, "backend": backend.id}
+        if not hit:   # a garbled reply too: a resume or a re-grade never pays for the same answer again
+            store(cached, record)
         try:
             verdict = parse_reply(record["text"])
         except JudgeError as err:
-            return None, str(err)
-        if not hit:   # only a usable reply is cached; a garbled one is asked again next time
-            store(cached, record)
+            return None, (f"{err} (the judge's reply is cached in {cached}; delete it to ask again)" if hit
+                          else str(err))
         tests, detail = score(verdict, rubric, attempt.words())
         detail.update(model=model, backend=backend.id, cached=hit, cache_key=key, usage=record["usage"],
                       cost_usd=0.0 if hit else record["cost_usd"], call_cost_usd=record["cost_usd"])

@@ -79,6 +79,7 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
     cost = 0.0
     passes = cells_run = 0
     evaluations: list[int] = []
+    ungraded: list[dict] = []
     for number in range(1, attempts + 1):
         todo = tuple(t for t in train.tasks if best.get(t.id, {"score": -1.0})["score"] < 1.0)
         if not todo:
@@ -95,10 +96,15 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
         cost += outcome.ran_cost
         cells_run += outcome.ran
         evaluations.append(outcome.evaluation_id)
-        for cell in cache.solve_cells(db, outcome.evaluation_id):
+        cells = cache.solve_cells(db, outcome.evaluation_id)
+        if cells and all(cell["status"] == "grader_error" for cell in cells):
+            ungraded = cells   # the grader fails everywhere: another pass would pay for nothing
+        for cell in cells:
             if cell["score"] > best.get(cell["task_id"], {"score": -1.0})["score"]:
                 best[cell["task_id"]] = {"score": cell["score"], "pass": number, "cell_dir": cell["cell_dir"],
                                          "status": cell["status"], "error": cell["error"] or ""}
+        if ungraded:
+            break
     usage = solve_usage(db, evaluations)
     out_dir.mkdir(parents=True, exist_ok=True)
     for task_id, found in best.items():
@@ -114,7 +120,10 @@ def solve_phase(*, db, evaluator: Evaluator, train: Suite, contract: Contract, m
               "tasks": {task_id: {"score": f["score"], "pass": f["pass"], "status": f["status"]}
                         for task_id, f in sorted(best.items())}}
     (out_dir / "solve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
-    if low:
+    if ungraded:
+        record["aborted"] = True
+        record["message"] = ungraded_message(train, passes, ungraded)
+    elif low:
         record["message"] = abort_message(model, passes, min_score,
                                           {task_id: best[task_id] for task_id in low})
     return record
@@ -126,6 +135,18 @@ def solve_usage(db, evaluations: list[int]) -> dict[str, int]:
         return dict.fromkeys(USAGE_COLUMNS, 0)
     totals = cache.usage_totals(db, evaluations)
     return {column: int(value or 0) for column, value in zip(USAGE_COLUMNS, totals, strict=True)}
+
+
+def ungraded_message(train: Suite, passes: int, cells: list[dict]) -> str:
+    """Why the solve phase stops when its grader (a judge, a script) graded none of a pass's cells: the
+    grader's failure, not the solver's nor the model's."""
+    grader = (f"the suite's judge (runner judge in {train.path})" if train.runner == "judge"
+              else f"the suite's grader ({train.runner} in {train.path})")
+    first = next((c["error"] for c in cells if c["error"]), "").strip().replace("\n", " ")[:300]
+    return (f"solve phase: stopped after pass {passes}: {grader} failed on every one of its {len(cells)} "
+            f"cells (grader_error), so no cell has a grade and a further pass would pay for nothing. "
+            f"The first error: {first or '(none recorded)'}. Fix the grader, then re-run the same command "
+            f"(the agents' runs are kept and only re-graded), or skip the phase with --no-solve.")
 
 
 def abort_message(model: str, passes: int, min_score: float, low: dict[str, dict]) -> str:

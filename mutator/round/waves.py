@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from eval.suite import Suite
 from mutator.round.outcome import Outcome
 from mutator.scoring import holm, keep
-from mutator.scoring.gate import Gate
+from mutator.scoring.gate import KEEP_TOLERANCE, Gate
 from mutator.scoring.score import Comparison, Normalisers, Weights, per_task
 from mutator.scoring.sequential import Design, early_decision, screen_tasks, wave
 from mutator.store.db import now
@@ -132,15 +132,26 @@ def sequential_val(gating: Gating, evaluate: Evaluate, *, val: Suite, genome: st
 
 
 def screen_fields(record: dict) -> dict:
-    """The attempt's columns for a screen's record: a SCREENED verdict with its Δ and threshold on a loss."""
+    """The attempt's columns for a screen's record: a SCREENED verdict with its Δ and threshold on a loss.
+
+    A Δ at its threshold (not below it by more than the gate's tolerance; the exact sign-flip count can reject
+    there) is a tie, worded as one, never a decisive loss; the figures carry enough digits to tell Δ from the
+    threshold whenever they differ."""
     if record["decision"] != "loss":
         return {}
     gate = record["gate"]
-    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": gate["delta"],
-            "gate_threshold": gate["threshold"],
+    delta, threshold = gate["delta"], gate["threshold"]
+    digits = 4
+    while digits < 12 and f"{delta:+.{digits}f}" == f"{threshold:+.{digits}f}" and delta != threshold:
+        digits += 1
+    tie = delta >= threshold - KEEP_TOLERANCE   # the gate keeps this Δ by its threshold
+    how = ("a tie at the threshold, screened out by the exact sign-flip count (not a decisive loss)" if tie
+           else "a decisive loss")
+    return {"status": AttemptStatus.SCREENED, "verdict": Verdict.SCREENED, "delta": delta,
+            "gate_threshold": threshold,
             "error": f"screened out on {len(record['tasks'])} train tasks ({record['cells']} cells): Δ "
-                     f"{gate['delta']:+.4f} vs threshold {gate['threshold']:+.4f} at screen z "
-                     f"{record['z']:g}, a decisive loss",
+                     f"{delta:+.{digits}f} vs threshold {threshold:+.{digits}f} at screen z "
+                     f"{record['z']:g}, {how}",
             "finished_at": now()}
 
 

@@ -148,14 +148,20 @@ def test_a_repeated_judgement_is_served_from_the_cache(tmp_path, echo_agent, stu
     assert all(json.loads((Path(c.cell_dir) / "grade.json").read_text())["judge"]["cached"] for c in again)
 
 
-def test_a_garbled_reply_is_a_grader_error_and_not_cached(tmp_path, echo_agent, stub, skill, monkeypatch) -> None:
+def test_a_garbled_reply_is_a_grader_error_cached_so_a_regrade_pays_nothing(tmp_path, echo_agent, stub, skill,
+                                                                             monkeypatch) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     stub.reply = "I would rather not say."
     cells = evaluate(judge_request(tmp_path, echo_agent, stub, skill))
     assert {c.status for c in cells} == {"grader_error"}
-    assert all("holds no JSON object" in c.error for c in cells)
+    assert all("holds no JSON object" in c.error for c in cells) and len(stub.requests) == 2
     stub.reply = judge_reply(10, 10, 10)
+    cells = evaluate(judge_request(tmp_path, echo_agent, stub, skill))   # a resume: re-graded from the cache
+    assert {c.status for c in cells} == {"grader_error"} and len(stub.requests) == 2
+    assert all("delete it to ask again" in c.error for c in cells)
+    for cached in (tmp_path / "evals" / "judge-cache").glob("*.json"):   # deleting the reply asks again
+        cached.unlink()
     cells = evaluate(judge_request(tmp_path, echo_agent, stub, skill))
     assert {c.status for c in cells} == {"ok"} and len(stub.requests) == 4
 

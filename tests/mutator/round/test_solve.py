@@ -101,3 +101,39 @@ def test_plan_shows_the_solve_phase_and_its_cost() -> None:
     assert "(the solve phase + round 0 + " in on.stdout
     off = run_cli("--plan", "--suite", "clean-train", "--val", "clean-val")
     assert "solve phase off (--solve turns it on)" in off.stdout
+
+
+def judged_train(tmp_path: Path) -> Path:
+    """clean-train graded by the LLM judge instead of its script."""
+    import shutil
+    suite = tmp_path / "judged" / "clean-train"
+    shutil.copytree(ROOT / "suites" / "clean-train", suite)
+    text = (suite / "suite.md").read_text(encoding="utf-8")
+    (suite / "suite.md").write_text(text.replace("runner: script", "runner: judge", 1), encoding="utf-8")
+    return suite
+
+
+def test_a_judge_failing_every_cell_stops_the_solve_phase_after_pass_1_and_a_resume_pays_it_nothing(
+        tmp_path: Path) -> None:
+    from tests.eval.graders.messages_stub import MessagesStub
+    stub = MessagesStub("I would rather not say.")   # no JSON: every judgement is unusable
+    try:
+        data = tmp_path / "data"
+        args = ("--suite", str(judged_train(tmp_path)), "--val", "clean-val", "--rounds", "1", "--replicates",
+                "1", "--solve", "--solve-attempts", "3", "--data-dir", str(data))
+        env = {**os.environ, "SM_JUDGE": "anthropic", "ANTHROPIC_BASE_URL": stub.base_url,
+               "ANTHROPIC_API_KEY": "test-key"}
+        result = run_cli(*args, env=env)
+        assert result.returncode == 4, result.stderr
+        assert len(stub.requests) == 12                     # pass 1 only: one judgement per train task
+        assert "stopped after pass 1: the suite's judge" in result.stderr
+        assert "holds no JSON object" in result.stderr and "mutator backend" not in result.stderr
+        db = connect_readonly(data / "mutator.db")
+        assert [r["n"] for r in db.query("select count(*) n from evaluations")] == [1]
+        record = json.loads(next(iter(db.query("select solve from runs")))["solve"])
+        assert record["aborted"] is True and record["passes"] == 1
+        again = run_cli(*args, env=env)                     # the resume re-grades from the cache
+        assert again.returncode == 4 and len(stub.requests) == 12
+        assert "stopped after pass 1: the suite's judge" in again.stderr
+    finally:
+        stub.close()

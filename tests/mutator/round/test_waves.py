@@ -177,3 +177,19 @@ def test_a_store_made_before_the_keep_rule_resumes_with_no_cell_under_another_ru
     db = sqlite3.connect(data / "mutator.db")
     assert db.execute("select count(*) from runs").fetchone()[0] == 1
     db.close()
+
+
+def screened(delta: float, threshold: float) -> str:
+    from mutator.round.waves import screen_fields
+    record = {"decision": "loss", "tasks": ["a", "b", "c"], "cells": 6, "z": 1.5,
+              "gate": {"delta": delta, "threshold": threshold}}
+    return screen_fields(record)["error"]
+
+
+def test_a_screen_at_its_threshold_is_worded_a_tie_and_a_near_miss_shows_the_digits_that_differ() -> None:
+    at = screened(-0.0005, -0.0005)   # the sign-flip count rejects a Δ the threshold keeps
+    assert "Δ -0.0005 vs threshold -0.0005" in at and "a tie at the threshold" in at
+    assert "decisive" not in at.replace("not a decisive loss", "")
+    near = screened(-0.00051, -0.00049)   # below by less than the 4th decimal shows
+    assert "Δ -0.00051 vs threshold -0.00049" in near and near.endswith("a decisive loss")
+    assert screened(-0.2, -0.1).endswith("Δ -0.2000 vs threshold -0.1000 at screen z 1.5, a decisive loss")
