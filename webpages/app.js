@@ -141,30 +141,56 @@ function keepPlace(root) {
 }
 
 let seen = null;   // the last change event: {version, runs, run, children}
+let worker = null;
+let watching = null;
 
+// One live stream per browser (lib/liveworker.js, a SharedWorker shared by every tab); a browser without
+// SharedWorker opens its own EventSource per tab. Every change reaches onChange; the page then fires
+// `sm-live` (after handling it) and `sm-live-watch` when it starts following something else (tests count
+// them).
 function connect() {
   const key = `${state.store}|${state.run || ''}`;
-  if (!state.store || (events && events.key === key)) return;
+  if (!state.store || watching === key) return;
+  watching = key;
+  seen = null;
+  window.dispatchEvent(new CustomEvent('sm-live-watch'));
+  if (window.SharedWorker) {
+    if (!worker) {
+      worker = new SharedWorker('/lib/liveworker.js', { name: 'skill-mutator-live' });
+      worker.port.onmessage = (m) => {
+        if (m.data.type === 'change') onChange(m.data.data);
+        else $('live').classList.toggle('offline', m.data.type === 'offline');
+      };
+      worker.port.start();
+      window.addEventListener('pagehide', () => worker.port.postMessage({ type: 'close' }));
+      window.addEventListener('pageshow', (e) => { if (e.persisted) { watching = null; connect(); } });
+    }
+    worker.port.postMessage({ type: 'watch', store: state.store, run: state.run || null });
+    return;
+  }
   if (events) events.close();
   events = new EventSource(`/api/events?store=${state.store}${state.run ? '&run=' + encodeURIComponent(state.run) : ''}`);
-  events.key = key;
-  let first = true;
-  events.addEventListener('change', (e) => {
-    const data = JSON.parse(e.data);
-    $('banner').hidden = !data.code_stale;
-    $('live').classList.add('pulse');
-    setTimeout(() => $('live').classList.remove('pulse'), 400);
-    const before = seen;
-    seen = data;
-    if (first || !before) { first = false; return; }   // the baseline of this connection
+  events.addEventListener('change', (e) => onChange(JSON.parse(e.data)));
+  events.onerror = () => $('live').classList.add('offline');
+  events.onopen = () => $('live').classList.remove('offline');
+}
+
+function onChange(data) {
+  $('banner').hidden = !data.code_stale;
+  $('live').classList.add('pulse');
+  setTimeout(() => $('live').classList.remove('pulse'), 400);
+  const before = seen;
+  seen = data;
+  try {
+    if (!before) return;   // the baseline of what this page follows
     if (state.paused) { state.missed = true; return; }
     const runs = before.runs !== data.runs, run = before.run !== data.run;
     const moved = !RUN_PAGES.has(state.page) ? before.version !== data.version
       : run || (['history', 'compare', 'attempts'].includes(state.page) && runs) || (state.page === 'home' && (runs || before.children !== data.children));
     if (runs || moved) refresh({ pickers: runs, page: moved, live: true });
-  });
-  events.onerror = () => $('live').classList.add('offline');
-  events.onopen = () => $('live').classList.remove('offline');
+  } finally {
+    window.dispatchEvent(new CustomEvent('sm-live'));
+  }
 }
 
 // ---- wiring -------------------------------------------------------------------------------------------

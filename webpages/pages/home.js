@@ -34,7 +34,7 @@ function attemptDrawer(ui, attemptId) {
     const a = (ui.detail?.attempts || []).find((x) => x.id === attemptId);
     if (!a) return h('p', {}, 'attempt not found');
     return h('div', { class: 'attempt-drawer', 'data-attempt': a.id },
-      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note)),
+      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note, a.stopped)),
       h('p', { class: 'reason', id: 'drawer-reason' }, a.reason || ''),
       h('p', {}, a.summary || '(no summary yet)'),
       h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
@@ -207,7 +207,7 @@ export async function render(root, state, ui) {
         ui.selected = a.id;
         markSelected(ui);
       },
-    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict, a.verdict_note)),
+    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict, a.verdict_note, a.stopped)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
     h('small', { title: 'val composite of this candidate: ' + TIPS.composite }, num(a.composite)),
     a.confirm ? h('small', { class: `confirm-mark ${a.confirm.stands ? 'ok' : 'bad'}`, title: 'winner\'s-curse confirmation on fresh val replicates: ' + (a.confirm.stands ? 'the keep stands' : 'the keep was overturned') }, a.confirm.stands ? ' ✓ confirmed' : ' ✗ overturned') : null)))));

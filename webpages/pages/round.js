@@ -102,7 +102,7 @@ export async function render(root, state, ui) {
       ...(g.flip ? [['sign patterns', `${g.flip.patterns}${g.flip.exhaustive ? ' (all)' : ` (sampled, seed ${g.flip.sample_seed})`} · on the threshold: reject w.p. ρ ${num(g.flip.rho, 3)}, coin u ${num(g.flip.u, 3)}`, GATE_TIPS.flip]] : []),
       ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
     return h('section', { class: 'cols', id: 'round-verdict' },
-      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note)),
+      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note, a.stopped)),
         h('p', { class: 'reason', id: 'verdict-reason' }, a.reason || ''),
         comparatorLine(a),
         notesView(state.store, String(a.id), a.notes),

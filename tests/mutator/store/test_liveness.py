@@ -3,8 +3,10 @@ heartbeat is old and its lock free; re-running the same command resumes it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -77,7 +79,15 @@ async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_clie
     assert run["status"] == "running"      # the record still says so: nobody was left to update it
 
     db = connect_readonly(data / "mutator.db")
-    assert "status running" in summary(db, run["id"], data_dir=data)   # beat too recent to call it dead
+    # this machine's writer died holding its lock (the lock's record names this host): stale at once
+    assert "status stale (process died at" in summary(db, run["id"], data_dir=data)
+    db.conn.close()
+    lock = data / "locks" / f"{run['id']}.lock"
+    record = json.loads(lock.read_text())
+    assert record["pid"] > 0 and record["host"] == socket.gethostname()
+    lock.write_text(json.dumps({**record, "host": "another-machine"}))   # a writer elsewhere sharing the store
+    db = connect_readonly(data / "mutator.db")
+    assert "status running" in summary(db, run["id"], data_dir=data)   # its beat too recent to call it dead
     db.conn.close()
     with sqlite3.connect(data / "mutator.db") as conn:   # time passes: the beat is now a few intervals old
         conn.execute("update runs set heartbeat_at = heartbeat_at - ?", [STALE_AFTER_S + 5])
