@@ -61,6 +61,7 @@ from mutator.server.launch import (
 from mutator.server.stores import Stores, inside
 
 CODE = web.AppKey("code", CodeWatch)
+STREAMS = web.AppKey("streams", list)   # [open live streams]: one per browser when its tabs share a worker
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -142,7 +143,7 @@ async def static(request: web.Request) -> web.StreamResponse:
 # ---- API ---------------------------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
     return ok({"app": APP_NAME, "code": request.app[CODE].started, "stale": request.app[CODE].stale,
-               "cache": request.app[CACHE].stats()})
+               "cache": request.app[CACHE].stats(), "live_streams": request.app[STREAMS][0]})
 
 
 async def meta(request: web.Request) -> web.Response:
@@ -366,6 +367,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     found = {sid: store for sid in watch if (store := stores.get(sid)) is not None}
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
     await response.prepare(request)
+    request.app[STREAMS][0] += 1
     last: tuple | None = None
     versions: dict = {}
     signatures: dict = {}
@@ -397,6 +399,8 @@ async def events(request: web.Request) -> web.StreamResponse:
                 pass
     except (ConnectionResetError, asyncio.CancelledError):
         pass
+    finally:
+        request.app[STREAMS][0] -= 1
     return response
 
 
@@ -425,6 +429,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
     app[CACHE] = ResponseCache()
+    app[STREAMS] = [0]
     app[ALLOWED_HOSTS] = allowed_hosts(host, allow_hosts)   # never empty: a Host check is always on
     app.on_response_prepare.append(security_headers)
     app.on_startup.append(_startup)

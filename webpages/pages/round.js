@@ -84,7 +84,7 @@ export async function render(root, state, ui) {
   const options = runDetail.attempts.map((x) => [x.id, x.round, x.sibling, x.verdict, x.status, x.genome_hash]);
   const top = S.get('top', [options, id, split, d.run.val, d.run.suite], () => {
     const picker = h('select', { id: 'attempt-picker', onchange: (e) => go('round', e.target.value, { split }) },
-      runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.status} · ${short(x.genome_hash)}`)));
+      runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.stopped || x.status} · ${short(x.genome_hash)}`)));
     const splitPick = h('select', { id: 'split-picker', onchange: (e) => go('round', id, { split: e.target.value }) },
       ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
     return h('section', { class: 'row', id: 'round-top' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →'));

@@ -27,7 +27,7 @@ ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--repl
 @pytest.mark.parametrize("status, beat_age, lock_free, stale", [
     ("running", STALE_AFTER_S + 1, True, True),        # dead writer: old beat, free lock
     ("running", None, True, True),                     # never beat (a store from before heartbeats), free lock
-    ("running", 1.0, True, False),                     # just died: not stale until a few beats are missed
+    ("running", 1.0, True, False),                     # just died elsewhere: stale once a few beats are missed
     ("running", STALE_AFTER_S + 1, False, False),      # beat late but its lock is held: alive (a long stall)
     ("finished", STALE_AFTER_S + 1, True, False),      # only a running record can be stale
 ])
@@ -35,6 +35,9 @@ def test_stale_needs_an_old_heartbeat_and_a_free_lock(status, beat_age, lock_fre
     now = 1_000_000.0
     beat = None if beat_age is None else now - beat_age
     assert is_stale(status, beat, lock_free=lock_free, now=now) is stale
+    # a holder of this machine that died holding the lock: stale at once, whatever its beat
+    assert is_stale(status, beat, lock_free=lock_free, now=now, died_here=lock_free) is (
+        status == "running" and lock_free)
 
 
 def run_row(data: Path) -> dict:
