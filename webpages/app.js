@@ -46,7 +46,23 @@ async function loadPickers() {
   fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
     (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
   state.runs = state.skill ? await api('runs', { store: state.store, skill: state.skill }) : [];
-  // A/A runs (the gate's noise calibration) are listed apart and are never the default selection
+  // a run the link names: of another skill of this store (its skill is picked), else unknown (said so)
+  state.missing = null;
+  const asked = state.params.get('run');
+  if (asked && state.run === asked && !state.runs.some((r) => r.id === asked)) {
+    const every = await api('runs', { store: state.store });
+    const owner = every.find((r) => r.id === asked);
+    if (owner) {
+      state.skill = owner.skill_name;
+      fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
+        (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
+      state.runs = await api('runs', { store: state.store, skill: state.skill });
+    } else {
+      state.missing = { run: asked, runs: every };
+    }
+  }
+  // A/A runs (the gate's noise calibration) are listed apart and are never the default selection; the
+  // default is the newest live run, else the newest
   const ordinary = state.runs.filter((r) => r.kind !== 'aa');
   if (!state.runs.some((r) => r.id === state.run)) {
     state.run = (ordinary.find((r) => r.alive) || ordinary[0] || state.runs[0])?.id || null;
@@ -83,7 +99,8 @@ async function refresh({ pickers = true, page = true, live = false } = {}) {
       if (page) {
         const place = live ? keepPlace($('page')) : null;
         state.ui[state.page] = state.ui[state.page] || {};
-        await PAGES[state.page].render($('page'), state, state.ui[state.page]);
+        if (state.missing) unknownRun($('page'), state.missing);   // never another run's figures
+        else await PAGES[state.page].render($('page'), state, state.ui[state.page]);
         if (place) place.restore();
         state.renders = (state.renders || 0) + 1;
         document.body.dataset.renders = state.renders;   // page renders so far (tests wait on it)
@@ -98,6 +115,13 @@ async function refresh({ pickers = true, page = true, live = false } = {}) {
     }
   })();
   return rendering;
+}
+
+function unknownRun(root, { run, runs }) {
+  root.replaceChildren(h('section', { id: 'unknown' }, h('h2', {}, `No run ${run} in this store`),
+    h('p', {}, runs.length ? 'The runs it holds:' : 'It holds no run yet.'),
+    h('ul', { id: 'known-runs' }, runs.map((r) => h('li', {}, h('a', { href: link(state.page, state.page === 'round' ? null : state.arg, { skill: r.skill_name, run: r.id }) },
+      `${r.id} · ${r.skill_name} · ${r.kind === 'aa' ? 'A/A' : r.strategy} · ${r.rounds_done}/${r.rounds_target} · ${r.alive ? 'RUNNING' : r.status}`))))));
 }
 
 // What a re-render must not take from the reader: scroll position, which sections are open, values they

@@ -276,6 +276,11 @@ async def cell(request: web.Request) -> web.Response:
     return remember(request, key, cell_files(store, found))  # a cell row is written once its files are final
 
 
+async def unknown_api(request: web.Request) -> web.Response:
+    """Any /api/ path no route matched (an attempt id of 20 digits, a typo): a JSON 404 like every other."""
+    raise fail(404, f"no such API path: {request.path[:200]}")
+
+
 async def processes(request: web.Request) -> web.Response:
     return ok(request.app[CHILDREN].to_json())
 
@@ -451,6 +456,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     from mutator.server import after, researcher  # proposals, checks, spend; the researcher's views
     after.register(app)
     researcher.register(app)
+    app.router.add_get("/api/{tail:.*}", unknown_api)   # last: an API path no route took
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app
 

@@ -224,6 +224,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
         del s["status"], s["error"]
     theirs = G.cells_of(db, cell_sources(db, against_id)) if against_id and split == "val" else []
     a["gate"], a["looks"] = G.safe_ints(a["gate"]), G.safe_ints(a["looks"])
+    # the t statistic beside the critical value the gate stored (gate_t): Δ / SE of the stored figures
+    a["gate_t_stat"] = a["delta"] / a["gate_se"] if a.get("delta") is not None and a.get("gate_se") else None
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
             "figures": figures, "cells": cells, "comparator_cells": theirs,
             "tests": {"names": test_names, "grid": grid}, "siblings": siblings}

@@ -220,9 +220,10 @@ export async function render(root, state, ui) {
     section.box = box;
     return section;
   });
-  const suites = state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val);
+  // the run's own holdout (a config name or a path, as stored) first and preselected, then the other suites
+  const suites = [...(run.holdout ? [run.holdout] : []), ...state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val && s !== run.holdout)];
   const tests = aa ? null : S.get('tests', [state.store, run.id, run.alive, run.holdout, suites, detail.tests], () => {
-    const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s)));
+    const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s === run.holdout ? `${s} (this run's holdout)` : s)));
     suitePick.addEventListener('change', () => { ui.testSuite = suitePick.value; });
     const testStatus = h('span', { class: 'hint' });
     return h('section', { id: 'tests-section' }, h('h3', {}, 'Test timeline'),
