@@ -102,6 +102,10 @@ def curve_svg(curve: dict, width: int = 900, height: int = 280) -> str:
     return "".join(parts) + f'<p class="legend">{legend} <small>(last value of each)</small></p>'
 
 
+def _key(a: dict) -> str:
+    return f"{a['round']}.{a['sibling']}" if a["sibling"] else str(a["round"])
+
+
 def _last(values) -> float | None:
     found = [v for v in values or [] if v is not None]
     return found[-1] if found else None
@@ -112,11 +116,13 @@ def round_table(attempts: list[dict]) -> str:
     for a in attempts:
         verdict = a.get("verdict") or a.get("stopped") or a.get("status")
         rows.append(
-            f'<tr data-attempt="{a["id"]}"><td>{a["round"]}{"." + str(a["sibling"]) if a["sibling"] else ""}</td>'
+            f'<tr data-attempt="{a["id"]}"><td>{_key(a)}</td>'
             f'<td class="{_e(a.get("verdict"))}">{_e(verdict)}</td>'
             f'<td class="num">{_num(a.get("composite"))}</td><td class="num">{_signed(a.get("delta"))}</td>'
-            f'<td class="num">{_signed(a.get("gate_threshold"))}</td><td class="why">{_e(a.get("reason"))}</td>'
-            f'<td class="why">{_e(a.get("summary"))}</td><td><code>{_e((a.get("genome_hash") or "")[:12])}</code>'
+            f'<td class="num">{_signed(a.get("gate_threshold"))}</td>'
+            f'<td class="why">{_e(a.get("reason"))}</td>'
+            f'<td class="why">{_e(a.get("summary"))}</td>'
+            f'<td><code>{_e((a.get("genome_hash") or "")[:12])}</code>'
             '</td></tr>')
     return ('<table id="rounds"><thead><tr><th>round</th><th>verdict</th><th>val composite</th><th>Δ</th>'
             '<th>threshold</th><th>reason</th><th>change</th><th>genome</th></tr></thead><tbody>'
@@ -127,8 +133,8 @@ def lineage_view(found: dict) -> str:
     chain = " → ".join(f'<code>{_e(n.get("genome_hash", n)[:12] if isinstance(n, dict) else str(n)[:12])}'
                        "</code>" for n in found.get("chain") or [])
     rows = "".join(
-        f'<tr data-node="{n["attempt_id"]}"><td>r{n["round"]}{"." + str(n["sibling"]) if n["sibling"] else ""}'
-        f'</td><td>{_e(n.get("verdict"))}</td>'
+        f'<tr data-node="{n["attempt_id"]}"><td>r{_key(n)}</td>'
+        f'<td>{_e(n.get("verdict"))}</td>'
         f'<td><code>{_e((n.get("genome_hash") or "")[:12])}</code></td>'
         f'<td><code>{_e((n.get("parent_hash") or "")[:12])}</code></td>'
         f'<td class="num">{_num(n.get("composite"))}</td></tr>' for n in found.get("nodes") or [])
@@ -153,7 +159,8 @@ def _split_rows(report: dict) -> str:
                     f'<td class="num">{_signed(d["mean"])} ± {_num(d["se"])}</td>'
                     f'<td class="num">{ci}</td></tr>')
     return ('<table class="report"><thead><tr><th>split</th><th>tasks</th><th>seed</th><th>champion</th>'
-            "<th>Δcomposite ± SE</th><th>95% CI</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            "<th>Δcomposite ± SE</th><th>95% CI</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>")
 
 
 def _harm(found: dict | None, reference: str) -> str:
@@ -161,14 +168,16 @@ def _harm(found: dict | None, reference: str) -> str:
         return ""
     rc, rr = found["replicates"]
     rows = "".join(
-        f'<tr data-task="{_e(r["task"])}" class="{"warn" if r["verdict"] == "worse" else ""}"><th>{_e(r["task"])}</th>'
+        f'<tr data-task="{_e(r["task"])}" class="{"warn" if r["verdict"] == "worse" else ""}">'
+        f'<th>{_e(r["task"])}</th>'
         f'<td>{_e(r["verdict"])}</td><td class="num">{_signed(r["delta"])}</td>'
         f'<td>{" ".join(_num(v, 3) for v in r["champion"])}</td>'
         f'<td>{" ".join(_num(v, 3) for v in r["reference"])}</td>'
         f'<td class="num">{_e(r.get("p_worse"))}</td></tr>' for r in found["tasks"])
     return (f'<h4>Per task vs {reference}: {len(found["flagged"])} flagged worse of {len(found["tasks"])} '
-            f'({rc} vs {rr} replicates)</h4><table class="harm" data-harm="{reference}"><thead><tr><th>task</th>'
-            f"<th>verdict</th><th>Δ</th><th>champion cells</th><th>{reference} cells</th><th>p(worse)</th></tr>"
+            f'({rc} vs {rr} replicates)</h4><table class="harm" data-harm="{reference}"><thead><tr>'
+            f"<th>task</th><th>verdict</th><th>Δ</th><th>champion cells</th><th>{reference} cells</th>"
+            "<th>p(worse)</th></tr>"
             f"</thead><tbody>{rows}</tbody></table>")
 
 
@@ -226,7 +235,8 @@ def build(data_dir: Path, run_id: str) -> str:
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <title>Skill Mutator report · {_e(run["id"])}</title><style>{STYLE}</style></head><body>
 <h1>{_e(run["skill_name"])} · run <code id="run-id">{_e(run["id"])}</code></h1>
-<p id="run-line">{_e(run["strategy"])} · {_e(run["status"])} · round {run["rounds_done"]}/{run["rounds_target"]}
+<p id="run-line">{_e(run["strategy"])} · {_e(run["status"])} · round
+ {run["rounds_done"]}/{run["rounds_target"]}
  · train {_e(run["suite"])} · val {_e(run["val"])} · holdout {_e(run.get("holdout") or "—")} · model
  {_e(run["model"])} · {run["replicates"]} replicates · gateZ {_e(run.get("gate_z"))} · spend
  {_usd(run["spend"]["total"])}</p>

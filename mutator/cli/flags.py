@@ -70,9 +70,9 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
                      help="write RUN's attempts, evaluations, cells, tests and test runs as tables for "
                           "notebooks (--format, --out); spends nothing")
     run.add_argument("--export-report", metavar="RUN",
-                     help="write RUN's self-contained HTML report (curve, rounds, lineage, test report, cost; "
-                          "opens offline) to --out FILE (default <data-dir>/exports/RUN-report.html); spends "
-                          "nothing")
+                     help="write RUN's self-contained HTML report (curve, rounds, lineage, test report, "
+                          "cost; opens offline) to --out FILE (default <data-dir>/exports/RUN-report.html); "
+                          "spends nothing")
     run.add_argument("--format", choices=("csv", "parquet"), default="csv",
                      help="--export file format (default csv; parquet needs pyarrow)")
     run.add_argument("--out", type=Path,

@@ -3,8 +3,8 @@
 
 A record is stale when its status says running and its lock (mutator/store/lock.py) is free, i.e. no live
 process holds it, and either its heartbeat is older than a few intervals or the lock's record says its holder
-was a process of this machine that died holding it (kill -9, a crash): then at once, on the next read. Stale is shown, never written:
-re-running the same command resumes the record and sets it running again.
+was a process of this machine that died holding it (kill -9, a crash): then at once, on the next read.
+Stale is shown, never written: re-running the same command resumes the record and sets it running again.
 """
 
 from __future__ import annotations
