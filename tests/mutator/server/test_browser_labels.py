@@ -112,3 +112,18 @@ def test_attempts_show_and_filter_each_change_and_round_labels_name_their_figure
     expect(row).to_contain_text(f"{gate_z:g}")
     assert "gateZ / minImprovement" not in verdict.inner_text()
     assert page.console_errors == []
+
+
+def test_cost_links_each_run_and_names_an_own_mutator_commands_row(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    with sqlite3.connect(store / "mutator.db") as conn:   # the greedy run's mutator was its own command
+        conn.execute("update runs set mutator_model = null where id = ?", [runs["greedy"]])
+    page.goto(server.url + "/#/cost")
+    expect(page.locator("#spend-models")).to_contain_text("own mutator command (--mutator-cmd)")
+    assert page.locator("#spend-models td", has_text="?").count() == 0
+    link = page.locator("#spend-runs a.run-link", has_text=runs["greedy"])
+    expect(link).to_have_count(1)
+    link.click()
+    expect(page.locator("#run-head h2")).to_contain_text(runs["greedy"])
+    assert page.console_errors == []
