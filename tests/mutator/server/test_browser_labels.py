@@ -127,3 +127,21 @@ def test_cost_links_each_run_and_names_an_own_mutator_commands_row(server, page,
     link.click()
     expect(page.locator("#run-head h2")).to_contain_text(runs["greedy"])
     assert page.console_errors == []
+
+
+def test_a_repeat_look_of_one_champion_is_one_test_card(server, page, store):
+    expect = sync_api.expect
+    runs = _runs(store)
+    with sqlite3.connect(store / "mutator.db") as conn:
+        conn.row_factory = sqlite3.Row
+        first = dict(conn.execute("select * from test_runs where run_id = ? and status = 'done' order by id limit 1",
+                                  [runs["greedy"]]).fetchone())
+        report = json.loads(first["report"])
+        report["look"] = {**(report.get("look") or {}), "k": 1, "looks": 4, "repeat_of": first["id"]}
+        again = {**first, "id": None, "report": json.dumps(report), "created_at": first["created_at"] + 60}
+        names = [k for k in again if k != "id"]
+        conn.execute(f"insert into test_runs ({', '.join(names)}) values ({', '.join('?' * len(names))})",
+                     [again[k] for k in names])
+    page.goto(server.url + f"/#/home?run={runs['greedy']}")
+    expect(page.locator("#tests-section .test-card")).to_have_count(1)
+    expect(page.locator("#tests-section .test-card .repeats")).to_have_text(" ×2")
