@@ -46,19 +46,14 @@ class Server:
         self.thread.join(5)
 
 
-# Test-only, added before the app's scripts: counts the change events of the newest live stream (EventSource), so
-# a test waits for the stream's baseline, or for the event a write caused, instead of sleeping a guessed time.
+# Test-only, added before the app's scripts: counts the change events the page has handled since it last started
+# following something else (its first is the baseline), from the shared live stream (lib/liveworker.js) or the
+# page's own EventSource alike, so a test waits for the stream's baseline, or for the event a write caused,
+# instead of sleeping a guessed time.
 COUNT_LIVE_EVENTS = """(() => {
-  const Native = window.EventSource;
   window.__liveEvents = 0;
-  window.EventSource = class extends Native {
-    constructor(...args) {
-      super(...args);
-      window.__liveSource = this;
-      window.__liveEvents = 0;
-      this.addEventListener('change', () => { if (window.__liveSource === this) window.__liveEvents += 1; });
-    }
-  };
+  window.addEventListener('sm-live-watch', () => { window.__liveEvents = 0; });
+  window.addEventListener('sm-live', () => { window.__liveEvents += 1; });
 })();"""
 
 

@@ -46,7 +46,23 @@ async function loadPickers() {
   fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
     (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
   state.runs = state.skill ? await api('runs', { store: state.store, skill: state.skill }) : [];
-  // A/A runs (the gate's noise calibration) are listed apart and are never the default selection
+  // a run the link names: of another skill of this store (its skill is picked), else unknown (said so)
+  state.missing = null;
+  const asked = state.params.get('run');
+  if (asked && state.run === asked && !state.runs.some((r) => r.id === asked)) {
+    const every = await api('runs', { store: state.store });
+    const owner = every.find((r) => r.id === asked);
+    if (owner) {
+      state.skill = owner.skill_name;
+      fill($('skill-picker'), state.skills.map((s) => ({ value: s.skill_name, n: s.n_runs })), state.skill,
+        (s) => `${s.value} (${s.n} run${s.n === 1 ? '' : 's'})`);
+      state.runs = await api('runs', { store: state.store, skill: state.skill });
+    } else {
+      state.missing = { run: asked, runs: every };
+    }
+  }
+  // A/A runs (the gate's noise calibration) are listed apart and are never the default selection; the
+  // default is the newest live run, else the newest
   const ordinary = state.runs.filter((r) => r.kind !== 'aa');
   if (!state.runs.some((r) => r.id === state.run)) {
     state.run = (ordinary.find((r) => r.alive) || ordinary[0] || state.runs[0])?.id || null;
@@ -83,7 +99,8 @@ async function refresh({ pickers = true, page = true, live = false } = {}) {
       if (page) {
         const place = live ? keepPlace($('page')) : null;
         state.ui[state.page] = state.ui[state.page] || {};
-        await PAGES[state.page].render($('page'), state, state.ui[state.page]);
+        if (state.missing) unknownRun($('page'), state.missing);   // never another run's figures
+        else await PAGES[state.page].render($('page'), state, state.ui[state.page]);
         if (place) place.restore();
         state.renders = (state.renders || 0) + 1;
         document.body.dataset.renders = state.renders;   // page renders so far (tests wait on it)
@@ -98,6 +115,13 @@ async function refresh({ pickers = true, page = true, live = false } = {}) {
     }
   })();
   return rendering;
+}
+
+function unknownRun(root, { run, runs }) {
+  root.replaceChildren(h('section', { id: 'unknown' }, h('h2', {}, `No run ${run} in this store`),
+    h('p', {}, runs.length ? 'The runs it holds:' : 'It holds no run yet.'),
+    h('ul', { id: 'known-runs' }, runs.map((r) => h('li', {}, h('a', { href: link(state.page, state.page === 'round' ? null : state.arg, { skill: r.skill_name, run: r.id }) },
+      `${r.id} · ${r.skill_name} · ${r.kind === 'aa' ? 'A/A' : r.strategy} · ${r.rounds_done}/${r.rounds_target} · ${r.alive ? 'RUNNING' : r.status}`))))));
 }
 
 // What a re-render must not take from the reader: scroll position, which sections are open, values they
@@ -141,30 +165,56 @@ function keepPlace(root) {
 }
 
 let seen = null;   // the last change event: {version, runs, run, children}
+let worker = null;
+let watching = null;
 
+// One live stream per browser (lib/liveworker.js, a SharedWorker shared by every tab); a browser without
+// SharedWorker opens its own EventSource per tab. Every change reaches onChange; the page then fires
+// `sm-live` (after handling it) and `sm-live-watch` when it starts following something else (tests count
+// them).
 function connect() {
   const key = `${state.store}|${state.run || ''}`;
-  if (!state.store || (events && events.key === key)) return;
+  if (!state.store || watching === key) return;
+  watching = key;
+  seen = null;
+  window.dispatchEvent(new CustomEvent('sm-live-watch'));
+  if (window.SharedWorker) {
+    if (!worker) {
+      worker = new SharedWorker('/lib/liveworker.js', { name: 'skill-mutator-live' });
+      worker.port.onmessage = (m) => {
+        if (m.data.type === 'change') onChange(m.data.data);
+        else $('live').classList.toggle('offline', m.data.type === 'offline');
+      };
+      worker.port.start();
+      window.addEventListener('pagehide', () => worker.port.postMessage({ type: 'close' }));
+      window.addEventListener('pageshow', (e) => { if (e.persisted) { watching = null; connect(); } });
+    }
+    worker.port.postMessage({ type: 'watch', store: state.store, run: state.run || null });
+    return;
+  }
   if (events) events.close();
   events = new EventSource(`/api/events?store=${state.store}${state.run ? '&run=' + encodeURIComponent(state.run) : ''}`);
-  events.key = key;
-  let first = true;
-  events.addEventListener('change', (e) => {
-    const data = JSON.parse(e.data);
-    $('banner').hidden = !data.code_stale;
-    $('live').classList.add('pulse');
-    setTimeout(() => $('live').classList.remove('pulse'), 400);
-    const before = seen;
-    seen = data;
-    if (first || !before) { first = false; return; }   // the baseline of this connection
+  events.addEventListener('change', (e) => onChange(JSON.parse(e.data)));
+  events.onerror = () => $('live').classList.add('offline');
+  events.onopen = () => $('live').classList.remove('offline');
+}
+
+function onChange(data) {
+  $('banner').hidden = !data.code_stale;
+  $('live').classList.add('pulse');
+  setTimeout(() => $('live').classList.remove('pulse'), 400);
+  const before = seen;
+  seen = data;
+  try {
+    if (!before) return;   // the baseline of what this page follows
     if (state.paused) { state.missed = true; return; }
     const runs = before.runs !== data.runs, run = before.run !== data.run;
     const moved = !RUN_PAGES.has(state.page) ? before.version !== data.version
       : run || (['history', 'compare', 'attempts'].includes(state.page) && runs) || (state.page === 'home' && (runs || before.children !== data.children));
     if (runs || moved) refresh({ pickers: runs, page: moved, live: true });
-  });
-  events.onerror = () => $('live').classList.add('offline');
-  events.onopen = () => $('live').classList.remove('offline');
+  } finally {
+    window.dispatchEvent(new CustomEvent('sm-live'));
+  }
 }
 
 // ---- wiring -------------------------------------------------------------------------------------------

@@ -67,6 +67,10 @@ def _health_evaluations(db: sqlite_utils.Database) -> set[int]:
     return spending.health_check_evaluations(db)
 
 
+# the model of a mutator call made by the run's own command (--mutator-cmd): it names no model
+OWN_COMMAND = "own mutator command (--mutator-cmd)"
+
+
 def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = None) -> list[dict]:
     """Every charge on the ledger (mutator/store/ledger.py) since `since` (of one run, when given):
     {at, usd, run, model, kind}. The run is the one charged when it was spent, never guessed afterwards; a
@@ -81,7 +85,7 @@ def calls(db: sqlite_utils.Database, since: float = 0.0, run_id: str | None = No
         kind = "judge" if c["kind"] == "judge" else role if c["kind"] == "cell" else c["kind"]
         model = ("judge" if c["kind"] in ("judge",
                                           "mining judge") else model if c["evaluation_id"] is not None
-                 else runs.get(c["run_id"]) or "?" if c["kind"] in ("mutator", "meta skill") else "?")
+                 else runs.get(c["run_id"]) or OWN_COMMAND if c["kind"] in ("mutator", "meta skill") else "?")
         run = c["run_id"] or (HEALTH if c["evaluation_id"] in health or c["kind"] == "health check"
                               else WATCH if c["kind"] == "mining judge" else OTHER)
         out.append({"at": c["at"], "usd": c["usd"], "run": run, "model": model, "kind": kind})

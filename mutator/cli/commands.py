@@ -153,6 +153,17 @@ def export(c: Context) -> int:
     return 0
 
 
+def export_report(c: Context) -> int:
+    """export-report RUN [--out FILE]: the run's self-contained HTML report (mutator/after/report_html.py)."""
+    from mutator.after.report_html import write
+    try:
+        written = write(c.settings.data_dir, c.args.export_report, c.args.out)
+    except sqlite3.DatabaseError as err:
+        raise (store_problem(c.settings.db_path, err) or err) from None
+    print(written)
+    return 0
+
+
 def annotate(c: Context) -> int:
     """--annotate RUN_OR_ATTEMPT [--name] [--tags] [--note]: the researcher's notes (the dashboard edits
     through this)."""

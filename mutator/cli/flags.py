@@ -70,12 +70,16 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
     run.add_argument("--export", metavar="RUN",
                      help="write RUN's attempts, evaluations, cells, tests and test runs as tables for "
                           "notebooks (--format, --out); spends nothing")
+    run.add_argument("--export-report", metavar="RUN",
+                     help="write RUN's self-contained HTML report (curve, rounds, lineage, test report, "
+                          "cost; opens offline) to --out FILE (default <data-dir>/exports/RUN-report.html); "
+                          "spends nothing")
     run.add_argument("--format", choices=("csv", "parquet"), default="csv",
                      help="--export file format (default csv; parquet needs pyarrow)")
     run.add_argument("--out", type=Path,
-                     help="--export output folder (default: <data-dir>/exports); with --import-evals, the "
-                          "folder to write the imported suites into; with --new-suite, the folder the three "
-                          "suites go in (default ./suites)")
+                     help="--export output folder (default: <data-dir>/exports), the --export-report file; "
+                          "with --import-evals, the folder to write the imported suites into; with --new-suite, "
+                          "the folder the three suites go in (default ./suites)")
     run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
                      help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded "
                           "suites <out>/<name>-train, -val and -test, split by --seed; needs --out "

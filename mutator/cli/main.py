@@ -43,6 +43,7 @@ OFFLINE = (
             lambda c: commands.mine(c, parser()._actions, ROOT / "run.py")),
     Command("lint", lambda a: bool(a.lint), commands.lint),
     Command("export", lambda a: bool(a.export), commands.export),
+    Command("export-report", lambda a: bool(a.export_report), commands.export_report),
     Command("annotate", lambda a: bool(a.annotate), commands.annotate),
     Command("decide", wants_decision, lambda c: decide(c.args, c.settings)),
     Command("validate-suite", lambda a: bool(a.validate_suite), harbor.validate_command),

@@ -67,6 +67,8 @@ SUBCOMMANDS = (
                "lint", ("against", *WHERE), args=("SKILL_DIR",)),
     Subcommand("export", "write a run's tables for notebooks (--format, --out); spends nothing", "export",
                ("format", "out", *WHERE), args=("RUN",)),
+    Subcommand("export-report", "write a run's self-contained HTML report to hand over (--out FILE); spends "
+               "nothing", "export_report", ("out", *WHERE), args=("RUN",)),
     Subcommand("import-harbor", "turn Harbor-format tasks into suites <out>/<name>-train, -val and -test",
                "import_harbor", ("out", "seed", "split_file", "allow_task_network", "seed_from",
                                 "strict"),

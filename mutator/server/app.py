@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import re
 import secrets
 import sqlite3
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,14 +56,12 @@ from mutator.server.launch import (
     plan_estimate,
     settings,
 )
+from mutator.server.live import CODE, STREAMS, events
 from mutator.server.stores import Stores, inside
 
-CODE = web.AppKey("code", CodeWatch)
 APP_NAME = "skill-mutator-dashboard"
 WEB_ROOT = ROOT / "webpages"
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-POLL_S = 1.0
-LIVENESS_S = 5.0   # how often an open page's live stream re-reads which running runs are stale
 CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css",
                  ".svg": "image/svg+xml", ".json": "application/json", ".png": "image/png",
                  ".ico": "image/x-icon", ".txt": "text/plain"}
@@ -141,7 +137,7 @@ async def static(request: web.Request) -> web.StreamResponse:
 # ---- API ---------------------------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
     return ok({"app": APP_NAME, "code": request.app[CODE].started, "stale": request.app[CODE].stale,
-               "cache": request.app[CACHE].stats()})
+               "cache": request.app[CACHE].stats(), "live_streams": request.app[STREAMS][0]})
 
 
 async def meta(request: web.Request) -> web.Response:
@@ -274,6 +270,11 @@ async def cell(request: web.Request) -> web.Response:
     return remember(request, key, cell_files(store, found))  # a cell row is written once its files are final
 
 
+async def unknown_api(request: web.Request) -> web.Response:
+    """Any /api/ path no route matched (an attempt id of 20 digits, a typo): a JSON 404 like every other."""
+    raise fail(404, f"no such API path: {request.path[:200]}")
+
+
 async def processes(request: web.Request) -> web.Response:
     return ok(request.app[CHILDREN].to_json())
 
@@ -326,45 +327,6 @@ async def test_run(request: web.Request) -> web.Response:
     return ok({"process": process})
 
 
-async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: one `change` event whenever the store's data_version, the code fingerprint or the
-    dashboard's children move (checked every second; one PRAGMA per tick), a comment line as heartbeat. Each
-    event carries signatures of the store's run list and of the run the page shows (`run=`), read when the
-    store changed and every LIVENESS_S (they hold which running runs are stale), so the page refetches only
-    what moved."""
-    store = store_of(request)
-    run_id = request.query.get("run") or None
-    if run_id is not None and not RUN_ID.match(run_id):
-        raise fail(400, "run: expected run-<hex> or aa-<hex>")
-    stores, stop, code = request.app[STORES], request.app[STOP], request.app[CODE]
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
-    await response.prepare(request)
-    last: tuple | None = None
-    signatures: dict = {}
-    beat = checked = time.monotonic()
-    try:
-        while not stop.is_set():
-            now = (stores.data_version(store), code.stale, len(request.app[CHILDREN].items))
-            if last is None or now[0] != last[0] or time.monotonic() - checked >= LIVENESS_S:
-                signatures, checked = Q.signatures(db_of(request, store), run_id), time.monotonic()
-            now = (*now, tuple(signatures.values()))
-            if now != last:
-                data = json.dumps({"version": now[0], "code_stale": now[1], "children": now[2], **signatures,
-                                   "at": time.time()})
-                await response.write(f"event: change\ndata: {data}\n\n".encode())
-                last = now
-            elif time.monotonic() - beat > 15:
-                await response.write(b": keep-alive\n\n")
-                beat = time.monotonic()
-            try:
-                await asyncio.wait_for(stop.wait(), POLL_S)
-            except TimeoutError:
-                pass
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
-    return response
-
-
 # ---- the app -----------------------------------------------------------------------------------------
 async def _startup(app: web.Application) -> None:
     app[STOP] = asyncio.Event()
@@ -390,6 +352,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     app[TOKEN] = token or secrets.token_urlsafe(24)
     app[CHILDREN] = Children()
     app[CACHE] = ResponseCache()
+    app[STREAMS] = [0]
     app[ALLOWED_HOSTS] = allowed_hosts(host, allow_hosts)   # never empty: a Host check is always on
     app.on_response_prepare.append(security_headers)
     app.on_startup.append(_startup)
@@ -411,6 +374,7 @@ def create_app(*, data_dir: Path | None = None, config_file: Path | None = None,
     from mutator.server import after, researcher  # proposals, checks, spend; the researcher's views
     after.register(app)
     researcher.register(app)
+    app.router.add_get("/api/{tail:.*}", unknown_api)   # last: an API path no route took
     app[CODE] = CodeWatch()  # last: it fingerprints every module imported so far
     return app
 

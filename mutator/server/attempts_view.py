@@ -19,7 +19,7 @@ from mutator.store.queries import table
 
 COLUMNS = ("id", "run_id", "round", "sibling", "parent_hash", "comparator_hash", "genome_hash", "verdict",
            "verdict_note", "reason", "delta", "gate_threshold", "composite", "eval", "cost", "steps",
-           "mutator_cost_usd", "cells", "failures", "duration_s", "status", "name", "tags")
+           "mutator_cost_usd", "cells", "failures", "duration_s", "status", "name", "tags", "summary")
 
 
 def attempts(db: sqlite_utils.Database, *, run_id: str | None = None, skill: str | None = None) -> list[dict]:

@@ -21,6 +21,8 @@ from typing import Any
 from eval.agents.choice import SOLVERS
 from eval.errors import SkillMutatorError
 from mutator.config import ROOT, ConfigError, Settings, load_settings
+from mutator.store.db import connect_readonly
+from mutator.store.queries.runs import holdout_of
 
 RUN_ID = re.compile(r"^run-[0-9a-f]{6,64}$")
 LOG_TAIL = 4000
@@ -184,11 +186,23 @@ def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
             "text": render_plan(p)}
 
 
+def stored_holdout(data_dir: Path, run_id: str) -> str | None:
+    path = data_dir / "mutator.db"
+    if not path.is_file():
+        return None
+    db = connect_readonly(path)
+    try:
+        return holdout_of(db, run_id)
+    finally:
+        db.conn.close()
+
+
 def argv_for_test(body: dict, s: Settings, data_dir: Path) -> list[str]:
     run_id = body.get("run_id")
     if not isinstance(run_id, str) or not RUN_ID.match(run_id):
         raise LaunchError(f"run_id: must look like run-<hex>; got {run_id!r}")
-    suite = _choice(body, "suite", sorted(s.suites))
+    # a configured suite, or the run's own stored holdout (a path suite included)
+    suite = _choice(body, "suite", sorted({*s.suites, *filter(None, [stored_holdout(data_dir, run_id)])}))
     argv = [sys.executable, str(ROOT / "run.py"), "--test-run", run_id, "--suite", suite,
             "--data-dir", str(data_dir)]
     if s.config_file != ROOT / "config.json":

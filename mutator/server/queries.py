@@ -29,7 +29,7 @@ from mutator.server.models_view import (
     train_composite,
 )
 from mutator.server.skill_use_view import skill_use
-from mutator.server.stages import progress, stages
+from mutator.server.stages import mark_stopped, progress, stages
 from mutator.store.liveness import mark_stale, mark_stale_records
 from mutator.store.notes import notes_of
 from mutator.store.queries import attempts as stored_attempts
@@ -149,6 +149,7 @@ def run_detail(db: sqlite_utils.Database, run_id: str, data_dir: Path, *, window
         attempt_models(db, run, a)   # several eval models: each model's figures beside the mean
         a["champion_composite"] = by_genome.get(after.get(a["round"]) or "")
     D.annotate(attempts)
+    mark_stopped(run, attempts)
     found = {"run": run, "attempts": attempts, "n_rounds": len(curve["round"]), "window": window,
              "curve": curve, "tests": tests}
     if run["kind"] == "aa":   # the gate's noise calibration: every copy, whatever the window
@@ -182,6 +183,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
     a["confirm"] = confirmation(db, loads(a.get("confirm"), None), run)
     a["looks"], a["screen"] = loads(a.get("looks"), None), loads(a.get("screen"), None)   # migration _v13
     D.annotate([a])
+    mark_stopped(run, [a])
     a.pop("pool_snapshot", None)
     suite = run["val"] if split == "val" else run["suite"]
     ev_id = a["val_evaluation_id"] if split == "val" else a["train_evaluation_id"]
@@ -222,6 +224,8 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
         del s["status"], s["error"]
     theirs = G.cells_of(db, cell_sources(db, against_id)) if against_id and split == "val" else []
     a["gate"], a["looks"] = G.safe_ints(a["gate"]), G.safe_ints(a["looks"])
+    # the t statistic beside the critical value the gate stored (gate_t): Δ / SE of the stored figures
+    a["gate_t_stat"] = a["delta"] / a["gate_se"] if a.get("delta") is not None and a.get("gate_se") else None
     return {"attempt": a, "run": run, "split": split, "suite": suite, "evaluation": ev, "parent": parent,
             "figures": figures, "cells": cells, "comparator_cells": theirs,
             "tests": {"names": test_names, "grid": grid}, "siblings": siblings}
@@ -332,14 +336,21 @@ def history(db: sqlite_utils.Database, skill: str) -> list[dict]:
 def signatures(db: sqlite_utils.Database, run_id: str | None) -> dict[str, str]:
     """Short digests that move when what a page shows moves: `runs` (the store's run list as the pickers show
     it) and `run` (one run's row, attempts, test runs and, while it runs, the live evaluations' counters)."""
+    found = watched(db, [run_id] if run_id else [])
+    return {"runs": found["runs"], **({"run": found["run"][run_id]} if run_id else {})}
+
+
+def watched(db: sqlite_utils.Database, run_ids: list[str]) -> dict:
+    """{runs: digest, run: {run id: digest}}: the signatures of several runs of one store in one read (the
+    shared live stream of every tab of a browser, webpages/lib/liveworker.js)."""
     listing = stored_signatures.run_list(db)
     running = mark_stale(db.conn, stored_runs.running(db))
     # moves with no write: a writer died
-    stale = ",".join(r["id"] for r in running if r["status"] == "stale")
-    out = {"runs": _digest(f"{listing}|{stale}")}
-    if run_id:
+    stale = {r["id"] for r in running if r["status"] == "stale"}
+    out: dict = {"runs": _digest(f"{listing}|{','.join(sorted(stale))}"), "run": {}}
+    for run_id in run_ids:
         row = stored_signatures.run(db, run_id)
-        out["run"] = _digest((repr(row) if row else "") + f"|{run_id in stale.split(',')}")
+        out["run"][run_id] = _digest((repr(row) if row else "") + f"|{run_id in stale}")
     return out
 
 

@@ -18,6 +18,7 @@ from mutator.config import ROOT
 from mutator.server import attempts_view, gate_view, mutator_view
 from mutator.server import common as s
 from mutator.store.notes import LIMITS
+from mutator.store.queries import runs as stored_runs
 
 TARGET = re.compile(r"^((run|aa)-[0-9a-f]{6,64}|[0-9]{1,12})$")
 
@@ -44,6 +45,8 @@ async def attempts(request: web.Request) -> web.Response:
     key, cached = s.hit(request, store)
     if kind == "json" and cached:
         return cached
+    if scope["run_id"] and not stored_runs.exists(s.db_of(request, store), scope["run_id"]):
+        raise s.fail(404, f"no such run: {scope['run_id']}")   # as /api/runs/<id>, never an empty table
     rows = attempts_view.attempts(s.db_of(request, store), **scope)
     if kind == "csv":
         name = scope["run_id"] or scope["skill"]

@@ -28,6 +28,24 @@ def progress(ev: dict | None, data_dir: Path) -> dict | None:
             "n_done": ev["n_done"], "n_started": max(started, ev["n_done"]), "suite": ev["suite"]}
 
 
+STOPPED = "stopped: process died"
+
+
+def mark_stopped(run: dict, attempts: list[dict]) -> list[dict]:
+    """A dead writer's run (`stale`, mutator/store/liveness.py): each attempt it left undecided says so
+    (`stopped`), and its unfinished stages read `stopped` instead of running or pending."""
+    if run.get("status") != "stale":
+        return attempts
+    for a in attempts:
+        if a.get("verdict") is None and a.get("status") not in ("critic_rejected", "failed", "screened"):
+            a["stopped"] = STOPPED
+            for stage in a.get("stages") or []:
+                if stage["state"] in ("running", "pending"):
+                    stage.update(state="stopped", detail=(stage["detail"] + " · " if stage["detail"] else "")
+                                 + "process died")
+    return attempts
+
+
 def stages(db: sqlite_utils.Database, attempt: dict, run: dict, evals: dict[int, dict],
            data_dir: Path) -> list[dict]:
     """mutation → critic → build → grading → score, each {stage, state, detail}; state is one of

@@ -1,9 +1,10 @@
 """Liveness: a long-running writer beats a heartbeat column; a record left
 `running` by a dead process is `stale`.
 
-A record is stale when its status says running, its heartbeat is older than a few intervals, and its
-lock (mutator/store/lock.py) is free, i.e. no live process holds it. Stale is shown, never written:
-re-running the same command resumes the record and sets it running again.
+A record is stale when its status says running and its lock (mutator/store/lock.py) is free, i.e. no live
+process holds it, and either its heartbeat is older than a few intervals or the lock's record says its holder
+was a process of this machine that died holding it (kill -9, a crash): then at once, on the next read.
+Stale is shown, never written: re-running the same command resumes the record and sets it running again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mutator.store.lock import holder_of
+from mutator.store.lock import lock_free as lock_state
 
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = 4 * HEARTBEAT_S
@@ -58,10 +59,17 @@ def check_key(skill_dir: str | Path) -> str:
 
 
 def is_stale(status: str | None, heartbeat_at: float | None, *, lock_free: bool,
-             now: float | None = None) -> bool:
-    """Pure: running by its record, but no beat for STALE_AFTER_S and no live holder of its lock."""
+             now: float | None = None, died_here: bool = False) -> bool:
+    """Pure: running by its record, no live holder of its lock, and either no beat for STALE_AFTER_S or a
+    holder of this machine that died holding the lock."""
     now = time.time() if now is None else now
-    return status == "running" and lock_free and (heartbeat_at is None or now - heartbeat_at > STALE_AFTER_S)
+    return status == "running" and lock_free and (
+        died_here or heartbeat_at is None or now - heartbeat_at > STALE_AFTER_S)
+
+
+def _stale(data_dir: Path, key: str, heartbeat_at: float | None, now: float | None) -> bool:
+    free, died_here = lock_state(data_dir, key)
+    return is_stale("running", heartbeat_at, lock_free=free, now=now, died_here=died_here)
 
 
 def stale_note(heartbeat_at: float | None) -> str:
@@ -74,9 +82,7 @@ def run_status(data_dir: Path, run: dict, *, now: float | None = None) -> str:
     """A run's status as shown: `stale` for a dead writer, else the stored status."""
     if run.get("status") != "running":
         return run.get("status") or ""
-    lock_free = holder_of(data_dir, run["id"]) is None
-    return "stale" if is_stale("running", run.get("heartbeat_at"), lock_free=lock_free,
-                               now=now) else "running"
+    return "stale" if _stale(data_dir, run["id"], run.get("heartbeat_at"), now) else "running"
 
 
 def mark_stale(conn: sqlite3.Connection, runs: list[dict], *, now: float | None = None) -> list[dict]:
@@ -94,7 +100,7 @@ def mark_stale(conn: sqlite3.Connection, runs: list[dict], *, now: float | None 
     data_dir = Path(files[0]).parent
     for run in running:
         beat = beats.get(run["id"])
-        if is_stale("running", beat, lock_free=holder_of(data_dir, run["id"]) is None, now=now):
+        if _stale(data_dir, run["id"], beat, now):
             run.update(status="stale", alive=False, stale_note=stale_note(beat))
     return runs
 
@@ -111,8 +117,7 @@ def mark_stale_records(conn: sqlite3.Connection, records: list[dict], key_of: Ca
     whose writer is dead becomes `stale`, with a note. key_of names the lock its writer holds."""
     data_dir = store_dir(conn) if any(r.get("status") == "running" for r in records) else None
     for record in records:
-        if data_dir and record.get("status") == "running" and is_stale(
-                "running", record.get("heartbeat_at"), lock_free=holder_of(data_dir, key_of(record)) is None,
-                now=now):
+        if data_dir and record.get("status") == "running" and _stale(
+                data_dir, key_of(record), record.get("heartbeat_at"), now):
             record.update(status="stale", stale_note=stale_note(record.get("heartbeat_at")))
     return records

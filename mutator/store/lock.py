@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import re
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ class RunLock:
             raise LockHeld(f"{what} is being written by {who}; only one process may write it: wait for it to "
                            f"finish (or stop it), then re-run this command") from None
         record = {"pid": os.getpid(), "command": " ".join(sys.argv) or sys.executable,
-                  "started_at": time.time()}
+                  "started_at": time.time(), "host": socket.gethostname()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
         return cls(path, fd)
@@ -114,5 +115,31 @@ def holder_of(data_dir: Path, key: str) -> Holder | None:
             return _read_holder(fd) or Holder(0, "unknown", 0.0)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
+    finally:
+        os.close(fd)
+
+
+def lock_free(data_dir: Path, key: str) -> tuple[bool, bool]:
+    """(free, died_here): whether no live process holds the lock, and whether its holder was a process of
+    this machine that died holding it (free, with the record a release would have cleared still naming this
+    host). A died_here lock tells a dead writer at once, without waiting for its heartbeat to age; a writer
+    on another machine sharing the store (or one from before the record named its host) is not judged by
+    it."""
+    try:
+        fd = os.open(lock_path(data_dir, key), os.O_RDONLY)
+    except (OSError, ValueError):
+        return True, False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False, False
+        try:
+            record = json.loads(os.pread(fd, 65536, 0) or b"{}")
+        except (ValueError, OSError):
+            record = {}
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return True, isinstance(record, dict) and record.get("host") == socket.gethostname()
     finally:
         os.close(fd)

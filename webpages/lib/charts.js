@@ -18,10 +18,16 @@ export function chart(key, container, opts, data, identity = '') {
   let entry = charts.get(key);
   if (entry && entry.signature !== signature) { entry.u.destroy(); charts.delete(key); entry = null; }
   if (!entry) {
+    const scales = Object.fromEntries(Object.entries({ x: {}, y: {}, ...(opts.scales || {}) })
+      .map(([name, scale]) => [name, scale.range || (name === 'x' && scale.time !== false) ? scale : { ...scale, range: fit(name) }]));
+    const hooks = opts.hooks || {};
     const full = {
-      width, height: opts.height || 260, ...opts,
+      width, height: opts.height || 260, ...opts, scales,
       hooks: {
-        ...(opts.hooks || {}),
+        ...hooks,
+        ready: [...(hooks.ready || []), showLast],
+        setData: [...(hooks.setData || []), showLast],
+        setCursor: [...(hooks.setCursor || []), (u) => { if (u.cursor.idx === null || u.cursor.idx === undefined) showLast(u); }],
         setSelect: [(u) => { if (u.select.width > 0) charts.get(key).zoomed = true; }],
       },
     };
@@ -29,12 +35,32 @@ export function chart(key, container, opts, data, identity = '') {
     u.over.addEventListener('dblclick', () => { const e = charts.get(key); if (e) e.zoomed = false; });
     entry = { u, signature, zoomed: false };
     charts.set(key, entry);
+    container.uplot = u;   // tests read the drawn data off the box
     return u;
   }
   container.append(entry.u.root);
+  container.uplot = entry.u;
   if (Math.abs(entry.u.width - width) > 4) entry.u.setSize({ width, height: entry.u.height });
   entry.u.setData(data, !entry.zoomed);
   return entry.u;
+}
+
+// Axes fit the data: a scale whose values are all one figure spans a little either side of it (uPlot's default
+// would run from 0 to twice the figure); otherwise x spans the data exactly and y is padded a tenth.
+function fit(name) {
+  return (u, min, max) => {
+    if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+    if (min === max) { const pad = Math.abs(min) * 0.05 || 0.5; return [min - pad, max + pad]; }
+    return name === 'x' ? [min, max] : uPlot.rangeNum(min, max, 0.1, true);
+  };
+}
+
+// Legends show values without hovering: with no cursor on the chart they read the last point with data.
+function showLast(u) {
+  const n = u.data[0]?.length || 0;
+  let idx = n - 1;
+  while (idx > 0 && u.data.slice(1).every((s) => s[idx] === null || s[idx] === undefined)) idx -= 1;
+  if (idx >= 0 && (u.cursor.idx === null || u.cursor.idx === undefined)) u.setLegend({ idx });
 }
 
 export function resetZoom(key) {

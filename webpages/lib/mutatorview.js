@@ -3,6 +3,7 @@
 // else what the evidence store keeps of it).
 import { openDrawer } from './shell.js';
 import { api, h, usd } from './util.js';
+import { markdown } from './markdown.js';
 
 function text(file, id) {
   return file ? h('pre', { class: 'log', id }, file.text || '(empty)', file.truncated ? '\n… (truncated)' : '') : h('p', { class: 'hint' }, 'not recorded');
@@ -14,7 +15,7 @@ function turnView(t) {
       t.tools.map((c) => h('div', { class: 'tool' }, `→ ${c.name} ${c.input}`)));
   }
   if (t.kind === 'tool_result') return h('div', { class: 'ev ev-user' }, h('b', {}, '← '), t.text);
-  return h('div', { class: 'ev ev-result' }, h('b', {}, `result/${t.subtype || ''}`), ` · ${t.num_turns ?? '—'} turns · ${usd(t.cost_usd)}${t.is_error ? ' · error' : ''}`);
+  return h('div', { class: 'ev ev-result' }, h('b', {}, `result/${t.subtype || ''}`), ` · ${t.num_turns ?? '—'} turns · the transcript's own cost ${usd(t.cost_usd)} (as the mutator's CLI reported it; the charge is in the header)${t.is_error ? ' · error' : ''}`);
 }
 
 async function drawer(store, attemptId) {
@@ -31,7 +32,8 @@ async function drawer(store, attemptId) {
   return h('div', { class: 'mutator-drawer', 'data-attempt': attemptId },
     h('h3', {}, 'What the mutator saw'), head,
     d.found ? null : h('p', { class: 'hint', id: 'mutator-missing' }, 'its workspace is gone (briefing, transcript and result were kept only there): the staged evidence below is what the evidence store keeps of it'),
-    h('details', { open: true }, h('summary', {}, 'briefing.md'), text(d.texts['briefing.md'], 'mutator-briefing')),
+    h('details', { open: true }, h('summary', {}, 'briefing.md'), d.texts['briefing.md']
+      ? markdown(d.texts['briefing.md'].text + (d.texts['briefing.md'].truncated ? '\n\n… (truncated)' : ''), { id: 'mutator-briefing' }) : text(null)),
     h('details', {}, h('summary', {}, 'prompt'), text(d.texts['prompt.md'], 'mutator-prompt')),
     h('details', { open: true }, h('summary', {}, `transcript (${d.turns.length} entries)`), h('div', { class: 'stream', id: 'mutator-turns' }, d.turns.map(turnView))),
     h('details', {}, h('summary', {}, 'result.json'), text(d.texts['result.json'], 'mutator-result')),

@@ -63,7 +63,9 @@ export async function post(path, body) {
 
 // `note` (the server's verdict_note) says which stored fact decided when the verdict and the gate disagree:
 // 'kept by pool rank', 'lost on pool rank', 'lost to a sibling', 'overturned on confirmation'.
-export function verdictBadge(verdict, note = null) {
+// `stopped` (the server's word for an attempt a dead writer left undecided) replaces 'pending'.
+export function verdictBadge(verdict, note = null, stopped = null) {
+  if (!verdict && stopped) return h('span', { class: 'badge v-stopped', title: 'the run\'s process died before this attempt was decided; re-run the same command to resume' }, stopped);
   const badge = h('span', { class: `badge v-${(verdict || 'pending').toLowerCase()}${note ? ' v-noted' : ''}`,
     title: note ? `${verdict}: ${note} (the gate alone would have ${verdict === 'KEEP' ? 'rejected' : 'kept'} it)` : null },
   verdict || 'pending', note ? ` · ${note}` : '');

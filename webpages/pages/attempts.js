@@ -5,6 +5,7 @@ import { api, h, mount, num, short, signed, usd, verdictBadge } from '../lib/uti
 
 const SHOWN = [
   ['run_id', 'run', (v) => v], ['round', 'round', (v) => v], ['sibling', 'sib', (v) => v],
+  ['summary', 'change', (v) => v || ''], ['genome_hash', 'genome', short],
   ['parent_hash', 'parent', short], ['comparator_hash', 'compared with', short], ['verdict', 'verdict', null],
   ['reason', 'why', (v) => v || ''], ['delta', 'Δ', (v) => signed(v)], ['gate_threshold', 'threshold', (v) => signed(v)],
   ['eval', 'eval', (v) => num(v, 3)], ['cost', 'cost/cell', usd], ['steps', 'steps', (v) => num(v, 2)],
@@ -12,6 +13,7 @@ const SHOWN = [
   ['failures', 'failed cells', (v) => v ?? '—'], ['name', 'name', (v) => v || ''], ['tags', 'tags', (v) => v || ''],
 ];
 const TIPS = {
+  summary: 'what the mutator says it changed (the attempt\'s stored summary)', genome_hash: 'the candidate genome (its content hash)',
   comparator_hash: 'the genome the gate compared with (stored on the attempt; older runs: the incumbent its run stored before the round)',
   delta: 'Δcomposite vs the comparator, as the gate stored it', gate_threshold: 'keep unless Δ < minImprovement − t·SE',
   cells: 'cells of the attempt\'s val evaluation', duration_s: 'finished_at − started_at of the attempt',
@@ -37,7 +39,7 @@ export async function render(root, state, ui) {
   ui.sort = ui.sort || { key: 'id', dir: 1 };
   const text = (ui.filter || '').toLowerCase();
   const rows = data.rows.filter((r) => (!ui.verdict || r.verdict === ui.verdict)
-    && (!text || [r.run_id, r.genome_hash, r.parent_hash, r.reason, r.verdict_note, r.name, r.tags, `r${r.round}`].some((v) => String(v ?? '').toLowerCase().includes(text))))
+    && (!text || [r.run_id, r.genome_hash, r.parent_hash, r.summary, r.reason, r.verdict_note, r.name, r.tags, `r${r.round}`].some((v) => String(v ?? '').toLowerCase().includes(text))))
     .sort(compare(ui.sort.key, ui.sort.dir));
   const verdicts = [...new Set(data.rows.map((r) => r.verdict).filter(Boolean))].sort();
   const csv = `/api/attempts?${new URLSearchParams({ store: state.store, ...params, format: 'csv' })}`;
@@ -49,7 +51,7 @@ export async function render(root, state, ui) {
       h('option', { value: 'skill', selected: ui.scope === 'skill' }, `every run of ${state.skill}`)),
     h('select', { id: 'attempts-verdict', onchange: (e) => { ui.verdict = e.target.value; render(root, state, ui); } },
       h('option', { value: '' }, 'every verdict'), verdicts.map((v) => h('option', { value: v, selected: v === ui.verdict }, v))),
-    h('input', { id: 'attempts-filter', type: 'search', placeholder: 'filter: run, genome, round (r3), reason…', value: ui.filter || '',
+    h('input', { id: 'attempts-filter', type: 'search', placeholder: 'filter: change, genome, run, round (r3), reason…', value: ui.filter || '',
       onchange: (e) => { ui.filter = e.target.value; render(root, state, ui); } }),
     h('a', { id: 'attempts-csv', href: csv, download: '' }, 'CSV'),
     h('span', { class: 'hint', id: 'attempts-count' }, `${rows.length} of ${data.rows.length} attempts`));
@@ -57,6 +59,6 @@ export async function render(root, state, ui) {
     h('thead', {}, h('tr', {}, SHOWN.map(([key, label]) => head(key, label)))),
     h('tbody', {}, rows.map((r) => h('tr', { 'data-attempt': r.id, onclick: () => go('round', r.id, { run: r.run_id }) },
       SHOWN.map(([key, , show]) => key === 'verdict' ? h('td', {}, verdictBadge(r.verdict, r.verdict_note))
-        : h('td', { class: key === 'reason' ? 'why' : '' }, show(r[key])))))));
+        : h('td', { class: key === 'reason' || key === 'summary' ? 'why' : '', title: key === 'genome_hash' ? r[key] || '' : null }, show(r[key])))))));
   mount(root, h('section', { id: 'attempts' }, h('h2', {}, 'Attempts'), controls, table));
 }

@@ -2,6 +2,7 @@
 // from the per-call costs it keeps (cells, mutator calls, meta-skill calls; UTC days). With a daily budget
 // (run.py --daily-budget-usd USD) it warns at 80 % and says when new spending is stopped (100 %).
 import { api, mount, h, usd, table } from '../lib/util.js';
+import { link } from '../lib/shell.js';
 import { chart, bars } from '../lib/charts.js';
 
 function card(id, label, value, hint) {
@@ -33,13 +34,15 @@ export async function render(root, state) {
     h('p', { class: 'hint' }, 'Summed from the stored per-call costs: each cell (build agent, priced from config.json), each mutator call and each meta-skill call. A cached evaluation is counted once, on the run that ran it.'),
     h('h3', {}, 'Per run'),
     table(['run', 'skill', 'status', 'today', 'this week', 'all time', 'calls'],
-      d.runs.map((r) => [r.run, r.skill || '', r.status || '', usd(r.today), usd(r.week), usd(r.all_time), r.calls]), { id: 'spend-runs' }),
+      d.runs.map((r) => [/^(run|aa)-/.test(r.run) ? h('a', { href: link('home', null, { skill: r.skill || '', run: r.run }), class: 'run-link' }, r.run) : r.run,
+        r.skill || '', r.status || '', usd(r.today), usd(r.week), usd(r.all_time), r.calls]), { id: 'spend-runs' }),
     h('h3', {}, 'Per model'),
     table(['model', 'today', 'this week', 'all time', 'calls'], d.models.map((m) => [m.model, usd(m.today), usd(m.week), usd(m.all_time), m.calls]), { id: 'spend-models' }),
     h('h3', {}, 'Last 30 days (UTC)'),
     box);
   chart('cost-daily', box, {
-    height: 180, series: [{ label: 'day' }, { label: 'USD', fill: '#1f6feb55', stroke: '#1f6feb', paths: bars({ size: [0.6, 40] }), points: { show: false } }],
+    // half a day either side: today's bar is drawn whole, not clipped at the edge
+    height: 180, scales: { x: { range: (u, min, max) => [(min ?? 0) - 43200, (max ?? 0) + 43200] } }, series: [{ label: 'day' }, { label: 'USD', fill: '#1f6feb55', stroke: '#1f6feb', paths: bars({ size: [0.6, 40] }), points: { show: false } }],
     axes: [{}, { label: 'USD' }],
   }, [d.daily.map((p) => Date.parse(p.date + 'T00:00:00Z') / 1000), d.daily.map((p) => p.usd)]);
 }

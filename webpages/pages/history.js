@@ -28,8 +28,9 @@ function series(points, tests, metric, stats) {
     const lead = at.find((p) => p.leads);   // the strategy's incumbent, as the server reads it (not the last KEEP)
     if (lead) champion = lead[metric];
     const higherBetter = metric === 'composite' || metric === 'eval';
-    const pick = values.length ? (stats === 'mean' ? values.reduce((s, v) => s + v, 0) / values.length
-      : stats === 'champion' ? champion : (higherBetter ? Math.max(...values) : Math.min(...values))) : null;
+    // the champion holds through a round with no val figure (SCREENED, CRITIC): its line has no gap
+    const pick = stats === 'champion' ? champion : values.length ? (stats === 'mean' ? values.reduce((s, v) => s + v, 0) / values.length
+      : (higherBetter ? Math.max(...values) : Math.min(...values))) : null;
     val.push(pick);
     const tr = at.filter((p) => p.train).map((p) => p.train[metric]);
     train.push(tr.length ? tr[tr.length - 1] : null);
@@ -92,6 +93,7 @@ export async function render(root, state, ui) {
       h('h2', {}, 'A/A runs ', h('small', {}, 'the seed against identical copies of itself: each point is a copy, not a round of evolution')),
       panels.filter((p) => p.g.run.kind === 'aa').map((p) => p.el)) : null);
   for (const { g, box } of panels) {
+    if (g.run.kind === 'aa') { aaChart(g, box, ui); continue; }
     const { data, ids } = series(unpack(g), g.tests, ui.metric, ui.stats);
     if (ui.x !== 'round') data[0] = data[0].map((r) => g.spend[ui.x][g.spend.round.indexOf(r)] ?? null);
     const u = chart(`history-${g.run.id}`, box, {
@@ -110,4 +112,19 @@ export async function render(root, state, ui) {
       });
     }
   }
+}
+
+// An A/A run: the seed's copies, each a point (its val figure as stored), no champion line and no train:
+// nothing evolves, the spread is the gate's noise.
+function aaChart(g, box, ui) {
+  const points = unpack(g).filter((p) => p.round > 0 && p[ui.metric] !== null && p[ui.metric] !== undefined);
+  const seed = unpack(g).find((p) => p.round === 0);
+  const copies = points.map((p) => p.round);
+  const u = chart(`history-${g.run.id}`, box, {
+    height: 200, scales: { x: { time: false } }, axes: [{ label: 'A/A copy', incrs: [1, 2, 5, 10, 20, 50, 100] }, { label: ui.metric }],
+    series: [{ label: 'A/A copy' },
+      { label: `copy of the seed (val ${ui.metric})`, stroke: '#8250df', paths: noLine, points: { show: true, size: 7, fill: '#8250df' } },
+      { label: `seed (val ${ui.metric})`, stroke: '#57606a', dash: [4, 4], width: 1, points: { show: false } }],
+  }, [copies, points.map((p) => p[ui.metric]), points.map(() => seed ? seed[ui.metric] : null)]);
+  u.__ids = points.map((p) => p.id);
 }

@@ -34,7 +34,7 @@ function attemptDrawer(ui, attemptId) {
     const a = (ui.detail?.attempts || []).find((x) => x.id === attemptId);
     if (!a) return h('p', {}, 'attempt not found');
     return h('div', { class: 'attempt-drawer', 'data-attempt': a.id },
-      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note)),
+      h('h3', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note, a.stopped)),
       h('p', { class: 'reason', id: 'drawer-reason' }, a.reason || ''),
       h('p', {}, a.summary || '(no summary yet)'),
       h('div', { class: 'stages vertical' }, a.stages.map((s) => h('div', {}, stagePill(s), h('small', {}, s.detail || '')))),
@@ -131,7 +131,9 @@ function curveData(detail) {
 function folded(tests) {
   const cards = new Map();
   for (const t of tests.slice().reverse()) {
-    const key = t.status === 'done' ? JSON.stringify([t.suite, t.genome_hash, t.composite, t.eval, t.cost, t.steps, t.report]) : `id ${t.id}`;
+    // a repeat served from the cache differs only in its look's numbering: one card per champion measurement
+    const report = t.report ? { ...t.report, look: undefined } : t.report;
+    const key = t.status === 'done' ? JSON.stringify([t.suite, t.genome_hash, t.composite, t.eval, t.cost, t.steps, report]) : `id ${t.id}`;
     if (cards.has(key)) cards.get(key).repeats.push(t.id); else cards.set(key, { ...t, repeats: [] });
   }
   return [...cards.values()];
@@ -207,7 +209,7 @@ export async function render(root, state, ui) {
         ui.selected = a.id;
         markSelected(ui);
       },
-    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict, a.verdict_note)),
+    }, h('div', { class: 'node-head' }, h('b', {}, `r${a.round}${a.sibling ? '.' + a.sibling : ''}`), verdictBadge(a.verdict, a.verdict_note, a.stopped)),
     h('div', { class: 'stages' }, a.stages.map(stagePill)),
     h('small', { title: 'val composite of this candidate: ' + TIPS.composite }, num(a.composite)),
     a.confirm ? h('small', { class: `confirm-mark ${a.confirm.stands ? 'ok' : 'bad'}`, title: 'winner\'s-curse confirmation on fresh val replicates: ' + (a.confirm.stands ? 'the keep stands' : 'the keep was overturned') }, a.confirm.stands ? ' ✓ confirmed' : ' ✗ overturned') : null)))));
@@ -220,9 +222,10 @@ export async function render(root, state, ui) {
     section.box = box;
     return section;
   });
-  const suites = state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val);
+  // the run's own holdout (a config name or a path, as stored) first and preselected, then the other suites
+  const suites = [...(run.holdout ? [run.holdout] : []), ...state.meta.options.suites.filter((s) => s !== run.suite && s !== run.val && s !== run.holdout)];
   const tests = aa ? null : S.get('tests', [state.store, run.id, run.alive, run.holdout, suites, detail.tests], () => {
-    const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s)));
+    const suitePick = h('select', { id: 'test-suite' }, suites.map((s) => h('option', { value: s, selected: s === (ui.testSuite || run.holdout) }, s === run.holdout ? `${s} (this run's holdout)` : s)));
     suitePick.addEventListener('change', () => { ui.testSuite = suitePick.value; });
     const testStatus = h('span', { class: 'hint' });
     return h('section', { id: 'tests-section' }, h('h3', {}, 'Test timeline'),

@@ -1,6 +1,6 @@
 // Round Analysis: one attempt on a chosen split — the mutation and its diff, verdict and gate figures,
 // bars vs the seed, the per-test grid, the task × replicate cell grid with drill-down, a metric scatter.
-import { go, openDrawer } from '../lib/shell.js';
+import { go, link, openDrawer } from '../lib/shell.js';
 import { api, mount, h, num, scoreColour, short, signed, usd, verdictBadge } from '../lib/util.js';
 import { bars, chart, destroyCharts, noLine } from '../lib/charts.js';
 import { confirmView, criticTable, looksView, nullsView, screenView } from '../lib/checks.js';
@@ -24,7 +24,8 @@ const GATE_TIPS = {
   delta_cost: 'the cost part of Δ: −wCost·(paired per-task cost delta)/seedCost, averaged over tasks',
   delta_steps: 'the steps part of Δ: −wSteps·(paired per-task steps delta)/seedSteps, averaged over tasks',
   s: 's = Σ(n_r−1)s_r / Σ(n_r−1), the df-weighted mean of the (unbiased) s_r over every comparison of this run so far',
-  n: 'val tasks paired in this comparison (with several eval models: task × model pairs)', z: 'gateZ and minImprovement as configured for this run',
+  n: 'val tasks paired in this comparison (with several eval models: task × model pairs)', z: 'the gateZ this run was configured with (runs.gate_z)', early_z: 'the z of the sequential val look that decided this attempt early (stricter than the run\'s gateZ), as the gate stored it',
+  min_improvement: 'minImprovement as the gate stored it for this decision', t_stat: 'the t statistic: Δcomposite / SE of the figures the gate stored, beside the critical value t* it was compared with',
   tie: 'the tie rule (score.tieRule): a tie is a change the gate keeps with Δ below minImprovement; under noAddedCost it is kept only when its cost + steps terms do not fall by more than z = 3 standard errors of their per-task changes (any fall when those carry no noise); keep keeps every tie',
   by_model: 'this eval model\'s own Δ: the mean of its paired per-task deltas, each composite against the seed on that model; Δ is the mean over models',
 };
@@ -72,19 +73,29 @@ export async function render(root, state, ui) {
   const split = state.params.get('split') === 'train' ? 'train' : 'val';
   const runDetail = await api(`runs/${state.run}`, { store: state.store });
   let id = Number(state.arg);
-  if (!runDetail.attempts.some((a) => a.id === id)) {
+  let found = null;
+  if (state.arg === null) {   // no attempt named: the newest decided one
     const last = runDetail.attempts.filter((a) => a.verdict).pop() || runDetail.attempts[0];
     if (!last) { mount(root, h('p', {}, 'No attempts yet.')); return; }
     id = last.id;
+  } else if (!runDetail.attempts.some((a) => a.id === id)) {   // older than the window, or not this run's
+    found = /^[0-9]{1,12}$/.test(state.arg) ? await api(`attempts/${id}`, { store: state.store, split }).catch(() => null) : null;
+    if (!found || found.run.id !== state.run) {   // never another run's figures: say so, offer this run's
+      mount(root, h('section', { id: 'unknown' }, h('h2', {}, `No attempt ${state.arg} in run ${state.run}`),
+        found ? h('p', {}, `Attempt ${state.arg} belongs to run ${found.run.id}: `, h('a', { href: link('round', id, { run: found.run.id }) }, 'open it there')) : null,
+        h('p', {}, `The attempts of ${state.run}:`),
+        h('ul', { id: 'known-attempts' }, runDetail.attempts.map((x) => h('li', {}, h('a', { href: link('round', x.id) }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.stopped || x.status} (attempt ${x.id})`))))));
+      return;
+    }
   }
-  const [d, diff] = await Promise.all([api(`attempts/${id}`, { store: state.store, split }), api(`attempts/${id}/diff`, { store: state.store })]);
+  const [d, diff] = await Promise.all([found || api(`attempts/${id}`, { store: state.store, split }), api(`attempts/${id}/diff`, { store: state.store })]);
   const a = d.attempt;
   // Each section is rebuilt only when its own data moved (lib/keyed.js); the others keep their DOM.
   const S = sections(ui);
   const options = runDetail.attempts.map((x) => [x.id, x.round, x.sibling, x.verdict, x.status, x.genome_hash]);
   const top = S.get('top', [options, id, split, d.run.val, d.run.suite], () => {
     const picker = h('select', { id: 'attempt-picker', onchange: (e) => go('round', e.target.value, { split }) },
-      runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.status} · ${short(x.genome_hash)}`)));
+      runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.stopped || x.status} · ${short(x.genome_hash)}`)));
     const splitPick = h('select', { id: 'split-picker', onchange: (e) => go('round', id, { split: e.target.value }) },
       ['val', 'train'].map((s) => h('option', { value: s, selected: s === split }, `${s} (${s === 'val' ? d.run.val : d.run.suite})`)));
     return h('section', { class: 'row', id: 'round-top' }, picker, splitPick, h('a', { href: '#', onclick: (e) => { e.preventDefault(); go('lineage'); } }, 'lineage →'));
@@ -95,14 +106,19 @@ export async function render(root, state, ui) {
       ['Δeval', signed(a.delta_eval), GATE_TIPS.delta_eval], ['Δcost term', signed(a.delta_cost), GATE_TIPS.delta_cost],
       ['Δsteps term', signed(a.delta_steps), GATE_TIPS.delta_steps],
       ['SE', num(a.gate_se), GATE_TIPS.se], ['s (pooled)', num(a.gate_s), GATE_TIPS.s], ['s_r (this round)', num(g.s_r), GATE_TIPS.s_r],
-      ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
-      ['gateZ / minImprovement', `${g.gate_z ?? '—'} / ${g.min_improvement ?? '—'}`, GATE_TIPS.z],
+      ['df', a.gate_df ?? '—', GATE_TIPS.df], ['t statistic (Δ / SE)', num(a.gate_t_stat, 3), GATE_TIPS.t_stat],
+      ['critical value t*', num(a.gate_t, 3), GATE_TIPS.t], ['n tasks', a.gate_n ?? '—', GATE_TIPS.n],
+      ['gateZ of this run', d.run.gate_z ?? '—', GATE_TIPS.z],
+      ...(g.gate_z !== undefined && g.gate_z !== null && g.gate_z !== d.run.gate_z ? [['early-look z (sequential val)', g.gate_z, GATE_TIPS.early_z]] : []),
+      ['minImprovement', g.min_improvement ?? '—', GATE_TIPS.min_improvement],
       ['method', g.method === 'signflip' ? `sign flips (Student t would be ${num(g.t_student, 3)})` : (g.method === 't' || g.scale_method ? 'Student t' : '—'), GATE_TIPS.method],
-      ...(g.tie ? [['tie rule', `${g.tie.rule} · ${g.tie.tie ? 'a tie' : 'not a tie'} · Δcost+steps ${signed(g.tie.delta_cost)} ± ${num(g.tie.se)}${g.tie.adds_cost ? ' (adds cost)' : ''} · gate ${g.tie.gate_keep ? 'keeps' : 'rejects'} → ${g.tie.keep ? 'KEEP' : 'REJECT'}`, GATE_TIPS.tie]] : []),
+      ...(g.tie ? [['tie rule', g.tie.tie
+        ? `a tie: rule ${g.tie.rule} · Δcost+steps ${signed(g.tie.delta_cost)} ± ${num(g.tie.se)}${g.tie.adds_cost ? ' (adds cost)' : ''} → ${g.tie.keep ? 'KEEP' : 'REJECT'}`
+        : `not a tie, so the tie rule (${g.tie.rule}) does not apply · the gate ${g.tie.gate_keep ? 'keeps' : 'rejects'} → ${g.tie.keep ? 'KEEP' : 'REJECT'}`, GATE_TIPS.tie]] : []),
       ...(g.flip ? [['sign patterns', `${g.flip.patterns}${g.flip.exhaustive ? ' (all)' : ` (sampled, seed ${g.flip.sample_seed})`} · on the threshold: reject w.p. ρ ${num(g.flip.rho, 3)}, coin u ${num(g.flip.u, 3)}`, GATE_TIPS.flip]] : []),
       ...Object.entries(g.by_model || {}).map(([m, x]) => [`Δ ${m}`, signed(x.delta), GATE_TIPS.by_model])];
     return h('section', { class: 'cols', id: 'round-verdict' },
-      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note)),
+      h('div', {}, h('h2', {}, `Round ${a.round}${a.sibling ? '.' + a.sibling : ''} `, verdictBadge(a.verdict, a.verdict_note, a.stopped)),
         h('p', { class: 'reason', id: 'verdict-reason' }, a.reason || ''),
         comparatorLine(a),
         notesView(state.store, String(a.id), a.notes),

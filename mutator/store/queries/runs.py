@@ -50,3 +50,14 @@ def runs_of_skill(db: sqlite_utils.Database, skill: str) -> list[dict]:
 def holds_run(db: sqlite_utils.Database, run_id: str) -> bool:
     """Whether the store has a `runs` table holding `run_id`."""
     return has_table(db, "runs") and bool(list(db.query("select 1 from runs where id = ?", [run_id])))
+
+
+def exists(db: sqlite_utils.Database, run_id: str) -> bool:
+    """Whether the store holds a run of this id (an unknown one is a 404, never an empty answer)."""
+    return one(db, "select 1 from runs where id = ?", [run_id]) is not None
+
+
+def holdout_of(db: sqlite_utils.Database, run_id: str) -> str | None:
+    """The holdout suite a run stored (a config name or a path), None when it has none or is unknown."""
+    found = one(db, "select holdout from runs where id = ?", [run_id])
+    return found["holdout"] if found else None

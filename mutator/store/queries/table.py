@@ -9,7 +9,8 @@ from mutator.store.queries.rows import q
 from mutator.store.queries.verdicts import verdict_note_column
 
 SQL = """
-select a.id, a.run_id, a.round, a.sibling, a.parent_hash, a.genome_hash, a.status, a.verdict, a.reason,
+select a.id, a.run_id, a.round, a.sibling, a.parent_hash, a.genome_hash, a.summary, a.status, a.verdict,
+  a.reason,
   a.error, a.comparator_hash, a.gate is not null as gated, a.incumbent_after, {note}, a.delta,
   a.gate_threshold, a.composite, a.eval, a.cost, a.steps, a.mutator_cost_usd, e.n_cells as cells,
   e.n_failed as failures, a.finished_at - a.started_at as duration_s

@@ -144,7 +144,10 @@ def test_run_metadata_notes_what_the_mutator_saw_and_spend_as_the_x_axis(server,
     attempt_id = _one(store, "select id from attempts where run_id = ? and round = 1", [run_id])[0]
     page.goto(server.url + f"/#/round/{attempt_id}?run={run_id}")
     page.click("#open-mutator")
-    expect(page.locator("#mutator-briefing")).to_contain_text("# Briefing — round 1")
+    # briefing.md rendered as markdown that wraps (no raw '#'), its tables readable
+    expect(page.locator("#mutator-briefing h3").first).to_contain_text("Briefing — round 1")
+    assert "# Briefing" not in page.locator("#mutator-briefing").inner_text()
+    assert page.evaluate("getComputedStyle(document.querySelector('#mutator-briefing')).whiteSpace") == "normal"
     expect(page.locator("#mutator-turns .ev-assistant").first).to_contain_text("in / ")
     first = page.locator("#staged-files a").first
     path = first.get_attribute("data-path")

@@ -84,11 +84,12 @@ def test_every_page_agrees_with_the_store_and_the_cli(walk, page):
     mutator = 0.0
     for r, (verdict, delta, threshold) in cli["rounds"].items():
         cells = _texts(page.locator(f'#attempts-table tbody tr[data-attempt="{ids[r]}"] td'))
-        assert cells[5].startswith(verdict) and cells[7:9] == [delta, threshold], r
+        # after run, round, sibling, the change and its genome
+        assert cells[7].startswith(verdict) and cells[9:11] == [delta, threshold], r
         stored = q("select e.n_cells from attempts a left join evaluations e on e.id = a.val_evaluation_id "
                    "where a.id = ?", ids[r])[0][0]
-        assert cells[13] == (str(stored) if stored is not None else "—"), r
-        mutator += float(cells[12].lstrip("$"))
+        assert cells[15] == (str(stored) if stored is not None else "—"), r
+        mutator += float(cells[14].lstrip("$"))
     assert f"{mutator:.4f}" == cli["mutator"]
 
     # Round Analysis: each round's verdict badge and its gate's Δ and threshold

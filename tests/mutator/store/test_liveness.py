@@ -3,8 +3,10 @@ heartbeat is old and its lock free; re-running the same command resumes it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +27,7 @@ ARGS = ("--suite", "clean-train", "--val", "clean-val", "--rounds", "2", "--repl
 @pytest.mark.parametrize("status, beat_age, lock_free, stale", [
     ("running", STALE_AFTER_S + 1, True, True),        # dead writer: old beat, free lock
     ("running", None, True, True),                     # never beat (a store from before heartbeats), free lock
-    ("running", 1.0, True, False),                     # just died: not stale until a few beats are missed
+    ("running", 1.0, True, False),                     # just died elsewhere: stale once a few beats are missed
     ("running", STALE_AFTER_S + 1, False, False),      # beat late but its lock is held: alive (a long stall)
     ("finished", STALE_AFTER_S + 1, True, False),      # only a running record can be stale
 ])
@@ -33,6 +35,9 @@ def test_stale_needs_an_old_heartbeat_and_a_free_lock(status, beat_age, lock_fre
     now = 1_000_000.0
     beat = None if beat_age is None else now - beat_age
     assert is_stale(status, beat, lock_free=lock_free, now=now) is stale
+    # a holder of this machine that died holding the lock: stale at once, whatever its beat
+    assert is_stale(status, beat, lock_free=lock_free, now=now, died_here=lock_free) is (
+        status == "running" and lock_free)
 
 
 def run_row(data: Path) -> dict:
@@ -77,7 +82,15 @@ async def test_a_killed_run_shows_stale_and_resumes(tmp_path: Path, aiohttp_clie
     assert run["status"] == "running"      # the record still says so: nobody was left to update it
 
     db = connect_readonly(data / "mutator.db")
-    assert "status running" in summary(db, run["id"], data_dir=data)   # beat too recent to call it dead
+    # this machine's writer died holding its lock (the lock's record names this host): stale at once
+    assert "status stale (process died at" in summary(db, run["id"], data_dir=data)
+    db.conn.close()
+    lock = data / "locks" / f"{run['id']}.lock"
+    record = json.loads(lock.read_text())
+    assert record["pid"] > 0 and record["host"] == socket.gethostname()
+    lock.write_text(json.dumps({**record, "host": "another-machine"}))   # a writer elsewhere sharing the store
+    db = connect_readonly(data / "mutator.db")
+    assert "status running" in summary(db, run["id"], data_dir=data)   # its beat too recent to call it dead
     db.conn.close()
     with sqlite3.connect(data / "mutator.db") as conn:   # time passes: the beat is now a few intervals old
         conn.execute("update runs set heartbeat_at = heartbeat_at - ?", [STALE_AFTER_S + 5])
