@@ -12,15 +12,11 @@ only: gepa is the `bench` extra (pip install -e '.[bench]') and never a dependen
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import functools
 import importlib.metadata
 import importlib.util
 import json
 import math
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,6 +37,8 @@ except ImportError as exc:  # the bench extra is not installed
     raise SystemExit("bench/peers.py needs the gepa package: pip install -e '.[bench]'") from exc
 
 from bench import calibrated  # noqa: E402
+from bench.peers_report import gepa_lines, header, holm, parser  # noqa: E402,F401 (tests read holm here)
+from bench.peers_report import summary, table, vs_default, write_docs  # noqa: E402
 from mutator.scoring.score import summarise  # noqa: E402
 
 
@@ -332,15 +330,6 @@ def run_gepa(land, line: PeerLine, budget: int, replicates: int, seed: int) -> P
                    dict(adapter.split), proposer.duplicates)
 
 
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p values, in the input order."""
-    order = sorted(range(len(pvalues)), key=pvalues.__getitem__)
-    adjusted, running = [0.0] * len(pvalues), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
-
 
 # our lines peers.py runs by default: the default, each keep rule with and without waves and the screen,
 # the gate-less lines, best-of-N and the one-step oracle (headroom, not a competitor)
@@ -376,59 +365,6 @@ def one_seed(seed: int, ours: tuple, peers: tuple, budget: int, replicates: int,
     return runs, outcomes, cell_sd(land, final, seed)
 
 
-def summary(o: list[Outcome]) -> dict:
-    kept = [d for out in o for d in out.kept]
-    decisions = sum(out.decisions for out in o)
-    return {"true_test": statistics.mean(x.test_true for x in o),
-            "true_test_se": (statistics.stdev(x.test_true for x in o) / math.sqrt(len(o))
-                             if len(o) > 1 else 0.0),
-            "harmful_kept_share": sum(d < 0 for d in kept) / len(kept) if kept else 0.0,
-            "kept_per_seed": len(kept) / len(o),
-            "cells_per_decision": (sum(x.rollouts - x.spent.get("seed", 0) for x in o) / decisions
-                                   if decisions else None),
-            "rollouts": statistics.mean(x.rollouts for x in o),
-            "measured_minus_true_val": statistics.mean(x.val_measured - x.curve[-1][1] for x in o),
-            "usd": statistics.mean(x.usd for x in o)}
-
-
-def vs_default(rows: dict[str, list[Outcome]], default: str) -> dict:
-    """Each line but the default and the oracles against the default on the TRUE test composite: the mean
-    paired difference (line − default), Wilcoxon signed-rank p over seeds, Holm over this family."""
-    others = [label for label in rows if label != default and label not in ORACLES]
-    base = [o.test_true for o in rows[default]]
-    raw = [bench.wilcoxon_p([o.test_true for o in rows[label]], base) for label in others]
-    return {label: {"diff": statistics.mean(o.test_true for o in rows[label]) - statistics.mean(base),
-                    "p": p, "p_holm": q} for label, p, q in zip(others, raw, holm(raw), strict=True)}
-
-
-def table(result: dict) -> str:
-    lines = ["| line | true test | ± | harmful kept | kept/seed | cells/decision | rollouts | "
-             "measured − true "
-             "val | vs default | Holm p |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, r in sorted(result["lines"].items(), key=lambda kv: -kv[1]["true_test"]):
-        vs = result["vs_default"].get(name)
-        cpd = f"{r['cells_per_decision']:.1f}" if r["cells_per_decision"] else "—"
-        lines.append(f"| {name}{' (default)' if name == result['default'] else ''} | {r['true_test']:.4f} | "
-                     f"{r['true_test_se']:.4f} | {r['harmful_kept_share']:.1%} | "
-                     f"{r['kept_per_seed']:.1f} | {cpd} "
-                     f"| {r['rollouts']:.0f} | {r['measured_minus_true_val']:+.4f} | "
-                     + (f"{vs['diff']:+.4f} | {vs['p_holm']:.2g} |" if vs else "— | — |"))
-    return "\n".join(lines)
-
-
-def gepa_lines(result: dict) -> str:
-    out = []
-    for label, g in result["gepa"].items():
-        split = ", ".join(f"{k} {v:.0f}" for k, v in sorted(g["split"].items()))
-        out.append(f"- {label}: per run {g['mutator_calls']:.0f} proposals ({g['duplicates']:.1f} "
-                   f"duplicates), "
-                   f"{g['candidates']:.1f} candidates kept (seed included), {g['merges']:.1f} merges; "
-                   f"metric calls "
-                   f"by purpose (mean per run): {split}; GEPA's own count equals ours in "
-                   f"{g['counts_agree']}.")
-    return "\n".join(out)
-
-
 def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, replicates: int,
         jobs: int) -> dict:
     rows: dict[str, list[Outcome]] = {line.label: [] for line in (*peers, *ours)}
@@ -448,7 +384,8 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
               "cell_sd_rms": math.sqrt(statistics.mean(r * r for _, r in sds)), "seeds": list(seeds),
               "budget": budget, "replicates": replicates, "default": default,
               "lines": {label: summary(o) for label, o in rows.items()},
-              "vs_default": vs_default(rows, default) if default in rows else {},
+              "vs_default": (vs_default(rows, default, ORACLES, bench.wilcoxon_p)
+                             if default in rows else {}),
               "oracles": [label for label in ORACLES if label in rows],
               "gepa": {label: {"mutator_calls": statistics.mean(r.mutator_calls for r in rs),
                                "duplicates": statistics.mean(r.duplicates for r in rs),
@@ -464,54 +401,8 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
     return result
 
 
-def header(result: dict) -> str:
-    return (f"Landscape `{result['landscape']}`: seeds {result['seeds'][0]}..{result['seeds'][-1]} "
-            f"({len(result['seeds'])}), {result['budget']} rollouts per line (val + train cells; GEPA's "
-            f"metric "
-            f"calls), {result['replicates']} replicates, val 8 tasks. Mean per-cell SD of the default's "
-            f"final "
-            f"incumbent's val cells {result['cell_sd']:.3f} (root-mean-square {result['cell_sd_rms']:.3f}). "
-            f"Default: `{result['default']}` (config.json). 'harmful kept' = the share of KEEP verdicts "
-            f"whose "
-            "candidate's TRUE test composite is below the incumbent's it was judged against (GEPA: an "
-            "accepted "
-            "child below its best parent); 'vs default' = mean paired difference in TRUE test composite, "
-            "Wilcoxon signed-rank over seeds, Holm over every line but the oracles (greedy-oracle keeps "
-            "iff the "
-            "TRUE val composite rises: headroom, not a competitor).")
-
-
-def write_docs(result: dict, command: str, wall: float, commit: str) -> Path:
-    page = ROOT / "docs" / "benchmarks" / "results" / f"peers-{result['landscape']}.md"
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(f"# bench/peers.py on the `{result['landscape']}` landscape\n\n"
-                    f"Written by `{command}` — {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} "
-                    f"UTC, commit "
-                    f"{commit}, {platform.platform()}, {os.cpu_count()} CPUs (shared), Python "
-                    f"{platform.python_version()}, gepa {importlib.metadata.version('gepa')}, wall "
-                    f"{wall:.0f} s.\n\n"
-                    f"{header(result)}\n\n{table(result)}\n\nGEPA's spending:\n\n{gepa_lines(result)}\n")
-    return page
-
-
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--landscape", choices=calibrated.LANDSCAPES, default="quiet",
-                    help="quiet (the fakes), skillsbench or tau (real agent noise, bench/calibrated.py)")
-    ap.add_argument("--seeds", type=int, default=32, help="landscapes (paired across lines)")
-    ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val "
-                    "+ train; every line stops before an evaluation would pass it")
-    ap.add_argument("--replicates", type=int, default=2)
-    ap.add_argument("--seed-offset", type=int, default=0, help="the first landscape seed")
-    ap.add_argument("--lines", help="comma-separated labels of our lines to run beside GEPA's (default: "
-                    + ", ".join(OURS) + ")")
-    ap.add_argument("--peers", help="comma-separated GEPA lines (default: all: "
-                    + ", ".join(p.label for p in PEER_LINES) + ")")
-    ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
-                                                        "at once (the same table)")
-    ap.add_argument("--json", type=Path, help="write the figures as JSON here")
-    ap.add_argument("--write-docs", action="store_true",
-                    help="write docs/benchmarks/results/peers-<landscape>.md")
+    ap = parser(calibrated.LANDSCAPES, OURS, [p.label for p in PEER_LINES], __doc__.split("\n")[0])
     args = ap.parse_args(argv)
     known = every_line()
     wanted = args.lines.split(",") if args.lines else list(OURS)

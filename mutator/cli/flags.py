@@ -78,8 +78,8 @@ def _import_flags(run: argparse._ArgumentGroup) -> None:
                      help="--export file format (default csv; parquet needs pyarrow)")
     run.add_argument("--out", type=Path,
                      help="--export output folder (default: <data-dir>/exports), the --export-report file; "
-                          "with --import-evals, the folder to write the imported suites into; with --new-suite, "
-                          "the folder the three suites go in (default ./suites)")
+                          "with --import-evals, the folder to write the imported suites into; with "
+                          "--new-suite, the folder the three suites go in (default ./suites)")
     run.add_argument("--import-evals", type=Path, metavar="EVALS_JSON",
                      help="turn a skill-creator eval set (SKILL_DIR/evals/evals.json) into judge-graded "
                           "suites <out>/<name>-train, -val and -test, split by --seed; needs --out "

@@ -19,7 +19,7 @@ CONFIG = json.loads((ROOT / "config.json").read_text())
 def typed(key, tmp_path):
     """A valid value for the key other than config.json's, as typed and as Settings holds it."""
     special = {"strategy": ("branching", "branching"), "model": ("m1,m2", "m1,m2"),
-               "mutator_model": ("m3", "m3"), "sandbox": ("none", "none"), "gate_method": ("t", "t"),
+               "mutator_model": ("m3", "m3"), "sandbox": ("none", "none"), "gate_method": ("t", "t"), "keep_rule": ("eb", "eb"),
                "model_gate": ("each", "each"), "executor": ("ray", "ray"),
                "ray_address": ("auto", "auto"), "strategy_opts": ('{"width": 2}', {"width": 2}),
                "max_failed_share": ("0.5", 0.5), "solve_min_score": ("0.5", 0.5), "null_controls": ("2", 2),
@@ -46,8 +46,8 @@ def test_every_flagged_key_has_one_flag_with_its_help():
     for key in FLAGGED:
         assert actions[key.attr].option_strings[0] == key.option and actions[key.attr].help == key.help
     assert set(FLAG_ATTRS) == {key.attr for key in FLAGGED}
-    assert len(FLAGGED) == 37      # every flag that was a setting before keys made them, --ray-timeout-s,
-    # --model-gate, --seal-test, --propose-no-harm, --with-skills and --null-controls
+    assert len(FLAGGED) == 38      # every flag that was a setting before keys made them, --ray-timeout-s,
+    # --model-gate, --seal-test, --propose-no-harm, --with-skills, --null-controls and --keep-rule
 
 
 @pytest.mark.parametrize("key", FLAGGED, ids=lambda key: key.attr)
