@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -121,8 +122,9 @@ def test_kill_9_of_run_py_leaves_no_agent_running(tmp_path: Path) -> None:
             (tmp_path / "hang").unlink()
             _, stderr = again.communicate(timeout=300)
         assert again.returncode == 0, stderr[-2000:]
-        # each cell's keeper, agent and setsid helper
-        assert "reaped 6 agent process(es) left running by a harness that died" in stderr, stderr
+        # each cell's keeper and agent, and its setsid helper when it had started by the kill (not timed)
+        reaped = re.search(r"reaped (\d+) agent process\(es\) left running by a harness that died", stderr)
+        assert reaped and 4 <= int(reaped.group(1)) <= 6, stderr
         assert list(records.iterdir()) == []   # every record cleared, the first run's included
     finally:
         for pid in {pid for pair in started for pid in pair}:

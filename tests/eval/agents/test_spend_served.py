@@ -115,6 +115,12 @@ def test_spend_after_judge_errors_and_their_resume_equals_what_was_served(server
     assert all(r["grader_cost_usd"] > 0 for r in db.query("select grader_cost_usd from cells"))   # failed calls paid
     build_calls = len([r for r in server.requests if not system_text(r).startswith("You grade")])
     judge["reply"] = JUDGE_OK
+    # unusable judge replies are cached (a resume never re-pays them); the stop message says to delete them
+    # to ask again, as a user who fixed the judge does
+    cached = list((data / "evals" / "judge-cache").glob("*.json"))
+    assert cached
+    for path in cached:
+        path.unlink()
     second = run_py(*args, env=env)   # re-grades the seed's cells (no agent runs again), then the round
     assert second.returncode == 0, second.stderr[-4000:]
     assert stored_usd(data) == pytest.approx(served_usd(server), abs=1e-6)
