@@ -37,8 +37,7 @@ except ImportError as exc:  # the bench extra is not installed
     raise SystemExit("bench/peers.py needs the gepa package: pip install -e '.[bench]'") from exc
 
 from bench import calibrated  # noqa: E402
-from bench.peers_report import gepa_lines, header, holm, parser  # noqa: E402,F401 (tests read holm here)
-from bench.peers_report import summary, table, vs_default, write_docs  # noqa: E402
+from bench import peers_report as report  # noqa: E402
 from mutator.scoring.score import summarise  # noqa: E402
 
 
@@ -383,8 +382,8 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
     result = {"landscape": landscape, "cell_sd": statistics.mean(m for m, _ in sds),
               "cell_sd_rms": math.sqrt(statistics.mean(r * r for _, r in sds)), "seeds": list(seeds),
               "budget": budget, "replicates": replicates, "default": default,
-              "lines": {label: summary(o) for label, o in rows.items()},
-              "vs_default": (vs_default(rows, default, ORACLES, bench.wilcoxon_p)
+              "lines": {label: report.summary(o) for label, o in rows.items()},
+              "vs_default": (report.vs_default(rows, default, ORACLES, bench.wilcoxon_p)
                              if default in rows else {}),
               "oracles": [label for label in ORACLES if label in rows],
               "gepa": {label: {"mutator_calls": statistics.mean(r.mutator_calls for r in rs),
@@ -402,7 +401,7 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = parser(calibrated.LANDSCAPES, OURS, [p.label for p in PEER_LINES], __doc__.split("\n")[0])
+    ap = report.parser(calibrated.LANDSCAPES, OURS, [p.label for p in PEER_LINES], __doc__.split("\n")[0])
     args = ap.parse_args(argv)
     known = every_line()
     wanted = args.lines.split(",") if args.lines else list(OURS)
@@ -425,9 +424,9 @@ def main(argv: list[str] | None = None) -> None:
                  args.budget, args.replicates, args.jobs)
     wall = time.monotonic() - started
     rows = result.pop("rows")
-    print(f"GEPA {importlib.metadata.version('gepa')} beside our lines. " + header(result) + "\n")
-    print(table(result))
-    print(f"\nWall time {wall:.1f} s.\n\nGEPA's spending:\n{gepa_lines(result)}")
+    print(f"GEPA {importlib.metadata.version('gepa')} beside our lines. " + report.header(result) + "\n")
+    print(report.table(result))
+    print(f"\nWall time {wall:.1f} s.\n\nGEPA's spending:\n{report.gepa_lines(result)}")
     if args.seeds < 8:
         print(f"Note: with {args.seeds} seeds no pair can be significant; run --seeds 32.")
     if bench.DEFAULT in rows and len(ours) > 1:
@@ -437,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
         args.json.write_text(json.dumps(result, indent=1))
     if args.write_docs:
         command = "python bench/peers.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        print(f"wrote {write_docs(result, command, wall, commit)}")
+        print(f"wrote {report.write_docs(result, command, wall, commit)}")
 
 
 if __name__ == "__main__":
