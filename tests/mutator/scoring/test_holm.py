@@ -104,8 +104,8 @@ def test_a_dry_run_keeps_by_the_mean_what_each_rejects(tmp_path: Path) -> None:
     found = {}
     for rule in ("mean", "each"):
         data = tmp_path / rule
-        done = run_cli("--sandbox", "none", "--real", "--agent-cmd", f"{sys.executable} {agent}", "--mutator-cmd",
-                       f"{sys.executable} {ROOT / 'fakes' / 'fake_mutator.py'}",
+        done = run_cli("--sandbox", "none", "--real", "--agent-cmd", f"python3 {agent}", "--mutator-cmd",
+                       f"python3 {Path('fakes') / 'fake_mutator.py'}",
                        "--suite", "clean-train", "--val", "clean-val", "--rounds", "1", "--replicates", "2",
                        "--model", "claude-haiku-4-5,claude-sonnet-4-5", "--model-gate", rule, "--data-dir", str(data),
                        env=env)
