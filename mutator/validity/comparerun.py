@@ -38,7 +38,7 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
     shadow = argparse.Namespace(**{**vars(args), "test_run": args.compare[0]})
     apply_run_defaults(settings, shadow)
     for attr in ("suite", "real", "fake_noise", *(attr for attr, _ in AGENT_FLAGS)):
-        setattr(args, attr, getattr(shadow, attr))
+        setattr(args, attr, getattr(shadow, attr, None))
 
 
 def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, agent_argv: list[str],
