@@ -168,6 +168,12 @@ def test_plan_and_aa_rehearse_with_noise(tmp_path):
     scores = rows(data, "select c.score from cells c join evaluations e on e.id = c.evaluation_id "
                         "where e.suite = 'clean-val'")
     assert scores and {s["score"] for s in scores} <= {0.0, 1.0}
+    # a dry plan reads the noise its own fake measured: the rehearsal's A/A, never the other fake's
+    noisy = run_cli("--plan", *LOOP, "--fake-noise", "realistic", "--data-dir", str(data))
+    quiet = run_cli("--plan", *LOOP, "--data-dir", str(data))
+    assert noisy.returncode == quiet.returncode == 0, noisy.stderr[-2000:] + quiet.stderr[-2000:]
+    assert "nothing measured" in plan.stdout and "from A/A run aa-" in noisy.stdout
+    assert "nothing measured" in quiet.stdout and "from A/A run" not in quiet.stdout
 
 
 def test_noise_is_for_the_fakes_only(tmp_path):
