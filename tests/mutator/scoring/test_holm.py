@@ -140,10 +140,10 @@ def test_a_dry_run_keeps_by_the_mean_what_each_rejects(tmp_path: Path) -> None:
     Constructed, not drawn: misread_agent.py never fumbles a rule, so every cell is fixed by the skill, the model
     and the task, whatever seed the evaluation key (the command line, this checkout's files) gives it (checked
     above). Then sonnet's eight val deltas are one and the same small cost (it reads a longer skill and does the
-    same work): its s_r and SE are 0 and its threshold is min_improvement 0, above its Δ < 0, so 'each' rejects
-    at Holm's first step whatever its z. The mean's Δ is > 0 (haiku gains on the tasks with dates), and with
-    min_improvement 0 a gate keeps every Δ ≥ 0 whatever its t or sign-flip sample: 'mean' keeps. One round,
-    so no earlier comparison enters the pooled scale."""
+    same work): its s_r and SE are 0, so its line is min_improvement 0 whatever its z, t or sign-flip sample, and
+    its Δ < 0 falls below it: 'each' rejects at Holm's first step. The mean's Δ is > 0 (haiku gains on the tasks
+    with dates): kept whatever t·SE ≥ 0 the gate draws (keep unless Δ < 0 − t·SE), and by a rule that keeps
+    Δ > 0 alike. One round, so no earlier comparison enters the pooled scale."""
     agent = MISREAD.relative_to(ROOT)   # the command line as typed in the checkout (run_cli runs from it)
     env = {**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "0"}   # the val gate decides (the screen would kill it first)
     found = {}
