@@ -38,8 +38,8 @@ class Tally:
 
     def same(self, where: str, what: str, stored, derived, tol: float = FLOAT_TOL) -> bool:
         self.checks += 1
-        kind = re.sub(r"run-\S+ |attempt \d+ \(round [\d.]+\) |test run \d+ |look \d+", lambda m: "look" if
-                      m.group().startswith("look") else "", where).strip()
+        kind = re.sub(r"run-\S+ |attempt \d+ \(round [\d.]+\) |test run \d+ |look \d+| \d+ \(round [\d.]+\)",
+                      lambda m: "look" if m.group().startswith("look") else "", where).strip()
         part = what.split(".")[-1] if kind.startswith("harm") else what.split(".")[0]
         group = self.groups.setdefault(f"{kind}: {part}", [0, 0])
         group[0] += 1
@@ -97,6 +97,20 @@ def per_task(found: list[dict], w: tuple[float, float], norm: dict[str, tuple[fl
     return out
 
 
+def composite(found: list[dict], w: tuple[float, float], norm: dict[str, tuple[float, float]]) -> float:
+    """An evaluation's composite over these cells: per-cell means (eval, cost, steps) scored against the seed;
+    with several models the mean of each model's own composite."""
+    models = sorted({c["model"] for c in found})
+    if len(models) > 1:
+        return sum(composite([c for c in found if c["model"] == m], w, {m: norm[m]}) for m in models) / len(models)
+    n = len(found)
+    ev = sum((c["score"] or 0.0) if c["status"] == "ok" else 0.0 for c in found) / n
+    cost, steps = sum(c["cost_usd"] or 0.0 for c in found) / n, sum(c["steps"] or 0 for c in found) / n
+    seed_cost, seed_steps = next(iter(norm.values())) if len(norm) == 1 else norm[models[0]]
+    return (ev + (-w[0] * cost / seed_cost if seed_cost and seed_cost > 0 else 0.0)
+            + (-w[1] * steps / seed_steps if seed_steps and seed_steps > 0 else 0.0))
+
+
 def run_norm(run: dict, split: str) -> dict[str, tuple[float, float]]:
     by_model = (json.loads(run["seed_models"]) if run["seed_models"] else {}).get(split) or []
     if by_model:
@@ -134,15 +148,21 @@ class Run:
         return max(before, key=lambda x: (x["round"], x["id"]))["incumbent_after"] if before else \
             self.run["seed_hash"]
 
-    def prior(self, a: dict) -> list[tuple[int, float, float | None]]:
+    def pool(self, member) -> list[tuple[int, int, float, float | None]]:
+        """The run's pooled comparisons (id, n, s_r, Δ) in attempt id order among the attempts `member` admits:
+        each attempt stored with a full-val gate (no early stop) on the same val suite."""
         out = []
         for x in self.attempts:
-            if x["id"] >= a["id"] or x["gate_n"] is None or x["val_suite_hash"] != a["val_suite_hash"]:
+            if x["round"] == 0 or x["gate_n"] is None or not member(x):
                 continue
             g = json.loads(x["gate"])
             if "early_look" not in g:
-                out.append((x["gate_n"], g["s_r"], g.get("delta")))
+                out.append((x["id"], x["gate_n"], g["s_r"], g.get("delta")))
         return out
+
+    def prior(self, a: dict) -> list[tuple[int, float, float | None]]:
+        return [(n, s_r, d) for _, n, s_r, d in
+                self.pool(lambda x: x["id"] < a["id"] and x["val_suite_hash"] == a["val_suite_hash"])]
 
     def gate(self, cand, inc, prior, z, *, last: bool) -> dict:
         """The gate under the run's model rule (Holm over models for 'each'), tie rule at the last look only."""
@@ -230,19 +250,17 @@ class Run:
         drawn = ids if n >= len(ids) else sorted(random.Random(seed).sample(ids, n))
         self.tally.same(where, "tasks", sorted(rec["tasks"]), drawn)
         incumbent = self.incumbent_before(a)
-        suite_hash = rows(self.db, "select suite_hash from evaluations where id = ?", [seed_train])[0]["suite_hash"]
+        seed_row = rows(self.db, "select suite_hash, contract from evaluations where id = ?", [seed_train])[0]
         want = {(t, r) for t in rec["tasks"] for r in range(rec["replicates"])}
 
         def side(genome: str) -> dict:
-            found = [c for e in rows(self.db, "select id from evaluations where genome_hash = ? and split = "
-                                              "'train' and suite_hash = ? and members is null or (genome_hash = ? "
-                                              "and split = 'train' and suite_hash = ? and members is not null)",
-                                     [genome, suite_hash, genome, suite_hash])
-                     for c in cells(self.db, e["id"]) if (c["task_id"], c["replicate"]) in want]
-            if any(e for e in rows(self.db, "select members from evaluations where genome_hash = ? and "
-                                            "split = 'train' and members is not null", [genome])):
-                found = [c for c in found if c["model"]]   # a group's cells, each with its model
-            return per_task(found, self.w, run_norm(self.run, "train"))
+            """The genome's cells on the screen's tasks and replicates, from its evaluation of the train suite
+            under the seed's train contract (a several-model run's group evaluation)."""
+            found = rows(self.db, "select id from evaluations where genome_hash = ? and suite_hash = ? and "
+                                  "contract = ? order by id", [genome, seed_row["suite_hash"], seed_row["contract"]])
+            picked = [c for c in cells(self.db, found[-1]["id"]) if (c["task_id"], c["replicate"]) in want] \
+                if found else []
+            return per_task(picked, self.w, run_norm(self.run, "train"))
 
         mine = self.gate(side(a["genome_hash"]), side(incumbent), [], float(rec["z"]), last=False)
         self.tally.same(where, "z", rec["z"], float(self.screen_cfg.get("z", rec["z"])))
@@ -300,20 +318,46 @@ class Run:
             self.tally.same(where, f"column {col}", a[col], mine_last[key])
         return mine_last
 
+    def decided_composite(self, a: dict) -> float:
+        """The val composite the round compared: over the cells the deciding look read (an early stop's first k
+        replicates; attempts.composite of a kept early stop is rewritten later over every replicate)."""
+        last = json.loads(a["looks"])[-1]
+        found = cells(self.db, a["val_evaluation_id"])
+        if last["decision"] is not None:
+            found = [c for c in found if c["replicate"] < last["replicates"]]
+        return composite(found, self.w, run_norm(self.run, "val"))
+
+    def confirm(self, a: dict) -> bool:
+        """The confirmation gate (--confirm): fresh replicates of the winner and the old incumbent, pooling every
+        comparison of the run so far but the winner's own, the run's tie rule; True when the keep stands."""
+        rec = json.loads(a["confirm"])
+        where = self.where(a, "confirm")
+        norm = run_norm(self.run, "val")
+        prior = [(n, s_r) for i, n, s_r, _ in self.pool(lambda x: x["round"] <= a["round"] and x["id"] != a["id"])]
+        mine = self.gate(per_task(cells(self.db, rec["candidate_evaluation_id"]), self.w, norm),
+                         per_task(cells(self.db, rec["incumbent_evaluation_id"]), self.w, norm), prior,
+                         self.gate_z, last=True)
+        self.compare_gate(where, rec["gate"], mine)
+        self.tally.same(where, "stands", rec["stands"], mine["keep"])
+        self.tally.same(where, "salt", rec["salt"], f"confirm:{self.run['id']}:{a['round']}")
+        return mine["keep"]
+
     def verdicts(self, gated: dict[int, dict]) -> None:
         by_round: dict[int, list[dict]] = {}
         for a in self.attempts:
             if a["round"] > 0 and a["verdict"] in ("KEEP", "REJECT"):
                 by_round.setdefault(a["round"], []).append(a)
         for rnd, scored in by_round.items():
-            if self.strategy == "greedy":
+            if self.strategy in ("greedy", "branching"):
+                if self.strategy == "greedy":
+                    chosen = [a for a in scored if gated[a["id"]]["keep"]][-1:]
+                else:   # the highest composite wins, an exact tie to the earlier sibling; kept if its gate keeps
+                    best = max(scored, key=lambda a: (self.decided_composite(a), -a["sibling"]))
+                    chosen = [best] if gated[best["id"]]["keep"] else []
+                if chosen and chosen[0]["confirm"]:
+                    chosen = chosen if self.confirm(chosen[0]) else []
                 for a in scored:
-                    self.tally.same(self.where(a, "verdict"), "KEEP", a["verdict"] == "KEEP", gated[a["id"]]["keep"])
-            elif self.strategy == "branching":
-                best = max(scored, key=lambda a: (a["composite"], -a["sibling"]))
-                for a in scored:
-                    self.tally.same(self.where(a, "verdict"), "KEEP", a["verdict"] == "KEEP",
-                                    a is best and gated[a["id"]]["keep"])
+                    self.tally.same(self.where(a, "verdict"), "KEEP", a["verdict"] == "KEEP", a in chosen)
             elif self.strategy == "population":
                 pool = next((json.loads(a["pool_snapshot"]) for a in scored if a["pool_snapshot"]), [])
                 before = self.incumbent_pool(rnd)
@@ -324,8 +368,30 @@ class Run:
                     # KEEP = entered the pool's cut (the gate's verdict plays no part)
                     self.tally.same(self.where(a, "verdict"), "KEEP (pool cut)", a["verdict"] == "KEEP",
                                     first and a["genome_hash"] in pool)
+                self.tally.same(self.where(scored[0], "verdict"), "incumbent = pool leader",
+                                scored[0]["incumbent_after"], pool[0] if pool else None)
             else:
                 self.tally.skipped.append(f"{self.run['id']} round {rnd}: {self.strategy} verdicts not re-derived")
+
+    def nulls(self) -> None:
+        """Null controls: a fresh-salt copy of the round's incumbent gated against its val evaluation, pooling
+        every comparison of the run up to its round; called a loss (rejected), a win (past the win line) or
+        a tie."""
+        for row in rows(self.db, "select * from null_controls where run_id = ? order by id", [self.run["id"]]):
+            where = f"{self.run['id']} null control {row['id']} (round {row['round']}.{row['copy']})"
+            norm = run_norm(self.run, "val")
+            prior = [(n, s_r) for _, n, s_r, _ in self.pool(lambda x: x["round"] <= row["round"])]
+            mine = self.gate(per_task(cells(self.db, row["evaluation_id"]), self.w, norm),
+                             per_task(cells(self.db, row["incumbent_evaluation_id"]), self.w, norm), prior,
+                             self.gate_z, last=True)
+            self.compare_gate(where, json.loads(row["gate"]), mine)
+            win = rm.early(True, mine["delta"], mine["t"], mine["se"], self.m) == "win"
+            if win and "models" in mine:
+                win = all(rm.early(True, r["delta"], r["t"], r["se"], self.m) == "win"
+                          for r in mine["models"].values())
+            self.tally.same(where, "call", row["call"], "loss" if not mine["keep"] else "win" if win else "tie")
+            self.tally.same(where, "salt", row["salt"], f"null:{self.run['id']}:{row['round']}:{row['copy']}")
+            self.tally.same(where, "incumbent", row["genome_hash"], self.incumbent_before({"round": row["round"]}))
 
     def incumbent_pool(self, rnd: int) -> list[str]:
         earlier = [a for a in self.attempts if a["round"] < rnd and a["pool_snapshot"]]
@@ -345,6 +411,7 @@ class Run:
             if (mine := self.looks_(a)) is not None:
                 gated[a["id"]] = mine
         self.verdicts(gated)
+        self.nulls()
 
 
 _LAST_Z: dict = {}
@@ -417,6 +484,8 @@ def harm_reports(db: sqlite3.Connection, tally: Tally, run_id: str | None) -> No
 
 
 def rederive(path: Path, run_id: str | None = None) -> Tally:
+    if not path.is_file():
+        raise SystemExit(f"error: no store at {path}; pass the path of a mutator.db")
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
     tally = Tally()
