@@ -227,8 +227,9 @@ class Run:
             mine_last = mine
         stored = json.loads(a["gate"])
         where = self.where(a, "gate")
-        self.tally.same(where, "gate = last look", {k: v for k, v in stored.items() if k != "early_look"},
-                        looks[-1]["gate"])
+        final = {k: v for k, v in stored.items() if k != "early_look"}
+        for key in sorted(set(final) | set(looks[-1]["gate"])):   # the attempt's gate is its last look's
+            self.tally.same(where, f"last look.{key}", final.get(key), looks[-1]["gate"].get(key), tol=0.0)
         for col, key in (("delta", "delta"), ("gate_threshold", "threshold"), ("gate_se", "se"),
                          ("gate_s", "s"), ("gate_df", "df"), ("gate_t", "t"), ("gate_n", "n")):
             self.tally.same(where, f"column {col}", a[col], mine_last[key])
