@@ -229,7 +229,8 @@ def budgets(c: Context):
     """--budget-usd (on the run's spend) and the store's daily budget, as every spending command asks them."""
     from mutator.after.spend import combine
     from mutator.round.budget import Budget
-    return combine(Budget(c.args.budget_usd) if c.args.budget_usd is not None else None, c.daily)
+    return combine(Budget(c.args.budget_usd, c.settings.pricing) if c.args.budget_usd is not None else None,
+                   c.daily)
 
 
 def plan(c: Context) -> int:
@@ -268,8 +269,7 @@ def aa(c: Context) -> int:
 def evolve(c: Context) -> int:
     """The loop itself: the default command."""
     from mutator.after.cli import propose_finished
-    from mutator.after.spend import combine, run_spend
-    from mutator.round.budget import Budget
+    from mutator.after.spend import run_spend
     from mutator.round.loop import Loop
     from mutator.round.session import Suites, check_roles
     from mutator.round.summary_table import print_summary
@@ -286,7 +286,7 @@ def evolve(c: Context) -> int:
     check_other_skills(s)
     strategy = make_strategy(s.strategy, s.strategy_opts)
     loop = Loop(s, suites, c.agents, c.launcher, strategy, progress=c.progress,
-                budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, c.daily),
+                budget=budgets(c),
                 retry_failed=args.retry_failed)
     run_id = loop.execute()
     db, tally = loop.session.db, loop.session.tally
