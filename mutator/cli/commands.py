@@ -242,7 +242,7 @@ def plan(c: Context) -> int:
     c.progress.say_banner()   # the dry-run line, if any: --plan has no progress of its own
     print(render_plan(estimate(c.settings, train=train, val=val,
                                holdout=c.load(args.holdout, "--holdout") if args.holdout else None,
-                               build_id=c.agents.build_id)))
+                               build_id=c.agents.build_id, mutator_id=c.agents.mutator_id)))
     return 0
 
 
