@@ -12,15 +12,18 @@ from pathlib import Path
 import pytest
 
 from eval.cells import Contract, agent_key, evaluation_key
-from eval.cost import parse_pricing, price_for, usd
+from eval.cost import Usage, parse_pricing, price_for, usd
 from eval.suite import load_suite
-from mutator.round.budget import PRIOR_CELL_TOKENS, PRIOR_MUTATOR_TOKENS, Budget, BudgetStop, RunGate
+from mutator.round.budget import Budget, BudgetStop, RunGate
 from mutator.round.evaluations import _Starter
 from mutator.round.solve import BARE
 from mutator.store import cache
 from mutator.store.db import connect, dumps
 
 ROOT = Path(__file__).resolve().parents[3]
+# the plan's stated priors (mutator/round/budget.py, printed by --plan)
+PRIOR_CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)
+PRIOR_MUTATOR_TOKENS = Usage(input_tokens=80_000, output_tokens=8_000)
 PRICING = parse_pricing(json.loads((ROOT / "config.json").read_text())["pricing"])
 OPUS = price_for(PRICING, "claude-opus-4-5")
 # a solve pass's cells: the mutator model, a real backend, its own salt
