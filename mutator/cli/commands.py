@@ -207,8 +207,16 @@ def test_run(c: Context) -> int:
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
           f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
           f"(eval {result['seed_eval']:.3f}); train composite {train_text}; "
-          f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
+          f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else "")
+          + f"; ${result['spent_usd'] or 0.0:.4f} spent (added to {args.test_run}'s spend)")
     print(render(result["report"]))
+    if result.get("control_failed"):
+        from eval.errors import ControlFailed
+        failed = result["control_failed"]
+        raise ControlFailed(f"the champion-vs-seed report above is complete and stored (test run "
+                            f"#{result['test_run']}); the no-skill control is not: {failed['cause']} "
+                            "Pass --no-control to test without it; a re-run of the same command redoes only "
+                            "its cells that are not results (infra_error, grader_error)")
     return 0
 
 

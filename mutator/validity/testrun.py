@@ -172,18 +172,28 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = holdout.start_test_run(db, run_id=run_id, suite=suite.name, genome_hash=champion,
                                      round_no=run["rounds_done"], kind=kind, suite_hash=suite.content_hash)
+    before = run_cost(db, run_id)   # the test's spend: what its cells add to the run's (charged to it)
+
+    def spent() -> float:
+        return max(0.0, run_cost(db, run_id) - before)
     seed = evaluator.evaluate(genomes.path(seed_hash), seed_hash, run["skill_name"], suite,
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
                                    label=f"test · champion on {suite.name}", contract=contract)
     measured = [(seed, suite, "the seed on the test suite"), (best, suite, "the champion on the test suite")]
-    _settle(db, settings, run_id, test_id, measured, agent_argv)
-    none = None
+    _settle(db, settings, run_id, test_id, measured, agent_argv, spent)
+    none = control_failed = None
     if control:   # only once seed and champion are sound: a sick test suite spends nothing more
         none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite,
                                   label=f"test · no skill on {suite.name}", contract=contract)
-        _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv)
-        measured.append((none, suite, "no skill on the test suite"))
+        try:
+            _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv,
+                    spent, control=True)
+            measured.append((none, suite, "no skill on the test suite"))
+        except EvaluationStop as err:   # champion vs seed still stands: reported, the control said failed
+            control_failed = {"cause": str(err), "evaluation_id": none.evaluation_id, "cells": none.n_cells,
+                              "failures": none.failures, "ran": none.ran}
+            none = None
     beside = beside_it(settings, run["skill_name"], contract)
     alone = None
     if control and beside:   # measured among other skills (--with-skills): the champion alone too, to compare
@@ -191,7 +201,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
             genomes.path(champion), champion, run["skill_name"], suite,
             label=f"test · champion alone on {suite.name}", contract=replace(contract, with_skills=""))
         _settle(db, settings, run_id, test_id, [(alone, suite, "the champion alone on the test suite")],
-                agent_argv)
+                agent_argv, spent)
         measured.append((alone, suite, "the champion alone on the test suite"))
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
@@ -206,7 +216,10 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                          before=test_id)
     report["look"] = {"k": look.k, "looks": look.looks, "repeat_of": look.repeat_of, "kind": kind,
                       "sealed": bool(run.get("seal_test") or settings.seal_test)}
+    if control_failed:
+        report["control_failed"] = control_failed
     holdout.test_run_done(db, test_id, {
+        "spent_usd": spent(),
         "look": look.k, "repeat_of": look.repeat_of,
         "control_evaluation_id": none.evaluation_id if none else None, "evaluation_id": best.evaluation_id,
         "eval": figures.eval, "cost": figures.cost, "steps": figures.steps, "composite": figures.composite,
@@ -214,7 +227,9 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
-            "train_composite": train, "cells_run": sum(o.ran for o, _, _ in measured), "report": report}
+            "train_composite": train, "report": report, "control_failed": control_failed,
+            "cells_run": sum(o.ran for o, _, _ in measured) + (control_failed or {}).get("ran", 0),
+            "spent_usd": holdout.test_run_row(db, test_id)["spent_usd"]}   # as stored
 
 
 def beside_it(settings: Settings, skill_name: str, contract: Contract) -> dict | None:
@@ -237,20 +252,23 @@ def _alone(session: Session, settings: Settings, agent_argv: list[str], launcher
                                   payer=mine.payer)
 
 
-def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
+def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str],
+            spent, *, control: bool = False) -> None:
     """A test report never rests on cells that failed for reasons that are not the skill's (the test run is
     then recorded failed), nor on one the budget stopped (recorded stopped). What the evaluations spent was
-    charged to the run cell by cell (Evaluator.payer)."""
+    charged to the run cell by cell (Evaluator.payer); `spent()` is the test's share, recorded with its end.
+    `control`: the no-skill control's failure is the caller's to report beside champion vs seed."""
     try:
         for outcome, _, _ in measured:
             refused(outcome, run_cost(db, run_id))
     except BudgetStop:
-        holdout.test_run_ended(db, test_id, "stopped")
+        holdout.test_run_ended(db, test_id, "stopped", spent())
         raise
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:
-        holdout.test_run_ended(db, test_id, "failed")
+        if not control:
+            holdout.test_run_ended(db, test_id, "failed", spent())
         raise
 
 
