@@ -24,16 +24,6 @@ function splitRow(name, s, gap, gapZ) {
     h('td', {}, gap ? fig(`${gap.z === null ? '∞' : num(gap.z, 1)} SE${flagged ? ' ⚠' : ''}`, TIPS.reportGap(gapZ), { class: flagged ? 'warn' : '' }) : '—'));
 }
 
-// A no-skill control that failed (its cells are not results): said so, with its cells by status and the cause;
-// champion vs seed above stands without it.
-function controlFailedView(failed) {
-  if (!failed) return null;
-  const counts = Object.entries(failed.failures || {}).map(([status, n]) => `${n} ${status}`).join(', ');
-  return h('div', { class: 'control-failed', 'data-control-failed': '' },
-    h('b', {}, 'No-skill control FAILED'), ` — ${counts || 'no result'} of its ${failed.cells} cells; no seed-vs-none or champion-vs-none figures (champion vs seed above does not rest on it).`,
-    h('details', {}, h('summary', {}, 'cause'), h('pre', {}, failed.cause || '')));
-}
-
 // Several eval models: one row per model of a paired comparison (its by_model), under the comparison's own row.
 function modelRows(s, attrs, tip, blanks) {
   return Object.entries(s?.by_model || {}).map(([model, m]) =>
