@@ -364,8 +364,10 @@ def render_plan(p: Plan) -> str:
         + f"round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
         + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
            if p.test_usd is not None else ""),
-        "    'measured' figures are means of this store's real calls (a dry run's fakes never price a real "
-        "plan); 'estimated' ones are stated token counts at config.json prices",
+        "    'measured' figures are means of this store's real calls by the same backend and model (a dry "
+        "run's fakes never price a real plan, nor one backend's cells another's); 'estimated' ones are "
+        "stated token counts at config.json prices (the run's budget prices what it has not measured by them "
+        "too)",
     ]
     return "\n".join(lines)
 
