@@ -148,20 +148,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     run = run_row(db, run_id)
     if run is None:
         raise unknown_run(settings, run_id)
-    if run["status"] == "running" and _alive(run["pid"]):
-        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has "
-                           "stopped")
-    if suite.name in (run["suite"], run["val"]):
-        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} "
-                           f"suite; a test suite must be held out from both")
     contract = Contract(**loads(run["config"])["contract"])
-    if build_id is not None and build_id != contract.agent:
-        flags = launch_flags(loads(run.get("agents"), {}) or {})
-        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would "
-                           f"run {build_id!r}; pass the same agent flags as the run ("
-                           + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
-                           + ", or none at all to reuse them) so the test measures the same agent"
-                           + ("; the agent's code or command changed since" if flags else ""))
+    _refuse(run, suite, build_id, contract)
     refuse_sealed(db, settings, run, suite)
     session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
                            progress=progress, network=network, contract=contract, db=db, budget=budget,
@@ -184,16 +172,10 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     _settle(db, settings, run_id, test_id, measured, agent_argv, spent)
     none = control_failed = None
     if control:   # only once seed and champion are sound: a sick test suite spends nothing more
-        none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite,
-                                  label=f"test · no skill on {suite.name}", contract=contract)
-        try:
-            _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv,
-                    spent, control=True)
+        none, control_failed = _control(db, settings, evaluator, run, suite, contract, test_id, agent_argv,
+                                        spent)
+        if none is not None:
             measured.append((none, suite, "no skill on the test suite"))
-        except EvaluationStop as err:   # champion vs seed still stands: reported, the control said failed
-            control_failed = {"cause": str(err), "evaluation_id": none.evaluation_id, "cells": none.n_cells,
-                              "failures": none.failures, "ran": none.ran}
-            none = None
     beside = beside_it(settings, run["skill_name"], contract)
     alone = None
     if control and beside:   # measured among other skills (--with-skills): the champion alone too, to compare
@@ -230,6 +212,41 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
             "train_composite": train, "report": report, "control_failed": control_failed,
             "cells_run": sum(o.ran for o, _, _ in measured) + (control_failed or {}).get("ran", 0),
             "spent_usd": holdout.test_run_row(db, test_id)["spent_usd"]}   # as stored
+
+
+def _refuse(run: dict, suite: Suite, build_id: str | None, contract: Contract) -> None:
+    """A test is refused while the run's loop lives, on the run's own train or val suite, or with another
+    build agent than the run's."""
+    run_id = run["id"]
+    if run["status"] == "running" and _alive(run["pid"]):
+        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has "
+                           "stopped")
+    if suite.name in (run["suite"], run["val"]):
+        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} "
+                           f"suite; a test suite must be held out from both")
+    if build_id is not None and build_id != contract.agent:
+        flags = launch_flags(loads(run.get("agents"), {}) or {})
+        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would "
+                           f"run {build_id!r}; pass the same agent flags as the run ("
+                           + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
+                           + ", or none at all to reuse them) so the test measures the same agent"
+                           + ("; the agent's code or command changed since" if flags else ""))
+
+
+def _control(db, settings: Settings, evaluator: Evaluator, run: dict, suite: Suite, contract: Contract,
+             test_id: int, agent_argv: list[str], spent) -> tuple:
+    """The no-skill control: (its outcome, None), or (None, {cause, evaluation_id, cells, failures, ran}) when
+    its cells are not results (an agent that cannot run without a skill): champion vs seed stands without it,
+    and the failure is reported beside it."""
+    none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite,
+                              label=f"test · no skill on {suite.name}", contract=contract)
+    try:
+        _settle(db, settings, run["id"], test_id, [(none, suite, "no skill on the test suite")], agent_argv,
+                spent, control=True)
+    except EvaluationStop as err:
+        return None, {"cause": str(err), "evaluation_id": none.evaluation_id, "cells": none.n_cells,
+                      "failures": none.failures, "ran": none.ran}
+    return none, None
 
 
 def beside_it(settings: Settings, skill_name: str, contract: Contract) -> dict | None:
