@@ -24,7 +24,7 @@ from eval.cost import Price, PricingError, Usage, price_for, usd
 from eval.errors import Stop
 from eval.suite import Suite
 from mutator.scoring.models import members
-from mutator.store import cache
+from mutator.store import cache, planning
 from mutator.store.attempts import mean_mutation_cost, measured_mutation_cost  # noqa: F401 (read here)
 from mutator.store.db import dumps
 from mutator.store.runs import run_spent
@@ -46,10 +46,18 @@ def prior_cell_usd(price: Price | None, agent_id: str) -> float:
     return 0.0 if price is None or fake(agent_id) else usd(price, PRIOR_CELL_TOKENS)
 
 
-def prior_mutator_usd(price: Price, mutator_id: str) -> float:
-    """What a mutator call costs before this run has made one: the stated prior at the mutator model's price
-    (0 for the fake mutator)."""
-    return 0.0 if fake(mutator_id) else usd(price, PRIOR_MUTATOR_TOKENS)
+def prior_mutator_usd(price: Price, mutator_id: str, db: sqlite_utils.Database | None = None,
+                      model: str = "") -> float:
+    """What a mutator call costs before this run has made one: the mean of this store's calls by the same
+    mutator (an own --mutator-cmd's own, $0 ones counted; a backend's at this model), as --plan prices it;
+    with none, the stated prior at the mutator model's price (0 for the fake mutator)."""
+    if fake(mutator_id):
+        return 0.0
+    if db is not None:
+        found = planning.mutator_calls(db, model, real=True, mutator=planning.mutator_pattern(mutator_id))
+        if found.get("n"):
+            return float(found["usd"] or 0.0)
+    return usd(price, PRIOR_MUTATOR_TOKENS)
 
 
 class BudgetStop(Stop, RuntimeError):

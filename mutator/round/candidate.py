@@ -156,7 +156,8 @@ class Candidates:
         refs = {h[:12]: s.genomes.path(h) for h in spec.ref_hashes}
         workspace = s.settings.data_dir / "workspaces" / s.run_id / f"round-{round_no}-{sibling}"
         if s.budget:
-            first = prior_mutator_usd(self.mutator_price, self.mutator.agent)   # before this run's first call
+            # before this run's first call: the store's calls by this mutator, else the stated prior
+            first = prior_mutator_usd(self.mutator_price, self.mutator.agent, s.db, self.mutator.model)
             s.budget.before_mutation(s.db, s.run_id, f"the round {round_no} mutation", first)
         watch = {"seed skill": s.settings.skill_dir, "train suite": self.suites.train.path,
                  # a write to the seed or a suite is FAILED (round/tamper.py)

@@ -56,3 +56,10 @@ def mutator_calls(db: sqlite_utils.Database, mutator_model: str, *, real: bool, 
                      f"r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0 and {kind}",
                  [mutator_model])
     return found[0] if found else {}
+
+
+def mutator_pattern(mutator_id: str) -> str:
+    """The mutator implementations (a LIKE pattern) whose calls price this one's: an own --mutator-cmd's
+    exactly, a backend's any version of it, the fake's any fake."""
+    backend = mutator_id.split("@")[0]
+    return mutator_id if backend == "command" else f"{backend}@%"

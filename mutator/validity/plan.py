@@ -173,13 +173,6 @@ def borrowable(agent_id: str) -> tuple[str, ...]:
     return (agent_id,) if backend == "command" else (agent_id, f"{backend}@%")
 
 
-def own_mutator(mutator_id: str) -> str:
-    """The mutator implementations (a LIKE pattern) whose calls price this one's: an own --mutator-cmd's
-    exactly, a backend's any version, the fake's any fake."""
-    backend = mutator_id.split("@")[0]
-    return mutator_id if backend == "command" else f"{backend}@%"
-
-
 def dry(agent_id: str) -> bool:
     """A zero-spend fake's implementation id (fakes/): its figures never price a real plan."""
     return agent_id.startswith("fake@")
@@ -193,7 +186,7 @@ def _mutator_usd(settings: Settings, *, real: bool, mutator_id: str = "") -> tup
     if db is None or not planning.has_attempts(db):
         return None, ""
     found = planning.mutator_calls(db, settings.mutator_model, real=real,
-                                   mutator=own_mutator(mutator_id) if mutator_id else "")
+                                   mutator=planning.mutator_pattern(mutator_id) if mutator_id else "")
     if not found.get("n"):
         return None, ""
     what = ("calls of this --mutator-cmd" if mutator_id.startswith("command@") else
