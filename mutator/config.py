@@ -37,6 +37,7 @@ from mutator.settings.keys import (
 )
 from mutator.settings.records import (
     CriticSettings,
+    FakeSettings,
     ScoreSettings,
     ScreenSettings,
     SequentialSettings,
@@ -125,6 +126,7 @@ class Settings:
                           help="the seed skill folder (default: config skillDir)")
     with_skills: str = key("withSkills", rule="a folder of skill folders, or '' (none)", default="",
                            group="run", flag={"metavar": "DIR"}, help=WITH_SKILLS_HELP)
+    fakes: FakeSettings = section()
     # the loop
     rounds: int = key("rounds", at_least_zero, "an integer >= 0", group="loop",
                       help="total rounds (a finished run with fewer is extended)")
