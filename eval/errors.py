@@ -11,6 +11,8 @@ derive from it and mutator/cli/main.py maps every one of them in one `except Ski
     ├── LoopError, TestRunError, ExportError, EvalsImportError, AuditError, ProposalError, DeployError,
     │   MiningError, SplitError, SequentialError, LaunchError
     ├── SolveAbort (exit 4)                   the solve phase found the mutator model not capable
+    ├── ControlFailed (exit 10)               --test-run: champion vs seed reported and stored, but the
+    │                                         no-skill control's cells are not results (cause and cells said)
     └── Stop (exit 3, "stopped")              a clean stop; re-running the same command resumes
         ├── BudgetStop, DiskFull
         ├── ExecutorLost (exit 8)             where cells run went away mid-evaluation (a Ray cluster's head)
@@ -36,3 +38,11 @@ class Stop(SkillMutatorError):
     on); the same command resumes."""
     exit_code = 3
     label = "stopped"
+
+
+class ControlFailed(SkillMutatorError):
+    """`--test-run`: the champion-vs-seed report is complete (printed and stored), but the no-skill control
+    failed (its evaluation holds cells that are not results); the message gives the cause and the cells. The
+    same command re-runs just the control's missing cells."""
+    exit_code = 10
+    label = "no-skill control failed"

@@ -20,7 +20,7 @@ import sqlite_utils
 from eval.cells import Contract, evaluation_key
 from eval.suite import Suite
 from mutator.config import ConfigError, Settings
-from mutator.round.budget import BudgetStop, mean_mutation_cost, pending_cells
+from mutator.round.budget import BudgetStop, measured_mutation_cost, pending_cells
 from mutator.store import spending
 from mutator.store.db import connect, loads
 from mutator.store.run_lookup import mutator_models, run_labels
@@ -182,7 +182,8 @@ class DailyBudget:
 
     def before_mutation(self, db: sqlite_utils.Database, run_id: str, label: str,
                         first_usd: float = 0.0) -> None:
-        self.check(db, next_usd=mean_mutation_cost(db, run_id) or first_usd, what=label)
+        measured = measured_mutation_cost(db, run_id)   # the stated prior before this run's first call
+        self.check(db, next_usd=first_usd if measured is None else measured, what=label)
 
     def remaining(self, db: sqlite_utils.Database, run_id: str, unrecorded: float = 0.0) -> float:
         return self.limit_usd - self.spent_today(db)   # today's spend already counts every stored cell

@@ -207,8 +207,16 @@ def test_run(c: Context) -> int:
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
           f"{result['composite']:.4f} (eval {result['eval']:.3f}) vs seed {result['seed_composite']:.4f} "
           f"(eval {result['seed_eval']:.3f}); train composite {train_text}; "
-          f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else ""))
+          f"{result['cells_run']} cells run" + (" (all cached)" if not result["cells_run"] else "")
+          + f"; ${result['spent_usd'] or 0.0:.4f} spent (added to {args.test_run}'s spend)")
     print(render(result["report"]))
+    if result.get("control_failed"):
+        from eval.errors import ControlFailed
+        failed = result["control_failed"]
+        raise ControlFailed(f"the champion-vs-seed report above is complete and stored (test run "
+                            f"#{result['test_run']}); the no-skill control is not: {failed['cause']} "
+                            "Pass --no-control to test without it; a re-run of the same command redoes only "
+                            "its cells that are not results (infra_error, grader_error)")
     return 0
 
 
@@ -229,7 +237,8 @@ def budgets(c: Context):
     """--budget-usd (on the run's spend) and the store's daily budget, as every spending command asks them."""
     from mutator.after.spend import combine
     from mutator.round.budget import Budget
-    return combine(Budget(c.args.budget_usd) if c.args.budget_usd is not None else None, c.daily)
+    return combine(Budget(c.args.budget_usd, c.settings.pricing) if c.args.budget_usd is not None else None,
+                   c.daily)
 
 
 def plan(c: Context) -> int:
@@ -241,7 +250,7 @@ def plan(c: Context) -> int:
     c.progress.say_banner()   # the dry-run line, if any: --plan has no progress of its own
     print(render_plan(estimate(c.settings, train=train, val=val,
                                holdout=c.load(args.holdout, "--holdout") if args.holdout else None,
-                               build_id=c.agents.build_id)))
+                               build_id=c.agents.build_id, mutator_id=c.agents.mutator_id)))
     return 0
 
 
@@ -268,8 +277,7 @@ def aa(c: Context) -> int:
 def evolve(c: Context) -> int:
     """The loop itself: the default command."""
     from mutator.after.cli import propose_finished
-    from mutator.after.spend import combine, run_spend
-    from mutator.round.budget import Budget
+    from mutator.after.spend import run_spend
     from mutator.round.loop import Loop
     from mutator.round.session import Suites, check_roles
     from mutator.round.summary_table import print_summary
@@ -286,7 +294,7 @@ def evolve(c: Context) -> int:
     check_other_skills(s)
     strategy = make_strategy(s.strategy, s.strategy_opts)
     loop = Loop(s, suites, c.agents, c.launcher, strategy, progress=c.progress,
-                budget=combine(Budget(args.budget_usd) if args.budget_usd is not None else None, c.daily),
+                budget=budgets(c),
                 retry_failed=args.retry_failed)
     run_id = loop.execute()
     db, tally = loop.session.db, loop.session.tally

@@ -14,7 +14,7 @@ from mutator.briefing.view import MutatorView
 from mutator.critic import guards as critic
 from mutator.critic.sets import changed_paths, review_set
 from mutator.round import reasons as words
-from mutator.round.budget import cell_estimate, price_ratio
+from mutator.round.budget import prior_mutator_usd
 from mutator.round.eras import Decisions
 from mutator.round.failures import assess
 from mutator.round.measure import RoundEvaluator
@@ -156,8 +156,8 @@ class Candidates:
         refs = {h[:12]: s.genomes.path(h) for h in spec.ref_hashes}
         workspace = s.settings.data_dir / "workspaces" / s.run_id / f"round-{round_no}-{sibling}"
         if s.budget:
-            first = (cell_estimate(s.db, s.contract) or 0.0) * price_ratio(self.mutator_price,
-                                                                           s.evaluator.price)
+            # before this run's first call: the store's calls by this mutator, else the stated prior
+            first = prior_mutator_usd(self.mutator_price, self.mutator.agent, s.db, self.mutator.model)
             s.budget.before_mutation(s.db, s.run_id, f"the round {round_no} mutation", first)
         watch = {"seed skill": s.settings.skill_dir, "train suite": self.suites.train.path,
                  # a write to the seed or a suite is FAILED (round/tamper.py)

@@ -24,6 +24,7 @@ from eval.jobs import FINAL, CellResult, CellSettings
 from eval.kept import regradable
 from eval.scheduler import until
 from eval.suite import Suite
+from mutator.round.budget import prior_cell_usd
 from mutator.round.outcome import Outcome
 from mutator.round.progress import Progress
 from mutator.round.stops import ExecutorGone
@@ -172,7 +173,7 @@ class Evaluator:
         todo = len(pending_cells(request, done))
         counts = {"done": total - todo, "errors": 0, "spent": 0.0}
         self.progress.start(label, total, counts["done"])
-        gate = _Starter(self.spend_gate, contract)
+        gate = _Starter(self.spend_gate, contract, prior=prior_cell_usd(price, contract.agent))
 
         payer = self.payer() if self.payer else None
 
@@ -267,17 +268,20 @@ class Evaluator:
 
 class _Starter:
     """Asked before each cell starts: never start one whose estimated cost would pass the cap, counting
-    the cells already in flight; once one is refused, no further cell starts this pass."""
+    the cells already in flight; once one is refused, no further cell starts this pass. A cell is priced at
+    the mean of those measured under its contract, or before any at `prior` (the plan's stated prior: a cell
+    is never priced $0 for lack of a measurement, the pilot included)."""
 
-    def __init__(self, gate: SpendGate | None, contract: Contract) -> None:
-        self.gate, self.contract = gate, contract
+    def __init__(self, gate: SpendGate | None, contract: Contract, prior: float = 0.0) -> None:
+        self.gate, self.contract, self.prior = gate, contract, prior
         self.in_flight, self.spent, self.refused = 0, 0.0, False
 
     def may_start(self) -> bool:
         if self.gate is None:
             return True
         if not self.refused:
-            estimate = self.gate.cell_estimate(self.contract) or 0.0
+            measured = self.gate.cell_estimate(self.contract)
+            estimate = self.prior if measured is None else measured
             left = self.gate.remaining(self.spent)
             self.refused = left <= 0 or (self.in_flight + 1) * estimate > left
         if self.refused:

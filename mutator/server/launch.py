@@ -168,16 +168,21 @@ def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
     run_settings = load_settings({"skill_dir": seeds(s)[r.seed], "strategy": r.strategy, "model": r.model,
                                   "replicates": r.replicates, "rounds": r.rounds, "data_dir": data_dir},
                                  config_file=s.config_file, environ={})
-    build_id = "%"   # a seed cell by any build agent, when the backend cannot say what it is
+    build_id, mutator_id = "%", ""   # a seed cell by any build agent, when the backend cannot say what it is
     if r.real:
         try:
-            build_id = make_backend(r.backend, command="", config_file=s.config_file).implementation("build")
+            backend = make_backend(r.backend, command="", config_file=s.config_file)
+            build_id = backend.implementation("build")
+            # the mutator: the same backend (choose()), unless config.json names an own command
+            mutator = make_backend("command", command=s.mutator_cmd) if s.mutator_cmd else backend
+            mutator_id = mutator.implementation("mutator")
         except (AgentSetupError, OSError):
             pass
     else:   # run.py's fake build agent id (fake_agents())
         build_id = f"fake@{hashlib.sha256((ROOT / 'fakes' / 'fake_agent.py').read_bytes()).hexdigest()[:10]}"
     p = plan(run_settings, train=load_suite(s.suites[r.suite]), val=load_suite(s.suites[r.val]),
-             holdout=load_suite(s.suites[r.holdout]) if r.holdout else None, build_id=build_id)
+             holdout=load_suite(s.suites[r.holdout]) if r.holdout else None, build_id=build_id,
+             mutator_id=mutator_id)
     return {"real": r.real, "backend": r.backend, "model": r.model, "budget_usd": r.budget_usd,
             "run_usd": p.run_usd, "round_usd": p.round_usd, "test_usd": p.test_usd, "cell_usd": p.cell_usd,
             "cell_source": p.cell_source, "mutator_usd": p.mutator_usd, "mutator_source": p.mutator_source,

@@ -94,7 +94,22 @@ def of_run(db: sqlite_utils.Database, run_id: str) -> list[AttemptRow]:
 
 
 def mean_mutation_cost(db: sqlite_utils.Database, run_id: str) -> float:
-    """Mean USD of this run's real mutator calls: a $0 row (a failed launch, a fake) would dilute it."""
-    found = list(db.query("select avg(mutator_cost_usd) as mean from attempts where run_id = ? and "
-                          "mutator_cost_usd > 0", [run_id]))
-    return float(found[0]["mean"] or 0.0) if found else 0.0
+    """Mean USD of this run's mutator calls that ran (measured_mutation_cost); 0 before any."""
+    return measured_mutation_cost(db, run_id) or 0.0
+
+
+# a mutator call that ran: it was charged, or it returned a change (a summary) without failing; a failed
+# launch ($0, no summary) is no measurement
+def ran(alias: str = "") -> str:
+    """SQL: the attempt (`alias.`) made a mutator call that ran."""
+    a = f"{alias}." if alias else ""
+    return (f"{a}round > 0 and ({a}mutator_cost_usd > 0 or ({a}summary is not null and "
+            f"{a}status != 'failed'))")
+
+
+def measured_mutation_cost(db: sqlite_utils.Database, run_id: str) -> float | None:
+    """Mean USD of this run's mutator calls that ran, a call that spent nothing (an own --mutator-cmd that
+    pays its own way, the fake) counted at $0; None before any ran."""
+    found = list(db.query("select count(*) as n, avg(mutator_cost_usd) as mean from attempts where "
+                          f"run_id = ? and {ran()}", [run_id]))
+    return float(found[0]["mean"] or 0.0) if found and found[0]["n"] else None

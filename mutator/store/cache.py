@@ -257,10 +257,11 @@ def evaluation_ids(db: sqlite_utils.Database, keys: list[str]) -> list[int]:
 
 
 def final_cell_cost(db: sqlite_utils.Database, contracts: list[str]) -> tuple[int, float | None]:
-    """(how many, their mean USD) of the final cells run under any of these contracts (JSON)."""
+    """(how many, their mean USD) of the cells whose agent ran under any of these contracts (JSON): final ones
+    and those their grader failed on (the agent was paid all the same)."""
     found = list(db.query("select count(*) as n, avg(c.cost_usd) as mean from cells c join evaluations e on "
                           "e.id = c.evaluation_id where (e.contract = ? or e.contract = ?) and "
-                          "c.status in ('ok', 'agent_error', 'timeout')", contracts))
+                          "c.status in ('ok', 'agent_error', 'timeout', 'grader_error')", contracts))
     return (found[0]["n"], found[0]["mean"]) if found else (0, None)
 
 

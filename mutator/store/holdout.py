@@ -22,9 +22,12 @@ def test_run_done(db: sqlite_utils.Database, test_id: int, fields: dict) -> None
     db["test_runs"].update(test_id, {**fields, "status": "done", "finished_at": now()})
 
 
-def test_run_ended(db: sqlite_utils.Database, test_id: int, status: str) -> None:
-    """A test that ended without a report (`stopped` by a budget, `failed` on sick cells)."""
-    db["test_runs"].update(test_id, {"status": status, "finished_at": now()})
+def test_run_ended(db: sqlite_utils.Database, test_id: int, status: str,
+                   spent_usd: float | None = None) -> None:
+    """A test that ended without a report (`stopped` by a budget, `failed` on sick cells), with what it spent
+    so far."""
+    db["test_runs"].update(test_id, {"status": status, "finished_at": now(),
+                                     **({"spent_usd": spent_usd} if spent_usd is not None else {})})
 
 
 def test_run_row(db: sqlite_utils.Database, test_id: int) -> dict:

@@ -383,6 +383,14 @@ def skills_touched(db: sqlite_utils.Database) -> None:
     db["attempts"].add_column("skills_touched", str)
 
 
+@migration()
+def test_run_spend(db: sqlite_utils.Database) -> None:
+    # What each test (--test-run, --compare) added to its run's spend: the cells it ran, their judges; 0 when
+    # every evaluation came from the cache; null for tests from before.
+    if "spent_usd" not in db["test_runs"].columns_dict:
+        db["test_runs"].add_column("spent_usd", float)
+
+
 # The positional versions stores were migrated with before names: version -> the migration's name. Never edit
 # a line; a positional `_vN` that landed on main after this table (and ran on someone's store) is added here.
 POSITIONAL: dict[int, str] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
+from mutator.store.attempts import ran
 from mutator.store.db import rows
 
 
@@ -41,12 +42,27 @@ def seed_cells_cost(db: sqlite_utils.Database, genome_hash: str, model: str, age
     return found[0] if found else {}
 
 
-def mutator_calls(db: sqlite_utils.Database, mutator_model: str, *, real: bool) -> dict:
-    """{usd, n}: the mean cost and number of this store's paid mutator calls at this model, real ones or the
-    dry runs' fakes."""
+def mutator_calls(db: sqlite_utils.Database, mutator_model: str, *, real: bool, mutator: str = "") -> dict:
+    """{usd, n}: the mean cost and number of this store's mutator calls that ran (store.attempts.ran: a call
+    that spent nothing counts at $0). `mutator`: a LIKE pattern of the mutator implementations to read (an
+    own command's exactly; a backend's any version of it); without it, the real ones or the dry runs' fakes at
+    this model."""
+    if mutator:
+        found = rows(db, "select avg(a.mutator_cost_usd) as usd, count(*) as n from attempts a join runs r "
+                         f"on r.id = a.run_id where json_extract(r.config, '$.mutator') like ? and {ran('a')}"
+                         + ("" if mutator.startswith("command@") else " and r.mutator_model = ?"),
+                     [mutator] + ([] if mutator.startswith("command@") else [mutator_model]))
+        return found[0] if found else {}
     kind = "json_extract(r.config, '$.mutator') not like 'fake@%'" if real else \
         "json_extract(r.config, '$.mutator') like 'fake@%'"
     found = rows(db, "select avg(a.mutator_cost_usd) as usd, count(*) as n from attempts a join runs r on "
                      f"r.id = a.run_id where r.mutator_model = ? and a.mutator_cost_usd > 0 and {kind}",
                  [mutator_model])
     return found[0] if found else {}
+
+
+def mutator_pattern(mutator_id: str) -> str:
+    """The mutator implementations (a LIKE pattern) whose calls price this one's: an own --mutator-cmd's
+    exactly, a backend's any version of it, the fake's any fake."""
+    backend = mutator_id.split("@")[0]
+    return mutator_id if backend == "command" else f"{backend}@%"

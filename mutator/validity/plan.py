@@ -14,6 +14,7 @@ from eval.cost import Usage, price_for, usd
 from eval.snapshot import hash_tree
 from eval.suite import Suite
 from mutator.config import Settings
+from mutator.round.budget import PRIOR_CELL_TOKENS, PRIOR_MUTATOR_TOKENS
 from mutator.round.solve import solve_estimate, solve_line
 from mutator.scoring.gate import gate_t, method_warning
 from mutator.scoring.sequential import Design, expected_looks
@@ -28,10 +29,10 @@ TEST_ALPHA = 0.05
 # the change `--plan` always says the cost of detecting, and the resolution below which it warns
 TARGET_EFFECT = 0.05
 BLIND_ABOVE = 0.15
-# a real build-agent cell, when none is measured
-CELL_TOKENS = Usage(input_tokens=40_000, output_tokens=4_000)
-# one real mutator call, when none is measured
-MUTATOR_TOKENS = Usage(input_tokens=80_000, output_tokens=8_000)
+# a real build-agent cell, and one real mutator call, when none is measured: the stated priors the run's
+# budget prices them by too (mutator/round/budget.py)
+CELL_TOKENS = PRIOR_CELL_TOKENS
+MUTATOR_TOKENS = PRIOR_MUTATOR_TOKENS
 # one LLM-judge call (eval/graders/judge_runner.py)
 JUDGE_TOKENS = Usage(input_tokens=6_000, output_tokens=600)
 
@@ -152,10 +153,8 @@ def _seed_cell_usd(settings: Settings, build_id: str, model: str) -> tuple[float
     if db is None or not planning.has_evaluations(db):
         return None, ""
     seed = hash_tree(settings.skill_dir)
-    # the same build agent first; another implementation of it (e.g. an edited fake) says so; a real plan is
-    # never priced from a dry run's fake cells
-    other = "fake@%" if dry(build_id) else "%"
-    for agent, note in ((build_id, ""), (other, " by another build-agent implementation")):
+    for agent, note in zip(borrowable(build_id), ("", " by another version of the same build agent"),
+                           strict=False):
         found = planning.seed_cells_cost(db, seed, model, agent, no_fake=not dry(build_id))
         if found.get("cells"):
             return found["usd"] / found["cells"], (f"measured: the seed's {found['cells']} cells{note} in "
@@ -163,21 +162,36 @@ def _seed_cell_usd(settings: Settings, build_id: str, model: str) -> tuple[float
     return None, ""
 
 
+def borrowable(agent_id: str) -> tuple[str, ...]:
+    """The build agents (LIKE patterns) whose measured cells may price this one's: itself, then another
+    version of the same backend (its code or SDK/CLI changed: `anthropic@…`, `claude-cli@…`, an edited
+    fake). Never another backend's (a Claude Code cell is not an anthropic-SDK cell), nor another command's
+    (an own --agent-cmd is its command), nor a fake's for a real plan. `%` (the dashboard's launch form,
+    when the backend cannot say what it is): any."""
+    if agent_id == "%":
+        return ("%",)
+    backend = agent_id.split("@")[0]
+    return (agent_id,) if backend == "command" else (agent_id, f"{backend}@%")
+
+
 def dry(agent_id: str) -> bool:
     """A zero-spend fake's implementation id (fakes/): its figures never price a real plan."""
     return agent_id.startswith("fake@")
 
 
-def _mutator_usd(settings: Settings, *, real: bool) -> tuple[float | None, str]:
-    """The mean of this store's mutator calls at this model: only real ones (not a dry run's fake mutator) for
-    a real plan."""
+def _mutator_usd(settings: Settings, *, real: bool, mutator_id: str = "") -> tuple[float | None, str]:
+    """The mean of this store's mutator calls by this mutator (`mutator_id`: an own command's own calls, a
+    backend's at this model; a call that spent nothing counts at $0); without an id, every real call at this
+    model (not a dry run's fake mutator) for a real plan."""
     db = _store(settings)
     if db is None or not planning.has_attempts(db):
         return None, ""
-    found = planning.mutator_calls(db, settings.mutator_model, real=real)
+    found = planning.mutator_calls(db, settings.mutator_model, real=real,
+                                   mutator=planning.mutator_pattern(mutator_id) if mutator_id else "")
     if not found.get("n"):
         return None, ""
-    what = "real mutator calls" if real else "dry-run (fake) mutator calls"
+    what = ("calls of this --mutator-cmd" if mutator_id.startswith("command@") else
+            "real mutator calls" if real else "dry-run (fake) mutator calls")
     return found["usd"], f"measured: mean of {found['n']} {what} in the store"
 
 
@@ -186,7 +200,8 @@ def candidates_per_round(settings: Settings) -> int:
     return int(getattr(strategy, "width", None) or getattr(strategy, "children", None) or 1)
 
 
-def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None, build_id: str) -> Plan:
+def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None, build_id: str,
+         mutator_id: str = "") -> Plan:
     noise = noise_estimate(settings, val, build_id)
     models = settings.models
     # several eval models: every task x replicate is measured on each model, so each suite holds k times the
@@ -222,12 +237,16 @@ def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None,
     judge = usd(price_for(settings.pricing, str(val.option("judge_model") or models[0])), JUDGE_TOKENS) \
         if judged else 0.0
     train_cell, val_cell = (cell + (judge if x.runner == "judge" else 0.0) for x in (train, val))
-    mutator, mutator_source = _mutator_usd(settings, real=not dry(build_id))
+    mutator, mutator_source = _mutator_usd(settings, real=not dry(build_id), mutator_id=mutator_id)
     if mutator is None:
         mutator = usd(price_for(settings.pricing, settings.mutator_model), MUTATOR_TOKENS)
         mutator_source = (f"estimated: {MUTATOR_TOKENS.input_tokens:,} input + "
                           f"{MUTATOR_TOKENS.output_tokens:,} output tokens per call at "
                           f"{settings.mutator_model} prices")
+        if mutator_id.startswith("command@"):
+            mutator_source += (", the stated prior: this --mutator-cmd has not run in this store yet; once "
+                               "it has, the run prices it by its own measured spend ($0 if it spends "
+                               "nothing)")
     confirm = bool(getattr(settings, "confirm", False))
     screen_cells = min(settings.screen.tasks, len(train.tasks)) * k * settings.screen.replicates \
         if settings.screen.tasks >= 3 else 0
@@ -339,8 +358,10 @@ def render_plan(p: Plan) -> str:
         + f"round 0 + {p.rounds} rounds; cached evaluations cost nothing)"
         + (f"; a test run ≈ ${p.test_usd:.4f} (seed, champion and the no-skill control)"
            if p.test_usd is not None else ""),
-        "    'measured' figures are means of this store's real calls (a dry run's fakes never price a real "
-        "plan); 'estimated' ones are stated token counts at config.json prices",
+        "    'measured' figures are means of this store's real calls by the same backend and model (a dry "
+        "run's fakes never price a real plan, nor one backend's cells another's); 'estimated' ones are "
+        "stated token counts at config.json prices (the run's budget prices what it has not measured by them "
+        "too)",
     ]
     return "\n".join(lines)
 

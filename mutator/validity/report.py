@@ -229,7 +229,8 @@ def render(report: dict) -> str:
                 parts.append(f"{split} " + ("—" if m is None else f"+{m['only_a']}/−{m['only_b']} "
                                                                   f"p={m['p_value']:.3g}"))
             lines.append(f"    {n:<16} " + "   ".join(parts))
-    lines += render_control(report.get("control")) + render_among(report.get("with_skills"))
+    lines += render_control(report.get("control")) + render_control_failed(report.get("control_failed")) \
+        + render_among(report.get("with_skills"))
     found = report.get("harm") or {}
     lines += harm.render(found.get("seed"), "the seed") + harm.render(found.get("none"), "no skill")
     for split in ("train", "val"):
@@ -276,6 +277,17 @@ def render_control(found: dict | None) -> list[str]:
                      f"CI {ci}   sign {sign['wins']}/{sign['losses']}/{sign['ties']} p={sign['p_value']:.3g}")
         lines += _model_lines(s, "      ", "none", name, with_ci=True)   # does the skill help, on each model
     return lines
+
+
+def render_control_failed(failed: dict | None) -> list[str]:
+    """The no-skill control that failed (its cells are not results): its cells by status; [] otherwise. The
+    champion-vs-seed figures above stand without it."""
+    if not failed:
+        return []
+    counts = ", ".join(f"{n} {status}" for status, n in sorted((failed.get("failures") or {}).items()))
+    return [f"  No-skill control on test: FAILED — {counts or 'no result'} of its {failed.get('cells')} "
+            f"cells (evaluation {failed.get('evaluation_id')}); no seed-vs-none or champion-vs-none figures. "
+            "Champion vs seed above does not rest on it."]
 
 
 def render_among(found: dict | None) -> list[str]:

@@ -150,20 +150,8 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     run = run_row(db, run_id)
     if run is None:
         raise unknown_run(settings, run_id)
-    if run["status"] == "running" and _alive(run["pid"]):
-        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has "
-                           "stopped")
-    if suite.name in (run["suite"], run["val"]):
-        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} "
-                           f"suite; a test suite must be held out from both")
     contract = Contract(**loads(run["config"])["contract"])
-    if build_id is not None and build_id != contract.agent:
-        flags = launch_flags(loads(run.get("agents"), {}) or {})
-        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would "
-                           f"run {build_id!r}; pass the same agent flags as the run ("
-                           + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
-                           + ", or none at all to reuse them) so the test measures the same agent"
-                           + ("; the agent's code or command changed since" if flags else ""))
+    _refuse(run, suite, build_id, contract)
     refuse_sealed(db, settings, run, suite)
     session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
                            progress=progress, network=network, contract=contract, db=db, budget=budget,
@@ -174,18 +162,22 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     seed_hash, champion = run["seed_hash"], run["incumbent_hash"]
     test_id = holdout.start_test_run(db, run_id=run_id, suite=suite.name, genome_hash=champion,
                                      round_no=run["rounds_done"], kind=kind, suite_hash=suite.content_hash)
+    before = run_cost(db, run_id)   # the test's spend: what its cells add to the run's (charged to it)
+
+    def spent() -> float:
+        return max(0.0, run_cost(db, run_id) - before)
     seed = evaluator.evaluate(genomes.path(seed_hash), seed_hash, run["skill_name"], suite,
                                    label=f"test · seed on {suite.name}", contract=contract)
     best = evaluator.evaluate(genomes.path(champion), champion, run["skill_name"], suite,
                                    label=f"test · champion on {suite.name}", contract=contract)
     measured = [(seed, suite, "the seed on the test suite"), (best, suite, "the champion on the test suite")]
-    _settle(db, settings, run_id, test_id, measured, agent_argv)
-    none = None
+    _settle(db, settings, run_id, test_id, measured, agent_argv, spent)
+    none = control_failed = None
     if control:   # only once seed and champion are sound: a sick test suite spends nothing more
-        none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite,
-                                  label=f"test · no skill on {suite.name}", contract=contract)
-        _settle(db, settings, run_id, test_id, [(none, suite, "no skill on the test suite")], agent_argv)
-        measured.append((none, suite, "no skill on the test suite"))
+        none, control_failed = _control(db, settings, evaluator, run, suite, contract, test_id, agent_argv,
+                                        spent)
+        if none is not None:
+            measured.append((none, suite, "no skill on the test suite"))
     beside = beside_it(settings, run["skill_name"], contract)
     alone = None
     if control and beside:   # measured among other skills (--with-skills): the champion alone too, to compare
@@ -193,7 +185,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
             genomes.path(champion), champion, run["skill_name"], suite,
             label=f"test · champion alone on {suite.name}", contract=replace(contract, with_skills=""))
         _settle(db, settings, run_id, test_id, [(alone, suite, "the champion alone on the test suite")],
-                agent_argv)
+                agent_argv, spent)
         measured.append((alone, suite, "the champion alone on the test suite"))
     norm = normalisers(seed.cells)
     figures = summarise(best.cells, weights, norm)
@@ -208,7 +200,10 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
                          before=test_id)
     report["look"] = {"k": look.k, "looks": look.looks, "repeat_of": look.repeat_of, "kind": kind,
                       "sealed": bool(run.get("seal_test") or settings.seal_test)}
+    if control_failed:
+        report["control_failed"] = control_failed
     holdout.test_run_done(db, test_id, {
+        "spent_usd": spent(),
         "look": look.k, "repeat_of": look.repeat_of,
         "control_evaluation_id": none.evaluation_id if none else None, "evaluation_id": best.evaluation_id,
         "eval": figures.eval, "cost": figures.cost, "steps": figures.steps, "composite": figures.composite,
@@ -216,7 +211,44 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     seed_figures = summarise(seed.cells, weights, norm)
     return {"test_run": test_id, "suite": suite.name, "champion": champion, "composite": figures.composite,
             "eval": figures.eval, "seed_composite": seed_figures.composite, "seed_eval": seed_figures.eval,
-            "train_composite": train, "cells_run": sum(o.ran for o, _, _ in measured), "report": report}
+            "train_composite": train, "report": report, "control_failed": control_failed,
+            "cells_run": sum(o.ran for o, _, _ in measured) + (control_failed or {}).get("ran", 0),
+            "spent_usd": holdout.test_run_row(db, test_id)["spent_usd"]}   # as stored
+
+
+def _refuse(run: dict, suite: Suite, build_id: str | None, contract: Contract) -> None:
+    """A test is refused while the run's loop lives, on the run's own train or val suite, or with another
+    build agent than the run's."""
+    run_id = run["id"]
+    if run["status"] == "running" and _alive(run["pid"]):
+        raise TestRunError(f"{run_id} is still mutating (pid {run['pid']}); test it when the loop has "
+                           "stopped")
+    if suite.name in (run["suite"], run["val"]):
+        raise TestRunError(f"{suite.name!r} is this run's {'train' if suite.name == run['suite'] else 'val'} "
+                           f"suite; a test suite must be held out from both")
+    if build_id is not None and build_id != contract.agent:
+        flags = launch_flags(loads(run.get("agents"), {}) or {})
+        raise TestRunError(f"{run_id} was evaluated by build agent {contract.agent!r} but this command would "
+                           f"run {build_id!r}; pass the same agent flags as the run ("
+                           + (f"it ran with: {flags}" if flags else "it was a dry run: no --real")
+                           + ", or none at all to reuse them) so the test measures the same agent"
+                           + ("; the agent's code or command changed since" if flags else ""))
+
+
+def _control(db, settings: Settings, evaluator: Evaluator, run: dict, suite: Suite, contract: Contract,
+             test_id: int, agent_argv: list[str], spent) -> tuple:
+    """The no-skill control: (its outcome, None), or (None, {cause, evaluation_id, cells, failures, ran}) when
+    its cells are not results (an agent that cannot run without a skill): champion vs seed stands without it,
+    and the failure is reported beside it."""
+    none = evaluator.evaluate(None, NO_SKILL, run["skill_name"], suite,
+                              label=f"test · no skill on {suite.name}", contract=contract)
+    try:
+        _settle(db, settings, run["id"], test_id, [(none, suite, "no skill on the test suite")], agent_argv,
+                spent, control=True)
+    except EvaluationStop as err:
+        return None, {"cause": str(err), "evaluation_id": none.evaluation_id, "cells": none.n_cells,
+                      "failures": none.failures, "ran": none.ran}
+    return none, None
 
 
 def beside_it(settings: Settings, skill_name: str, contract: Contract) -> dict | None:
@@ -239,20 +271,23 @@ def _alone(session: Session, settings: Settings, agent_argv: list[str], launcher
                                   payer=mine.payer)
 
 
-def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str]) -> None:
+def _settle(db, settings: Settings, run_id: str, test_id: int, measured: list, agent_argv: list[str],
+            spent, *, control: bool = False) -> None:
     """A test report never rests on cells that failed for reasons that are not the skill's (the test run is
     then recorded failed), nor on one the budget stopped (recorded stopped). What the evaluations spent was
-    charged to the run cell by cell (Evaluator.payer)."""
+    charged to the run cell by cell (Evaluator.payer); `spent()` is the test's share, recorded with its end.
+    `control`: the no-skill control's failure is the caller's to report beside champion vs seed."""
     try:
         for outcome, _, _ in measured:
             refused(outcome, run_cost(db, run_id))
     except BudgetStop:
-        holdout.test_run_ended(db, test_id, "stopped")
+        holdout.test_run_ended(db, test_id, "stopped", spent())
         raise
     try:
         refuse_sick(measured, max_failed_share=settings.max_failed_share, agent=" ".join(agent_argv)[-120:])
     except EvaluationStop:
-        holdout.test_run_ended(db, test_id, "failed")
+        if not control:
+            holdout.test_run_ended(db, test_id, "failed", spent())
         raise
 
 

@@ -55,7 +55,7 @@ export function reportView(report) {
           const m = report.splits[s]?.mcnemar?.[n];
           return h('td', {}, m ? fig(`+${m.only_a}/−${m.only_b} p ${p(m.p_value)}`, TIPS.reportMcnemar) : '—');
         })))))) : null,
-    controlView(report.control), amongView(report.with_skills),
+    controlView(report.control), controlFailedView(report.control_failed), amongView(report.with_skills),
     harmView(report.harm?.seed, 'the seed'), harmView(report.harm?.none, 'no skill'),
     h('p', { class: 'hint' }, 'val Δ is the champion\'s selection score: it is biased up by the choice itself; test is not.'));
 }
@@ -83,6 +83,16 @@ function controlView(control) {
       h('th', { title: TIPS.controlNone }, 'none'), h('th', { title: TIPS.controlSkill }, 'with skill'),
       h('th', { title: TIPS.controlDelta }, 'Δ ± SE'), h('th', { title: TIPS.reportCi }, '95% CI'), h('th', { title: TIPS.reportSign }, 'sign W/L/T'))),
     h('tbody', {}, ['seed', 'champion'].flatMap((name) => [row(name), ...models(name)])));
+}
+
+// A no-skill control that failed (its cells are not results): said so, with its cells by status and the cause;
+// champion vs seed above stands without it.
+function controlFailedView(failed) {
+  if (!failed) return null;
+  const counts = Object.entries(failed.failures || {}).map(([status, n]) => `${n} ${status}`).join(', ');
+  return h('div', { class: 'control-failed', 'data-control-failed': '' },
+    h('b', {}, 'No-skill control FAILED'), ` — ${counts || 'no result'} of its ${failed.cells} cells; no seed-vs-none or champion-vs-none figures (champion vs seed above does not rest on it).`,
+    h('details', {}, h('summary', {}, 'cause'), h('pre', {}, failed.cause || '')));
 }
 
 // Several eval models: one row per model of a paired comparison (by_model; its 'seed' side is the reference).

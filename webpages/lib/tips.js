@@ -44,6 +44,7 @@ export const TIPS = {
   reportMcnemar: 'McNemar exact test per pass/fail test: cells paired by task × replicate; +n = champion-only passes, −n = seed-only passes; p = exact two-sided binomial of the discordant pairs at ½',
   reportGap: (z) => `gap = (split Δ − test Δ) / √(SE_split² + SE_test²); flagged above ${z} SE: the gain did not carry over to held-out tasks`,
   testComposite: 'test composite of the champion (normalised to the seed on the same test suite)',
+  testSpent: 'what this test added to the run\'s spend (its cells and their judges; $0 when every evaluation came from the cache), from the store',
   trainComposite: 'the same champion\'s composite on the train suite',
   trainTestGap: 'train composite − test composite: a wide gap says the gain did not transfer',
 };

@@ -134,7 +134,11 @@ function folded(tests) {
     // a repeat served from the cache differs only in its look's numbering: one card per champion measurement
     const report = t.report ? { ...t.report, look: undefined } : t.report;
     const key = t.status === 'done' ? JSON.stringify([t.suite, t.genome_hash, t.composite, t.eval, t.cost, t.steps, report]) : `id ${t.id}`;
-    if (cards.has(key)) cards.get(key).repeats.push(t.id); else cards.set(key, { ...t, repeats: [] });
+    if (cards.has(key)) {
+      const card = cards.get(key);
+      card.repeats.push(t.id);
+      if (t.spent_usd !== null && t.spent_usd !== undefined) card.spent_usd = (card.spent_usd || 0) + t.spent_usd;
+    } else cards.set(key, { ...t, repeats: [] });
   }
   return [...cards.values()];
 }
@@ -146,6 +150,8 @@ function testCard(t) {
     h('div', {}, h('b', {}, t.suite), ` · champion ${short(t.genome_hash)} after round ${t.round} · `, h('span', { class: `badge r-${t.status}` }, t.status),
       t.repeats?.length ? h('span', { class: 'chip repeats', title: `identical measurements folded into this card (test runs ${t.repeats.join(', ')}): every look is recorded` }, ` ×${t.repeats.length + 1}`) : null),
     t.stale_note ? h('div', { class: 'stale-note' }, t.stale_note) : null,
+    // what the test added to the run's spend (test_runs.spent_usd; a folded card: its measurements' sum)
+    t.spent_usd !== null && t.spent_usd !== undefined ? h('div', { class: 'test-spent', 'data-test-spent': t.spent_usd }, fig(`spent ${usd(t.spent_usd)}`, TIPS.testSpent)) : null,
     t.status === 'done' ? h('div', { class: 'figures' },
       fig(`test ${num(t.composite)}`, TIPS.testComposite), fig(`train ${num(t.train_composite)}`, TIPS.trainComposite),
       fig(`eval ${num(t.eval, 3)}`, TIPS.eval + ', champion on the test suite'), fig(`cost/cell ${usd(t.cost)}`, TIPS.cost),

@@ -91,16 +91,21 @@ def test_max_seconds_keeps_the_scored_cells_and_says_it_is_partial(tmp_path, ski
 
 
 def test_budget_usd_caps_a_check_and_keeps_what_it_scored(tmp_path, skill, monkeypatch):
-    # --budget-usd on a check: a pilot cell alone (nothing to estimate from yet), then no cell that would pass it
+    # --budget-usd on a check: nothing measured yet, so a cell is priced at the stated prior (40,000 input + 4,000
+    # output tokens at haiku: $0.06): under it not even the pilot starts (issue 49: never $0 for lack of a measure)
     monkeypatch.delenv("HANG_TASKS", raising=False)
-    check = checker(tmp_path / "data", budget_usd=1e-9).run(skill, [val()])
-    assert check["status"] == "stopped" and check["partial"] == 1 and check["n_done"] == 1
-    assert "budget reached" in check["reason"] and "--budget-usd 1e-09" in check["reason"]
+    none = checker(tmp_path / "data", budget_usd=1e-9).run(skill, [val()])
+    assert none["status"] == "stopped" and none["n_done"] == 0 and "budget reached" in none["reason"]
     with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:
-        charged = conn.execute("select sum(usd), count(*), count(run_id) from charges").fetchone()
-    assert charged == (pytest.approx(check["cost_usd"]), 1, 0) and check["cost_usd"] > 0   # on no run
-    roomy = checker(tmp_path / "data", budget_usd=check["cost_usd"] * 4.5).run(skill, [val()])
-    assert roomy["status"] == "stopped" and roomy["n_done"] == 4   # 4 cells at the first one's price fit
+        assert conn.execute("select count(*) from charges").fetchone()[0] == 0          # nothing was spent
+    # at the prior: the pilot cell starts alone; the rest at its measured price c, never past the cap
+    check = checker(tmp_path / "data", budget_usd=0.06).run(skill, [val()])
+    assert "--budget-usd 0.06" in (check.get("reason") or "") or check["status"] == "done"
+    with sqlite3.connect(tmp_path / "data" / "mutator.db") as conn:
+        charged = conn.execute("select sum(usd), count(*), count(run_id), min(usd) from charges").fetchone()
+    assert charged[:3] == (pytest.approx(check["cost_usd"]), check["n_done"], 0) and check["cost_usd"] > 0
+    cell = charged[3]                                                   # every cell of the fake costs the same
+    assert check["n_done"] == min(8, int(0.06 / cell + 1e-9)) and check["cost_usd"] <= 0.06 + 1e-12
 
 
 @pytest.fixture
