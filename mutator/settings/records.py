@@ -85,3 +85,17 @@ class ScreenSettings(Record):
     replicates: int = key("screen.replicates", positive, "an integer >= 1", 1, attr="screen_replicates")
     z: float = key("screen.z", positive, "a z > 0 (the screen's false-kill rate is 1 − Φ(z))", 2.0,
                    attr="screen_z")
+
+
+BREAKER_MAX = 1000
+BREAKER_HELP = ("stop the run (exit 8, resumable) after this many cell tries in a row fail on the "
+                "infrastructure (the model API, the network), instead of retrying every cell (default 3)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BreakerSettings(Record):
+    """config.json `breaker`: the circuit breaker across cells (eval/breaker.py)."""
+    infra_failures: int = key("breaker.infraFailures",
+                              lambda v: 1 <= v <= BREAKER_MAX and not isinstance(v, bool),
+                              f"an integer from 1 to {BREAKER_MAX}", 3, group="loop",
+                              attr="breaker_infra_failures", flag={"metavar": "N"}, help=BREAKER_HELP)
