@@ -90,11 +90,13 @@ class MessagesServer:
         with self.lock:
             self.queue.extend(replies)
 
-    def served_usage(self, model: str | None = None) -> dict[str, int]:
-        """Summed usage of every message answered (only those asked of `model`, when given)."""
+    def served_usage(self, model: str | None = None, *, cells_only: bool = False) -> dict[str, int]:
+        """Summed usage of every message answered (only those asked of `model`, when given; `cells_only`:
+        without the run's API check, the one-token requests of mutator/round/api_check.py)."""
         keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         with self.lock:
-            served = [u for u in self.served if model is None or u["model"] == model]
+            served = [u for u in self.served if (model is None or u["model"] == model)
+                      and not (cells_only and u.get("check"))]
             return {k: sum(u.get(k, 0) for u in served) for k in keys}
 
     async def _start(self) -> int:
@@ -162,7 +164,7 @@ class MessagesServer:
                "stop_sequence": None, "usage": use}
         if not body.get("stream"):
             with self.lock:
-                self.served.append({**use, "model": msg["model"]})
+                self.served.append({**use, "model": msg["model"], "check": is_check(body)})
             return web.json_response(msg)
         return await self._sse(request, msg, reply.hang_mid_s)
 
@@ -223,6 +225,11 @@ class MessagesServer:
         await send("message_stop", {})
         await response.write_eof()
         return response
+
+
+def is_check(body: dict) -> bool:
+    """A run's API check (mutator/round/api_check.py): one token asked for, never streamed."""
+    return body.get("max_tokens") == 1 and not body.get("stream")
 
 
 # ---- prompt caching, emulated --------------------------------------------------------------------
