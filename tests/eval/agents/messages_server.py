@@ -40,6 +40,7 @@ class Reply:
     hang_s: float = 0.0                    # sleep before answering (a silent model)
     hang_mid_s: float = 0.0                # streamed: sleep after message_start (a long generation, cut by a kill)
     raw_body: str | None = None            # send this body as is (garbage)
+    cut_mid: bool = False                  # streamed: the connection is closed after message_start (a cut stream)
 
 
 def text(t: str) -> dict:
@@ -166,7 +167,7 @@ class MessagesServer:
             with self.lock:
                 self.served.append({**use, "model": msg["model"], "check": is_check(body)})
             return web.json_response(msg)
-        return await self._sse(request, msg, reply.hang_mid_s)
+        return await self._sse(request, msg, reply.hang_mid_s, reply.cut_mid)
 
     def cache_usage(self, body: dict) -> dict:
         """input / cache write / cache read tokens of one request, as prompt caching bills them: the longest
@@ -188,7 +189,8 @@ class MessagesServer:
         return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
                 "cache_read_input_tokens": read}
 
-    async def _sse(self, request: web.Request, msg: dict, hang_mid_s: float = 0.0) -> web.StreamResponse:
+    async def _sse(self, request: web.Request, msg: dict, hang_mid_s: float = 0.0,
+                   cut: bool = False) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
 
@@ -202,6 +204,10 @@ class MessagesServer:
             self.served.append(logged)
         await send("message_start", {"message": {**msg, "content": [], "stop_reason": None, "usage": start_usage}})
         await send("ping", {})
+        if cut:
+            assert request.transport is not None
+            request.transport.close()   # mid-body: the reader sees a payload that never completes
+            return response
         if hang_mid_s:
             await asyncio.sleep(hang_mid_s)
         for index, block in enumerate(msg["content"]):
