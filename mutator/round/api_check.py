@@ -79,8 +79,8 @@ def failure(target: Target, answer: Answer) -> Exception:
     cause, fix = api_cause(f"{answer.kind} {answer.status or ''} {answer.said}")
     if answer.kind == "unreachable":
         cause = "the model API cannot be reached (connection refused or no route)"
-    return ApiDown(f"API check before the first cell: {cause}, at {where} for model {target.model!r} "
-                   f"({users}); {answer.requests} request(s) in {answer.seconds:.1f} s, the last said: "
+    return ApiDown(f"API check before the first cell: {cause}, at {where} for model {target.model!r}, used "
+                   f"by {users}; {answer.requests} request(s) in {answer.seconds:.1f} s, the last said: "
                    f"{answer.said or '(nothing)'}. Nothing ran and nothing was lost. Fix: {fix}; then re-run "
                    f"the same command")
 
