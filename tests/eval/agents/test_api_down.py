@@ -69,7 +69,17 @@ def test_an_overloaded_api_stops_at_the_check_and_the_run_resumes_once_it_answer
     assert "API check:" in second.stderr
     done = cells(tmp_path)
     assert len(done) == 5 and {c["status"] for c in done} == {"ok"}   # 3 val + 2 train cells: none lost
-    assert run_row(tmp_path)["status"] == "finished"
+    run = run_row(tmp_path)
+    assert run["status"] == "finished"
+
+    # a --test-run checks too, before its look: a dead API starts no test and runs no cell
+    server.responder = lambda body: error(529, "overloaded_error", OVERLOADED)
+    test = run_py("--test-run", run["id"], "--suite", "clean-test", "--data-dir", str(tmp_path / "data"),
+                  env=env, timeout=300)
+    assert test.returncode == 8 and "API check before the first cell" in test.stderr, test.stderr[-3000:]
+    db = connect_readonly(tmp_path / "data" / "mutator.db")
+    assert "test_runs" not in db.table_names() or db["test_runs"].count == 0
+    assert len(cells(tmp_path)) == 5
 
 
 def test_the_breaker_stops_a_run_whose_api_goes_down_after_the_check(server, tmp_path: Path) -> None:
@@ -138,3 +148,25 @@ def test_the_breaker_counts_infra_failures_in_a_row_and_names_the_cause() -> Non
     breaker.record("infra_error", "infrastructure (the model API, not the skill): Connection error.")
     assert breaker.open and "cannot be reached" in str(breaker.stop()) and breaker.stop().exit_code == 8
     assert api_cause("API error 401: AuthenticationError")[0].endswith("(401 authentication_error)")
+
+
+class JudgeSuite:
+    runner, name, meta = "judge", "essays", {"judge_model": "claude-sonnet-4-5"}
+
+    def option(self, key: str, default=None):
+        return self.meta.get(key, default)
+
+
+def test_the_check_asks_each_endpoint_key_and_model_once_and_only_of_our_backends() -> None:
+    from mutator.round.api_check import targets
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/", "ANTHROPIC_API_KEY": "sk-ant-planted"}
+    ours = targets(launch={"agent": "anthropic", "mutator_agent": "anthropic"},
+                   build_models=["claude-haiku-4-5", "claude-opus-4-5"], mutator_model="claude-opus-4-5",
+                   suites=[JudgeSuite()], environ=env)
+    assert [(t.endpoint.url, t.model) for t in ours] == [("http://127.0.0.1:9", "claude-haiku-4-5"),
+                                                         ("http://127.0.0.1:9", "claude-opus-4-5"),
+                                                         ("http://127.0.0.1:9", "claude-sonnet-4-5")]
+    assert len(ours[1].users) == 2 and "sk-ant-planted" not in repr(ours)      # the key is never held in the clear
+    own = targets(launch={"agent": "command", "mutator_agent": "command"}, build_models=["claude-haiku-4-5"],
+                  mutator_model="claude-opus-4-5", suites=[JudgeSuite()], environ={**env, "SM_JUDGE": "fake"})
+    assert own == []
