@@ -46,8 +46,9 @@ def test_every_flagged_key_has_one_flag_with_its_help():
     for key in FLAGGED:
         assert actions[key.attr].option_strings[0] == key.option and actions[key.attr].help == key.help
     assert set(FLAG_ATTRS) == {key.attr for key in FLAGGED}
-    assert len(FLAGGED) == 38      # every flag that was a setting before keys made them, --ray-timeout-s,
-    # --model-gate, --seal-test, --propose-no-harm, --with-skills, --null-controls and --keep-rule
+    assert len(FLAGGED) == 39      # every flag that was a setting before keys made them, --ray-timeout-s,
+    # --model-gate, --seal-test, --propose-no-harm, --with-skills, --null-controls, --keep-rule and
+    # --breaker-infra-failures
 
 
 @pytest.mark.parametrize("key", FLAGGED, ids=lambda key: key.attr)
