@@ -38,6 +38,7 @@ from mutator.settings.keys import (
 from mutator.settings.records import (
     BreakerSettings,
     CriticSettings,
+    FakeSettings,
     ScoreSettings,
     ScreenSettings,
     SequentialSettings,
@@ -126,6 +127,7 @@ class Settings:
                           help="the seed skill folder (default: config skillDir)")
     with_skills: str = key("withSkills", rule="a folder of skill folders, or '' (none)", default="",
                            group="run", flag={"metavar": "DIR"}, help=WITH_SKILLS_HELP)
+    fakes: FakeSettings = section()
     # the loop
     rounds: int = key("rounds", at_least_zero, "an integer >= 0", group="loop",
                       help="total rounds (a finished run with fewer is extended)")

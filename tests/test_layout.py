@@ -384,7 +384,8 @@ def test_migrations_are_named_functions_never_a_positional_list():
 HASHED = {"eval/agents/" + name for name in (
     "anthropic_agent.py", "caching.py", "claude_cli.py", "hide.py", "key_proxy.py", "loop.py", "meter.py",
     "result_json.py", "stream.py", "tools.py", "toolserver.py", "warm.py")} | {"fakes/" + name for name in (
-    "escape_agent.py", "fake_agent.py", "fake_mutator.py", "trigger_agent.py", "trigger_mutator.py")} | {
+    "escape_agent.py", "fake_agent.py", "fake_mutator.py", "noisy_agent.py", "trigger_agent.py",
+    "trigger_mutator.py")} | {
     "bench/landscape.py"}
 
 

@@ -10,7 +10,9 @@ allocates no inode per file (on a churned ext4 an inode costs up to ~0.8 ms of C
 grader at a time (a process holds at most as many as it grades at once), its files' mtime pinned; when the
 grader is gone, a linked file whose size, mode or mtime moved (the grader wrote into it through its link)
 means the template is dropped, never lent again: no other grader saw the change, and its own grader saw what a
-copy would have shown it. A file that cannot be linked (another filesystem) is copied.
+copy would have shown it. A file that cannot be linked (another filesystem), or that the template lacks, is
+copied: a Ray worker's suite copy gains each task's inputs as its first cell arrives, maybe after a template
+of it was made.
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ def give_back(job: CellJob, template: Template | None) -> None:
     if template is None:
         return
     linked = [rel for kind, rel, _ in _listing(job.suite.path, job.suite.content_hash, job.task.id)
-              if kind == "file"]
+              if kind == "file" and rel in template.files]   # the copied ones are not the template's
     if template.untouched(linked):
         with _lock:
             _free.setdefault(template.key, []).append(template)
@@ -193,12 +195,13 @@ def private_suite(job: CellJob, template: Template | None = None) -> tuple[Path,
     # strings: a cell copies a dozen files, pathlib costs more
     source, target = f"{job.suite.path}/", f"{copy}/"
     linked = f"{template.folder}/" if template is not None else None
+    held = template.files if template is not None else {}   # made before this task's inputs came: copy them
     for kind, rel, mode in _listing(job.suite.path, job.suite.content_hash, job.task.id):
         if kind == "dir":
             os.mkdir(target + rel)
         elif kind == "link":
             os.symlink(os.readlink(source + rel), target + rel)
-        elif linked is None or not _link(linked + rel, target + rel):
+        elif linked is None or rel not in held or not _link(linked + rel, target + rel):
             copy_file(source + rel, target + rel, mode)
     grader = job.suite.grader
     if grader is not None and grader.is_relative_to(job.suite.path):

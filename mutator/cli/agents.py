@@ -67,23 +67,36 @@ DRY_RUN = ("dry run (fake agents): nothing is spent. The fakes know only the dem
            "and flags work, not how good the skill is. Add --real for real agents")
 
 
-def fake_agents(skill_dir: Path | None = None):
+NOISY = ("; --fake-noise realistic: the fake build agent passes or fails each cell as a real agent might "
+         "(per-task success from SkillsBench's fitted prior, the skill's rules shifting it), so verdicts are "
+         "as noisy as a real run's")
+
+
+def fake_agents(skill_dir: Path | None = None, noise: str = "off"):
     """The zero-spend fakes; a skill-set seed gets fakes/set_mutator.py (fake_mutator.py's change, made to one
-    skill of the set), a one-skill seed fake_mutator.py as always (so its dry runs keep their ids)."""
+    skill of the set), a one-skill seed fake_mutator.py as always (so its dry runs keep their ids).
+    `noise` realistic (--fake-noise): the build cells run fakes/noisy_agent.py, its fitted parameters on its
+    command line and in its id; off, every argv and id is as it always was."""
     from eval.skill_set import is_skill_set
     from mutator.round.session import Agents
 
-    def implementation(script: Path) -> str:
-        return f"fake@{hashlib.sha256(script.read_bytes()).hexdigest()[:10]}"
+    def implementation(script: Path, tail: tuple[str, ...] = ()) -> str:
+        extra = ("\n" + " ".join(tail)).encode() if tail else b""
+        return f"fake@{hashlib.sha256(script.read_bytes() + extra).hexdigest()[:10]}"
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
     if skill_dir is not None and is_skill_set(skill_dir):
         mutator = ROOT / "fakes" / "set_mutator.py"
     # -S: the fakes use the standard library only, so each skips site's import of every installed .pth (~30 ms
     # of a fake cell's start here); their ids hash the scripts, never the argv, so no store's keys move
     python = (sys.executable, "-S")
-    return Agents(build_argv=(*python, str(build)), build_id=implementation(build),
+    builder, tail = build, ()
+    if noise == "realistic":   # the solve phase (a strong model solving bare) stays noiseless
+        from mutator.validity.rehearsal import realistic
+        builder, tail = ROOT / "fakes" / "noisy_agent.py", realistic().argv()
+    return Agents(build_argv=(*python, str(builder), *tail), build_id=implementation(builder, tail),
                   mutator_argv=(*python, str(mutator)), mutator_id=implementation(mutator),
-                  solve_argv=(*python, str(build)), solve_id=implementation(build), launch={"real": False})
+                  solve_argv=(*python, str(build)), solve_id=implementation(build),
+                  launch={"real": False, **({"fake_noise": noise} if noise != "off" else {})})
 
 
 def named_suites(settings: Settings, args: argparse.Namespace) -> list:

@@ -8,6 +8,7 @@ phase found the model not capable, 5+ an evaluation stop (its own code), 130 Ctr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sqlite3
 import sys
@@ -19,7 +20,15 @@ from eval.environment import PASS_ENV
 from eval.errors import SkillMutatorError
 from mutator.after.cli import decide, wants_decision
 from mutator.cli import commands, harbor, scaffold
-from mutator.cli.agents import DRY_RUN, check_prices, fake_agents, named_suites, preflight_agents, real_agents
+from mutator.cli.agents import (
+    DRY_RUN,
+    NOISY,
+    check_prices,
+    fake_agents,
+    named_suites,
+    preflight_agents,
+    real_agents,
+)
 from mutator.cli.commands import HELD, Context, import_evals_command, reap_orphans
 from mutator.cli.flags import FLAG_ATTRS, absolute_paths, parser
 from mutator.cli.parse import parse
@@ -85,6 +94,9 @@ def apply_run_defaults(c: Context) -> int | None:
     if c.args.test_run:
         from mutator.validity.testrun import apply_run_defaults as apply_test_defaults
         apply_test_defaults(c.settings, c.args)
+    if c.args.fake_noise and c.args.fake_noise != c.settings.fakes.noise:   # the run's own, as recorded
+        from mutator.settings.records import FakeSettings
+        c.settings = dataclasses.replace(c.settings, fakes=FakeSettings(noise=c.args.fake_noise))
     return None
 
 
@@ -131,20 +143,24 @@ def with_agents(c: Context) -> Context:
     agent_flags = (("--agent", args.agent), ("--agent-cmd", args.agent_cmd),
                    ("--mutator-agent", args.mutator_agent), ("--mutator-cmd", args.mutator_cmd))
     typed = [flag for flag, value in agent_flags if value]
+    if args.real and args.fake_noise == "realistic":
+        raise ConfigError("--fake-noise realistic makes the dry run's fake build agent noisy; real agents "
+                          "bring their own noise: drop --fake-noise or --real")
     if typed and not args.real:
         raise ConfigError(f"{', '.join(typed)} choose(s) real agents, which only run with --real; add --real "
                           f"(without it the zero-spend fakes run)")
     build_only = bool(args.test_run or args.compare or args.check or args.aa is not None)   # no mutator runs
     check_prices(c.settings, args)   # every model, dry run or real, before any cell of one of them
     c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
-                           build_only=build_only) if args.real else fake_agents(c.settings.skill_dir)
+                           build_only=build_only) if args.real else \
+        fake_agents(c.settings.skill_dir, c.settings.fakes.noise)
     if args.real and not args.plan:
         preflight_agents(c.agents, c.launcher, build_only=build_only, suites=named_suites(c.settings, args))
     if c.settings.executor == "ray" and not args.plan:
         join_ray(c.settings)
     # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
-    if not args.real:
-        c.progress.announce(DRY_RUN)   # said before its first progress line, never before an input error
+    if not args.real:   # said before its first progress line, never before an input error
+        c.progress.announce(DRY_RUN + (NOISY if c.settings.fakes.noise == "realistic" else ""))
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
 

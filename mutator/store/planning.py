@@ -8,14 +8,17 @@ import sqlite_utils
 from mutator.store.db import rows
 
 
-def pooled_noise(db: sqlite_utils.Database, kind: str, val_hash: str) -> dict | None:
+def pooled_noise(db: sqlite_utils.Database, kind: str, val_hash: str,
+                 agent: str | None = None) -> dict | None:
     """{gate_s, gate_df, id, replicates} of the newest gated attempt of a run of this kind on this val
-    suite."""
+    suite; `agent`: only runs by that build agent (its implementation id)."""
     if "runs" not in db.table_names():
         return None
+    by_agent = " and json_extract(r.config, '$.contract.agent') = ?" if agent else ""
     found = rows(db, "select a.gate_s, a.gate_df, r.id, r.replicates from attempts a join runs r on "
                      "r.id = a.run_id where r.kind = ? and r.val_hash = ? and a.gate_s is not null "
-                     "and a.gate_df > 0 order by r.created_at desc, a.id desc limit 1", [kind, val_hash])
+                     f"and a.gate_df > 0{by_agent} order by r.created_at desc, a.id desc limit 1",
+                 [kind, val_hash, *([agent] if agent else [])])
     return found[0] if found else None
 
 

@@ -37,8 +37,8 @@ def apply_compare_defaults(settings: Settings, args: argparse.Namespace) -> None
             raise unknown_run(settings, run_id)
     shadow = argparse.Namespace(**{**vars(args), "test_run": args.compare[0]})
     apply_run_defaults(settings, shadow)
-    for attr in ("suite", "real", *(attr for attr, _ in AGENT_FLAGS)):
-        setattr(args, attr, getattr(shadow, attr))
+    for attr in ("suite", "real", "fake_noise", *(attr for attr, _ in AGENT_FLAGS)):
+        setattr(args, attr, getattr(shadow, attr, None))
 
 
 def compare_runs(settings: Settings, run_a: str, run_b: str, suite: Suite, *, agent_argv: list[str],

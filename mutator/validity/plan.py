@@ -120,9 +120,10 @@ def prior_noise(val: Suite, replicates: int) -> Noise:
                  "--aa 5)")
 
 
-def noise_estimate(settings: Settings, val: Suite) -> Noise:
+def noise_estimate(settings: Settings, val: Suite, build_id: str = "") -> Noise:
     """An A/A run's pooled s on this val suite, else an earlier run's pooled gate s, else the prior
-    (prior_noise).
+    (prior_noise). A dry plan reads only runs by its own fake build agent: a noiseless fake's noise is no
+    estimate of `--fake-noise realistic`'s, nor the other way round.
 
     A measured s is rescaled from its run's replicates R₀ to the planned R by √(R₀/R): exact for the pure
     replicate noise an A/A run measures, approximate for a real run's deltas (which also hold real effects).
@@ -132,7 +133,7 @@ def noise_estimate(settings: Settings, val: Suite) -> Noise:
     source = ""
     if db is not None:
         for kind, label in (("aa", "A/A run"), ("evolve", "earlier run")):
-            row = planning.pooled_noise(db, kind, val.content_hash)
+            row = planning.pooled_noise(db, kind, val.content_hash, build_id if dry(build_id) else None)
             found = [row] if row else []
             if found:
                 source = f"{label} {found[0]['id']} (pooled s over df {found[0]['gate_df']})"
@@ -186,7 +187,7 @@ def candidates_per_round(settings: Settings) -> int:
 
 
 def plan(settings: Settings, *, train: Suite, val: Suite, holdout: Suite | None, build_id: str) -> Plan:
-    noise = noise_estimate(settings, val)
+    noise = noise_estimate(settings, val, build_id)
     models = settings.models
     # several eval models: every task x replicate is measured on each model, so each suite holds k times the
     # cells, and the gate pairs (task, model): n_val·k pairs per comparison

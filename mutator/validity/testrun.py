@@ -100,6 +100,8 @@ def apply_run_defaults(settings: Settings, args: argparse.Namespace) -> None:
         args.suite = paths[args.suite]
     typed = any(getattr(args, attr) for attr, _ in AGENT_FLAGS) or args.real
     launch = loads(run.get("agents"), {}) or {}
+    if not typed and launch.get("fake_noise") and not getattr(args, "fake_noise", None):
+        args.fake_noise = launch["fake_noise"]     # a rehearsal's test is as noisy as its run
     if not typed and launch.get("real"):
         args.real = True
         for attr, _ in AGENT_FLAGS:

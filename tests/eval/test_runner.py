@@ -16,6 +16,7 @@ from eval.jobs import CellSettings
 from eval.suite import load_suite
 from sandbox.none import NoneLauncher
 from tests.conftest import ROOT, make_suite
+from tests.eval.test_reaper import gone, wait_for
 
 PRICE = Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1)
 
@@ -125,18 +126,25 @@ def test_hanging_agent_killed_by_watchdog(tiny_suite: Path, tmp_path: Path) -> N
 
 
 def test_silent_agent_killed_with_its_children(tiny_suite: Path, tmp_path: Path) -> None:
-    marker = tmp_path / "grandchild-alive"
+    """Each cell's agent starts a child and falls silent; the silence budget ends the agent's whole group.
+
+    No race with the clock: each child records its pid as it starts and then waits a minute, so the check is
+    that those very processes are gone (a zombie counts), not that a file a slept-for child would write is
+    absent. The 1.5 s budget is only the room each child has to start before its group is ended."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
     child = tmp_path / "child.py"
-    child.write_text(f"import pathlib, time\ntime.sleep(1.5)\npathlib.Path({str(marker)!r}).write_text('x')\n")
+    child.write_text(f"import os, pathlib, time\npathlib.Path({str(pids)!r}, str(os.getpid())).touch()\n"
+                     "time.sleep(60)\n")
     parent = tmp_path / "parent.py"
     parent.write_text(f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\n"
                       "time.sleep(60)\n")
-    cells = evaluate(request(tiny_suite, tmp_path, [sys.executable, str(parent)], silence_ms=400))
+    cells = evaluate(request(tiny_suite, tmp_path, [sys.executable, str(parent)], silence_ms=1500))
     assert {c.status for c in cells} == {"timeout"}
     assert "silence budget" in cells[0].error
-    import time
-    time.sleep(2)
-    assert not marker.exists()  # the process group died, grandchild included
+    started = [int(p.name) for p in pids.iterdir()]
+    assert len(started) == len(cells)   # every cell's child ran ...
+    assert wait_for(lambda: all(gone(pid) for pid in started), 10)   # ... and died with its group
 
 
 def test_pruned_cell_keeps_trajectory_logs_and_only_the_agents_outputs(tiny_suite: Path, tmp_path: Path,

@@ -71,6 +71,8 @@ def test_planted_key_is_nowhere_in_the_data_dir_nor_in_what_the_mutator_is_sent(
     assert done.returncode == 0, done.stderr[-4000:]
     db = connect_readonly(data / "mutator.db")
     cells = [dict(r) for r in db.query("select * from cells")]
+    # status only: the fake agent's seeded skips (its seeds hash the agent command, so this checkout's path) move
+    # scores, never whether a cell ran
     assert cells and all(c["status"] == "ok" for c in cells)
     # the grader printed its environment; what was kept of it is redacted (a grader_error would stop the run
     # now, so the grader succeeds and its stderr log is what is checked)

@@ -227,3 +227,28 @@ def test_a_harbor_tasks_environment_files_travel_once_by_hash_not_in_each_bundle
     assert (on_worker.suite.fixture_dir(task.id) / "visits.log").read_bytes() == log
     (suite.fixture_dir(task.id) / "visits.log").write_text("edited by hand\n")   # no longer the environment's
     assert make_bundle(job, "", hash_tree(env_dir)).inputs == {"visits.log": (b"edited by hand\n", 0o644)}
+
+
+def test_a_worker_grades_a_task_whose_inputs_landed_after_its_first_grading(driver: dict, tmp_path: Path) -> None:
+    """A worker's suite copy (worker/suites/<hash>) gains each task's inputs as its first cell arrives, while
+    the script grader lends templates of the suite made from a listing kept per process (eval/graders/script.py).
+    The Ray demo once failed with `KeyError: 'fixtures/subscriptions-15/input.csv'`: a template listed before
+    that task's inputs landed was lent to a cell of that task. Forced here in order, no race needed: two tasks'
+    cells, one after the other, in one worker process and one fresh worker dir (a re-run finds every task's
+    inputs already there, which is why the failure went away on re-runs)."""
+    worker = tmp_path / "worker"
+    results = []
+    for index in (0, 1):        # two tasks (one replicate each)
+        job = job_for(driver, driver["data"] / "evals" / f"remote-{index}", index)
+        bundle = make_bundle(job, hash_tree(job.skill_dir))
+        remote, _ = run_bundle(bundle, read_tree(job.skill_dir), suite_tree(job.suite), worker)
+        local = asyncio.run(run_cell(job_for(driver, driver["data"] / "evals" / f"local-{index}", index)))
+        results.append((job.task.id, remote.status, remote.error, *same_outcome(local, remote)))
+    assert results[0][0] != results[1][0]
+    for task_id, status, error, local, remote in results:
+        assert (status, error) == ("ok", "") and local == remote, task_id
+    # and the template lent to the second task is whole again for the next cell of either task
+    again = job_for(driver, driver["data"] / "evals" / "remote-again", 1)
+    remote, _ = run_bundle(make_bundle(again, hash_tree(again.skill_dir)), read_tree(again.skill_dir),
+                           suite_tree(again.suite), worker)
+    assert (remote.status, remote.error) == ("ok", "")

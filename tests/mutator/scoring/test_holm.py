@@ -4,8 +4,12 @@ and rejected by 'each'."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,11 +98,53 @@ def test_an_early_win_under_each_needs_every_model_to_win() -> None:
     assert holm.early(each, 0.0) is None                   # b is no win: run the next wave
 
 
+MISREAD = Path(__file__).with_name("misread_agent.py")
+SEEDS = range(12)   # with the fake's 8% skip chance, 12 seeds × 8 rule reads leave some rule skipped on the old agent
+
+
+def run_misread(cell: Path, skill: Path, model: str, seed: int) -> tuple[str, list[str]]:
+    """One cell of misread_agent.py: its output.csv and the tool commands of its stream."""
+    stream = cell / "stream.jsonl"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SM_", "FAKE_"))},
+           "SM_STREAM": str(stream), "SM_SKILL_DIR": str(skill), "SM_MODEL": model, "SM_CELL_SEED": str(seed)}
+    done = subprocess.run([sys.executable, str(MISREAD)], cwd=cell, input="Clean input.csv into output.csv.",
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in stream.read_text(encoding="utf-8").splitlines()]
+    commands = [part["input"]["command"] for e in events if e["type"] == "assistant"
+                for part in e["message"]["content"] if part.get("type") == "tool_use"]
+    return (cell / "output.csv").read_text(encoding="utf-8"), commands
+
+
+@pytest.mark.parametrize("model", ["claude-haiku-4-5", "claude-sonnet-4-5"])
+def test_the_misread_agents_cells_do_not_depend_on_their_seed(tmp_path: Path, model: str) -> None:
+    """The dry run below rests on this: a cell's output and steps are the same under every SM_CELL_SEED."""
+    skill = tmp_path / "skill" / "csv-clean"
+    shutil.copytree(ROOT / "suites" / "csv-clean", skill)
+    ops = ["trim", "headers", "dates", "amounts", "booleans", "emails", "dedupe"]
+    (skill / "rules.json").write_text(json.dumps([{"id": op, "op": op} for op in ops]), encoding="utf-8")
+    fixture = ROOT / "suites" / "clean-val" / "fixtures" / "subscriptions-15" / "input.csv"
+    cells = []
+    for seed in SEEDS:
+        cell = tmp_path / f"cell-{seed}"
+        cell.mkdir()
+        shutil.copy(fixture, cell / "input.csv")
+        cells.append(run_misread(cell, skill, model, seed))
+    assert all(cell == cells[0] for cell in cells), "a cell of misread_agent.py changed with its seed"
+    assert any("--rule dates" in c for c in cells[0][1]) is (model == "claude-haiku-4-5")   # sonnet skips `dates`
+
+
 def test_a_dry_run_keeps_by_the_mean_what_each_rejects(tmp_path: Path) -> None:
-    """The fake sonnet cannot use the `dates` rule the first round adds (misread_agent.py); haiku gains."""
-    # relative to the checkout (run_cli runs from it): the command is part of the agent's id, so of every cell's seed,
-    # and the verdicts must not depend on where the checkout lies
-    agent = Path(__file__).with_name("misread_agent.py").relative_to(ROOT)
+    """The fake sonnet cannot use the `dates` rule the first round adds (misread_agent.py); haiku gains.
+
+    Constructed, not drawn: misread_agent.py never fumbles a rule, so every cell is fixed by the skill, the model
+    and the task, whatever seed the evaluation key (the command line, this checkout's files) gives it (checked
+    above). Then sonnet's eight val deltas are one and the same small cost (it reads a longer skill and does the
+    same work): its s_r and SE are 0, so its line is min_improvement 0 whatever its z, t or sign-flip sample, and
+    its Δ < 0 falls below it: 'each' rejects at Holm's first step. The mean's Δ is > 0 (haiku gains on the tasks
+    with dates): kept whatever t·SE ≥ 0 the gate draws (keep unless Δ < 0 − t·SE), and by a rule that keeps
+    Δ > 0 alike. One round, so no earlier comparison enters the pooled scale."""
+    agent = MISREAD.relative_to(ROOT)   # the command line as typed in the checkout (run_cli runs from it)
     env = {**os.environ, "SKILL_MUTATOR_SCREEN_TASKS": "0"}   # the val gate decides (the screen would kill it first)
     found = {}
     for rule in ("mean", "each"):
@@ -113,9 +159,14 @@ def test_a_dry_run_keeps_by_the_mean_what_each_rejects(tmp_path: Path) -> None:
         found[rule] = dict(next(iter(db.query("select a.verdict, a.reason, a.gate, a.delta, r.model_gate, r.id from "
                                               "attempts a join runs r on r.id = a.run_id where a.round = 1"))))
     mean, each = found["mean"], found["each"]
-    assert (mean["verdict"], each["verdict"]) == ("KEEP", "REJECT")   # the mean is within the noise band: kept
+    assert (mean["verdict"], each["verdict"]) == ("KEEP", "REJECT")
     assert (mean["model_gate"], each["model_gate"]) == ("mean", "each") and mean["id"] != each["id"]
-    by_model = loads(each["gate"])["by_model"]
-    assert by_model["claude-sonnet-4-5"]["delta"] < min(0, by_model["claude-haiku-4-5"]["delta"])   # sonnet loses most
-    assert loads(each["gate"])["model_gate"]["rejected_by"] == ["claude-sonnet-4-5"]
+    gate = loads(each["gate"])
+    sonnet = [d for key, d in gate["deltas"].items() if key.endswith("@claude-sonnet-4-5")]
+    assert len(sonnet) == 8 and max(sonnet) < 0 and max(sonnet) - min(sonnet) < 1e-12   # the construction
+    assert mean["delta"] > 0 and loads(mean["gate"])["min_improvement"] == 0
+    by_model = gate["by_model"]
+    assert by_model["claude-sonnet-4-5"]["delta"] < 0 < by_model["claude-haiku-4-5"]["delta"]
+    assert gate["model_gate"]["models"]["claude-sonnet-4-5"]["se"] == 0
+    assert gate["model_gate"]["rejected_by"] == ["claude-sonnet-4-5"]
     assert "a decisive loss on claude-sonnet-4-5" in each["reason"]

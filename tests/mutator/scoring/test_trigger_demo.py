@@ -1,7 +1,13 @@
 """The triggering demo (README "Skill telemetry"): the loop with fakes/trigger_agent.py and fakes/trigger_mutator.py
 on suites/trigger-train|val|test and the seed suites/tidy-tables, score.wTrigger 0.5. Round 1 widens the description
 with the words of the train requests it missed (val recall 0.25 -> 1) and is KEPT; round 2 with the words of the
-near-misses (val false triggers 0 -> 1) and is REJECTED; every stored rate recomputes from the cells in SQL."""
+near-misses (val false triggers 0 -> 1) and is REJECTED; every stored rate recomputes from the cells in SQL.
+
+No draw decides it. The agent command holds this checkout's and this interpreter's paths, so the cells' seeds differ
+from one machine to the next, but nothing here reads them: the trigger suites' tasks name no CSV and stage no input,
+so fakes/fake_agent.py answers each from the skill's text (text_answer) and never draws from its seeded RNG, whether
+a cell loads the skill is a word match of prompt and description (fakes/trigger_agent.py), and the mutator is
+scripted. Every figure asserted follows from which descriptions match which prompts."""
 
 from __future__ import annotations
 
