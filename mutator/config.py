@@ -36,6 +36,7 @@ from mutator.settings.keys import (
     section,
 )
 from mutator.settings.records import (
+    BreakerSettings,
     CriticSettings,
     FakeSettings,
     ScoreSettings,
@@ -154,6 +155,7 @@ class Settings:
                                help=MAX_OUTPUT_HELP)
     infra_retries: int = key("infraRetries", at_least_zero, "an integer >= 0", 1, group="loop",
                              help=INFRA_RETRIES_HELP)
+    breaker: BreakerSettings = section()
     max_failed_share: float = key("maxFailedShare", lambda v: 0 <= v < 1, "a fraction in [0, 1)", 0.25,
                                   group="loop", help=MAX_FAILED_HELP)
     propose_min_delta: float = key("proposeMinDelta", at_least_zero, "a number >= 0", 0.02, group="loop",

@@ -201,7 +201,8 @@ def test_run(c: Context) -> int:
     hold_champion(c.settings, args.test_run)
     result = measure(c.settings, args.test_run, suite, agent_argv=list(agents.build_argv),
                      launcher=c.launcher, progress=c.progress, network=agents.network,
-                     build_id=agents.build_id, control=not args.no_control, budget=budgets(c))
+                     build_id=agents.build_id, control=not args.no_control, budget=budgets(c),
+                     api_check=api_check_for(c, [suite]))
     train = result["train_composite"]
     train_text = "—" if train is None else format(train, ".4f")
     print(f"Test of {args.test_run} on {suite.name}: champion {result['champion'][:12]} composite "
@@ -231,6 +232,21 @@ def compare(c: Context) -> int:
                         build_id=agents.build_id, budget=budgets(c))
     print(render(pair))
     return 0
+
+
+def api_check_for(c: Context, suites: list[Suite]):
+    """A real command's API check of a stored run (mutator/round/api_check.py), as (db, run_id, contract) ->
+    None; nothing for a dry run."""
+    if not c.args.real:
+        return lambda *_: None
+    from mutator.round import api_check
+
+    def run_check(db, run_id: str, contract) -> None:
+        found = api_check.targets(launch=c.agents.launch, build_models=contract.model.split(","),
+                                  mutator_model=None, suites=suites)
+        api_check.check(found, db=db, run_id=run_id, pricing=c.settings.pricing, budget=budgets(c),
+                        say=c.progress.say)
+    return run_check
 
 
 def budgets(c: Context):

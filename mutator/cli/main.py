@@ -125,6 +125,8 @@ def with_launcher(c: Context) -> Context:
     """The launcher (a sandbox that cannot start is refused here, before any cell), orphans reaped. Real
     agents never fall back to bare processes: only `--sandbox none`, said outright, runs them so (with a
     warning)."""
+    from mutator.cli.logs import route_library_logs
+    route_library_logs(c.settings.data_dir)   # a key proxy's dropped connections: the log, not the terminal
     real = bool(c.args.real)
     fallback = no_sandbox(c.settings.sandbox, refuse=not c.args.plan) if real else None
     c.launcher = get_launcher(c.settings.sandbox, on_fallback=fallback)

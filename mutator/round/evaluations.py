@@ -16,6 +16,7 @@ from typing import Protocol
 import sqlite_utils
 
 from eval.agents.meter import agent_meter, judge_meter
+from eval.breaker import DEFAULT_LIMIT, Breaker, BreakerOpen
 from eval.cells import CellSpec, Contract, agent_key, enumerate_cells, evaluation_key
 from eval.cost import Price, PricingError, price_for
 from eval.evaluate import EvalRequest, evaluate_async, pending_cells
@@ -27,7 +28,7 @@ from eval.suite import Suite
 from mutator.round.budget import prior_cell_usd
 from mutator.round.outcome import Outcome
 from mutator.round.progress import Progress
-from mutator.round.stops import ExecutorGone
+from mutator.round.stops import ApiDown, ExecutorGone
 from mutator.round.summary import cell_figures, stored_cells
 from mutator.scoring.models import first_model, is_group, members
 from mutator.scoring.score import CellFigures
@@ -62,6 +63,9 @@ class Evaluator:
     deadline: float | None = None
     # the run charged for each cell as it is stored (a callable: the run opens later); None charges nobody
     payer: Callable[[], str] | None = None
+    # infra_error tries in a row across every evaluation of the command (eval/breaker.py): shared by the
+    # evaluators made from this one (dataclasses.replace), so the solve phase's cells count too
+    breaker: Breaker = field(default_factory=Breaker)
     # (evaluation, cells) already given a pass by this process: a partial one is not re-run over and over
     _passed: set[tuple[int, Cells | None]] = field(default_factory=set)
 
@@ -79,7 +83,7 @@ class Evaluator:
                    price=price_for(settings.pricing, first_model(contract.model)),
                    concurrency=concurrency or settings.concurrency, progress=progress, spend_gate=spend_gate,
                    executor=executor_for(settings, cells), pricing=settings.pricing, deadline=deadline,
-                   payer=payer)
+                   payer=payer, breaker=Breaker(limit=breaker_limit(settings)))
 
     def evaluate(self, genome_dir: Path | None, genome_hash: str, skill_name: str, suite: Suite, *,
                  label: str, contract: Contract | None = None, price: Price | None = None,
@@ -225,20 +229,23 @@ class Evaluator:
                 every = {(t.id, r) for t in suite.tasks for r in range(contract.replicates)}
                 results += asyncio.run(until(self.deadline, evaluate_async(
                     request, skip=done | (every - free), regrade=regrade, reuse=reuse, on_cell=on_cell,
-                    executor=self.executor)))
+                    executor=self.executor, breaker=self.breaker)))
                 done = done | {(c.task_id, c.replicate) for c in results}
             if self.spend_gate is not None and todo and self.spend_gate.cell_estimate(contract) is None:
                 # nothing to estimate a cell's cost from yet: one pilot cell alone, then the rest at its price
                 results += asyncio.run(until(self.deadline, evaluate_async(
                     request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell, limit=1,
-                    may_start=gate.may_start, executor=self.executor)))
+                    may_start=gate.may_start, executor=self.executor, breaker=self.breaker)))
                 done = done | {(c.task_id, c.replicate) for c in results}
             results += asyncio.run(until(self.deadline, evaluate_async(
                 request, skip=done, regrade=regrade, reuse=reuse, on_cell=on_cell,
-                may_start=gate.may_start if self.spend_gate else None, executor=self.executor)))
+                may_start=gate.may_start if self.spend_gate else None, executor=self.executor,
+                breaker=self.breaker)))
         except ExecutorLost as err:
             # its cells in flight are stored (infra_error): a stop like any incomplete one
             raise ExecutorGone(str(err)) from None
+        except BreakerOpen as err:
+            raise ApiDown(str(err)) from None
         return results
 
     def _adopt(self, evaluation_id: int, sources: dict[tuple[str, int], dict], *, retry_failed: bool) -> set:
@@ -303,6 +310,11 @@ def cell_settings(settings, *, agent_argv: Sequence[str], launcher: Launcher,
                         cell_timeout_ms=settings.cell_timeout_ms,
                         max_output_bytes=int(settings.max_output_mb * 2**20),
                         infra_retries=settings.infra_retries)
+
+
+def breaker_limit(settings) -> int:
+    """breaker.infraFailures (settings made by hand in a test may have no breaker: the default)."""
+    return getattr(getattr(settings, "breaker", None), "infra_failures", DEFAULT_LIMIT)
 
 
 def executor_for(settings, cells: CellSettings | None) -> Executor:

@@ -17,6 +17,7 @@ from eval.cost import price_for
 from eval.snapshot import hash_tree
 from mutator.briefing.view import MutatorView
 from mutator.config import Settings
+from mutator.round import api_check
 from mutator.round import reasons as words
 from mutator.round.budget import Budget, BudgetStop
 from mutator.round.candidate import Candidates
@@ -93,6 +94,9 @@ class Loop:
                 lambda then, by_content: self.identity(seed_hash, then, by_content=by_content))
         self.session = self.session.for_run(existing[0]["id"] if existing else identity_id)
         session, suites_now = self.session, manifests(self.suites)
+        # a finished run with nothing left to do calls no model: no API check (check_api)
+        self.nothing_left = bool(existing) and existing[0]["status"] == RunStatus.FINISHED and \
+            (existing[0]["rounds_done"] or 0) >= s.rounds and not self.retry_failed
         if existing:
             self._resume(existing[0], suites_now)
         else:
@@ -149,6 +153,7 @@ class Loop:
         keep_reserve(s.data_dir)
         heartbeat = run_heartbeat(s.db_path, session.run_id)
         try:
+            self.check_api()
             if solve_wanted(s.solve, self.agents) and (run["solve"] is None
                                                        or loads(run["solve"]).get("aborted")):
                 self.solve(view)
@@ -181,6 +186,18 @@ class Loop:
             heartbeat.stop()
             self.lock.release()
         return session.run_id
+
+    def check_api(self) -> None:
+        """A real run asks the model API once per (endpoint, key, model) before its first cell
+        (mutator/round/api_check.py): a dead API stops it here, in seconds, with nothing lost."""
+        session, s = self.session, self.session.settings
+        if not self.agents.launch.get("real") or self.nothing_left:
+            return
+        mutator = None if self.agents.mutator_id.startswith("command@") else s.mutator_model
+        found = api_check.targets(launch=self.agents.launch, build_models=s.models, mutator_model=mutator,
+                                  suites=(self.suites.train, self.suites.val))
+        api_check.check(found, db=session.db, run_id=session.run_id, pricing=s.pricing, budget=session.budget,
+                        say=session.progress.say)
 
     def solve(self, view: MutatorView) -> None:
         session, s = self.session, self.session.settings

@@ -30,3 +30,10 @@ class ExecutorGone(IncompleteEvaluation):
     """Where cells run went away mid-evaluation (eval's ExecutorLost, a Ray head): its cells in flight are
     stored as infra_error, and the run stops as on any evaluation left incomplete (exit 8; the same command
     resumes)."""
+
+
+class ApiDown(IncompleteEvaluation):
+    """The model API (or the network, or the harness) failed cells one after another: the circuit
+    breaker (eval/breaker.py, breaker.infraFailures) or the API check before the first cell
+    (mutator/round/api_check.py) stopped the run before more retries; exit 8, the same command resumes once
+    the API answers."""

@@ -87,6 +87,20 @@ class ScreenSettings(Record):
                    attr="screen_z")
 
 
+BREAKER_MAX = 1000
+BREAKER_HELP = ("stop the run (exit 8, resumable) after this many cell tries in a row fail on the "
+                "infrastructure (the model API, the network), instead of retrying every cell (default 3)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BreakerSettings(Record):
+    """config.json `breaker`: the circuit breaker across cells (eval/breaker.py)."""
+    infra_failures: int = key("breaker.infraFailures",
+                              lambda v: 1 <= v <= BREAKER_MAX and not isinstance(v, bool),
+                              f"an integer from 1 to {BREAKER_MAX}", 3, group="loop",
+                              attr="breaker_infra_failures", flag={"metavar": "N"}, help=BREAKER_HELP)
+
+
 FAKE_NOISES = ("off", "realistic")
 FAKE_NOISE_HELP = ("dry run only: off (default; the fake build agent as the demo runs it) or realistic (each "
                    "cell a pass/fail trial, per-task success drawn from SkillsBench's fitted prior: rehearse "

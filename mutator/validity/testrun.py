@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -140,12 +141,12 @@ def refuse_sealed(db, settings: Settings, run: dict, suite: Suite) -> None:
 
 def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[str], launcher: Launcher,
              progress: Progress, network: bool = False, build_id: str | None = None, control: bool = True,
-             budget=None, kind: str = "test") -> dict:
+             budget=None, kind: str = "test", api_check: Callable = lambda *_: None) -> dict:
     """`control`: also measure the suite with no skill installed (the genome NO_SKILL, cached like any
     evaluation) and report seed vs none and champion vs none beside champion vs seed. `budget` (--budget-usd
     on the run's spend, the daily budget) is asked before each cell. Every finished test is a numbered look at
     the suite for the skill (mutator/store/looks.py; `kind`: test | compare); a sealed run refuses a later
-    champion."""
+    champion. `api_check(db, run_id, contract)`: a real test's API check, before its look."""
     db = connect(settings.db_path)
     run = run_row(db, run_id)
     if run is None:
@@ -153,6 +154,7 @@ def test_run(settings: Settings, run_id: str, suite: Suite, *, agent_argv: list[
     contract = Contract(**loads(run["config"])["contract"])
     _refuse(run, suite, build_id, contract)
     refuse_sealed(db, settings, run, suite)
+    api_check(db, run_id, contract)   # a dead API stops here (round/api_check.py): no look, no cell
     session = Session.open(settings, build_argv=tuple(agent_argv), build_id=contract.agent, launcher=launcher,
                            progress=progress, network=network, contract=contract, db=db, budget=budget,
                            pays=True, weights=Weights.of_run(run), skill_name=run["skill_name"])

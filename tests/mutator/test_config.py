@@ -126,6 +126,7 @@ FLAT_NAMES = dict(pair.split("=") for pair in """
     cell_resources=cellResources tie_rule=score.tieRule keep_rule=score.keepRule evidence_replicates=evidenceReplicates
     sequential=sequential.waves sequential_early_z=sequential.earlyZ screen_tasks=screen.tasks
     screen_replicates=screen.replicates screen_z=screen.z suites=suites pricing=pricing
+    breaker_infra_failures=breaker.infraFailures fake_noise=fakeNoise
 """.split())
 
 

@@ -40,6 +40,7 @@ class Reply:
     hang_s: float = 0.0                    # sleep before answering (a silent model)
     hang_mid_s: float = 0.0                # streamed: sleep after message_start (a long generation, cut by a kill)
     raw_body: str | None = None            # send this body as is (garbage)
+    cut_mid: bool = False                  # streamed: the connection is closed after message_start (a cut stream)
 
 
 def text(t: str) -> dict:
@@ -90,11 +91,13 @@ class MessagesServer:
         with self.lock:
             self.queue.extend(replies)
 
-    def served_usage(self, model: str | None = None) -> dict[str, int]:
-        """Summed usage of every message answered (only those asked of `model`, when given)."""
+    def served_usage(self, model: str | None = None, *, cells_only: bool = False) -> dict[str, int]:
+        """Summed usage of every message answered (only those asked of `model`, when given; `cells_only`:
+        without the run's API check, the one-token requests of mutator/round/api_check.py)."""
         keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         with self.lock:
-            served = [u for u in self.served if model is None or u["model"] == model]
+            served = [u for u in self.served if (model is None or u["model"] == model)
+                      and not (cells_only and u.get("check"))]
             return {k: sum(u.get(k, 0) for u in served) for k in keys}
 
     async def _start(self) -> int:
@@ -162,9 +165,9 @@ class MessagesServer:
                "stop_sequence": None, "usage": use}
         if not body.get("stream"):
             with self.lock:
-                self.served.append({**use, "model": msg["model"]})
+                self.served.append({**use, "model": msg["model"], "check": is_check(body)})
             return web.json_response(msg)
-        return await self._sse(request, msg, reply.hang_mid_s)
+        return await self._sse(request, msg, reply.hang_mid_s, reply.cut_mid)
 
     def cache_usage(self, body: dict) -> dict:
         """input / cache write / cache read tokens of one request, as prompt caching bills them: the longest
@@ -186,7 +189,8 @@ class MessagesServer:
         return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
                 "cache_read_input_tokens": read}
 
-    async def _sse(self, request: web.Request, msg: dict, hang_mid_s: float = 0.0) -> web.StreamResponse:
+    async def _sse(self, request: web.Request, msg: dict, hang_mid_s: float = 0.0,
+                   cut: bool = False) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
 
@@ -200,6 +204,10 @@ class MessagesServer:
             self.served.append(logged)
         await send("message_start", {"message": {**msg, "content": [], "stop_reason": None, "usage": start_usage}})
         await send("ping", {})
+        if cut:
+            assert request.transport is not None
+            request.transport.close()   # mid-body: the reader sees a payload that never completes
+            return response
         if hang_mid_s:
             await asyncio.sleep(hang_mid_s)
         for index, block in enumerate(msg["content"]):
@@ -223,6 +231,11 @@ class MessagesServer:
         await send("message_stop", {})
         await response.write_eof()
         return response
+
+
+def is_check(body: dict) -> bool:
+    """A run's API check (mutator/round/api_check.py): one token asked for, never streamed."""
+    return body.get("max_tokens") == 1 and not body.get("stream")
 
 
 # ---- prompt caching, emulated --------------------------------------------------------------------

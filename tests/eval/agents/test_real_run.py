@@ -81,7 +81,7 @@ def test_two_round_real_demo_against_the_local_server(server, tmp_path: Path) ->
     assert '"op": "amounts"' in next(champion.rglob("rules.json")).read_text()
     cells = [dict(r) for r in db.query("select c.*, e.model from cells c join evaluations e on e.id = c.evaluation_id")]
     assert cells and all(c["status"] == "ok" for c in cells)
-    haiku = server.served_usage("claude-haiku-4-5")
+    haiku = server.served_usage("claude-haiku-4-5", cells_only=True)   # the API check is no cell's
     stored = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
     for c in cells:
         if c["model"] == "claude-haiku-4-5":
@@ -90,7 +90,8 @@ def test_two_round_real_demo_against_the_local_server(server, tmp_path: Path) ->
             stored["cache_creation_input_tokens"] += c["cache_write_tokens"]
             stored["cache_read_input_tokens"] += c["cache_read_tokens"]
     assert stored == haiku
-    opus = server.served_usage("claude-opus-4-5")  # the solve phase and the mutator calls
+    opus = server.served_usage("claude-opus-4-5")  # the solve phase, the mutator calls, the API check
+    haiku = server.served_usage("claude-haiku-4-5")   # the cells' and the API check's: all charged to the run
     expected = usd(PRICES["claude-haiku-4-5"], Usage(**haiku)) + usd(PRICES["claude-opus-4-5"], Usage(**opus))
     assert run["cost_usd"] == pytest.approx(expected, rel=1e-9)
 

@@ -23,7 +23,7 @@ def typed(key, tmp_path):
                "model_gate": ("each", "each"), "executor": ("ray", "ray"),
                "ray_address": ("auto", "auto"), "strategy_opts": ('{"width": 2}', {"width": 2}),
                "max_failed_share": ("0.5", 0.5), "solve_min_score": ("0.5", 0.5), "null_controls": ("2", 2),
-               "with_skills": ("other-skills", "other-skills")}
+               "with_skills": ("other-skills", "other-skills"), "fake_noise": ("realistic", "realistic")}
     if key.attr in special:
         return [key.option, special[key.attr][0]], special[key.attr][1]
     if key.kind is int:
@@ -46,8 +46,9 @@ def test_every_flagged_key_has_one_flag_with_its_help():
     for key in FLAGGED:
         assert actions[key.attr].option_strings[0] == key.option and actions[key.attr].help == key.help
     assert set(FLAG_ATTRS) == {key.attr for key in FLAGGED}
-    assert len(FLAGGED) == 38      # every flag that was a setting before keys made them, --ray-timeout-s,
-    # --model-gate, --seal-test, --propose-no-harm, --with-skills, --null-controls and --keep-rule
+    assert len(FLAGGED) == 40      # every flag that was a setting before keys made them, --ray-timeout-s,
+    # --model-gate, --seal-test, --propose-no-harm, --with-skills, --null-controls, --keep-rule,
+    # --breaker-infra-failures and --fake-noise
 
 
 @pytest.mark.parametrize("key", FLAGGED, ids=lambda key: key.attr)
