@@ -36,9 +36,10 @@ from mutator.settings.keys import (
     section,
 )
 from mutator.settings.records import (
+    FAKE_NOISE_HELP,
+    FAKE_NOISES,
     BreakerSettings,
     CriticSettings,
-    FakeSettings,
     ScoreSettings,
     ScreenSettings,
     SequentialSettings,
@@ -127,7 +128,8 @@ class Settings:
                           help="the seed skill folder (default: config skillDir)")
     with_skills: str = key("withSkills", rule="a folder of skill folders, or '' (none)", default="",
                            group="run", flag={"metavar": "DIR"}, help=WITH_SKILLS_HELP)
-    fakes: FakeSettings = section()
+    fake_noise: str = key("fakeNoise", lambda v: v in FAKE_NOISES, "off or realistic", "off", group="run",
+                          flag={"choices": FAKE_NOISES}, help=FAKE_NOISE_HELP)
     # the loop
     rounds: int = key("rounds", at_least_zero, "an integer >= 0", group="loop",
                       help="total rounds (a finished run with fewer is extended)")

@@ -94,9 +94,8 @@ def apply_run_defaults(c: Context) -> int | None:
     if c.args.test_run:
         from mutator.validity.testrun import apply_run_defaults as apply_test_defaults
         apply_test_defaults(c.settings, c.args)
-    if c.args.fake_noise and c.args.fake_noise != c.settings.fakes.noise:   # the run's own, as recorded
-        from mutator.settings.records import FakeSettings
-        c.settings = dataclasses.replace(c.settings, fakes=FakeSettings(noise=c.args.fake_noise))
+    if c.args.fake_noise and c.args.fake_noise != c.settings.fake_noise:   # the run's own, as recorded
+        c.settings = dataclasses.replace(c.settings, fake_noise=c.args.fake_noise)
     return None
 
 
@@ -153,14 +152,14 @@ def with_agents(c: Context) -> Context:
     check_prices(c.settings, args)   # every model, dry run or real, before any cell of one of them
     c.agents = real_agents(c.settings, args, check=not args.plan,   # --plan runs no agent, spends nothing
                            build_only=build_only) if args.real else \
-        fake_agents(c.settings.skill_dir, c.settings.fakes.noise)
+        fake_agents(c.settings.skill_dir, c.settings.fake_noise)
     if args.real and not args.plan:
         preflight_agents(c.agents, c.launcher, build_only=build_only, suites=named_suites(c.settings, args))
     if c.settings.executor == "ray" and not args.plan:
         join_ray(c.settings)
     # every command that runs agents (the loop, --check, --test-run, --compare, --plan, --aa)
     if not args.real:   # said before its first progress line, never before an input error
-        c.progress.announce(DRY_RUN + (NOISY if c.settings.fakes.noise == "realistic" else ""))
+        c.progress.announce(DRY_RUN + (NOISY if c.settings.fake_noise == "realistic" else ""))
     c.daily = daily_guard(c.settings, args.daily_budget_usd)  # warns at 80 %, BudgetStop at 100 %
     return c
 

@@ -105,11 +105,3 @@ FAKE_NOISES = ("off", "realistic")
 FAKE_NOISE_HELP = ("dry run only: off (default; the fake build agent as the demo runs it) or realistic (each "
                    "cell a pass/fail trial, per-task success drawn from SkillsBench's fitted prior: rehearse "
                    "the gate, --plan and --aa on real-agent noise for free)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class FakeSettings(Record):
-    """config.json `fakeNoise`: how noisy the dry run's fake build agent is (fakes/noisy_agent.py when
-    realistic)."""
-    noise: str = key("fakeNoise", lambda v: v in FAKE_NOISES, "off or realistic", "off", group="run",
-                     flag={"choices": FAKE_NOISES}, help=FAKE_NOISE_HELP, attr="fake_noise")

@@ -34,7 +34,7 @@ def rows(data_dir: Path, sql: str, params=()) -> list[dict]:
 
 # ---- off: nothing moves ------------------------------------------------------------------------------------
 def test_noise_off_is_the_default_and_keeps_the_demos_agents_and_ids_exactly():
-    assert load_settings({}).fakes.noise == "off"
+    assert load_settings({}).fake_noise == "off"
     digest = hashlib.sha256((ROOT / "fakes" / "fake_agent.py").read_bytes()).hexdigest()[:10]
     for agents in (fake_agents(), fake_agents(None, "off")):
         assert agents.build_argv == (sys.executable, "-S", str(ROOT / "fakes" / "fake_agent.py"))
