@@ -19,20 +19,27 @@ from mutator.store.queries.rows import loads
 from mutator.store.skill_use import evaluation_tally, skill_files
 from mutator.store.triggers import stored_rates
 
+NONE_IN_RUN = ("no attempt of this run has skill-use data on {split}: none of its evaluations stores trigger "
+               "rates (its cells were stored before telemetry, or run without the skill)")
 
-def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str, *, stale: bool = False) -> list[dict]:
+
+def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str, *, stale: bool = False,
+                   attempt_id: int | None = None) -> tuple[list[dict], str | None]:
     """Every attempt of the run, in round order, with the rates stored on its `split` evaluation, or `reason`:
     why it has none, read from the stored rows (no evaluation and why, no cells, no readable stream, no skill
-    use recorded). `stale`: the run's writer died (an undecided attempt was stopped, not pending)."""
+    use recorded); [] when no attempt of the run has rates (NONE_IN_RUN says so once). Beside it the reason of
+    attempt `attempt_id` (None when it has rates). `stale`: the run's writer died (an undecided attempt was
+    stopped, not pending). Only the cells of evaluations without rates are counted, in one read."""
     found = evaluations.trigger_rounds(db, run_id, split)
     rated = {r["attempt_id"] for r in found if r["trigger_recall"] is not None
              or r["false_trigger_rate"] is not None}
-    bare = [r for r in found if r["evaluation_id"] and r["attempt_id"] not in rated]
+    shown = found if rated else [r for r in found if r["attempt_id"] == attempt_id]
+    bare = [r for r in shown if r["evaluation_id"] and r["attempt_id"] not in rated]
     member_of = {r["evaluation_id"]: list(loads(r["members"], {}).values()) or [r["evaluation_id"]]
                  for r in bare}
     counts = evaluations.telemetry_counts(db, sorted({i for ids in member_of.values() for i in ids}))
     out = []
-    for r in found:
+    for r in shown:
         tally = [counts.get(i) or {"cells": 0, "with_use": 0, "streamed": 0}
                  for i in member_of.get(r["evaluation_id"], [])]
         cells = {k: sum(t[k] or 0 for t in tally) for k in ("cells", "with_use", "streamed")}
@@ -40,7 +47,8 @@ def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str, *, stale:
                                          "evaluation_id", "trigger_recall", "false_trigger_rate")},
                     "no_trigger_tasks": len(loads(r["no_trigger_tasks"], [])),
                     "reason": None if r["attempt_id"] in rated else why_none(r, cells, split, stale)})
-    return out
+    own = next((r["reason"] for r in out if r["attempt_id"] == attempt_id), None)
+    return (out if rated else []), own
 
 
 def why_none(row: dict, cells: dict, split: str, stale: bool) -> str:
@@ -92,13 +100,12 @@ def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | N
               split: str = "val", stale: bool = False, attempt_id: int | None = None) -> dict:
     """{candidate, parent} tallies of one attempt on one split and the run's every attempt round by round on
     it (its stored trigger rates, or why it has none); `reason`: why the candidate has no tally (None when it
-    has one)."""
-    rounds = trigger_rounds(db, run_id, split, stale=stale) if run_id else []
+    has one); `run_reason`: why no round is listed (no attempt of the run has rates)."""
+    rounds, own = trigger_rounds(db, run_id, split, stale=stale,
+                                 attempt_id=attempt_id) if run_id else ([], None)
     mine = tally_of(db, *candidate, data_dir)
-    reason = None
-    if mine is None:
-        own = next((r for r in rounds if r["attempt_id"] == attempt_id), None)
-        reason = (own or {}).get("reason") or "no cell of this evaluation recorded skill use (bare cells, " \
-                                               "or stored before telemetry)"
+    reason = None if mine else own or ("no cell of this evaluation recorded skill use (bare cells, or stored "
+                                       "before telemetry)")
     return {"candidate": mine, "parent": tally_of(db, *parent, data_dir) if mine else None,
-            "trigger_rounds": rounds, "reason": reason}
+            "trigger_rounds": rounds, "reason": reason,
+            "run_reason": None if rounds or not run_id else NONE_IN_RUN.format(split=split)}

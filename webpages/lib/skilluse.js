@@ -58,7 +58,8 @@ function triggerTables(su) {
       head(['round', ''], ['verdict', ''], ...figs, ['no-trigger tasks', TIP.near]),
       h('tbody', {}, rounds.map((r) => h('tr', { 'data-attempt': r.attempt_id, class: r.reason ? 'no-data' : '' }, h('th', {}, `${r.round}${r.sibling ? '.' + r.sibling : ''}`), h('td', {}, r.verdict || ''),
         r.reason ? h('td', { colspan: 3, class: 'hint why-none' }, r.reason)
-          : [h('td', { title: TIP.recall }, num(r.trigger_recall, 3)), h('td', { title: TIP.false }, num(r.false_trigger_rate, 3)), h('td', { title: TIP.near }, String(r.no_trigger_tasks))])))) : null);
+          : [h('td', { title: TIP.recall }, num(r.trigger_recall, 3)), h('td', { title: TIP.false }, num(r.false_trigger_rate, 3)), h('td', { title: TIP.near }, String(r.no_trigger_tasks))]))))
+      : su.run_reason ? h('p', { class: 'hint', id: 'trigger-rounds-none' }, su.run_reason) : null);
 }
 
 export function cellSkillUse(use) {
