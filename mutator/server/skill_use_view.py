@@ -21,6 +21,8 @@ from mutator.store.triggers import stored_rates
 
 NONE_IN_RUN = ("no attempt of this run has skill-use data on {split}: none of its evaluations stores trigger "
                "rates (its cells were stored before telemetry, or run without the skill)")
+NO_TELEMETRY = ("rounds not listed: neither this candidate's {split} evaluation nor the seed's has skill-use "
+                "data (a run stored before telemetry, or run without the skill)")
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str, *, stale: bool = False,
@@ -97,15 +99,30 @@ def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: 
 
 def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | None],
               parent: tuple[int | None, str | None], data_dir: Path | None, run_id: str = "",
-              split: str = "val", stale: bool = False, attempt_id: int | None = None) -> dict:
+              split: str = "val", stale: bool = False, attempt_id: int | None = None,
+              seed_evaluation: int | None = None) -> dict:
     """{candidate, parent} tallies of one attempt on one split and the run's every attempt round by round on
     it (its stored trigger rates, or why it has none); `reason`: why the candidate has no tally (None when it
-    has one); `run_reason`: why no round is listed (no attempt of the run has rates)."""
+    has one); `run_reason`: why no round is listed. The rounds are read unless neither the candidate's
+    evaluation nor the seed's (`seed_evaluation`) has skill-use data: a run stored before telemetry (or
+    without the skill) is not read attempt by attempt to say so."""
+    mine = tally_of(db, *candidate, data_dir)
+    if run_id and mine is None and candidate[0] and not stored_rates(db, seed_evaluation):
+        own = why_none({"evaluation_id": candidate[0], "evaluation_status": None}, _counts(db, candidate[0]),
+                       split, stale)
+        return {"candidate": None, "parent": None, "trigger_rounds": [], "reason": own,
+                "run_reason": NO_TELEMETRY.format(split=split)}
     rounds, own = trigger_rounds(db, run_id, split, stale=stale,
                                  attempt_id=attempt_id) if run_id else ([], None)
-    mine = tally_of(db, *candidate, data_dir)
     reason = None if mine else own or ("no cell of this evaluation recorded skill use (bare cells, or stored "
                                        "before telemetry)")
     return {"candidate": mine, "parent": tally_of(db, *parent, data_dir) if mine else None,
             "trigger_rounds": rounds, "reason": reason,
             "run_reason": None if rounds or not run_id else NONE_IN_RUN.format(split=split)}
+
+
+def _counts(db: sqlite_utils.Database, evaluation_id: int) -> dict:
+    """{cells, with_use, streamed} of one evaluation (a group's over its members)."""
+    ids = list(cache.member_ids(db, evaluation_id).values()) or [evaluation_id]
+    found = evaluations.telemetry_counts(db, ids).values()
+    return {k: sum(c[k] or 0 for c in found) for k in ("cells", "with_use", "streamed")}

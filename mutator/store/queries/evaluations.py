@@ -78,8 +78,10 @@ def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[d
     rates = ("e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks"
              if has_column(db, "evaluations", "trigger_recall")   # a store from before the rates (_v14)
              else "null as trigger_recall, null as false_trigger_rate, null as no_trigger_tasks")
-    screen = ("json_extract(a.screen, '$.cells') as screen_cells, json_extract(a.screen, '$.decision') as "
-              "screen_decision" if has_column(db, "attempts", "screen")   # a store from before it (_v13)
+    # the screen's JSON read only where there is no evaluation (it is large: the gate's deltas and flips)
+    screen = (f"case when a.{column} is null then json_extract(a.screen, '$.cells') end as screen_cells, "
+              f"case when a.{column} is null then json_extract(a.screen, '$.decision') end as screen_decision"
+              if has_column(db, "attempts", "screen")   # a store from before it (_v13)
               else "null as screen_cells, null as screen_decision")
     return q(db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.status, a.error, "
                  f"{screen}, a.genome_hash, e.id as evaluation_id, e.status as "

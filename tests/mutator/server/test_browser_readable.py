@@ -54,6 +54,7 @@ def test_skill_use_by_round_lists_every_round_with_the_stores_reason(server, pag
     for i, (attempt_id, rnd, verdict, _) in enumerate(attempts):
         expect(rows.nth(i)).to_have_attribute("data-attempt", str(attempt_id))
         expect(rows.nth(i).locator("th")).to_have_text(str(rnd))
+        expect(rows.nth(i).locator("td").first).to_have_text(verdict)
         if reasons[attempt_id]:   # the API's words, not the page's
             expect(rows.nth(i).locator("td.why-none")).to_have_text(reasons[attempt_id])
     # a round with no evaluation shows the table too, and says why it has no skill use of its own

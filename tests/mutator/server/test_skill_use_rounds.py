@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from mutator.server.skill_use_view import NONE_IN_RUN, skill_use, trigger_rounds, why_none
+from mutator.server.skill_use_view import NO_TELEMETRY, NONE_IN_RUN, skill_use, trigger_rounds, why_none
 from mutator.store.db import connect_readonly
 
 
@@ -36,7 +36,7 @@ def test_each_round_without_rates_says_why_from_its_cells(store_copy):
     assert by_attempt[a3].startswith("none of its ") and "recorded skill use" in by_attempt[a3]
     assert all(by_attempt[a] is None for a, _ in attempts[:-3])   # rated rounds carry their rates
     found = skill_use(db, candidate=(ev2, None), parent=(None, None), data_dir=None, run_id=run_id,
-                      attempt_id=a2)
+                      attempt_id=a2, seed_evaluation=attempts[0][1])
     assert found["candidate"] is None and found["reason"] == by_attempt[a2] and found["run_reason"] is None
 
 
@@ -47,10 +47,15 @@ def test_a_run_with_no_rates_anywhere_says_so_once(store_copy):
         conn.execute("update cells set skill_use = null")
     db = connect_readonly(store_copy / "mutator.db")
     attempt_id, evaluation_id = attempts[-1]
+    # an evaluated candidate and the seed without telemetry: the run is not read attempt by attempt
     found = skill_use(db, candidate=(evaluation_id, None), parent=(None, None), data_dir=None, run_id=run_id,
-                      attempt_id=attempt_id)
-    assert found["trigger_rounds"] == [] and found["run_reason"] == NONE_IN_RUN.format(split="val")
+                      attempt_id=attempt_id, seed_evaluation=attempts[0][1])
+    assert found["trigger_rounds"] == [] and found["run_reason"] == NO_TELEMETRY.format(split="val")
     assert found["reason"].startswith("none of its ")
+    # an attempt with no evaluation reads the rounds, and none has rates: said once
+    found = skill_use(db, candidate=(None, None), parent=(None, None), data_dir=None, run_id=run_id,
+                      attempt_id=attempt_id, seed_evaluation=attempts[0][1])
+    assert found["trigger_rounds"] == [] and found["run_reason"] == NONE_IN_RUN.format(split="val")
 
 
 def test_an_attempt_without_an_evaluation_says_why():
