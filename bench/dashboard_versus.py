@@ -101,8 +101,8 @@ def pages(ids: dict, attempt: int) -> dict[str, tuple[str, str]]:
     run = ids["population"]
     runs = f"{ids['greedy']},{ids['branching']},{ids['population']}"
     return {"home": (f"#/home?run={run}", "#run-head"),
-            # no attempt in the link: code before 050b7df's successor opened a run's newest attempt whatever the
-            # link named, so both versions are asked for that one (an attempt's own cost: the API rows)
+            # no attempt in the link: 050b7df's code opened the run's newest attempt whatever the link named,
+            # so both versions are asked for that one (an evaluated attempt's own cost: the API rows)
             "round": (f"#/round?run={run}", "#round-verdict"),
             "lineage": (f"#/lineage?run={run}", "#chain"),
             "attempts": (f"#/attempts?run={run}", "#attempts-table tbody tr"),
