@@ -206,7 +206,7 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
     a["skill_use"] = skill_use(db, candidate=(ev_id, a["genome_hash"]), parent=(parent_id, a["parent_hash"]),
                                data_dir=data_dir, run_id=run["id"], split=split,
                                stale=run.get("status") == "stale", attempt_id=attempt_id,
-                               seed_evaluation=seed_ev_id)
+                               seed_evaluation=seed_ev_id, attempt=a)
     a["notes"] = notes_of(db, [f"attempt:{attempt_id}"]).get(f"attempt:{attempt_id}")
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):

@@ -21,8 +21,8 @@ from mutator.store.triggers import stored_rates
 
 NONE_IN_RUN = ("no attempt of this run has skill-use data on {split}: none of its evaluations stores trigger "
                "rates (its cells were stored before telemetry, or run without the skill)")
-NO_TELEMETRY = ("rounds not listed: neither this candidate's {split} evaluation nor the seed's has skill-use "
-                "data (a run stored before telemetry, or run without the skill)")
+NO_TELEMETRY = ("rounds not listed: neither this candidate nor the seed has skill-use data on {split} (a run "
+                "stored before telemetry, or run without the skill)")
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str, *, stale: bool = False,
@@ -100,16 +100,20 @@ def tally_of(db: sqlite_utils.Database, evaluation_id: int | None, genome_hash: 
 def skill_use(db: sqlite_utils.Database, *, candidate: tuple[int | None, str | None],
               parent: tuple[int | None, str | None], data_dir: Path | None, run_id: str = "",
               split: str = "val", stale: bool = False, attempt_id: int | None = None,
-              seed_evaluation: int | None = None) -> dict:
+              seed_evaluation: int | None = None, attempt: dict | None = None) -> dict:
     """{candidate, parent} tallies of one attempt on one split and the run's every attempt round by round on
     it (its stored trigger rates, or why it has none); `reason`: why the candidate has no tally (None when it
     has one); `run_reason`: why no round is listed. The rounds are read unless neither the candidate's
     evaluation nor the seed's (`seed_evaluation`) has skill-use data: a run stored before telemetry (or
-    without the skill) is not read attempt by attempt to say so."""
+    without the skill) is not read attempt by attempt to say so (`attempt`: the attempt's stored row, for the
+    reason of one with no evaluation)."""
     mine = tally_of(db, *candidate, data_dir)
-    if run_id and mine is None and candidate[0] and not stored_rates(db, seed_evaluation):
-        own = why_none({"evaluation_id": candidate[0], "evaluation_status": None}, _counts(db, candidate[0]),
-                       split, stale)
+    if run_id and mine is None and (candidate[0] or attempt) and not stored_rates(db, seed_evaluation):
+        screen = (attempt or {}).get("screen") or {}
+        row = {"evaluation_id": candidate[0], "evaluation_status": None, **{
+            k: (attempt or {}).get(k) for k in ("verdict", "status", "error")},
+            "screen_cells": screen.get("cells"), "screen_decision": screen.get("decision")}
+        own = why_none(row, _counts(db, candidate[0]) if candidate[0] else {}, split, stale)
         return {"candidate": None, "parent": None, "trigger_rounds": [], "reason": own,
                 "run_reason": NO_TELEMETRY.format(split=split)}
     rounds, own = trigger_rounds(db, run_id, split, stale=stale,
