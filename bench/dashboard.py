@@ -9,6 +9,8 @@ COLD (a writer commits before every request, so the response cache misses, as on
 after the loop writes) and WARM (nothing changed: a cache hit). CPU ms beside wall ms separates our
 work from scheduling delay on a loaded machine. Goal: p95 <= 50 ms and <= 3x bare SQL.
 Usage: python bench/dashboard.py [--attempts 1000] [--cells-per-eval 100] [--repeat 40]
+       python bench/dashboard.py --versus REV [--rounds 6]: the code at REV against this checkout,
+       interleaved (bench/dashboard_versus.py: server CPU per endpoint, each page's first render, new / old)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -209,6 +212,9 @@ async def main() -> None:
     ap.add_argument("--attempts", type=int, default=1000)
     ap.add_argument("--cells-per-eval", type=int, default=76)   # ~100,000 cells over val + train evaluations
     ap.add_argument("--repeat", type=int, default=40)
+    ap.add_argument("--versus", metavar="REV",
+                    help="measure the code at REV against this checkout, interleaved")
+    ap.add_argument("--rounds", type=int, default=6, help="--versus: alternating rounds")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
@@ -226,6 +232,13 @@ async def main() -> None:
         load = os.getloadavg()
         print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
               f"(1 / 5 / 15 min)\n")
+        if args.versus:   # in a thread: Playwright's sync API refuses to run inside this event loop
+            from bench.dashboard_versus import versus
+            worker = threading.Thread(target=versus, args=(args.versus, data_dir, ids),
+                                      kwargs={"rounds": args.rounds, "repeat": max(1, args.repeat // 10)})
+            worker.start()
+            worker.join()
+            return
         run = ids["population"]
         rounds = ro.execute("select max(round) from attempts where run_id = ?", [run]).fetchone()[0]
         attempt = R.one(ro, "select id, round, val_evaluation_id from attempts where run_id = ? and round = "

@@ -204,7 +204,9 @@ def attempt_detail(db: sqlite_utils.Database, attempt_id: int, split: str,
     parent_ev, against_ev = (evaluations.by_id(db, i) if i else None for i in (parent_id, against_id))
     a["incomplete"] = G.incomplete(db, run, a, suite) if ev is None else None
     a["skill_use"] = skill_use(db, candidate=(ev_id, a["genome_hash"]), parent=(parent_id, a["parent_hash"]),
-                               data_dir=data_dir, run_id=run["id"], split=split)
+                               data_dir=data_dir, run_id=run["id"], split=split,
+                               stale=run.get("status") == "stale", attempt_id=attempt_id,
+                               seed_evaluation=seed_ev_id, attempt=a)
     a["notes"] = notes_of(db, [f"attempt:{attempt_id}"]).get(f"attempt:{attempt_id}")
     figures = {}
     for name, e in (("candidate", ev), ("parent", parent_ev), ("comparator", against_ev), ("seed", seed_ev)):

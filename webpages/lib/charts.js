@@ -47,9 +47,15 @@ export function chart(key, container, opts, data, identity = '') {
 
 // Axes fit the data: a scale whose values are all one figure spans a little either side of it (uPlot's default
 // would run from 0 to twice the figure); otherwise x spans the data exactly and y is padded a tenth.
+// (uPlot pads a constant x itself, 0 to twice the figure, before it asks the range: x reads its data for that case.)
 function fit(name) {
   return (u, min, max) => {
     if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+    if (name === 'x' && min !== max) {
+      const xs = u.data?.[0] || [];
+      const first = xs.find((v) => Number.isFinite(v));
+      if (first !== undefined && xs.every((v) => !Number.isFinite(v) || v === first)) min = max = first;
+    }
     if (min === max) { const pad = Math.abs(min) * 0.05 || 0.5; return [min - pad, max + pad]; }
     return name === 'x' ? [min, max] : uPlot.rangeNum(min, max, 0.1, true);
   };

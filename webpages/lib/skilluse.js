@@ -20,6 +20,9 @@ function byPath(tally) {
 
 export function skillUseSection(su, split) {
   if (!su) return h('section', { id: 'round-skill-use' }, h('h3', {}, 'Skill use'), h('p', { class: 'hint' }, 'no telemetry for these cells (stored before it existed, or run without the skill)'));
+  // no tally for this candidate: the store's reason (the API's), and every round's as it stands
+  if (!su.candidate) return h('section', { id: 'round-skill-use' }, h('h3', {}, `Skill use on ${split}`),
+    h('p', { class: 'hint', id: 'skill-use-none' }, `no skill use for this candidate: ${su.reason}`), triggerTables(su));
   const mine = byPath(su.candidate), theirs = byPath(su.parent);
   const paths = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort();
   const cellOf = (f, n, key) => (f ? share(f[key], n) : '—');
@@ -42,19 +45,21 @@ export function skillUseSection(su, split) {
 
 function triggerTables(su) {
   const rates = [['candidate', su.candidate?.triggers], ['parent', su.parent?.triggers]].filter(([, t]) => t);
-  if (!rates.length) return h('p', { class: 'hint', id: 'trigger-rates' }, 'no trigger rates stored for this evaluation');
+  const none = su.candidate ? h('p', { class: 'hint', id: 'trigger-rates' }, 'no trigger rates stored for this evaluation') : null;
   const near = (ids) => h('td', { title: `${TIP.near}: ${ids.join(', ') || 'none'}` }, String(ids.length));
   const head = (...cols) => h('thead', {}, h('tr', {}, cols.map(([x, tip]) => h('th', { title: tip || '' }, x))));
   const figs = [['recall', TIP.recall], ['false-trigger rate', TIP.false]];
   const rounds = su.trigger_rounds || [];
   return h('div', {},
-    h('table', { class: 'figs', id: 'trigger-rates' }, head(['', ''], ...figs, ['no-trigger tasks', TIP.near]),
+    rates.length ? h('table', { class: 'figs', id: 'trigger-rates' }, head(['', ''], ...figs, ['no-trigger tasks', TIP.near]),
       h('tbody', {}, rates.map(([k, t]) => h('tr', { 'data-row': k }, h('th', {}, k), h('td', { title: TIP.recall }, num(t.recall, 3)),
-        h('td', { title: TIP.false }, num(t.false_trigger_rate, 3)), near(t.no_trigger_tasks))))),
-    rounds.length ? h('table', { class: 'figs', id: 'trigger-rounds' }, h('caption', {}, 'by round (each attempt\'s own evaluation on this split)'),
+        h('td', { title: TIP.false }, num(t.false_trigger_rate, 3)), near(t.no_trigger_tasks))))) : none,
+    rounds.length ? h('table', { class: 'figs', id: 'trigger-rounds' }, h('caption', {}, 'by round (each attempt\'s own evaluation on this split; every attempt, with why when it has none)'),
       head(['round', ''], ['verdict', ''], ...figs, ['no-trigger tasks', TIP.near]),
-      h('tbody', {}, rounds.map((r) => h('tr', { 'data-attempt': r.attempt_id }, h('th', {}, `${r.round}${r.sibling ? '.' + r.sibling : ''}`), h('td', {}, r.verdict || ''),
-        h('td', { title: TIP.recall }, num(r.trigger_recall, 3)), h('td', { title: TIP.false }, num(r.false_trigger_rate, 3)), h('td', { title: TIP.near }, String(r.no_trigger_tasks)))))) : null);
+      h('tbody', {}, rounds.map((r) => h('tr', { 'data-attempt': r.attempt_id, class: r.reason ? 'no-data' : '' }, h('th', {}, `${r.round}${r.sibling ? '.' + r.sibling : ''}`), h('td', {}, r.verdict || ''),
+        r.reason ? h('td', { colspan: 3, class: 'hint why-none' }, r.reason)
+          : [h('td', { title: TIP.recall }, num(r.trigger_recall, 3)), h('td', { title: TIP.false }, num(r.false_trigger_rate, 3)), h('td', { title: TIP.near }, String(r.no_trigger_tasks))]))))
+      : su.run_reason ? h('p', { class: 'hint', id: 'trigger-rounds-none' }, su.run_reason) : null);
 }
 
 export function cellSkillUse(use) {

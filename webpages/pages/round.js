@@ -172,9 +172,10 @@ export async function render(root, state, ui) {
       section.box = box;
       return section;
     }),
-  ] : a.incomplete ? h('p', { class: 'error', id: 'incomplete' }, `incomplete: ${a.incomplete.n_done}/${a.incomplete.n_cells} cells, ${a.incomplete.why}`,
+  ] : [a.incomplete ? h('p', { class: 'error', id: 'incomplete' }, `incomplete: ${a.incomplete.n_done}/${a.incomplete.n_cells} cells, ${a.incomplete.why}`,
     h('small', { class: 'hint' }, ' (re-running the same command resumes it; finished cells are kept)'))
-    : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`);
+    : h('p', { class: 'hint' }, `Not evaluated on ${split}${split === 'train' ? ' (only validation-selected candidates are evaluated on train)' : ''}.`),
+  S.get('skill-use', [a.skill_use, split], () => skillUseSection(a.skill_use, split))];   // every round's, with why
   mount(root, top, verdict, deltas, diffSection, scores, evaluated);
   if (deltas && S.fresh('task-deltas')) deltas.draw();
   if (!keys.length) destroyCharts('round-bars');

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import sqlite_utils
 
-from mutator.store.queries.rows import one, q
+from mutator.store.queries.rows import has_column, one, q
 
 EVAL_COLS = "id, key, genome_hash, suite, split, status, n_cells, n_done, eval, cost, steps, replicates"
 
@@ -69,12 +69,35 @@ def figures(db: sqlite_utils.Database, evaluation_id: int) -> dict | None:
 
 
 def trigger_rounds(db: sqlite_utils.Database, run_id: str, split: str) -> list[dict]:
-    """Every attempt of the run whose `split` evaluation has stored trigger rates, in round order: attempt id,
-    round, sibling, verdict, genome, evaluation id and the rates (no_trigger_tasks as stored JSON)."""
+    """Every attempt of the run in round order, each with its `split` evaluation if it has one (a screened,
+    critic-rejected, failed or unfinished attempt has none): attempt id, round, sibling, verdict, status,
+    error, the screen's cells and decision, genome, evaluation id, status and members, and the rates stored
+    on it (no_trigger_tasks as stored JSON; all None without an evaluation or rates)."""
     column = "val_evaluation_id" if split == "val" else "train_evaluation_id"
-    return q(db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.genome_hash, e.id as "
-                 "evaluation_id, e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks from attempts a "
-                 "join evaluations e "
-                 f"on e.id = a.{column} "
-                 "where a.run_id = ? and (e.trigger_recall is not null or e.false_trigger_rate is not null) "
-                 "order by a.round, a.sibling, a.id", [run_id])
+    members = "e.members" if has_column(db, "evaluations", "members") else "null"
+    rates = ("e.trigger_recall, e.false_trigger_rate, e.no_trigger_tasks"
+             if has_column(db, "evaluations", "trigger_recall")   # a store from before the rates (_v14)
+             else "null as trigger_recall, null as false_trigger_rate, null as no_trigger_tasks")
+    # the screen's JSON read only where there is no evaluation (it is large: the gate's deltas and flips)
+    screen = (f"case when a.{column} is null then json_extract(a.screen, '$.cells') end as screen_cells, "
+              f"case when a.{column} is null then json_extract(a.screen, '$.decision') end as screen_decision"
+              if has_column(db, "attempts", "screen")   # a store from before it (_v13)
+              else "null as screen_cells, null as screen_decision")
+    return q(db, "select a.id as attempt_id, a.round, a.sibling, a.verdict, a.status, a.error, "
+                 f"{screen}, a.genome_hash, e.id as evaluation_id, e.status as "
+                 f"evaluation_status, {members} as members, {rates} from attempts a "
+                 f"left join evaluations e on e.id = a.{column} "
+                 "where a.run_id = ? order by a.round, a.sibling, a.id", [run_id])
+
+
+def telemetry_counts(db: sqlite_utils.Database, evaluation_ids: Sequence[int]) -> dict[int, dict]:
+    """{evaluation id: {cells, with_use, streamed}} in one read: its cells, those with a skill-use record, and
+    those whose agent stream was read (an agent subtype stored); an evaluation with no cell is left out."""
+    if not evaluation_ids:
+        return {}
+    marks = ",".join("?" * len(evaluation_ids))
+    use = "skill_use" if has_column(db, "cells", "skill_use") else "null"
+    return {r["evaluation_id"]: r for r in q(
+        db, f"select evaluation_id, count(*) as cells, count({use}) as with_use, "
+            "sum(coalesce(agent_subtype, '') != '') as streamed from cells "
+            f"where evaluation_id in ({marks}) group by evaluation_id", list(evaluation_ids))}

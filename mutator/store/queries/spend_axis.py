@@ -15,13 +15,17 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-# the screen's evaluation: the run's own train evaluation of the genome (same suite, eval model(s),
-# replicates)
-SQL = ("select a.round, a.sibling, coalesce(a.mutator_cost_usd, 0), a.val_evaluation_id, "
-       "a.train_evaluation_id, case when a.screen is not null and a.train_evaluation_id is null then (select "
-       "e.id from evaluations e where e.genome_hash = a.genome_hash and e.suite = r.suite and e.model = "
-       "r.model and e.replicates = r.replicates order by e.id limit 1) end from attempts a join runs r on "
-       "r.id = a.run_id where a.run_id = ? order by a.round, a.sibling")
+# per attempt, in one read: its val, train and screen evaluations (the screen's: the run's own train
+# evaluation of the genome, same suite, eval model(s), replicates), each as (id, graded cells, USD)
+SQL = ("select x.round, x.sibling, x.mutator, x.v, v.n_done, v.cost_usd_total, x.t, t.n_done, "
+       "t.cost_usd_total, x.s, s.n_done, s.cost_usd_total from (select a.round, a.sibling, "
+       "coalesce(a.mutator_cost_usd, 0) as mutator, a.val_evaluation_id as v, a.train_evaluation_id as t, "
+       "case when a.screen is not null and a.train_evaluation_id is null then (select e.id from "
+       "evaluations e where e.genome_hash = a.genome_hash and e.suite = r.suite and e.model = r.model "
+       "and e.replicates = r.replicates order by e.id limit 1) end as s "
+       "from attempts a join runs r on r.id = a.run_id where a.run_id = ?) x "
+       "left join evaluations v on v.id = x.v left join evaluations t on t.id = x.t "
+       "left join evaluations s on s.id = x.s order by x.round, x.sibling")
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,12 @@ def cumulative(db: sqlite_utils.Database, run_id: str) -> list[SpendPoint]:
     cells, usd = 0, 0.0
     out = []
     for rnd, sibling, mutator, *used in db.conn.execute(SQL, [run_id]).fetchall():
-        for ev_id in used:
+        for k in (0, 3, 6):
+            ev_id = used[k]
             if ev_id is not None and ev_id not in seen:
                 seen.add(ev_id)
-                n, cost = db.conn.execute("select n_done, cost_usd_total from evaluations where id = ?",
-                                          [ev_id]).fetchone() or (0, 0.0)
-                cells += n or 0
-                usd += cost or 0.0
+                cells += used[k + 1] or 0
+                usd += used[k + 2] or 0.0
         usd += mutator
         out.append(SpendPoint(rnd, sibling, cells, usd))
     return out
