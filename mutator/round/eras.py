@@ -60,9 +60,9 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
     full, off = now.replicates, dataclasses.replace(now.screen, tasks=0)
     lenient = dataclasses.replace(now, gating=dataclasses.replace(now.gating, keep_rule="lenient"),
                                   lacked="score.keepRule's default became 'positive'",
-                                  how=f"the lenient gate: keep unless a decisive loss; --keep-rule lenient resumes "
-                                      f"it without this note, a new --data-dir starts a run with keep rule "
-                                      f"{now.gating.keep_rule!r}")
+                                  how="the lenient gate: keep unless a decisive loss; --keep-rule lenient "
+                                      "resumes it without this note, a new --data-dir starts a run with keep "
+                                      f"rule {now.gating.keep_rule!r}")
     ties = dataclasses.replace(lenient, gating=dataclasses.replace(lenient.gating, tie_rule="keep"),
                                evidence=full,
                                lacked="the tie rule and evidenceReplicates",

@@ -21,8 +21,9 @@ KEEP_RULES = ("lenient", "strict", "positive", "eb")
 KEEP_RULE = ("lenient (keep unless a decisive loss), strict (keep only a decisive win), positive (Δ > "
              "minImprovement) or eb (empirical Bayes: posterior mean gain > minImprovement)")
 KEEP_RULE_HELP = ("which candidates the last look keeps: positive (the default: Δ > minImprovement), lenient "
-                  "(the spec's gate, the default before: unless a decisive loss), strict (only a decisive win) "
-                  "or eb (empirical Bayes over the run's own attempts: posterior mean gain > minImprovement)")
+                  "(the spec's gate, the default before: unless a decisive loss), strict (only a decisive "
+                  "win) or eb (empirical Bayes over the run's own attempts: posterior mean gain > "
+                  "minImprovement)")
 
 
 @dataclass(frozen=True, kw_only=True)
