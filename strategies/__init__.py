@@ -60,6 +60,9 @@ class Scored:
     delta: float | None = None              # the gate's Δcomposite vs the incumbent, and its threshold: the
     threshold: float | None = None          # figures a verdict's reason quotes (strategies/reasons.py)
     rejected_on: tuple[str, ...] = ()       # score.modelGate 'each': the eval models it is a decisive loss on
+    # score.keepRule other than 'lenient': its stored figures (gate.keep_rule: rule, bar or posterior,
+    # gate_keep)
+    keep_rule: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,24 @@ def side(c: Scored, kept: bool) -> str:
     if not kept and not c.keep_by_gate and c.rejected_on:
         return (f"(a decisive loss on {', '.join(c.rejected_on)}: score.modelGate 'each' rejects a loss on "
                 "any model, Holm over the models)")
+    if known and c.keep_rule and c.keep_rule["keep"] != c.keep_rule["gate_keep"]:
+        return by_rule(c.keep_rule, kept)
     if known and not kept and not c.keep_by_gate and c.delta > c.threshold + ON_THRESHOLD:
         return ("(Δ above it but below minImprovement: a tie, and it adds cost, so the tie rule "
                 "'noAddedCost' rejects it)")
     return "(Δ at or above it)" if kept else "(Δ below it)"
+
+
+def by_rule(rule: dict, kept: bool) -> str:
+    """Why the keep rule (score.keepRule) decided otherwise than the gate's threshold."""
+    name = f"the keep rule '{rule['rule']}'"
+    if rule["rule"] == "eb":
+        return (f"(Δ {'below' if kept else 'above'} it, but {name} puts the posterior mean gain at "
+                f"{signed(rule['posterior'])}, {'above' if kept else 'not above'} minImprovement)")
+    if kept:
+        return f"({name} keeps it: Δ above {signed(rule['bar'])})"
+    what = "only Δ above minImprovement" if rule["rule"] == "positive" else "only a decisive win"
+    return f"(Δ above it, but {name} keeps {what}, Δ above {signed(rule['bar'])})"
 
 
 def by_gate(c: Scored, kept: bool) -> str:

@@ -40,8 +40,9 @@ class MutatorView:
     """The mutator's view of a run: its briefing, the evidence staged beside it, and the meta skill's
     lessons."""
 
-    def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent):
+    def __init__(self, session: Session, suites: Suites, mutator: MutatorAgent, keep_rule: str = "lenient"):
         self.session, self.suites, self.mutator = session, suites, mutator
+        self.keep_rule = keep_rule   # the run's score.keepRule (as the run was made: mutator/round/eras.py)
         # (evaluation id, finished at) -> composite
         self._train_composites: dict[tuple[int, str], float] = {}
         # what the run's shared history holds (Evidence.known), this session's stagings
@@ -171,13 +172,22 @@ class MutatorView:
         n = len(self.suites.val.tasks)
         t = gate_t(s.score.gate_z, df)
         se = pooled_s / math.sqrt(n) if n else 0.0
-        return ("A candidate is kept unless its Δcomposite vs the incumbent (mean of paired per-task deltas "
-                f"on the validation suite) < minImprovement − t·SE. Now: minImprovement "
-                f"{s.score.min_improvement}, "
-                f"gateZ {s.score.gate_z}, pooled s {pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t "
-                f"{t:.3f} → a change is rejected only if Δ < "
-                f"{s.score.min_improvement - t * se:+.4f}. Statistical "
-                "ties are kept."
+        delta = "its Δcomposite vs the incumbent (mean of paired per-task deltas on the validation suite)"
+        now = (f"Now: minImprovement {s.score.min_improvement}, gateZ {s.score.gate_z}, pooled s "
+               f"{pooled_s:.4f} over df {df}, SE {se:.4f} for {n} tasks, t {t:.3f}")
+        loss = f"{s.score.min_improvement - t * se:+.4f}"
+        rule = {"positive": f"is above minImprovement (keep rule 'positive'). {now}: a change with Δ < "
+                            f"{loss} is a decisive loss, and one with Δ at or below minImprovement is not "
+                            "kept either. Statistical ties are not kept.",
+                "strict": "is a decisive win, above minImprovement + t·SE (keep rule 'strict'). "
+                          f"{now}: a change is kept only if Δ > {s.score.min_improvement + t * se:+.4f}.",
+                "eb": "shrunk toward the mean Δ of this run's earlier candidates (empirical Bayes, keep "
+                      f"rule 'eb') is above minImprovement. {now}: a change with Δ < {loss} is a decisive "
+                      "loss."}
+        text = (f"A candidate is kept when {delta} {rule[self.keep_rule]}" if self.keep_rule in rule else
+                f"A candidate is kept unless {delta} < minImprovement − t·SE. {now} → a change is rejected "
+                f"only if Δ < {loss}. Statistical ties are kept.")
+        return (text
                 + (" (t here is the Student-t value; the gate itself takes t from sign flips of the "
                    "candidate's own per-task deltas, so one task's large swing widens it.)"
                    if s.score.gate_method == "signflip"

@@ -96,7 +96,8 @@ class Candidates:
                       keep_by_gate=bool(gate_json["keep"]),
                       task_composites={t: f.composite for t, f in candidate.items()},
                       delta=row.delta, threshold=row.gate_threshold,
-                      rejected_on=tuple((gate_json.get("model_gate") or {}).get("rejected_by", ())))
+                      rejected_on=tuple((gate_json.get("model_gate") or {}).get("rejected_by", ())),
+                      keep_rule=gate_json.get("keep_rule"))
 
     def review(self, row: AttemptRow, spec: CandidateSpec, genome_hash: str) -> bool:
         """The critic's checks, stored on the attempt: False when it rejected the candidate (CRITIC)."""

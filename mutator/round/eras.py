@@ -54,11 +54,15 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
     """The decisions of runs stored by older code, newest first: before the tie rule and evidenceReplicates
     (ties kept, evidence at every replicate; with the screen as configured, or off, its default then), and
     before sequential val and the screen (one look, no screen either); every one of them before score.keepRule
-    (the lenient gate), and first, when the keep rule is not lenient, a run made just before it."""
+    (the lenient gate), and first, when the keep rule is not lenient, a run made just before it or under the
+    lenient default score.keepRule had before 'positive' (a plain resume of such a store keeps its lenient
+    gate and says so)."""
     full, off = now.replicates, dataclasses.replace(now.screen, tasks=0)
     lenient = dataclasses.replace(now, gating=dataclasses.replace(now.gating, keep_rule="lenient"),
-                                  lacked="score.keepRule",
-                                  how="the lenient gate (keep unless a decisive loss)")
+                                  lacked="score.keepRule's default became 'positive'",
+                                  how="the lenient gate: keep unless a decisive loss; --keep-rule lenient "
+                                      "resumes it without this note, a new --data-dir starts a run with keep "
+                                      f"rule {now.gating.keep_rule!r}")
     ties = dataclasses.replace(lenient, gating=dataclasses.replace(lenient.gating, tie_rule="keep"),
                                evidence=full,
                                lacked="the tie rule and evidenceReplicates",

@@ -149,7 +149,7 @@ class Loop:
         session = self.session
         s = session.settings
         evaluate = RoundEvaluator(session, self.decisions, self.suites.train)
-        view = MutatorView(session, self.suites, self.mutator)
+        view = MutatorView(session, self.suites, self.mutator, self.decisions.gating.keep_rule)
         keep_reserve(s.data_dir)
         heartbeat = run_heartbeat(s.db_path, session.run_id)
         try:

@@ -20,10 +20,10 @@ TIE_RULE = "noAddedCost (a tie the gate keeps is kept only when it adds no cost)
 KEEP_RULES = ("lenient", "strict", "positive", "eb")
 KEEP_RULE = ("lenient (keep unless a decisive loss), strict (keep only a decisive win), positive (Δ > "
              "minImprovement) or eb (empirical Bayes: posterior mean gain > minImprovement)")
-KEEP_RULE_HELP = ("which candidates the last look keeps: lenient (the spec's gate: unless a decisive loss), "
-                  "strict (only a decisive win), positive (Δ > minImprovement) or eb (empirical Bayes over "
-                  "the "
-                  "run's own attempts: posterior mean gain > minImprovement)")
+KEEP_RULE_HELP = ("which candidates the last look keeps: positive (the default: Δ > minImprovement), lenient "
+                  "(the spec's gate, the default before: unless a decisive loss), strict (only a decisive "
+                  "win) or eb (empirical Bayes over the run's own attempts: posterior mean gain > "
+                  "minImprovement)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +42,7 @@ class ScoreSettings(Record):
     w_steps: float = key("score.wSteps", at_least_zero, "a number >= 0")
     w_trigger: float = key("score.wTrigger", at_least_zero, "a number >= 0 (0 = triggering not scored)", 0.0)
     tie_rule: str = key("score.tieRule", lambda v: v in ("keep", "noAddedCost"), TIE_RULE, "noAddedCost")
-    keep_rule: str = key("score.keepRule", lambda v: v in KEEP_RULES, KEEP_RULE, "lenient", group="loop",
+    keep_rule: str = key("score.keepRule", lambda v: v in KEEP_RULES, KEEP_RULE, "positive", group="loop",
                          flag={"choices": KEEP_RULES}, help=KEEP_RULE_HELP)
 
 

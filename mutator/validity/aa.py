@@ -79,8 +79,10 @@ class AARun:
         # to the A/A run as it is stored (Evaluator.payer)
         self.session = Session.open(settings, build_argv=build_argv, build_id=build_id, launcher=launcher,
                                     progress=progress, budget=budget, pays=True)
-        # the loop's own gate and val design: an A/A measures the sequential gate a run uses
-        self.gating = Gating.for_settings(settings, self.session.weights)
+        # the loop's own gate and val design: an A/A measures the sequential noise gate a run uses against its
+        # design rate 1 − Φ(gateZ). score.keepRule is not applied (nor in the id): a rule on Δ alone (positive
+        # rejects a null copy half the time by construction) is not what an A/A calibrates
+        self.gating = replace(Gating.for_settings(settings, self.session.weights), keep_rule="lenient")
         self.held: list = []   # release/stop of its lock and heartbeat
 
     def identity(self, seed_hash: str) -> dict:

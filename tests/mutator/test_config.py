@@ -171,15 +171,19 @@ def test_a_key_is_read_from_its_section_by_flat_name() -> None:
 # the run ids below were computed on main 050b7df (before the sections) by this same code with the
 # flat attributes (s.w_cost, s.build_timeout_ms, ...), loading the repository's config.json: they must
 # not move
-DEMO_RUN_IDS = [({}, "run-0018ff19044f"),
-                ({"gate_z": 2.0, "w_trigger": 0.5, "model_gate": "each", "gate_method": "t",
-                  "sequential": False, "screen_tasks": 0, "tie_rule": "keep", "evidence_replicates": 0,
-                  "confirm": True, "null_controls": 1, "min_improvement": 0.01, "w_cost": 0.2,
-                  "w_steps": 0.0},
-                 "run-07646669200f")]
+EVERY_SCORE_KEY = {"gate_z": 2.0, "w_trigger": 0.5, "model_gate": "each", "gate_method": "t",
+                   "sequential": False, "screen_tasks": 0, "tie_rule": "keep", "evidence_replicates": 0,
+                   "confirm": True, "null_controls": 1, "min_improvement": 0.01, "w_cost": 0.2, "w_steps": 0.0}
+# the ids before score.keepRule's default became 'positive' are the same under --keep-rule lenient (old stores
+# keep their ids); the default's ids are new
+DEMO_RUN_IDS = [({"keep_rule": "lenient"}, "run-0018ff19044f"),
+                ({**EVERY_SCORE_KEY, "keep_rule": "lenient"}, "run-07646669200f"),
+                ({}, "run-62763e0393b6"),
+                (EVERY_SCORE_KEY, "run-708e4d207cdd")]
 
 
-@pytest.mark.parametrize("flags, run_id", DEMO_RUN_IDS, ids=["config.json", "every-score-key-changed"])
+@pytest.mark.parametrize("flags, run_id", DEMO_RUN_IDS, ids=["lenient", "every-score-key-changed-lenient", "config.json",
+                                                                "every-score-key-changed"])
 def test_a_demo_run_id_is_unchanged(flags: dict, run_id: str) -> None:
     from eval.cells import Contract
     from mutator.round.eras import configured

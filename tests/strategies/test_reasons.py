@@ -45,6 +45,29 @@ def test_greedy_quotes_the_gate_and_which_side_of_it_delta_fell():
                                     "prescribes)")
 
 
+def test_a_keep_rule_that_overrides_the_threshold_says_so_and_never_blames_the_tie_rule():
+    """score.keepRule 'positive' (the default) rejects a Δ ≤ minImprovement the lenient gate keeps: the reason
+    names the rule and its bar, not the tie rule; where rule and gate agree the words are the gate's."""
+    def ruled(delta: float, keep: bool, rule: dict) -> str:
+        c = dataclasses.replace(cand(0, "a", 0.5, delta, -0.02, keep), keep_rule=rule)
+        return Greedy().integrate(state(SEED), [c]).reasons[0]
+    positive = {"rule": "positive", "bar": 0.0, "gate_keep": True}
+    assert ruled(-0.004, False, {**positive, "keep": False}) == (
+        "rejected: Δ -0.0040 vs gate threshold -0.0200 (Δ above it, but the keep rule 'positive' keeps only Δ "
+        "above minImprovement, Δ above +0.0000)")
+    assert ruled(0.03, True, {**positive, "keep": True}) == ("kept: Δ +0.0300 vs gate threshold -0.0200 (Δ at "
+                                                             "or above it)")
+    strict = {"rule": "strict", "bar": 0.02, "gate_keep": True, "keep": False}
+    assert ruled(0.01, False, strict).endswith("(Δ above it, but the keep rule 'strict' keeps only a decisive win, "
+                                               "Δ above +0.0200)")
+    eb = {"rule": "eb", "posterior": -0.001, "gate_keep": True, "keep": False}
+    assert ruled(0.01, False, eb).endswith("(Δ above it, but the keep rule 'eb' puts the posterior mean gain at "
+                                           "-0.0010, not above minImprovement)")
+    eb_keeps = {"rule": "eb", "posterior": 0.004, "gate_keep": False, "keep": True}
+    assert ruled(-0.03, True, eb_keeps).endswith("(Δ below it, but the keep rule 'eb' puts the posterior mean "
+                                                 "gain at +0.0040, above minImprovement)")
+
+
 def test_branching_names_the_better_sibling_or_that_the_best_failed_the_gate():
     siblings = [cand(0, "a", 0.55, 0.05, -0.02, True), cand(1, "b", 0.60, 0.10, -0.02, True),
                 cand(2, "c", 0.30, -0.20, -0.02, False)]

@@ -15,7 +15,7 @@ const SHOWN = [
 const TIPS = {
   summary: 'what the mutator says it changed (the attempt\'s stored summary)', genome_hash: 'the candidate genome (its content hash)',
   comparator_hash: 'the genome the gate compared with (stored on the attempt; older runs: the incumbent its run stored before the round)',
-  delta: 'Δcomposite vs the comparator, as the gate stored it', gate_threshold: 'keep unless Δ < minImprovement − t·SE',
+  delta: 'Δcomposite vs the comparator, as the gate stored it', gate_threshold: 'minImprovement − t·SE: Δ below it is a decisive loss. The lenient gate keeps at or above it; the keep rule positive (the default) keeps only Δ > minImprovement',
   cells: 'cells of the attempt\'s val evaluation', duration_s: 'finished_at − started_at of the attempt',
   mutator_cost_usd: 'USD of the attempt\'s mutator call', failures: 'failed cells of its val evaluation',
 };

@@ -42,7 +42,7 @@ function attemptDrawer(ui, attemptId) {
         [['genome', short(a.genome_hash)], ['parent', short(a.parent_hash)],
           ['val composite', fig(num(a.composite), TIPS.composite)],
           ['Δcomposite', fig(signed(a.delta), 'mean over val tasks of the paired per-task composite deltas (candidate − incumbent)')],
-          ['gate threshold', fig(signed(a.gate_threshold), 'keep unless Δ < minImprovement − t·SE (Round Analysis shows every figure)')],
+          ['gate threshold', fig(signed(a.gate_threshold), 'minImprovement − t·SE: Δ below it is a decisive loss. The lenient gate keeps at or above it; the keep rule positive (the default) keeps only Δ > minImprovement (Round Analysis shows every figure)')],
           ['Δeval / Δcost / Δsteps', fig(`${signed(a.delta_eval)} / ${signed(a.delta_cost)} / ${signed(a.delta_steps)}`, 'Δ split into its eval, −wCost·cost/seedCost and −wSteps·steps/seedSteps parts')],
           ['confirmation', a.confirm ? fig(`${a.confirm.stands ? 'stands' : 'OVERTURNED'} · fresh Δ ${signed(a.confirm.gate?.delta)} vs ${signed(a.confirm.gate?.threshold)}`, TIPS.confirmDelta) : '—'],
           ['train composite', fig(num(a.train_composite), TIPS.composite + ' (train suite)')],

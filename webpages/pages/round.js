@@ -14,7 +14,7 @@ import { cellSkillUse, skillUseSection } from '../lib/skilluse.js';
 const METRICS = ['score', 'cost_usd', 'steps', 'duration_ms', 'output_tokens', 'input_tokens'];
 const GATE_TIPS = {
   delta: 'Δ = mean over tasks of the paired per-task composite deltas (candidate − incumbent)',
-  threshold: 'keep unless Δ < minImprovement − t·SE',
+  threshold: 'minImprovement − t·SE: Δ below it is a decisive loss. The lenient gate keeps at or above it; the keep rule positive (the default) keeps only Δ > minImprovement',
   se: 'SE = s/√n, s pooled over this run\'s comparisons',
   s_r: 's_r = C_n·MAD of this comparison\'s n deltas, C_n the finite-sample factor (Park, Kim & Wang 2020) that makes it unbiased for σ; SD/c4(n) when MAD is 0',
   df: 'pooled degrees of freedom Σ(n_r − 1)', t: 'the critical value: with the sign-flip method, −q where q is the 1 − Φ(gateZ) quantile of Δ*/SE* over sign patterns of the deltas; with the t method, the Student-t quantile of Φ(gateZ) at df',

@@ -67,3 +67,27 @@ def test_skill_use_column_and_section() -> None:
     assert "| a | 0.200 | 0.00200 | 5.0 | 0.100 | NOT loaded (0/2) | — |" in text
     assert "## How your parent's skill was used (from the build agents' own streams)\n- train: skill loaded" in text
     assert "How your parent's skill was used" not in briefing()
+
+
+def test_the_briefing_states_the_runs_keep_rule() -> None:
+    """The mutator is told the rule its candidate is kept by: under 'positive' (the default) a Δ at or below
+    minImprovement is not kept, so 'statistical ties are kept' would be false; a store resumed with the lenient
+    gate (mutator/round/eras.py) keeps the lenient sentence, word for word as before."""
+    from types import SimpleNamespace
+
+    from mutator.briefing.view import MutatorView
+    from mutator.scoring.score import Comparison
+    settings = SimpleNamespace(score=SimpleNamespace(min_improvement=0.0, gate_z=1.0, gate_method="t"))
+    session = SimpleNamespace(settings=settings, prior_comparisons=lambda **_: [Comparison(8, 0.08)])
+    suites = SimpleNamespace(val=SimpleNamespace(content_hash="v", tasks=[object()] * 8))
+
+    def text(rule: str) -> str:
+        return MutatorView(session, suites, None, rule).gate_text()
+    now = "Now: minImprovement 0.0, gateZ 1.0, pooled s 0.0800 over df 7, SE 0.0283 for 8 tasks, t 1.077"
+    delta = "its Δcomposite vs the incumbent (mean of paired per-task deltas on the validation suite)"
+    assert text("positive") == (f"A candidate is kept when {delta} is above minImprovement (keep rule 'positive'). "
+                                f"{now}: a change with Δ < -0.0305 is a decisive loss, and one with Δ at or below "
+                                "minImprovement is not kept either. Statistical ties are not kept.")
+    assert text("lenient") == (f"A candidate is kept unless {delta} < minImprovement − t·SE. {now} → a change is "
+                               "rejected only if Δ < -0.0305. Statistical ties are kept.")
+    assert "kept only if Δ > +0.0305" in text("strict") and "empirical Bayes" in text("eb")

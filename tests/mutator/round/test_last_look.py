@@ -65,7 +65,10 @@ def test_a_runs_identity_names_the_tie_rule_and_the_evidence_depth_and_older_sto
                                                                                             3)
     identity = now.identity()
     assert identity["tie_rule"] == "noAddedCost" and identity["evidence_replicates"] == 1
-    before_ties, unscreened, before_waves = older(now)
+    assert identity["keep_rule"] == "positive"          # the default since docs/benchmarks/default-line.md
+    lenient, before_ties, unscreened, before_waves = older(now)
+    # a store made under the lenient default (or before score.keepRule): today's identity less the keep rule
+    assert lenient.identity() == {k: v for k, v in identity.items() if k != "keep_rule"}
     assert (now.screen.tasks, before_ties.screen.tasks, unscreened.screen.tasks) == (6, 6, 0)   # screen off: then
     assert unscreened.identity() == cheaper_identity(now.gating.design, unscreened.screen)       # its default
     # exactly the identity part code before the tie rule wrote (sequential val and the screen only) ...
@@ -100,11 +103,13 @@ def test_a_keep_rule_is_in_the_run_id_and_a_store_made_before_it_resumes_lenient
     now = configured(settings, Weights(settings.score.w_cost, settings.score.w_steps))
     assert now.gating.keep_rule == "eb" and now.identity()["keep_rule"] == "eb"
     lenient, *eras = older(now)
-    assert lenient.gating.keep_rule == "lenient" and lenient.lacked == "score.keepRule"
+    assert lenient.gating.keep_rule == "lenient" and lenient.lacked == "score.keepRule's default became 'positive'"
+    assert "--keep-rule lenient resumes it" in lenient.how and "keep rule 'eb'" in lenient.how
     assert lenient.identity() == {k: v for k, v in now.identity().items() if k != "keep_rule"}
     assert all(era.gating.keep_rule == "lenient" for era in eras)
     # a store whose identity has no keep_rule (made before it, or lenient) resumes under the lenient gate
     assert as_stored(now, lenient.identity()).gating.keep_rule == "lenient"
     assert as_stored(now, now.identity()) is now
     default = configured(load_settings(config_file=ROOT / "config.json", environ={}), Weights(0.1, 0.02))
-    assert "keep_rule" not in default.identity() or default.gating.keep_rule != "lenient"
+    # the default (docs/benchmarks/default-line.md's choice) names itself in the id; lenient stays absent from it
+    assert default.gating.keep_rule == "positive" and default.identity()["keep_rule"] == "positive"

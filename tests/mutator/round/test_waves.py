@@ -185,6 +185,59 @@ def test_a_store_made_before_the_keep_rule_resumes_with_no_cell_under_another_ru
     db.close()
 
 
+def run_rows(data: Path) -> list[tuple[str, dict]]:
+    db = sqlite3.connect(data / "mutator.db")
+    try:
+        return [(i, json.loads(c)) for i, c in db.execute("select id, config from runs order by id")]
+    finally:
+        db.close()
+
+
+def test_a_store_made_under_the_lenient_default_resumes_with_no_cell_and_a_new_run_is_positive(tmp_path):
+    """score.keepRule's default became 'positive'. A store made by main 72e17f8 (its default: the lenient gate;
+    --replicates 2 --rounds 1, round 1 KEEP) resumes with 0 cells under --keep-rule lenient (its own id, no note)
+    and under the new default (found under its lenient decisions, said so); going on from it keeps the lenient
+    gate. A new data dir gets a new run id whose gates apply the positive rule."""
+    with tarfile.open(FIXTURE.with_name("store-72e17f8.tgz")) as tar:
+        tar.extractall(tmp_path, filter="data")
+    data = tmp_path / "data"
+    args = ("--suite", "clean-train", "--val", "clean-val", "--replicates", "2", "--data-dir", str(data))
+    (old_id, old_config), = run_rows(data)
+    assert old_id == "run-a38cc07cec58" and "keep_rule" not in old_config
+    assert cell_count(data) == 56 and [(r["round"], r["verdict"]) for r in attempts(data)] == [(1, "KEEP")]
+    verdicts = [(r["verdict"], r["delta"], r["gate"]) for r in attempts(data)]
+
+    named = run_cli(*args, "--rounds", "1", "--keep-rule", "lenient")
+    assert named.returncode == 0, named.stderr[-3000:]
+    assert f"Resuming {old_id}" in named.stderr and "as it was made" not in named.stderr
+    assert "0 cells run by this command" in named.stdout and cell_count(data) == 56
+
+    plain = run_cli(*args, "--rounds", "1")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert (f"{old_id} was stored before score.keepRule's default became 'positive': it resumes as it was made "
+            "(the lenient gate: keep unless a decisive loss; --keep-rule lenient resumes it without this note, a "
+            "new --data-dir starts a run with keep rule 'positive')") in plain.stderr
+    assert "0 cells run by this command" in plain.stdout and cell_count(data) == 56
+    assert [(r["verdict"], r["delta"], r["gate"]) for r in attempts(data)] == verdicts
+    assert run_rows(data) == [(old_id, old_config)]
+
+    more = run_cli(*args, "--rounds", "2")       # round 2 under the stored run's lenient gate
+    assert more.returncode == 0, more.stderr[-3000:]
+    rows = attempts(data)
+    assert [r["round"] for r in rows] == [1, 2] and run_rows(data) == [(old_id, old_config)]
+    assert "keep_rule" not in json.loads(rows[1]["gate"])     # the lenient gate stores no keep_rule figures
+
+    fresh = tmp_path / "fresh"
+    new = run_cli(*args[:-1], str(fresh), "--rounds", "1")
+    assert new.returncode == 0, new.stderr[-3000:]
+    (new_id, new_config), = run_rows(fresh)
+    assert new_id != old_id and new_config["keep_rule"] == "positive"
+    assert {k: v for k, v in new_config.items() if k != "keep_rule"} == old_config
+    gate = json.loads(attempts(fresh)[0]["gate"])
+    assert gate["keep_rule"]["rule"] == "positive" and gate["keep_rule"]["keep"] is True
+    assert gate["keep_rule"]["bar"] == 0.0 and gate["delta"] == verdicts[0][1]
+
+
 def screened(delta: float, threshold: float) -> str:
     from mutator.round.waves import screen_fields
     record = {"decision": "loss", "tasks": ["a", "b", "c"], "cells": 6, "z": 1.5,

@@ -84,6 +84,21 @@ def test_aa_run_is_its_own_kind_with_one_attempt_per_copy(aa_store) -> None:
     assert f"s/√8 = {attempts[-1]['gate_s'] / math.sqrt(8):.4f}" in out
 
 
+def test_an_aa_run_measures_the_noise_gate_whatever_the_keep_rule(aa_store) -> None:
+    """score.keepRule's default is 'positive', which rejects a null copy whose Δ ≤ 0 by construction. An A/A
+    checks the noise gate against its design rate, so it applies the lenient gate: copy 1 (Δ −0.0046 above its
+    threshold −0.0304) is KEEP, no gate stores keep_rule figures, and the A/A id does not name the rule."""
+    data_dir, _ = aa_store
+    (run,) = _rows(data_dir, "select id, config from runs")
+    copies = _rows(data_dir, "select round, verdict, delta, gate_threshold, gate from attempts where round > 0 "
+                             "order by round")
+    assert [(c["round"], c["verdict"], round(c["delta"], 4), round(c["gate_threshold"], 4)) for c in copies][0] \
+        == (1, "KEEP", -0.0046, -0.0304)
+    assert all("keep_rule" not in loads(c["gate"]) for c in copies)
+    assert all((c["verdict"] == "KEEP") == (c["delta"] >= c["gate_threshold"]) for c in copies)
+    assert "keep_rule" not in loads(run["config"])
+
+
 def test_aa_rerun_resumes_from_the_cache(aa_store, tmp_path: Path) -> None:
     data_dir = copy_store(aa_store[0], tmp_path / "data")
     again = run_cli(*AA_ARGS, "--data-dir", str(data_dir))
