@@ -335,7 +335,9 @@ def run_gepa(land, line: PeerLine, budget: int, replicates: int, seed: int) -> P
 OURS = (bench.DEFAULT, "greedy:seq+screen:lenient", "greedy:seq+screen:strict", "greedy:seq+screen:positive",
         "greedy:seq+screen:eb", "greedy:seq:eb", "greedy:fixed:eb", "greedy:seq:lenient",
         "greedy:fixed:lenient",
-        "greedy-nogate", "greedy-raw", "best-of-n", "greedy-oracle")
+        "greedy-nogate", "greedy-raw", "best-of-n", "greedy-oracle",
+        # round 5 (issue 47): the ebc keep rule, and one replicate per val task
+        "greedy:fixed:ebc", "greedy:fixed:ebc:r1", "greedy:fixed:positive:r1")
 ORACLES = ("greedy-oracle",)
 
 

@@ -78,6 +78,7 @@ class Line:
     # the kill-only screen's train tasks (gate lines only); 0 = off, None = as configured
     screen: int | None = None
     keep_rule: str = ""         # the last look's keep rule (gate lines only); '' = the configured one
+    replicates: int = 0         # val (and train evidence) replicates of this line; 0 = the run's
 
 
 @dataclass
@@ -101,6 +102,7 @@ class Search:
 
     def __init__(self, land: Landscape, line: Line, budget: int, replicates: int, seed: int,
                  raw_threshold: float = RAW_THRESHOLD, rules: Rules | None = None) -> None:
+        replicates = line.replicates or replicates
         self.land, self.line, self.budget, self.replicates, self.seed = land, line, budget, replicates, seed
         self.raw_threshold = raw_threshold
         # the loop's settings unless a line is measured otherwise
@@ -269,7 +271,7 @@ class Search:
             gate, keep = self.gate(per_task(cells, WEIGHTS, self.norms["val"]),
                                    per_task(self.evaluate(self.incumbent, "val"), WEIGHTS, self.norms["val"]),
                                    prior)
-            prior.append(Comparison(gate.n, gate.s_r, gate.delta))
+            prior.append(Comparison(gate.n, gate.s_r, gate.delta, keep))
             self.decided(gate, keep)
             return cells, keep
         if self.screen.tasks:
@@ -290,7 +292,7 @@ class Search:
                                               label="val", healthy=lambda _outcome: True)
         if looks[-1]["decision"] is None:
             # as the loop's prior_comparisons: an early look's scale is not pooled
-            prior.append(Comparison(gate.n, gate.s_r, gate.delta))
+            prior.append(Comparison(gate.n, gate.s_r, gate.delta, gate.keep))
         self.decided(gate, gate.keep)
         return list(outcome.cells), gate.keep
 

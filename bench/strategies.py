@@ -67,7 +67,7 @@ VARIANTS = (("fixed", False, False), ("seq", True, False), ("screen", False, Tru
 # each strategy's gate-less counterparts: keep iff Δ > 0, Δ ≥ τ
 NO_GATE = (("nogate", "positive"), ("raw", "raw"))
 # the keep rules (score.keepRule) each greedy variant below also runs with, labelled greedy:VARIANT:RULE
-KEEP_RULES = ("lenient", "strict", "positive", "eb")
+KEEP_RULES = ("lenient", "strict", "positive", "eb", "ebc")
 KEEP_VARIANTS = ("fixed", "seq", "seq+screen")
 
 
@@ -89,6 +89,15 @@ def keep_rule_lines(screen_tasks: int) -> tuple[Line, ...]:
                  for variant, waves, screen in VARIANTS if variant in KEEP_VARIANTS for rule in KEEP_RULES)
 
 
+def replicate_lines(screen_tasks: int, replicates: int = 1) -> tuple[Line, ...]:
+    """Greedy with fewer replicates per val task (config.json's `replicates`), each keep rule, fixed and with
+    the screen (sequential val has one wave at one replicate), labelled greedy:VARIANT:RULE:rN."""
+    return tuple(Line(f"greedy:{variant}:{rule}:r{replicates}", "greedy", {}, waves=waves,
+                      screen=screen_tasks if screen else 0, keep_rule=rule, replicates=replicates)
+                 for variant, waves, screen in VARIANTS if variant in ("fixed", "seq+screen")
+                 for rule in KEEP_RULES)
+
+
 def default_variant(rules: Rules) -> str:
     """The variant config.json runs: sequential.waves and screen.tasks."""
     return next(v for v, waves, screen in VARIANTS
@@ -99,7 +108,8 @@ LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
 # only with --lines: the configured greedy keeping every tie; a greedy that is never wrong
 EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
          Line("greedy-oracle", "greedy", {}, keep="oracle"),
-         *keep_rule_lines(Rules.from_config().screen_tasks or SCREEN_TASKS))
+         *keep_rule_lines(Rules.from_config().screen_tasks or SCREEN_TASKS),
+         *replicate_lines(Rules.from_config().screen_tasks or SCREEN_TASKS))
 DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
 GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 

@@ -255,7 +255,8 @@ class Session:
                 gate = loads(f.gate)
                 # an early look averages fewer replicates per task: its scale is not the full evaluation's
                 known = self.memo.comparisons[f.id] = ((f.gate_n, f.gate), None if "early_look" in gate else
-                                                   Comparison(f.gate_n, gate["s_r"], gate.get("delta")))
+                                                   Comparison(f.gate_n, gate["s_r"], gate.get("delta"),
+                                                              gate.get("keep")))
             return None if known[1] is None else known
 
         pool = self.kept(f"pool {suite_hash}", lambda: Kept(

@@ -10,6 +10,9 @@ figures.
   variance less the mean SE² (floored at 0), over the run's stored comparisons on this suite (the gate's pool,
   `prior`, each with its Δ) and the current one. Keep iff the posterior mean μ + B(Δ − μ), B = τ²/(τ² + SE²),
   is > minImprovement. With fewer than EB_MIN comparisons it keeps iff Δ > minImprovement (no prior yet).
+- 'ebc': 'eb' that also corrects the incumbent's winner's curse (mutator/scoring/curse.py): the incumbent's
+  measurement error is estimated along the run's comparisons and their verdicts, and the posterior mean gain
+  is of Δ + that error.
 Every rule's figures are stored in the gate JSON as `keep_rule`, so each verdict re-derives from the store.
 Pure numbers; never touches the store.
 """
@@ -20,19 +23,15 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from mutator.scoring import curse
 from mutator.scoring.gate import KEEP_TOLERANCE, Gate
 from mutator.scoring.score import Comparison
 
-KEEP_RULES = ("lenient", "strict", "positive", "eb")
+KEEP_RULES = ("lenient", "strict", "positive", "eb", "ebc")
 EB_MIN = 5            # comparisons (the current one included) before the empirical prior is used
 
 
-def shrinkage(deltas: Sequence[float], ses: Sequence[float]) -> tuple[float, float]:
-    """(μ, τ²) by the method of moments: μ = mean Δ, τ² = max(0, sample variance of Δ − mean SE²)."""
-    k = len(deltas)
-    mu = sum(deltas) / k
-    var = sum((d - mu) ** 2 for d in deltas) / (k - 1) if k > 1 else 0.0
-    return mu, max(0.0, var - sum(se * se for se in ses) / k)
+shrinkage = curse.shrinkage  # (μ, τ²) by the method of moments
 
 
 def eb_record(gate: Gate, prior: Sequence[Comparison]) -> dict:
@@ -60,6 +59,9 @@ def apply(rule: str, gate: Gate, prior: Sequence[Comparison] = ()) -> Gate:
         return gate
     if rule == "eb":
         record = eb_record(gate, prior)
+    elif rule == "ebc":
+        record = curse.record(gate.delta, gate.se, gate.s, gate.min_improvement, KEEP_TOLERANCE, prior,
+                              EB_MIN)
     else:
         bar = gate.min_improvement + (gate.t * gate.se if rule == "strict" else 0.0)
         record = {"rule": rule, "bar": bar, "keep": gate.delta > bar + KEEP_TOLERANCE}

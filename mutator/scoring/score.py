@@ -115,6 +115,7 @@ class Comparison:
     n: int
     s_r: float
     delta: float | None = None
+    keep: bool | None = None      # its verdict (the 'ebc' rule's incumbent chain; None when not read)
 
 
 def composite(eval_: float, cost: float, steps: float, weights: Weights, seed_cost: float | None,

@@ -17,13 +17,14 @@ MODEL_GATE_RULE = ("mean (the gate pools every eval model's deltas) or each (a d
 MODEL_GATE_HELP = ("with several --model: mean (default) gates the mean over models; each rejects a "
                    "candidate that is a decisive loss on any one model (Holm over the models)")
 TIE_RULE = "noAddedCost (a tie the gate keeps is kept only when it adds no cost) or keep (every tie)"
-KEEP_RULES = ("lenient", "strict", "positive", "eb")
+KEEP_RULES = ("lenient", "strict", "positive", "eb", "ebc")
 KEEP_RULE = ("lenient (keep unless a decisive loss), strict (keep only a decisive win), positive (Δ > "
-             "minImprovement) or eb (empirical Bayes: posterior mean gain > minImprovement)")
+             "minImprovement), eb (empirical Bayes: posterior mean gain > minImprovement) or ebc (eb that "
+             "also corrects the incumbent's winner's curse)")
 KEEP_RULE_HELP = ("which candidates the last look keeps: positive (the default: Δ > minImprovement), lenient "
                   "(the spec's gate, the default before: unless a decisive loss), strict (only a decisive "
-                  "win) or eb (empirical Bayes over the run's own attempts: posterior mean gain > "
-                  "minImprovement)")
+                  "win), eb (empirical Bayes over the run's own attempts: posterior mean gain > "
+                  "minImprovement) or ebc (eb that also corrects the incumbent's winner's curse)")
 
 
 @dataclass(frozen=True, kw_only=True)

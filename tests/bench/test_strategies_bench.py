@@ -171,3 +171,18 @@ def test_seeds_in_several_processes_give_the_same_rows(bench):
     one, two = (bench.run_all(range(5, 7), lines, 120, 2, bench.RAW_THRESHOLD, bench.Rules.from_config(), jobs)
                 for jobs in (1, 2))
     assert one.rows == two.rows and one.targets == two.targets and one.optima == two.optima
+
+
+def test_an_r1_line_measures_one_replicate_per_task_whatever_the_run_gives(bench):
+    """greedy:fixed:ebc:r1 (config.json's replicates 1, keep rule ebc): every val and train cell is replicate 0,
+    whatever --replicates the others run at, and its keeps are judged by ebc."""
+    lines = {line.label: line for line in bench.EXTRA}
+    line = lines["greedy:fixed:ebc:r1"]
+    assert (line.replicates, line.keep_rule, line.screen, line.waves) == (1, "ebc", 0, False)
+    land = bench.calibrated.make("skillsbench", 3)
+    search = bench.Search(land, line, 320, 2, 3)
+    search.run()
+    for split in ("val", "train"):
+        assert {rep for cells in search.cells[split].values() for _, rep in cells} == {0}
+    assert {len(cells) for cells in search.cells["val"].values()} == {len(land.suites["val"])}
+    assert search.decisions > 0 and search.gating.keep_rule == "ebc"

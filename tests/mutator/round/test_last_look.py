@@ -83,7 +83,7 @@ def test_a_runs_identity_names_the_tie_rule_and_the_evidence_depth_and_older_sto
 
 
 @pytest.mark.parametrize(("rule", "keep"), [("lenient", True), ("strict", False), ("positive", False),
-                                            ("eb", False)])
+                                            ("eb", False), ("ebc", False)])
 def test_the_keep_rule_decides_at_the_last_look_only(rule: str, keep: bool) -> None:
     # the tie of SIDES (Δ −0.01, inside the noise): the lenient gate keeps it (every tie kept), the others do not
     # (eb has no history yet: Δ > 0 decides)

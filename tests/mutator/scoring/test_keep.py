@@ -84,3 +84,86 @@ def test_lenient_is_the_gate_unchanged_and_stores_nothing_new():
 def test_an_unknown_rule_names_the_key():
     with pytest.raises(ValueError, match="score.keepRule 'bayes'"):
         keep.apply("bayes", gate(0.0))
+
+
+# ---- 'ebc': empirical Bayes with the incumbent's winner's curse (mutator/scoring/curse.py) ----------------------
+
+def chain(deltas_keeps, n=8):
+    return [Comparison(n, 0.2, d, k) for d, k in deltas_keeps]
+
+
+def by_hand(deltas, keeps, se2, *, floor=0.2, passes=2):
+    """The ebc figures re-derived step by step (h = SE²/2, τ² floored at floor·SE², PASSES re-estimates)."""
+    h = se2 / 2
+
+    def moments(ds):
+        mu = statistics.mean(ds)
+        return mu, max(floor * se2, statistics.variance(ds) - se2)
+
+    def walk(mu, tau2):
+        b, v, biases = 0.0, h, []
+        for d, kept in zip(deltas[:-1], keeps):
+            biases.append(b)
+            total = tau2 + h + v
+            y = d + b - mu
+            if kept:
+                b, v = h / total * y, h - h * h / total
+            else:
+                precision = 1 / v + 1 / (tau2 + h)
+                b, v = (b / v - (d - mu) / (tau2 + h)) / precision, 1 / precision
+        biases.append(b)
+        total = tau2 + h + v
+        return biases, mu + tau2 / total * (deltas[-1] + b - mu)
+
+    mu, tau2 = moments(deltas)
+    biases, post = walk(mu, tau2)
+    for _ in range(passes):
+        mu, tau2 = moments([d + b for d, b in zip(deltas, biases)])
+        biases, post = walk(mu, tau2)
+    return mu, tau2, biases[-1], post
+
+
+def test_ebc_keeps_a_small_loss_against_an_incumbent_whose_keep_was_lucky():
+    # the incumbent was kept on a large Δ (+0.25, SE 0.07) and every candidate since measured below it: its
+    # val figure is inflated. A candidate 0.01 below it is kept by ebc; positive and eb reject it
+    past = [(0.02, False), (-0.03, False), (0.25, True), (-0.12, False), (-0.15, False), (-0.10, False),
+            (-0.13, False)]
+    g = keep.apply("ebc", gate(-0.01), chain(past))
+    se2 = 0.2 ** 2 / 8
+    mu, tau2, bias, post = by_hand([d for d, _ in past] + [-0.01], [k for _, k in past], se2)
+    r = g.keep_rule
+    assert r["rule"] == "ebc" and r["history"] == 8 and r["gate_keep"] is True
+    assert r["mu"] == pytest.approx(mu) and r["tau2"] == pytest.approx(tau2)
+    assert r["incumbent_bias"] == pytest.approx(bias) and r["posterior"] == pytest.approx(post)
+    assert bias > 0.05 and post > 0 and g.keep is True
+    assert keep.apply("positive", gate(-0.01), chain(past)).keep is False
+    assert keep.apply("eb", gate(-0.01), chain(past)).keep is False
+
+
+def test_ebc_reads_the_verdicts_the_same_deltas_with_no_keep_compare_with_an_unselected_seed():
+    # the same Δ's, but the +0.25 was rejected: every comparison is against the seed, whose error is estimated
+    # from all of them (their mean is near μ), so the bias is small and the small loss is rejected
+    past = [(0.02, False), (-0.03, False), (0.25, False), (-0.12, False), (-0.15, False), (-0.10, False),
+            (-0.13, False)]
+    g = keep.apply("ebc", gate(-0.01), chain(past))
+    mu, tau2, bias, post = by_hand([d for d, _ in past] + [-0.01], [k for _, k in past], 0.2 ** 2 / 8)
+    assert g.keep_rule["incumbent_bias"] == pytest.approx(bias) and abs(bias) < 0.02
+    assert g.keep_rule["posterior"] == pytest.approx(post) and post < 0 and g.keep is False
+
+
+def test_ebc_cold_start_keeps_iff_the_delta_plus_the_incumbent_error_is_positive():
+    # the first comparison is against the seed: no error, Δ decides
+    assert keep.apply("ebc", gate(0.01)).keep is True and keep.apply("ebc", gate(-0.01)).keep is False
+    first = keep.apply("ebc", gate(0.01)).keep_rule
+    assert first["incumbent_bias"] == 0.0 and first["mu"] is None and first["posterior"] == pytest.approx(0.01)
+    # below EB_MIN comparisons, after a keep: Δ + b, b the kept candidate's estimated error (> 0)
+    g = keep.apply("ebc", gate(-0.005), chain([(0.3, True)]))
+    assert g.keep_rule["mu"] is None and g.keep_rule["incumbent_bias"] > 0.005 and g.keep is True
+    assert g.keep_rule["posterior"] == pytest.approx(-0.005 + g.keep_rule["incumbent_bias"])
+
+
+def test_ebc_is_stored_in_the_gate_json():
+    g = keep.apply("ebc", gate(0.03), chain([(0.1, True), (-0.1, False), (0.0, False), (0.05, False)]))
+    stored = g.to_json()["keep_rule"]
+    assert stored["rule"] == "ebc" and stored["keep"] is g.keep and stored["history"] == 5
+    assert set(stored) >= {"mu", "tau2", "incumbent_bias", "incumbent_var", "posterior", "gate_keep"}

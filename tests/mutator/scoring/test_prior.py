@@ -72,3 +72,13 @@ def test_a_sessions_pooled_noise_follows_the_store_and_adds_a_rounds_attempt_in_
     assert session.memo.kept["pool val-hash"].value is not pool and list(got) == afresh(db) and got.sums == pooling_sums(afresh(db))
     db["attempts"].update(4, {"gate": json.dumps({"s_r": 0.2, "early_look": True})})   # an early look pools nothing
     assert list(session.prior_comparisons(exclude=-1, suite_hash="val-hash")) == afresh(db) and len(afresh(db)) == 64
+
+
+def test_a_sessions_comparisons_carry_each_stored_verdict_for_the_ebc_chain(tmp_path: Path) -> None:
+    db = store(tmp_path, 6)
+    for i in range(1, 7):   # the gate JSON as the loop stores it: its Δ and its (keep rule's) verdict
+        db["attempts"].update(i, {"gate": json.dumps({"s_r": 0.1, "delta": i / 100, "keep": i % 3 == 0})})
+    got = afresh(db)
+    assert [(c.delta, c.keep) for c in got] == [(i / 100, i % 3 == 0) for i in range(1, 7)]
+    db["attempts"].update(1, {"gate": json.dumps({"s_r": 0.1})})      # a gate stored before: no verdict read
+    assert afresh(db)[0].keep is None and afresh(db)[0].delta is None
