@@ -22,9 +22,13 @@ import sqlite3
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import rederive_maths as rm  # noqa: E402
-from rederive_store import Tally, cells, composite, harm_reports, per_task, rows, run_norm  # noqa: E402
+# Its sibling modules by the package name, with the project root on the path (never bench/ itself: a folder
+# on sys.path whose strategies.py would shadow the strategies package for every later import in the process).
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+from bench import rederive_maths as rm  # noqa: E402
+from bench.rederive_store import Tally, cells, composite, harm_reports, per_task, rows, run_norm  # noqa: E402
 
 
 class Run:

@@ -10,7 +10,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
-import rederive_maths as rm
+from bench import rederive_maths as rm
 
 FLOAT_TOL = 1e-9
 

@@ -15,9 +15,10 @@ import pytest
 
 from tests.conftest import ROOT, built_once, copy_store, keep_result, run_cli
 
-sys.path.insert(0, str(ROOT / "bench"))
-rederive = importlib.import_module("rederive")
-rm = importlib.import_module("rederive_maths")
+# by the package name: bench/ itself on sys.path would make bench/strategies.py shadow the strategies package
+# for every module this test worker imports later
+rederive = importlib.import_module("bench.rederive")
+rm = importlib.import_module("bench.rederive_maths")
 
 TRAIN_VAL = ("--suite", "clean-train", "--val", "clean-val")
 
@@ -156,7 +157,7 @@ def test_a_look_at_the_old_grid_z_is_a_mismatch(demo_tested, tmp_path) -> None:
 
 
 def test_the_rederiver_imports_nothing_of_the_code_it_checks() -> None:
-    probe = ("import sys; sys.path.insert(0, 'bench'); import rederive; "
+    probe = ("import sys; import bench.rederive; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mutator', 'eval', 'strategies')))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
