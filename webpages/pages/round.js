@@ -92,7 +92,7 @@ export async function render(root, state, ui) {
   const a = d.attempt;
   // Each section is rebuilt only when its own data moved (lib/keyed.js); the others keep their DOM.
   const S = sections(ui);
-  const options = runDetail.attempts.map((x) => [x.id, x.round, x.sibling, x.verdict, x.status, x.genome_hash]);
+  const options = runDetail.attempts.map((x) => [x.id, x.round, x.sibling, x.verdict, x.stopped, x.status, x.genome_hash]);
   const top = S.get('top', [options, id, split, d.run.val, d.run.suite], () => {
     const picker = h('select', { id: 'attempt-picker', onchange: (e) => go('round', e.target.value, { split }) },
       runDetail.attempts.map((x) => h('option', { value: x.id, selected: x.id === id }, `round ${x.round}${x.sibling ? '.' + x.sibling : ''} · ${x.verdict || x.stopped || x.status} · ${short(x.genome_hash)}`)));

@@ -125,3 +125,41 @@ def test_ten_tabs_share_one_stream_follow_a_live_run_and_see_it_die(live_run, pa
         elif name == "history":
             expect(tab.locator("#page")).to_contain_text("stale", timeout=2_000)
     assert all(tab.console_errors == [] for tab in tabs)
+
+
+LOCK_HOLDER = """import sys, time
+from pathlib import Path
+from mutator.store.lock import RunLock
+RunLock.acquire(Path(sys.argv[1]), sys.argv[2], what="the run")
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_open_round_page_renames_its_undecided_attempt_when_the_writer_dies(store, server, page):
+    """Constructed: the greedy run's last attempt undecided ('pending'), its lock held by a live process; the
+    Round page renders it as pending; the holder is killed, and only the attempt's `stopped` word changes —
+    the attempt picker must say so (it kept its old text when its key ignored `stopped`)."""
+    expect = sync_api.expect
+    with sqlite3.connect(store / "mutator.db") as conn:
+        run_id = conn.execute("select id from runs where strategy = 'greedy'").fetchone()[0]
+        last = conn.execute("select max(id) from attempts where run_id = ?", [run_id]).fetchone()[0]
+        conn.execute("update attempts set verdict = null, status = 'pending' where id = ?", [last])
+        conn.execute("update runs set status = 'running', heartbeat_at = ?, finished_at = null where id = ?",
+                     [time.time(), run_id])
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(store), run_id], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        page.goto(server.url + f"/#/round?run={run_id}")
+        option = page.locator("#attempt-picker option").last
+        expect(option).to_contain_text("pending", timeout=30_000)
+        expect(page.locator(f'#run-picker option[value="{run_id}"]')).not_to_contain_text("stale")
+        holder.kill()
+        holder.wait()
+        expect(page.locator(f'#run-picker option[value="{run_id}"]')).to_contain_text("stale", timeout=10_000)
+        expect(option).to_contain_text("stopped: process died", timeout=5_000)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
