@@ -219,8 +219,9 @@ class Graded(Calibrated):
     p(1−p), and only a 0/1 score reaches it: a continuous score can only come near. The stated choice: the
     per-trial variance is GRADED_SHARE (0.8) of p(1−p) on every task, so k = 1/GRADED_SHARE − 1 (0.25),
     derived here; the per-trial SD is √0.8 ≈ 0.89 of skillsbench's at every p (the mean over the fitted
-    prior in docs/benchmarks/default-line.md, "The landscapes"). At that k the score is U-shaped: most cells near 0 or 1, a quarter
-    of a mid-p task's strictly inside (0.05, 0.95), none exactly 0 or 1, so per-task deltas are never tied.
+    prior: docs/benchmarks/default-line.md, "The landscapes"). At that k the score is U-shaped: most cells
+    near 0 or 1, about a quarter of a mid-p task's strictly inside (0.05, 0.95), so per-task deltas are
+    almost never tied at 0 as pass/fail ones mostly are.
     A cell reports its task failing when its score is below ½ (on skillsbench: when it is 0).
 
     A seed's tasks, p's, turns and edits are skillsbench's of the same seed (the same generator), so the two
