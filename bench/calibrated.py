@@ -1,7 +1,7 @@
 """Landscapes at real agent noise: per-task success p from a beta prior (mutator/validity/calibration.py,
 fitted from SkillsBench's trials, or τ-bench's preset), each cell a Bernoulli trial, and proposals from the
 effect prior of the calibration note (shared/reference/noise-calibration.md) acting on the logit of p with
-per-task spread.
+per-task spread. `skillsbench-graded` (Graded) is skillsbench with a continuous cell score in [0, 1].
 
 A genome is a set of edit ids; an edit's parameters are drawn from its own keyed generator, so an edit
 proposed by one line is the same edit in every line of a seed, and its id names it. The true composite of
@@ -41,6 +41,9 @@ SPREAD = (1.2, 0.3)               # per-task b ~ N(mean b, (1.2|mean b| + 0.3)^2
 TARGETED = (0.35, 0.45, 0.20)     # neutral, helpful, harmful
 SMART = 0.5                       # chance the mutator acts on its evidence when it has some
 REMOVE, REPROPOSE = 0.10, 0.10    # chance it drops one of the parent's edits / re-proposes an earlier edit
+# skillsbench-graded: a cell's per-trial variance as a share of the Bernoulli's p(1−p) (the most a [0, 1]
+# score of mean p can have, reached only by a 0/1 score): a stated choice, see Graded
+GRADED_SHARE = 0.8
 EPS = 1e-6
 
 
@@ -208,16 +211,57 @@ class CalibratedMutator:
         return parent | {eid}, eid
 
 
-LANDSCAPES = ("quiet", "skillsbench", "tau")
+class Graded(Calibrated):
+    """skillsbench with a graded grader: a cell's score is continuous in [0, 1], Beta(p·k, (1−p)·k) at its
+    task's p, so its mean is p, as a trial's is on skillsbench, and its variance is p(1−p)/(k + 1).
+
+    The issue asks for "the same per-trial variance", but a score in [0, 1] with mean p has variance at most
+    p(1−p), and only a 0/1 score reaches it: a continuous score can only come near. The stated choice: the
+    per-trial variance is GRADED_SHARE (0.8) of p(1−p) on every task, so k = 1/GRADED_SHARE − 1 (0.25),
+    derived here; the per-trial SD is √0.8 ≈ 0.89 of skillsbench's at every p (the mean over the fitted
+    prior: docs/benchmarks/default-line.md, "The landscapes"). At that k the score is U-shaped: most cells
+    near 0 or 1, about a quarter of a mid-p task's strictly inside (0.05, 0.95), so per-task deltas are
+    almost never tied at 0 as pass/fail ones mostly are.
+    A cell reports its task failing when its score is below ½ (on skillsbench: when it is 0).
+
+    A seed's tasks, p's, turns and edits are skillsbench's of the same seed (the same generator), so the two
+    landscapes differ only in the cells' score distribution."""
+
+    def __init__(self, rng: random.Random, prior: BetaFit, name: str, share: float = GRADED_SHARE) -> None:
+        if not 0 < share < 1:
+            raise ValueError(f"graded share {share}: a continuous [0, 1] score needs 0 < share < 1")
+        super().__init__(rng, prior, name)
+        self.share, self.k = share, 1 / share - 1
+
+    def cell_sd(self, split: str = "val") -> float:
+        """Mean per-cell SD of the seed's scores on `split`: √(share · p(1−p))."""
+        return math.sqrt(self.share) * super().cell_sd(split)
+
+    def cell(self, genome: frozenset, split: str, task: str, replicate: int, rng: random.Random | None = None,
+             *, stream: str = "") -> tuple[CellFigures, list[str]]:
+        """One cell: a Beta(p·k, (1−p)·k) score, its turns around the task's; keyed as Calibrated's cells."""
+        draw = random.Random(f"cell:{stream}:{split}:{task}:{replicate}:{sorted(genome)}") if stream else rng
+        p = min(max(self.p(genome, split, task), EPS), 1 - EPS)   # the logit of p0 + shifts may round to 1
+        score = draw.betavariate(p * self.k, (1 - p) * self.k)
+        noise = math.exp(draw.gauss(0, CELL_STEPS_SD) - CELL_STEPS_SD ** 2 / 2)   # mean 1
+        steps = self.steps(genome, split, task) * noise
+        return (CellFigures(task, replicate, score, steps * TURN_USD, steps, True),
+                [] if score >= 0.5 else [f"{task}:fail"])
+
+
+LANDSCAPES = ("quiet", "skillsbench", "tau", "skillsbench-graded")
 
 
 def make(name: str, seed: int):
-    """The named landscape of one seed: quiet (bench/landscape.py, the fakes), skillsbench or tau."""
+    """The named landscape of one seed: quiet (bench/landscape.py, the fakes), skillsbench, tau or
+    skillsbench-graded (skillsbench's seed with graded cells)."""
     if name == "quiet":
         from bench.landscape import Landscape
         return Landscape(random.Random(seed))
     if name in ("skillsbench", "tau"):
         return Calibrated(random.Random(f"land:{name}:{seed}"), preset(name), name)
+    if name == "skillsbench-graded":
+        return Graded(random.Random(f"land:skillsbench:{seed}"), preset("skillsbench"), name)
     raise ValueError(f"--landscape {name!r}: use one of {', '.join(LANDSCAPES)}")
 
 
@@ -240,8 +284,10 @@ def norm_of(land, split: str) -> Normalisers:
 
 
 def describe(land: Calibrated) -> str:
+    cells = (f"Beta(p·{land.k:.3g}, (1−p)·{land.k:.3g}) graded cells, variance {land.share:g} of p(1−p)"
+             if isinstance(land, Graded) else "Bernoulli cells")
     return (f"Calibrated landscape '{land.name}' (per-task p ~ Beta({land.prior.alpha:.3f}, "
-            f"{land.prior.beta:.3f}), Bernoulli cells, the reference note's effect prior on the logit)")
+            f"{land.prior.beta:.3f}), {cells}, the reference note's effect prior on the logit)")
 
 
 def definition_hash() -> str:

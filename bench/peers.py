@@ -36,7 +36,7 @@ try:
 except ImportError as exc:  # the bench extra is not installed
     raise SystemExit("bench/peers.py needs the gepa package: pip install -e '.[bench]'") from exc
 
-from bench import calibrated  # noqa: E402
+from bench import calibrated, threshold_oracle  # noqa: E402
 from bench import peers_report as report  # noqa: E402
 from mutator.scoring.score import summarise  # noqa: E402
 
@@ -331,14 +331,14 @@ def run_gepa(land, line: PeerLine, budget: int, replicates: int, seed: int) -> P
 
 
 # our lines peers.py runs by default: the default, each keep rule with and without waves and the screen,
-# the gate-less lines, best-of-N and the one-step oracle (headroom, not a competitor)
+# the gate-less lines, best-of-N and the oracles (headroom, not competitors)
 OURS = (bench.DEFAULT, "greedy:seq+screen:lenient", "greedy:seq+screen:strict", "greedy:seq+screen:positive",
         "greedy:seq+screen:eb", "greedy:seq:eb", "greedy:fixed:eb", "greedy:seq:lenient",
         "greedy:fixed:lenient",
-        "greedy-nogate", "greedy-raw", "best-of-n", "greedy-oracle",
+        "greedy-nogate", "greedy-raw", "best-of-n", "greedy-oracle", "threshold-oracle",
         # round 5 (issue 47): the ebc keep rule, and one replicate per val task
         "greedy:fixed:ebc", "greedy:fixed:ebc:r1", "greedy:fixed:positive:r1")
-ORACLES = ("greedy-oracle",)
+ORACLES = ("greedy-oracle", "threshold-oracle")
 
 
 def every_line() -> dict:
@@ -371,6 +371,7 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
     rows: dict[str, list[Outcome]] = {line.label: [] for line in (*peers, *ours)}
     runs: dict[str, list[PeerRun]] = {line.label: [] for line in peers}
     sds = []
+    bench.tune_oracles(ours, landscape, budget, replicates)
     work = functools.partial(one_seed, ours=ours, peers=peers, budget=budget, replicates=replicates,
                              landscape=landscape)
     for peer_runs, outcomes, sd in bench.over_seeds(work, seeds, jobs):
@@ -388,6 +389,8 @@ def run(landscape: str, seeds: range, ours: tuple, peers: tuple, budget: int, re
               "vs_default": (report.vs_default(rows, default, ORACLES, bench.wilcoxon_p)
                              if default in rows else {}),
               "oracles": [label for label in ORACLES if label in rows],
+              "threshold_oracle": threshold_oracle.describe(landscape, budget, replicates)
+              if "threshold-oracle" in rows else None,
               "gepa": {label: {"mutator_calls": statistics.mean(r.mutator_calls for r in rs),
                                "duplicates": statistics.mean(r.duplicates for r in rs),
                                "candidates": statistics.mean(r.candidates for r in rs),

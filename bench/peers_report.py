@@ -67,7 +67,9 @@ def header(result: dict) -> str:
             "child below its best parent); 'vs default' = mean paired difference in TRUE test composite, "
             "Wilcoxon signed-rank over seeds, Holm over every line but the oracles (greedy-oracle keeps "
             "iff the "
-            "TRUE val composite rises: headroom, not a competitor).")
+            "TRUE val composite rises, threshold-oracle iff it rises by more than a threshold tuned on the "
+            "truth: headroom, not competitors)."
+            + (f" The {result['threshold_oracle']}." if result.get("threshold_oracle") else ""))
 
 
 def write_docs(result: dict, command: str, wall: float, commit: str) -> Path:
@@ -113,7 +115,8 @@ def parser(landscapes, ours, peers: list[str], description: str) -> argparse.Arg
     """bench/peers.py's flags."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--landscape", choices=landscapes, default="quiet",
-                    help="quiet (the fakes), skillsbench or tau (real agent noise, bench/calibrated.py)")
+                    help="quiet (the fakes), skillsbench, tau or skillsbench-graded (real agent noise, "
+                    "bench/calibrated.py)")
     ap.add_argument("--seeds", type=int, default=32, help="landscapes (paired across lines)")
     ap.add_argument("--budget", type=int, default=640, help="metric calls = rollouts = cells per search, val "
                     "+ train; every line stops before an evaluation would pass it")

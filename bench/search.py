@@ -70,8 +70,9 @@ class Line:
     strategy: str
     opts: dict
     # 'gate' (the real gate, as configured) | 'positive' (Δ > 0, no gate) | 'raw' (Δ ≥ τ, gateZ 0) | 'oracle'
-    # (keep iff the TRUE val composite rises: every keep decision right, a reference
-    # for how much any gate could gain)
+    # (keep iff the TRUE val composite rises by more than `threshold`: every keep decision right, a reference
+    # for how much any gate could gain) | 'threshold-oracle' (the oracle at the threshold
+    # bench/threshold_oracle.py tunes for the landscape, budget and replicates)
     keep: str = "gate"
     tie_rule: str = ""          # the gate's tie rule for this line; '' = the configured one
     waves: bool | None = None   # sequential val (gate lines only); None = as configured
@@ -79,6 +80,7 @@ class Line:
     screen: int | None = None
     keep_rule: str = ""         # the last look's keep rule (gate lines only); '' = the configured one
     replicates: int = 0         # val (and train evidence) replicates of this line; 0 = the run's
+    threshold: float = 0.0      # the oracle's: keep iff the TRUE val change > this
 
 
 @dataclass
@@ -145,6 +147,10 @@ class Search:
         self.incumbent = self.seed_genome
         self.child = self.seed_genome
         self.curve: list[tuple[int, float]] = []
+        self.threshold = line.threshold
+        if line.keep == "threshold-oracle":   # tuned on seeds 0..23 by running oracle lines (no recursion)
+            from bench.threshold_oracle import threshold
+            self.threshold = threshold(getattr(land, "name", "quiet"), budget, replicates)
 
     def name(self, g: Genome) -> str:
         name = self.names.setdefault(g, f"g{len(self.names)}")
@@ -241,11 +247,12 @@ class Search:
     def gate(self, cand: dict, base: dict, prior: list) -> tuple[object, bool]:
         """The gate-less lines' verdicts, on every val cell at once."""
         rules = self.rules
-        if self.line.keep == "oracle":
+        if self.line.keep in ("oracle", "threshold-oracle"):
             gate, norm = compare(cand, base, prior=prior, min_improvement=0.0, gate_z=0.0,
                                  tie_rule="keep"), self.norms["val"]
-            return gate, self.land.expected(self.child, "val",
-                                            norm) > self.land.expected(self.incumbent, "val", norm) + 1e-12
+            change = (self.land.expected(self.child, "val", norm)
+                      - self.land.expected(self.incumbent, "val", norm))
+            return gate, change > self.threshold + 1e-12
         if self.line.keep == "raw":
             gate = compare(cand, base, prior=prior, min_improvement=self.raw_threshold, gate_z=0.0,
                            method=rules.method, tie_rule="keep")

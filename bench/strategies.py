@@ -105,9 +105,11 @@ def default_variant(rules: Rules) -> str:
 
 
 LINES = make_lines(Rules.from_config().screen_tasks or SCREEN_TASKS)
-# only with --lines: the configured greedy keeping every tie; a greedy that is never wrong
+# only with --lines: the configured greedy keeping every tie; a greedy that is never wrong; one that keeps
+# iff the TRUE val change passes the best fixed threshold (bench/threshold_oracle.py)
 EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
          Line("greedy-oracle", "greedy", {}, keep="oracle"),
+         Line("threshold-oracle", "greedy", {}, keep="threshold-oracle"),
          *keep_rule_lines(Rules.from_config().screen_tasks or SCREEN_TASKS),
          *replicate_lines(Rules.from_config().screen_tasks or SCREEN_TASKS))
 DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
@@ -157,6 +159,7 @@ def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int,
             rules: Rules, jobs: int = 1, landscape: str = "quiet") -> Results:
     results = Results({line.label: [] for line in lines},
                       [calibrated.make(landscape, seed) for seed in seeds], [], [])
+    tune_oracles(lines, landscape, budget, replicates)
     work = functools.partial(one_seed, lines=lines, budget=budget, replicates=replicates,
                              raw_threshold=raw_threshold, rules=rules, landscape=landscape)
     for optima, target, outcomes in over_seeds(work, seeds, jobs):
@@ -165,6 +168,15 @@ def run_all(seeds: range, lines: tuple[Line, ...], budget: int, replicates: int,
         for label, outcome in outcomes.items():
             results.rows[label].append(outcome)
     return results
+
+
+def tune_oracles(lines: tuple[Line, ...], landscape: str, budget: int, replicates: int) -> None:
+    """Tune the threshold oracles' thresholds in this process, before the seeds fork: each worker reads the
+    cache it inherits instead of tuning again."""
+    for line in lines:
+        if line.keep == "threshold-oracle":
+            from bench.threshold_oracle import threshold
+            threshold(landscape, budget, line.replicates or replicates)
 
 
 def print_header(args: argparse.Namespace, seeds: range, res: Results, rules: Rules) -> None:
@@ -341,13 +353,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--screen-tasks", type=int, help="train tasks of the screen lines' screen (default: "
                     f"screen.tasks in config.json, or {SCREEN_TASKS} when it is 0)")
     ap.add_argument("--lines", help="comma-separated line labels to run (default: all but greedy-keepties "
-                    "and greedy-oracle, which keeps iff the TRUE "
-                    "val composite rises: every keep decision right)")
+                    "and the oracles: greedy-oracle keeps iff the TRUE "
+                    "val composite rises, every keep decision right; threshold-oracle iff it rises by more "
+                    "than the best fixed threshold, bench/threshold_oracle.py)")
     ap.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes "
                                                         "at once (the same table)")
     ap.add_argument("--landscape", choices=calibrated.LANDSCAPES, default="quiet",
-                    help="quiet (the fakes' rules, near-deterministic), skillsbench or tau (real agent "
-                    "noise, bench/calibrated.py)")
+                    help="quiet (the fakes' rules, near-deterministic), skillsbench, tau or "
+                    "skillsbench-graded (real agent noise, bench/calibrated.py)")
     args = ap.parse_args(argv)
     started = time.monotonic()
     rules = Rules.from_config()

@@ -8,7 +8,7 @@ import random
 import statistics
 
 import pytest
-from scipy import special
+from scipy import special, stats
 
 from bench import calibrated
 from mutator.validity.calibration import preset
@@ -72,3 +72,38 @@ def test_the_true_composite_is_exact_and_the_seed_normalises_to_the_penalties():
     mean_p = statistics.mean(land.p0[("val", t)] for t in land.suites["val"])
     # the seed's cost and steps are the normalisers: its composite is its pass rate − wCost − wSteps
     assert land.expected(land.seed_genome, "val", norm) == pytest.approx(mean_p - 0.1 - 0.02)
+
+
+def test_a_graded_cell_has_its_tasks_mean_and_the_stated_share_of_the_bernoulli_variance():
+    land = calibrated.make("skillsbench-graded", 3)
+    share = calibrated.GRADED_SHARE
+    assert isinstance(land, calibrated.Graded) and land.k == pytest.approx(1 / share - 1)
+    n = 6000
+    for task in sorted(land.suites["val"], key=lambda t: land.p0[("val", t)])[2::3]:   # low to high p
+        p = land.p0[("val", task)]
+        # the construction, exactly: Beta(p·k, (1−p)·k) has mean p and variance share · p(1−p)
+        mean, var, kurt = stats.beta.stats(p * land.k, (1 - p) * land.k, moments="mvk")
+        assert float(mean) == pytest.approx(p) and float(var) == pytest.approx(share * p * (1 - p))
+        cells = [land.cell(land.seed_genome, "val", task, 0, stream=f"g{k}") for k in range(n)]
+        scores = [cell.score for cell, _ in cells]
+        assert all(0 <= s <= 1 for s in scores) and len(set(scores)) > n * 0.99   # continuous, not 0/1
+        assert all(bool(failing) == (cell.score < 0.5) for cell, failing in cells)
+        # the draws against the parameters, each within 4 standard errors of its estimate
+        assert statistics.fmean(scores) == pytest.approx(p, abs=4 * math.sqrt(var / n))
+        # Var(sample variance) ≈ (μ4 − σ⁴)/n, μ4 = (excess kurtosis + 3) σ⁴
+        se_var = math.sqrt((float(kurt) + 2) * float(var) ** 2 / n)
+        assert statistics.pvariance(scores) == pytest.approx(float(var), abs=4 * se_var)
+    # the seed's per-cell SD is the share's root of skillsbench's (Bernoulli) at the same p's
+    twin = calibrated.make("skillsbench", 3)
+    assert land.cell_sd() == pytest.approx(math.sqrt(share) * twin.cell_sd())
+
+
+def test_the_graded_landscape_is_skillsbench_of_the_same_seed_but_its_cells():
+    graded, twin = calibrated.make("skillsbench-graded", 5), calibrated.make("skillsbench", 5)
+    assert graded.p0 == twin.p0 and graded.steps0 == twin.steps0 and graded.prior == twin.prior
+    assert graded.edit(12345) == twin.edit(12345)
+    genome = frozenset({graded.edit(12345).id})
+    twin.edit(12345)
+    norm = graded.norm("test")
+    assert graded.expected(genome, "test", norm) == twin.expected(genome, "test", norm)
+    assert "graded cells" in calibrated.describe(graded) and "Bernoulli" in calibrated.describe(twin)

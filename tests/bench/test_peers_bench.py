@@ -69,15 +69,19 @@ def test_the_output_has_every_line(peers, capsys):
 def test_the_json_holds_the_figures_the_issue_asks_for(peers, tmp_path):
     out = tmp_path / "peers.json"
     peers.main(["--landscape", "skillsbench", "--seeds", "3", "--budget", "120", "--peers", "gepa,gepa-cache",
-                "--lines", f"{peers.bench.DEFAULT},greedy-nogate,greedy-oracle", "--json", str(out)])
+                "--lines", f"{peers.bench.DEFAULT},greedy-nogate,greedy-oracle,threshold-oracle", "--json",
+                str(out)])
     data = json.loads(out.read_text())
     assert data["landscape"] == "skillsbench" and data["seeds"] == [0, 1, 2] and data["cell_sd"] > 0.1
     assert data["default"] == peers.bench.DEFAULT
-    assert set(data["lines"]) == {"gepa", "gepa-cache", peers.bench.DEFAULT, "greedy-nogate", "greedy-oracle"}
+    assert set(data["lines"]) == {"gepa", "gepa-cache", peers.bench.DEFAULT, "greedy-nogate", "greedy-oracle",
+                                  "threshold-oracle"}
+    assert data["oracles"] == ["greedy-oracle", "threshold-oracle"]
+    assert data["threshold_oracle"].startswith("threshold-oracle keeps iff the TRUE val change > ")
     for figures in data["lines"].values():
         assert {"true_test", "harmful_kept_share", "cells_per_decision"} <= set(figures)
         assert figures["rollouts"] <= 120
-    # every runnable line against the default; the oracle is headroom, not a competitor
+    # every runnable line against the default; the oracles are headroom, not competitors
     assert set(data["vs_default"]) == {"gepa", "gepa-cache", "greedy-nogate"}
     per_seed = data["per_seed_true_test"]
     diff = sum(a - b for a, b in zip(per_seed["greedy-nogate"], per_seed[peers.bench.DEFAULT])) / 3
@@ -109,3 +113,11 @@ def test_the_slot_codec_keeps_a_parents_slots(peers):
     texts = codec.texts(parent, frozenset({"b", "c"}))
     assert texts == {"slot00": "c"}            # "a" left slot00 and the new edit took it
     assert codec.decode({**parent, **texts}) == frozenset({"b", "c"})
+
+
+def test_the_graded_landscape_runs_in_peers(peers, capsys):
+    peers.main(["--landscape", "skillsbench-graded", "--seeds", "2", "--budget", "120", "--peers", "gepa",
+                "--lines", f"{peers.bench.DEFAULT},greedy-nogate"])
+    out = capsys.readouterr().out
+    assert "Landscape `skillsbench-graded`" in out and "GEPA's own count equals ours in 2/2." in out
+    assert re.search(rf"\| {re.escape(peers.bench.DEFAULT)} \(default\) \|", out)
