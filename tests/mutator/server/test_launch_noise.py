@@ -109,3 +109,10 @@ def test_the_noise_is_passed_only_when_said(tmp_path) -> None:
     with pytest.raises(LaunchError, match="^fake_noise:"):
         launch_argv({**DRY, "fake_noise": "realistic", "real": True, "backend": "claude-cli",
                      "budget_usd": "5", "confirmed": True}, s, tmp_path)
+
+
+@pytest.mark.parametrize("noise", ["off", "realistic"])
+def test_a_dry_plan_reads_the_cells_of_the_fake_agent_the_launch_runs(noise) -> None:
+    from mutator.cli.agents import fake_agents
+    from mutator.server.launch import fake_build_id
+    assert fake_build_id(noise) == fake_agents(None, noise).build_id
