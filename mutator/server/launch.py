@@ -20,7 +20,7 @@ from typing import Any
 
 from eval.agents.choice import SOLVERS
 from eval.errors import SkillMutatorError
-from mutator.config import ROOT, ConfigError, Settings, load_settings
+from mutator.config import FAKE_NOISES, ROOT, ConfigError, Settings, load_settings
 from mutator.store.db import connect_readonly
 from mutator.store.queries.runs import holdout_of
 
@@ -65,7 +65,7 @@ def options(s: Settings) -> dict[str, Any]:
     return {"suites": sorted(s.suites), "seeds": sorted(seeds(s)), "strategies": available_strategies(),
             "models": sorted(s.pricing), "backends": list(SOLVERS), "defaults": {
                 "seed": s.skill_dir.name, "strategy": s.strategy, "model": s.model,
-                "replicates": s.replicates, "rounds": s.rounds,
+                "replicates": s.replicates, "rounds": s.rounds, "fake_noise": s.fake_noise,
                 "suite": "clean-train" if "clean-train" in s.suites else "",
                 "val": "clean-val" if "clean-val" in s.suites else "",
                 "holdout": "clean-test" if "clean-test" in s.suites else ""}}
@@ -115,6 +115,7 @@ class Launch:
     real: bool
     backend: str | None = None
     budget_usd: float | None = None
+    fake_noise: str | None = None   # a dry run's --fake-noise, as the request said it (None: not said)
 
 
 def parse_launch(body: dict, s: Settings) -> Launch:
@@ -130,20 +131,24 @@ def parse_launch(body: dict, s: Settings) -> Launch:
     real = body.get("real", False)
     if not isinstance(real, bool):
         raise LaunchError(f"real: must be true or false; got {real!r}")
+    noise = None if body.get("fake_noise") is None else _choice(body, "fake_noise", list(FAKE_NOISES))
+    if real and noise == "realistic":   # as run.py refuses --real --fake-noise realistic
+        raise LaunchError("fake_noise: realistic makes the dry run's fake build agent noisy; real agents "
+                          "bring their own noise: drop fake_noise or real")
     launch = Launch(suite=suite, val=val, holdout=holdout, seed=_choice(body, "seed", sorted(seeds(s))),
                     strategy=_choice(body, "strategy", available_strategies()),
                     model=_choice(body, "model", sorted(s.pricing)),
                     replicates=_int(body, "replicates", 1, 20), rounds=_int(body, "rounds", 0, 200),
-                    real=real)
+                    real=real, fake_noise=None if real else noise)
     if not real:
         return launch
     return replace(launch, backend=_choice(body, "backend", list(SOLVERS)), budget_usd=_budget(body))
 
 
 def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
-    """The run.py command line for a launch request: a zero-spend dry run, or with `real` a run of real agents
-    (--real --agent BACKEND --budget-usd USD) once the request says `confirmed` (the user saw the
-    estimate)."""
+    """The run.py command line for a launch request: a zero-spend dry run (`fake_noise` off or realistic: its
+    --fake-noise), or with `real` a run of real agents (--real --agent BACKEND --budget-usd USD) once the
+    request says `confirmed` (the user saw the estimate)."""
     r = parse_launch(body, s)
     if r.real and body.get("confirmed") is not True:
         raise LaunchError("confirmed: a real run spends money; show its estimated cost "
@@ -155,7 +160,19 @@ def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
         argv += ["--config", str(s.config_file)]
     if r.real:
         argv += ["--real", "--agent", r.backend, "--budget-usd", str(r.budget_usd)]   # str: no digits lost
+    if r.fake_noise:   # said outright, so neither config.json nor the environment picks the dry run's noise
+        argv += ["--fake-noise", r.fake_noise]
     return argv + (["--holdout", r.holdout] if r.holdout else [])
+
+
+def fake_build_id(noise: str) -> str:
+    """run.py's fake build agent id for a dry run at this --fake-noise (mutator/cli/agents.py fake_agents():
+    the script's bytes, and a noisy agent's fitted parameters)."""
+    script, tail = ROOT / "fakes" / "fake_agent.py", b""
+    if noise == "realistic":
+        from mutator.validity.rehearsal import realistic
+        script, tail = ROOT / "fakes" / "noisy_agent.py", ("\n" + " ".join(realistic().argv())).encode()
+    return f"fake@{hashlib.sha256(script.read_bytes() + tail).hexdigest()[:10]}"
 
 
 def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
@@ -178,8 +195,8 @@ def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
             mutator_id = mutator.implementation("mutator")
         except (AgentSetupError, OSError):
             pass
-    else:   # run.py's fake build agent id (fake_agents())
-        build_id = f"fake@{hashlib.sha256((ROOT / 'fakes' / 'fake_agent.py').read_bytes()).hexdigest()[:10]}"
+    else:   # a rehearsal's noise is its own fake agent's (as an A/A run of it measured), not the quiet one's
+        build_id = fake_build_id(r.fake_noise or s.fake_noise)
     p = plan(run_settings, train=load_suite(s.suites[r.suite]), val=load_suite(s.suites[r.val]),
              holdout=load_suite(s.suites[r.holdout]) if r.holdout else None, build_id=build_id,
              mutator_id=mutator_id)

@@ -88,6 +88,9 @@ def run_row(db: sqlite_utils.Database, run_id: str) -> dict | None:
         run["strategy_opts"] = loads(run["strategy_opts"], {})
         run["solve"] = loads(run.get("solve"), None)   # solve phase record (runs.solve, migration v3)
         run["meta_skill"] = loads(run.get("meta_skill"), [])    # [{round, lessons, cost_usd, error}]
+        launch = loads(run.get("agents"), None) or {}         # the agents the run recorded (provenance.py)
+        run["dry_run"] = launch["real"] is False if "real" in launch else None   # None: not recorded
+        run["fake_noise"] = launch.get("fake_noise", "off") if run["dry_run"] else None
         run["notes"] = notes_of(db, [f"run:{run_id}"]).get(f"run:{run_id}")   # run.py --annotate
         run["spend"] = run_spend(db, run_id)                    # {total, kinds}: the CLI's and Cost's figure
         run["cost_usd"] = run["spend"]["total"]

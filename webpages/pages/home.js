@@ -52,6 +52,16 @@ function attemptDrawer(ui, attemptId) {
   };
 }
 
+const NOISE_TIP = 'run.py --fake-noise: quiet, the fake build agent follows the skill\'s rules exactly (the demo); realistic, it passes or fails each cell as a real agent might (per-task success from SkillsBench\'s fitted prior, the skill\'s rules shifting it), so verdicts are as noisy as a real run\'s. Nothing is spent either way';
+
+// What the run recorded of its agents (runs.agents): a dry run, and how noisy its fake build agent was.
+function agentsChip(run) {
+  if (run.dry_run !== true) return null;
+  const noisy = run.fake_noise === 'realistic';
+  return h('span', { class: 'chip', id: 'run-agents', title: noisy ? NOISE_TIP : 'fake agents (run.py without --real): nothing spent, the fake build agent quiet' },
+    noisy ? 'dry run · realistic noise' : 'dry run');
+}
+
 // A real run spends money: it needs a backend and a budget cap, and starts only after a dialog that states the
 // estimated cost (the server's --plan for the same request) is confirmed; the server refuses it otherwise.
 function confirmCost(plan) {
@@ -88,7 +98,17 @@ function launchForm(ui) {
     h('legend', {}, 'Real agents (they spend money)'),
     select('backend', o.backends || [], (o.backends || [])[0]),
     h('label', {}, 'budget (USD)', h('input', { name: 'budget_usd', id: 'launch-budget', type: 'number', min: '0.01', step: '0.01', placeholder: 'required', title: 'run.py --budget-usd: the run stops cleanly before its spend would pass this' })));
-  realBox.addEventListener('change', () => { realFields.disabled = realFields.hidden = !realBox.checked; });
+  // a dry run's fake build agent: quiet (the demo) or as noisy as a real agent (run.py --fake-noise); a real run
+  // brings its own noise, so the choice is sent for dry runs only (a disabled fieldset is left out of the form)
+  const dryFields = h('fieldset', { class: 'dry-fields', id: 'dry-fields' },
+    h('legend', {}, 'Dry run (fake agents, nothing spent)'),
+    h('label', { title: NOISE_TIP }, 'fake agent noise', h('select', { name: 'fake_noise', id: 'launch-noise' },
+      h('option', { value: 'off', selected: d.fake_noise !== 'realistic' }, 'quiet (the demo)'),
+      h('option', { value: 'realistic', selected: d.fake_noise === 'realistic' }, 'realistic (real-agent noise, SkillsBench-calibrated)'))));
+  realBox.addEventListener('change', () => {
+    realFields.disabled = realFields.hidden = !realBox.checked;
+    dryFields.disabled = dryFields.hidden = realBox.checked;
+  });
   const form = h('form', { class: 'launch', onsubmit: async (e) => {
     e.preventDefault();
     const body = Object.fromEntries(new FormData(form).entries());
@@ -112,11 +132,11 @@ function launchForm(ui) {
     } catch (err) { status.textContent = `refused: ${err.message}`; }
   } },
   h('h3', {}, 'Launch a run'),
-  h('p', { class: 'hint' }, 'Starts python run.py as a separate process in this store\'s data dir: a zero-spend dry run with the fake agents, or with "real agents" a run that spends, after a confirmation stating its estimated cost.'),
+  h('p', { class: 'hint' }, 'Starts python run.py as a separate process in this store\'s data dir: a zero-spend dry run with the fake agents (quiet, or as noisy as real agents), or with "real agents" a run that spends, after a confirmation stating its estimated cost.'),
   select('seed', o.seeds, d.seed), select('suite', o.suites, d.suite), select('val', o.suites, d.val),
   select('holdout', o.suites, d.holdout, true), select('strategy', o.strategies, d.strategy),
   select('model', o.models, d.model), number('replicates', d.replicates, 1, 20), number('rounds', d.rounds, 0, 200),
-  h('label', { class: 'check' }, realBox, ' real agents (--real)'), realFields,
+  dryFields, h('label', { class: 'check' }, realBox, ' real agents (--real)'), realFields,
   h('button', { type: 'submit', class: 'primary', id: 'launch-submit' }, '▶ Launch'), status);
   return form;
 }
@@ -199,7 +219,7 @@ export async function render(root, state, ui) {
       run.decided_round > run.rounds_done && !run.alive ? h('span', { class: 'warn', id: 'round-unfinished', title: 'rounds_done counts rounds whose train evaluation and bookkeeping finished; this round was decided but not completed' }, ` (round ${run.decided_round} decided, not completed)`) : '',
       ` · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, spendTip(run)), ' ', valQueries(run),
-      run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
+      agentsChip(run), run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
     run.error ? h('p', { class: 'error' }, run.error) : null, notesView(state.store, run.id, run.notes), commandView(run.command), launchButton()));
   const extras = [S.get('solve', run.solve ?? null, () => solveView(run.solve)), S.get('meta-skill', run.meta_skill ?? null, () => metaSkillView(run.meta_skill))];
