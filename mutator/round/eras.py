@@ -83,7 +83,8 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
                                       lacked="--confirm re-checked a keep under the run's keep rule",
                                       how=f"keep rule {now.gating.keep_rule!r}, each keep confirmed by the "
                                           "lenient gate: it stands unless a decisive loss on fresh val "
-                                          "replicates")
+                                          "replicates; a new --data-dir starts a run whose --confirm applies "
+                                          f"keep rule {now.gating.keep_rule!r}")
     eras = (lenient, *eras) if now.gating.keep_rule != "lenient" else eras
     return (unconfirmed, *eras) if now.confirm_rule != "lenient" else eras
 
