@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import sqlite3
@@ -77,6 +78,14 @@ def test_a_keep_that_does_not_replicate_is_overturned(tmp_path: Path) -> None:
     assert loop.session.run()["incumbent_hash"] == rows[0]["genome_hash"]
 
 
+def rederived(data: Path) -> int:
+    """bench/rederive.py over the store, with no mismatch: how many keep-rule figures of confirmations it
+    re-derived (the lenient gate's: one a confirmation, that none is stored)."""
+    tally = importlib.import_module("bench.rederive").rederive(data / "mutator.db")
+    assert tally.mismatches == [] and not tally.skipped and tally.groups["confirm: stands"][1] == 0
+    return tally.groups.get("confirm: keep_rule", [0])[0]
+
+
 def seed_confirmed(tmp_path: Path, keep_rule: str) -> tuple[Loop, str]:
     """Constructed: round 1's candidate is kept on val (Δ +0.0790), then both fresh evaluations measure the
     seed, so the confirmed Δ is exactly 0 with SE 0 (no earlier comparison to pool; method t): on the lenient
@@ -132,6 +141,7 @@ def test_confirmation_applies_the_runs_keep_rule_positive_overturns_what_lenient
             "→ OVERTURNED") in out.splitlines()
     assert loop.session.run()["incumbent_hash"] == rows[0]["genome_hash"] and rows[1]["train_evaluation_id"] is None
     assert json.loads(loop.session.run()["config"])["confirm_rule"] == "positive"
+    assert rederived(tmp_path / "data") == 4    # the overturn re-derives: rule, bar, keep and gate_keep
 
 
 def test_a_lenient_run_confirms_as_before(tmp_path: Path) -> None:
@@ -152,6 +162,7 @@ def test_a_lenient_run_confirms_as_before(tmp_path: Path) -> None:
     config = json.loads(loop.session.run()["config"])
     assert "confirm_rule" not in config and "keep_rule" not in config and config["confirm"] is True
     assert loop.session.run_id == "run-8ed01f2108c6"    # the id the old code gives this run
+    assert rederived(tmp_path / "data") == 1    # re-derived: no keep_rule figures stored
 
 
 def confirm_rows(data: Path) -> tuple[int, list[tuple], list[tuple]]:
@@ -195,3 +206,4 @@ def test_a_store_made_before_confirm_applied_the_keep_rule_resumes_with_no_cell_
     record = json.loads(rows[2][2])
     assert "keep_rule" not in record["gate"] and record["stands"] is record["gate"]["keep"] is True
     assert "confirmation on fresh val replicates: Δ +0.0614 vs threshold -0.0257 → the keep stands" in more.stderr
+    assert rederived(data) == 2                 # both confirmations re-derive under the lenient gate
