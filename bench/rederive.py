@@ -40,6 +40,9 @@ class Run:
         self.method = run["gate_method"] or cfg.get("gate_method", "t")
         self.model_gate = run["model_gate"] or "mean"
         self.tie_rule, self.keep_rule = cfg.get("tie_rule", "keep"), cfg.get("keep_rule", "lenient")
+        # the rule --confirm re-checks a keep with: the keep rule, named in the run's identity since --confirm
+        # applies it (a run stored before, or without --confirm, confirms under the lenient gate)
+        self.confirm_rule = cfg.get("confirm_rule", "lenient")
         seq = cfg.get("sequential") or {"looks": 1, "early_z": 2.0}
         self.looks, self.early_z = int(seq["looks"]), float(seq["early_z"])
         self.screen_cfg = cfg.get("screen") or {}
@@ -108,8 +111,20 @@ class Run:
         keep = not rejected and not (tie == "noAddedCost" and t["tie"] and t["adds_cost"])
         return {**mean, "keep": keep, "models": record, "rejected_by": rejected}
 
-    def keep_rule_record(self, g: dict, prior) -> dict:
-        rule = self.keep_rule
+    def by_rule(self, where: str, stored: dict, mine: dict, prior, rule: str) -> dict:
+        """`mine` with its keep under keep rule `rule` (the gate's own for 'lenient'), each of the rule's
+        figures compared with the stored gate's `keep_rule`."""
+        if rule == "lenient":
+            self.tally.same(where, "keep_rule", stored.get("keep_rule"), None)
+            return mine
+        record = self.keep_rule_record(mine, prior, rule)
+        found = stored.get("keep_rule") or {}
+        for key in record:
+            self.tally.same(where, f"keep_rule.{key}", found.get(key), record[key])
+        self.tally.same(where, "keep_rule.gate_keep", found.get("gate_keep"), mine["keep"])
+        return {**mine, "keep": record["keep"]}
+
+    def keep_rule_record(self, g: dict, prior, rule: str) -> dict:
         if rule in ("strict", "positive"):
             bar = self.m + (g["t"] * g["se"] if rule == "strict" else 0.0)
             return {"rule": rule, "bar": bar, "keep": g["delta"] > bar + rm.KEEP_TOL}
@@ -211,14 +226,9 @@ class Run:
             inc = per_task([c for c in cells(self.db, inc_ev) if c["replicate"] < reps], self.w, norm)
             widen = 1.0 if last else math.sqrt(self.looks / k)
             mine = self.gate(cand, inc, [(n, s * widen) for n, s, _ in prior], look["z"], last=last)
+            if last:
+                mine = self.by_rule(where, look["gate"], mine, prior, self.keep_rule)
             self.compare_gate(where, look["gate"], mine)
-            if last and self.keep_rule != "lenient":
-                rule = self.keep_rule_record(mine, prior)
-                stored = look["gate"].get("keep_rule") or {}
-                for key in rule:
-                    self.tally.same(where, f"keep_rule.{key}", stored.get(key), rule[key])
-                self.tally.same(where, "keep_rule.gate_keep", stored.get("gate_keep"), mine["keep"])
-                mine = {**mine, "keep": rule["keep"]}
             decision = None
             if not last:
                 decision = rm.early(mine["keep"], mine["delta"], mine["t"], mine["se"], self.m)
@@ -250,16 +260,17 @@ class Run:
 
     def confirm(self, a: dict) -> bool:
         """The confirmation gate (--confirm): fresh replicates of the winner and the old incumbent, pooling
-        every comparison of the run so far but the winner's own, the run's tie rule; True when the keep
-        stands."""
+        every comparison of the run so far but the winner's own, the run's tie rule, and the run's keep rule
+        (its identity's confirm_rule); True when the keep stands."""
         rec = json.loads(a["confirm"])
         where = self.where(a, "confirm")
         norm = run_norm(self.run, "val")
-        prior = [(n, s_r) for _, n, s_r, _ in
+        prior = [(n, s_r, d) for _, n, s_r, d in
                  self.pool(lambda x: x["round"] <= a["round"] and x["id"] != a["id"])]
         mine = self.gate(per_task(cells(self.db, rec["candidate_evaluation_id"]), self.w, norm),
-                         per_task(cells(self.db, rec["incumbent_evaluation_id"]), self.w, norm), prior,
-                         self.gate_z, last=True)
+                         per_task(cells(self.db, rec["incumbent_evaluation_id"]), self.w, norm),
+                         [(n, s_r) for n, s_r, _ in prior], self.gate_z, last=True)
+        mine = self.by_rule(where, rec["gate"], mine, prior, self.confirm_rule)
         self.compare_gate(where, rec["gate"], mine)
         self.tally.same(where, "stands", rec["stands"], mine["keep"])
         self.tally.same(where, "salt", rec["salt"], f"confirm:{self.run['id']}:{a['round']}")

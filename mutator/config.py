@@ -111,7 +111,7 @@ SEAL_HELP = ("a sealed test: the first champion test of a run on a suite is fina
 SOLVE_MIN_HELP = ("abort before any seed spend if a task's best solve score stays below this (default 0.7)")
 META_HELP = "every N rounds distil the attempt log into lessons shown in later briefings (0 = off)"
 CONFIRM_HELP = ("winner's-curse guard: re-evaluate a keep and the incumbent on fresh val replicates; the "
-                "keep stands only if the confirmed delta still passes the gate")
+                "keep stands only if the confirmed delta is still kept by the gate under the run's keep rule")
 SOLVE_RULE = "on or off (auto, kept for old configs, is off)"
 RAY_TIMEOUT_HELP = "--executor ray: give up joining the cluster after S seconds (default 60)"
 RESOURCES_RULE = 'an object of Ray resource -> amount >= 0 per cell, e.g. {"num_cpus": 1}'

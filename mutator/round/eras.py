@@ -1,9 +1,10 @@
 """How a run decides, and how runs stored by older code did: a stored run resumes as it was made.
 
-A run's decision settings are its gate and val design (with the tie rule), its screen and the depth of its
-train evidence. Each is part of the run id only when it differs from what older code did, so a run stored
-before it existed is found again under the settings it was made with and resumes with them, re-running no
-cell. Pure: never touches the store; the loop looks the older ids up.
+A run's decision settings are its gate and val design (with the tie and keep rules), its screen, the depth of
+its train evidence and the rule its --confirm re-checks a keep with. Each is part of the run id only when it
+differs from what older code did, so a run stored before it existed is found again under the settings it was
+made with and resumes with them, re-running no cell. Pure: never touches the store; the loop looks the older
+ids up.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from mutator.round.waves import Gating, Screen
 from mutator.scoring.sequential import wave
 
 # the identity's keys cheaper_identity writes
-CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates", "keep_rule")
+CHEAPER = ("sequential", "screen", "tie_rule", "evidence_replicates", "keep_rule", "confirm_rule")
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,14 @@ class Decisions:
     replicates: int          # the run's replicates: evidence at this depth is every train cell
     lacked: str = ""         # for an older store's settings: what the code that made it did not have yet
     how: str = ""            # and how it therefore resumes
+    # the keep rule --confirm re-checks a keep with (mutator/round/confirm.py): the run's score.keepRule
+    # under --confirm, lenient without it or in a run stored before --confirm applied the keep rule
+    confirm_rule: str = "lenient"
 
     def identity(self) -> dict:
         return cheaper_identity(self.gating.design, self.screen, self.gating.tie_rule,
                                 self.evidence if self.evidence < self.replicates else 0,
-                                self.gating.keep_rule)
+                                self.gating.keep_rule, self.confirm_rule)
 
     def evidence_cells(self, train: Suite) -> frozenset | None:
         """The train cells of a genome's evidence: the first `evidence` replicates of every task (None: all).
@@ -47,7 +51,8 @@ def configured(settings, weights) -> Decisions:
     replicate)."""
     return Decisions(Gating.for_settings(settings, weights),
                      Screen(settings.screen.tasks, settings.screen.replicates, settings.screen.z),
-                     min(settings.train_replicates, settings.replicates), settings.replicates)
+                     min(settings.train_replicates, settings.replicates), settings.replicates,
+                     confirm_rule=settings.score.keep_rule if settings.confirm else "lenient")
 
 
 def older(now: Decisions) -> tuple[Decisions, ...]:
@@ -56,9 +61,11 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
     before sequential val and the screen (one look, no screen either); every one of them before score.keepRule
     (the lenient gate), and first, when the keep rule is not lenient, a run made just before it or under the
     lenient default score.keepRule had before 'positive' (a plain resume of such a store keeps its lenient
-    gate and says so)."""
+    gate and says so); and before all of them, when --confirm applies a keep rule other than lenient, a run
+    made under that keep rule before --confirm applied it (its confirmations keep the lenient gate)."""
     full, off = now.replicates, dataclasses.replace(now.screen, tasks=0)
     lenient = dataclasses.replace(now, gating=dataclasses.replace(now.gating, keep_rule="lenient"),
+                                  confirm_rule="lenient",
                                   lacked="score.keepRule's default became 'positive'",
                                   how="the lenient gate: keep unless a decisive loss; --keep-rule lenient "
                                       "resumes it without this note, a new --data-dir starts a run with keep "
@@ -72,7 +79,14 @@ def older(now: Decisions) -> tuple[Decisions, ...]:
         ties.gating.design, looks=1)), screen=off, lacked="sequential val and the screen",
         how="every val cell at once, no screen, every tie kept, train evidence at every replicate")
     eras = (ties, unscreened, once) if now.screen.tasks else (ties, once)
-    return (lenient, *eras) if now.gating.keep_rule != "lenient" else eras
+    unconfirmed = dataclasses.replace(now, confirm_rule="lenient",
+                                      lacked="--confirm re-checked a keep under the run's keep rule",
+                                      how=f"keep rule {now.gating.keep_rule!r}, each keep confirmed by the "
+                                          "lenient gate: it stands unless a decisive loss on fresh val "
+                                          "replicates; a new --data-dir starts a run whose --confirm applies "
+                                          f"keep rule {now.gating.keep_rule!r}")
+    eras = (lenient, *eras) if now.gating.keep_rule != "lenient" else eras
+    return (unconfirmed, *eras) if now.confirm_rule != "lenient" else eras
 
 
 def as_stored(now: Decisions, identity: dict) -> Decisions:

@@ -263,7 +263,7 @@ class Loop:
         integration = self.strategy.integrate(state, scored)
         if s.confirm and integration.incumbent != state.incumbent.genome_hash:
             integration = confirm_keep(session, suites.val, round_no, state, scored, integration, val_norm,
-                                       tie_rule=tie_rule)
+                                       tie_rule=tie_rule, keep_rule=self.decisions.confirm_rule)
         for candidate in scored:
             verdict = integration.verdicts.get(candidate.sibling)
             if verdict:

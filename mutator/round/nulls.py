@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from mutator.scoring import holm
+from mutator.scoring import holm, keep
 from mutator.scoring.gate import Gate
 from mutator.scoring.score import CellFigures, Normalisers, per_task
 from mutator.store.db import dumps, now
@@ -32,14 +32,17 @@ def salt(run_id: str, round_no: int, copy: int) -> str:
 
 
 def gate_against(session: Session, candidate: tuple[CellFigures, ...], incumbent: tuple[CellFigures, ...],
-                 val_norm: Normalisers, *, exclude: int, suite_hash: str, tie_rule: str) -> Gate:
-    """The run's gate over a comparison outside the round's own attempts (a confirmation, a null control)."""
+                 val_norm: Normalisers, *, exclude: int, suite_hash: str, tie_rule: str,
+                 keep_rule: str = "lenient") -> Gate:
+    """The run's gate over a comparison outside the round's own attempts (a confirmation, a null control), its
+    verdict under `keep_rule` (mutator/scoring/keep.py; a null control's is the lenient gate's)."""
     s = session.settings
-    return holm.gate(per_task(candidate, session.weights, val_norm),
-                     per_task(incumbent, session.weights, val_norm),
-                     prior=session.prior_comparisons(exclude=exclude, suite_hash=suite_hash),
-                     min_improvement=s.score.min_improvement, gate_z=s.score.gate_z,
-                     method=s.score.gate_method, tie_rule=tie_rule, model_gate=s.score.model_gate)
+    prior = session.prior_comparisons(exclude=exclude, suite_hash=suite_hash)
+    return keep.apply(keep_rule, holm.gate(per_task(candidate, session.weights, val_norm),
+                                           per_task(incumbent, session.weights, val_norm), prior=prior,
+                                           min_improvement=s.score.min_improvement, gate_z=s.score.gate_z,
+                                           method=s.score.gate_method, tie_rule=tie_rule,
+                                           model_gate=s.score.model_gate), prior)
 
 
 def call(gate: Gate, min_improvement: float) -> str:

@@ -92,16 +92,17 @@ def run_id_for(identity: dict) -> str:
 
 
 def cheaper_identity(design, screen, tie_rule: str = "keep", evidence: int = 0,
-                     keep_rule: str = "lenient") -> dict:
-    """The identity's part for sequential val, the screen, the tie rule and the train evidence's depth
-    (`evidence` replicates when fewer than the run's, else 0): each part is absent at its old setting (one
-    look, no screen, every tie kept, evidence at every replicate), so a run made before it existed keeps its
-    id."""
+                     keep_rule: str = "lenient", confirm_rule: str = "lenient") -> dict:
+    """The identity's part for sequential val, the screen, the tie rule, the train evidence's depth
+    (`evidence` replicates when fewer than the run's, else 0), the keep rule and the rule --confirm applies:
+    each part is absent at its old setting (one look, no screen, every tie kept, evidence at every replicate,
+    the lenient gate), so a run made before it existed keeps its id."""
     return {**({"sequential": design.identity()} if design.sequential else {}),
             **({"screen": dataclasses.asdict(screen)} if screen.tasks else {}),
             **({"tie_rule": tie_rule} if tie_rule != "keep" else {}),
             **({"evidence_replicates": evidence} if evidence else {}),
-            **({"keep_rule": keep_rule} if keep_rule != "lenient" else {})}
+            **({"keep_rule": keep_rule} if keep_rule != "lenient" else {}),
+            **({"confirm_rule": confirm_rule} if confirm_rule != "lenient" else {})}
 
 
 def run_identity(s, suites: Suites, agents: Agents, contract, seed_hash: str, *, cheaper: dict,

@@ -70,7 +70,8 @@ EXPECTED = {
     "population_store": ["verdict: KEEP (pool cut)", "verdict: incumbent = pool leader", "look: keep_rule",
                          "screen: verdict"],
     "sequential_tested_store": ["look: z", "harm vs seed: mdh", "harm vs seed: verdict"],
-    "branching_models_store": ["look: model_gate", "look: keep_rule", "confirm: stands", "null control: call",
+    "branching_models_store": ["look: model_gate", "look: keep_rule", "confirm: stands", "confirm: keep_rule",
+                               "null control: call",
                                "verdict: KEEP"],
 }
 

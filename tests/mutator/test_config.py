@@ -175,18 +175,19 @@ EVERY_SCORE_KEY = {"gate_z": 2.0, "w_trigger": 0.5, "model_gate": "each", "gate_
                    "sequential": False, "screen_tasks": 0, "tie_rule": "keep", "evidence_replicates": 0,
                    "confirm": True, "null_controls": 1, "min_improvement": 0.01, "w_cost": 0.2, "w_steps": 0.0}
 # the ids before score.keepRule's default became 'positive' are the same under --keep-rule lenient (old stores
-# keep their ids); the default's ids are new
+# keep their ids); the default's ids are new. --confirm under keep rule positive re-checks a keep under that rule
+# since main 6715848: a new id (run-708e4d207cdd before, the id its older era finds again)
 DEMO_RUN_IDS = [({"keep_rule": "lenient"}, "run-0018ff19044f"),
                 ({**EVERY_SCORE_KEY, "keep_rule": "lenient"}, "run-07646669200f"),
                 ({}, "run-62763e0393b6"),
-                (EVERY_SCORE_KEY, "run-708e4d207cdd")]
+                (EVERY_SCORE_KEY, "run-ce627a9fb49b")]
 
 
 @pytest.mark.parametrize("flags, run_id", DEMO_RUN_IDS, ids=["lenient", "every-score-key-changed-lenient", "config.json",
                                                                 "every-score-key-changed"])
 def test_a_demo_run_id_is_unchanged(flags: dict, run_id: str) -> None:
     from eval.cells import Contract
-    from mutator.round.eras import configured
+    from mutator.round.eras import configured, older
     from mutator.round.session import Agents, Suites, run_id_for, run_identity
     from mutator.scoring.score import Weights
     s = load_settings(flags, environ={})
@@ -197,9 +198,14 @@ def test_a_demo_run_id_is_unchanged(flags: dict, run_id: str) -> None:
     contract = Contract(model=s.model, replicates=s.replicates, max_turns=s.max_turns, agent="fake@1",
                         silence_ms=watchdog.silence_ms, heartbeat_ms=watchdog.heartbeat_ms)
     weights = Weights(s.score.w_cost, s.score.w_steps, s.score.w_trigger)
-    cheaper = configured(s, weights).identity()
-    identity = run_identity(s, suites, agents, contract, "seed-hash", cheaper=cheaper)
+    decisions = configured(s, weights)
+    identity = run_identity(s, suites, agents, contract, "seed-hash", cheaper=decisions.identity())
     assert run_id_for(identity) == run_id
+    if flags is EVERY_SCORE_KEY:   # the run made before --confirm applied the keep rule: its older era's id
+        then = older(decisions)[0]
+        assert then.confirm_rule == "lenient" and then.gating.keep_rule == "positive"
+        assert run_id_for(run_identity(s, suites, agents, contract, "seed-hash",
+                                       cheaper=then.identity())) == "run-708e4d207cdd"
 
 
 @pytest.mark.parametrize(("changes", "environ", "says"), [

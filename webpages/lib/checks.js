@@ -45,13 +45,15 @@ export function confirmView(confirm, attempt, run) {
   const rows = [
     ['fresh Δcomposite', fig(signed(g.delta), TIPS.confirmDelta)],
     ['threshold', fig(signed(g.threshold), TIPS.confirmThreshold)],
+    ...(g.keep_rule ? [['keep rule', fig(`${g.keep_rule.rule}: ${'posterior' in g.keep_rule ? `posterior ${signed(g.keep_rule.posterior)}`
+      : `bar ${signed(g.keep_rule.bar)}`} → ${g.keep_rule.keep ? 'keep' : 'reject'}`, TIPS.confirmRule)]] : []),
     ['SE', fig(num(g.se), TIPS.confirmSe)], ['s_r (fresh)', fig(num(g.s_r), TIPS.confirmSr)],
     ['t', fig(num(g.t, 3), TIPS.confirmT)], ['df', fig(String(g.df ?? '—'), TIPS.confirmDf)], ['n tasks', fig(String(g.n ?? '—'), TIPS.confirmN)],
     ['new incumbent (fresh val)', composite(f.candidate)], ['old incumbent (fresh val)', composite(f.incumbent)],
     ['replicate salt', confirm.salt || '—'],
   ];
   return h('div', { id: 'confirm' }, h('h4', {}, 'Winner\'s-curse confirmation ',
-    h('span', { class: `badge ${confirm.stands ? 'v-keep' : 'v-failed'}`, title: 'the keep stands only if the Δ measured on fresh val replicates still passes the gate' },
+    h('span', { class: `badge ${confirm.stands ? 'v-keep' : 'v-failed'}`, title: 'the keep stands only if the Δ measured on fresh val replicates is still kept by the gate under the run\'s keep rule' },
       confirm.stands ? 'stands' : 'OVERTURNED')),
   h('table', { class: 'kv' }, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v))))));
 }

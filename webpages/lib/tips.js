@@ -12,7 +12,8 @@ export const TIPS = {
   valQueryWarn: (limit) => `above valQueryWarn = ${limit} (config.json) a val suite queried this often is effectively a training set: trust test, not val`,
   // winner's-curse confirmation (attempts.confirm)
   confirmDelta: 'fresh Δ = mean over val tasks of the paired per-task composite deltas (new incumbent − old incumbent), both re-evaluated on fresh val replicates (a new salt)',
-  confirmThreshold: 'the same noise gate as the round: keep stands unless fresh Δ < minImprovement − t·SE',
+  confirmThreshold: 'the same noise gate as the round: under keep rule lenient the keep stands unless fresh Δ < minImprovement − t·SE',
+  confirmRule: 'the run\'s keep rule (score.keepRule) decides the confirmation as it decided the keep: its bar (positive: minImprovement; strict: minImprovement + t·SE) or posterior mean gain (eb, ebc), stored as gate.keep_rule',
   confirmSe: 'SE = s/√n, s pooled over this run\'s comparisons including this one',
   confirmSr: 's_r = C_n·MAD of the fresh per-task deltas (finite-sample factor; SD/c4(n) when MAD is 0)',
   confirmT: 'the critical value: from sign flips of the fresh deltas (method signflip) or the Student-t quantile of Φ(gateZ) at the pooled df (method t)',

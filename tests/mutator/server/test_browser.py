@@ -92,6 +92,8 @@ def test_every_page_and_a_live_launch(server, page, run_id):
     # round 1 was a keep: its winner's-curse confirmation and every critic gate row
     expect(page.locator("#confirm")).to_contain_text("fresh Δcomposite")
     expect(page.locator("#confirm .badge")).to_have_text(re.compile("stands|OVERTURNED"))
+    # confirmed under the run's keep rule (positive, the default): its bar and verdict
+    expect(page.locator("#confirm")).to_contain_text(re.compile(r"keep rulepositive: bar \+0\.0000 → (keep|reject)"))
     expect(page.locator('#critic tr[data-gate="size"]')).to_contain_text("pass")
     expect(page.locator("#critic")).to_contain_text("gates passed")
     assert _untitled_figures(page) == 0
