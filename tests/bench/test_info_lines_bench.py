@@ -71,3 +71,18 @@ def test_a_line_without_confirm_spends_nothing_on_it(lines):
     _, outcome = run(lines["greedy:seq+screen:positive:r4"])
     assert "confirm" not in outcome.spent
     assert outcome.spent["val"] + outcome.spent.get("remaining", 0) > 0
+
+
+def test_line_verdict_against_holds_holm_to_the_named_family():
+    from bench import line_verdict
+    per = {"me": [0.5 + i / 100 for i in range(12)], "greedy-nogate": [0.1 + i / 100 for i in range(12)],
+           "default": [0.1 + i / 100 for i in range(12)], "x": [0.1 + i / 100 for i in range(12)],
+           "y": [0.1 + i / 100 for i in range(12)]}
+    result = {"per_seed_true_test": per, "oracles": [],
+              "lines": {name: {"harmful_kept_share": 0.1} for name in per}}
+    every = line_verdict.verdict(result, "me")
+    two = line_verdict.verdict(result, "me", ["greedy-nogate", "default"])
+    assert sorted(two["others"]) == ["default", "greedy-nogate"]
+    p = two["others"]["greedy-nogate"][1]
+    assert two["others"]["greedy-nogate"][2] == min(1.0, 2 * p)     # Holm over 2, not over the 4 others
+    assert every["others"]["greedy-nogate"][2] == min(1.0, 4 * p)
