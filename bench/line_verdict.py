@@ -3,7 +3,8 @@
 oracles excluded) the mean paired difference in TRUE test composite, Wilcoxon over seeds, Holm over those
 lines; and its share of truly harmful keeps beside greedy-nogate's.
 
-    python bench/line_verdict.py LINE peers-skillsbench.json [peers-tau.json ...]
+    python bench/line_verdict.py LINE peers-skillsbench.json [peers-tau.json ...] [--against A,B]
+    (--against: Holm over the comparisons with these lines only, a family fixed in advance)
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ sys.path.insert(0, str(ROOT))
 from bench.paired import holm, wilcoxon_p  # noqa: E402
 
 
-def verdict(result: dict, line: str) -> dict:
-    """{others: {name: (diff, p, p_holm)}, beaten_by, beats_nogate, harm, harm_nogate}."""
+def verdict(result: dict, line: str, against: list[str] | None = None) -> dict:
+    """{others: {name: (diff, p, p_holm)}, beaten_by, beats_nogate, harm, harm_nogate}; Holm over `against`
+    (default: every other runnable line)."""
     per = result["per_seed_true_test"]
-    others = [name for name in per if name != line and name not in result.get("oracles", [])]
+    others = against or [name for name in per if name != line and name not in result.get("oracles", [])]
     mine = per[line]
     diffs = [statistics.mean(a - b for a, b in zip(mine, per[o], strict=True)) for o in others]
     ps = [wilcoxon_p(mine, per[o]) for o in others]
@@ -36,10 +38,14 @@ def verdict(result: dict, line: str) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    against = None
+    if "--against" in argv:
+        at = argv.index("--against")
+        against, argv = argv[at + 1].split(","), argv[:at] + argv[at + 2:]
     line, files = argv[0], argv[1:]
     for name in files:
         result = json.loads(Path(name).read_text())
-        v = verdict(result, line)
+        v = verdict(result, line, against)
         print(f"## {result['landscape']} ({len(result['seeds'])} seeds {result['seeds'][0]}.."
               f"{result['seeds'][-1]}): {line} true test {result['lines'][line]['true_test']:.4f}\n")
         print("| other line | its true test | line − other | Wilcoxon p | Holm p |\n|---|---|---|---|---|")

@@ -11,6 +11,7 @@ TRUE effect, so the screen's false-kill rate is measured. No agents, no database
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections import Counter
@@ -26,7 +27,8 @@ from mutator.round.waves import Gating, Screen, sequential_val
 from mutator.scoring.gate import compare
 from mutator.scoring.score import CellFigures, Comparison, per_task, summarise
 from mutator.scoring.sequential import Design, wave
-from strategies import Member, Scored, State, make_strategy
+from strategies import Integration, Member, Scored, State, make_strategy
+from strategies.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW_THRESHOLD = 0.02                                # the raw-threshold line: keep iff Δ ≥ this (gateZ 0)
@@ -81,6 +83,9 @@ class Line:
     keep_rule: str = ""         # the last look's keep rule (gate lines only); '' = the configured one
     replicates: int = 0         # val (and train evidence) replicates of this line; 0 = the run's
     threshold: float = 0.0      # the oracle's: keep iff the TRUE val change > this
+    # --confirm (gate lines): a keep stands only if the gate, under the line's keep rule, still keeps it on
+    # fresh val replicates of both genomes (mutator/round/confirm.py), its cells counted as 'confirm'
+    confirm: bool = False
 
 
 @dataclass
@@ -125,6 +130,8 @@ class Search:
         self.norms = {split: norm_of(land, split) for split in ("train", "val", "test")}
         # genome -> {(task, rep): (cell, failed)}
         self.cells: dict[str, dict[Genome, dict]] = {"train": {}, "val": {}}
+        self.fresh_cells: dict[tuple, dict] = {}   # --confirm's: (genome, round) -> {(task, rep): cell}
+        self.confirms: list[bool] = []             # per confirmation: the keep stands
         self.evidence: set[Genome] = set()    # genomes whose train evidence was run (the mutator may read it)
         self.spent = {"rollouts": 0, "usd": 0.0}
         self.purpose: Counter = Counter()
@@ -165,18 +172,24 @@ class Search:
         want = wave(list(tasks), self.depth[split]) if want is None else want
         order = [(t, r) for t in tasks for r in range(self.replicates) if (t, r) in want]
         have = self.cells[split].get(g, {})
+        if self.draw(g, split, order, have, purpose):
+            self.cells[split][g] = have
+        self.name(g)
+        return [have[c][0] for c in order]
+
+    def draw(self, g: Genome, split: str, order: list, have: dict, purpose: str) -> bool:
+        """Run the cells of `order` missing from `have` (the evaluation cache: same genome and cell, no new
+        spend), counted as `purpose`; whether any was run."""
         missing = [c for c in order if c not in have]
-        if missing:   # the evaluation cache: same genome and cell, no new spend
+        if missing:
             if self.spent["rollouts"] + len(missing) > self.budget:
                 raise OutOfBudget  # every line stops at the same hard rollout cap
             for task, rep in missing:
                 have[(task, rep)] = self.land.cell(g, split, task, rep, stream=str(self.seed))
                 self.spent["usd"] += have[(task, rep)][0].cost_usd
-            self.cells[split][g] = have
             self.spent["rollouts"] += len(missing)
             self.purpose[purpose] += len(missing)
-        self.name(g)
-        return [have[c][0] for c in order]
+        return bool(missing)
 
     def measured(self, name: str, suite, _label: str, only: frozenset | None) -> Measured:
         """The waves' and the screen's view of an evaluation (mutator/round/waves.py's Evaluate)."""
@@ -337,13 +350,48 @@ class Search:
             members = tuple(self.member(g) for g in self.cells["val"])
             state = State(round_no, self.member(self.incumbent),
                           random.Random(f"{self.seed}:{strategy_id}:{round_no}"), members, pool)
+            before = len(prior)
             integration = strategy.integrate(state, self.one_round(strategy, state, prior))
+            if self.line.confirm and integration.incumbent != state.incumbent.genome_hash:
+                # the loop's prior excludes the winner's own comparison (this round's, for greedy)
+                integration = self.confirm(state, integration, round_no, prior[:before])
             self.incumbent, pool = self.by_name[integration.incumbent], integration.pool or pool
             # kept at an early look: its other waves
             self.evaluate(self.incumbent, "val", purpose="remaining")
             self.point()
             for h in integration.selected:
                 self.train_evidence(self.by_name[h])
+
+    def fresh(self, g: Genome, round_no: int) -> Measured:
+        """g's val cells at the run's depth under round `round_no`'s confirmation salt (replicates no
+        evaluation of the run draws: 1000·round onwards)."""
+        reps = range(1000 * round_no, 1000 * round_no + self.replicates)
+        order = [(t, r) for t in self.land.suites["val"] for r in reps]
+        have = self.fresh_cells.setdefault((g, round_no), {})
+        self.draw(g, "val", order, have, "confirm")
+        return Measured(0, tuple(have[c][0] for c in order), 0, 0.0, n_cells=len(order))
+
+    def confirm(self, state: State, integration: Integration, round_no: int, prior: list) -> Integration:
+        """mutator/round/confirm.py's confirm_keep on the bench: the new incumbent and the old one on fresh
+        val replicates, the gate (the line's tie rule) under the line's keep rule; an overturned keep is a
+        REJECT and its KEEP record is dropped. Out of budget mid-confirmation, the keep does not stand."""
+        new, old = self.by_name[integration.incumbent], self.by_name[state.incumbent.genome_hash]
+        try:
+            mine, theirs = self.fresh(new, round_no), self.fresh(old, round_no)
+        except OutOfBudget:
+            self.kept.pop()
+            raise
+        gate = self.gating.gate(mine, theirs, self.norms["val"], z=self.rules.gate_z, prior=prior,
+                                tie_rule=self.gating.tie_rule, keep_rule=self.gating.keep_rule)
+        self.confirms.append(gate.keep)
+        if gate.keep:
+            return integration
+        self.kept.pop()
+        winner = next(s for s, v in integration.verdicts.items() if v == Verdict.KEEP)
+        return dataclasses.replace(
+            integration, verdicts={**integration.verdicts, winner: Verdict.REJECT},
+            incumbent=state.incumbent.genome_hash,
+            selected=tuple(h for h in integration.selected if h != integration.incumbent))
 
     def run(self) -> Outcome:
         self.evaluate(self.seed_genome, "val", purpose="seed")

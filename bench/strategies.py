@@ -98,6 +98,17 @@ def replicate_lines(screen_tasks: int, replicates: int = 1) -> tuple[Line, ...]:
                  for rule in KEEP_RULES)
 
 
+def info_lines(screen_tasks: int) -> tuple[Line, ...]:
+    """Round 6 (issue 47): greedy with keep rule positive spending the same budget on more information per
+    decision: the default (seq+screen) at 4 val replicates per task (4 waves); the default with --confirm (a
+    keep stands only if still kept on fresh val replicates of both genomes); and one look at 1 replicate per
+    task, no screen, every keep confirmed on fresh replicates."""
+    line = functools.partial(Line, strategy="greedy", opts={}, keep_rule="positive")
+    return (line("greedy:seq+screen:positive:r4", waves=True, screen=screen_tasks, replicates=4),
+            line("greedy:seq+screen:positive:confirm", waves=True, screen=screen_tasks, confirm=True),
+            line("greedy:fixed:positive:r1:confirm", waves=False, screen=0, replicates=1, confirm=True))
+
+
 def default_variant(rules: Rules) -> str:
     """The variant config.json runs: sequential.waves and screen.tasks."""
     return next(v for v, waves, screen in VARIANTS
@@ -111,7 +122,8 @@ EXTRA = (Line("greedy-keepties", "greedy", {}, tie_rule="keep"),
          Line("greedy-oracle", "greedy", {}, keep="oracle"),
          Line("threshold-oracle", "greedy", {}, keep="threshold-oracle"),
          *keep_rule_lines(Rules.from_config().screen_tasks or SCREEN_TASKS),
-         *replicate_lines(Rules.from_config().screen_tasks or SCREEN_TASKS))
+         *replicate_lines(Rules.from_config().screen_tasks or SCREEN_TASKS),
+         *info_lines(Rules.from_config().screen_tasks or SCREEN_TASKS))
 DEFAULT = f"greedy:{default_variant(Rules.from_config())}"
 GATELESS = tuple(f"{name}-{suffix}" for name, *_ in STRATEGIES for suffix, _ in NO_GATE)
 
@@ -243,9 +255,9 @@ def print_cells(rows: dict[str, list[Outcome]]) -> None:
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for label, outcomes in rows.items():
         spent = {k: statistics.mean(o.spent.get(k, 0) for o in outcomes)
-                 for k in ("seed", "screen", "val", "remaining", "train")}
+                 for k in ("seed", "screen", "val", "remaining", "train", "confirm")}
         decisions = statistics.mean(o.decisions for o in outcomes)
-        deciding = spent["screen"] + spent["val"] + spent["remaining"]
+        deciding = spent["screen"] + spent["val"] + spent["remaining"] + spent["confirm"]
         screens = [s for o in outcomes for s in o.screens]
         kills = f"{sum(k for k, *_ in screens)}/{len(screens)}" if screens else "—"
         false = rate([killed for killed, better in screens if better])
