@@ -60,6 +60,14 @@ class ResponseCache:
             self._drop(next(iter(self._entries)))
             self.evictions += 1
 
+    def drop_volatile(self, store: str) -> int:
+        """Forget a store's volatile entries at once (a writer of it was just seen dying: an entry read while
+        it lived would say RUNNING until its time ran out); the number dropped."""
+        gone = [k for k, e in self._entries.items() if k[0] == store and e.expires is not None]
+        for key in gone:
+            self._drop(key)
+        return len(gone)
+
     def stats(self) -> dict:
         return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses,
                 "evictions": self.evictions}

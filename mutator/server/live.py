@@ -11,8 +11,9 @@ import time
 from aiohttp import web
 
 from mutator.server import queries as Q
+from mutator.server.cache import ResponseCache
 from mutator.server.codewatch import CodeWatch
-from mutator.server.common import CHILDREN, RUN_ID, STOP, STORE_ID, STORES, fail, store_of
+from mutator.server.common import CACHE, CHILDREN, RUN_ID, STOP, STORE_ID, STORES, fail, store_of
 
 POLL_S = 1.0
 LIVENESS_S = 2.0   # how often an open page's live stream re-reads which running runs are stale
@@ -46,6 +47,16 @@ def watch_param(request: web.Request) -> dict[str, list[str]]:
     return out
 
 
+def forget_the_living(cache: ResponseCache, before: dict, after: dict) -> None:
+    """Before the pages hear that a store moved, drop its volatile cached responses: when only liveness moved
+    (a writer died, no write), an entry read a moment before the death would otherwise say RUNNING for up to
+    its time to live, to every tab refetching on this very event, and no later event would correct it. The
+    handlers and this loop share one thread, so nothing read before the death can be stored after the drop."""
+    for sid, now in after.items():
+        if sid in before and before[sid] != now:
+            cache.drop_volatile(sid)
+
+
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-Sent Events: one `change` event whenever a watched store's data_version, the code fingerprint
     or the dashboard's children move (checked every second; one PRAGMA per store per tick), a comment line as
@@ -69,8 +80,9 @@ async def events(request: web.Request) -> web.StreamResponse:
         while not stop.is_set():
             now_versions = {sid: stores.data_version(store) for sid, store in found.items()}
             if now_versions != versions or time.monotonic() - checked >= LIVENESS_S:
-                signatures = {sid: Q.watched(stores.db(store), watch[sid]) for sid, store in found.items()}
-                checked = time.monotonic()
+                fresh = {sid: Q.watched(stores.db(store), watch[sid]) for sid, store in found.items()}
+                forget_the_living(request.app[CACHE], signatures, fresh)
+                signatures, checked = fresh, time.monotonic()
             versions = now_versions
             now = (code.stale, len(request.app[CHILDREN].items), json.dumps([versions, signatures]))
             if now != last:

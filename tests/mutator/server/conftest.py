@@ -15,6 +15,15 @@ from tests.conftest import built_once, copy_store
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "test-token-123"
 ARTIFACTS = Path(__file__).parent / "artifacts"   # the browser tests' screenshots
+# `python -c LOCK_HOLDER DATA_DIR RUN_ID`: holds a run's lock as its writer would, says "held", then waits to be
+# killed (a writer dying with no write, as kill -9 leaves it)
+LOCK_HOLDER = """import sys, time
+from pathlib import Path
+from mutator.store.lock import RunLock
+RunLock.acquire(Path(sys.argv[1]), sys.argv[2], what="the run")
+print("held", flush=True)
+time.sleep(600)
+"""
 
 
 @pytest.fixture(scope="session")

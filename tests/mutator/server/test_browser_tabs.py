@@ -18,7 +18,7 @@ import pytest
 
 from tests.browser_support import CHROMIUM, COUNT_LIVE_EVENTS, SKIP_REASON, Server
 
-from .conftest import ROOT, TOKEN
+from .conftest import LOCK_HOLDER, ROOT, TOKEN
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api",
@@ -126,14 +126,6 @@ def test_ten_tabs_share_one_stream_follow_a_live_run_and_see_it_die(live_run, pa
             expect(tab.locator("#page")).to_contain_text("stale", timeout=2_000)
     assert all(tab.console_errors == [] for tab in tabs)
 
-
-LOCK_HOLDER = """import sys, time
-from pathlib import Path
-from mutator.store.lock import RunLock
-RunLock.acquire(Path(sys.argv[1]), sys.argv[2], what="the run")
-print("held", flush=True)
-time.sleep(600)
-"""
 
 
 def test_an_open_round_page_renames_its_undecided_attempt_when_the_writer_dies(store, server, page):
