@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from pathlib import Path
 
@@ -79,23 +78,18 @@ def fake_agents(skill_dir: Path | None = None, noise: str = "off"):
     command line and in its id; off, every argv and id is as it always was."""
     from eval.skill_set import is_skill_set
     from mutator.round.session import Agents
+    from mutator.validity.fake_ids import fake_builder, fake_id
 
-    def implementation(script: Path, tail: tuple[str, ...] = ()) -> str:
-        extra = ("\n" + " ".join(tail)).encode() if tail else b""
-        return f"fake@{hashlib.sha256(script.read_bytes() + extra).hexdigest()[:10]}"
     build, mutator = ROOT / "fakes" / "fake_agent.py", ROOT / "fakes" / "fake_mutator.py"
     if skill_dir is not None and is_skill_set(skill_dir):
         mutator = ROOT / "fakes" / "set_mutator.py"
     # -S: the fakes use the standard library only, so each skips site's import of every installed .pth (~30 ms
     # of a fake cell's start here); their ids hash the scripts, never the argv, so no store's keys move
     python = (sys.executable, "-S")
-    builder, tail = build, ()
-    if noise == "realistic":   # the solve phase (a strong model solving bare) stays noiseless
-        from mutator.validity.rehearsal import realistic
-        builder, tail = ROOT / "fakes" / "noisy_agent.py", realistic().argv()
-    return Agents(build_argv=(*python, str(builder), *tail), build_id=implementation(builder, tail),
-                  mutator_argv=(*python, str(mutator)), mutator_id=implementation(mutator),
-                  solve_argv=(*python, str(build)), solve_id=implementation(build),
+    builder, tail = fake_builder(noise)   # the solve phase (a strong model solving bare) stays noiseless
+    return Agents(build_argv=(*python, str(builder), *tail), build_id=fake_id(builder, tail),
+                  mutator_argv=(*python, str(mutator)), mutator_id=fake_id(mutator),
+                  solve_argv=(*python, str(build)), solve_id=fake_id(build),
                   launch={"real": False, **({"fake_noise": noise} if noise != "off" else {})})
 
 

@@ -8,7 +8,6 @@ Children are detached (own session) so stopping the dashboard never stops a run.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from eval.errors import SkillMutatorError
 from mutator.config import FAKE_NOISES, ROOT, ConfigError, Settings, load_settings
 from mutator.store.db import connect_readonly
 from mutator.store.queries.runs import holdout_of
+from mutator.validity.fake_ids import fake_builder, fake_id
 
 RUN_ID = re.compile(r"^run-[0-9a-f]{6,64}$")
 LOG_TAIL = 4000
@@ -165,16 +165,6 @@ def launch_argv(body: dict, s: Settings, data_dir: Path) -> list[str]:
     return argv + (["--holdout", r.holdout] if r.holdout else [])
 
 
-def fake_build_id(noise: str) -> str:
-    """run.py's fake build agent id for a dry run at this --fake-noise (mutator/cli/agents.py fake_agents():
-    the script's bytes, and a noisy agent's fitted parameters)."""
-    script, tail = ROOT / "fakes" / "fake_agent.py", b""
-    if noise == "realistic":
-        from mutator.validity.rehearsal import realistic
-        script, tail = ROOT / "fakes" / "noisy_agent.py", ("\n" + " ".join(realistic().argv())).encode()
-    return f"fake@{hashlib.sha256(script.read_bytes() + tail).hexdigest()[:10]}"
-
-
 def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
     """What `run.py --plan` prints for this launch request (same settings, same store), as data plus its
     text."""
@@ -196,7 +186,7 @@ def plan_estimate(body: dict, s: Settings, data_dir: Path) -> dict[str, Any]:
         except (AgentSetupError, OSError):
             pass
     else:   # a rehearsal's noise is its own fake agent's (as an A/A run of it measured), not the quiet one's
-        build_id = fake_build_id(r.fake_noise or s.fake_noise)
+        build_id = fake_id(*fake_builder(r.fake_noise or s.fake_noise))
     p = plan(run_settings, train=load_suite(s.suites[r.suite]), val=load_suite(s.suites[r.val]),
              holdout=load_suite(s.suites[r.holdout]) if r.holdout else None, build_id=build_id,
              mutator_id=mutator_id)

@@ -114,5 +114,5 @@ def test_the_noise_is_passed_only_when_said(tmp_path) -> None:
 @pytest.mark.parametrize("noise", ["off", "realistic"])
 def test_a_dry_plan_reads_the_cells_of_the_fake_agent_the_launch_runs(noise) -> None:
     from mutator.cli.agents import fake_agents
-    from mutator.server.launch import fake_build_id
-    assert fake_build_id(noise) == fake_agents(None, noise).build_id
+    from mutator.validity.fake_ids import fake_builder, fake_id  # what plan_estimate prices a dry launch by
+    assert fake_id(*fake_builder(noise)) == fake_agents(None, noise).build_id
