@@ -219,7 +219,7 @@ export async function render(root, state, ui) {
       run.decided_round > run.rounds_done && !run.alive ? h('span', { class: 'warn', id: 'round-unfinished', title: 'rounds_done counts rounds whose train evaluation and bookkeeping finished; this round was decided but not completed' }, ` (round ${run.decided_round} decided, not completed)`) : '',
       ` · train ${run.suite} · val ${run.val} · `
       + `${run.replicates} replicates · ${run.model} · `, fig(`spend ${usd(run.cost_usd)}`, spendTip(run)), ' ', valQueries(run),
-      agentsChip(run), run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if it still passes the gate' }, 'confirm on') : null),
+      agentsChip(run), run.confirm ? h('span', { class: 'chip', title: 'winner\'s-curse guard on: every keep is re-checked on fresh val replicates and stands only if the gate, under the run\'s keep rule, still keeps it' }, 'confirm on') : null),
     run.stale_note ? h('p', { class: 'stale-note' }, run.stale_note) : null,
     run.error ? h('p', { class: 'error' }, run.error) : null, notesView(state.store, run.id, run.notes), commandView(run.command), launchButton()));
   const extras = [S.get('solve', run.solve ?? null, () => solveView(run.solve)), S.get('meta-skill', run.meta_skill ?? null, () => metaSkillView(run.meta_skill))];

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -115,3 +116,17 @@ def server(store: Path):
     srv = Server(store, token=TOKEN)
     yield srv
     srv.stop()
+
+
+@pytest.fixture
+def launching_server(store_copy: Path):
+    """The dashboard over a private copy of the dry store, for tests that launch runs from it: every launched
+    run still going at the end is stopped (SIGTERM), never left behind."""
+    from tests.browser_support import Server
+    srv = Server(store_copy, token=TOKEN)
+    yield srv
+    for proc in srv.processes():
+        if proc["status"] == "running":
+            os.kill(proc["pid"], signal.SIGTERM)
+    srv.stop()
+

@@ -3,15 +3,14 @@ lineage tree, and a dry run launched from the drawer appearing live. Screenshots
 
 from __future__ import annotations
 
-import os
 import re
 import time
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server
+from tests.browser_support import CHROMIUM, SKIP_REASON
 
-from .conftest import ARTIFACTS, TOKEN
+from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api",
@@ -19,13 +18,8 @@ sync_api = pytest.importorskip("playwright.sync_api",
 
 
 @pytest.fixture
-def server(store_copy):
-    srv = Server(store_copy, token=TOKEN)
-    yield srv
-    for proc in srv.processes():  # never leave a launched run behind
-        if proc["status"] == "running":
-            os.kill(proc["pid"], 15)
-    srv.stop()
+def server(launching_server):
+    return launching_server
 
 
 def _untitled_figures(page) -> int:

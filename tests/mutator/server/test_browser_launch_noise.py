@@ -4,14 +4,13 @@ noise, and the new run's head says so from what the run recorded."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SKIP_REASON, Server
+from tests.browser_support import CHROMIUM, SKIP_REASON
 
-from .conftest import ARTIFACTS, TOKEN
+from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)
 sync_api = pytest.importorskip("playwright.sync_api",
@@ -19,13 +18,8 @@ sync_api = pytest.importorskip("playwright.sync_api",
 
 
 @pytest.fixture
-def server(store_copy):
-    srv = Server(store_copy, token=TOKEN)
-    yield srv
-    for proc in srv.processes():  # never leave a launched run behind
-        if proc["status"] == "running":
-            os.kill(proc["pid"], 15)
-    srv.stop()
+def server(launching_server):
+    return launching_server
 
 
 def test_a_dry_launch_at_realistic_noise_shows_as_a_noisy_dry_run(server, page, store_copy, run_id):
